@@ -1,0 +1,1 @@
+//! Probe recorder (filled by issue 2).
