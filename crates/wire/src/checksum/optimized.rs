@@ -19,6 +19,17 @@ pub fn sum(data: &[u8]) -> u16 {
     fold(sum_le(data)).swap_bytes()
 }
 
+/// Name of the implementation [`sum`] uses on this CPU for long inputs.
+pub fn implementation() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
+    }
+    "portable"
+}
+
 /// Unfolded accumulator of little-endian words over `data`.
 #[inline]
 fn sum_le(data: &[u8]) -> u64 {
