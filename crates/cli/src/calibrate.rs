@@ -139,7 +139,11 @@ fn print_table(c: &Calibration) {
     );
     println!(
         "  probes compiled    {}",
-        if p.probes_compiled { "yes" } else { "no (built without the `probes` feature)" }
+        if p.probes_compiled {
+            "yes"
+        } else {
+            "no (built without the `probes` feature)"
+        }
     );
     println!(
         "  probe, gate open   median {:6.2} ns   p99 {:6.2} ns",
@@ -160,7 +164,10 @@ fn print_table(c: &Calibration) {
         p.overhead.samples
     );
     println!();
-    println!("  GB/s (10^9 B/s)        {:>9} {:>9} {:>9}", "64 B", "1500 B", "64 KiB");
+    println!(
+        "  GB/s (10^9 B/s)        {:>9} {:>9} {:>9}",
+        "64 B", "1500 B", "64 KiB"
+    );
     let row = |name: &str, rates: &BTreeMap<String, f64>| {
         let at = |n: usize| rates.get(&n.to_string()).copied().unwrap_or(f64::NAN);
         println!(

@@ -38,7 +38,9 @@ pub fn gbytes_per_s(len: usize, budget: Duration, trials: usize, mut op: impl Fn
 
 /// A deterministic, non-trivial byte pattern (so no branch sees zeros only).
 pub fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i.wrapping_mul(131) ^ (i >> 7)) as u8).collect()
+    (0..len)
+        .map(|i| (i.wrapping_mul(131) ^ (i >> 7)) as u8)
+        .collect()
 }
 
 /// GB/s of `copy_from_slice` (memcpy) for `len` bytes.

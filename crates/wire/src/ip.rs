@@ -89,12 +89,7 @@ pub fn pseudo_header(src: &IpAddr, dst: &IpAddr, protocol: IpProtocol, length: u
             // IPv4 lengths are 16 bits; a longer one cannot be on the wire.
             checksum::pseudo_header_v4(*s, *d, protocol.into(), length as u16)
         }
-        _ => checksum::pseudo_header_v6(
-            to_v6(src),
-            to_v6(dst),
-            protocol.into(),
-            length,
-        ),
+        _ => checksum::pseudo_header_v6(to_v6(src), to_v6(dst), protocol.into(), length),
     }
 }
 

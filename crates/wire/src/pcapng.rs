@@ -116,7 +116,11 @@ impl<W: Write> PcapngWriter<W> {
     }
 
     /// Writes one enhanced packet block.
-    pub fn write_packet(&mut self, interface: InterfaceId, packet: &CapturedPacket) -> io::Result<()> {
+    pub fn write_packet(
+        &mut self,
+        interface: InterfaceId,
+        packet: &CapturedPacket,
+    ) -> io::Result<()> {
         let iface = self
             .interfaces
             .get(interface.0 as usize)
@@ -163,7 +167,8 @@ impl<W: Write> PcapngWriter<W> {
 
     /// A block: type, total length, body (already 32-bit padded), total length.
     fn write_block(&mut self, block_type: u32, body: &[u8]) -> io::Result<()> {
-        let total = u32::try_from(body.len() + 12).map_err(|_| invalid("pcapng block too large"))?;
+        let total =
+            u32::try_from(body.len() + 12).map_err(|_| invalid("pcapng block too large"))?;
         self.out.write_all(&block_type.to_ne_bytes())?;
         self.out.write_all(&total.to_ne_bytes())?;
         self.out.write_all(body)?;
@@ -213,7 +218,11 @@ mod tests {
             let kind = u32_at(data, at);
             let total = u32_at(data, at + 4) as usize;
             assert_eq!(total % 4, 0, "block length is a multiple of 4");
-            assert_eq!(u32_at(data, at + total - 4) as usize, total, "trailing length");
+            assert_eq!(
+                u32_at(data, at + total - 4) as usize,
+                total,
+                "trailing length"
+            );
             out.push((kind, data[at + 8..at + total - 4].to_vec()));
             at += total;
         }
@@ -262,7 +271,11 @@ mod tests {
         assert_eq!((u32_at(first, 12), u32_at(first, 16)), (3, 3), "lengths");
         assert_eq!(&first[20..23], &[1, 2, 3]);
         assert_eq!(u16::from_ne_bytes([first[24], first[25]]), OPT_COMMENT);
-        assert_eq!(u16::from_ne_bytes([first[26], first[27]]), 2, "comment length");
+        assert_eq!(
+            u16::from_ne_bytes([first[26], first[27]]),
+            2,
+            "comment length"
+        );
         assert_eq!(&first[28..30], b"hi");
 
         // The second interface's snap length truncates the capture.

@@ -160,7 +160,12 @@ mod tests {
 
     #[test]
     fn pseudo_headers_sum_their_fields() {
-        let v4 = pseudo_header_v4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 17, 8);
+        let v4 = pseudo_header_v4(
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, 2),
+            17,
+            8,
+        );
         assert_eq!(v4, fold(0x0a00 + 0x0001 + 0x0a00 + 0x0002 + 17 + 8));
         let v6 = pseudo_header_v6(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, 58, 0x1_0004);
         assert_eq!(v6, fold(1 + 1 + 1 + 4 + 58));
