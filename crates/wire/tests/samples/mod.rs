@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 mod v4;
+mod v6;
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -34,13 +35,8 @@ pub const V6_B: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xb, 0, 0, 0, 0, 2);
 
 pub fn all() -> Vec<Sample> {
     let mut samples = v4::samples();
-    samples.extend(v6_samples());
+    samples.extend(v6::samples());
     samples
-}
-
-/// IPv6 samples, filled in as their formats land.
-fn v6_samples() -> Vec<Sample> {
-    Vec::new()
 }
 
 pub fn ethernet(ethertype: EtherType, vlan: Option<VlanTag>, payload: &[u8]) -> Vec<u8> {
