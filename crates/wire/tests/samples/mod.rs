@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+mod tcp;
 mod v4;
 mod v6;
 
@@ -36,6 +37,7 @@ pub const V6_B: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xb, 0, 0, 0, 0, 2);
 pub fn all() -> Vec<Sample> {
     let mut samples = v4::samples();
     samples.extend(v6::samples());
+    samples.extend(tcp::samples());
     samples
 }
 
