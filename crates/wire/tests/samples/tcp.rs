@@ -109,7 +109,11 @@ pub fn samples() -> Vec<Sample> {
             name: "tcp-ipv6-ack-sack-timestamps",
             frame: over_v6(&sack_ack, b""),
             protocols: &["ipv6", "tcp"],
-            decoded_text: &["SACK", "TSecr 654321", ".... ...1 .... = Acknowledgment: Set"],
+            decoded_text: &[
+                "SACK",
+                "TSecr 654321",
+                ".... ...1 .... = Acknowledgment: Set",
+            ],
             has_checksum: true,
         },
         Sample {
