@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+mod icmpv6;
 mod tcp;
 mod v4;
 mod v6;
@@ -38,6 +39,7 @@ pub fn all() -> Vec<Sample> {
     let mut samples = v4::samples();
     samples.extend(v6::samples());
     samples.extend(tcp::samples());
+    samples.extend(icmpv6::samples());
     samples
 }
 
