@@ -116,7 +116,7 @@ mod avx2 {
                 acc2 = _mm256_add_epi32(acc2, _mm256_and_si256(v1, mask));
                 acc3 = _mm256_add_epi32(acc3, _mm256_srli_epi32(v1, 16));
             }
-            total += lanes_sum(acc0) + lanes_sum(acc1) + lanes_sum(acc2) + lanes_sum(acc3);
+            total += widen_and_sum([acc0, acc1, acc2, acc3]);
             done += run;
         }
         // The tail starts at a multiple of 64, so word pairing is preserved.
@@ -125,11 +125,20 @@ mod avx2 {
         s + u64::from(carry)
     }
 
+    /// Sum of every 32-bit lane of the accumulators, widened to 64 bits in
+    /// vector registers so one horizontal step finishes the job.
     #[target_feature(enable = "avx2")]
-    fn lanes_sum(v: __m256i) -> u64 {
-        let mut lanes = [0u32; 8];
-        // SAFETY: `lanes` is 32 writable bytes; storeu has no alignment need.
-        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v) };
-        lanes.iter().map(|&l| u64::from(l)).sum()
+    fn widen_and_sum(accumulators: [__m256i; 4]) -> u64 {
+        let low_halves = _mm256_set1_epi64x(0xffff_ffff);
+        let mut wide = _mm256_setzero_si256();
+        for acc in accumulators {
+            wide = _mm256_add_epi64(wide, _mm256_and_si256(acc, low_halves));
+            wide = _mm256_add_epi64(wide, _mm256_srli_epi64(acc, 32));
+        }
+        let pair = _mm_add_epi64(
+            _mm256_castsi256_si128(wide),
+            _mm256_extracti128_si256(wide, 1),
+        );
+        (_mm_cvtsi128_si64(pair) as u64).wrapping_add(_mm_extract_epi64(pair, 1) as u64)
     }
 }

@@ -1,0 +1,31 @@
+//! Converters from a [`Trace`](crate::Trace) to other formats.
+//!
+//! Both validate the trace first, so a record never names a location the
+//! table lacks.
+
+mod csv;
+mod perfetto;
+
+pub use csv::write_csv;
+pub use perfetto::{write_perfetto, PerfettoSummary};
+
+use crate::record::Record;
+
+/// Turns counter values into time since the earliest record.
+struct Timebase {
+    start: u64,
+    hz: f64,
+}
+
+impl Timebase {
+    fn of(records: &[Record], hz: f64) -> Timebase {
+        Timebase {
+            start: records.iter().map(|r| r.tsc).min().unwrap_or(0),
+            hz,
+        }
+    }
+
+    fn ns(&self, tsc: u64) -> f64 {
+        crate::clock::cycles_to_ns(tsc.saturating_sub(self.start) as f64, self.hz)
+    }
+}

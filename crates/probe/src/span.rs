@@ -1,0 +1,76 @@
+//! Span guards: an enter probe now, the matching exit probe on drop.
+
+use crate::gate::Flow;
+use crate::record::Loc;
+
+/// Records `exit` when dropped, with the same flow and aux as the enter
+/// record (and `len`, unless changed with [`SpanGuard::set_len`]).
+///
+/// The exit is recorded exactly when the enter was, whatever the gate
+/// says by then, so spans in a trace are never half-open because the mode
+/// changed in between.
+#[cfg(feature = "probes")]
+#[must_use = "the span ends when the guard is dropped"]
+pub struct SpanGuard {
+    exit: Loc,
+    len: u32,
+    flow: u32,
+    aux: u64,
+    armed: bool,
+}
+
+/// Without the `probes` feature a guard is empty and dropping it does
+/// nothing.
+#[cfg(not(feature = "probes"))]
+#[must_use = "the span ends when the guard is dropped"]
+pub struct SpanGuard {
+    _private: (),
+}
+
+impl SpanGuard {
+    /// Sets the `len` the exit record will carry (e.g. bytes produced).
+    #[inline(always)]
+    pub fn set_len(&mut self, len: u32) {
+        #[cfg(feature = "probes")]
+        {
+            self.len = len;
+        }
+        #[cfg(not(feature = "probes"))]
+        let _ = len;
+    }
+}
+
+#[cfg(feature = "probes")]
+impl Drop for SpanGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.armed {
+            crate::ring::push(self.exit, self.len, self.flow, self.aux);
+        }
+    }
+}
+
+/// Records `enter` now (if the gate is open for `flow`) and returns a
+/// guard that records `exit` when dropped.
+#[inline(always)]
+pub fn span(enter: Loc, exit: Loc, len: u32, flow: Flow, aux: u64) -> SpanGuard {
+    #[cfg(feature = "probes")]
+    {
+        let armed = crate::gate::is_open(flow);
+        if armed {
+            crate::ring::push(enter, len, flow.id, aux);
+        }
+        SpanGuard {
+            exit,
+            len,
+            flow: flow.id,
+            aux,
+            armed,
+        }
+    }
+    #[cfg(not(feature = "probes"))]
+    {
+        let _ = (enter, exit, len, flow, aux);
+        SpanGuard { _private: () }
+    }
+}
