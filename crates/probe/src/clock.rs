@@ -100,12 +100,23 @@ pub fn constant_tsc() -> Option<bool> {
 
 /// Reads the monotonic clock bracketed by two counter reads and returns
 /// the counter value at its midpoint, so the cost of `Instant::now`
-/// does not bias the pairing.
+/// does not bias the pairing. Of a few tries the one with the tightest
+/// bracket wins: a preemption between the reads would otherwise shift the
+/// midpoint by half a scheduler slice and skew a short calibration.
 fn paired_read() -> (Instant, u64) {
-    let before = read();
-    let now = Instant::now();
-    let after = read();
-    (now, before + after.wrapping_sub(before) / 2)
+    const TRIES: usize = 5;
+    let mut best: Option<(u64, Instant, u64)> = None;
+    for _ in 0..TRIES {
+        let before = read();
+        let now = Instant::now();
+        let after = read();
+        let bracket = after.wrapping_sub(before);
+        if best.is_none_or(|(width, _, _)| bracket < width) {
+            best = Some((bracket, now, before + bracket / 2));
+        }
+    }
+    let (_, now, counter) = best.unwrap_or_else(|| (0, Instant::now(), read()));
+    (now, counter)
 }
 
 fn median(values: &mut [f64]) -> Option<f64> {

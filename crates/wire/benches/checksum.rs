@@ -8,7 +8,7 @@ use wire::checksum::{optimized, reference};
 fn checksum(c: &mut Criterion) {
     let data: Vec<u8> = (0..65_536 + 1).map(|i| (i * 7 + 3) as u8).collect();
     let mut group = c.benchmark_group("checksum");
-    for &len in &[64usize, 1500, 65_536] {
+    for &len in &[64usize, 256, 576, 768, 1024, 1500, 65_536] {
         group.throughput(Throughput::Bytes(len as u64));
         let aligned = &data[..len];
         let misaligned = &data[1..len + 1];
@@ -17,6 +17,9 @@ fn checksum(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("optimized", len), aligned, |b, d| {
             b.iter(|| optimized::sum(black_box(d)))
+        });
+        group.bench_with_input(BenchmarkId::new("portable", len), aligned, |b, d| {
+            b.iter(|| optimized::portable_sum(black_box(d)))
         });
         group.bench_with_input(
             BenchmarkId::new("optimized_misaligned", len),
