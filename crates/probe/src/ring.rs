@@ -1,22 +1,16 @@
 //! The per-thread record buffer.
 //!
-//! Each thread owns a preallocated array of records filled front to back.
+//! Each thread owns a preallocated vector of records filled front to back.
 //! When it is full, new events are dropped and counted: the first events
 //! of a run are kept, and a report can say how many were lost. The hot
-//! path ([`push`]) does one compare, one 32-byte store and one index
-//! bump — no allocation, lock or syscall.
-//!
-//! Two thread-locals split the job:
-//! * `RING` holds only `Cell`s and raw pointers and has no destructor, so
-//!   with its `const` initialiser every access compiles to a plain
-//!   thread-local address with no "initialised yet?" check.
-//! * `OWNER` is a zero-sized value whose destructor frees the buffer when
-//!   the thread exits. It is touched only when a buffer is allocated.
+//! path ([`push`]) does one capacity compare, one 32-byte store and one
+//! length bump — no allocation (the vector never grows past the capacity
+//! set by [`init_thread`]), no lock (the `RefCell` is this thread's own) and
+//! no syscall.
 
 use crate::clock;
 use crate::record::{Loc, Record};
-use std::cell::Cell;
-use std::ptr;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Capacity, in records, of a ring allocated on first use without
@@ -24,10 +18,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const DEFAULT_CAPACITY: usize = 1 << 20;
 
 struct Ring {
-    /// First slot of the buffer; null until allocated (and after release).
-    slots: Cell<*mut Record>,
-    capacity: Cell<usize>,
-    len: Cell<usize>,
+    /// Its capacity is the ring's; `push` never lets it grow.
+    records: RefCell<Vec<Record>>,
+    /// Whether a capacity was chosen (a capacity of 0 is a valid choice).
+    allocated: Cell<bool>,
     dropped: Cell<u64>,
     /// 0 until a number is assigned.
     thread: Cell<u16>,
@@ -36,9 +30,8 @@ struct Ring {
 impl Ring {
     const fn new() -> Ring {
         Ring {
-            slots: Cell::new(ptr::null_mut()),
-            capacity: Cell::new(0),
-            len: Cell::new(0),
+            records: RefCell::new(Vec::new()),
+            allocated: Cell::new(false),
             dropped: Cell::new(0),
             thread: Cell::new(0),
         }
@@ -53,48 +46,15 @@ impl Ring {
         self.thread.get()
     }
 
-    /// Allocates and pre-touches a buffer of `capacity` records, replacing
-    /// any previous one. Returns false (leaving the ring empty) if the
-    /// thread is already exiting.
-    fn allocate(&self, capacity: usize) -> bool {
-        self.release();
-        // Registering the owner's destructor fails once the thread's
-        // thread-locals are being torn down; do not allocate then, since
-        // nothing would free the buffer.
-        if OWNER.try_with(|_| ()).is_err() {
-            return false;
-        }
-        let buffer: Box<[Record]> = vec![Record::UNWRITTEN; capacity].into_boxed_slice();
-        self.slots.set(Box::into_raw(buffer).cast::<Record>());
-        self.capacity.set(capacity);
-        self.len.set(0);
-        true
-    }
-
-    /// Frees the buffer. Capacity drops to 0 first so no later push can
-    /// reach the freed memory.
-    fn release(&self) {
-        let slots = self.slots.replace(ptr::null_mut());
-        let capacity = self.capacity.replace(0);
-        self.len.set(0);
-        if !slots.is_null() {
-            // SAFETY: `slots` and `capacity` came from `Box::into_raw` of a
-            // `Box<[Record]>` of that length in `allocate`, and were cleared
-            // above, so the box is rebuilt and freed exactly once.
-            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(slots, capacity)) });
-        }
-    }
-
-    fn recorded(&self) -> &[Record] {
-        let len = self.len.get();
-        if len == 0 {
-            return &[];
-        }
-        // SAFETY: `len > 0` means a buffer is allocated (release zeroes
-        // `len`), and the first `len <= capacity` slots were initialised
-        // at allocation. The slice lives only as long as `&self` on this
-        // thread, during which nothing frees the buffer.
-        unsafe { std::slice::from_raw_parts(self.slots.get(), len) }
+    /// Replaces the buffer with an empty one of exactly `capacity` records
+    /// whose pages are already written, so the first probes take no page
+    /// faults.
+    fn allocate(&self, capacity: usize) {
+        let mut records = Vec::with_capacity(capacity);
+        records.resize(capacity, Record::UNWRITTEN);
+        records.clear();
+        *self.records.borrow_mut() = records;
+        self.allocated.set(true);
     }
 }
 
@@ -102,17 +62,6 @@ static NEXT_THREAD: AtomicU32 = AtomicU32::new(1);
 
 thread_local! {
     static RING: Ring = const { Ring::new() };
-    static OWNER: Owner = const { Owner };
-}
-
-/// Frees this thread's buffer when the thread exits.
-struct Owner;
-
-impl Drop for Owner {
-    fn drop(&mut self) {
-        // `RING` has no destructor, so it is still reachable here.
-        RING.with(Ring::release);
-    }
 }
 
 /// Appends one record to this thread's ring (the hot path).
@@ -120,17 +69,11 @@ impl Drop for Owner {
 pub(crate) fn push(loc: Loc, len: u32, flow: u32, aux: u64) {
     RING.with(|ring| {
         let tsc = clock::read();
-        let at = ring.len.get();
-        if at < ring.capacity.get() {
-            // The record is built in place: assembling it on the stack and
-            // copying it costs a failed store-to-load forward (~5 ns).
-            let record = Record::new(tsc, loc, len, flow, aux, ring.thread.get());
-            // SAFETY: a non-zero capacity means `slots` points to a live
-            // buffer of `capacity` records owned by this thread (see
-            // `allocate`/`release`), and `at < capacity`.
-            unsafe { ring.slots.get().add(at).write(record) };
-            ring.len.set(at + 1);
+        let mut records = ring.records.borrow_mut();
+        if records.len() < records.capacity() {
+            records.push(Record::new(tsc, loc, len, flow, aux, ring.thread.get()));
         } else {
+            drop(records);
             push_slow(ring, Record::new(tsc, loc, len, flow, aux, 0));
         }
     })
@@ -140,11 +83,10 @@ pub(crate) fn push(loc: Loc, len: u32, flow: u32, aux: u64) {
 #[cold]
 #[inline(never)]
 fn push_slow(ring: &Ring, mut record: Record) {
-    if ring.slots.get().is_null() && ring.allocate(DEFAULT_CAPACITY) {
+    if !ring.allocated.get() {
+        ring.allocate(DEFAULT_CAPACITY);
         record.thread = ring.thread_id();
-        // SAFETY: just allocated with DEFAULT_CAPACITY (> 0) slots, len 0.
-        unsafe { ring.slots.get().write(record) };
-        ring.len.set(1);
+        ring.records.borrow_mut().push(record);
         return;
     }
     ring.dropped.set(ring.dropped.get() + 1);
@@ -161,10 +103,10 @@ fn push_slow(ring: &Ring, mut record: Record) {
 pub fn init_thread(capacity: usize) -> u16 {
     RING.with(|ring| {
         let id = ring.thread_id();
-        if ring.slots.get().is_null() || ring.capacity.get() != capacity {
+        if !ring.allocated.get() || ring.records.borrow().capacity() != capacity {
             ring.allocate(capacity);
         }
-        ring.len.set(0);
+        ring.records.borrow_mut().clear();
         ring.dropped.set(0);
         id
     })
@@ -174,16 +116,17 @@ pub fn init_thread(capacity: usize) -> u16 {
 /// The drop count is kept; see [`reset_thread`].
 pub fn drain_thread() -> Vec<Record> {
     RING.with(|ring| {
-        let records = ring.recorded().to_vec();
-        ring.len.set(0);
-        records
+        let mut records = ring.records.borrow_mut();
+        let taken = records.to_vec();
+        records.clear();
+        taken
     })
 }
 
 /// Empties this thread's ring and zeroes its drop count.
 pub fn reset_thread() {
     RING.with(|ring| {
-        ring.len.set(0);
+        ring.records.borrow_mut().clear();
         ring.dropped.set(0);
     })
 }
@@ -195,12 +138,12 @@ pub fn dropped() -> u64 {
 
 /// Records currently held by this thread's ring.
 pub fn recorded() -> usize {
-    RING.with(|ring| ring.len.get())
+    RING.with(|ring| ring.records.borrow().len())
 }
 
 /// Capacity of this thread's ring (0 if not allocated yet).
 pub fn capacity() -> usize {
-    RING.with(|ring| ring.capacity.get())
+    RING.with(|ring| ring.records.borrow().capacity())
 }
 
 /// This thread's number as stored in its records (assigned on first use).
