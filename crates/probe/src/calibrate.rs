@@ -16,6 +16,7 @@
 
 use crate::gate::{self, Flow, Mode};
 use crate::location::{Category, Kind, Layer};
+use crate::stats::Stats;
 use crate::{record, Record};
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
@@ -61,8 +62,24 @@ pub struct Overhead {
 }
 
 /// Measures the per-probe overhead with `groups` doubled and `groups`
-/// tripled probe groups.
+/// tripled probe groups. Runs on a scratch thread, so the caller's ring
+/// (records, capacity, drop count) is untouched; the global gate mode is
+/// set while it runs and restored after.
 pub fn overhead(groups: usize) -> Overhead {
+    on_scratch_thread(|| overhead_here(groups))
+}
+
+/// Runs `f` on a thread of its own, which owns (and frees) its own ring.
+fn on_scratch_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(f)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn overhead_here(groups: usize) -> Overhead {
     ensure_ring(ROUND_GROUPS * RECORDS_PER_GROUP);
     let saved = gate::mode();
     gate::set_mode(Mode::All);
@@ -164,8 +181,13 @@ pub struct ProbeCost {
     pub overhead: Overhead,
 }
 
-/// Measures the cost of a probe call and the per-probe overhead.
+/// Measures the cost of a probe call and the per-probe overhead, on a
+/// scratch thread (see [`overhead`]).
 pub fn probe_cost(config: &CostConfig) -> ProbeCost {
+    on_scratch_thread(|| probe_cost_here(config))
+}
+
+fn probe_cost_here(config: &CostConfig) -> ProbeCost {
     let batch_len = config.batch_len.max(1);
     ensure_ring(batch_len);
     let saved = gate::mode();
@@ -189,7 +211,7 @@ pub fn probe_cost(config: &CostConfig) -> ProbeCost {
     ));
     gate::set_mode(saved);
     crate::reset_thread();
-    let overhead = overhead(config.overhead_groups);
+    let overhead = overhead_here(config.overhead_groups);
     ProbeCost {
         probes_compiled: crate::ENABLED,
         clock: crate::clock::KIND.to_string(),
@@ -238,52 +260,9 @@ fn ensure_ring(records: usize) {
     }
 }
 
-/// Order statistics of a sample; all zero for an empty one.
-#[derive(Default)]
-struct Stats {
-    median: f64,
-    mean: f64,
-    min: f64,
-    p99: f64,
-}
-
-impl Stats {
-    fn of(values: &[f64]) -> Stats {
-        if values.is_empty() {
-            return Stats::default();
-        }
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        // Nearest rank: the smallest value with at least 99 % at or below.
-        let p99 = v[(n * 99).div_ceil(100).clamp(1, n) - 1];
-        Stats {
-            median,
-            mean: v.iter().sum::<f64>() / n as f64,
-            min: v[0],
-            p99,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stats_of_a_small_sample() {
-        let s = Stats::of(&[5.0, 1.0, 3.0, 2.0, 4.0]);
-        assert_eq!((s.median, s.mean, s.min, s.p99), (3.0, 3.0, 1.0, 5.0));
-        let s = Stats::of(&(1..=100).map(f64::from).collect::<Vec<_>>());
-        assert_eq!(s.p99, 99.0);
-        assert_eq!(s.median, 50.5);
-        assert_eq!(Stats::of(&[]).median, 0.0);
-    }
 
     #[test]
     fn differences_stay_within_groups() {

@@ -79,7 +79,10 @@ pub fn calibrate(duration: Duration) -> f64 {
             rates.push((c1 - c0) as f64 / secs);
         }
     }
-    median(&mut rates).unwrap_or(1e9)
+    if rates.is_empty() {
+        return 1e9;
+    }
+    crate::stats::Stats::of(&rates).median
 }
 
 /// Whether the CPU advertises a constant-rate TSC (`constant_tsc` in
@@ -117,19 +120,6 @@ fn paired_read() -> (Instant, u64) {
     }
     let (_, now, counter) = best.unwrap_or_else(|| (0, Instant::now(), read()));
     (now, counter)
-}
-
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    })
 }
 
 /// Converts a counter difference to nanoseconds at frequency `hz`.
@@ -171,12 +161,5 @@ mod tests {
         let hz = 2.5e9;
         assert_eq!(cycles_to_ns(2500.0, hz), 1000.0);
         assert_eq!(ns_to_cycles(1000.0, hz), 2500.0);
-    }
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&mut []), None);
     }
 }

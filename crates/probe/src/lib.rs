@@ -46,17 +46,22 @@ mod ring;
 #[path = "ring_disabled.rs"]
 mod ring;
 mod span;
+mod stats;
 pub mod trace_file;
 
 pub use gate::{mode, set_mode, Flow, Mode};
 pub use location::{Category, Kind, Layer, Location};
 pub use record::{Loc, Record};
 pub use ring::{
-    capacity, drain_thread, dropped, init_thread, recorded, reset_thread, thread_id,
-    DEFAULT_CAPACITY,
+    capacity, drain_thread, dropped, dropped_after_exit, init_thread, recorded, reset_thread,
+    thread_id,
 };
 pub use span::{span, SpanGuard};
 pub use trace_file::{LocationEntry, Trace, TraceError, TraceHeader, TraceWriter};
+
+/// Capacity, in records, of a ring allocated on first use without
+/// [`init_thread`]: 1 Mi records, 32 MiB.
+pub const DEFAULT_CAPACITY: usize = 1 << 20;
 
 /// Whether this build has probes compiled in (the `probes` feature).
 pub const ENABLED: bool = cfg!(feature = "probes");

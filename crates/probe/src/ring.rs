@@ -11,11 +11,9 @@
 use crate::clock;
 use crate::record::{Loc, Record};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Capacity, in records, of a ring allocated on first use without
-/// [`init_thread`]: 1 Mi records, 32 MiB.
-pub const DEFAULT_CAPACITY: usize = 1 << 20;
+use crate::DEFAULT_CAPACITY;
 
 struct Ring {
     /// Its capacity is the ring's; `push` never lets it grow.
@@ -60,6 +58,10 @@ impl Ring {
 
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(1);
 
+/// Events recorded by threads whose ring was already destroyed (a probe in
+/// another thread-local's destructor): counted here, never a panic.
+static DROPPED_AFTER_EXIT: AtomicU64 = AtomicU64::new(0);
+
 thread_local! {
     static RING: Ring = const { Ring::new() };
 }
@@ -67,7 +69,7 @@ thread_local! {
 /// Appends one record to this thread's ring (the hot path).
 #[inline(always)]
 pub(crate) fn push(loc: Loc, len: u32, flow: u32, aux: u64) {
-    RING.with(|ring| {
+    let pushed = RING.try_with(|ring| {
         let tsc = clock::read();
         let mut records = ring.records.borrow_mut();
         if records.len() < records.capacity() {
@@ -76,7 +78,22 @@ pub(crate) fn push(loc: Loc, len: u32, flow: u32, aux: u64) {
             drop(records);
             push_slow(ring, Record::new(tsc, loc, len, flow, aux, 0));
         }
-    })
+    });
+    if pushed.is_err() {
+        lost_after_exit();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lost_after_exit() {
+    DROPPED_AFTER_EXIT.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Events dropped, process-wide, because their thread's ring was already
+/// destroyed (probes fired from thread-local destructors at thread exit).
+pub fn dropped_after_exit() -> u64 {
+    DROPPED_AFTER_EXIT.load(Ordering::Relaxed)
 }
 
 /// The ring is full, or not allocated yet on this thread.
@@ -101,7 +118,7 @@ fn push_slow(ring: &Ring, mut record: Record) {
 /// here, so the first probes do not take page faults. A capacity whose
 /// size in bytes overflows `isize` panics, as `vec!` does.
 pub fn init_thread(capacity: usize) -> u16 {
-    RING.with(|ring| {
+    RING.try_with(|ring| {
         let id = ring.thread_id();
         if !ring.allocated.get() || ring.records.borrow().capacity() != capacity {
             ring.allocate(capacity);
@@ -110,45 +127,49 @@ pub fn init_thread(capacity: usize) -> u16 {
         ring.dropped.set(0);
         id
     })
+    .unwrap_or(0)
 }
 
 /// Takes this thread's records, leaving the ring empty (and allocated).
 /// The drop count is kept; see [`reset_thread`].
 pub fn drain_thread() -> Vec<Record> {
-    RING.with(|ring| {
+    RING.try_with(|ring| {
         let mut records = ring.records.borrow_mut();
         let taken = records.to_vec();
         records.clear();
         taken
     })
+    .unwrap_or_default()
 }
 
 /// Empties this thread's ring and zeroes its drop count.
 pub fn reset_thread() {
-    RING.with(|ring| {
+    let _ = RING.try_with(|ring| {
         ring.records.borrow_mut().clear();
         ring.dropped.set(0);
-    })
+    });
 }
 
 /// Events this thread dropped because its ring was full.
 pub fn dropped() -> u64 {
-    RING.with(|ring| ring.dropped.get())
+    RING.try_with(|ring| ring.dropped.get()).unwrap_or(0)
 }
 
 /// Records currently held by this thread's ring.
 pub fn recorded() -> usize {
-    RING.with(|ring| ring.records.borrow().len())
+    RING.try_with(|ring| ring.records.borrow().len())
+        .unwrap_or(0)
 }
 
 /// Capacity of this thread's ring (0 if not allocated yet).
 pub fn capacity() -> usize {
-    RING.with(|ring| ring.records.borrow().capacity())
+    RING.try_with(|ring| ring.records.borrow().capacity())
+        .unwrap_or(0)
 }
 
 /// This thread's number as stored in its records (assigned on first use).
 pub fn thread_id() -> u16 {
-    RING.with(Ring::thread_id)
+    RING.try_with(Ring::thread_id).unwrap_or(0)
 }
 
 #[cfg(test)]

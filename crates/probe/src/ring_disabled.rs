@@ -3,9 +3,6 @@
 
 use crate::record::Record;
 
-/// Capacity a ring would get on first use (unused in this build).
-pub const DEFAULT_CAPACITY: usize = 1 << 20;
-
 /// Does nothing; returns thread number 0.
 pub fn init_thread(capacity: usize) -> u16 {
     let _ = capacity;
@@ -37,5 +34,10 @@ pub fn capacity() -> usize {
 
 /// Always 0.
 pub fn thread_id() -> u16 {
+    0
+}
+
+/// Always 0.
+pub fn dropped_after_exit() -> u64 {
     0
 }

@@ -2,6 +2,12 @@
 
 use crate::gate::Flow;
 use crate::record::Loc;
+use std::marker::PhantomData;
+
+/// Keeps a guard on the thread that opened it (`*const ()` is neither
+/// `Send` nor `Sync`): an exit recorded on another thread would land in the
+/// wrong ring and leave both threads' spans unpaired.
+type NotSend = PhantomData<*const ()>;
 
 /// Records `exit` when dropped, with the same flow and aux as the enter
 /// record (and `len`, unless changed with [`SpanGuard::set_len`]).
@@ -17,6 +23,7 @@ pub struct SpanGuard {
     flow: u32,
     aux: u64,
     armed: bool,
+    _thread_bound: NotSend,
 }
 
 /// Without the `probes` feature a guard is empty and dropping it does
@@ -24,7 +31,7 @@ pub struct SpanGuard {
 #[cfg(not(feature = "probes"))]
 #[must_use = "the span ends when the guard is dropped"]
 pub struct SpanGuard {
-    _private: (),
+    _thread_bound: NotSend,
 }
 
 impl SpanGuard {
@@ -66,11 +73,14 @@ pub fn span(enter: Loc, exit: Loc, len: u32, flow: Flow, aux: u64) -> SpanGuard 
             flow: flow.id,
             aux,
             armed,
+            _thread_bound: PhantomData,
         }
     }
     #[cfg(not(feature = "probes"))]
     {
         let _ = (enter, exit, len, flow, aux);
-        SpanGuard { _private: () }
+        SpanGuard {
+            _thread_bound: PhantomData,
+        }
     }
 }

@@ -245,6 +245,12 @@ pub enum TraceError {
     },
     #[error("{place}: queue flag must be 0 or 1, found {value}")]
     BadQueueFlag { place: Place, value: u8 },
+    #[error("{place}: name {name:?} is already used by location {first}")]
+    DuplicateName {
+        place: Place,
+        name: String,
+        first: u32,
+    },
     #[error("record {index} has location {loc} but the table has {table_len} entries")]
     BadLocation {
         index: u64,
@@ -287,12 +293,22 @@ fn check_header(h: &TraceHeader) -> Result<(), TraceError> {
 
 fn check_table(locations: &[LocationEntry]) -> Result<(), TraceError> {
     check_count("locations", locations.len() as u64, MAX_LOCATIONS as u64)?;
+    // Analysis finds locations by name, so names must be unique.
+    let mut seen: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     for (i, l) in locations.iter().enumerate() {
         let place = Place::Location(i as u32);
         check_len(place, "name", l.name.len(), MAX_NAME_LEN)?;
         if let Some(q) = &l.queue {
             check_len(place, "queue name", q.len(), MAX_NAME_LEN)?;
         }
+        if let Some(&first) = seen.get(l.name.as_str()) {
+            return Err(TraceError::DuplicateName {
+                place,
+                name: l.name.clone(),
+                first,
+            });
+        }
+        seen.insert(&l.name, i as u32);
     }
     Ok(())
 }
@@ -396,14 +412,18 @@ impl<W: Write> TraceWriter<W> {
             });
         }
         let mut buf = Vec::with_capacity(CHUNK_RECORDS.min(records.len()) * Record::SIZE);
+        // Every record is checked before any is written or counted, so an
+        // error leaves the file and the count as they were.
+        for (i, r) in records.iter().enumerate() {
+            check_record(self.written + i as u64, r, self.table_len)?;
+        }
         for chunk in records.chunks(CHUNK_RECORDS) {
             buf.clear();
             for r in chunk {
-                check_record(self.written, r, self.table_len)?;
                 buf.extend_from_slice(&r.to_le_bytes());
-                self.written += 1;
             }
             self.out.write_all(&buf)?;
+            self.written += chunk.len() as u64;
         }
         Ok(())
     }
@@ -550,6 +570,7 @@ fn read_trace<R: Read>(input: &mut Input<R>) -> Result<Trace, TraceError> {
     for i in 0..count {
         locations.push(read_location(input, Place::Location(i))?);
     }
+    check_table(&locations)?;
 
     let record_count = input.u64(Place::RecordCount)?;
     check_count("records", record_count, MAX_RECORDS)?;

@@ -68,3 +68,31 @@ fn probe_cost_figures() {
     assert!(json["enabled_ns_median"].is_number());
     assert_eq!(probe::mode(), Mode::Off);
 }
+
+#[test]
+fn calibration_leaves_the_callers_ring_alone() {
+    let _g = LOCK.lock().unwrap();
+    std::thread::spawn(|| {
+        probe::set_mode(Mode::All);
+        probe::init_thread(10);
+        for i in 0..20 {
+            probe::record(probe::calibrate::POINT, 0, probe::Flow::traced(1), i);
+        }
+        probe::set_mode(Mode::Off);
+        let before = (probe::capacity(), probe::recorded(), probe::dropped());
+        assert_eq!(before, (10, 10, 10));
+        calibrate::overhead(100);
+        calibrate::probe_cost(&CostConfig {
+            batches: 3,
+            batch_len: 50,
+            overhead_groups: 10,
+        });
+        // Capacity, records and the drop count a report must show survive.
+        assert_eq!(
+            (probe::capacity(), probe::recorded(), probe::dropped()),
+            before
+        );
+    })
+    .join()
+    .unwrap();
+}

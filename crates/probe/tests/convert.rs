@@ -6,7 +6,6 @@ use common::*;
 use probe::convert::{write_csv, write_perfetto};
 use probe::{Loc, Record, Trace, TraceHeader};
 use serde_json::Value;
-use std::collections::HashMap;
 
 fn perfetto(trace: &Trace) -> (Value, probe::convert::PerfettoSummary) {
     let mut out = Vec::new();
@@ -62,14 +61,18 @@ fn perfetto_document_shape() {
     assert_eq!(json["displayTimeUnit"], "ns");
     let events = events(&json);
     assert_eq!(events.len() as u64, summary.events);
-    assert_eq!(events.len(), 7);
+    // Two spans, two queue counters, one instant.
+    let phases: Vec<&str> = events.iter().map(|e| e["ph"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["X", "X", "C", "C", "i"]);
     for e in events {
         assert_eq!(e["pid"], 1);
         assert!(e["ts"].is_f64() || e["ts"].is_u64());
         assert!(e["tid"].is_u64());
     }
-    // 1 GHz: 1100 - 1000 cycles = 100 ns = 0.1 us.
+    // 1 GHz: 1100 - 1000 cycles = 100 ns = 0.1 us; checksum took 200 ns.
+    assert_eq!(events[1]["name"], "checksum");
     assert_eq!(events[1]["ts"].as_f64().unwrap(), 0.1);
+    assert_eq!(events[1]["dur"].as_f64().unwrap(), 0.2);
     let point = events.iter().find(|e| e["ph"] == "i").unwrap();
     assert_eq!(point["name"], "link.tx");
     assert_eq!(point["s"], "t");
@@ -77,56 +80,124 @@ fn perfetto_document_shape() {
     assert_eq!(point["cat"], "link,link");
 }
 
+/// (name, tid, ts, dur) of every slice.
+fn slices(json: &Value) -> Vec<(String, u64, f64, f64)> {
+    events(json)
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["tid"].as_u64().unwrap(),
+                e["ts"].as_f64().unwrap(),
+                e["dur"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn perfetto_spans_pair_per_thread() {
-    // Thread 1: A( B( ) ) ; thread 2 interleaved: C( ) ; a stray exit on
-    // thread 3; an unclosed enter on thread 2.
+    // Thread 1: send( checksum( ) ); thread 2 interleaved: checksum( );
+    // a stray exit on thread 3; an unclosed enter on thread 2.
     let t = |tsc, loc: Loc, thread| Record::new(tsc, loc, 0, 0, 0, thread);
     let trace = Trace::new(
         TraceHeader::new(1e9, 0.0, 0, "spans"),
         SITES,
         vec![
-            t(10, SEND_ENTER, 1),
-            t(11, CSUM_ENTER, 2),
-            t(12, CSUM_ENTER, 1),
-            t(13, CSUM_EXIT, 2),
-            t(14, CSUM_EXIT, 1),
-            t(15, SEND_EXIT, 3),
-            t(16, SEND_EXIT, 1),
-            t(17, SEND_ENTER, 2),
+            t(1000, SEND_ENTER, 1),
+            t(2000, CSUM_ENTER, 2),
+            t(3000, CSUM_ENTER, 1),
+            t(4000, CSUM_EXIT, 2),
+            t(5000, CSUM_EXIT, 1),
+            t(6000, SEND_EXIT, 3),
+            t(7000, SEND_EXIT, 1),
+            t(8000, SEND_ENTER, 2),
         ],
     );
     let (json, summary) = perfetto(&trace);
     assert_eq!(summary.unmatched_exits, 1);
     assert_eq!(summary.unclosed_spans, 1);
-
-    let mut stacks: HashMap<u64, Vec<String>> = HashMap::new();
-    let mut pairs = Vec::new();
-    for e in events(&json) {
-        let tid = e["tid"].as_u64().unwrap();
-        let name = e["name"].as_str().unwrap().to_string();
-        match e["ph"].as_str().unwrap() {
-            "B" => stacks.entry(tid).or_default().push(name),
-            "E" => {
-                let open = stacks
-                    .get_mut(&tid)
-                    .and_then(Vec::pop)
-                    .expect("E closes a B");
-                assert_eq!(open, name, "E carries the name of the span it closes");
-                pairs.push((tid, name));
-            }
-            other => panic!("unexpected phase {other}"),
-        }
-    }
+    assert_eq!(summary.interleaved_spans, 0);
     assert_eq!(
-        pairs,
+        slices(&json),
         [
-            (2, "checksum.enter".to_string()),
-            (1, "checksum.enter".to_string()),
-            (1, "send.enter".to_string())
+            ("send".to_string(), 1, 0.0, 6.0),
+            ("checksum".to_string(), 2, 1.0, 2.0),
+            ("checksum".to_string(), 1, 2.0, 2.0),
         ]
     );
-    assert_eq!(stacks[&2], ["send.enter"]);
+}
+
+#[test]
+fn perfetto_overlapping_spans_close_their_own_enter() {
+    // send opens, checksum opens, send closes before checksum: the spans
+    // overlap without nesting, and each keeps its own duration.
+    let t = |tsc, loc: Loc| Record::new(tsc, loc, 0, 0, 0, 1);
+    let trace = Trace::new(
+        TraceHeader::new(1e9, 0.0, 0, "overlap"),
+        SITES,
+        vec![
+            t(1000, SEND_ENTER),
+            t(2000, CSUM_ENTER),
+            t(3000, SEND_EXIT),
+            t(9000, CSUM_EXIT),
+        ],
+    );
+    let (json, summary) = perfetto(&trace);
+    assert_eq!(summary.interleaved_spans, 1);
+    assert_eq!((summary.unmatched_exits, summary.unclosed_spans), (0, 0));
+    assert_eq!(
+        slices(&json),
+        [
+            ("send".to_string(), 1, 0.0, 2.0),
+            ("checksum".to_string(), 1, 1.0, 7.0),
+        ]
+    );
+}
+
+#[test]
+fn perfetto_pairs_same_span_by_flow_and_aux() {
+    // Two sends in flight on one thread (flows 1 and 2) close in the order
+    // they opened; flow and aux say which is which.
+    let t = |tsc, loc: Loc, flow, aux| Record::new(tsc, loc, 0, flow, aux, 1);
+    let trace = Trace::new(
+        TraceHeader::new(1e9, 0.0, 0, "pairs"),
+        SITES,
+        vec![
+            t(1000, SEND_ENTER, 1, 10),
+            t(2000, SEND_ENTER, 2, 20),
+            t(3000, SEND_EXIT, 1, 10),
+            t(5000, SEND_EXIT, 2, 20),
+        ],
+    );
+    let (json, _) = perfetto(&trace);
+    let flows: Vec<(u64, f64)> = events(&json)
+        .iter()
+        .map(|e| {
+            (
+                e["args"]["flow"].as_u64().unwrap(),
+                e["dur"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(flows, [(1, 2.0), (2, 3.0)]);
+}
+
+#[test]
+fn perfetto_keeps_each_threads_order_when_the_counter_steps_back() {
+    // A core migration can make a thread's counter go back a little: the
+    // exit still follows its enter, with the timestamp clamped.
+    let t = |tsc, loc: Loc| Record::new(tsc, loc, 0, 0, 0, 1);
+    let trace = Trace::new(
+        TraceHeader::new(1e9, 0.0, 0, "migration"),
+        SITES,
+        vec![t(5000, SEND_ENTER), t(4990, SEND_EXIT)],
+    );
+    let (json, summary) = perfetto(&trace);
+    assert_eq!(summary.clamped_timestamps, 1);
+    assert_eq!((summary.unmatched_exits, summary.unclosed_spans), (0, 0));
+    assert_eq!(slices(&json), [("send".to_string(), 1, 0.0, 0.0)]);
 }
 
 #[test]
@@ -136,7 +207,7 @@ fn perfetto_queue_counters_track_length() {
         TraceHeader::new(2e9, 0.0, 0, "queue"),
         SITES,
         vec![
-            q(100, TXQ_OUT), // already-queued packet: stays at 0
+            q(100, TXQ_OUT), // already-queued packet: stays at 0, counted
             q(200, TXQ_IN),
             q(300, TXQ_IN),
             q(400, TXQ_OUT),
@@ -146,12 +217,13 @@ fn perfetto_queue_counters_track_length() {
             q(800, TXQ_OUT),
         ],
     );
-    let (json, _) = perfetto(&trace);
+    let (json, summary) = perfetto(&trace);
+    assert_eq!(summary.dequeues_below_zero, 2);
     let counters: Vec<(f64, u64)> = events(&json)
         .iter()
         .map(|e| {
             assert_eq!(e["ph"], "C");
-            assert_eq!(e["name"], "ifq");
+            assert_eq!(e["name"], "ifq (thread 1)");
             (
                 e["ts"].as_f64().unwrap(),
                 e["args"]["length"].as_u64().unwrap(),
@@ -165,6 +237,35 @@ fn perfetto_queue_counters_track_length() {
 }
 
 #[test]
+fn perfetto_queue_counters_are_per_thread() {
+    // Two hosts' interface queues, one per thread, must not merge.
+    let q = |tsc, loc: Loc, thread| Record::new(tsc, loc, 64, 1, 0, thread);
+    let trace = Trace::new(
+        TraceHeader::new(1e9, 0.0, 0, "queues"),
+        SITES,
+        vec![q(100, TXQ_IN, 1), q(200, TXQ_IN, 2), q(300, TXQ_OUT, 1)],
+    );
+    let (json, _) = perfetto(&trace);
+    let counters: Vec<(String, u64)> = events(&json)
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["args"]["length"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counters,
+        [
+            ("ifq (thread 1)".to_string(), 1),
+            ("ifq (thread 2)".to_string(), 1),
+            ("ifq (thread 1)".to_string(), 0),
+        ]
+    );
+}
+
+#[test]
 fn converters_reject_records_outside_the_table() {
     let mut trace = sample_trace();
     trace.records.push(Record::new(5000, Loc(99), 0, 0, 0, 1));
@@ -174,19 +275,22 @@ fn converters_reject_records_outside_the_table() {
 
 #[test]
 fn perfetto_events_are_in_time_order_across_threads() {
+    // Each thread's records are in its own order in the file (as drained
+    // from its ring); the output interleaves the threads by time.
     let trace = Trace::new(
         TraceHeader::new(1e9, 0.0, 0, "order"),
         SITES,
         vec![
+            Record::new(100, WIRE, 0, 0, 0, 1),
             Record::new(300, WIRE, 0, 0, 0, 1),
-            Record::new(100, WIRE, 0, 0, 0, 2),
-            Record::new(200, WIRE, 0, 0, 0, 1),
+            Record::new(200, WIRE, 0, 0, 0, 2),
         ],
     );
-    let (json, _) = perfetto(&trace);
-    let ts: Vec<f64> = events(&json)
+    let (json, summary) = perfetto(&trace);
+    assert_eq!(summary.clamped_timestamps, 0);
+    let order: Vec<(f64, u64)> = events(&json)
         .iter()
-        .map(|e| e["ts"].as_f64().unwrap())
+        .map(|e| (e["ts"].as_f64().unwrap(), e["tid"].as_u64().unwrap()))
         .collect();
-    assert_eq!(ts, [0.0, 0.1, 0.2]);
+    assert_eq!(order, [(0.0, 1), (0.1, 2), (0.2, 1)]);
 }

@@ -186,3 +186,44 @@ fn drain_leaves_the_ring_ready_for_more() {
     assert_eq!((second.len(), second[0].aux), (1, 2));
     assert_eq!(capacity, 8);
 }
+
+/// A value whose destructor fires a probe, as a host or socket kept in a
+/// thread-local might.
+struct ProbesOnDrop;
+
+impl Drop for ProbesOnDrop {
+    fn drop(&mut self) {
+        probe::record(WIRE, 1, Flow::traced(1), 0);
+    }
+}
+
+thread_local! {
+    static PROBES_ON_DROP: ProbesOnDrop = const { ProbesOnDrop };
+}
+
+#[test]
+fn a_probe_after_the_ring_is_destroyed_is_counted_not_fatal() {
+    let _g = lock();
+    probe::set_mode(Mode::All);
+    let before = probe::dropped_after_exit();
+    on_thread(|| {
+        // Registered first, destroyed last: after the ring, which this
+        // thread creates next. Before the fix this aborted the process.
+        PROBES_ON_DROP.with(|_| ());
+        probe::init_thread(16);
+        probe::record(WIRE, 1, Flow::traced(1), 0);
+    });
+    probe::set_mode(Mode::Off);
+    assert!(probe::dropped_after_exit() > before);
+}
+
+#[test]
+fn span_guards_stay_on_their_thread() {
+    // Compile-time check: this only builds if SpanGuard is not Send.
+    trait AmbiguousIfSend<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+    impl<T: ?Sized + Send> AmbiguousIfSend<u8> for T {}
+    <probe::SpanGuard as AmbiguousIfSend<_>>::check();
+}

@@ -155,6 +155,40 @@ fn specific_corruptions_get_specific_errors() {
 }
 
 #[test]
+fn duplicate_location_names_are_refused() {
+    // "ifq.enqueue" and "ifq.dequeue" have the same length: overwrite the
+    // second with the first in the file bytes.
+    let mut bytes = sample_trace().to_bytes().unwrap();
+    let at = find(&bytes, b"ifq.dequeue");
+    bytes[at..at + 11].copy_from_slice(b"ifq.enqueue");
+    match Trace::from_bytes(&bytes) {
+        Err(TraceError::DuplicateName { name, first, .. }) => {
+            assert_eq!(name, "ifq.enqueue");
+            assert_eq!(first, TXQ_IN.0 as u32);
+        }
+        other => panic!("expected a duplicate-name error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_rejected_batch_leaves_the_writer_unchanged() {
+    use probe::TraceWriter;
+    let trace = sample_trace();
+    let header = trace.header.clone();
+    let good = trace.records[0];
+    let bad = Record::new(1, Loc(99), 0, 0, 0, 1);
+    let mut writer = TraceWriter::new(Vec::new(), &header, &trace.locations, 3).unwrap();
+    assert!(matches!(
+        writer.write_records(&[good, bad]),
+        Err(TraceError::BadLocation { index: 1, .. })
+    ));
+    // Nothing of the rejected batch was written or counted.
+    writer.write_records(&[good, good, good]).unwrap();
+    let bytes = writer.finish().unwrap();
+    assert_eq!(Trace::from_bytes(&bytes).unwrap().records, [good; 3]);
+}
+
+#[test]
 fn flipping_any_byte_never_panics() {
     let good = sample_trace().to_bytes().unwrap();
     for i in 0..good.len() {
@@ -214,7 +248,11 @@ fn trace() -> impl Strategy<Value = Trace> {
         any::<u64>(),
         "\\PC{0,64}",
     )
-        .prop_map(|(locations, raw, hz, overhead, dropped, description)| {
+        .prop_map(|(mut locations, raw, hz, overhead, dropped, description)| {
+            // Names must be unique in a table; the index makes them so.
+            for (i, l) in locations.iter_mut().enumerate() {
+                l.name = format!("{}#{i}", l.name);
+            }
             let n = locations.len() as u16;
             let records = raw
                 .into_iter()

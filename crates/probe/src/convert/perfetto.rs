@@ -1,44 +1,59 @@
 //! Trace → Chrome / Perfetto JSON trace events.
 //!
-//! * span enter → `"B"`, span exit → `"E"`, paired per thread like a call
-//!   stack; the `E` carries the name of the span it closes (the exit
-//!   location's own name is in its args). An exit with no open span on its
-//!   thread (its enter was before the trace or dropped) is skipped.
-//! * enqueue / dequeue → `"C"` counter named after the queue whose value
-//!   is the running queue length (never below 0: a trace may start with
-//!   packets already queued).
+//! * A span becomes one `"X"` (complete) slice with `ts` and `dur`, so
+//!   spans that overlap without nesting (queue-crossing spans, reassembly)
+//!   are drawn as they happened. An exit location named `NAME.exit` closes
+//!   an open `NAME.enter` of the same thread, preferring one with the same
+//!   flow and aux (DESIGN.md: aux pairs head with end), else the latest.
+//!   An exit with no such enter, or an enter never closed, is counted in
+//!   the summary, not drawn.
+//! * enqueue / dequeue → `"C"` counter of that queue's length on that
+//!   thread (each host of the threaded runner has its own queues), named
+//!   `QUEUE (thread N)`. A dequeue at length 0 (the trace began with
+//!   packets queued) keeps the counter at 0 and is counted.
 //! * point → `"i"` instant, thread scope.
 //!
-//! Events are in time order; `ts` is microseconds since the earliest
-//! record; pid is 1 and tid the record's thread. Span and instant events
-//! carry `len`, `flow` and `aux` in `args` (counters carry only the
-//! length, since every counter arg is drawn as a series).
+//! Each thread's records keep their file order (the order they happened
+//! on that thread) even if the counter stepped back across a core
+//! migration: a thread's timestamps are clamped to never decrease. `ts` is
+//! microseconds since the earliest record; pid is 1, tid the record's
+//! thread. Events are written in time order.
 
 use super::Timebase;
 use crate::location::Kind;
 use crate::record::Record;
 use crate::trace_file::{LocationEntry, Trace, TraceError};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write;
 
-/// What the conversion did with the records.
+/// What the conversion did with the records; a report shows these.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PerfettoSummary {
     /// Events written.
     pub events: u64,
-    /// Exits skipped for lack of an open span on their thread.
+    /// Exits with no open enter of the same span on their thread.
     pub unmatched_exits: u64,
-    /// Spans still open at the end of the trace.
+    /// Enters never closed by the end of the trace.
     pub unclosed_spans: u64,
+    /// Spans closed while a later-opened span on the same thread was still
+    /// open (they overlap instead of nesting).
+    pub interleaved_spans: u64,
+    /// Dequeues seen at queue length 0.
+    pub dequeues_below_zero: u64,
+    /// Records whose counter value was below an earlier one of their thread.
+    pub clamped_timestamps: u64,
 }
 
 #[derive(Serialize)]
 struct Event<'a> {
-    name: &'a str,
+    name: Cow<'a, str>,
     cat: String,
     ph: &'static str,
     ts: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
     pid: u32,
     tid: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -60,70 +75,131 @@ enum Args<'a> {
     },
 }
 
+/// An enter waiting for its exit.
+struct OpenSpan<'a> {
+    stem: &'a str,
+    enter: &'a LocationEntry,
+    record: &'a Record,
+    ts: f64,
+}
+
+/// The span a location opens or closes: its name without `.enter`/`.exit`.
+fn span_stem(name: &str) -> &str {
+    name.strip_suffix(".enter")
+        .or_else(|| name.strip_suffix(".exit"))
+        .unwrap_or(name)
+}
+
+/// Records in time order, each thread's in file order, with each thread's
+/// counter values clamped to never decrease.
+fn ordered<'a>(records: &'a [Record], summary: &mut PerfettoSummary) -> Vec<(u64, &'a Record)> {
+    let mut latest: HashMap<u16, u64> = HashMap::new();
+    let mut order: Vec<(u64, &Record)> = records
+        .iter()
+        .map(|r| {
+            let seen = latest.entry(r.thread).or_insert(r.tsc);
+            if r.tsc < *seen {
+                summary.clamped_timestamps += 1;
+            } else {
+                *seen = r.tsc;
+            }
+            (*seen, r)
+        })
+        .collect();
+    // Stable: equal stamps keep file order.
+    order.sort_by_key(|(tsc, _)| *tsc);
+    order
+}
+
 /// Writes `{"traceEvents": [...], "displayTimeUnit": "ns"}`.
 pub fn write_perfetto(trace: &Trace, out: impl Write) -> Result<PerfettoSummary, TraceError> {
     trace.validate()?;
-    let mut out = std::io::BufWriter::new(out);
-    let time = Timebase::of(&trace.records, trace.header.counter_hz);
-
-    // Time order across threads; the stable sort keeps each thread's own
-    // order for equal stamps.
-    let mut order: Vec<&Record> = trace.records.iter().collect();
-    order.sort_by_key(|r| r.tsc);
-
     let mut summary = PerfettoSummary::default();
-    let mut open: HashMap<u16, Vec<&str>> = HashMap::new();
-    let mut queues: HashMap<&str, u64> = HashMap::new();
+    let order = ordered(&trace.records, &mut summary);
+    let time = Timebase {
+        start: order.first().map_or(0, |(tsc, _)| *tsc),
+        hz: trace.header.counter_hz,
+    };
+    let mut open: HashMap<u16, Vec<OpenSpan>> = HashMap::new();
+    // Per (thread, queue): the counter track's name and the queue length.
+    let mut queues: HashMap<(u16, &str), (String, u64)> = HashMap::new();
+    let mut events: Vec<Event> = Vec::new();
 
-    out.write_all(b"{\"traceEvents\":[")?;
-    for r in order {
+    for (tsc, r) in order {
         let Some(l) = trace.location(r) else { continue };
-        let ts = time.ns(r.tsc) / 1000.0;
-        let event = match l.kind {
-            Kind::SpanEnter => {
-                open.entry(r.thread).or_default().push(&l.name);
-                probe_event(&l.name, l, "B", ts, r)
-            }
-            Kind::SpanExit => match open.get_mut(&r.thread).and_then(Vec::pop) {
-                Some(name) => probe_event(name, l, "E", ts, r),
-                None => {
+        let ts = time.ns(tsc) / 1000.0;
+        match l.kind {
+            Kind::SpanEnter => open.entry(r.thread).or_default().push(OpenSpan {
+                stem: span_stem(&l.name),
+                enter: l,
+                record: r,
+                ts,
+            }),
+            Kind::SpanExit => {
+                let stack = open.entry(r.thread).or_default();
+                let stem = span_stem(&l.name);
+                let same_stem = |s: &&OpenSpan| s.stem == stem;
+                let exact = stack.iter().rposition(|s| {
+                    same_stem(&s) && s.record.flow == r.flow && s.record.aux == r.aux
+                });
+                let Some(at) = exact.or_else(|| stack.iter().rposition(|s| same_stem(&s))) else {
                     summary.unmatched_exits += 1;
                     continue;
+                };
+                if at + 1 != stack.len() {
+                    summary.interleaved_spans += 1;
                 }
-            },
-            Kind::Point => Event {
+                let span = stack.remove(at);
+                events.push(Event {
+                    dur: Some(ts - span.ts),
+                    ..probe_event(span.stem, span.enter, "X", span.ts, span.record)
+                });
+            }
+            Kind::Point => events.push(Event {
                 s: Some("t"),
                 ..probe_event(&l.name, l, "i", ts, r)
-            },
+            }),
             Kind::Enqueue | Kind::Dequeue => {
                 let queue = l.queue.as_deref().unwrap_or(&l.name);
-                let length = queues.entry(queue).or_default();
-                *length = if l.kind == Kind::Enqueue {
-                    length.saturating_add(1)
+                let (name, length) = queues
+                    .entry((r.thread, queue))
+                    .or_insert_with(|| (format!("{queue} (thread {})", r.thread), 0));
+                if l.kind == Kind::Enqueue {
+                    *length += 1;
+                } else if *length == 0 {
+                    summary.dequeues_below_zero += 1;
                 } else {
-                    length.saturating_sub(1)
-                };
-                Event {
-                    name: queue,
+                    *length -= 1;
+                }
+                events.push(Event {
+                    name: Cow::Owned(name.clone()),
                     cat: category(l),
                     ph: "C",
                     ts,
+                    dur: None,
                     pid: 1,
                     tid: r.thread,
                     s: None,
                     args: Args::Counter { length: *length },
-                }
+                });
             }
-        };
-        if summary.events > 0 {
+        }
+    }
+    summary.unclosed_spans = open.values().map(|s| s.len() as u64).sum();
+    // Slices are emitted when they close; put everything in time order.
+    events.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+
+    let mut out = std::io::BufWriter::new(out);
+    out.write_all(b"{\"traceEvents\":[")?;
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
             out.write_all(b",")?;
         }
-        serde_json::to_writer(&mut out, &event).map_err(std::io::Error::from)?;
-        summary.events += 1;
+        serde_json::to_writer(&mut out, event).map_err(std::io::Error::from)?;
     }
     out.write_all(b"],\"displayTimeUnit\":\"ns\"}")?;
     out.flush()?;
-    summary.unclosed_spans = open.values().map(|s| s.len() as u64).sum();
+    summary.events = events.len() as u64;
     Ok(summary)
 }
 
@@ -135,10 +211,11 @@ fn probe_event<'a>(
     r: &Record,
 ) -> Event<'a> {
     Event {
-        name,
+        name: Cow::Borrowed(name),
         cat: category(l),
         ph,
         ts,
+        dur: None,
         pid: 1,
         tid: r.thread,
         s: None,
