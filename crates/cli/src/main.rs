@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod throughput;
+mod trace;
 
 use clap::{Parser, Subcommand};
 
@@ -38,11 +39,14 @@ enum Command {
     /// figure.
     #[command(verbatim_doc_comment)]
     Calibrate(calibrate::CalibrateArgs),
+    /// Inspect a probe trace file and convert it to CSV or Perfetto JSON.
+    Trace(trace::TraceArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match &cli.command {
         Command::Calibrate(args) => calibrate::run(args),
+        Command::Trace(args) => trace::run(args),
     }
 }

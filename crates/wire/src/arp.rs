@@ -3,6 +3,7 @@
 
 use core::net::Ipv4Addr;
 
+use crate::bytes::{be_u16, put_be_u16};
 use crate::ethernet::{EtherType, EthernetAddress};
 use crate::{Error, Result};
 
@@ -85,18 +86,13 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         self.buffer
     }
 
-    fn u16_at(&self, range: core::ops::Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     pub fn hardware_type(&self) -> u16 {
-        self.u16_at(field::HTYPE)
+        be_u16(self.buffer.as_ref(), field::HTYPE.start)
     }
 
     /// The protocol type, an EtherType value.
     pub fn protocol_type(&self) -> EtherType {
-        EtherType::from(self.u16_at(field::PTYPE))
+        EtherType::from(be_u16(self.buffer.as_ref(), field::PTYPE.start))
     }
 
     pub fn hardware_len(&self) -> u8 {
@@ -108,7 +104,7 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
     }
 
     pub fn operation(&self) -> ArpOperation {
-        ArpOperation::from(self.u16_at(field::OPER))
+        ArpOperation::from(be_u16(self.buffer.as_ref(), field::OPER.start))
     }
 
     /// Length of the packet as its address lengths describe it.
@@ -150,16 +146,12 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ArpPacket<T> {
-    fn set_u16_at(&mut self, range: core::ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_hardware_type(&mut self, value: u16) {
-        self.set_u16_at(field::HTYPE, value)
+        put_be_u16(self.buffer.as_mut(), field::HTYPE.start, value)
     }
 
     pub fn set_protocol_type(&mut self, value: EtherType) {
-        self.set_u16_at(field::PTYPE, value.into())
+        put_be_u16(self.buffer.as_mut(), field::PTYPE.start, value.into())
     }
 
     /// Sets the hardware address length; set lengths before addresses.
@@ -173,7 +165,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ArpPacket<T> {
     }
 
     pub fn set_operation(&mut self, value: ArpOperation) {
-        self.set_u16_at(field::OPER, value.into())
+        put_be_u16(self.buffer.as_mut(), field::OPER.start, value.into())
     }
 
     /// Copies `addr`, which must be `hardware_len()` bytes long.

@@ -2,6 +2,7 @@
 
 use core::fmt;
 
+use crate::bytes::{be_u16, put_be_u16};
 use crate::{Error, Result};
 
 /// A 48-bit IEEE 802 MAC address.
@@ -187,11 +188,6 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
         self.buffer
     }
 
-    fn u16_at(&self, range: core::ops::Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     pub fn dst_addr(&self) -> EthernetAddress {
         let mut addr = [0; 6];
         addr.copy_from_slice(&self.buffer.as_ref()[field::DST]);
@@ -207,7 +203,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     /// Whether the type field after the source address is the 802.1Q TPID.
     pub fn is_tagged(&self) -> bool {
         let b = self.buffer.as_ref();
-        b.len() >= field::OUTER_TYPE.end && self.u16_at(field::OUTER_TYPE) == VLAN_TPID
+        b.len() >= field::OUTER_TYPE.end && be_u16(b, field::OUTER_TYPE.start) == VLAN_TPID
     }
 
     /// Header length: 14 bytes, or 18 with an 802.1Q tag. Safe to call on a
@@ -223,7 +219,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     /// The 802.1Q tag, if the frame carries one.
     pub fn vlan_tag(&self) -> Option<VlanTag> {
         self.is_tagged()
-            .then(|| VlanTag::from_tci(self.u16_at(field::TCI)))
+            .then(|| VlanTag::from_tci(be_u16(self.buffer.as_ref(), field::TCI.start)))
     }
 
     /// The EtherType of the payload (after the tag, if any).
@@ -233,7 +229,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
         } else {
             field::OUTER_TYPE
         };
-        EtherType::from(self.u16_at(range))
+        EtherType::from(be_u16(self.buffer.as_ref(), range.start))
     }
 
     /// Everything after the header, padding included.
@@ -243,10 +239,6 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
-    fn set_u16_at(&mut self, range: core::ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_dst_addr(&mut self, addr: EthernetAddress) {
         self.buffer.as_mut()[field::DST].copy_from_slice(&addr.0);
     }
@@ -258,8 +250,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
     /// Makes the frame tagged: writes the TPID and the tag's TCI. Call
     /// before [`set_ethertype`](Self::set_ethertype).
     pub fn set_vlan_tag(&mut self, tag: VlanTag) {
-        self.set_u16_at(field::OUTER_TYPE, VLAN_TPID);
-        self.set_u16_at(field::TCI, tag.to_tci());
+        put_be_u16(self.buffer.as_mut(), field::OUTER_TYPE.start, VLAN_TPID);
+        put_be_u16(self.buffer.as_mut(), field::TCI.start, tag.to_tci());
     }
 
     /// Writes the payload EtherType where the frame's current layout puts
@@ -271,7 +263,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
         } else {
             field::OUTER_TYPE
         };
-        self.set_u16_at(range, ethertype.into());
+        put_be_u16(self.buffer.as_mut(), range.start, ethertype.into());
     }
 
     /// Everything after the header.
@@ -349,13 +341,18 @@ impl EthernetRepr {
         frame.set_src_addr(self.src);
         // Write by position, not through `set_ethertype`: the buffer's stale
         // bytes at offset 12 must not decide the layout.
-        match self.vlan {
+        let type_field = match self.vlan {
             Some(tag) => {
                 frame.set_vlan_tag(tag);
-                frame.set_u16_at(field::INNER_TYPE, self.ethertype.into());
+                field::INNER_TYPE
             }
-            None => frame.set_u16_at(field::OUTER_TYPE, self.ethertype.into()),
-        }
+            None => field::OUTER_TYPE,
+        };
+        put_be_u16(
+            frame.buffer.as_mut(),
+            type_field.start,
+            self.ethertype.into(),
+        );
         Ok(())
     }
 }

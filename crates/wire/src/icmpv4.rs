@@ -3,6 +3,7 @@
 //! time exceeded, parameter problem. Other message types are recognised by
 //! the view but unsupported by the repr.
 
+use crate::bytes::{be_u16, be_u32, put_be_u16, put_be_u32};
 use crate::checksum;
 use crate::ip::ChecksumMode;
 use crate::{Error, Result};
@@ -219,11 +220,6 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
         self.buffer
     }
 
-    fn u16_at(&self, range: core::ops::Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     pub fn msg_type(&self) -> Icmpv4Message {
         Icmpv4Message::from(self.buffer.as_ref()[field::TYPE])
     }
@@ -233,29 +229,29 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.u16_at(field::CHECKSUM)
+        be_u16(self.buffer.as_ref(), field::CHECKSUM.start)
     }
 
     /// The 32-bit rest-of-header word, whatever the type.
     pub fn rest_of_header(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::REST];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be_u32(self.buffer.as_ref(), field::REST.start)
     }
 
     /// Echo identifier (echo request and reply).
     pub fn echo_ident(&self) -> u16 {
-        self.u16_at(field::ECHO_IDENT)
+        be_u16(self.buffer.as_ref(), field::ECHO_IDENT.start)
     }
 
     /// Echo sequence number (echo request and reply).
     pub fn echo_seq_no(&self) -> u16 {
-        self.u16_at(field::ECHO_SEQ_NO)
+        be_u16(self.buffer.as_ref(), field::ECHO_SEQ_NO.start)
     }
 
     /// Next-hop MTU of a "fragmentation needed" message (RFC 1191 §4);
-    /// zero from routers that predate RFC 1191.
+    /// zero from routers that predate RFC 1191. Read whatever the type and
+    /// code: the low 16 bits of the rest-of-header word.
     pub fn next_hop_mtu(&self) -> u16 {
-        self.u16_at(field::NEXT_HOP_MTU)
+        be_u16(self.buffer.as_ref(), field::NEXT_HOP_MTU.start)
     }
 
     /// Parameter-problem pointer: the octet of the invoking header in error.
@@ -277,10 +273,6 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
-    fn set_u16_at(&mut self, range: core::ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_msg_type(&mut self, value: Icmpv4Message) {
         self.buffer.as_mut()[field::TYPE] = value.into()
     }
@@ -290,23 +282,23 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.set_u16_at(field::CHECKSUM, value)
+        put_be_u16(self.buffer.as_mut(), field::CHECKSUM.start, value)
     }
 
     pub fn set_rest_of_header(&mut self, value: u32) {
-        self.buffer.as_mut()[field::REST].copy_from_slice(&value.to_be_bytes())
+        put_be_u32(self.buffer.as_mut(), field::REST.start, value)
     }
 
     pub fn set_echo_ident(&mut self, value: u16) {
-        self.set_u16_at(field::ECHO_IDENT, value)
+        put_be_u16(self.buffer.as_mut(), field::ECHO_IDENT.start, value)
     }
 
     pub fn set_echo_seq_no(&mut self, value: u16) {
-        self.set_u16_at(field::ECHO_SEQ_NO, value)
+        put_be_u16(self.buffer.as_mut(), field::ECHO_SEQ_NO.start, value)
     }
 
     pub fn set_next_hop_mtu(&mut self, value: u16) {
-        self.set_u16_at(field::NEXT_HOP_MTU, value)
+        put_be_u16(self.buffer.as_mut(), field::NEXT_HOP_MTU.start, value)
     }
 
     pub fn set_pointer(&mut self, value: u8) {
@@ -340,8 +332,13 @@ pub enum Icmpv4Repr<'a> {
     },
     DstUnreachable {
         reason: Icmpv4DstUnreachable,
-        /// RFC 1191 §4: meaningful with [`Icmpv4DstUnreachable::FragRequired`],
-        /// zero otherwise.
+        /// The low 16 bits of the rest-of-header word, whatever the code.
+        /// RFC 1191 §4 gives it a meaning, the next-hop MTU, only with
+        /// [`Icmpv4DstUnreachable::FragRequired`] (zero there from routers
+        /// that predate RFC 1191); with other codes the word is unused and
+        /// sent as zero (RFC 792). Parse keeps the value received and emit
+        /// writes the value given, for every code, so a parsed message
+        /// re-emits unchanged: build messages of other codes with zero.
         next_hop_mtu: u16,
         /// The invoking IPv4 header and leading data.
         invoking: &'a [u8],
@@ -625,6 +622,33 @@ mod tests {
         assert!(matches!(parse(13, 0), Err(Error::Unsupported(_))));
         assert!(matches!(parse(12, 1), Err(Error::Unsupported(_))));
         assert_eq!(parse(3, 200), Ok(Some(Icmpv4DstUnreachable::Unknown(200))));
+    }
+
+    #[test]
+    fn next_hop_mtu_is_kept_for_every_code() {
+        // Port unreachable with a non-zero low word: parse reports it as is
+        // (as the repr's documentation says) and emit writes it back.
+        let mut bytes = FRAG_NEEDED;
+        bytes[1] = 3;
+        bytes[6..8].copy_from_slice(&0x1234u16.to_be_bytes());
+        Icmpv4Packet::new_unchecked(&mut bytes[..]).fill_checksum();
+        let packet = Icmpv4Packet::new_checked(&bytes[..]).unwrap();
+        let repr = Icmpv4Repr::parse(&packet, ChecksumMode::Full).unwrap();
+        assert_eq!(
+            repr,
+            Icmpv4Repr::DstUnreachable {
+                reason: Icmpv4DstUnreachable::PortUnreachable,
+                next_hop_mtu: 0x1234,
+                invoking: &bytes[8..]
+            }
+        );
+        let mut out = [0xff; 36];
+        repr.emit(
+            &mut Icmpv4Packet::new_unchecked(&mut out[..]),
+            ChecksumMode::Full,
+        )
+        .unwrap();
+        assert_eq!(out, bytes);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use core::net::Ipv6Addr;
 
+use crate::bytes;
 use crate::checksum;
 use crate::ip::ChecksumMode;
 use crate::mld::MldRepr;
@@ -201,22 +202,24 @@ impl From<DstUnreachableReason> for u8 {
     }
 }
 
-/// Time Exceeded codes (RFC 4443 §3.3); no others are defined.
+/// Time Exceeded codes (RFC 4443 §3.3). Codes not defined there are kept,
+/// as for the other error types: the error must still reach the upper layer
+/// (in the spirit of RFC 4443 §2.4(a)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TimeExceededReason {
     /// 0: hop limit exceeded in transit.
     HopLimitExceeded,
     /// 1: fragment reassembly time exceeded.
     FragReassemblyExceeded,
+    Unknown(u8),
 }
 
-impl TryFrom<u8> for TimeExceededReason {
-    type Error = Error;
-    fn try_from(value: u8) -> Result<Self> {
+impl From<u8> for TimeExceededReason {
+    fn from(value: u8) -> Self {
         match value {
-            0 => Ok(Self::HopLimitExceeded),
-            1 => Ok(Self::FragReassemblyExceeded),
-            _ => Err(Error::Malformed("unknown ICMPv6 Time Exceeded code")),
+            0 => Self::HopLimitExceeded,
+            1 => Self::FragReassemblyExceeded,
+            other => Self::Unknown(other),
         }
     }
 }
@@ -226,6 +229,7 @@ impl From<TimeExceededReason> for u8 {
         match value {
             TimeExceededReason::HopLimitExceeded => 0,
             TimeExceededReason::FragReassemblyExceeded => 1,
+            TimeExceededReason::Unknown(other) => other,
         }
     }
 }
@@ -316,31 +320,20 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
         self.buffer.as_ref().is_empty()
     }
 
-    /// `N` bytes from `offset`, zero where the buffer ends before them.
-    pub(crate) fn bytes_at<const N: usize>(&self, offset: usize) -> [u8; N] {
-        let mut out = [0; N];
-        let data = self.buffer.as_ref();
-        if let Some(available) = data.get(offset..) {
-            let n = available.len().min(N);
-            out[..n].copy_from_slice(&available[..n]);
-        }
-        out
-    }
-
     pub(crate) fn u8_at(&self, offset: usize) -> u8 {
-        self.bytes_at::<1>(offset)[0]
+        bytes::u8_or_zero(self.buffer.as_ref(), offset)
     }
 
     pub(crate) fn u16_at(&self, offset: usize) -> u16 {
-        u16::from_be_bytes(self.bytes_at(offset))
+        bytes::be_u16_or_zero(self.buffer.as_ref(), offset)
     }
 
     pub(crate) fn u32_at(&self, offset: usize) -> u32 {
-        u32::from_be_bytes(self.bytes_at(offset))
+        bytes::be_u32_or_zero(self.buffer.as_ref(), offset)
     }
 
     pub(crate) fn ipv6_addr_at(&self, offset: usize) -> Ipv6Addr {
-        Ipv6Addr::from(self.bytes_at::<16>(offset))
+        bytes::ipv6_at_or_zero(self.buffer.as_ref(), offset)
     }
 
     /// The bytes from `offset` to the end; empty if the buffer is shorter.
@@ -426,7 +419,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
     }
 
     pub(crate) fn set_bytes_at(&mut self, offset: usize, value: &[u8]) {
-        self.buffer.as_mut()[offset..offset + value.len()].copy_from_slice(value);
+        bytes::put_bytes(self.buffer.as_mut(), offset, value);
+    }
+
+    pub(crate) fn set_u16_at(&mut self, offset: usize, value: u16) {
+        bytes::put_be_u16(self.buffer.as_mut(), offset, value);
+    }
+
+    pub(crate) fn set_u32_at(&mut self, offset: usize, value: u32) {
+        bytes::put_be_u32(self.buffer.as_mut(), offset, value);
+    }
+
+    pub(crate) fn set_ipv6_addr_at(&mut self, offset: usize, value: Ipv6Addr) {
+        bytes::put_ipv6(self.buffer.as_mut(), offset, value);
     }
 
     pub fn set_msg_type(&mut self, value: Icmpv6Message) {
@@ -438,23 +443,23 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.set_bytes_at(field::CHECKSUM.start, &value.to_be_bytes());
+        self.set_u16_at(field::CHECKSUM.start, value);
     }
 
     pub fn set_echo_ident(&mut self, value: u16) {
-        self.set_bytes_at(field::ECHO_IDENT.start, &value.to_be_bytes());
+        self.set_u16_at(field::ECHO_IDENT.start, value);
     }
 
     pub fn set_echo_seq_no(&mut self, value: u16) {
-        self.set_bytes_at(field::ECHO_SEQ_NO.start, &value.to_be_bytes());
+        self.set_u16_at(field::ECHO_SEQ_NO.start, value);
     }
 
     pub fn set_mtu(&mut self, value: u32) {
-        self.set_bytes_at(field::MTU.start, &value.to_be_bytes());
+        self.set_u32_at(field::MTU.start, value);
     }
 
     pub fn set_pointer(&mut self, value: u32) {
-        self.set_bytes_at(field::POINTER.start, &value.to_be_bytes());
+        self.set_u32_at(field::POINTER.start, value);
     }
 
     /// The message after its fixed part (see [`payload`](Self::payload)).
@@ -567,7 +572,7 @@ impl<'a> Icmpv6Repr<'a> {
                 invoking: rest,
             }),
             Icmpv6Message::TimeExceeded => Ok(Self::TimeExceeded {
-                reason: TimeExceededReason::try_from(packet.msg_code())?,
+                reason: packet.msg_code().into(),
                 invoking: rest,
             }),
             Icmpv6Message::ParamProblem => Ok(Self::ParamProblem {
@@ -830,17 +835,35 @@ mod tests {
     }
 
     #[test]
-    fn unknown_time_exceeded_code_is_malformed() {
+    fn unknown_time_exceeded_code_is_kept() {
+        let invoking = [0x60, 0, 0, 0];
         let mut buf = emit(&Icmpv6Repr::TimeExceeded {
             reason: TimeExceededReason::HopLimitExceeded,
-            invoking: &[],
+            invoking: &invoking,
         });
         buf[1] = 2;
         let packet = Icmpv6Packet::new_checked(&buf[..]).unwrap();
-        assert!(matches!(
+        let repr = Icmpv6Repr::TimeExceeded {
+            reason: TimeExceededReason::Unknown(2),
+            invoking: &invoking,
+        };
+        assert_eq!(
             Icmpv6Repr::parse(&packet, &SRC, &DST, ChecksumMode::Skip),
-            Err(Error::Malformed(_))
-        ));
+            Ok(repr)
+        );
+        let again = emit(&repr);
+        assert_eq!(again[1], 2);
+        assert_eq!(parse(&again), Ok(repr));
+    }
+
+    #[test]
+    fn code_numbers_round_trip() {
+        for v in 0..=255u8 {
+            assert_eq!(u8::from(Icmpv6Message::from(v)), v);
+            assert_eq!(u8::from(DstUnreachableReason::from(v)), v);
+            assert_eq!(u8::from(TimeExceededReason::from(v)), v);
+            assert_eq!(u8::from(ParamProblemReason::from(v)), v);
+        }
     }
 
     #[test]

@@ -5,8 +5,10 @@ use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::net::Ipv4Addr;
 
+use crate::bytes::{be_u16, put_be_u16};
 use crate::checksum;
 use crate::ip::{ChecksumMode, IpProtocol};
+use crate::tlv;
 use crate::trace_option::{self, TraceOption};
 use crate::{Error, Result};
 
@@ -44,8 +46,7 @@ pub const MAX_FRAG_OFFSET: u16 = flag::OFFSET_MASK * 8;
 
 /// Option kinds this module interprets (RFC 791 §3.1).
 mod kind {
-    pub const END_OF_LIST: u8 = 0;
-    pub const NO_OPERATION: u8 = 1;
+    pub(crate) use crate::tlv::{END_OF_LIST, NO_OPERATION};
 }
 
 /// One IPv4 option (RFC 791 §3.1).
@@ -73,35 +74,24 @@ impl Ipv4Option<'_> {
     }
 }
 
-/// Reads the option starting at `pos` of an option area; returns it and the
-/// position after it. RFC 791 §3.1: kinds 0 and 1 are one byte; every other
-/// option is kind, length (counting kind and length bytes), data.
-fn read_option(area: &[u8], pos: usize) -> Result<(Ipv4Option<'_>, usize)> {
-    let Some(&kind) = area.get(pos) else {
-        return Err(Error::Truncated);
+/// How [`tlv::read`] reports a broken IPv4 option.
+const OPTION_ERRORS: tlv::Errors = tlv::Errors {
+    missing_length: "IPv4 option length byte past header",
+    short_length: "IPv4 option length below 2",
+    past_end: "IPv4 option runs past header",
+};
+
+/// Reads the option at the start of `area` (the rest of an option area);
+/// returns it and the bytes it takes (RFC 791 §3.1, see [`tlv`]).
+fn read_option(area: &[u8]) -> Result<(Ipv4Option<'_>, usize)> {
+    let (kind, data, len) = tlv::read(area, &OPTION_ERRORS)?;
+    let option = match kind {
+        kind::END_OF_LIST => Ipv4Option::EndOfList,
+        kind::NO_OPERATION => Ipv4Option::NoOperation,
+        trace_option::IPV4_OPTION_TYPE => Ipv4Option::Trace(TraceOption::parse(data)?),
+        kind => Ipv4Option::Unknown { kind, data },
     };
-    match kind {
-        kind::END_OF_LIST => Ok((Ipv4Option::EndOfList, pos + 1)),
-        kind::NO_OPERATION => Ok((Ipv4Option::NoOperation, pos + 1)),
-        _ => {
-            let Some(&len) = area.get(pos + 1) else {
-                return Err(Error::Malformed("IPv4 option length byte past header"));
-            };
-            let len = usize::from(len);
-            if len < 2 {
-                return Err(Error::Malformed("IPv4 option length below 2"));
-            }
-            let Some(data) = area.get(pos + 2..pos + len) else {
-                return Err(Error::Malformed("IPv4 option runs past header"));
-            };
-            let option = if kind == trace_option::IPV4_OPTION_TYPE {
-                Ipv4Option::Trace(TraceOption::parse(data)?)
-            } else {
-                Ipv4Option::Unknown { kind, data }
-            };
-            Ok((option, pos + len))
-        }
-    }
+    Ok((option, len))
 }
 
 /// The options of an IPv4 header: the raw option area (a multiple of 4
@@ -131,11 +121,11 @@ impl Ipv4Options {
         }
         let mut pos = 0;
         while pos < area.len() {
-            let (option, next) = read_option(area, pos)?;
+            let (option, len) = read_option(&area[pos..])?;
             if option == Ipv4Option::EndOfList {
                 break;
             }
-            pos = next;
+            pos += len;
         }
         let mut bytes = [0; MAX_OPTIONS_LEN];
         bytes[..area.len()].copy_from_slice(area);
@@ -169,11 +159,9 @@ impl Ipv4Options {
                 }
                 Ipv4Option::NoOperation => slot[0] = kind::NO_OPERATION,
                 Ipv4Option::Trace(trace) => {
-                    slot[0] = trace_option::IPV4_OPTION_TYPE;
-                    slot[1] = len as u8;
                     let mut data = [0; trace_option::DATA_LEN];
                     trace.emit(&mut data);
-                    slot[2..].copy_from_slice(&data);
+                    tlv::write(slot, trace_option::IPV4_OPTION_TYPE, &data);
                 }
                 Ipv4Option::Unknown { kind, data } => {
                     if matches!(
@@ -182,10 +170,8 @@ impl Ipv4Options {
                     ) {
                         return Err(Error::Malformed("IPv4 unknown option with a known kind"));
                     }
-                    slot[0] = kind;
-                    // `slot` fits in 40 bytes, so `len` fits in a u8.
-                    slot[1] = len as u8;
-                    slot[2..].copy_from_slice(data);
+                    // `slot` fits in 40 bytes, so its length fits a byte.
+                    tlv::write(slot, kind, data);
                 }
             }
             pos += len;
@@ -289,11 +275,11 @@ impl<'a> Iterator for Ipv4OptionIter<'a> {
         }
         // The area was validated when built; an error cannot occur, and
         // would end the iteration rather than panic.
-        let (option, next) = read_option(self.area, self.pos).ok()?;
+        let (option, len) = read_option(&self.area[self.pos..]).ok()?;
         self.pos = if option == Ipv4Option::EndOfList {
             self.area.len()
         } else {
-            next
+            self.pos + len
         };
         Some(option)
     }
@@ -350,11 +336,6 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         self.buffer
     }
 
-    fn u16_at(&self, range: core::ops::Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     fn addr_at(&self, range: core::ops::Range<usize>) -> Ipv4Addr {
         let b = &self.buffer.as_ref()[range];
         Ipv4Addr::new(b[0], b[1], b[2], b[3])
@@ -377,15 +358,15 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Length of header and payload.
     pub fn total_len(&self) -> u16 {
-        self.u16_at(field::LENGTH)
+        be_u16(self.buffer.as_ref(), field::LENGTH.start)
     }
 
     pub fn ident(&self) -> u16 {
-        self.u16_at(field::IDENT)
+        be_u16(self.buffer.as_ref(), field::IDENT.start)
     }
 
     fn flags_frag_offset(&self) -> u16 {
-        self.u16_at(field::FLAGS_FRAG_OFFSET)
+        be_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET.start)
     }
 
     /// The reserved flag, which must be zero (RFC 791 §3.1).
@@ -415,7 +396,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.u16_at(field::CHECKSUM)
+        be_u16(self.buffer.as_ref(), field::CHECKSUM.start)
     }
 
     pub fn src_addr(&self) -> Ipv4Addr {
@@ -449,12 +430,8 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
-    fn set_u16_at(&mut self, range: core::ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     fn set_flags_frag_offset(&mut self, value: u16) {
-        self.set_u16_at(field::FLAGS_FRAG_OFFSET, value)
+        put_be_u16(self.buffer.as_mut(), field::FLAGS_FRAG_OFFSET.start, value)
     }
 
     fn set_flag(&mut self, mask: u16, on: bool) {
@@ -478,11 +455,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn set_total_len(&mut self, value: u16) {
-        self.set_u16_at(field::LENGTH, value)
+        put_be_u16(self.buffer.as_mut(), field::LENGTH.start, value)
     }
 
     pub fn set_ident(&mut self, value: u16) {
-        self.set_u16_at(field::IDENT, value)
+        put_be_u16(self.buffer.as_mut(), field::IDENT.start, value)
     }
 
     pub fn set_reserved_flag(&mut self, on: bool) {
@@ -513,7 +490,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.set_u16_at(field::CHECKSUM, value)
+        put_be_u16(self.buffer.as_mut(), field::CHECKSUM.start, value)
     }
 
     pub fn set_src_addr(&mut self, addr: Ipv4Addr) {

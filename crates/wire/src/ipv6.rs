@@ -1,11 +1,12 @@
 //! The IPv6 fixed header (RFC 8200 §3) and a few address helpers that
-//! `core::net::Ipv6Addr` does not provide (on the crate's minimum Rust).
+//! `core::net::Ipv6Addr` does not provide.
 //!
 //! Jumbograms (RFC 2675: payload length 0 plus a hop-by-hop jumbo option) are
 //! not supported: a payload length of 0 means an empty payload.
 
 use core::net::Ipv6Addr;
 
+use crate::bytes::{be_u16, be_u32, ipv6_at, put_be_u16, put_be_u32, put_ipv6};
 use crate::ip::IpProtocol;
 use crate::{Error, Result};
 
@@ -69,8 +70,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     }
 
     fn ver_tc_flow(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::VER_TC_FLOW];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be_u32(self.buffer.as_ref(), field::VER_TC_FLOW.start)
     }
 
     pub fn version(&self) -> u8 {
@@ -89,8 +89,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     /// The payload length field: bytes after the fixed header, extension
     /// headers included.
     pub fn payload_len(&self) -> u16 {
-        let b = &self.buffer.as_ref()[field::PAYLOAD_LEN];
-        u16::from_be_bytes([b[0], b[1]])
+        be_u16(self.buffer.as_ref(), field::PAYLOAD_LEN.start)
     }
 
     pub fn next_header(&self) -> IpProtocol {
@@ -102,11 +101,11 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     }
 
     pub fn src_addr(&self) -> Ipv6Addr {
-        address_at(self.buffer.as_ref(), field::SRC_ADDR.start)
+        ipv6_at(self.buffer.as_ref(), field::SRC_ADDR.start)
     }
 
     pub fn dst_addr(&self) -> Ipv6Addr {
-        address_at(self.buffer.as_ref(), field::DST_ADDR.start)
+        ipv6_at(self.buffer.as_ref(), field::DST_ADDR.start)
     }
 
     /// Header plus payload, as the payload length field claims.
@@ -122,7 +121,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     fn set_ver_tc_flow(&mut self, value: u32) {
-        self.buffer.as_mut()[field::VER_TC_FLOW].copy_from_slice(&value.to_be_bytes());
+        put_be_u32(self.buffer.as_mut(), field::VER_TC_FLOW.start, value);
     }
 
     pub fn set_version(&mut self, value: u8) {
@@ -142,7 +141,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     }
 
     pub fn set_payload_len(&mut self, value: u16) {
-        self.buffer.as_mut()[field::PAYLOAD_LEN].copy_from_slice(&value.to_be_bytes());
+        put_be_u16(self.buffer.as_mut(), field::PAYLOAD_LEN.start, value);
     }
 
     pub fn set_next_header(&mut self, value: IpProtocol) {
@@ -154,11 +153,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     }
 
     pub fn set_src_addr(&mut self, value: Ipv6Addr) {
-        self.buffer.as_mut()[field::SRC_ADDR].copy_from_slice(&value.octets());
+        put_ipv6(self.buffer.as_mut(), field::SRC_ADDR.start, value);
     }
 
     pub fn set_dst_addr(&mut self, value: Ipv6Addr) {
-        self.buffer.as_mut()[field::DST_ADDR].copy_from_slice(&value.octets());
+        put_ipv6(self.buffer.as_mut(), field::DST_ADDR.start, value);
     }
 
     /// The payload, bounded by the payload length field.
@@ -166,12 +165,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
         let end = self.total_len();
         &mut self.buffer.as_mut()[HEADER_LEN..end]
     }
-}
-
-fn address_at(buffer: &[u8], start: usize) -> Ipv6Addr {
-    let mut octets = [0; 16];
-    octets.copy_from_slice(&buffer[start..start + 16]);
-    Ipv6Addr::from(octets)
 }
 
 /// The meaning of an IPv6 fixed header.
@@ -247,9 +240,11 @@ pub const ALL_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
 /// All MLDv2-capable routers, ff02::16 (RFC 3810 §5.2.14).
 pub const ALL_MLDV2_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
 
-/// Whether `addr` is link-local unicast, fe80::/10 (RFC 4291 §2.5.6).
+/// Whether `addr` is link-local unicast, fe80::/10 (RFC 4291 §2.5.6): the
+/// same as [`Ipv6Addr::is_unicast_link_local`] (stable since Rust 1.84), which
+/// new code can call directly.
 pub const fn is_link_local(addr: &Ipv6Addr) -> bool {
-    addr.segments()[0] & 0xffc0 == 0xfe80
+    addr.is_unicast_link_local()
 }
 
 /// Whether `addr` is a solicited-node multicast address, ff02::1:ffXX:XXXX.

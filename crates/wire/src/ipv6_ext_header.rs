@@ -201,6 +201,14 @@ pub const MAX_CHAIN_HEADERS: usize = 16;
 /// IP protocol number of the authentication header (RFC 4302), whose length
 /// counts 4-octet units (not 8) beyond the first 8 octets.
 const AUTHENTICATION_HEADER: u8 = 51;
+/// IP protocol numbers of the extension headers (RFC 8200 §4, RFC 7045, the
+/// IANA "IPv6 Extension Header Types" registry) that this crate does not
+/// model but walks over: Mobility (RFC 6275), HIP (RFC 7401) and Shim6
+/// (RFC 5533). They use the uniform format of RFC 6564: next header, then
+/// the length in 8-octet units beyond the first 8.
+const MOBILITY_HEADER: u8 = 135;
+const HIP_HEADER: u8 = 139;
+const SHIM6_HEADER: u8 = 140;
 
 /// Where a walk of the extension-header chain stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -219,10 +227,14 @@ pub struct ChainEnd {
 /// where the upper layer begins.
 ///
 /// Follows hop-by-hop (allowed only first, RFC 8200 §4.1), destination
-/// options, routing, fragment and authentication headers; anything else is
-/// the upper layer. Stops at a fragment header with a non-zero offset
-/// (RFC 8200 §4.5: what follows is not a header). Does not interpret the
-/// headers: the stack processes each one it meets.
+/// options, routing, fragment and authentication headers, and steps over
+/// Mobility, HIP and Shim6 headers by their length field (RFC 7045,
+/// RFC 6564); anything else is the upper layer, including the experimental
+/// numbers 253 and 254 (RFC 3692, RFC 4727), which may stand for an upper
+/// layer as well as for an extension header. Stops at a fragment
+/// header with a non-zero offset (RFC 8200 §4.5: what follows is not a
+/// header). Does not interpret the headers: the stack processes each one it
+/// meets.
 pub fn walk_chain(buffer: &[u8], first: IpProtocol) -> Result<ChainEnd> {
     let mut protocol = first;
     let mut offset = 0;
@@ -232,7 +244,10 @@ pub fn walk_chain(buffer: &[u8], first: IpProtocol) -> Result<ChainEnd> {
             IpProtocol::HopByHop if index > 0 => {
                 return Err(Error::Malformed("hop-by-hop options header not first"));
             }
-            IpProtocol::HopByHop | IpProtocol::Ipv6Opts | IpProtocol::Ipv6Route => {
+            IpProtocol::HopByHop
+            | IpProtocol::Ipv6Opts
+            | IpProtocol::Ipv6Route
+            | IpProtocol::Unknown(MOBILITY_HEADER | HIP_HEADER | SHIM6_HEADER) => {
                 Ipv6ExtHeader::new_checked(rest)?.header_len()
             }
             IpProtocol::Ipv6Frag => {
@@ -250,6 +265,9 @@ pub fn walk_chain(buffer: &[u8], first: IpProtocol) -> Result<ChainEnd> {
                     _ => return Err(Error::Truncated),
                 }
             }
+            // Everything else, ESP (50) and the experimental 253 and 254
+            // (RFC 3692: their use as header or upper layer is private)
+            // among them, is where the upper layer starts.
             _ => return Ok(ChainEnd { protocol, offset }),
         };
         if index == MAX_CHAIN_HEADERS {
@@ -434,6 +452,40 @@ mod tests {
             walk_chain(&buf[..23], IpProtocol::Unknown(51)),
             Err(Error::Truncated)
         );
+    }
+
+    /// Where a walk is expected to end.
+    fn ends_at(protocol: IpProtocol, offset: usize) -> Result<ChainEnd> {
+        Ok(ChainEnd { protocol, offset })
+    }
+
+    #[test]
+    fn walks_over_mobility_hip_and_shim6_headers() {
+        // Mobility (135, 16 bytes) → HIP (139, 8) → Shim6 (140, 24) → TCP.
+        let mut buf = vec![139, 1];
+        buf.resize(16, 0);
+        buf.extend_from_slice(&[140, 0, 0, 0, 0, 0, 0, 0]);
+        buf.extend_from_slice(&[6, 2]);
+        buf.resize(48, 0);
+        let mobility = IpProtocol::Unknown(135);
+        assert_eq!(walk_chain(&buf, mobility), ends_at(IpProtocol::Tcp, 48));
+        // Their length fields are checked like any other.
+        assert_eq!(walk_chain(&buf[..47], mobility), Err(Error::Truncated));
+        // A destination options header may follow them (RFC 8200 §4.1).
+        let mut buf = vec![60, 0, 0, 0, 0, 0, 0, 0];
+        buf.extend_from_slice(&opts(17));
+        let hip = IpProtocol::Unknown(139);
+        assert_eq!(walk_chain(&buf, hip), ends_at(IpProtocol::Udp, 16));
+    }
+
+    #[test]
+    fn experimental_numbers_and_esp_are_upper_layers() {
+        for number in [50, 253, 254] {
+            let mut buf = opts(number).to_vec();
+            buf.extend_from_slice(&[0; 8]);
+            let walked = walk_chain(&buf, IpProtocol::Ipv6Opts);
+            assert_eq!(walked, ends_at(IpProtocol::Unknown(number), 8));
+        }
     }
 
     #[test]

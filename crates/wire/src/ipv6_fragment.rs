@@ -1,6 +1,7 @@
 //! The fragment header (RFC 8200 §4.5): next header, fragment offset in
 //! 8-octet units, the M ("more fragments") flag and a 32-bit identification.
 
+use crate::bytes::{be_u16, be_u32, put_be_u16, put_be_u32};
 use crate::ip::IpProtocol;
 use crate::{Error, Result};
 
@@ -63,8 +64,7 @@ impl<T: AsRef<[u8]>> Ipv6FragmentHeader<T> {
     }
 
     fn offset_flags(&self) -> u16 {
-        let b = &self.buffer.as_ref()[field::OFFSET_FLAGS];
-        u16::from_be_bytes([b[0], b[1]])
+        be_u16(self.buffer.as_ref(), field::OFFSET_FLAGS.start)
     }
 
     /// Offset of this fragment's data in the original fragmentable part, in
@@ -79,8 +79,7 @@ impl<T: AsRef<[u8]>> Ipv6FragmentHeader<T> {
     }
 
     pub fn ident(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::IDENT];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be_u32(self.buffer.as_ref(), field::IDENT.start)
     }
 
     /// An atomic fragment: offset 0 and no more fragments (RFC 6946), to
@@ -97,7 +96,7 @@ impl<T: AsRef<[u8]>> Ipv6FragmentHeader<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6FragmentHeader<T> {
     fn set_offset_flags(&mut self, value: u16) {
-        self.buffer.as_mut()[field::OFFSET_FLAGS].copy_from_slice(&value.to_be_bytes());
+        put_be_u16(self.buffer.as_mut(), field::OFFSET_FLAGS.start, value);
     }
 
     pub fn set_next_header(&mut self, value: IpProtocol) {
@@ -125,7 +124,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6FragmentHeader<T> {
     }
 
     pub fn set_ident(&mut self, value: u32) {
-        self.buffer.as_mut()[field::IDENT].copy_from_slice(&value.to_be_bytes());
+        put_be_u32(self.buffer.as_mut(), field::IDENT.start, value);
     }
 }
 

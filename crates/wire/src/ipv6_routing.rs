@@ -4,7 +4,9 @@
 
 use core::net::Ipv6Addr;
 
+use crate::bytes::ipv6_at;
 use crate::ip::IpProtocol;
+use crate::ipv6_ext_header::header_len_of;
 use crate::{Error, Result};
 
 mod field {
@@ -67,7 +69,7 @@ impl<T: AsRef<[u8]>> Ipv6RoutingHeader<T> {
 
     /// Bytes of the whole header.
     pub fn header_len(&self) -> usize {
-        (usize::from(self.hdr_ext_len()) + 1) * 8
+        header_len_of(self.hdr_ext_len())
     }
 
     pub fn routing_type(&self) -> u8 {
@@ -89,8 +91,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Ipv6RoutingHeader<&'a T> {
     /// The type-specific data, borrowed for as long as the underlying buffer.
     pub fn data_ref(&self) -> &'a [u8] {
         let buffer = self.buffer.as_ref();
-        let end = (usize::from(buffer[field::HDR_EXT_LEN]) + 1) * 8;
-        &buffer[field::DATA_START..end]
+        &buffer[field::DATA_START..header_len_of(buffer[field::HDR_EXT_LEN])]
     }
 }
 
@@ -151,16 +152,13 @@ impl<'a> AddressList<'a> {
     /// The address at `index`, if there is one.
     pub fn get(&self, index: usize) -> Option<Ipv6Addr> {
         let start = index.checked_mul(16)?;
-        let bytes: [u8; 16] = self.bytes.get(start..start + 16)?.try_into().ok()?;
-        Some(Ipv6Addr::from(bytes))
+        self.bytes
+            .get(start..start.checked_add(16)?)
+            .map(|addr| ipv6_at(addr, 0))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Ipv6Addr> + 'a {
-        self.bytes.chunks_exact(16).map(|chunk| {
-            let mut octets = [0; 16];
-            octets.copy_from_slice(chunk);
-            Ipv6Addr::from(octets)
-        })
+        self.bytes.chunks_exact(16).map(|addr| ipv6_at(addr, 0))
     }
 }
 

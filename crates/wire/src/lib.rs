@@ -11,9 +11,11 @@
 //! * Parsing never trusts a length field and never panics on any input.
 //!   Reprs do not allocate: variable parts are bounded fixed arrays or views.
 
+mod bytes;
 pub mod checksum;
 mod error;
 pub mod ip;
+mod tlv;
 pub mod trace_option;
 
 // Link layer.

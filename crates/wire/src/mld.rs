@@ -9,6 +9,7 @@
 use core::fmt;
 use core::net::Ipv6Addr;
 
+use crate::bytes::{be_u16, ipv6_at, put_be_u16, put_ipv6};
 use crate::icmpv6::{Icmpv6Message, Icmpv6Packet};
 use crate::{Error, Result};
 
@@ -119,20 +120,6 @@ impl From<MldRecordType> for u8 {
     }
 }
 
-fn addr_from(bytes: &[u8]) -> Ipv6Addr {
-    let mut octets = [0; ADDR_LEN];
-    let n = bytes.len().min(ADDR_LEN);
-    octets[..n].copy_from_slice(&bytes[..n]);
-    Ipv6Addr::from(octets)
-}
-
-fn u16_from(bytes: &[u8]) -> u16 {
-    match bytes {
-        [hi, lo, ..] => u16::from_be_bytes([*hi, *lo]),
-        _ => 0,
-    }
-}
-
 /// A list of source addresses: the raw bytes of a parsed message (a whole
 /// number of addresses) or addresses to emit. Equality compares addresses.
 #[derive(Clone, Copy)]
@@ -152,8 +139,7 @@ impl<'a> MldSources<'a> {
 
     /// A view over concatenated 16-byte addresses.
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Self> {
-        // (`usize::is_multiple_of` is newer than the crate's minimum Rust.)
-        if !bytes.chunks_exact(ADDR_LEN).remainder().is_empty() {
+        if !bytes.len().is_multiple_of(ADDR_LEN) {
             return Err(Error::Malformed(
                 "MLD source list not a whole number of addresses",
             ));
@@ -188,7 +174,7 @@ impl<'a> MldSources<'a> {
                 let start = index.checked_mul(ADDR_LEN)?;
                 bytes
                     .get(start..start.checked_add(ADDR_LEN)?)
-                    .map(addr_from)
+                    .map(|addr| ipv6_at(addr, 0))
             }
             SourcesSource::List(list) => list.get(index).copied(),
         }
@@ -222,8 +208,8 @@ impl<'a> MldSources<'a> {
         match self.source {
             SourcesSource::Bytes(bytes) => out.copy_from_slice(bytes),
             SourcesSource::List(list) => {
-                for (chunk, addr) in out.chunks_exact_mut(ADDR_LEN).zip(list) {
-                    chunk.copy_from_slice(&addr.octets());
+                for (chunk, &addr) in out.chunks_exact_mut(ADDR_LEN).zip(list) {
+                    put_ipv6(chunk, 0, addr);
                 }
             }
         }
@@ -276,7 +262,7 @@ impl Iterator for MldSourcesIter<'_> {
 
     fn next(&mut self) -> Option<Ipv6Addr> {
         match &mut self.source {
-            SourcesIterSource::Bytes(chunks) => chunks.next().map(addr_from),
+            SourcesIterSource::Bytes(chunks) => chunks.next().map(|addr| ipv6_at(addr, 0)),
             SourcesIterSource::List(list) => list.next().copied(),
         }
     }
@@ -310,7 +296,7 @@ impl<'a> MldAddressRecord<'a> {
     fn parse_prefix(bytes: &'a [u8]) -> Result<(Self, usize)> {
         let header = bytes.get(..RECORD_HEADER_LEN).ok_or(Error::Truncated)?;
         let aux_len = usize::from(header[field::RECORD_AUX_DATA_LEN]) * AUX_DATA_UNIT;
-        let num_sources = usize::from(u16_from(&header[field::RECORD_NUM_SOURCES]));
+        let num_sources = usize::from(be_u16(header, field::RECORD_NUM_SOURCES.start));
         // At most 20 + 65535 * 16 + 255 * 4 bytes: no overflow.
         let sources_end = RECORD_HEADER_LEN + num_sources * ADDR_LEN;
         let end = sources_end + aux_len;
@@ -319,7 +305,7 @@ impl<'a> MldAddressRecord<'a> {
         }
         let record = Self {
             record_type: header[field::RECORD_TYPE].into(),
-            group: addr_from(&header[field::RECORD_MCAST_ADDR]),
+            group: ipv6_at(header, field::RECORD_MCAST_ADDR.start),
             sources: MldSources::from_bytes(&bytes[RECORD_HEADER_LEN..sources_end])?,
             aux_data: &bytes[sources_end..end],
         };
@@ -334,12 +320,7 @@ impl<'a> MldAddressRecord<'a> {
     /// Writes the record at the start of `buffer`; returns its length.
     pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
         let num_sources = self.sources.count_field()?;
-        if !self
-            .aux_data
-            .chunks_exact(AUX_DATA_UNIT)
-            .remainder()
-            .is_empty()
-        {
+        if !self.aux_data.len().is_multiple_of(AUX_DATA_UNIT) {
             return Err(Error::Malformed("MLD aux data not a whole number of words"));
         }
         let aux_words = u8::try_from(self.aux_data.len() / AUX_DATA_UNIT)
@@ -348,8 +329,8 @@ impl<'a> MldAddressRecord<'a> {
         let out = buffer.get_mut(..len).ok_or(Error::Truncated)?;
         out[field::RECORD_TYPE] = self.record_type.into();
         out[field::RECORD_AUX_DATA_LEN] = aux_words;
-        out[field::RECORD_NUM_SOURCES].copy_from_slice(&num_sources.to_be_bytes());
-        out[field::RECORD_MCAST_ADDR].copy_from_slice(&self.group.octets());
+        put_be_u16(out, field::RECORD_NUM_SOURCES.start, num_sources);
+        put_ipv6(out, field::RECORD_MCAST_ADDR.start, self.group);
         let sources_end = RECORD_HEADER_LEN + self.sources.emit(&mut out[RECORD_HEADER_LEN..])?;
         out[sources_end..].copy_from_slice(self.aux_data);
         Ok(len)
@@ -573,7 +554,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
     }
 
     pub fn set_mcast_addr(&mut self, value: Ipv6Addr) {
-        self.set_bytes_at(field::MCAST_ADDR.start, &value.octets());
+        self.set_ipv6_addr_at(field::MCAST_ADDR.start, value);
     }
 
     /// Sets S and QRV (its low three bits) and clears the reserved bits.
@@ -594,7 +575,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
     }
 
     pub fn set_num_sources(&mut self, value: u16) {
-        self.set_bytes_at(field::NUM_SOURCES.start, &value.to_be_bytes());
+        self.set_u16_at(field::NUM_SOURCES.start, value);
     }
 
     /// Also clears the reserved field before it.

@@ -10,6 +10,7 @@
 use core::fmt;
 use core::net::Ipv6Addr;
 
+use crate::bytes::{be_u32, ipv6_at, put_be_u32, put_ipv6};
 use crate::ethernet::EthernetAddress;
 use crate::icmpv6::{Icmpv6Message, Icmpv6Packet};
 use crate::{Error, Result};
@@ -64,6 +65,18 @@ const OPT_TARGET_LINK_ADDR: u8 = 2;
 const OPT_PREFIX_INFORMATION: u8 = 3;
 const OPT_REDIRECTED_HEADER: u8 = 4;
 const OPT_MTU: u8 = 5;
+
+/// Whether `kind` is an option type with a variant of its own.
+const fn is_modeled(kind: u8) -> bool {
+    matches!(
+        kind,
+        OPT_SOURCE_LINK_ADDR
+            | OPT_TARGET_LINK_ADDR
+            | OPT_PREFIX_INFORMATION
+            | OPT_REDIRECTED_HEADER
+            | OPT_MTU
+    )
+}
 
 /// Length of a link-layer address option carrying an Ethernet address
 /// (RFC 2464 §6: length 1).
@@ -186,15 +199,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
     }
 
     pub fn set_router_lifetime(&mut self, value: u16) {
-        self.set_bytes_at(field::ROUTER_LIFETIME.start, &value.to_be_bytes());
+        self.set_u16_at(field::ROUTER_LIFETIME.start, value);
     }
 
     pub fn set_reachable_time(&mut self, value: u32) {
-        self.set_bytes_at(field::REACHABLE_TIME.start, &value.to_be_bytes());
+        self.set_u32_at(field::REACHABLE_TIME.start, value);
     }
 
     pub fn set_retrans_time(&mut self, value: u32) {
-        self.set_bytes_at(field::RETRANS_TIME.start, &value.to_be_bytes());
+        self.set_u32_at(field::RETRANS_TIME.start, value);
     }
 
     /// Sets R, S and O and clears the reserved bits of the same word.
@@ -203,11 +216,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
     }
 
     pub fn set_target_addr(&mut self, value: Ipv6Addr) {
-        self.set_bytes_at(field::TARGET_ADDR.start, &value.octets());
+        self.set_ipv6_addr_at(field::TARGET_ADDR.start, value);
     }
 
     pub fn set_dest_addr(&mut self, value: Ipv6Addr) {
-        self.set_bytes_at(field::DEST_ADDR.start, &value.octets());
+        self.set_ipv6_addr_at(field::DEST_ADDR.start, value);
     }
 
     fn clear_reserved(&mut self) {
@@ -242,7 +255,8 @@ pub enum NdiscOption<'a> {
     /// Type 5: the link MTU (§4.6.4).
     Mtu(u32),
     /// Any other type, with the bytes after type and length (padding
-    /// included when parsed; emit pads to an 8-byte boundary).
+    /// included when parsed; emit pads to an 8-byte boundary). Emit refuses
+    /// the types above, 1 to 5.
     Unknown { kind: u8, data: &'a [u8] },
 }
 
@@ -255,11 +269,6 @@ impl<'a> NdiscOption<'a> {
     /// `bytes`, as delimited by its length field.
     fn decode(bytes: &'a [u8]) -> Result<Self> {
         let kind = *bytes.get(field::OPT_TYPE).ok_or(Error::Truncated)?;
-        let read_u32 = |at: usize| {
-            let mut word = [0; 4];
-            word.copy_from_slice(&bytes[at..at + 4]);
-            u32::from_be_bytes(word)
-        };
         match kind {
             OPT_SOURCE_LINK_ADDR | OPT_TARGET_LINK_ADDR => {
                 // Other link layers use other lengths (§4.6.1); this crate
@@ -283,15 +292,13 @@ impl<'a> NdiscOption<'a> {
                     ));
                 }
                 let flags = bytes[field::OPT_PREFIX_FLAGS];
-                let mut prefix = [0; 16];
-                prefix.copy_from_slice(&bytes[field::OPT_PREFIX]);
                 Ok(Self::PrefixInformation {
                     prefix_len: bytes[field::OPT_PREFIX_LEN],
                     on_link: flags & 0x80 != 0,
                     autonomous: flags & 0x40 != 0,
-                    valid_lifetime: read_u32(field::OPT_VALID_LIFETIME.start),
-                    preferred_lifetime: read_u32(field::OPT_PREFERRED_LIFETIME.start),
-                    prefix: Ipv6Addr::from(prefix),
+                    valid_lifetime: be_u32(bytes, field::OPT_VALID_LIFETIME.start),
+                    preferred_lifetime: be_u32(bytes, field::OPT_PREFERRED_LIFETIME.start),
+                    prefix: ipv6_at(bytes, field::OPT_PREFIX.start),
                 })
             }
             OPT_REDIRECTED_HEADER => Ok(Self::RedirectedHeader {
@@ -301,7 +308,7 @@ impl<'a> NdiscOption<'a> {
                 if bytes.len() != MTU_OPTION_LEN {
                     return Err(Error::Malformed("ND MTU option length is not 1"));
                 }
-                Ok(Self::Mtu(read_u32(field::OPT_MTU.start)))
+                Ok(Self::Mtu(be_u32(bytes, field::OPT_MTU.start)))
             }
             _ => Ok(Self::Unknown {
                 kind,
@@ -335,12 +342,27 @@ impl<'a> NdiscOption<'a> {
         }
     }
 
-    /// Writes the option at the start of `buffer`; returns its length.
-    pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
-        let len = self.buffer_len();
-        if len > MAX_OPTION_LEN {
+    /// Whether [`emit`](Self::emit) can write this option: it fits the
+    /// 8-bit length field, and an `Unknown` option does not carry a type
+    /// this module models (it would read back as another variant).
+    fn check(&self) -> Result<()> {
+        if self.buffer_len() > MAX_OPTION_LEN {
             return Err(Error::Malformed("ND option longer than 2040 bytes"));
         }
+        if let Self::Unknown { kind, .. } = *self {
+            if is_modeled(kind) {
+                return Err(Error::Malformed("ND unknown option with a known type"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the option at the start of `buffer`; returns its length.
+    /// Refuses an option longer than [`MAX_OPTION_LEN`] and an `Unknown`
+    /// option whose type is one this module models (1 to 5).
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<usize> {
+        self.check()?;
+        let len = self.buffer_len();
         let out = buffer.get_mut(..len).ok_or(Error::Truncated)?;
         out.fill(0);
         out[field::OPT_TYPE] = self.kind();
@@ -361,16 +383,15 @@ impl<'a> NdiscOption<'a> {
                 out[field::OPT_PREFIX_LEN] = prefix_len;
                 out[field::OPT_PREFIX_FLAGS] =
                     (if on_link { 0x80 } else { 0 }) | (if autonomous { 0x40 } else { 0 });
-                out[field::OPT_VALID_LIFETIME].copy_from_slice(&valid_lifetime.to_be_bytes());
-                out[field::OPT_PREFERRED_LIFETIME]
-                    .copy_from_slice(&preferred_lifetime.to_be_bytes());
-                out[field::OPT_PREFIX].copy_from_slice(&prefix.octets());
+                put_be_u32(out, field::OPT_VALID_LIFETIME.start, valid_lifetime);
+                put_be_u32(out, field::OPT_PREFERRED_LIFETIME.start, preferred_lifetime);
+                put_ipv6(out, field::OPT_PREFIX.start, prefix);
             }
             Self::RedirectedHeader { header_and_data } => {
                 let start = field::OPT_REDIRECTED_DATA;
                 out[start..start + header_and_data.len()].copy_from_slice(header_and_data);
             }
-            Self::Mtu(mtu) => out[field::OPT_MTU].copy_from_slice(&mtu.to_be_bytes()),
+            Self::Mtu(mtu) => put_be_u32(out, field::OPT_MTU.start, mtu),
             Self::Unknown { data, .. } => {
                 let start = field::OPT_LEN + 1;
                 out[start..start + data.len()].copy_from_slice(data);
@@ -436,7 +457,8 @@ impl<'a> NdiscOptions<'a> {
     /// Every option has a non-zero length and ends within the bytes, as
     /// RFC 4861 §6.1 / §7.1 / §8.1 require of a valid message ("all included
     /// options have a length that is greater than zero"); listed options all
-    /// fit the 8-bit length field.
+    /// fit the 8-bit length field and can be emitted (no `Unknown` option
+    /// with a type this module models).
     pub fn check_lengths(&self) -> Result<()> {
         match self.source {
             OptionsSource::Bytes(mut rest) => {
@@ -446,15 +468,7 @@ impl<'a> NdiscOptions<'a> {
                 }
                 Ok(())
             }
-            OptionsSource::List(list) => {
-                if list
-                    .iter()
-                    .any(|option| option.buffer_len() > MAX_OPTION_LEN)
-                {
-                    return Err(Error::Malformed("ND option longer than 2040 bytes"));
-                }
-                Ok(())
-            }
+            OptionsSource::List(list) => list.iter().try_for_each(NdiscOption::check),
         }
     }
 
@@ -592,12 +606,6 @@ impl<'a> Iterator for NdiscOptionsIter<'a> {
 
 impl core::iter::FusedIterator for NdiscOptionsIter<'_> {}
 
-/// Link-local unicast fe80::/10 (`Ipv6Addr::is_unicast_link_local` is newer
-/// than the crate's minimum Rust).
-fn is_link_local(addr: &Ipv6Addr) -> bool {
-    addr.segments()[0] & 0xffc0 == 0xfe80
-}
-
 /// The meaning of an ND message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NdiscRepr<'a> {
@@ -688,7 +696,7 @@ impl<'a> NdiscRepr<'a> {
                 if destination.is_multicast() {
                     return Err(Error::Malformed("Redirect destination is multicast"));
                 }
-                if !is_link_local(&target) && target != destination {
+                if !target.is_unicast_link_local() && target != destination {
                     return Err(Error::Malformed(
                         "Redirect target neither link-local nor the destination",
                     ));
@@ -1034,6 +1042,55 @@ mod tests {
             Err(Error::Malformed(_))
         ));
         assert_eq!(NdiscOption::Mtu(1).emit(&mut [0; 7]), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn unknown_option_with_a_modeled_type_is_refused() {
+        // Unknown { kind: 5, data: [0, 0] } would read back as Mtu(0).
+        for kind in 1..=5 {
+            let option = NdiscOption::Unknown {
+                kind,
+                data: &[0, 0],
+            };
+            let mut buf = [0xffu8; 8];
+            assert_eq!(
+                option.emit(&mut buf),
+                Err(Error::Malformed("ND unknown option with a known type")),
+                "kind {kind}"
+            );
+            assert_eq!(buf, [0xff; 8], "nothing written");
+            let options = [option];
+            let repr = Icmpv6Repr::Ndisc(NdiscRepr::RouterSolicit {
+                options: NdiscOptions::from_list(&options),
+            });
+            let mut buf = vec![0xffu8; repr.buffer_len()];
+            assert!(matches!(
+                repr.emit(
+                    &mut Icmpv6Packet::new_unchecked(&mut buf[..]),
+                    &ROUTER,
+                    &HOST,
+                    ChecksumMode::Full
+                ),
+                Err(Error::Malformed(_))
+            ));
+            assert!(buf.iter().all(|&b| b == 0xff), "nothing written");
+        }
+        for kind in [0, 6, 255] {
+            let option = NdiscOption::Unknown {
+                kind,
+                data: &[0, 0],
+            };
+            let mut buf = [0u8; 8];
+            assert_eq!(option.emit(&mut buf), Ok(8));
+            let back: Vec<_> = NdiscOptions::new(&buf).iter().collect();
+            assert_eq!(
+                back,
+                [Ok(NdiscOption::Unknown {
+                    kind,
+                    data: &[0, 0, 0, 0, 0, 0]
+                })]
+            );
+        }
     }
 
     #[test]

@@ -9,8 +9,10 @@ use core::fmt;
 use core::net::IpAddr;
 use core::ops;
 
+use crate::bytes::{be_u16, be_u32, put_be_u16, put_be_u32};
 use crate::checksum;
 use crate::ip::{pseudo_header, ChecksumMode, IpProtocol};
+use crate::tlv;
 use crate::{Error, Result};
 
 mod field {
@@ -29,8 +31,7 @@ mod field {
 
 /// Option kinds this module models (IANA "TCP Option Kind Numbers").
 mod kind {
-    pub const END_OF_LIST: u8 = 0;
-    pub const NO_OPERATION: u8 = 1;
+    pub(crate) use crate::tlv::{END_OF_LIST, NO_OPERATION};
     pub const MAX_SEG_SIZE: u8 = 2;
     pub const WINDOW_SCALE: u8 = 3;
     pub const SACK_PERMITTED: u8 = 4;
@@ -59,6 +60,18 @@ pub const MAX_HEADER_LEN: usize = 60;
 pub const MAX_OPTIONS_LEN: usize = MAX_HEADER_LEN - HEADER_LEN;
 /// Most SACK blocks one option carries (RFC 2018 §3: 8·n + 2 ≤ 40).
 pub const MAX_SACK_BLOCKS: usize = 4;
+/// Most SACK blocks that fit beside the timestamps option: RFC 2018 §3,
+/// "if the Timestamp option is used, [...] at most 3 SACK blocks" (10 bytes
+/// of timestamps plus 8·n + 2 of SACK fit in 40 bytes only for n ≤ 3). A
+/// [`TcpRepr`] with timestamps and more blocks than this does not fit:
+/// [`TcpRepr::header_len`] exceeds [`MAX_HEADER_LEN`] and [`TcpRepr::emit`]
+/// fails. A stack that sends timestamps sends at most this many blocks.
+pub const MAX_SACK_BLOCKS_WITH_TIMESTAMPS: usize = 3;
+// Checked at compile time: 10 + 8·3 + 2 = 36 ≤ 40 < 44 = 10 + 8·4 + 2.
+const _: () = assert!(
+    10 + 2 + 8 * MAX_SACK_BLOCKS_WITH_TIMESTAMPS <= MAX_OPTIONS_LEN
+        && 10 + 2 + 8 * (MAX_SACK_BLOCKS_WITH_TIMESTAMPS + 1) > MAX_OPTIONS_LEN
+);
 
 /// The eight control bits of RFC 9293 §3.1 (byte 13 of the header), as a
 /// small bit set. Every `u8` is a valid value.
@@ -252,31 +265,21 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         self.buffer
     }
 
-    fn u16_at(&self, range: ops::Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
-    fn u32_at(&self, range: ops::Range<usize>) -> u32 {
-        let b = &self.buffer.as_ref()[range];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-    }
-
     pub fn src_port(&self) -> u16 {
-        self.u16_at(field::SRC_PORT)
+        be_u16(self.buffer.as_ref(), field::SRC_PORT.start)
     }
 
     pub fn dst_port(&self) -> u16 {
-        self.u16_at(field::DST_PORT)
+        be_u16(self.buffer.as_ref(), field::DST_PORT.start)
     }
 
     pub fn seq_number(&self) -> u32 {
-        self.u32_at(field::SEQ_NUMBER)
+        be_u32(self.buffer.as_ref(), field::SEQ_NUMBER.start)
     }
 
     /// The acknowledgment number field, meaningful only with ACK set.
     pub fn ack_number(&self) -> u32 {
-        self.u32_at(field::ACK_NUMBER)
+        be_u32(self.buffer.as_ref(), field::ACK_NUMBER.start)
     }
 
     /// The data offset field: header length in 32-bit words.
@@ -333,16 +336,16 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
 
     /// The raw window field (unscaled).
     pub fn window_len(&self) -> u16 {
-        self.u16_at(field::WINDOW)
+        be_u16(self.buffer.as_ref(), field::WINDOW.start)
     }
 
     pub fn checksum(&self) -> u16 {
-        self.u16_at(field::CHECKSUM)
+        be_u16(self.buffer.as_ref(), field::CHECKSUM.start)
     }
 
     /// The urgent pointer field, meaningful only with URG set.
     pub fn urgent_pointer(&self) -> u16 {
-        self.u16_at(field::URGENT)
+        be_u16(self.buffer.as_ref(), field::URGENT.start)
     }
 
     /// The options area (between the fixed header and the data offset).
@@ -376,28 +379,20 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
-    fn set_u16_at(&mut self, range: ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
-    fn set_u32_at(&mut self, range: ops::Range<usize>, value: u32) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_src_port(&mut self, value: u16) {
-        self.set_u16_at(field::SRC_PORT, value)
+        put_be_u16(self.buffer.as_mut(), field::SRC_PORT.start, value)
     }
 
     pub fn set_dst_port(&mut self, value: u16) {
-        self.set_u16_at(field::DST_PORT, value)
+        put_be_u16(self.buffer.as_mut(), field::DST_PORT.start, value)
     }
 
     pub fn set_seq_number(&mut self, value: u32) {
-        self.set_u32_at(field::SEQ_NUMBER, value)
+        put_be_u32(self.buffer.as_mut(), field::SEQ_NUMBER.start, value)
     }
 
     pub fn set_ack_number(&mut self, value: u32) {
-        self.set_u32_at(field::ACK_NUMBER, value)
+        put_be_u32(self.buffer.as_mut(), field::ACK_NUMBER.start, value)
     }
 
     /// Sets the data offset (in 32-bit words, low nibble of `value`),
@@ -456,15 +451,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     }
 
     pub fn set_window_len(&mut self, value: u16) {
-        self.set_u16_at(field::WINDOW, value)
+        put_be_u16(self.buffer.as_mut(), field::WINDOW.start, value)
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.set_u16_at(field::CHECKSUM, value)
+        put_be_u16(self.buffer.as_mut(), field::CHECKSUM.start, value)
     }
 
     pub fn set_urgent_pointer(&mut self, value: u16) {
-        self.set_u16_at(field::URGENT, value)
+        put_be_u16(self.buffer.as_mut(), field::URGENT.start, value)
     }
 
     /// The options area, as the data offset bounds it.
@@ -491,6 +486,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         self.set_checksum(checksum::finish(sum));
     }
 }
+
+/// How [`tlv::read`] reports a broken TCP option.
+const OPTION_ERRORS: tlv::Errors = tlv::Errors {
+    missing_length: "TCP option length past the options area",
+    short_length: "TCP option length below 2",
+    past_end: "TCP option past the options area",
+};
 
 /// One TCP option (RFC 9293 §3.2, RFC 7323, RFC 2018).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -520,27 +522,12 @@ impl<'a> TcpOption<'a> {
     /// end of `bytes`, or a wrong length for a modeled kind, is malformed
     /// (RFC 9293 §3.1: "MUST be prepared to handle an illegal option length").
     pub fn parse(bytes: &'a [u8]) -> Result<(Self, usize)> {
-        let Some(&kind) = bytes.first() else {
-            return Err(Error::Malformed("TCP option past the options area"));
-        };
-        match kind {
-            kind::END_OF_LIST => return Ok((Self::EndOfList, 1)),
-            kind::NO_OPERATION => return Ok((Self::NoOperation, 1)),
-            _ => {}
-        }
-        let Some(&len) = bytes.get(1) else {
-            return Err(Error::Malformed("TCP option length past the options area"));
-        };
-        let len = usize::from(len);
-        if len < 2 {
-            return Err(Error::Malformed("TCP option length below 2"));
-        }
-        let Some(data) = bytes.get(2..len) else {
-            return Err(Error::Malformed("TCP option past the options area"));
-        };
+        let (kind, data, len) = tlv::read(bytes, &OPTION_ERRORS)?;
         let option = match kind {
-            kind::MAX_SEG_SIZE => match *data {
-                [a, b] => Self::MaxSegmentSize(u16::from_be_bytes([a, b])),
+            kind::END_OF_LIST => Self::EndOfList,
+            kind::NO_OPERATION => Self::NoOperation,
+            kind::MAX_SEG_SIZE => match data.len() {
+                2 => Self::MaxSegmentSize(be_u16(data, 0)),
                 _ => return Err(Error::Malformed("TCP MSS option length is not 4")),
             },
             kind::WINDOW_SCALE => match *data {
@@ -566,7 +553,7 @@ impl<'a> TcpOption<'a> {
                 }
                 let mut blocks = [None; MAX_SACK_BLOCKS];
                 for (slot, block) in blocks.iter_mut().zip(data.chunks_exact(8)) {
-                    *slot = Some((be_u32(&block[0..4]), be_u32(&block[4..8])));
+                    *slot = Some((be_u32(block, 0), be_u32(block, 4)));
                 }
                 Self::SackRange(blocks)
             }
@@ -575,8 +562,8 @@ impl<'a> TcpOption<'a> {
                     return Err(Error::Malformed("TCP timestamps option length is not 10"));
                 }
                 Self::Timestamps {
-                    tsval: be_u32(&data[0..4]),
-                    tsecr: be_u32(&data[4..8]),
+                    tsval: be_u32(data, 0),
+                    tsecr: be_u32(data, 4),
                 }
             }
             kind => Self::Unknown { kind, data },
@@ -617,39 +604,29 @@ impl<'a> TcpOption<'a> {
         match *self {
             Self::EndOfList => out[0] = kind::END_OF_LIST,
             Self::NoOperation => out[0] = kind::NO_OPERATION,
-            Self::MaxSegmentSize(mss) => {
-                out[..2].copy_from_slice(&[kind::MAX_SEG_SIZE, 4]);
-                out[2..4].copy_from_slice(&mss.to_be_bytes());
-            }
+            Self::MaxSegmentSize(mss) => tlv::write(out, kind::MAX_SEG_SIZE, &mss.to_be_bytes()),
             Self::WindowScale(shift) => out.copy_from_slice(&[kind::WINDOW_SCALE, 3, shift]),
             Self::SackPermitted => out.copy_from_slice(&[kind::SACK_PERMITTED, 2]),
             Self::SackRange(blocks) => {
                 // `len` is at most 34, so it fits its length byte.
                 out[..2].copy_from_slice(&[kind::SACK_RANGE, len as u8]);
-                for (chunk, (left, right)) in
+                for (chunk, &(left, right)) in
                     out[2..].chunks_exact_mut(8).zip(blocks.iter().flatten())
                 {
-                    chunk[0..4].copy_from_slice(&left.to_be_bytes());
-                    chunk[4..8].copy_from_slice(&right.to_be_bytes());
+                    put_be_u32(chunk, 0, left);
+                    put_be_u32(chunk, 4, right);
                 }
             }
             Self::Timestamps { tsval, tsecr } => {
                 out[..2].copy_from_slice(&[kind::TIMESTAMPS, 10]);
-                out[2..6].copy_from_slice(&tsval.to_be_bytes());
-                out[6..10].copy_from_slice(&tsecr.to_be_bytes());
+                put_be_u32(out, 2, tsval);
+                put_be_u32(out, 6, tsecr);
             }
-            Self::Unknown { kind, data } => {
-                // Checked above: `len` fits in a byte.
-                out[..2].copy_from_slice(&[kind, len as u8]);
-                out[2..].copy_from_slice(data);
-            }
+            // Checked above: `len` fits in a byte.
+            Self::Unknown { kind, data } => tlv::write(out, kind, data),
         }
         Ok(len)
     }
-}
-
-fn be_u32(bytes: &[u8]) -> u32 {
-    u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
 }
 
 /// Iterator over an options area. Yields each option, stops after
@@ -723,9 +700,7 @@ impl TcpUnknownOptions {
             return Err(Error::Malformed("unknown TCP options exceed 40 bytes"));
         }
         // `end` <= 40, so both the option length and `end` fit a byte.
-        self.bytes[start] = kind;
-        self.bytes[start + 1] = (2 + data.len()) as u8;
-        self.bytes[start + 2..end].copy_from_slice(data);
+        tlv::write(&mut self.bytes[start..end], kind, data);
         self.len = end as u8;
         Ok(())
     }
@@ -799,6 +774,7 @@ pub struct TcpRepr {
     pub window_scale: Option<u8>,
     pub sack_permitted: bool,
     /// SACK blocks (left edge, right edge); no SACK option if all `None`.
+    /// With `timestamps`, at most [`MAX_SACK_BLOCKS_WITH_TIMESTAMPS`] fit.
     pub sack_ranges: [Option<(u32, u32)>; MAX_SACK_BLOCKS],
     /// (TSval, TSecr) of the timestamps option.
     pub timestamps: Option<(u32, u32)>,
@@ -969,8 +945,10 @@ impl TcpRepr {
     }
 
     /// Bytes of header this repr emits: 20 plus the options padded to a
-    /// multiple of 4. Above [`MAX_HEADER_LEN`] the options do not fit and
-    /// [`emit`](Self::emit) fails.
+    /// multiple of 4. Above [`MAX_HEADER_LEN`] the options do not fit (as
+    /// with timestamps and more than [`MAX_SACK_BLOCKS_WITH_TIMESTAMPS`]
+    /// SACK blocks) and [`emit`](Self::emit) returns an error; nothing
+    /// panics.
     pub fn header_len(&self) -> usize {
         HEADER_LEN + self.options().len
     }
@@ -984,7 +962,10 @@ impl TcpRepr {
     /// bytes of `packet` (slice its buffer to exactly that: the segment is
     /// the whole buffer), lets `emit_payload` fill the payload, then fills
     /// the checksum under `mode`. `payload_len` must equal
-    /// `self.payload_len`; options that do not fit in 40 bytes are malformed.
+    /// `self.payload_len`. Options that do not fit in 40 bytes (for one,
+    /// timestamps with more than [`MAX_SACK_BLOCKS_WITH_TIMESTAMPS`] SACK
+    /// blocks) are [`Error::Malformed`]: emit then writes nothing and never
+    /// panics.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
         &self,
         packet: &mut TcpPacket<T>,
@@ -1454,6 +1435,29 @@ mod tests {
             Err(Error::Malformed(_))
         ));
         assert!(buf.iter().all(|&b| b == 0), "nothing written");
+    }
+
+    #[test]
+    fn timestamps_leave_room_for_three_sack_blocks_only() {
+        let mut repr = syn_repr();
+        repr.flags = TcpFlags::empty();
+        repr.ack_number = Some(1);
+        repr.max_seg_size = None;
+        repr.window_scale = None;
+        repr.sack_permitted = false;
+        repr.sack_ranges = [Some((1, 2)), Some((3, 4)), Some((5, 6)), Some((7, 8))];
+        assert!(repr.header_len() > MAX_HEADER_LEN);
+        let mut buf = [0u8; 128];
+        let mut packet = TcpPacket::new_unchecked(&mut buf[..]);
+        assert_eq!(
+            repr.emit(&mut packet, &SRC4, &DST4, 0, |_| {}, ChecksumMode::Full),
+            Err(Error::Malformed("TCP options exceed 40 bytes"))
+        );
+        assert!(buf.iter().all(|&b| b == 0), "nothing written");
+        repr.sack_ranges[MAX_SACK_BLOCKS_WITH_TIMESTAMPS] = None;
+        assert!(repr.header_len() <= MAX_HEADER_LEN);
+        let buf = emit(&repr, &SRC4, &DST4, &[]);
+        assert_eq!(parse(&buf, &SRC4, &DST4), Ok(repr));
     }
 
     #[test]

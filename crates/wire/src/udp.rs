@@ -3,6 +3,7 @@
 
 use core::net::IpAddr;
 
+use crate::bytes::{be_u16, put_be_u16};
 use crate::checksum;
 use crate::ip::{pseudo_header, ChecksumMode, IpProtocol};
 use crate::{Error, Result};
@@ -58,22 +59,17 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         self.buffer
     }
 
-    fn u16_at(&self, range: core::ops::Range<usize>) -> u16 {
-        let b = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([b[0], b[1]])
-    }
-
     pub fn src_port(&self) -> u16 {
-        self.u16_at(field::SRC_PORT)
+        be_u16(self.buffer.as_ref(), field::SRC_PORT.start)
     }
 
     pub fn dst_port(&self) -> u16 {
-        self.u16_at(field::DST_PORT)
+        be_u16(self.buffer.as_ref(), field::DST_PORT.start)
     }
 
     /// The length field: header plus payload.
     pub fn len(&self) -> u16 {
-        self.u16_at(field::LENGTH)
+        be_u16(self.buffer.as_ref(), field::LENGTH.start)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -81,7 +77,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.u16_at(field::CHECKSUM)
+        be_u16(self.buffer.as_ref(), field::CHECKSUM.start)
     }
 
     /// The datagram as the length field bounds it (header and payload).
@@ -106,24 +102,20 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
-    fn set_u16_at(&mut self, range: core::ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_src_port(&mut self, value: u16) {
-        self.set_u16_at(field::SRC_PORT, value)
+        put_be_u16(self.buffer.as_mut(), field::SRC_PORT.start, value)
     }
 
     pub fn set_dst_port(&mut self, value: u16) {
-        self.set_u16_at(field::DST_PORT, value)
+        put_be_u16(self.buffer.as_mut(), field::DST_PORT.start, value)
     }
 
     pub fn set_len(&mut self, value: u16) {
-        self.set_u16_at(field::LENGTH, value)
+        put_be_u16(self.buffer.as_mut(), field::LENGTH.start, value)
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.set_u16_at(field::CHECKSUM, value)
+        put_be_u16(self.buffer.as_mut(), field::CHECKSUM.start, value)
     }
 
     /// The payload, bounded by the length field.

@@ -272,6 +272,11 @@ fn parse_packet(bytes: &[u8]) -> Option<ChainEnd> {
                 }
                 (fragment.next_header, fragment.buffer_len())
             }
+            // Mobility, HIP and Shim6: stepped over by their length field.
+            IpProtocol::Unknown(135 | 139 | 140) => {
+                let header = Ipv6ExtHeader::new_checked(rest).ok()?;
+                (header.next_header(), header.header_len())
+            }
             IpProtocol::Unknown(51) => return None,
             _ => break,
         };
@@ -550,7 +555,7 @@ proptest! {
             bytes[0] = 0x60 | (bytes[0] & 0x0f);
             let payload_len = (bytes.len() - ipv6::HEADER_LEN) as u16;
             bytes[4..6].copy_from_slice(&payload_len.to_be_bytes());
-            bytes[6] = [0, 43, 44, 60, 51][usize::from(bytes[6]) % 5];
+            bytes[6] = [0, 43, 44, 60, 51, 135][usize::from(bytes[6]) % 6];
             parse_packet(&bytes);
         }
     }

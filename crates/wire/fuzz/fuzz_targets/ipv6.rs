@@ -60,6 +60,11 @@ fn walk_headers(payload: &[u8], first: IpProtocol) -> Option<ChainEnd> {
                 }
                 (fragment.next_header, fragment.buffer_len())
             }
+            // Mobility, HIP and Shim6: stepped over by their length field.
+            IpProtocol::Unknown(135 | 139 | 140) => {
+                let header = Ipv6ExtHeader::new_checked(rest).ok()?;
+                (header.next_header(), header.header_len())
+            }
             IpProtocol::Unknown(51) => return None,
             _ => break,
         };

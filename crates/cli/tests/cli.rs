@@ -1,0 +1,161 @@
+//! The `stackscope` binary end to end: calibrate's JSON keeps the keys the
+//! issue specifies, and the trace subcommands read, convert and refuse
+//! trace files as documented.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use probe::{locations, Category, Kind, Layer, Record, Trace, TraceHeader};
+use serde_json::Value;
+
+locations! {
+    static SITES;
+    SEND_ENTER = ("send.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
+    SEND_EXIT = ("send.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
+    IFQ_IN = ("ifq.enqueue", Layer::Link, Kind::Enqueue, Category::Link, Some("ifq"));
+}
+
+fn stackscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stackscope"))
+        .args(args)
+        .output()
+        .expect("run stackscope")
+}
+
+fn stdout_json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "stackscope failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+/// A scratch file removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        Self(std::env::temp_dir().join(format!("stackscope-cli-{}-{name}", std::process::id())))
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn sample_trace() -> Trace {
+    let r = |tsc, loc: probe::Loc| Record::new(tsc, loc, 1500, 7, 1, 1);
+    Trace::new(
+        TraceHeader::new(2e9, 30.0, 4, "cli test"),
+        SITES,
+        vec![r(1000, SEND_ENTER), r(1500, IFQ_IN), r(3000, SEND_EXIT)],
+    )
+}
+
+fn positive(v: &Value) -> bool {
+    v.as_f64().is_some_and(|x| x.is_finite() && x > 0.0)
+}
+
+#[test]
+fn calibrate_json_has_every_documented_key() {
+    let json = stdout_json(&stackscope(&["calibrate", "--json", "--quick"]));
+    assert!(positive(&json["tsc_hz"]), "tsc_hz: {}", json["tsc_hz"]);
+    for key in [
+        "enabled_ns_median",
+        "enabled_ns_p99",
+        "disabled_ns_median",
+        "overhead_cycles",
+    ] {
+        let value = &json["probe"][key];
+        assert!(
+            value.as_f64().is_some_and(f64::is_finite),
+            "probe.{key}: {value}"
+        );
+    }
+    for size in ["64", "1500", "65536"] {
+        for which in ["reference", "optimized"] {
+            let rate = &json["checksum_gbytes_per_s"][which][size];
+            assert!(positive(rate), "checksum {which} {size}: {rate}");
+        }
+        let rate = &json["memcpy_gbytes_per_s"][size];
+        assert!(positive(rate), "memcpy {size}: {rate}");
+    }
+}
+
+#[test]
+fn trace_info_reports_header_table_and_counts() {
+    let file = Scratch::new("info.sstrace");
+    std::fs::write(&file.0, sample_trace().to_bytes().unwrap()).unwrap();
+    let json = stdout_json(&stackscope(&["trace", "info", "--json", file.path()]));
+    assert_eq!(json["records"], 3);
+    assert_eq!(json["dropped"], 4);
+    assert_eq!(json["threads"], 1);
+    assert_eq!(json["counter_hz"], 2e9);
+    // 2000 cycles at 2 GHz.
+    assert_eq!(json["duration_ns"], 1000.0);
+    let names: Vec<&str> = json["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["send.enter", "send.exit", "ifq.enqueue"]);
+    assert_eq!(json["locations"][2]["queue"], "ifq");
+    assert_eq!(json["locations"][2]["records"], 1);
+
+    let text = stackscope(&["trace", "info", file.path()]);
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("dropped          4"), "{text}");
+}
+
+#[test]
+fn trace_converts_to_csv_and_perfetto() {
+    let file = Scratch::new("convert.sstrace");
+    std::fs::write(&file.0, sample_trace().to_bytes().unwrap()).unwrap();
+
+    let csv = stackscope(&["trace", "csv", file.path()]);
+    assert!(csv.status.success());
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 4, "header and three rows:\n{csv}");
+    assert!(csv.lines().nth(2).unwrap().contains("ifq.enqueue"));
+
+    let out = Scratch::new("timeline.json");
+    let perfetto = stackscope(&["trace", "perfetto", file.path(), "-o", out.path()]);
+    assert!(perfetto.status.success());
+    let json: Value = serde_json::from_slice(&std::fs::read(&out.0).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let send = events.iter().find(|e| e["ph"] == "X").expect("a slice");
+    assert_eq!(send["name"], "send");
+    // 2000 cycles at 2 GHz = 1 us.
+    assert_eq!(send["dur"], 1.0);
+    assert!(String::from_utf8_lossy(&perfetto.stderr).contains("0 unmatched exits"));
+}
+
+#[test]
+fn corrupt_and_missing_trace_files_get_clear_errors() {
+    let file = Scratch::new("truncated.sstrace");
+    let bytes = sample_trace().to_bytes().unwrap();
+    std::fs::write(&file.0, &bytes[..bytes.len() - 5]).unwrap();
+    let out = stackscope(&["trace", "info", file.path()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("truncated in record 2"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    std::fs::write(&file.0, b"not a trace file at all").unwrap();
+    let out = stackscope(&["trace", "csv", file.path()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad magic"));
+
+    let out = stackscope(&["trace", "perfetto", "/nonexistent/stackscope.sstrace"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"));
+}
