@@ -1,0 +1,306 @@
+//! A packet: one head buffer with reserved headroom, then shared payload.
+
+use std::ops::Range;
+use std::rc::Rc;
+
+use probe::Flow;
+
+use super::pool::{Buffer, Pool};
+use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT};
+
+/// Why a packet operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PacketError {
+    #[error("the buffer pool is exhausted")]
+    PoolExhausted,
+    #[error("{needed} bytes of header do not fit the {available} bytes of headroom left")]
+    NoHeadroom { needed: usize, available: usize },
+    #[error("{needed} bytes do not fit the {available} bytes left in the head buffer")]
+    NoTailroom { needed: usize, available: usize },
+    #[error("the head buffer is shared with other packets and cannot change")]
+    Shared,
+    #[error("range {start}..{end} lies outside the packet's {len} bytes")]
+    OutOfRange {
+        start: usize,
+        end: usize,
+        len: usize,
+    },
+}
+
+/// A shared, read-only run of bytes in a pool buffer: what packets chain
+/// and fragments reference. The buffer returns to its pool when the last
+/// segment or packet using it is dropped.
+#[derive(Clone)]
+pub struct Segment {
+    buffer: Rc<Buffer>,
+    start: usize,
+    end: usize,
+}
+
+impl Segment {
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buffer[self.start..self.end]
+    }
+
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// The bytes `range` (relative to this segment), sharing the buffer.
+    pub fn slice(&self, range: Range<usize>) -> Option<Segment> {
+        if range.start > range.end || range.end > self.len() {
+            return None;
+        }
+        Some(Segment {
+            buffer: Rc::clone(&self.buffer),
+            start: self.start + range.start,
+            end: self.start + range.end,
+        })
+    }
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Segment({}..{})", self.start, self.end)
+    }
+}
+
+/// A packet: the head buffer's data (`start..end`, with headroom in front
+/// for headers to be prepended) followed by a chain of shared segments.
+pub struct Packet {
+    head: Rc<Buffer>,
+    start: usize,
+    end: usize,
+    chain: Vec<Segment>,
+    flow: Flow,
+}
+
+impl Packet {
+    /// An empty packet for `flow`, its data starting after the pool's
+    /// headroom.
+    pub fn new(pool: &Pool, flow: Flow) -> Result<Packet, PacketError> {
+        let head = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
+        let headroom = pool.config().headroom;
+        Ok(Packet {
+            head: Rc::new(head),
+            start: headroom,
+            end: headroom,
+            chain: Vec::new(),
+            flow,
+        })
+    }
+
+    /// A received frame: `fill` writes it into the head buffer after the
+    /// headroom (so a router can prepend another link header) and returns
+    /// its length, or `None` if there was none (the buffer goes back).
+    pub fn receive(
+        pool: &Pool,
+        flow: Flow,
+        fill: impl FnOnce(&mut [u8]) -> Option<usize>,
+    ) -> Result<Option<Packet>, PacketError> {
+        let mut packet = Packet::new(pool, flow)?;
+        let start = packet.start;
+        let head = Rc::get_mut(&mut packet.head).ok_or(PacketError::Shared)?;
+        let room = head.len() - start;
+        let Some(len) = fill(&mut head[start..]) else {
+            return Ok(None);
+        };
+        packet.end = start + len.min(room);
+        Ok(Some(packet))
+    }
+
+    pub fn flow(&self) -> Flow {
+        self.flow
+    }
+
+    /// Changes the flow (a received packet carrying the trace option).
+    pub fn set_flow(&mut self, flow: Flow) {
+        self.flow = flow;
+    }
+
+    /// Bytes in the packet.
+    pub fn len(&self) -> usize {
+        (self.end - self.start) + self.chain.iter().map(Segment::len).sum::<usize>()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of headroom left in front of the data.
+    pub fn headroom(&self) -> usize {
+        self.start
+    }
+
+    /// Bytes of room left after the head buffer's data.
+    pub fn tailroom(&self) -> usize {
+        if self.chain.is_empty() {
+            self.head.len() - self.end
+        } else {
+            0
+        }
+    }
+
+    /// Grows the packet at the front by `len` bytes and returns them for a
+    /// header to be written: headers of every layer go into the headroom
+    /// reserved once, never into a buffer of their own.
+    pub fn prepend(&mut self, len: usize) -> Result<&mut [u8], PacketError> {
+        if len > self.start {
+            return Err(PacketError::NoHeadroom {
+                needed: len,
+                available: self.start,
+            });
+        }
+        let head = Rc::get_mut(&mut self.head).ok_or(PacketError::Shared)?;
+        self.start -= len;
+        Ok(&mut head[self.start..self.start + len])
+    }
+
+    /// Removes `len` bytes from the front (a header consumed on receive).
+    pub fn strip(&mut self, len: usize) -> Result<(), PacketError> {
+        let total = self.len();
+        if len > total {
+            return Err(PacketError::OutOfRange {
+                start: 0,
+                end: len,
+                len: total,
+            });
+        }
+        let from_head = len.min(self.end - self.start);
+        self.start += from_head;
+        let mut rest = len - from_head;
+        while rest > 0 {
+            let first = &mut self.chain[0];
+            let take = rest.min(first.len());
+            first.start += take;
+            rest -= take;
+            if first.is_empty() {
+                self.chain.remove(0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into the head buffer after the data (the application's
+    /// copy into the stack): a `data_move` span.
+    pub fn append_copy(&mut self, data: &[u8]) -> Result<(), PacketError> {
+        let available = self.tailroom();
+        if data.len() > available {
+            return Err(PacketError::NoTailroom {
+                needed: data.len(),
+                available,
+            });
+        }
+        let _span = probe::span(
+            DATA_COPY_ENTER,
+            DATA_COPY_EXIT,
+            data.len() as u32,
+            self.flow,
+            0,
+        );
+        let head = Rc::get_mut(&mut self.head).ok_or(PacketError::Shared)?;
+        head[self.end..self.end + data.len()].copy_from_slice(data);
+        self.end += data.len();
+        Ok(())
+    }
+
+    /// Appends shared payload without copying it.
+    pub fn append_segment(&mut self, segment: Segment) {
+        if !segment.is_empty() {
+            self.chain.push(segment);
+        }
+    }
+
+    /// The packet's bytes as contiguous parts, in order: what a
+    /// scatter-gather transmit hands to the link.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        std::iter::once(&self.head[self.start..self.end])
+            .chain(self.chain.iter().map(Segment::as_slice))
+            .filter(|part| !part.is_empty())
+    }
+
+    /// Part `index` of [`parts`](Self::parts) without skipping empty ones:
+    /// 0 is the head's data, then the chain.
+    pub(super) fn part(&self, index: usize) -> Option<&[u8]> {
+        match index {
+            0 => Some(&self.head[self.start..self.end]),
+            i => self.chain.get(i - 1).map(Segment::as_slice),
+        }
+    }
+
+    /// The bytes `range` as shared segments, referencing this packet's
+    /// buffers instead of copying them (fragmentation, retransmission).
+    /// Afterwards the head buffer is shared and can no longer be prepended.
+    pub fn segments(&self, range: Range<usize>) -> Result<Vec<Segment>, PacketError> {
+        let len = self.len();
+        if range.start > range.end || range.end > len {
+            return Err(PacketError::OutOfRange {
+                start: range.start,
+                end: range.end,
+                len,
+            });
+        }
+        let head = Segment {
+            buffer: Rc::clone(&self.head),
+            start: self.start,
+            end: self.end,
+        };
+        let mut out = Vec::new();
+        let mut offset = 0;
+        for segment in std::iter::once(&head).chain(&self.chain) {
+            let (seg_start, seg_end) = (offset, offset + segment.len());
+            offset = seg_end;
+            let from = range.start.max(seg_start);
+            let to = range.end.min(seg_end);
+            if from < to {
+                // In range by construction: from..to lies inside this segment.
+                if let Some(piece) = segment.slice(from - seg_start..to - seg_start) {
+                    out.push(piece);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Copies bytes from `offset` into `out` (the stack's copy to the
+    /// application): a `data_move` span. Returns the bytes copied.
+    pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
+        let _span = probe::span(
+            DATA_COPY_ENTER,
+            DATA_COPY_EXIT,
+            out.len() as u32,
+            self.flow,
+            0,
+        );
+        let mut skip = offset;
+        let mut copied = 0;
+        for part in self.parts() {
+            if copied == out.len() {
+                break;
+            }
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            let take = (part.len() - skip).min(out.len() - copied);
+            out[copied..copied + take].copy_from_slice(&part[skip..skip + take]);
+            copied += take;
+            skip = 0;
+        }
+        copied
+    }
+}
+
+impl std::fmt::Debug for Packet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packet")
+            .field("len", &self.len())
+            .field("headroom", &self.start)
+            .field("chain", &self.chain)
+            .finish()
+    }
+}

@@ -1,0 +1,231 @@
+//! A host's pool of preallocated, fixed-size buffers.
+
+use std::cell::{Cell, RefCell};
+use std::ops::{Deref, DerefMut};
+use std::rc::Rc;
+
+use probe::Flow;
+
+use crate::probes::{BUFFER_ALLOC_ENTER, BUFFER_ALLOC_EXIT, BUFFER_FREE_ENTER, BUFFER_FREE_EXIT};
+
+/// Sizes of a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Bytes per buffer, headroom included.
+    pub buffer_size: usize,
+    /// Bytes at the front of a packet's head buffer reserved for headers:
+    /// the largest link header of any interface plus IP and transport
+    /// headers with options.
+    pub headroom: usize,
+    /// Buffers in the pool; all are allocated up front.
+    pub buffers: usize,
+}
+
+impl Default for PoolConfig {
+    /// Room for a 1500-byte MTU frame plus headroom, 4096 buffers (9 MiB).
+    fn default() -> Self {
+        Self {
+            buffer_size: 2304,
+            headroom: 256,
+            buffers: 4096,
+        }
+    }
+}
+
+/// A pool configuration that cannot work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PoolConfigError {
+    #[error("headroom of {headroom} bytes leaves no room in a {buffer_size}-byte buffer")]
+    NoRoomAfterHeadroom { headroom: usize, buffer_size: usize },
+    #[error("a pool needs at least one buffer")]
+    NoBuffers,
+}
+
+/// Counters of a pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub allocated: u64,
+    pub freed: u64,
+    /// Allocations refused because every buffer was in use.
+    pub exhausted: u64,
+    /// Most buffers in use at once.
+    pub high_water: usize,
+}
+
+struct Shared {
+    config: PoolConfig,
+    free: RefCell<Vec<Box<[u8]>>>,
+    stats: Cell<PoolStats>,
+}
+
+/// A host's buffer pool. Cloning shares it; a host and everything it owns
+/// live on one thread, so it is not `Send`.
+#[derive(Clone)]
+pub struct Pool {
+    shared: Rc<Shared>,
+}
+
+impl Pool {
+    /// Allocates every buffer now, so the data path never asks the system
+    /// allocator for packet memory.
+    pub fn new(config: PoolConfig) -> Result<Self, PoolConfigError> {
+        if config.buffers == 0 {
+            return Err(PoolConfigError::NoBuffers);
+        }
+        if config.headroom >= config.buffer_size {
+            return Err(PoolConfigError::NoRoomAfterHeadroom {
+                headroom: config.headroom,
+                buffer_size: config.buffer_size,
+            });
+        }
+        let free = (0..config.buffers)
+            .map(|_| vec![0u8; config.buffer_size].into_boxed_slice())
+            .collect();
+        Ok(Self {
+            shared: Rc::new(Shared {
+                config,
+                free: RefCell::new(free),
+                stats: Cell::new(PoolStats::default()),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> PoolConfig {
+        self.shared.config
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        self.shared.stats.get()
+    }
+
+    /// Buffers currently handed out.
+    pub fn in_use(&self) -> usize {
+        self.shared.config.buffers - self.shared.free.borrow().len()
+    }
+
+    /// Takes a buffer for `flow` (whose trace flag gates the probes), or
+    /// `None` when every buffer is in use (counted as `exhausted`).
+    pub fn alloc(&self, flow: Flow) -> Option<Buffer> {
+        let _span = probe::span(BUFFER_ALLOC_ENTER, BUFFER_ALLOC_EXIT, 0, flow, 0);
+        let data = self.shared.free.borrow_mut().pop();
+        let mut stats = self.shared.stats.get();
+        let buffer = match data {
+            Some(data) => {
+                stats.allocated += 1;
+                stats.high_water = stats.high_water.max(self.in_use());
+                Some(Buffer {
+                    data: Some(data),
+                    pool: Rc::clone(&self.shared),
+                    flow,
+                })
+            }
+            None => {
+                stats.exhausted += 1;
+                None
+            }
+        };
+        self.shared.stats.set(stats);
+        buffer
+    }
+}
+
+/// One buffer of a pool, returned to it when dropped. Its owner (a
+/// [`Packet`](super::Packet)) keeps track of which bytes hold data.
+pub struct Buffer {
+    data: Option<Box<[u8]>>,
+    pool: Rc<Shared>,
+    flow: Flow,
+}
+
+impl Buffer {
+    pub fn capacity(&self) -> usize {
+        self.data.as_deref().map_or(0, <[u8]>::len)
+    }
+
+    /// The flow the buffer was allocated for.
+    pub fn flow(&self) -> Flow {
+        self.flow
+    }
+}
+
+impl Deref for Buffer {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.data.as_deref().unwrap_or(&[])
+    }
+}
+
+impl DerefMut for Buffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.data.as_deref_mut().unwrap_or(&mut [])
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, self.flow, 0);
+        if let Some(data) = self.data.take() {
+            self.pool.free.borrow_mut().push(data);
+            let mut stats = self.pool.stats.get();
+            stats.freed += 1;
+            self.pool.stats.set(stats);
+        }
+    }
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer")
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(buffers: usize) -> Pool {
+        Pool::new(PoolConfig {
+            buffer_size: 64,
+            headroom: 16,
+            buffers,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn exhaustion_is_counted_and_memory_bounded() {
+        let pool = pool(2);
+        let a = pool.alloc(Flow::NONE).unwrap();
+        let b = pool.alloc(Flow::NONE).unwrap();
+        assert!(pool.alloc(Flow::NONE).is_none());
+        assert_eq!(pool.stats().exhausted, 1);
+        assert_eq!(pool.in_use(), 2);
+        drop(a);
+        assert_eq!(pool.in_use(), 1);
+        let c = pool.alloc(Flow::NONE).expect("a freed buffer is reused");
+        assert_eq!(c.capacity(), 64);
+        drop((b, c));
+        let s = pool.stats();
+        assert_eq!((s.allocated, s.freed, s.high_water), (3, 3, 2));
+    }
+
+    #[test]
+    fn nonsense_configs_are_refused() {
+        let config = |buffer_size, headroom, buffers| PoolConfig {
+            buffer_size,
+            headroom,
+            buffers,
+        };
+        assert_eq!(
+            Pool::new(config(64, 16, 0)).err(),
+            Some(PoolConfigError::NoBuffers)
+        );
+        assert!(matches!(
+            Pool::new(config(64, 64, 1)),
+            Err(PoolConfigError::NoRoomAfterHeadroom { .. })
+        ));
+    }
+}

@@ -1,0 +1,9 @@
+//! The reference stack: a user-space IPv6/IPv4 host and router whose every
+//! layer boundary, queue and cost centre carries a probe (DESIGN.md, "The
+//! reference stack"). Layered after smoltcp: `phy` (links), `buffer`
+//! (pooled packet buffers), and, as they land, `iface` and `socket`.
+
+pub mod buffer;
+pub mod phy;
+pub mod probes;
+pub mod time;

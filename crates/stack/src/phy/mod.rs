@@ -1,0 +1,96 @@
+//! Links: what carries frames between interfaces.
+//!
+//! A link copies a frame in on [`Link::transmit`] and out on
+//! [`Link::receive`], as a NIC's DMA does, so links never hold the stack's
+//! packet buffers and can sit between hosts on different threads. Probes
+//! at the link boundary are the interface layer's job (it knows the flow);
+//! links count frames and drops in [`LinkStats`].
+
+use crate::time::Instant;
+
+/// What a link's frames are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Medium {
+    /// Ethernet II frames (with the 14-byte header, without FCS).
+    Ethernet,
+    /// Bare IPv4 or IPv6 packets (loopback, tunnels).
+    Ip,
+}
+
+impl Medium {
+    /// Bytes of link header in front of the IP packet.
+    pub const fn header_len(self) -> usize {
+        match self {
+            Medium::Ethernet => wire::ethernet::HEADER_LEN,
+            Medium::Ip => 0,
+        }
+    }
+
+    /// The pcapng link type of captures of this medium.
+    pub const fn pcapng_link_type(self) -> wire::pcapng::LinkType {
+        match self {
+            Medium::Ethernet => wire::pcapng::LinkType::Ethernet,
+            Medium::Ip => wire::pcapng::LinkType::RawIp,
+        }
+    }
+}
+
+/// Why a link refused a frame at transmit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// The frame exceeds the link's MTU plus its header.
+    #[error("frame of {len} bytes exceeds the link's maximum of {max}")]
+    TooBig { len: usize, max: usize },
+    /// The transmit queue is full (tail drop).
+    #[error("link transmit queue full")]
+    QueueFull,
+}
+
+/// Frame and byte counters, and drops by reason. Never reset by the link.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    /// Refused at transmit: larger than the MTU.
+    pub dropped_too_big: u64,
+    /// Refused at transmit: queue full.
+    pub dropped_queue_full: u64,
+    /// Lost on the wire (impairment).
+    pub dropped_loss: u64,
+    /// Frames delivered twice (impairment).
+    pub duplicated: u64,
+    /// Frames delivered with a flipped bit (impairment).
+    pub corrupted: u64,
+    /// Frames held back so that later ones overtook them (impairment).
+    pub reordered: u64,
+    /// Received frames longer than the buffer offered to `receive`.
+    pub dropped_rx_too_long: u64,
+}
+
+/// One end of a link, as an interface sees it.
+pub trait Link {
+    /// Framing of the frames it carries.
+    fn medium(&self) -> Medium;
+
+    /// Largest IP packet it carries (the MTU); frames may add
+    /// `medium().header_len()` bytes of link header.
+    fn mtu(&self) -> usize;
+
+    /// Copies the frame made of `parts` (scatter-gather, concatenated in
+    /// order) onto the link at `now`.
+    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError>;
+
+    /// Copies the next frame that has arrived by `now` into `buf` and
+    /// returns its length, or `None` if none has. A frame longer than `buf`
+    /// is dropped and counted (`dropped_rx_too_long`), never truncated.
+    fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize>;
+
+    /// When the next frame in flight towards this end arrives, if any: the
+    /// runner may sleep until then.
+    fn next_arrival(&self) -> Option<Instant>;
+
+    /// Counters of this end.
+    fn stats(&self) -> LinkStats;
+}
