@@ -1,6 +1,7 @@
 //! A pcapng writer (draft-ietf-opsawg-pcapng): one section header, an
 //! interface description per interface with nanosecond timestamps, and an
-//! enhanced packet block per packet with an optional comment.
+//! enhanced packet block per packet with an optional comment and an optional
+//! direction (the `epb_flags` option).
 //!
 //! Blocks are written in host byte order, as the format allows: the
 //! byte-order magic in the section header tells readers which order it is.
@@ -14,6 +15,7 @@ const BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
 
 const OPT_END: u16 = 0;
 const OPT_COMMENT: u16 = 1;
+const OPT_EPB_FLAGS: u16 = 2;
 const OPT_SHB_USERAPPL: u16 = 4;
 const OPT_IF_NAME: u16 = 2;
 const OPT_IF_TSRESOL: u16 = 9;
@@ -46,6 +48,25 @@ impl LinkType {
     }
 }
 
+/// Which way a packet went through the interface: bits 0-1 of the enhanced
+/// packet block's `epb_flags` option (0b01 inbound, 0b10 outbound; 0b00,
+/// "not available", is what leaving the option out says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Inbound,
+    Outbound,
+}
+
+impl Direction {
+    /// The `epb_flags` word that says only this direction.
+    pub const fn epb_flags(self) -> u32 {
+        match self {
+            Self::Inbound => 0b01,
+            Self::Outbound => 0b10,
+        }
+    }
+}
+
 /// Index of an interface inside one pcapng section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct InterfaceId(pub u32);
@@ -61,6 +82,8 @@ pub struct CapturedPacket<'a> {
     pub original_len: Option<u32>,
     /// A per-packet comment (shown by Wireshark as `frame.comment`).
     pub comment: Option<&'a str>,
+    /// Received or sent, if known (Wireshark's `frame.packet_flags_direction`).
+    pub direction: Option<Direction>,
 }
 
 struct Interface {
@@ -146,8 +169,17 @@ impl<W: Write> PcapngWriter<W> {
         body.extend_from_slice(&original_len.to_ne_bytes());
         body.extend_from_slice(captured);
         pad_to_32_bits(&mut body);
+        if let Some(direction) = packet.direction {
+            push_option(
+                &mut body,
+                OPT_EPB_FLAGS,
+                &direction.epb_flags().to_ne_bytes(),
+            )?;
+        }
         if let Some(comment) = packet.comment {
             push_option(&mut body, OPT_COMMENT, comment.as_bytes())?;
+        }
+        if packet.direction.is_some() || packet.comment.is_some() {
             push_option_end(&mut body);
         }
         let result = self.write_block(BLOCK_ENHANCED_PACKET, &body);
@@ -241,6 +273,7 @@ mod tests {
                 data: &[1, 2, 3],
                 original_len: None,
                 comment: Some("hi"),
+                direction: None,
             },
         )
         .unwrap();
@@ -251,6 +284,7 @@ mod tests {
                 data: &[9; 10],
                 original_len: None,
                 comment: None,
+                direction: None,
             },
         )
         .unwrap();
@@ -291,7 +325,43 @@ mod tests {
             data: &[],
             original_len: None,
             comment: None,
+            direction: None,
         };
         assert!(w.write_packet(InterfaceId(0), &packet).is_err());
+    }
+
+    #[test]
+    fn direction_is_written_as_epb_flags_before_the_comment() {
+        let mut w = PcapngWriter::new(Vec::new(), "t").unwrap();
+        let eth = w.add_interface("eth0", LinkType::Ethernet, 0).unwrap();
+        for direction in [Direction::Inbound, Direction::Outbound] {
+            w.write_packet(
+                eth,
+                &CapturedPacket {
+                    timestamp_ns: 1,
+                    data: &[0xaa; 5],
+                    original_len: None,
+                    comment: Some("c"),
+                    direction: Some(direction),
+                },
+            )
+            .unwrap();
+        }
+        let data = w.into_inner().unwrap();
+        let blocks = blocks(&data);
+        for (block, flags) in blocks[2..].iter().zip([0b01u32, 0b10]) {
+            let body = &block.1;
+            // 20 bytes of fixed fields, 5 of data padded to 8.
+            let options = &body[28..];
+            assert_eq!(u16::from_ne_bytes([options[0], options[1]]), OPT_EPB_FLAGS);
+            assert_eq!(u16::from_ne_bytes([options[2], options[3]]), 4);
+            assert_eq!(u32_at(options, 4), flags);
+            assert_eq!(u16::from_ne_bytes([options[8], options[9]]), OPT_COMMENT);
+            assert_eq!(u16::from_ne_bytes([options[10], options[11]]), 1);
+            assert_eq!(options[12], b'c');
+            // opt_endofopt closes the list.
+            assert_eq!(&options[16..20], &[0, 0, 0, 0]);
+            assert_eq!(options.len(), 20);
+        }
     }
 }

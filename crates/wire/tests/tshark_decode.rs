@@ -29,6 +29,7 @@ fn write_pcapng(path: &Path, samples: &[Sample]) {
                     data: &sample.frame,
                     original_len: None,
                     comment: Some(sample.name),
+                    direction: None,
                 },
             )
             .expect("packet");

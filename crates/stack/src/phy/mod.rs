@@ -94,3 +94,11 @@ pub trait Link {
     /// Counters of this end.
     fn stats(&self) -> LinkStats;
 }
+
+pub mod capture;
+pub mod loopback;
+pub mod virtual_wire;
+
+pub use capture::{CaptureStats, Captured};
+pub use loopback::Loopback;
+pub use virtual_wire::{ConfigError, VirtualWire, WireConfig, WireEnd};

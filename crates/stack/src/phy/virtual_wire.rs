@@ -1,0 +1,594 @@
+//! The virtual wire: two ends joined by a pair of lock-free bounded queues,
+//! one per direction, with optional rate, propagation delay, MTU, loss,
+//! duplication, reordering and corruption, all driven by a seed (DESIGN.md,
+//! "Links").
+//!
+//! Time is whatever the caller says it is. Transmit stamps each frame with
+//! the instant it arrives at the far end (from `now`, the rate and the
+//! delay); receive hands out only frames that have arrived by its `now`.
+//! The simulator drives both ends from one virtual clock; the threaded
+//! runner puts the ends on two threads, each reading the real clock.
+//!
+//! Determinism: the sending end decides the fate of each of its frames with
+//! its own PRNG, seeded from the wire's seed and the direction, so the same
+//! configuration and the same calls give the same frames, packet for packet,
+//! even with the ends on different threads.
+//!
+//! Memory is bounded: at most `queue_frames` frames are in flight in each
+//! direction, counting those still in the shared queue and those the
+//! receiving end has taken off it but not yet received. A transmit beyond
+//! that fails with [`LinkError::QueueFull`].
+
+use core::cmp::{Ordering, Reverse};
+use core::time::Duration;
+use std::cell::RefCell;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering as MemoryOrder};
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+use rand_core::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+use super::{Link, LinkError, LinkStats, Medium};
+use crate::time::Instant;
+
+/// Largest `queue_frames` accepted: each direction's queue allocates its
+/// slots up front, so the bound keeps a typo from allocating gigabytes.
+pub const MAX_QUEUE_FRAMES: usize = 1 << 20;
+
+/// How a virtual wire behaves, the same in both directions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireConfig {
+    /// Framing of its frames.
+    pub medium: Medium,
+    /// Largest IP packet carried; frames may add `medium.header_len()`.
+    pub mtu: usize,
+    /// Serialization rate; `None` sends a frame in no time.
+    pub rate_bits_per_s: Option<u64>,
+    /// Propagation delay, added after serialization.
+    pub delay: Duration,
+    /// Probability that a frame is lost on the wire.
+    pub loss: f64,
+    /// Probability that a frame is delivered twice (both copies alike,
+    /// corruption included, arriving together).
+    pub duplicate: f64,
+    /// Probability that a frame is held back by `reorder_delay`, so that
+    /// frames sent after it overtake it.
+    pub reorder: f64,
+    /// How long a reordered frame is held back.
+    pub reorder_delay: Duration,
+    /// Probability that one random bit of a frame is flipped.
+    pub corrupt: f64,
+    /// Frames in flight per direction (see the module documentation).
+    pub queue_frames: usize,
+    /// Seed of both directions' impairments.
+    pub seed: u64,
+}
+
+impl Default for WireConfig {
+    /// An unimpaired Ethernet wire: MTU 1500, unlimited rate, no delay.
+    fn default() -> Self {
+        Self {
+            medium: Medium::Ethernet,
+            mtu: 1500,
+            rate_bits_per_s: None,
+            delay: Duration::ZERO,
+            loss: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_delay: Duration::ZERO,
+            corrupt: 0.0,
+            queue_frames: 1024,
+            seed: 0,
+        }
+    }
+}
+
+impl WireConfig {
+    /// Refuses settings that mean nothing, rather than guessing.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.mtu == 0 {
+            return Err(ConfigError::ZeroMtu);
+        }
+        if self.rate_bits_per_s == Some(0) {
+            return Err(ConfigError::ZeroRate);
+        }
+        for (name, value) in [
+            ("loss", self.loss),
+            ("duplicate", self.duplicate),
+            ("reorder", self.reorder),
+            ("corrupt", self.corrupt),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ConfigError::Probability { name, value });
+            }
+        }
+        if self.reorder > 0.0 && self.reorder_delay.is_zero() {
+            return Err(ConfigError::ReorderWithoutDelay);
+        }
+        check_queue_frames(self.queue_frames)
+    }
+
+    /// Largest frame the wire carries: the MTU plus the link header.
+    pub fn max_frame_len(&self) -> usize {
+        self.mtu.saturating_add(self.medium.header_len())
+    }
+}
+
+/// Why a link configuration was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("the MTU must be at least 1 byte")]
+    ZeroMtu,
+    #[error("a rate of 0 bit/s carries nothing (an unlimited rate is `None`)")]
+    ZeroRate,
+    #[error("{name} is a probability, within [0, 1], not {value}")]
+    Probability { name: &'static str, value: f64 },
+    #[error("reorder is set but reorder_delay, by which frames are held back, is zero")]
+    ReorderWithoutDelay,
+    #[error("queue_frames must be within 1..={max}, not {value}")]
+    QueueFrames { value: usize, max: usize },
+}
+
+pub(super) fn check_queue_frames(value: usize) -> Result<(), ConfigError> {
+    if (1..=MAX_QUEUE_FRAMES).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::QueueFrames {
+            value,
+            max: MAX_QUEUE_FRAMES,
+        })
+    }
+}
+
+/// Makes virtual wires.
+pub enum VirtualWire {}
+
+impl VirtualWire {
+    /// A wire with two ends; what one end transmits, the other receives.
+    pub fn pair(config: WireConfig) -> Result<(WireEnd, WireEnd), ConfigError> {
+        config.validate()?;
+        let a_to_b = Arc::new(Lane::new(config.queue_frames));
+        let b_to_a = Arc::new(Lane::new(config.queue_frames));
+        let a = WireEnd::new(config.clone(), 0, a_to_b.clone(), b_to_a.clone());
+        let b = WireEnd::new(config, 1, b_to_a, a_to_b);
+        Ok((a, b))
+    }
+}
+
+/// One direction of the wire, shared by its sending and receiving ends.
+#[derive(Debug)]
+struct Lane {
+    queue: ArrayQueue<InFlight>,
+    /// Frames pushed by the sender and not yet received (dropped or
+    /// delivered) by the receiver. Only the sender increments it and only
+    /// the receiver decrements it, so the sender's check-then-push cannot
+    /// overshoot the bound.
+    in_flight: AtomicUsize,
+}
+
+impl Lane {
+    fn new(capacity: usize) -> Self {
+        Self {
+            queue: ArrayQueue::new(capacity),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    fn room(&self) -> usize {
+        self.queue
+            .capacity()
+            .saturating_sub(self.in_flight.load(MemoryOrder::Acquire))
+    }
+}
+
+/// A frame on its way, stamped with when it arrives. The sequence number
+/// (per direction) breaks ties in sending order.
+#[derive(Debug)]
+struct InFlight {
+    arrival: Instant,
+    sequence: u64,
+    bytes: Vec<u8>,
+}
+
+impl InFlight {
+    fn key(&self) -> (Instant, u64) {
+        (self.arrival, self.sequence)
+    }
+}
+
+impl PartialEq for InFlight {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for InFlight {}
+
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for InFlight {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// The sending half of an end.
+#[derive(Debug)]
+struct Transmitter {
+    lane: Arc<Lane>,
+    rng: Pcg64,
+    /// When the frame being serialized leaves the sender: a rate-limited
+    /// wire is a FIFO server.
+    busy_until: Instant,
+    next_sequence: u64,
+}
+
+impl Transmitter {
+    /// Pushes one copy; false only if the queue is full, which the
+    /// `in_flight` check before it rules out.
+    fn push(&mut self, arrival: Instant, bytes: Vec<u8>) -> bool {
+        let sequence = self.next_sequence;
+        self.next_sequence = self.next_sequence.wrapping_add(1);
+        // Counted before the push so the receiver never sees a frame it
+        // could uncount first.
+        self.lane.in_flight.fetch_add(1, MemoryOrder::AcqRel);
+        let frame = InFlight {
+            arrival,
+            sequence,
+            bytes,
+        };
+        if self.lane.queue.push(frame).is_ok() {
+            true
+        } else {
+            self.lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
+            false
+        }
+    }
+}
+
+/// The receiving half of an end: frames taken off the shared queue wait
+/// here, earliest arrival first, so frames held back are overtaken. Never
+/// holds more than the lane's bound, since its frames are still in flight.
+#[derive(Debug)]
+struct Receiver {
+    lane: Arc<Lane>,
+    /// A `RefCell` because `next_arrival(&self)` drains the queue into it.
+    pending: RefCell<BinaryHeap<Reverse<InFlight>>>,
+}
+
+fn take_from_queue(lane: &Lane, pending: &mut BinaryHeap<Reverse<InFlight>>) {
+    while let Some(frame) = lane.queue.pop() {
+        pending.push(Reverse(frame));
+    }
+}
+
+/// One end of a virtual wire. `Send`, so the two ends may live on
+/// different threads.
+#[derive(Debug)]
+pub struct WireEnd {
+    config: WireConfig,
+    tx: Transmitter,
+    rx: Receiver,
+    stats: LinkStats,
+}
+
+impl WireEnd {
+    fn new(config: WireConfig, direction: u64, outgoing: Arc<Lane>, incoming: Arc<Lane>) -> Self {
+        let rng = direction_rng(config.seed, direction);
+        Self {
+            config,
+            tx: Transmitter {
+                lane: outgoing,
+                rng,
+                busy_until: Instant::ZERO,
+                next_sequence: 0,
+            },
+            rx: Receiver {
+                lane: incoming,
+                pending: RefCell::new(BinaryHeap::new()),
+            },
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// The configuration the wire was made with.
+    pub fn config(&self) -> &WireConfig {
+        &self.config
+    }
+}
+
+impl Link for WireEnd {
+    fn medium(&self) -> Medium {
+        self.config.medium
+    }
+
+    fn mtu(&self) -> usize {
+        self.config.mtu
+    }
+
+    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
+        let len = parts
+            .iter()
+            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        let max = self.config.max_frame_len();
+        if len > max {
+            self.stats.dropped_too_big += 1;
+            return Err(LinkError::TooBig { len, max });
+        }
+        if self.tx.lane.room() == 0 {
+            self.stats.dropped_queue_full += 1;
+            return Err(LinkError::QueueFull);
+        }
+
+        let fate = Fate::draw(&mut self.tx.rng, &self.config, len);
+        let start = now.max(self.tx.busy_until);
+        let sent = start + serialization_time(len, self.config.rate_bits_per_s);
+        self.tx.busy_until = sent;
+        self.stats.tx_frames += 1;
+        self.stats.tx_bytes += len as u64;
+        // A lost frame still held the wire for its serialization time.
+        if fate.lost {
+            self.stats.dropped_loss += 1;
+            return Ok(());
+        }
+
+        let mut bytes = Vec::with_capacity(len);
+        for part in parts {
+            bytes.extend_from_slice(part);
+        }
+        if let Some(bit) = fate.corrupt_bit {
+            flip_bit(&mut bytes, bit);
+            self.stats.corrupted += 1;
+        }
+        let mut arrival = sent + self.config.delay;
+        if fate.held_back {
+            arrival += self.config.reorder_delay;
+            self.stats.reordered += 1;
+        }
+        // A duplicate needs a second slot; without one the frame goes once.
+        let duplicate = fate.duplicated && self.tx.lane.room() >= 2;
+        if duplicate {
+            let copy = bytes.clone();
+            if self.tx.push(arrival, copy) {
+                self.stats.duplicated += 1;
+            }
+        }
+        if self.tx.push(arrival, bytes) {
+            Ok(())
+        } else {
+            self.stats.dropped_queue_full += 1;
+            Err(LinkError::QueueFull)
+        }
+    }
+
+    fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let lane = &self.rx.lane;
+        let pending = self.rx.pending.get_mut();
+        take_from_queue(lane, pending);
+        while pending.peek().is_some_and(|next| next.0.arrival <= now) {
+            let Reverse(frame) = pending.pop()?;
+            lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
+            let len = frame.bytes.len();
+            let Some(dest) = buf.get_mut(..len) else {
+                self.stats.dropped_rx_too_long += 1;
+                continue;
+            };
+            dest.copy_from_slice(&frame.bytes);
+            self.stats.rx_frames += 1;
+            self.stats.rx_bytes += len as u64;
+            return Some(len);
+        }
+        None
+    }
+
+    fn next_arrival(&self) -> Option<Instant> {
+        // No other borrow exists: the only other use is `get_mut` in
+        // `receive`, and a `WireEnd` is not `Sync`.
+        let mut pending = self.rx.pending.try_borrow_mut().ok()?;
+        take_from_queue(&self.rx.lane, &mut pending);
+        pending.peek().map(|next| next.0.arrival)
+    }
+
+    fn stats(&self) -> LinkStats {
+        self.stats
+    }
+}
+
+/// What happens to one frame. All five draws are made for every frame
+/// sent, whatever the probabilities, so changing one impairment does not
+/// reshuffle the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fate {
+    lost: bool,
+    duplicated: bool,
+    held_back: bool,
+    /// Index of the bit to flip, if the frame is corrupted.
+    corrupt_bit: Option<u64>,
+}
+
+impl Fate {
+    fn draw(rng: &mut Pcg64, config: &WireConfig, len: usize) -> Self {
+        let lost = chance(rng.next_u64(), config.loss);
+        let duplicated = chance(rng.next_u64(), config.duplicate);
+        let held_back = chance(rng.next_u64(), config.reorder);
+        let corrupt = chance(rng.next_u64(), config.corrupt);
+        let bits = (len as u64).saturating_mul(8);
+        let bit = below(rng.next_u64(), bits);
+        Self {
+            lost,
+            duplicated,
+            held_back,
+            // An empty frame has no bit to flip.
+            corrupt_bit: (corrupt && bits > 0).then_some(bit),
+        }
+    }
+}
+
+/// True with probability `probability`, from one uniform 64-bit draw.
+fn chance(draw: u64, probability: f64) -> bool {
+    // The top 53 bits make a uniform value in [0, 1) with every f64 step.
+    let unit = (draw >> 11) as f64 / (1u64 << 53) as f64;
+    unit < probability
+}
+
+/// A value in `0..bound` (0 if `bound` is 0), by scaling a uniform draw.
+fn below(draw: u64, bound: u64) -> u64 {
+    ((u128::from(draw) * u128::from(bound)) >> 64) as u64
+}
+
+fn flip_bit(bytes: &mut [u8], bit: u64) {
+    let Ok(index) = usize::try_from(bit / 8) else {
+        return;
+    };
+    if let Some(byte) = bytes.get_mut(index) {
+        *byte ^= 1 << (bit % 8);
+    }
+}
+
+/// Time to clock `len` bytes onto a link of `rate` bits per second,
+/// rounded up to the nanosecond.
+fn serialization_time(len: usize, rate_bits_per_s: Option<u64>) -> Duration {
+    let Some(rate) = rate_bits_per_s.filter(|&rate| rate > 0) else {
+        return Duration::ZERO;
+    };
+    let bit_nanos = (len as u128) * 8 * 1_000_000_000;
+    let nanos = bit_nanos.div_ceil(u128::from(rate));
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+}
+
+/// The PRNG of one direction: PCG-64 with a 256-bit seed expanded by
+/// SplitMix64 from the wire's seed and the direction, so the two
+/// directions draw unrelated sequences.
+fn direction_rng(seed: u64, direction: u64) -> Pcg64 {
+    let mut state = seed ^ direction.wrapping_mul(0xd1b5_4a32_d192_ed03);
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_exact_mut(8) {
+        chunk.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
+    }
+    Pcg64::from_seed(bytes)
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialization_time_rounds_up_to_the_nanosecond() {
+        assert_eq!(serialization_time(1500, None), Duration::ZERO);
+        // 1500 bytes at 1 Gbit/s: 12 µs.
+        assert_eq!(
+            serialization_time(1500, Some(1_000_000_000)),
+            Duration::from_micros(12)
+        );
+        // 1 byte at 3 bit/s: 8/3 s, rounded up.
+        assert_eq!(
+            serialization_time(1, Some(3)),
+            Duration::from_nanos(2_666_666_667)
+        );
+        assert_eq!(
+            serialization_time(usize::MAX, Some(1)),
+            Duration::from_nanos(u64::MAX)
+        );
+    }
+
+    #[test]
+    fn chance_is_never_for_zero_and_always_for_one() {
+        for draw in [0, 1, u64::MAX / 2, u64::MAX] {
+            assert!(!chance(draw, 0.0));
+            assert!(chance(draw, 1.0));
+        }
+        assert!(chance(0, 0.5) && !chance(u64::MAX, 0.5));
+    }
+
+    #[test]
+    fn below_stays_in_range() {
+        assert_eq!(below(u64::MAX, 0), 0);
+        assert_eq!(below(u64::MAX, 8), 7);
+        assert_eq!(below(0, 8), 0);
+    }
+
+    #[test]
+    fn directions_and_seeds_draw_different_sequences() {
+        let first = |seed, direction| direction_rng(seed, direction).next_u64();
+        assert_eq!(first(7, 0), first(7, 0));
+        assert_ne!(first(7, 0), first(7, 1));
+        assert_ne!(first(7, 0), first(8, 0));
+    }
+
+    #[test]
+    fn nonsense_configurations_are_refused() {
+        let ok = WireConfig::default();
+        assert_eq!(ok.validate(), Ok(()));
+        let cases = [
+            WireConfig {
+                mtu: 0,
+                ..ok.clone()
+            },
+            WireConfig {
+                rate_bits_per_s: Some(0),
+                ..ok.clone()
+            },
+            WireConfig {
+                loss: 1.5,
+                ..ok.clone()
+            },
+            WireConfig {
+                duplicate: -0.1,
+                ..ok.clone()
+            },
+            WireConfig {
+                corrupt: f64::NAN,
+                ..ok.clone()
+            },
+            WireConfig {
+                reorder: 0.5,
+                ..ok.clone()
+            },
+            WireConfig {
+                queue_frames: 0,
+                ..ok.clone()
+            },
+            WireConfig {
+                queue_frames: MAX_QUEUE_FRAMES + 1,
+                ..ok.clone()
+            },
+        ];
+        for config in cases {
+            assert!(config.validate().is_err(), "{config:?}");
+            assert!(VirtualWire::pair(config).is_err());
+        }
+    }
+
+    #[test]
+    fn receive_side_holds_no_more_than_the_bound() {
+        let config = WireConfig {
+            queue_frames: 3,
+            ..WireConfig::default()
+        };
+        let (mut a, b) = VirtualWire::pair(config).unwrap();
+        for _ in 0..3 {
+            a.transmit(Instant::ZERO, &[&[1, 2, 3]]).unwrap();
+        }
+        assert_eq!(b.next_arrival(), Some(Instant::ZERO));
+        // Drained into b's heap, the frames still count against the bound.
+        assert_eq!(
+            a.transmit(Instant::ZERO, &[&[1]]),
+            Err(LinkError::QueueFull)
+        );
+        assert_eq!(b.rx.pending.borrow().len(), 3);
+    }
+}
