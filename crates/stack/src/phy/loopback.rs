@@ -103,15 +103,9 @@ impl Link for Loopback {
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         while self.queue.front().is_some_and(|next| next.sent_at <= now) {
             let frame = self.queue.pop_front()?;
-            let len = frame.bytes.len();
-            let Some(dest) = buf.get_mut(..len) else {
-                self.stats.dropped_rx_too_long += 1;
-                continue;
-            };
-            dest.copy_from_slice(&frame.bytes);
-            self.stats.rx_frames += 1;
-            self.stats.rx_bytes += len as u64;
-            return Some(len);
+            if let Some(len) = super::deliver(&frame.bytes, buf, &mut self.stats) {
+                return Some(len);
+            }
         }
         None
     }

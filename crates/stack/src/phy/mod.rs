@@ -69,6 +69,20 @@ pub struct LinkStats {
     pub dropped_rx_too_long: u64,
 }
 
+/// Copies an arrived `frame` into the receiver's `buf` and counts it, or
+/// drops and counts it when `buf` is too small (never truncates). Shared
+/// by every link's `receive`.
+pub(crate) fn deliver(frame: &[u8], buf: &mut [u8], stats: &mut LinkStats) -> Option<usize> {
+    let Some(dest) = buf.get_mut(..frame.len()) else {
+        stats.dropped_rx_too_long += 1;
+        return None;
+    };
+    dest.copy_from_slice(frame);
+    stats.rx_frames += 1;
+    stats.rx_bytes += frame.len() as u64;
+    Some(frame.len())
+}
+
 /// One end of a link, as an interface sees it.
 pub trait Link {
     /// Framing of the frames it carries.

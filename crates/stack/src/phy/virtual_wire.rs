@@ -374,15 +374,9 @@ impl Link for WireEnd {
         while pending.peek().is_some_and(|next| next.0.arrival <= now) {
             let Reverse(frame) = pending.pop()?;
             lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
-            let len = frame.bytes.len();
-            let Some(dest) = buf.get_mut(..len) else {
-                self.stats.dropped_rx_too_long += 1;
-                continue;
-            };
-            dest.copy_from_slice(&frame.bytes);
-            self.stats.rx_frames += 1;
-            self.stats.rx_bytes += len as u64;
-            return Some(len);
+            if let Some(len) = super::deliver(&frame.bytes, buf, &mut self.stats) {
+                return Some(len);
+            }
         }
         None
     }
