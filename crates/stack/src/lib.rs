@@ -4,6 +4,8 @@
 //! (pooled packet buffers), and, as they land, `iface` and `socket`.
 
 pub mod buffer;
+pub mod iface;
 pub mod phy;
 pub mod probes;
 pub mod time;
+pub mod topology;

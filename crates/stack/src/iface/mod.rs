@@ -1,0 +1,7 @@
+//! The network layer's state, after the ND conceptual model of RFC 4861
+//! and the MSR IPv6 stack: neighbour cache, reassembly, and (as they land)
+//! interfaces with their NTEs and ADEs, route and destination caches,
+//! prefix and router lists.
+
+pub mod neighbor;
+pub mod reassembly;
