@@ -3,5 +3,8 @@
 //! interfaces with their NTEs and ADEs, route and destination caches,
 //! prefix and router lists.
 
+pub mod address;
+pub mod mld;
 pub mod neighbor;
 pub mod reassembly;
+pub mod route;
