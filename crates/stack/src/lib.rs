@@ -7,5 +7,6 @@ pub mod buffer;
 pub mod iface;
 pub mod phy;
 pub mod probes;
+pub mod random;
 pub mod time;
 pub mod topology;

@@ -55,6 +55,7 @@
 //! their exact instants. After [`InterfaceAddresses::poll`] returns, every
 //! remaining deadline is later than `now`.
 
+use crate::random::SplitMix64;
 use core::fmt;
 use core::time::Duration;
 use std::net::Ipv6Addr;
@@ -595,7 +596,7 @@ pub struct InterfaceAddresses {
     routers: Vec<RouterEntry>,
     solicitation: Solicitation,
     disabled: bool,
-    rng: u64,
+    rng: SplitMix64,
     counters: AddressCounters,
 }
 
@@ -616,7 +617,7 @@ impl InterfaceAddresses {
             routers: Vec::with_capacity(config.max_routers),
             solicitation: Solicitation::Idle,
             disabled: false,
-            rng: config.random_seed.unwrap_or(0),
+            rng: SplitMix64::new(config.random_seed.unwrap_or(0)),
             counters: AddressCounters::default(),
             config,
         }
@@ -1392,13 +1393,8 @@ impl InterfaceAddresses {
         Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
-    /// splitmix64: small, seeded, stable across platforms.
     fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.rng.next_u64()
     }
 }
 

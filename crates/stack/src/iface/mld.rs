@@ -64,6 +64,7 @@
 //! (RFC 3810 §6.1), never zero, so after `poll(now)` every deadline is later
 //! than `now`.
 
+use crate::random::SplitMix64;
 use core::net::Ipv6Addr;
 use core::time::Duration;
 
@@ -274,7 +275,7 @@ pub struct MldListener {
     older_querier_until: Option<Instant>,
     /// [Query Interval] of the last Query that carried one (RFC 3810 §9.12).
     query_interval: Duration,
-    rng: u64,
+    rng: SplitMix64,
     counters: MldCounters,
 }
 
@@ -286,7 +287,7 @@ impl MldListener {
             general_response: None,
             older_querier_until: None,
             query_interval: config.query_interval,
-            rng: config.random_seed,
+            rng: SplitMix64::new(config.random_seed),
             counters: MldCounters::default(),
             config,
         }
@@ -740,13 +741,8 @@ impl MldListener {
         Duration::from_nanos(u64::try_from(r + 1).unwrap_or(u64::MAX))
     }
 
-    /// splitmix64: small, seeded, stable across platforms.
     fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.rng.next_u64()
     }
 }
 

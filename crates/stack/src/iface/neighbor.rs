@@ -61,6 +61,7 @@
 //! every deadline at or before `now`, so after it returns every remaining
 //! deadline is later than `now`.
 
+use crate::random::SplitMix64;
 use core::fmt;
 use core::hash::Hash;
 use core::time::Duration;
@@ -447,7 +448,7 @@ pub struct NeighborCache<A, L, P> {
     /// ReachableTime: BaseReachableTime, randomized (§6.3.2).
     reachable_time: Duration,
     /// splitmix64 state for the randomization.
-    rng: u64,
+    rng: SplitMix64,
     index: HashMap<A, usize>,
     slots: Vec<Option<Node<A, L, P>>>,
     free: Vec<usize>,
@@ -465,7 +466,7 @@ where
         let capacity = config.capacity;
         let mut cache = Self {
             reachable_time: config.reachable_time,
-            rng: config.random_seed.unwrap_or(0),
+            rng: SplitMix64::new(config.random_seed.unwrap_or(0)),
             config,
             index: HashMap::with_capacity(capacity),
             slots: Vec::with_capacity(capacity),
@@ -519,13 +520,8 @@ where
         };
     }
 
-    /// splitmix64: small, seeded, stable across platforms.
     fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.rng.next_u64()
     }
 
     pub fn len(&self) -> usize {

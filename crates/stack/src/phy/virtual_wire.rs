@@ -19,6 +19,7 @@
 //! receiving end has taken off it but not yet received. A transmit beyond
 //! that fails with [`LinkError::QueueFull`].
 
+use crate::random::SplitMix64;
 use core::cmp::{Ordering, Reverse};
 use core::time::Duration;
 use std::cell::RefCell;
@@ -460,20 +461,12 @@ fn serialization_time(len: usize, rate_bits_per_s: Option<u64>) -> Duration {
 /// SplitMix64 from the wire's seed and the direction, so the two
 /// directions draw unrelated sequences.
 fn direction_rng(seed: u64, direction: u64) -> Pcg64 {
-    let mut state = seed ^ direction.wrapping_mul(0xd1b5_4a32_d192_ed03);
+    let mut expand = SplitMix64::new(seed ^ direction.wrapping_mul(0xd1b5_4a32_d192_ed03));
     let mut bytes = [0u8; 32];
     for chunk in bytes.chunks_exact_mut(8) {
-        chunk.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
+        chunk.copy_from_slice(&expand.next_u64().to_le_bytes());
     }
     Pcg64::from_seed(bytes)
-}
-
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -268,12 +268,7 @@ impl WireParams {
 /// (Steele et al., 2014) of the `index + 1`-th step of its sequence, so
 /// distinct for distinct wires and stable for a given seed.
 pub fn derived_wire_seed(seed: u64, index: usize) -> u64 {
-    const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-    let step = (index as u64).wrapping_add(1);
-    let mut z = seed.wrapping_add(step.wrapping_mul(GOLDEN_GAMMA));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    crate::random::SplitMix64::nth(seed, index as u64)
 }
 
 /// The built-in default, `host-a — router — host-b` (topologies/default.toml
