@@ -4,6 +4,8 @@
 //! prefix and router lists.
 
 pub mod address;
+pub mod arp;
+pub mod icmp_error;
 pub mod mld;
 pub mod neighbor;
 pub mod reassembly;

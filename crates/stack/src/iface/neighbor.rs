@@ -15,7 +15,7 @@
 //!
 //! # States (RFC 4861 §7.3.2)
 //!
-//! Each entry (NCE) is one [`State`]-with-data: INCOMPLETE holds the queue of
+//! Each entry (NCE) is one `State`-with-data: INCOMPLETE holds the queue of
 //! packets waiting for resolution and the number of multicast solicitations
 //! sent; REACHABLE, STALE, DELAY and PROBE hold the link-layer address, the
 //! timed ones their deadline, PROBE the unicast probes sent. "Unreachable"
