@@ -10,7 +10,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(trace) = Trace::from_bytes(data) else {
         return;
     };
-    let bytes = trace.to_bytes().expect("a trace that was read can be written");
+    let bytes = trace
+        .to_bytes()
+        .expect("a trace that was read can be written");
     assert_eq!(bytes, data, "re-encoding changed the bytes");
     let again = Trace::from_bytes(&bytes).expect("a written trace reads back");
     assert_eq!(again, trace);
