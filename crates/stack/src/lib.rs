@@ -8,5 +8,7 @@ pub mod iface;
 pub mod phy;
 pub mod probes;
 pub mod random;
+pub mod runner;
+pub mod socket;
 pub mod time;
 pub mod topology;

@@ -1,11 +1,14 @@
 //! The stack's probe sites, declared once (DESIGN.md, "Probe events").
-//! Spans are named `NAME.enter` / `NAME.exit` so converters pair them.
+//! Spans are named `NAME.enter` / `NAME.exit` so converters pair them; the
+//! four queues of the data path (DESIGN.md, "Data path and probe points")
+//! each have an enqueue and a dequeue probe.
 
 use probe::{Category, Kind, Layer};
 
 probe::locations! {
     /// Every location the reference stack records at.
     pub static LOCATIONS;
+    // Cost centres: buffers and copies.
     BUFFER_ALLOC_ENTER = ("buffer.alloc.enter", Layer::Host, Kind::SpanEnter, Category::Buffer, None);
     BUFFER_ALLOC_EXIT = ("buffer.alloc.exit", Layer::Host, Kind::SpanExit, Category::Buffer, None);
     BUFFER_FREE_ENTER = ("buffer.free.enter", Layer::Host, Kind::SpanEnter, Category::Buffer, None);
@@ -14,4 +17,60 @@ probe::locations! {
     DATA_COPY_EXIT = ("data.copy.exit", Layer::Host, Kind::SpanExit, Category::DataMove, None);
     PULLUP_ENTER = ("buffer.pullup.enter", Layer::Host, Kind::SpanEnter, Category::DataMove, None);
     PULLUP_EXIT = ("buffer.pullup.exit", Layer::Host, Kind::SpanExit, Category::DataMove, None);
+
+    // The four queues.
+    SEND_QUEUE_ENQUEUE = ("socket.send_queue.enqueue", Layer::Socket, Kind::Enqueue, Category::Socket, Some("send_socket"));
+    SEND_QUEUE_DEQUEUE = ("socket.send_queue.dequeue", Layer::Socket, Kind::Dequeue, Category::Socket, Some("send_socket"));
+    INTERFACE_QUEUE_ENQUEUE = ("iface.queue.enqueue", Layer::Link, Kind::Enqueue, Category::Link, Some("interface"));
+    INTERFACE_QUEUE_DEQUEUE = ("iface.queue.dequeue", Layer::Link, Kind::Dequeue, Category::Link, Some("interface"));
+    IP_INPUT_QUEUE_ENQUEUE = ("ip.input_queue.enqueue", Layer::Network, Kind::Enqueue, Category::ProtocolReceive, Some("ip_input"));
+    IP_INPUT_QUEUE_DEQUEUE = ("ip.input_queue.dequeue", Layer::Network, Kind::Dequeue, Category::ProtocolReceive, Some("ip_input"));
+    RECV_QUEUE_ENQUEUE = ("socket.recv_queue.enqueue", Layer::Socket, Kind::Enqueue, Category::Socket, Some("receive_socket"));
+    RECV_QUEUE_DEQUEUE = ("socket.recv_queue.dequeue", Layer::Socket, Kind::Dequeue, Category::Socket, Some("receive_socket"));
+
+    // Functions on the common send path, head and end.
+    SOCKET_SEND_ENTER = ("socket.send.enter", Layer::Socket, Kind::SpanEnter, Category::Socket, None);
+    SOCKET_SEND_EXIT = ("socket.send.exit", Layer::Socket, Kind::SpanExit, Category::Socket, None);
+    UDP_OUTPUT_ENTER = ("udp.output.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
+    UDP_OUTPUT_EXIT = ("udp.output.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
+    IPV6_OUTPUT_ENTER = ("ipv6.output.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolSend, None);
+    IPV6_OUTPUT_EXIT = ("ipv6.output.exit", Layer::Network, Kind::SpanExit, Category::ProtocolSend, None);
+    IPV4_OUTPUT_ENTER = ("ipv4.output.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolSend, None);
+    IPV4_OUTPUT_EXIT = ("ipv4.output.exit", Layer::Network, Kind::SpanExit, Category::ProtocolSend, None);
+    LINK_TRANSMIT_ENTER = ("link.transmit.enter", Layer::Link, Kind::SpanEnter, Category::Link, None);
+    LINK_TRANSMIT_EXIT = ("link.transmit.exit", Layer::Link, Kind::SpanExit, Category::Link, None);
+
+    // Functions on the common receive path, head and end.
+    LINK_RECEIVE_ENTER = ("link.receive.enter", Layer::Link, Kind::SpanEnter, Category::Link, None);
+    LINK_RECEIVE_EXIT = ("link.receive.exit", Layer::Link, Kind::SpanExit, Category::Link, None);
+    IPV6_INPUT_ENTER = ("ipv6.input.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolReceive, None);
+    IPV6_INPUT_EXIT = ("ipv6.input.exit", Layer::Network, Kind::SpanExit, Category::ProtocolReceive, None);
+    IPV4_INPUT_ENTER = ("ipv4.input.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolReceive, None);
+    IPV4_INPUT_EXIT = ("ipv4.input.exit", Layer::Network, Kind::SpanExit, Category::ProtocolReceive, None);
+    IP_FORWARD_ENTER = ("ip.forward.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolSend, None);
+    IP_FORWARD_EXIT = ("ip.forward.exit", Layer::Network, Kind::SpanExit, Category::ProtocolSend, None);
+    ICMPV6_INPUT_ENTER = ("icmpv6.input.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolReceive, None);
+    ICMPV6_INPUT_EXIT = ("icmpv6.input.exit", Layer::Network, Kind::SpanExit, Category::ProtocolReceive, None);
+    ICMPV4_INPUT_ENTER = ("icmpv4.input.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolReceive, None);
+    ICMPV4_INPUT_EXIT = ("icmpv4.input.exit", Layer::Network, Kind::SpanExit, Category::ProtocolReceive, None);
+    UDP_INPUT_ENTER = ("udp.input.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None);
+    UDP_INPUT_EXIT = ("udp.input.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None);
+    SOCKET_RECV_ENTER = ("socket.recv.enter", Layer::Socket, Kind::SpanEnter, Category::Socket, None);
+    SOCKET_RECV_EXIT = ("socket.recv.exit", Layer::Socket, Kind::SpanExit, Category::Socket, None);
+
+    // Cost centres of the network and transport layers.
+    CHECKSUM_ENTER = ("checksum.enter", Layer::Transport, Kind::SpanEnter, Category::Checksum, None);
+    CHECKSUM_EXIT = ("checksum.exit", Layer::Transport, Kind::SpanExit, Category::Checksum, None);
+    FRAGMENT_ENTER = ("ip.fragment.enter", Layer::Network, Kind::SpanEnter, Category::Fragmentation, None);
+    FRAGMENT_EXIT = ("ip.fragment.exit", Layer::Network, Kind::SpanExit, Category::Fragmentation, None);
+    REASSEMBLE_ENTER = ("ip.reassemble.enter", Layer::Network, Kind::SpanEnter, Category::Fragmentation, None);
+    REASSEMBLE_EXIT = ("ip.reassemble.exit", Layer::Network, Kind::SpanExit, Category::Fragmentation, None);
+    ROUTE_LOOKUP_ENTER = ("route.lookup.enter", Layer::Network, Kind::SpanEnter, Category::DataStructure, None);
+    ROUTE_LOOKUP_EXIT = ("route.lookup.exit", Layer::Network, Kind::SpanExit, Category::DataStructure, None);
+    NEIGHBOR_LOOKUP_ENTER = ("neighbor.lookup.enter", Layer::Network, Kind::SpanEnter, Category::DataStructure, None);
+    NEIGHBOR_LOOKUP_EXIT = ("neighbor.lookup.exit", Layer::Network, Kind::SpanExit, Category::DataStructure, None);
+
+    /// A received packet carried the trace option: its flow is traced from
+    /// here on (`aux` is the sender's flow id).
+    TRACE_OPTION_SEEN = ("trace.option_seen", Layer::Network, Kind::Point, Category::None, None);
 }

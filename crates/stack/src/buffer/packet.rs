@@ -160,6 +160,30 @@ impl Packet {
         Ok(&mut head[self.start..self.start + len])
     }
 
+    /// Keeps only the first `len` bytes (link padding after an IP packet);
+    /// nothing happens if the packet is not longer.
+    pub fn truncate(&mut self, len: usize) {
+        let head_len = self.end - self.start;
+        if len <= head_len {
+            self.end = self.start + len;
+            self.chain.clear();
+            return;
+        }
+        let mut left = len - head_len;
+        let mut keep = 0;
+        for segment in &mut self.chain {
+            if left == 0 {
+                break;
+            }
+            if segment.len() > left {
+                segment.end = segment.start + left;
+            }
+            left -= segment.len();
+            keep += 1;
+        }
+        self.chain.truncate(keep);
+    }
+
     /// Removes `len` bytes from the front (a header consumed on receive).
     pub fn strip(&mut self, len: usize) -> Result<(), PacketError> {
         let total = self.len();
@@ -206,6 +230,40 @@ impl Packet {
         head[self.end..self.end + data.len()].copy_from_slice(data);
         self.end += data.len();
         Ok(())
+    }
+
+    /// A packet holding a copy of `data` (an application write of any
+    /// size): the head buffer, with headroom for headers, takes what fits
+    /// its tailroom and further pool buffers, used whole since headers only
+    /// ever go into the head, take the rest as a segment chain. Each copy
+    /// is a `data_move` span. If the pool runs out midway, every buffer
+    /// taken so far goes back to it.
+    pub fn from_payload(pool: &Pool, flow: Flow, data: &[u8]) -> Result<Packet, PacketError> {
+        let mut packet = Packet::new(pool, flow)?;
+        let in_head = data.len().min(packet.tailroom());
+        let (head_part, mut rest) = data.split_at(in_head);
+        if !head_part.is_empty() {
+            packet.append_copy(head_part)?;
+        }
+        while !rest.is_empty() {
+            let mut buffer = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
+            let take = rest.len().min(buffer.capacity());
+            if take == 0 {
+                // A zero-sized buffer could never make progress.
+                return Err(PacketError::PoolExhausted);
+            }
+            {
+                let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, take as u32, flow, 0);
+                buffer[..take].copy_from_slice(&rest[..take]);
+            }
+            packet.chain.push(Segment {
+                buffer: Rc::new(buffer),
+                start: 0,
+                end: take,
+            });
+            rest = &rest[take..];
+        }
+        Ok(packet)
     }
 
     /// Appends shared payload without copying it.

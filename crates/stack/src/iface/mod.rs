@@ -5,7 +5,9 @@
 
 pub mod address;
 pub mod arp;
+pub mod host;
 pub mod icmp_error;
+pub mod interface;
 pub mod mld;
 pub mod neighbor;
 pub mod reassembly;

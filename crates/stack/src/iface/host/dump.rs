@@ -1,0 +1,501 @@
+//! The state dump of the MSR `ipv6` tool: interfaces with their NTEs and
+//! ADEs, neighbour caches, routes, the destination cache with path MTUs,
+//! prefix and router lists, counters and drops per reason. Serializes to
+//! JSON and prints as text.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use super::{Host, HostCounters};
+use crate::iface::address::Expiry;
+use crate::iface::interface::InterfaceCounters;
+use crate::time::Instant;
+
+/// Seconds left until `expiry`, `None` for infinite.
+fn seconds_left(expiry: Expiry, now: Instant) -> Option<f64> {
+    expiry.remaining(now).map(|d| d.as_secs_f64())
+}
+
+fn seconds_until(at: Instant, now: Instant) -> f64 {
+    (at - now).as_secs_f64()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostState {
+    pub name: String,
+    pub router: bool,
+    /// The clock the state was read at, in seconds since the run began.
+    pub time_s: f64,
+    pub interfaces: Vec<InterfaceState>,
+    pub ipv6_routes: Vec<RouteState>,
+    pub ipv4_routes: Vec<RouteState>,
+    pub ipv6_destinations: Vec<DestinationState>,
+    pub ipv4_destinations: Vec<DestinationState>,
+    pub reassembly: ReassemblyState,
+    pub buffers: BufferState,
+    pub counters: HostCounters,
+    pub drops: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InterfaceState {
+    pub index: usize,
+    pub name: String,
+    pub mac: String,
+    pub link_mtu: usize,
+    pub ipv6_mtu: usize,
+    pub hop_limit: u8,
+    pub ipv4: Option<String>,
+    /// Net Table Entries: addresses usable as sources.
+    pub ntes: Vec<NteState>,
+    /// Address Entries: every address the interface receives for.
+    pub ades: Vec<AdeState>,
+    pub neighbors: Vec<NeighborState>,
+    pub arp: Vec<NeighborState>,
+    pub prefixes: Vec<PrefixState>,
+    pub routers: Vec<RouterState>,
+    pub advertising: bool,
+    pub counters: InterfaceCounters,
+    pub link: LinkState,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NteState {
+    pub address: String,
+    pub prefix_len: u8,
+    pub origin: &'static str,
+    pub state: &'static str,
+    /// Seconds; `null` is infinite.
+    pub valid_lifetime_s: Option<f64>,
+    pub preferred_lifetime_s: Option<f64>,
+    pub dad_transmits: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AdeState {
+    pub address: String,
+    /// `unicast` or `multicast`.
+    pub kind: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NeighborState {
+    pub address: String,
+    pub state: &'static str,
+    pub lladdr: Option<String>,
+    pub is_router: bool,
+    /// Seconds to the entry's next timer, if it has one.
+    pub timer_s: Option<f64>,
+    pub queued: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PrefixState {
+    pub prefix: String,
+    pub valid_lifetime_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RouterState {
+    pub address: String,
+    pub lifetime_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteState {
+    pub prefix: String,
+    pub next_hop: Option<String>,
+    pub interface: usize,
+    pub metric: u32,
+    pub origin: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DestinationState {
+    pub destination: String,
+    pub next_hop: String,
+    pub interface: usize,
+    pub source: Option<String>,
+    pub path_mtu: u32,
+    /// Seconds until a lowered PMTU is tried at the link MTU again.
+    pub pmtu_expires_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReassemblyState {
+    pub ipv6_datagrams: usize,
+    pub ipv6_bytes: usize,
+    pub ipv4_datagrams: usize,
+    pub ipv4_bytes: usize,
+    pub ipv6_reassembled: u64,
+    pub ipv4_reassembled: u64,
+    pub ipv6_timed_out: u64,
+    pub ipv4_timed_out: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BufferState {
+    pub buffers: usize,
+    pub in_use: usize,
+    pub high_water: usize,
+    pub exhausted: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkState {
+    pub tx_frames: u64,
+    pub rx_frames: u64,
+    pub dropped_loss: u64,
+    pub dropped_queue_full: u64,
+    pub dropped_too_big: u64,
+}
+
+impl Host {
+    /// The host's state at `now`.
+    pub fn state(&self, now: Instant) -> HostState {
+        let interfaces = self
+            .interfaces
+            .iter()
+            .map(|i| {
+                let v6 = &i.v6;
+                let ntes = v6
+                    .addresses
+                    .entries()
+                    .map(|n| NteState {
+                        address: n.address().to_string(),
+                        prefix_len: n.prefix_len(),
+                        origin: n.origin().name(),
+                        state: n.state().name(),
+                        valid_lifetime_s: seconds_left(n.valid_until(), now),
+                        preferred_lifetime_s: seconds_left(n.preferred_until(), now),
+                        dad_transmits: n.dad_transmits_sent(),
+                    })
+                    .collect();
+                let mut ades: Vec<AdeState> = v6
+                    .addresses
+                    .entries()
+                    .filter(|n| n.is_assigned())
+                    .map(|n| AdeState {
+                        address: n.address().to_string(),
+                        kind: "unicast",
+                    })
+                    .collect();
+                ades.extend(
+                    v6.mld
+                        .groups()
+                        .into_iter()
+                        .filter(|g| g.refcount > 0)
+                        .map(|g| AdeState {
+                            address: g.group.to_string(),
+                            kind: "multicast",
+                        }),
+                );
+                let neighbor =
+                    |e: crate::iface::neighbor::EntryView<_, wire::ethernet::EthernetAddress>,
+                     address: String| NeighborState {
+                        address,
+                        state: e.state.name(),
+                        lladdr: e.lladdr.map(|m| m.to_string()),
+                        is_router: e.is_router,
+                        timer_s: e.deadline.map(|d| seconds_until(d, now)),
+                        queued: e.queued,
+                    };
+                let neighbors = v6
+                    .neighbors
+                    .entries()
+                    .map(|e| {
+                        let address = e.addr.to_string();
+                        neighbor(e, address)
+                    })
+                    .collect();
+                let arp =
+                    i.v4.as_ref()
+                        .map(|v4| {
+                            v4.arp
+                                .entries()
+                                .map(|e| {
+                                    let address = e.addr.to_string();
+                                    NeighborState {
+                                        address,
+                                        state: e.state.name(),
+                                        lladdr: e.lladdr.map(|m| m.to_string()),
+                                        is_router: e.is_router,
+                                        timer_s: e.deadline.map(|d| seconds_until(d, now)),
+                                        queued: e.queued,
+                                    }
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                let link = i.link.stats();
+                InterfaceState {
+                    index: i.id.0,
+                    name: i.name.clone(),
+                    mac: i.mac.to_string(),
+                    link_mtu: i.link_mtu(),
+                    ipv6_mtu: v6.mtu,
+                    hop_limit: v6.hop_limit,
+                    ipv4: i
+                        .v4
+                        .as_ref()
+                        .map(|v4| format!("{}/{}", v4.address, v4.prefix_len)),
+                    ntes,
+                    ades,
+                    neighbors,
+                    arp,
+                    prefixes: v6
+                        .addresses
+                        .prefixes()
+                        .map(|p| PrefixState {
+                            prefix: format!("{}/{}", p.prefix, p.prefix_len),
+                            valid_lifetime_s: seconds_left(p.valid_until, now),
+                        })
+                        .collect(),
+                    routers: v6
+                        .addresses
+                        .routers()
+                        .map(|r| RouterState {
+                            address: r.address.to_string(),
+                            lifetime_s: seconds_until(r.expires, now),
+                        })
+                        .collect(),
+                    advertising: v6.advertiser.is_some(),
+                    counters: i.counters,
+                    link: LinkState {
+                        tx_frames: link.tx_frames,
+                        rx_frames: link.rx_frames,
+                        dropped_loss: link.dropped_loss,
+                        dropped_queue_full: link.dropped_queue_full,
+                        dropped_too_big: link.dropped_too_big,
+                    },
+                }
+            })
+            .collect();
+        let route_state = |prefix: String,
+                           next_hop: Option<String>,
+                           r_interface: usize,
+                           metric: u32,
+                           origin: &'static str| RouteState {
+            prefix,
+            next_hop,
+            interface: r_interface,
+            metric,
+            origin,
+        };
+        let ipv6_routes = self
+            .routes6
+            .routes()
+            .into_iter()
+            .map(|r| {
+                route_state(
+                    format!("{}/{}", r.prefix, r.prefix_len),
+                    r.next_hop.map(|h| h.to_string()),
+                    r.interface.0,
+                    r.metric,
+                    r.origin.name(),
+                )
+            })
+            .collect();
+        let ipv4_routes = self
+            .routes4
+            .routes()
+            .into_iter()
+            .map(|r| {
+                route_state(
+                    format!("{}/{}", r.prefix, r.prefix_len),
+                    r.next_hop.map(|h| h.to_string()),
+                    r.interface.0,
+                    r.metric,
+                    r.origin.name(),
+                )
+            })
+            .collect();
+        let destination = |d: String,
+                           hop: String,
+                           interface: usize,
+                           source: Option<String>,
+                           pmtu: u32,
+                           expires: Option<Instant>| DestinationState {
+            destination: d,
+            next_hop: hop,
+            interface,
+            source,
+            path_mtu: pmtu,
+            pmtu_expires_s: expires.map(|t| seconds_until(t, now)),
+        };
+        let ipv6_destinations = self
+            .dest6
+            .entries(now)
+            .into_iter()
+            .map(|v| {
+                destination(
+                    v.destination.to_string(),
+                    v.next_hop.neighbor.to_string(),
+                    v.next_hop.interface.0,
+                    v.next_hop.source.map(|s| s.to_string()),
+                    v.pmtu,
+                    v.pmtu_expires,
+                )
+            })
+            .collect();
+        let ipv4_destinations = self
+            .dest4
+            .entries(now)
+            .into_iter()
+            .map(|v| {
+                destination(
+                    v.destination.to_string(),
+                    v.next_hop.neighbor.to_string(),
+                    v.next_hop.interface.0,
+                    v.next_hop.source.map(|s| s.to_string()),
+                    v.pmtu,
+                    v.pmtu_expires,
+                )
+            })
+            .collect();
+        let pool = self.pool.stats();
+        HostState {
+            name: self.name.clone(),
+            router: self.router,
+            time_s: now.as_nanos() as f64 / 1e9,
+            interfaces,
+            ipv6_routes,
+            ipv4_routes,
+            ipv6_destinations,
+            ipv4_destinations,
+            reassembly: ReassemblyState {
+                ipv6_datagrams: self.reassembly6.len(),
+                ipv6_bytes: self.reassembly6.held_bytes(),
+                ipv4_datagrams: self.reassembly4.len(),
+                ipv4_bytes: self.reassembly4.held_bytes(),
+                ipv6_reassembled: self.reassembly6.stats().reassembled,
+                ipv4_reassembled: self.reassembly4.stats().reassembled,
+                ipv6_timed_out: self.reassembly6.stats().timed_out,
+                ipv4_timed_out: self.reassembly4.stats().timed_out,
+            },
+            buffers: BufferState {
+                buffers: self.pool.config().buffers,
+                in_use: self.pool.in_use(),
+                high_water: pool.high_water,
+                exhausted: pool.exhausted,
+            },
+            counters: self.counters,
+            drops: self
+                .drops
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+        }
+    }
+}
+
+fn lifetime(seconds: Option<f64>) -> String {
+    match seconds {
+        Some(s) => format!("{s:.0}s"),
+        None => "infinite".to_string(),
+    }
+}
+
+impl fmt::Display for HostState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let role = if self.router { "router" } else { "host" };
+        writeln!(f, "{} ({role}) at {:.3} s", self.name, self.time_s)?;
+        for i in &self.interfaces {
+            writeln!(
+                f,
+                "\nInterface {}: {}  mac {}  mtu {} (ipv6 {})  hop limit {}{}",
+                i.index,
+                i.name,
+                i.mac,
+                i.link_mtu,
+                i.ipv6_mtu,
+                i.hop_limit,
+                if i.advertising { "  advertising" } else { "" }
+            )?;
+            if let Some(v4) = &i.ipv4 {
+                writeln!(f, "  ipv4 {v4}")?;
+            }
+            for n in &i.ntes {
+                writeln!(
+                    f,
+                    "  NTE {}/{}  {} {}  valid {}  preferred {}",
+                    n.address,
+                    n.prefix_len,
+                    n.origin,
+                    n.state,
+                    lifetime(n.valid_lifetime_s),
+                    lifetime(n.preferred_lifetime_s)
+                )?;
+            }
+            for a in &i.ades {
+                writeln!(f, "  ADE {} ({})", a.address, a.kind)?;
+            }
+            for n in i.neighbors.iter().chain(&i.arp) {
+                writeln!(
+                    f,
+                    "  NCE {}  {}  {}{}{}",
+                    n.address,
+                    n.lladdr.as_deref().unwrap_or("(none)"),
+                    n.state,
+                    if n.is_router { "  router" } else { "" },
+                    n.timer_s
+                        .map_or(String::new(), |t| format!("  timer {t:.1}s"))
+                )?;
+            }
+            for p in &i.prefixes {
+                writeln!(
+                    f,
+                    "  PLE {}  valid {}",
+                    p.prefix,
+                    lifetime(p.valid_lifetime_s)
+                )?;
+            }
+            for r in &i.routers {
+                writeln!(f, "  RLE {}  lifetime {:.0}s", r.address, r.lifetime_s)?;
+            }
+        }
+        writeln!(f, "\nRoutes:")?;
+        for r in self.ipv6_routes.iter().chain(&self.ipv4_routes) {
+            writeln!(
+                f,
+                "  {}  {}  if {}  metric {}  {}",
+                r.prefix,
+                r.next_hop
+                    .as_deref()
+                    .map_or("on-link".to_string(), |h| format!("via {h}")),
+                r.interface,
+                r.metric,
+                r.origin
+            )?;
+        }
+        writeln!(f, "\nDestination cache (RCEs):")?;
+        for d in self.ipv6_destinations.iter().chain(&self.ipv4_destinations) {
+            writeln!(
+                f,
+                "  {}  via {}  if {}  src {}  pmtu {}",
+                d.destination,
+                d.next_hop,
+                d.interface,
+                d.source.as_deref().unwrap_or("-"),
+                d.path_mtu
+            )?;
+        }
+        writeln!(
+            f,
+            "\nBuffers: {} of {} in use (high water {}, exhausted {})",
+            self.buffers.in_use,
+            self.buffers.buffers,
+            self.buffers.high_water,
+            self.buffers.exhausted
+        )?;
+        if !self.drops.is_empty() {
+            writeln!(f, "\nDrops:")?;
+            for (reason, count) in &self.drops {
+                writeln!(f, "  {reason}: {count}")?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,649 @@
+//! IPv4 (RFC 791, RFC 1122, RFC 1812): input with reassembly, output with
+//! fragmentation that references the payload, forwarding, and ARP
+//! (RFC 826) on the bounded cache.
+
+use std::net::Ipv4Addr;
+
+use probe::Flow;
+use wire::ethernet::{EtherType, EthernetAddress};
+use wire::icmpv4::{Icmpv4DstUnreachable, Icmpv4TimeExceeded};
+use wire::ip::{ChecksumMode, IpProtocol};
+use wire::ipv4::{Ipv4Options, Ipv4Packet, Ipv4Repr};
+
+use super::ipv6_input::reassembly_drop_name;
+use super::transport::IpMeta;
+use super::{FirstFragment, Host, Received};
+use crate::buffer::Packet;
+use crate::iface::arp::{ArpAction, ArpLookup, ArpMessage};
+use crate::iface::icmp_error::Icmpv4ErrorKind;
+use crate::iface::reassembly::{Expired, Fragment, Outcome};
+use crate::iface::route::{InterfaceId, NextHop};
+use crate::phy::Medium;
+use crate::probes::{
+    CHECKSUM_ENTER, CHECKSUM_EXIT, FRAGMENT_ENTER, FRAGMENT_EXIT, IPV4_INPUT_ENTER,
+    IPV4_INPUT_EXIT, IPV4_OUTPUT_ENTER, IPV4_OUTPUT_EXIT, IP_FORWARD_ENTER, IP_FORWARD_EXIT,
+    NEIGHBOR_LOOKUP_ENTER, NEIGHBOR_LOOKUP_EXIT, REASSEMBLE_ENTER, REASSEMBLE_EXIT,
+    ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT, TRACE_OPTION_SEEN,
+};
+use crate::socket::RawFamily;
+use crate::time::Instant;
+
+/// What the input path knows of a received IPv4 packet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ipv4Meta {
+    pub interface: InterfaceId,
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub ttl: u8,
+    pub link_multicast: bool,
+    pub frag_offset: u16,
+}
+
+/// Where a packet to a destination goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ipv4Route {
+    pub interface: InterfaceId,
+    pub neighbor: Ipv4Addr,
+    /// The interface's address: the source of packets we originate.
+    pub source: Ipv4Addr,
+    pub mtu: usize,
+}
+
+/// A packet to send, beyond its payload.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ipv4Send {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub protocol: IpProtocol,
+    pub ttl: u8,
+    pub dont_frag: bool,
+}
+
+impl Host {
+    pub(super) fn ipv4_input(&mut self, now: Instant, received: Received) {
+        let Received {
+            interface,
+            mut packet,
+            link_multicast,
+        } = received;
+        let _span = probe::span(
+            IPV4_INPUT_ENTER,
+            IPV4_INPUT_EXIT,
+            packet.len() as u32,
+            packet.flow(),
+            interface.0 as u64,
+        );
+        self.counters.ipv4_received += 1;
+        let parsed = {
+            let Some(head) = packet.parts().next() else {
+                self.count_drop("ipv4_truncated");
+                return;
+            };
+            let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, 20, packet.flow(), 0);
+            Ipv4Packet::new_checked(head).and_then(|ip| {
+                Ipv4Repr::parse(&ip, ChecksumMode::Full).map(|r| (r, ip.header_len()))
+            })
+        };
+        let (repr, header_len) = match parsed {
+            Ok(parsed) => parsed,
+            Err(wire::Error::Checksum) => {
+                self.count_drop("ipv4_bad_checksum");
+                return;
+            }
+            Err(_) => {
+                self.count_drop("ipv4_malformed");
+                return;
+            }
+        };
+        packet.truncate(header_len + repr.payload_len);
+        // RFC 1122 §3.2.1.3: a source that is broadcast or multicast is
+        // discarded.
+        if repr.src.is_broadcast() || repr.src.is_multicast() {
+            self.count_drop("ipv4_bad_source");
+            return;
+        }
+        if let Some(trace) = repr.options.trace() {
+            packet.set_flow(Flow::traced(trace.flow));
+            probe::record(
+                TRACE_OPTION_SEEN,
+                packet.len() as u32,
+                packet.flow(),
+                u64::from(trace.flow),
+            );
+        }
+        let meta = Ipv4Meta {
+            interface,
+            src: repr.src,
+            dst: repr.dst,
+            ttl: repr.ttl,
+            link_multicast,
+            frag_offset: repr.frag_offset,
+        };
+        if !self.is_local_ipv4(interface, repr.dst) {
+            if self.router && !repr.dst.is_multicast() && !repr.dst.is_broadcast() {
+                self.ipv4_forward(now, meta, packet);
+            } else {
+                self.count_drop("ipv4_not_for_us");
+            }
+            return;
+        }
+        self.counters.ipv4_delivered += 1;
+        if repr.more_frags || repr.frag_offset != 0 {
+            self.ipv4_fragment(now, meta, repr, packet, header_len);
+            return;
+        }
+        self.ipv4_deliver(now, meta, repr.protocol, packet, header_len);
+    }
+
+    fn ipv4_deliver(
+        &mut self,
+        now: Instant,
+        meta: Ipv4Meta,
+        protocol: IpProtocol,
+        packet: Packet,
+        pos: usize,
+    ) {
+        match protocol {
+            IpProtocol::Icmp => self.icmpv4_input(now, meta, packet, pos),
+            IpProtocol::Udp => self.udp_input(now, IpMeta::V4(meta), packet, pos),
+            other => {
+                if self.raw_deliver(RawFamily::Ipv4, other, &IpMeta::V4(meta), &packet, pos) {
+                    return;
+                }
+                self.count_drop("ipv4_unknown_protocol");
+                self.send_icmpv4_error(
+                    now,
+                    &meta,
+                    &packet,
+                    Icmpv4ErrorKind::DstUnreachable(Icmpv4DstUnreachable::ProtoUnreachable),
+                );
+            }
+        }
+    }
+
+    /// Ours: an interface address, the limited broadcast, or the arrival
+    /// interface's directed broadcast (RFC 1122 §3.3.6).
+    fn is_local_ipv4(&self, interface: InterfaceId, dst: Ipv4Addr) -> bool {
+        if dst.is_broadcast() {
+            return true;
+        }
+        if self.interfaces[interface.0]
+            .v4
+            .as_ref()
+            .is_some_and(|v4| v4.broadcast() == Some(dst))
+        {
+            return true;
+        }
+        self.interfaces
+            .iter()
+            .any(|i| i.v4.as_ref().is_some_and(|v4| v4.address == dst))
+    }
+
+    fn ipv4_fragment(
+        &mut self,
+        now: Instant,
+        meta: Ipv4Meta,
+        repr: Ipv4Repr,
+        packet: Packet,
+        header_len: usize,
+    ) {
+        let _span = probe::span(
+            REASSEMBLE_ENTER,
+            REASSEMBLE_EXIT,
+            packet.len() as u32,
+            packet.flow(),
+            0,
+        );
+        let Ok(payload) = packet.segments(header_len..packet.len()) else {
+            self.count_drop("ipv4_truncated");
+            return;
+        };
+        let first = repr.frag_offset == 0;
+        let mut header = Vec::new();
+        let mut invoking = Vec::new();
+        if first {
+            header = vec![0; header_len];
+            packet.copy_out(0, &mut header);
+            invoking = super::ipv6_input::leading_bytes(&packet, header_len + 8);
+        }
+        let key = (repr.src, repr.dst, u8::from(repr.protocol), repr.ident);
+        let outcome = self.reassembly4.insert(
+            now,
+            key,
+            Fragment {
+                offset: usize::from(repr.frag_offset),
+                more: repr.more_frags,
+                payload,
+                header: FirstFragment {
+                    interface: meta.interface,
+                    header,
+                    next: repr.protocol,
+                    flow: packet.flow(),
+                    invoking,
+                },
+            },
+        );
+        drop(packet);
+        match outcome {
+            Outcome::Incomplete => {}
+            Outcome::Dropped(reason) => self.count_drop(reassembly_drop_name(reason)),
+            Outcome::Complete {
+                header, payload, ..
+            } => {
+                let Ok(mut whole) = Packet::new(&self.pool, header.flow) else {
+                    self.count_drop("ipv4_reassembly_no_buffer");
+                    return;
+                };
+                if whole.append_copy(&header.header).is_err() {
+                    self.count_drop("ipv4_reassembly_no_buffer");
+                    return;
+                }
+                for segment in payload {
+                    whole.append_segment(segment);
+                }
+                let meta = Ipv4Meta {
+                    frag_offset: 0,
+                    ..meta
+                };
+                self.ipv4_deliver(now, meta, header.next, whole, header.header.len());
+            }
+        }
+    }
+
+    /// RFC 792 / RFC 1122 §3.3.2: Time Exceeded code 1 when the first
+    /// fragment had arrived.
+    pub(super) fn reassembly4_expired(
+        &mut self,
+        now: Instant,
+        expired: Expired<super::FragKey4, FirstFragment>,
+    ) {
+        self.count_drop("ipv4_reassembly_timeout");
+        let Some(first) = expired.first else { return };
+        let (src, dst, _, _) = expired.key;
+        let meta = Ipv4Meta {
+            interface: first.interface,
+            src,
+            dst,
+            ttl: 0,
+            link_multicast: false,
+            frag_offset: 0,
+        };
+        let Ok(packet) = Packet::from_payload(&self.pool, first.flow, &first.invoking) else {
+            return;
+        };
+        self.send_icmpv4_error(
+            now,
+            &meta,
+            &packet,
+            Icmpv4ErrorKind::TimeExceeded(Icmpv4TimeExceeded::FragReassembly),
+        );
+    }
+
+    /// Next hop for `dst` through the destination cache and routing table.
+    pub(crate) fn ipv4_route(&mut self, now: Instant, dst: Ipv4Addr) -> Option<Ipv4Route> {
+        let _span = probe::span(ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT, 0, Flow::NONE, 4);
+        if dst.is_broadcast() {
+            let interface = self.interfaces.iter().find(|i| i.v4.is_some())?;
+            return Some(Ipv4Route {
+                interface: interface.id,
+                neighbor: dst,
+                source: interface.v4.as_ref()?.address,
+                mtu: interface.link_mtu(),
+            });
+        }
+        let generation = self.routes4.generation();
+        let (interface, neighbor, mtu) = match self.dest4.lookup(now, dst, generation) {
+            Some(view) => (
+                view.next_hop.interface,
+                view.next_hop.neighbor,
+                view.pmtu as usize,
+            ),
+            None => {
+                let route = *self.routes4.lookup(dst)?;
+                let link_mtu = self.interfaces.get(route.interface.0)?.link_mtu();
+                let neighbor = route.next_hop_for(dst);
+                let source = self.interfaces[route.interface.0]
+                    .v4
+                    .as_ref()
+                    .map(|v4| v4.address);
+                let _ = self.dest4.insert(
+                    now,
+                    dst,
+                    NextHop {
+                        neighbor,
+                        interface: route.interface,
+                        source,
+                        link_mtu: link_mtu as u32,
+                    },
+                    generation,
+                );
+                (route.interface, neighbor, link_mtu)
+            }
+        };
+        let source = self.interfaces[interface.0].v4.as_ref()?.address;
+        Some(Ipv4Route {
+            interface,
+            neighbor,
+            source,
+            mtu,
+        })
+    }
+
+    /// Sends `payload` in IPv4, with the trace option for a traced flow
+    /// (copied into every fragment: its type has the copy bit), fragmenting
+    /// to the MTU unless DF is set (RFC 791).
+    pub(crate) fn ipv4_output(
+        &mut self,
+        now: Instant,
+        route: Ipv4Route,
+        send: Ipv4Send,
+        payload: Packet,
+    ) {
+        let flow = payload.flow();
+        let _span = probe::span(
+            IPV4_OUTPUT_ENTER,
+            IPV4_OUTPUT_EXIT,
+            payload.len() as u32,
+            flow,
+            0,
+        );
+        self.counters.ipv4_sent += 1;
+        let options = if flow.traced {
+            Ipv4Options::with_trace(wire::trace_option::TraceOption { flow: flow.id })
+        } else {
+            Ipv4Options::EMPTY
+        };
+        let header_len = wire::ipv4::HEADER_LEN + options.len();
+        let ident = self.ipv4_ident;
+        self.ipv4_ident = self.ipv4_ident.wrapping_add(1);
+        let repr = |payload_len: usize, frag_offset: usize, more_frags: bool| Ipv4Repr {
+            src: send.src,
+            dst: send.dst,
+            protocol: send.protocol,
+            dscp_ecn: 0,
+            ident,
+            dont_frag: send.dont_frag,
+            more_frags,
+            frag_offset: frag_offset as u16,
+            ttl: send.ttl,
+            payload_len,
+            options,
+        };
+        if header_len + payload.len() <= route.mtu {
+            let mut packet = payload;
+            let len = packet.len();
+            if self
+                .ipv4_prepend_header(&mut packet, &repr(len, 0, false))
+                .is_ok()
+            {
+                self.ipv4_link_output(now, route.interface, route.neighbor, packet);
+            }
+            return;
+        }
+        if send.dont_frag {
+            self.count_drop("ipv4_needs_fragmentation_df");
+            return;
+        }
+        let _span = probe::span(FRAGMENT_ENTER, FRAGMENT_EXIT, payload.len() as u32, flow, 4);
+        let per_fragment = route.mtu.saturating_sub(header_len) & !7;
+        let len = payload.len();
+        if per_fragment == 0 || len > usize::from(wire::ipv4::MAX_FRAG_OFFSET) + per_fragment {
+            self.count_drop("ipv4_cannot_fragment");
+            return;
+        }
+        let mut offset = 0;
+        while offset < len {
+            let end = (offset + per_fragment).min(len);
+            let Ok(segments) = payload.segments(offset..end) else {
+                return;
+            };
+            let Ok(mut fragment) = Packet::new(&self.pool, flow) else {
+                self.count_drop("ipv4_no_buffer");
+                return;
+            };
+            for segment in segments {
+                fragment.append_segment(segment);
+            }
+            if self
+                .ipv4_prepend_header(&mut fragment, &repr(end - offset, offset, end < len))
+                .is_err()
+            {
+                return;
+            }
+            self.counters.ipv4_fragments_sent += 1;
+            self.ipv4_link_output(now, route.interface, route.neighbor, fragment);
+            offset = end;
+        }
+    }
+
+    fn ipv4_prepend_header(&mut self, packet: &mut Packet, repr: &Ipv4Repr) -> Result<(), ()> {
+        let Ok(header) = packet.prepend(repr.header_len()) else {
+            self.count_drop("ipv4_no_headroom");
+            return Err(());
+        };
+        let _span = probe::span(
+            CHECKSUM_ENTER,
+            CHECKSUM_EXIT,
+            repr.header_len() as u32,
+            Flow::NONE,
+            0,
+        );
+        repr.emit(&mut Ipv4Packet::new_unchecked(header), ChecksumMode::Full)
+            .map_err(|_| {
+                *self.drops.entry("ipv4_emit_failed").or_insert(0) += 1;
+            })
+    }
+
+    /// Resolves the neighbour through ARP and queues the frame.
+    pub(crate) fn ipv4_link_output(
+        &mut self,
+        now: Instant,
+        interface: InterfaceId,
+        neighbor: Ipv4Addr,
+        packet: Packet,
+    ) {
+        let Some(iface) = self.interfaces.get_mut(interface.0) else {
+            return;
+        };
+        if iface.medium == Medium::Ip {
+            iface.enqueue(packet);
+            return;
+        }
+        let Some(v4) = iface.v4.as_mut() else {
+            self.count_drop("ipv4_no_address");
+            return;
+        };
+        let lookup = {
+            let _span = probe::span(
+                NEIGHBOR_LOOKUP_ENTER,
+                NEIGHBOR_LOOKUP_EXIT,
+                packet.len() as u32,
+                packet.flow(),
+                4,
+            );
+            v4.arp.lookup(now, neighbor, packet)
+        };
+        match lookup {
+            ArpLookup::Send { lladdr, packet } => {
+                self.ethernet_output(interface, lladdr, EtherType::Ipv4, packet)
+            }
+            ArpLookup::Queued { dropped } => {
+                if dropped.is_some() {
+                    self.count_drop("arp_queue_overflow");
+                }
+            }
+            ArpLookup::Requested { request, evicted } => {
+                if let Some(evicted) = evicted {
+                    for _ in evicted.packets {
+                        self.count_drop("arp_evicted");
+                    }
+                }
+                self.send_arp(interface, &request);
+            }
+            ArpLookup::Rejected { .. } => self.count_drop("arp_rejected"),
+        }
+    }
+
+    /// RFC 1812 §5.2: TTL check and decrement (with the incremental
+    /// checksum update of RFC 1624), route, fragment if needed.
+    fn ipv4_forward(&mut self, now: Instant, meta: Ipv4Meta, mut packet: Packet) {
+        let _span = probe::span(
+            IP_FORWARD_ENTER,
+            IP_FORWARD_EXIT,
+            packet.len() as u32,
+            packet.flow(),
+            4,
+        );
+        if meta.ttl <= 1 {
+            self.count_drop("ipv4_ttl_exceeded");
+            self.send_icmpv4_error(
+                now,
+                &meta,
+                &packet,
+                Icmpv4ErrorKind::TimeExceeded(Icmpv4TimeExceeded::TtlExpired),
+            );
+            return;
+        }
+        let Some(route) = self.ipv4_route(now, meta.dst) else {
+            self.count_drop("ipv4_no_route");
+            self.send_icmpv4_error(
+                now,
+                &meta,
+                &packet,
+                Icmpv4ErrorKind::DstUnreachable(Icmpv4DstUnreachable::NetUnreachable),
+            );
+            return;
+        };
+        let (header_len, dont_frag) = {
+            let Some(head) = packet.parts().next() else {
+                return;
+            };
+            let ip = Ipv4Packet::new_unchecked(head);
+            (ip.header_len(), ip.dont_frag())
+        };
+        if packet.len() > route.mtu {
+            if dont_frag {
+                // RFC 1191 §4: Fragmentation Needed with the next-hop MTU.
+                self.count_drop("ipv4_needs_fragmentation_df");
+                self.send_icmpv4_error(
+                    now,
+                    &meta,
+                    &packet,
+                    Icmpv4ErrorKind::FragNeeded {
+                        next_hop_mtu: route.mtu as u16,
+                    },
+                );
+                return;
+            }
+            // Re-fragment from the original header: strip it and send the
+            // payload anew with the same identification.
+            self.count_drop("ipv4_forward_refragment_unsupported");
+            return;
+        }
+        if packet.strip(header_len).is_err() {
+            return;
+        }
+        let Ok(header) = packet.prepend(header_len) else {
+            self.count_drop("ipv4_forward_shared");
+            return;
+        };
+        let old = u16::from_be_bytes([header[8], header[9]]);
+        header[8] = meta.ttl - 1;
+        let new = u16::from_be_bytes([header[8], header[9]]);
+        let sum = u16::from_be_bytes([header[10], header[11]]);
+        let sum = wire::checksum::update(sum, old, new);
+        header[10..12].copy_from_slice(&sum.to_be_bytes());
+        self.counters.ipv4_forwarded += 1;
+        self.ipv4_link_output(now, route.interface, route.neighbor, packet);
+    }
+
+    // ----- ARP --------------------------------------------------------------
+
+    pub(super) fn arp_input(&mut self, now: Instant, interface: InterfaceId, packet: &Packet) {
+        let Some(bytes) = packet.parts().next() else {
+            return;
+        };
+        let parsed =
+            wire::arp::ArpPacket::new_checked(bytes).and_then(|p| wire::arp::ArpRepr::parse(&p));
+        let Ok(repr) = parsed else {
+            self.count_drop("arp_malformed");
+            return;
+        };
+        let Some(v4) = self.interfaces[interface.0].v4.as_mut() else {
+            self.count_drop("arp_no_ipv4");
+            return;
+        };
+        let actions = v4.arp.on_arp(now, &repr);
+        self.arp_actions(now, interface, actions);
+    }
+
+    pub(super) fn arp_actions(
+        &mut self,
+        _now: Instant,
+        interface: InterfaceId,
+        actions: Vec<ArpAction<Packet>>,
+    ) {
+        for action in actions {
+            match action {
+                ArpAction::SendRequest { message, .. } | ArpAction::SendReply { message } => {
+                    self.send_arp(interface, &message)
+                }
+                ArpAction::Transmit {
+                    lladdr, packets, ..
+                } => {
+                    for packet in packets {
+                        self.ethernet_output(interface, lladdr, EtherType::Ipv4, packet);
+                    }
+                }
+                ArpAction::Unreachable { packets, .. } => {
+                    // RFC 1122 §2.3.2.2 leaves it to the host; we report
+                    // Host Unreachable for packets we were forwarding.
+                    for packet in packets {
+                        self.count_drop("arp_unreachable");
+                        let Some(head) = packet.parts().next() else {
+                            continue;
+                        };
+                        let Ok(ip) = Ipv4Packet::new_checked(head) else {
+                            continue;
+                        };
+                        let meta = Ipv4Meta {
+                            interface,
+                            src: ip.src_addr(),
+                            dst: ip.dst_addr(),
+                            ttl: ip.ttl(),
+                            link_multicast: false,
+                            frag_offset: ip.frag_offset(),
+                        };
+                        if self.ipv4_addresses().contains(&meta.src) {
+                            continue;
+                        }
+                        self.send_icmpv4_error(
+                            _now,
+                            &meta,
+                            &packet,
+                            Icmpv4ErrorKind::DstUnreachable(Icmpv4DstUnreachable::HostUnreachable),
+                        );
+                    }
+                }
+                ArpAction::Evicted(evicted) => {
+                    for _ in evicted.packets {
+                        self.count_drop("arp_evicted");
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn send_arp(&mut self, interface: InterfaceId, message: &ArpMessage) {
+        let mut bytes = [0u8; 28];
+        let Ok(len) = message.emit(&mut bytes) else {
+            return;
+        };
+        let Ok(packet) = Packet::from_payload(&self.pool, Flow::NONE, &bytes[..len]) else {
+            self.count_drop("arp_no_buffer");
+            return;
+        };
+        let dst: EthernetAddress = message.eth_dst;
+        self.ethernet_output(interface, dst, EtherType::Arp, packet);
+    }
+}

@@ -1,0 +1,832 @@
+//! A host (or router): interfaces, routing, sockets and timers, driven by
+//! [`Host::poll`] (DESIGN.md, "The reference stack": poll-driven and
+//! single-threaded per host, sharing nothing with other hosts).
+//!
+//! One poll, at `now`:
+//!
+//! 1. starts the interfaces on the first call (link-local address, DAD,
+//!    router solicitation, MLD joins);
+//! 2. receives every frame the links have for `now`, answers ARP at once
+//!    and puts IP packets on the **IP input queue**;
+//! 3. drains the IP input queue through IPv6/IPv4 input (extension
+//!    headers, reassembly, forwarding, ICMP, Neighbor Discovery, UDP and
+//!    raw delivery to the **receive socket queues**);
+//! 4. drains the **send socket queues** through UDP/raw output and IP
+//!    output (route and destination cache, fragmentation, neighbour
+//!    resolution) onto the **interface queues**;
+//! 5. fires the timers that are due;
+//! 6. hands the interface queues to the links.
+//!
+//! [`Host::next_deadline`] says when the next poll has work.
+//!
+//! Malformed or unwanted packets are dropped and counted per reason
+//! ([`Host::drops`]), never panicking and never growing memory: every
+//! table and queue is bounded.
+
+mod dump;
+mod icmpv4;
+mod icmpv6;
+mod ipv4;
+mod ipv6_input;
+mod ipv6_output;
+mod ndisc;
+mod transport;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use probe::Flow;
+use wire::ethernet::EthernetAddress;
+use wire::ip::IpProtocol;
+
+pub use dump::{HostState, InterfaceState};
+
+use crate::buffer::{Packet, Pool, PoolConfig, PoolConfigError};
+use crate::iface::address::{AddressConfig, InterfaceAddresses};
+use crate::iface::arp::{ArpAddress, ArpCache, ArpConfig};
+use crate::iface::interface::{
+    AdvertisedPrefix, Advertiser, Interface, Ipv4Interface, Ipv6Interface,
+};
+use crate::iface::mld::{MldConfig, MldListener};
+use crate::iface::neighbor::{NeighborCache, NeighborConfig};
+use crate::iface::reassembly::{Reassembler, ReassemblyConfig};
+use crate::iface::route::{
+    DestinationCache, DestinationConfig, IcmpRateLimiter, InterfaceId, Origin, Route, RoutingTable,
+    DEFAULT_TABLE_CAPACITY,
+};
+use crate::phy::Link;
+use crate::random::SplitMix64;
+use crate::socket::{RawConfig, RawFamily, RawSocket, SendError, UdpConfig, UdpSocket};
+use crate::time::Instant;
+use crate::topology::{IpCidr, Ipv4Cidr, Ipv6Cidr};
+
+/// Frames received per interface per poll at most, so one busy link cannot
+/// starve the others (and the IP input queue stays bounded).
+pub const RECEIVE_BUDGET: usize = 256;
+/// Packets the IP input queue holds at most.
+pub const INPUT_QUEUE_LIMIT: usize = 1024;
+/// First port of the ephemeral range (RFC 6335 §6: 49152–65535).
+const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
+/// The default hop limit / TTL of packets this host originates.
+pub const DEFAULT_HOP_LIMIT: u8 = 64;
+
+/// How to build a host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub name: String,
+    /// Router mode: forwards, sends Router Advertisements and redirects.
+    pub router: bool,
+    pub pool: PoolConfig,
+    /// Seeds every random choice of the host (DAD and RS delays, fragment
+    /// identifications, ephemeral ports), so a run replays exactly.
+    pub seed: u64,
+    /// Added to every flow id the host hands out, so flows of different
+    /// hosts stay apart in one trace.
+    pub flow_base: u32,
+    pub neighbor: NeighborConfig,
+}
+
+impl HostConfig {
+    pub fn new(name: &str, router: bool) -> Self {
+        Self {
+            name: name.to_string(),
+            router,
+            pool: PoolConfig::default(),
+            seed: 0,
+            flow_base: 0,
+            neighbor: NeighborConfig::default(),
+        }
+    }
+}
+
+/// One interface to build.
+pub struct InterfaceConfig {
+    pub name: String,
+    pub link: Box<dyn Link>,
+    pub mac: EthernetAddress,
+    pub ipv4: Option<Ipv4Cidr>,
+    /// Manually configured IPv6 addresses (SLAAC adds more).
+    pub ipv6: Vec<Ipv6Cidr>,
+    /// Prefixes to advertise (router mode).
+    pub advertise: Vec<AdvertisedPrefix>,
+}
+
+/// A static route: `to` via the neighbour `via`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaticRoute {
+    pub to: IpCidr,
+    pub via: IpAddr,
+}
+
+/// Why a host could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("buffer pool: {0}")]
+    Pool(#[from] PoolConfigError),
+    #[error("route to {to:?}: no interface has {via} on-link")]
+    NextHopNotOnLink { to: IpCidr, via: IpAddr },
+    #[error("route to {to:?}: the destination and next hop are of different families")]
+    FamilyMismatch { to: IpCidr },
+    #[error("route: {0}")]
+    Route(#[from] crate::iface::route::RouteError),
+}
+
+/// A UDP socket of a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UdpHandle(usize);
+
+/// A raw IP socket of a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RawHandle(usize);
+
+/// Packet and datagram counters of a host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HostCounters {
+    pub ipv6_received: u64,
+    pub ipv6_delivered: u64,
+    pub ipv6_sent: u64,
+    pub ipv6_forwarded: u64,
+    pub ipv6_fragments_sent: u64,
+    pub ipv4_received: u64,
+    pub ipv4_delivered: u64,
+    pub ipv4_sent: u64,
+    pub ipv4_forwarded: u64,
+    pub ipv4_fragments_sent: u64,
+    pub icmpv6_errors_sent: u64,
+    pub icmpv4_errors_sent: u64,
+    pub icmp_errors_suppressed: u64,
+    pub echo_replies_sent: u64,
+    pub router_advertisements_sent: u64,
+    pub redirects_sent: u64,
+    pub udp_received: u64,
+    pub udp_sent: u64,
+}
+
+/// A packet on the IP input queue.
+struct Received {
+    interface: InterfaceId,
+    packet: Packet,
+    /// Arrived as link-layer multicast or broadcast (RFC 4443 §2.4 e.3).
+    link_multicast: bool,
+}
+
+/// The IPv6 reassembly key (RFC 8200 §4.5: source, destination and
+/// identification).
+type FragKey6 = (Ipv6Addr, Ipv6Addr, u32);
+/// The IPv4 reassembly key (RFC 791: source, destination, protocol, ident).
+type FragKey4 = (Ipv4Addr, Ipv4Addr, u8, u16);
+
+/// What reassembly keeps of the first fragment: the unfragmentable part
+/// and how the datagram continues.
+pub(crate) struct FirstFragment {
+    interface: InterfaceId,
+    /// The IP header and the headers before the fragment header (IPv6),
+    /// or the IPv4 header: prepended to the reassembled payload.
+    header: Vec<u8>,
+    /// The protocol of the first header of the fragmentable part.
+    next: IpProtocol,
+    flow: Flow,
+    /// The start of the first fragment, for a Time Exceeded error.
+    invoking: Vec<u8>,
+}
+
+/// A host or router.
+pub struct Host {
+    name: String,
+    router: bool,
+    pool: Pool,
+    interfaces: Vec<Interface>,
+    routes6: RoutingTable<Ipv6Addr>,
+    dest6: DestinationCache<Ipv6Addr>,
+    routes4: RoutingTable<Ipv4Addr>,
+    dest4: DestinationCache<Ipv4Addr>,
+    reassembly6: Reassembler<FragKey6, FirstFragment>,
+    reassembly4: Reassembler<FragKey4, FirstFragment>,
+    icmp6_limiter: IcmpRateLimiter,
+    icmp4_limiter: IcmpRateLimiter,
+    input: VecDeque<Received>,
+    udp: Vec<UdpSocket>,
+    raw: Vec<RawSocket>,
+    rng: SplitMix64,
+    next_flow: u32,
+    flow_base: u32,
+    ipv4_ident: u16,
+    started: bool,
+    drops: BTreeMap<&'static str, u64>,
+    counters: HostCounters,
+    /// Reused for building ICMP messages and pulling up headers.
+    scratch: Vec<u8>,
+}
+
+impl Host {
+    /// Builds a host from its interfaces and static routes. Nothing is sent
+    /// until the first [`poll`](Self::poll).
+    pub fn new(
+        config: HostConfig,
+        interfaces: Vec<InterfaceConfig>,
+        routes: &[StaticRoute],
+    ) -> Result<Host, HostError> {
+        let pool = Pool::new(config.pool)?;
+        let mut rng = SplitMix64::new(config.seed);
+        let mut built = Vec::with_capacity(interfaces.len());
+        for (index, spec) in interfaces.into_iter().enumerate() {
+            let id = InterfaceId(index);
+            let interface_id = wire_interface_id(spec.mac);
+            let address_config = AddressConfig {
+                random_seed: Some(rng.next_u64()),
+                // Routers do not solicit (RFC 4861 §6.3.7 is for hosts).
+                solicit_routers: !config.router,
+                ..AddressConfig::default()
+            };
+            let neighbor = NeighborConfig {
+                random_seed: Some(rng.next_u64()),
+                ..config.neighbor
+            };
+            let mld = MldListener::new(MldConfig {
+                random_seed: rng.next_u64(),
+                ..MldConfig::default()
+            });
+            let advertiser = (config.router && !spec.advertise.is_empty()).then(|| Advertiser {
+                prefixes: spec.advertise.clone(),
+                sent: 0,
+                next: None,
+                last: None,
+            });
+            let mtu = spec.link.mtu();
+            let v6 = Ipv6Interface {
+                addresses: InterfaceAddresses::new(address_config, interface_id),
+                neighbors: NeighborCache::new(neighbor),
+                mld,
+                mtu,
+                hop_limit: DEFAULT_HOP_LIMIT,
+                advertiser,
+            };
+            let v4 = spec.ipv4.map(|cidr| Ipv4Interface {
+                address: cidr.address,
+                prefix_len: cidr.prefix_len,
+                arp: ArpCache::new(ArpConfig {
+                    hardware_addr: spec.mac,
+                    addresses: vec![ArpAddress::new(cidr.address, cidr.prefix_len)],
+                    neighbor: NeighborConfig {
+                        random_seed: Some(rng.next_u64()),
+                        ..config.neighbor
+                    },
+                }),
+            });
+            let mut interface = Interface::new(id, spec.name, spec.link, spec.mac, v6, v4);
+            // Manual addresses wait for `start` to run DAD; remember them.
+            interface.pending_manual = spec.ipv6;
+            built.push(interface);
+        }
+        let mut host = Host {
+            name: config.name,
+            router: config.router,
+            pool,
+            interfaces: built,
+            routes6: RoutingTable::new(DEFAULT_TABLE_CAPACITY),
+            dest6: DestinationCache::new(DestinationConfig::default()),
+            routes4: RoutingTable::new(DEFAULT_TABLE_CAPACITY),
+            dest4: DestinationCache::new(DestinationConfig::default()),
+            reassembly6: Reassembler::new(ReassemblyConfig::ipv6()),
+            reassembly4: Reassembler::new(ReassemblyConfig::ipv4()),
+            icmp6_limiter: IcmpRateLimiter::default(),
+            icmp4_limiter: IcmpRateLimiter::default(),
+            input: VecDeque::new(),
+            udp: Vec::new(),
+            raw: Vec::new(),
+            rng,
+            next_flow: 1,
+            flow_base: config.flow_base,
+            ipv4_ident: 0,
+            started: false,
+            drops: BTreeMap::new(),
+            counters: HostCounters::default(),
+            scratch: vec![0; 65_536 + 64],
+        };
+        host.ipv4_ident = host.rng.next_u64() as u16;
+        host.add_connected_routes()?;
+        for route in routes {
+            host.add_static_route(*route)?;
+        }
+        Ok(host)
+    }
+
+    fn add_connected_routes(&mut self) -> Result<(), HostError> {
+        for interface in &self.interfaces {
+            // Every interface has fe80::/64 on-link (RFC 4291 §2.5.6).
+            self.routes6.insert(Route {
+                prefix: Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0),
+                prefix_len: 64,
+                next_hop: None,
+                interface: interface.id,
+                metric: 256,
+                origin: Origin::Connected,
+            })?;
+            for cidr in &interface.pending_manual {
+                self.routes6.insert(Route {
+                    prefix: cidr.network(),
+                    prefix_len: cidr.prefix_len,
+                    next_hop: None,
+                    interface: interface.id,
+                    metric: 0,
+                    origin: Origin::Connected,
+                })?;
+            }
+            if let Some(v4) = &interface.v4 {
+                let cidr = Ipv4Cidr {
+                    address: v4.address,
+                    prefix_len: v4.prefix_len,
+                };
+                self.routes4.insert(Route {
+                    prefix: cidr.network(),
+                    prefix_len: cidr.prefix_len,
+                    next_hop: None,
+                    interface: interface.id,
+                    metric: 0,
+                    origin: Origin::Connected,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn add_static_route(&mut self, route: StaticRoute) -> Result<(), HostError> {
+        let not_on_link = HostError::NextHopNotOnLink {
+            to: route.to,
+            via: route.via,
+        };
+        match (route.to, route.via) {
+            (IpCidr::V6(to), IpAddr::V6(via)) => {
+                let interface = if via.is_unicast_link_local() {
+                    self.interfaces.first().map(|i| i.id)
+                } else {
+                    self.interfaces
+                        .iter()
+                        .find(|i| i.pending_manual.iter().any(|c| c.contains(via)))
+                        .map(|i| i.id)
+                };
+                let interface = interface.ok_or(not_on_link)?;
+                self.routes6.insert(Route {
+                    prefix: to.network(),
+                    prefix_len: to.prefix_len,
+                    next_hop: Some(via),
+                    interface,
+                    metric: if to.prefix_len == 0 { 1024 } else { 0 },
+                    origin: Origin::Static,
+                })?;
+            }
+            (IpCidr::V4(to), IpAddr::V4(via)) => {
+                let interface = self
+                    .interfaces
+                    .iter()
+                    .find(|i| i.v4.as_ref().is_some_and(|v4| v4.contains(via)))
+                    .map(|i| i.id)
+                    .ok_or(not_on_link)?;
+                self.routes4.insert(Route {
+                    prefix: to.network(),
+                    prefix_len: to.prefix_len,
+                    next_hop: Some(via),
+                    interface,
+                    metric: 0,
+                    origin: Origin::Static,
+                })?;
+            }
+            (to, _) => return Err(HostError::FamilyMismatch { to }),
+        }
+        Ok(())
+    }
+
+    // ----- Accessors -------------------------------------------------------
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn is_router(&self) -> bool {
+        self.router
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    pub fn interfaces(&self) -> &[Interface] {
+        &self.interfaces
+    }
+
+    pub fn interface_mut(&mut self, id: InterfaceId) -> Option<&mut Interface> {
+        self.interfaces.get_mut(id.0)
+    }
+
+    pub fn counters(&self) -> &HostCounters {
+        &self.counters
+    }
+
+    /// Packets dropped, per reason.
+    pub fn drops(&self) -> &BTreeMap<&'static str, u64> {
+        &self.drops
+    }
+
+    pub fn routes6(&self) -> &RoutingTable<Ipv6Addr> {
+        &self.routes6
+    }
+
+    pub fn routes4(&self) -> &RoutingTable<Ipv4Addr> {
+        &self.routes4
+    }
+
+    pub fn destinations6(&self) -> &DestinationCache<Ipv6Addr> {
+        &self.dest6
+    }
+
+    /// The host's preferred global IPv6 addresses, first interface first.
+    pub fn global_ipv6_addresses(&self) -> Vec<Ipv6Addr> {
+        self.interfaces
+            .iter()
+            .flat_map(|i| i.v6.addresses.entries())
+            .filter(|nte| nte.is_assigned() && !nte.address().is_unicast_link_local())
+            .map(|nte| nte.address())
+            .collect()
+    }
+
+    /// The host's IPv4 addresses.
+    pub fn ipv4_addresses(&self) -> Vec<Ipv4Addr> {
+        self.interfaces
+            .iter()
+            .filter_map(|i| i.v4.as_ref().map(|v4| v4.address))
+            .collect()
+    }
+
+    fn count_drop(&mut self, reason: &'static str) {
+        *self.drops.entry(reason).or_insert(0) += 1;
+    }
+
+    fn new_flow(&mut self) -> Flow {
+        let id = self.flow_base.wrapping_add(self.next_flow);
+        self.next_flow = self.next_flow.wrapping_add(1);
+        Flow::untraced(id)
+    }
+
+    // ----- Sockets ---------------------------------------------------------
+
+    /// Opens a UDP socket (unbound until [`udp_bind`](Self::udp_bind) or
+    /// the first send, which binds an ephemeral port).
+    pub fn udp_open(&mut self, config: UdpConfig) -> UdpHandle {
+        let flow = self.new_flow();
+        self.udp.push(UdpSocket::new(config, flow));
+        UdpHandle(self.udp.len() - 1)
+    }
+
+    /// Binds a UDP socket; port 0 picks a free ephemeral port. Returns the
+    /// bound address.
+    pub fn udp_bind(&mut self, handle: UdpHandle, mut local: SocketAddr) -> SocketAddr {
+        if local.port() == 0 {
+            local.set_port(self.ephemeral_port());
+        }
+        self.udp[handle.0].bind(local);
+        local
+    }
+
+    pub fn udp(&mut self, handle: UdpHandle) -> &mut UdpSocket {
+        &mut self.udp[handle.0]
+    }
+
+    /// Queues a datagram on a UDP socket (binding an ephemeral port first
+    /// if it is unbound); it leaves at the next poll.
+    pub fn udp_send_to(
+        &mut self,
+        handle: UdpHandle,
+        data: &[u8],
+        remote: SocketAddr,
+    ) -> Result<(), SendError> {
+        if self.udp[handle.0].local().is_none() {
+            let any = match remote {
+                SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            };
+            self.udp_bind(handle, SocketAddr::new(any, 0));
+        }
+        let pool = self.pool.clone();
+        self.udp[handle.0].send_to(&pool, data, remote)
+    }
+
+    /// Opens a raw IP socket for `protocol`: it receives a copy of every
+    /// packet of that protocol the host accepts (ICMP included) and sends
+    /// upper-layer messages the host wraps in IP.
+    pub fn raw_open(&mut self, family: RawFamily, protocol: IpProtocol) -> RawHandle {
+        let flow = self.new_flow();
+        self.raw
+            .push(RawSocket::new(RawConfig::default(), family, protocol, flow));
+        RawHandle(self.raw.len() - 1)
+    }
+
+    pub fn raw(&mut self, handle: RawHandle) -> &mut RawSocket {
+        &mut self.raw[handle.0]
+    }
+
+    /// Queues a message on a raw socket; it leaves at the next poll.
+    pub fn raw_send_to(
+        &mut self,
+        handle: RawHandle,
+        data: &[u8],
+        remote: IpAddr,
+        hop_limit: Option<u8>,
+    ) -> Result<(), SendError> {
+        let pool = self.pool.clone();
+        self.raw[handle.0].send_to(&pool, data, remote, hop_limit)
+    }
+
+    fn ephemeral_port(&mut self) -> u16 {
+        let span = u64::from(EPHEMERAL_PORTS.end() - EPHEMERAL_PORTS.start()) + 1;
+        for _ in 0..span {
+            let port = EPHEMERAL_PORTS.start() + (self.rng.next_u64() % span) as u16;
+            if !self
+                .udp
+                .iter()
+                .any(|s| s.local().is_some_and(|l| l.port() == port))
+            {
+                return port;
+            }
+        }
+        0
+    }
+
+    // ----- The poll loop ---------------------------------------------------
+
+    /// Does everything due at `now` (see the module docs).
+    pub fn poll(&mut self, now: Instant) {
+        if !self.started {
+            self.start(now);
+        }
+        self.receive_frames(now);
+        while let Some(received) = self.input.pop_front() {
+            probe::record(
+                crate::probes::IP_INPUT_QUEUE_DEQUEUE,
+                received.packet.len() as u32,
+                received.packet.flow(),
+                received.interface.0 as u64,
+            );
+            self.ip_input(now, received);
+        }
+        self.socket_output(now);
+        self.poll_timers(now);
+        for interface in &mut self.interfaces {
+            interface.transmit_queued(now);
+        }
+    }
+
+    /// When the host next has work: a frame arriving, a timer, or a socket
+    /// with data to send (then `now`).
+    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        if !self.started
+            || !self.input.is_empty()
+            || self.udp.iter().any(|s| s.send_queue_len() > 0)
+            || self.raw.iter().any(|s| s.send_queue_len() > 0)
+            || self.interfaces.iter().any(|i| i.queued() > 0)
+        {
+            return Some(now);
+        }
+        let mut next: Option<Instant> = None;
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        for interface in &self.interfaces {
+            consider(interface.link.next_arrival());
+            consider(interface.v6.addresses.next_deadline());
+            consider(interface.v6.neighbors.next_deadline());
+            consider(interface.v6.mld.next_deadline());
+            consider(interface.v6.advertiser.as_ref().and_then(|a| a.next));
+            consider(interface.v4.as_ref().and_then(|v4| v4.arp.next_deadline()));
+        }
+        consider(self.reassembly6.next_deadline());
+        consider(self.reassembly4.next_deadline());
+        consider(self.routes6.next_deadline());
+        consider(self.routes4.next_deadline());
+        consider(self.dest6.next_deadline());
+        consider(self.dest4.next_deadline());
+        next.map(|t| t.max(now))
+    }
+
+    fn start(&mut self, now: Instant) {
+        self.started = true;
+        for index in 0..self.interfaces.len() {
+            let id = InterfaceId(index);
+            // All-nodes is joined on every interface (RFC 4291 §2.8), and
+            // all-routers on a router's; neither is reported (RFC 3810 §6).
+            let _ = self.interfaces[index]
+                .v6
+                .mld
+                .join(now, wire::ipv6::ALL_NODES);
+            if self.router {
+                let _ = self.interfaces[index]
+                    .v6
+                    .mld
+                    .join(now, wire::ipv6::ALL_ROUTERS);
+            }
+            let actions = self.interfaces[index].v6.addresses.enable(now);
+            self.address_actions(now, id, actions);
+            let manual = std::mem::take(&mut self.interfaces[index].pending_manual);
+            for cidr in manual {
+                let result = self.interfaces[index].v6.addresses.add_manual(
+                    now,
+                    cidr.address,
+                    cidr.prefix_len,
+                    u32::MAX,
+                    u32::MAX,
+                );
+                match result {
+                    Ok(actions) => self.address_actions(now, id, actions),
+                    Err(_) => self.count_drop("manual_address_refused"),
+                }
+            }
+            // Announce the IPv4 address (RFC 5227 §2.3 ARP announcement).
+            if let Some(v4) = &self.interfaces[index].v4 {
+                let message = v4.arp.announcement(v4.address);
+                self.send_arp(id, &message);
+            }
+        }
+    }
+
+    fn receive_frames(&mut self, now: Instant) {
+        let pool = self.pool.clone();
+        for index in 0..self.interfaces.len() {
+            for _ in 0..RECEIVE_BUDGET {
+                let interface = &mut self.interfaces[index];
+                let link = &mut interface.link;
+                let packet = match Packet::receive(&pool, Flow::NONE, |buf| link.receive(now, buf))
+                {
+                    Ok(Some(packet)) => packet,
+                    Ok(None) => break,
+                    Err(_) => {
+                        // No buffer: leave the frame on the link for later.
+                        self.count_drop("rx_no_buffer");
+                        break;
+                    }
+                };
+                interface.counters.rx_frames += 1;
+                interface.counters.rx_bytes += packet.len() as u64;
+                self.link_input(now, InterfaceId(index), packet);
+            }
+        }
+    }
+
+    fn socket_output(&mut self, now: Instant) {
+        for index in 0..self.udp.len() {
+            while let Some(datagram) = self.udp[index].dequeue_outgoing() {
+                let flow = self.udp[index].flow();
+                self.udp_output(now, flow, datagram);
+            }
+        }
+        for index in 0..self.raw.len() {
+            while let Some(packet) = self.raw[index].dequeue_outgoing() {
+                let flow = self.raw[index].flow();
+                let protocol = self.raw[index].protocol();
+                self.raw_output(now, flow, protocol, packet);
+            }
+        }
+    }
+
+    fn poll_timers(&mut self, now: Instant) {
+        for index in 0..self.interfaces.len() {
+            let id = InterfaceId(index);
+            let actions = self.interfaces[index].v6.addresses.poll(now);
+            self.address_actions(now, id, actions);
+            let actions = self.interfaces[index].v6.neighbors.poll(now);
+            self.neighbor_actions(now, id, actions);
+            let actions = self.interfaces[index].v6.mld.poll(now);
+            self.mld_actions(now, id, actions);
+            self.poll_advertiser(now, id);
+            if let Some(v4) = &mut self.interfaces[index].v4 {
+                let actions = v4.arp.poll(now);
+                self.arp_actions(now, id, actions);
+            }
+        }
+        for expired in self.reassembly6.poll(now) {
+            self.reassembly6_expired(now, expired);
+        }
+        for expired in self.reassembly4.poll(now) {
+            self.reassembly4_expired(now, expired);
+        }
+        let _ = self.routes6.poll(now);
+        let _ = self.routes4.poll(now);
+        let _ = self.dest6.poll(now);
+        let _ = self.dest4.poll(now);
+    }
+
+    // ----- Link input ------------------------------------------------------
+
+    fn link_input(&mut self, now: Instant, interface: InterfaceId, mut packet: Packet) {
+        let _span = probe::span(
+            crate::probes::LINK_RECEIVE_ENTER,
+            crate::probes::LINK_RECEIVE_EXIT,
+            packet.len() as u32,
+            packet.flow(),
+            interface.0 as u64,
+        );
+        let medium = self.interfaces[interface.0].medium;
+        let mut link_multicast = false;
+        let ethertype = match medium {
+            crate::phy::Medium::Ethernet => {
+                let Some(frame) = packet.parts().next() else {
+                    self.count_drop("ethernet_truncated");
+                    return;
+                };
+                let Ok(frame) = wire::ethernet::EthernetFrame::new_checked(frame) else {
+                    self.count_drop("ethernet_truncated");
+                    return;
+                };
+                let dst = frame.dst_addr();
+                let ours = &self.interfaces[interface.0];
+                if dst != ours.mac
+                    && !dst.is_broadcast()
+                    && !self.accepts_multicast_mac(interface, dst)
+                {
+                    self.count_drop("ethernet_not_for_us");
+                    return;
+                }
+                link_multicast = dst.is_multicast();
+                let ethertype = frame.ethertype();
+                if packet.strip(wire::ethernet::HEADER_LEN).is_err() {
+                    self.count_drop("ethernet_truncated");
+                    return;
+                }
+                ethertype
+            }
+            crate::phy::Medium::Ip => match packet.parts().next().and_then(|p| p.first()) {
+                Some(byte) if byte >> 4 == 6 => wire::ethernet::EtherType::Ipv6,
+                Some(byte) if byte >> 4 == 4 => wire::ethernet::EtherType::Ipv4,
+                _ => {
+                    self.count_drop("ip_bad_version");
+                    return;
+                }
+            },
+        };
+        match ethertype {
+            wire::ethernet::EtherType::Arp => self.arp_input(now, interface, &packet),
+            wire::ethernet::EtherType::Ipv6 | wire::ethernet::EtherType::Ipv4 => {
+                if self.input.len() >= INPUT_QUEUE_LIMIT {
+                    self.count_drop("ip_input_queue_full");
+                    return;
+                }
+                probe::record(
+                    crate::probes::IP_INPUT_QUEUE_ENQUEUE,
+                    packet.len() as u32,
+                    packet.flow(),
+                    interface.0 as u64,
+                );
+                self.input.push_back(Received {
+                    interface,
+                    packet,
+                    link_multicast,
+                });
+            }
+            _ => self.count_drop("ethertype_unsupported"),
+        }
+    }
+
+    /// Whether a multicast MAC maps a group the interface listens to
+    /// (RFC 2464 §7: 33:33 and the group's last 32 bits).
+    fn accepts_multicast_mac(&self, interface: InterfaceId, mac: EthernetAddress) -> bool {
+        let bytes = mac.0;
+        if bytes[0] != 0x33 || bytes[1] != 0x33 {
+            return false;
+        }
+        self.interfaces[interface.0]
+            .v6
+            .mld
+            .groups()
+            .iter()
+            .any(|g| g.group.octets()[12..] == bytes[2..])
+    }
+
+    fn ip_input(&mut self, now: Instant, received: Received) {
+        let version = received
+            .packet
+            .parts()
+            .next()
+            .and_then(|p| p.first())
+            .map(|b| b >> 4);
+        match version {
+            Some(6) => self.ipv6_input(now, received),
+            Some(4) => self.ipv4_input(now, received),
+            _ => self.count_drop("ip_bad_version"),
+        }
+    }
+}
+
+/// The modified EUI-64 interface identifier of a MAC (RFC 4291 §2.5.1).
+fn wire_interface_id(mac: EthernetAddress) -> [u8; 8] {
+    crate::iface::address::modified_eui64(mac.0)
+}
+
+/// Draws a duration uniformly from `[0, max)`.
+fn random_delay(rng: &mut SplitMix64, max: Duration) -> Duration {
+    let nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
+    if nanos == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_nanos(rng.next_u64() % nanos)
+}

@@ -1,0 +1,230 @@
+//! One interface of a host: its link, its IPv6 state (NTEs, neighbour
+//! cache, MLD listener, and in router mode the advertising state), its
+//! optional IPv4 address with the ARP cache, and the interface queue of
+//! frames waiting for the link (DESIGN.md: the third of the four queues).
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use wire::ethernet::EthernetAddress;
+
+use crate::buffer::Packet;
+use crate::iface::address::InterfaceAddresses;
+use crate::iface::arp::ArpCache;
+use crate::iface::mld::MldListener;
+use crate::iface::neighbor::NeighborCache;
+use crate::iface::route::InterfaceId;
+use crate::phy::{Link, Medium};
+use crate::probes::{INTERFACE_QUEUE_DEQUEUE, INTERFACE_QUEUE_ENQUEUE};
+use crate::time::Instant;
+
+/// Frames the interface queue holds at most; more are tail-dropped.
+pub const DEFAULT_QUEUE_FRAMES: usize = 1024;
+
+/// RFC 4861 §6.2.1 defaults for an advertising interface.
+pub const MAX_RTR_ADV_INTERVAL: Duration = Duration::from_secs(600);
+/// MinRtrAdvInterval default: 0.33 × MaxRtrAdvInterval (RFC 4861 §6.2.1).
+pub const MIN_RTR_ADV_INTERVAL: Duration = Duration::from_secs(198);
+/// RFC 4861 §10: the first few unsolicited advertisements come faster.
+pub const MAX_INITIAL_RTR_ADVERT_INTERVAL: Duration = Duration::from_secs(16);
+pub const MAX_INITIAL_RTR_ADVERTISEMENTS: u32 = 3;
+/// RFC 4861 §10: a solicited advertisement waits up to this long.
+pub const MAX_RA_DELAY_TIME: Duration = Duration::from_millis(500);
+/// AdvDefaultLifetime: 3 × MaxRtrAdvInterval (RFC 4861 §6.2.1).
+pub const ADV_DEFAULT_LIFETIME: u16 = 1800;
+
+/// A prefix an advertising interface puts in its Router Advertisements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdvertisedPrefix {
+    pub prefix: Ipv6Addr,
+    pub prefix_len: u8,
+    pub valid_lifetime: u32,
+    pub preferred_lifetime: u32,
+    pub on_link: bool,
+    pub autonomous: bool,
+}
+
+/// Router mode on one interface (RFC 4861 §6.2).
+#[derive(Debug, Clone)]
+pub struct Advertiser {
+    pub prefixes: Vec<AdvertisedPrefix>,
+    /// Unsolicited advertisements sent so far.
+    pub sent: u32,
+    /// When the next one goes out (unsolicited or answering a solicitation).
+    pub next: Option<Instant>,
+    /// When the last one went out: RFC 4861 §6.2.6 keeps multicast
+    /// advertisements at least MIN_DELAY_BETWEEN_RAS apart.
+    pub last: Option<Instant>,
+}
+
+/// The IPv4 side of an interface.
+pub struct Ipv4Interface {
+    pub address: Ipv4Addr,
+    pub prefix_len: u8,
+    pub arp: ArpCache<Packet>,
+}
+
+impl Ipv4Interface {
+    /// Whether `addr` is on this interface's subnet.
+    pub fn contains(&self, addr: Ipv4Addr) -> bool {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len.min(32)))
+            .unwrap_or(0);
+        u32::from(self.address) & mask == u32::from(addr) & mask
+    }
+
+    /// The subnet's directed broadcast address (none for /31 and /32).
+    pub fn broadcast(&self) -> Option<Ipv4Addr> {
+        if self.prefix_len >= 31 {
+            return None;
+        }
+        let mask = u32::MAX << (32 - u32::from(self.prefix_len));
+        Some(Ipv4Addr::from(u32::from(self.address) | !mask))
+    }
+}
+
+/// The IPv6 side of an interface (RFC 4861 §5.1 conceptual model).
+pub struct Ipv6Interface {
+    /// NTEs, Prefix List and Router List.
+    pub addresses: InterfaceAddresses,
+    /// NCEs.
+    pub neighbors: NeighborCache<Ipv6Addr, EthernetAddress, Packet>,
+    pub mld: MldListener,
+    /// The link MTU for IPv6: the link's, or less if an RA said so
+    /// (RFC 4861 §6.3.4).
+    pub mtu: usize,
+    /// Cur Hop Limit (RFC 4861 §6.3.2), 64 until an RA says otherwise.
+    pub hop_limit: u8,
+    /// Set in router mode.
+    pub advertiser: Option<Advertiser>,
+}
+
+/// Counters of an interface.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InterfaceCounters {
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    /// Frames refused by the link (queue full, too big).
+    pub tx_link_errors: u64,
+    /// Frames tail-dropped because the interface queue was full.
+    pub queue_drops: u64,
+    pub queue_high_water: usize,
+}
+
+/// One interface.
+pub struct Interface {
+    pub id: InterfaceId,
+    pub name: String,
+    pub link: Box<dyn Link>,
+    pub medium: Medium,
+    pub mac: EthernetAddress,
+    pub v6: Ipv6Interface,
+    pub v4: Option<Ipv4Interface>,
+    queue: VecDeque<Packet>,
+    queue_limit: usize,
+    pub counters: InterfaceCounters,
+    /// Manual IPv6 addresses, configured (with DAD) when the host starts.
+    pub(crate) pending_manual: Vec<crate::topology::Ipv6Cidr>,
+}
+
+impl Interface {
+    pub fn new(
+        id: InterfaceId,
+        name: String,
+        link: Box<dyn Link>,
+        mac: EthernetAddress,
+        v6: Ipv6Interface,
+        v4: Option<Ipv4Interface>,
+    ) -> Self {
+        Self {
+            id,
+            name,
+            medium: link.medium(),
+            link,
+            mac,
+            v6,
+            v4,
+            queue: VecDeque::new(),
+            queue_limit: DEFAULT_QUEUE_FRAMES,
+            counters: InterfaceCounters::default(),
+            pending_manual: Vec::new(),
+        }
+    }
+
+    /// The link MTU.
+    pub fn link_mtu(&self) -> usize {
+        self.link.mtu()
+    }
+
+    /// Frames waiting in the interface queue.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Puts a finished frame on the interface queue, or drops it (counted)
+    /// when the queue is full.
+    pub fn enqueue(&mut self, frame: Packet) {
+        if self.queue.len() >= self.queue_limit {
+            self.counters.queue_drops += 1;
+            return;
+        }
+        probe::record(
+            INTERFACE_QUEUE_ENQUEUE,
+            frame.len() as u32,
+            frame.flow(),
+            self.id.0 as u64,
+        );
+        self.queue.push_back(frame);
+        self.counters.queue_high_water = self.counters.queue_high_water.max(self.queue.len());
+    }
+
+    /// Hands every queued frame to the link; the link tail-drops what it
+    /// cannot take (counted by the link and here).
+    pub fn transmit_queued(&mut self, now: Instant) {
+        while let Some(frame) = self.queue.pop_front() {
+            let len = frame.len();
+            probe::record(
+                INTERFACE_QUEUE_DEQUEUE,
+                len as u32,
+                frame.flow(),
+                self.id.0 as u64,
+            );
+            let _span = probe::span(
+                crate::probes::LINK_TRANSMIT_ENTER,
+                crate::probes::LINK_TRANSMIT_EXIT,
+                len as u32,
+                frame.flow(),
+                self.id.0 as u64,
+            );
+            // Scatter-gather: at most a head and a few payload segments.
+            let mut parts: [&[u8]; 8] = [&[]; 8];
+            let mut count = 0;
+            let mut overflow = false;
+            for part in frame.parts() {
+                if count == parts.len() {
+                    overflow = true;
+                    break;
+                }
+                parts[count] = part;
+                count += 1;
+            }
+            let result = if overflow {
+                let mut flat = Vec::with_capacity(len);
+                frame.parts().for_each(|p| flat.extend_from_slice(p));
+                self.link.transmit(now, &[&flat])
+            } else {
+                self.link.transmit(now, &parts[..count])
+            };
+            match result {
+                Ok(()) => {
+                    self.counters.tx_frames += 1;
+                    self.counters.tx_bytes += len as u64;
+                }
+                Err(_) => self.counters.tx_link_errors += 1,
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Runners: what drives hosts' [`poll`](crate::iface::host::Host::poll)
+//! (DESIGN.md, "Runners").
+//!
+//! * [`Simulator`]: every host of a topology in one thread on a virtual
+//!   clock. The same topology and seed give the same run, packet for
+//!   packet; tests and the tools use it.
+//! * [`threaded`]: a thread per host on the real clock, for measurement.
+//!
+//! Both build their network from a [`Topology`] the same way
+//! ([`NetworkBuilder`]): one virtual wire per topology wire, an optional
+//! pcapng capture per interface, and a host per node.
+
+mod simulator;
+pub mod threaded;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+pub use simulator::{SimError, Simulator};
+
+use crate::iface::host::{Host, HostConfig, HostError, InterfaceConfig, StaticRoute};
+use crate::iface::interface::AdvertisedPrefix;
+use crate::phy::{Captured, Link, Loopback, VirtualWire};
+use crate::topology::{Node, NodeKind, Topology};
+
+/// Flow ids of node `i` start at `(i + 1) << FLOW_BITS`, so flows of
+/// different hosts never collide in one trace.
+pub const FLOW_BITS: u32 = 20;
+
+/// Why a network could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("wire {index}: {source}")]
+    Wire {
+        index: usize,
+        source: crate::phy::ConfigError,
+    },
+    #[error("capture file {path}: {source}")]
+    Capture {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("node {node}: {source}")]
+    Host { node: String, source: HostError },
+}
+
+/// The links of every interface of a topology, ready to hand to hosts
+/// (possibly on other threads: every link is `Send`).
+pub struct NetworkBuilder {
+    links: HashMap<(String, String), Box<dyn Link + Send>>,
+}
+
+impl NetworkBuilder {
+    /// One virtual wire per topology wire; with `pcap_dir`, each interface
+    /// writes `NODE-INTERFACE.pcapng` there.
+    pub fn new(topology: &Topology, pcap_dir: Option<&Path>) -> Result<Self, BuildError> {
+        let mut links: HashMap<(String, String), Box<dyn Link + Send>> = HashMap::new();
+        for (index, (wire, config)) in topology.wire_configs().enumerate() {
+            let (a, b) =
+                VirtualWire::pair(config).map_err(|source| BuildError::Wire { index, source })?;
+            for (end, endpoint) in [(a, &wire.a), (b, &wire.b)] {
+                let link = capture(end, pcap_dir, &endpoint.node, &endpoint.interface)?;
+                links.insert((endpoint.node.clone(), endpoint.interface.clone()), link);
+            }
+        }
+        Ok(Self { links })
+    }
+
+    /// Builds node `index` of `topology`, taking its links.
+    pub fn host(&mut self, topology: &Topology, index: usize) -> Result<Host, BuildError> {
+        let node = &topology.nodes()[index];
+        let interfaces = node
+            .interfaces
+            .iter()
+            .map(|spec| {
+                let link: Box<dyn Link> =
+                    match self.links.remove(&(node.name.clone(), spec.name.clone())) {
+                        Some(link) => link,
+                        // An interface without a wire: a loopback of its MTU.
+                        None => Box::new(Loopback::with_limits(spec.mtu, 64).unwrap_or_default()),
+                    };
+                InterfaceConfig {
+                    name: spec.name.clone(),
+                    link,
+                    mac: spec.mac,
+                    ipv4: spec.ipv4,
+                    ipv6: spec.ipv6.clone(),
+                    advertise: spec
+                        .advertise
+                        .iter()
+                        .map(|a| AdvertisedPrefix {
+                            prefix: a.prefix.network(),
+                            prefix_len: a.prefix.prefix_len,
+                            valid_lifetime: a.valid_lifetime,
+                            preferred_lifetime: a.preferred_lifetime,
+                            on_link: a.on_link,
+                            autonomous: a.autonomous,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        build_host(topology, index, node, interfaces)
+    }
+}
+
+fn build_host(
+    topology: &Topology,
+    index: usize,
+    node: &Node,
+    interfaces: Vec<InterfaceConfig>,
+) -> Result<Host, BuildError> {
+    let mut config = HostConfig::new(&node.name, node.kind == NodeKind::Router);
+    config.seed = crate::random::SplitMix64::nth(topology.seed(), index as u64 + 1);
+    config.flow_base = (index as u32 + 1) << FLOW_BITS;
+    let routes: Vec<StaticRoute> = node
+        .routes
+        .iter()
+        .map(|r| StaticRoute {
+            to: r.to,
+            via: r.via,
+        })
+        .collect();
+    Host::new(config, interfaces, &routes).map_err(|source| BuildError::Host {
+        node: node.name.clone(),
+        source,
+    })
+}
+
+fn capture<L: Link + Send + 'static>(
+    link: L,
+    pcap_dir: Option<&Path>,
+    node: &str,
+    interface: &str,
+) -> Result<Box<dyn Link + Send>, BuildError> {
+    let Some(dir) = pcap_dir else {
+        return Ok(Box::new(link));
+    };
+    let path = dir.join(format!("{node}-{interface}.pcapng"));
+    let file = File::create(&path).map_err(|source| BuildError::Capture { path, source })?;
+    Ok(Box::new(Captured::new(
+        link,
+        BufWriter::new(file),
+        &format!("{node}:{interface}"),
+    )))
+}

@@ -1,0 +1,137 @@
+//! The simulator: every host of a topology in one thread, on a virtual
+//! clock that jumps from one deadline to the next. Nothing reads the real
+//! clock and every random choice is seeded, so a topology replays the same
+//! run, packet for packet.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{BuildError, NetworkBuilder};
+use crate::iface::host::Host;
+use crate::time::Instant;
+use crate::topology::Topology;
+
+/// Polls at one instant at most this many rounds: a bound against a host
+/// that keeps reporting work without making progress.
+const MAX_ROUNDS_PER_INSTANT: usize = 10_000;
+
+/// Why a simulation could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Build(#[from] BuildError),
+}
+
+/// Hosts and wires on a virtual clock.
+pub struct Simulator {
+    now: Instant,
+    hosts: Vec<Host>,
+    /// Instants at which the round bound cut polling short.
+    stalls: u64,
+}
+
+impl Simulator {
+    /// Builds every node of `topology`; with `pcap_dir`, every interface
+    /// writes a pcapng capture there.
+    pub fn new(topology: &Topology, pcap_dir: Option<&Path>) -> Result<Self, SimError> {
+        let mut builder = NetworkBuilder::new(topology, pcap_dir)?;
+        let hosts = (0..topology.nodes().len())
+            .map(|index| builder.host(topology, index))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            now: Instant::ZERO,
+            hosts,
+            stalls: 0,
+        })
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
+    pub fn host(&self, name: &str) -> Option<&Host> {
+        self.hosts.iter().find(|h| h.name() == name)
+    }
+
+    pub fn host_mut(&mut self, name: &str) -> Option<&mut Host> {
+        self.hosts.iter_mut().find(|h| h.name() == name)
+    }
+
+    /// How often polling at one instant hit its round bound.
+    pub fn stalls(&self) -> u64 {
+        self.stalls
+    }
+
+    /// Polls every host with work at the current instant until none has.
+    fn settle(&mut self) {
+        for _ in 0..MAX_ROUNDS_PER_INSTANT {
+            let mut busy = false;
+            for host in &mut self.hosts {
+                if host.next_deadline(self.now).is_some_and(|t| t <= self.now) {
+                    host.poll(self.now);
+                    busy = true;
+                }
+            }
+            if !busy {
+                return;
+            }
+        }
+        self.stalls += 1;
+    }
+
+    /// The earliest deadline of any host, if any.
+    fn next_deadline(&self) -> Option<Instant> {
+        self.hosts
+            .iter()
+            .filter_map(|h| h.next_deadline(self.now))
+            .min()
+    }
+
+    /// Runs until the virtual clock reaches `end`.
+    pub fn run_until(&mut self, end: Instant) {
+        loop {
+            self.settle();
+            match self.next_deadline() {
+                Some(next) if next <= end => self.now = next.max(self.now),
+                _ => {
+                    self.now = end.max(self.now);
+                    self.settle();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs for `duration` of virtual time.
+    pub fn run_for(&mut self, duration: Duration) {
+        self.run_until(self.now + duration);
+    }
+
+    /// Runs until `done` holds (checked after every instant with work) or
+    /// `limit` of virtual time has passed; returns whether `done` held.
+    pub fn run_until_with(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut(&mut Simulator) -> bool,
+    ) -> bool {
+        let end = self.now + limit;
+        loop {
+            self.settle();
+            if done(self) {
+                return true;
+            }
+            match self.next_deadline() {
+                Some(next) if next <= end => self.now = next.max(self.now),
+                _ => {
+                    self.now = end.max(self.now);
+                    self.settle();
+                    return done(self);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! UDP sockets (RFC 768): datagrams in, datagrams out, no connection.
+//!
+//! The socket only queues payloads; the host adds and checks the UDP
+//! header (checksum rules included) and chooses routes and source
+//! addresses.
+
+use std::net::SocketAddr;
+
+use probe::Flow;
+
+use super::{probe_len, BoundedQueue, Entry, SendError, SocketCounters};
+use crate::buffer::{Packet, PacketError, Pool};
+use crate::probes::{
+    RECV_QUEUE_DEQUEUE, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE,
+    SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER, SOCKET_SEND_EXIT,
+};
+
+/// Bounds of a UDP socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpConfig {
+    /// Datagrams the send queue holds before sends are refused.
+    pub send_queue_datagrams: usize,
+    /// Datagrams the receive queue holds before arrivals are dropped.
+    pub recv_queue_datagrams: usize,
+    /// Payload bytes the receive queue holds before arrivals are dropped
+    /// (like `SO_RCVBUF`); a datagram larger than this is never accepted.
+    pub recv_queue_bytes: usize,
+    /// Largest payload accepted for sending.
+    pub max_datagram: usize,
+}
+
+impl Default for UdpConfig {
+    /// 64 datagrams each way, 256 KiB received, and the largest payload
+    /// an IPv4 datagram can carry (65 535 - 20 - 8 = 65 507 bytes).
+    fn default() -> Self {
+        Self {
+            send_queue_datagrams: 64,
+            recv_queue_datagrams: 64,
+            recv_queue_bytes: 256 * 1024,
+            max_datagram: 65_507,
+        }
+    }
+}
+
+/// A datagram the application sent, as the host takes it.
+#[derive(Debug)]
+pub struct OutgoingDatagram {
+    /// The socket's bound address, if any, when the host took the
+    /// datagram (so an ephemeral port assigned after the send applies).
+    pub local: Option<SocketAddr>,
+    pub remote: SocketAddr,
+    /// The payload alone; the host prepends the headers into its headroom.
+    pub payload: Packet,
+    /// The hop limit set on the socket at the time of the send, if any.
+    pub hop_limit: Option<u8>,
+}
+
+/// A datagram the host received for this socket.
+#[derive(Debug)]
+pub struct ReceivedDatagram {
+    pub remote: SocketAddr,
+    /// The destination it arrived at.
+    pub local: SocketAddr,
+    /// The payload, UDP header stripped; possibly a segment chain
+    /// (reassembled fragments).
+    pub payload: Packet,
+}
+
+/// A queued outgoing datagram, before the host fills in `local`.
+#[derive(Debug)]
+struct Queued {
+    remote: SocketAddr,
+    payload: Packet,
+    hop_limit: Option<u8>,
+}
+
+/// A UDP socket: its binding, options, queues and counters.
+pub struct UdpSocket {
+    config: UdpConfig,
+    flow: Flow,
+    local: Option<SocketAddr>,
+    hop_limit: Option<u8>,
+    send_queue: BoundedQueue<Queued>,
+    recv_queue: BoundedQueue<ReceivedDatagram>,
+    /// Message numbers: the `aux` pairing a queue's enqueue and dequeue.
+    send_seq: u64,
+    recv_seq: u64,
+    counters: SocketCounters,
+}
+
+impl UdpSocket {
+    pub fn new(config: UdpConfig, flow: Flow) -> Self {
+        Self {
+            config,
+            flow,
+            local: None,
+            hop_limit: None,
+            // Sends are bounded by count; each is at most max_datagram.
+            send_queue: BoundedQueue::new(config.send_queue_datagrams, usize::MAX),
+            recv_queue: BoundedQueue::new(config.recv_queue_datagrams, config.recv_queue_bytes),
+            send_seq: 0,
+            recv_seq: 0,
+            counters: SocketCounters::default(),
+        }
+    }
+
+    /// Binds to `local`. Port 0 asks the host for an ephemeral port, which
+    /// it sets with [`set_local_port`](Self::set_local_port); an
+    /// unspecified address receives on every address of its family.
+    pub fn bind(&mut self, local: SocketAddr) {
+        self.local = Some(local);
+    }
+
+    pub fn local(&self) -> Option<SocketAddr> {
+        self.local
+    }
+
+    /// The host's ephemeral port assignment. An unbound socket has no
+    /// family yet, so the host binds it with [`bind`](Self::bind) instead;
+    /// here it is left unchanged.
+    pub fn set_local_port(&mut self, port: u16) {
+        if let Some(local) = &mut self.local {
+            local.set_port(port);
+        }
+    }
+
+    pub fn flow(&self) -> Flow {
+        self.flow
+    }
+
+    /// The per-flow trace gate (an `SO_LOG`-like option): with the probe
+    /// mode `traced_flows`, only traced sockets record.
+    pub fn set_traced(&mut self, traced: bool) {
+        self.flow.traced = traced;
+    }
+
+    /// The hop limit for datagrams sent from now on; `None` is the
+    /// host's default.
+    pub fn set_hop_limit(&mut self, hop_limit: Option<u8>) {
+        self.hop_limit = hop_limit;
+    }
+
+    pub fn hop_limit(&self) -> Option<u8> {
+        self.hop_limit
+    }
+
+    /// Queues a copy of `data` for `remote` (the application's write).
+    /// A socket bound to one family cannot send to the other.
+    pub fn send_to(
+        &mut self,
+        pool: &Pool,
+        data: &[u8],
+        remote: SocketAddr,
+    ) -> Result<(), SendError> {
+        self.send_seq += 1;
+        let aux = self.send_seq;
+        let flow = self.flow;
+        let len = data.len();
+        let _span = probe::span(
+            SOCKET_SEND_ENTER,
+            SOCKET_SEND_EXIT,
+            probe_len(len),
+            flow,
+            aux,
+        );
+        if len > self.config.max_datagram {
+            return Err(SendError::TooLarge {
+                len,
+                max: self.config.max_datagram,
+            });
+        }
+        if self
+            .local
+            .is_some_and(|local| local.is_ipv4() != remote.is_ipv4())
+        {
+            return Err(SendError::FamilyMismatch);
+        }
+        if self.send_queue.is_full() {
+            self.counters.send_queue_full += 1;
+            return Err(SendError::QueueFull);
+        }
+        let payload = Packet::from_payload(pool, flow, data).map_err(map_packet_error)?;
+        let entry = Entry {
+            item: Queued {
+                remote,
+                payload,
+                hop_limit: self.hop_limit,
+            },
+            len,
+            flow,
+            aux,
+        };
+        if self.send_queue.push(entry).is_err() {
+            // Checked above; kept so a full queue can never be overrun.
+            self.counters.send_queue_full += 1;
+            return Err(SendError::QueueFull);
+        }
+        self.counters.send_queue_high_water = self.send_queue.high_water;
+        probe::record(SEND_QUEUE_ENQUEUE, probe_len(len), flow, aux);
+        Ok(())
+    }
+
+    /// The host takes the oldest datagram to send.
+    pub fn dequeue_outgoing(&mut self) -> Option<OutgoingDatagram> {
+        let entry = self.send_queue.pop()?;
+        probe::record(
+            SEND_QUEUE_DEQUEUE,
+            probe_len(entry.len),
+            entry.flow,
+            entry.aux,
+        );
+        self.counters.sent_datagrams += 1;
+        self.counters.sent_bytes += entry.len;
+        let Queued {
+            remote,
+            payload,
+            hop_limit,
+        } = entry.item;
+        Some(OutgoingDatagram {
+            local: self.local,
+            remote,
+            payload,
+            hop_limit,
+        })
+    }
+
+    /// Whether a datagram arriving at `local` is for this socket: same
+    /// family and port, and the bound address is either unspecified
+    /// (the wildcard) or exactly `local`'s.
+    pub fn accepts(&self, local: SocketAddr) -> bool {
+        let Some(bound) = self.local else {
+            return false;
+        };
+        bound.is_ipv4() == local.is_ipv4()
+            && bound.port() == local.port()
+            && (bound.ip().is_unspecified() || bound.ip() == local.ip())
+    }
+
+    /// The host hands over a received datagram. It is dropped and counted
+    /// (returning `false`) if the receive queue is full by count or bytes.
+    /// The queue probes use this socket's flow, traced if either the
+    /// socket or the packet (trace option) is.
+    pub fn deliver(&mut self, mut datagram: ReceivedDatagram) -> bool {
+        let len = datagram.payload.len();
+        if !self.recv_queue.fits(len) {
+            self.counters.recv_queue_full += 1;
+            return false;
+        }
+        let flow = Flow::new(
+            self.flow.id,
+            self.flow.traced || datagram.payload.flow().traced,
+        );
+        datagram.payload.set_flow(flow);
+        self.recv_seq += 1;
+        let aux = self.recv_seq;
+        let entry = Entry {
+            item: datagram,
+            len,
+            flow,
+            aux,
+        };
+        if self.recv_queue.push(entry).is_err() {
+            self.counters.recv_queue_full += 1;
+            return false;
+        }
+        self.counters.received_datagrams += 1;
+        self.counters.received_bytes += len;
+        self.counters.recv_queue_high_water = self.recv_queue.high_water;
+        probe::record(RECV_QUEUE_ENQUEUE, probe_len(len), flow, aux);
+        true
+    }
+
+    /// The application's read: copies the oldest datagram into `out` and
+    /// returns the bytes copied and the sender. As on any datagram socket,
+    /// what does not fit `out` is discarded.
+    pub fn recv_from(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr)> {
+        let (flow, aux) = self.recv_queue.front().map(|e| (e.flow, e.aux))?;
+        let mut span = probe::span(
+            SOCKET_RECV_ENTER,
+            SOCKET_RECV_EXIT,
+            probe_len(out.len()),
+            flow,
+            aux,
+        );
+        let datagram = self.recv()?;
+        let copied = datagram.payload.copy_out(0, out);
+        span.set_len(probe_len(copied));
+        Some((copied, datagram.remote))
+    }
+
+    /// Takes the oldest received datagram without copying it.
+    pub fn recv(&mut self) -> Option<ReceivedDatagram> {
+        let entry = self.recv_queue.pop()?;
+        probe::record(
+            RECV_QUEUE_DEQUEUE,
+            probe_len(entry.len),
+            entry.flow,
+            entry.aux,
+        );
+        Some(entry.item)
+    }
+
+    pub fn send_queue_len(&self) -> usize {
+        self.send_queue.len()
+    }
+
+    pub fn recv_queue_len(&self) -> usize {
+        self.recv_queue.len()
+    }
+
+    pub fn counters(&self) -> SocketCounters {
+        self.counters
+    }
+
+    pub fn config(&self) -> &UdpConfig {
+        &self.config
+    }
+}
+
+impl std::fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("flow", &self.flow)
+            .field("local", &self.local)
+            .field("send_queue", &self.send_queue.len())
+            .field("recv_queue", &self.recv_queue.len())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+/// A copy into the pool can only fail for lack of buffers.
+pub(super) fn map_packet_error(_: PacketError) -> SendError {
+    SendError::PoolExhausted
+}
