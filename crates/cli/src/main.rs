@@ -1,6 +1,7 @@
 //! `stackscope`: measure where time goes inside a network protocol stack.
 
 mod calibrate;
+mod network;
 mod throughput;
 mod trace;
 
@@ -41,6 +42,25 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Inspect a probe trace file and convert it to CSV or Perfetto JSON.
     Trace(trace::TraceArgs),
+    /// Ping a host of a simulated network from another (ICMPv6 or ICMPv4
+    /// Echo through the reference stack, on the simulator's virtual clock).
+    ///
+    /// With --json: {"destination", "sent", "received", "rtt_us": [..]}.
+    #[command(verbatim_doc_comment)]
+    Ping(network::PingArgs),
+    /// List the routers between two hosts of a simulated network (UDP
+    /// probes with growing hop limits; Time Exceeded from each router, Port
+    /// Unreachable from the destination).
+    ///
+    /// With --json: {"destination", "hops": [{"ttl", "addr"}], "reached"}.
+    #[command(verbatim_doc_comment)]
+    Traceroute(network::TracerouteArgs),
+    /// Show a host's network-layer state after a simulated run:
+    /// interfaces with their NTEs (addresses, DAD state, lifetimes) and ADEs,
+    /// neighbour caches with NUD states, routes, the destination cache with
+    /// path MTUs, prefix and router lists, counters and drops per reason.
+    #[command(verbatim_doc_comment)]
+    Ipv6(network::Ipv6Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,5 +68,8 @@ fn main() -> anyhow::Result<()> {
     match &cli.command {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Ping(args) => network::ping(args),
+        Command::Traceroute(args) => network::traceroute(args),
+        Command::Ipv6(args) => network::ipv6(args),
     }
 }

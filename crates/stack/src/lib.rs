@@ -11,4 +11,5 @@ pub mod random;
 pub mod runner;
 pub mod socket;
 pub mod time;
+pub mod tools;
 pub mod topology;

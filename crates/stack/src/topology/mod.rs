@@ -271,52 +271,8 @@ pub fn derived_wire_seed(seed: u64, index: usize) -> u64 {
     crate::random::SplitMix64::nth(seed, index as u64)
 }
 
-/// The built-in default, `host-a — router — host-b` (topologies/default.toml
-/// says the same).
-const DEFAULT_NETWORK: &str = r#"
-seed = 0
-
-[[host]]
-name = "host-a"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "192.0.2.1"
-
-[[host]]
-name = "host-b"
-[[host.interface]]
-name = "eth0"
-ipv4 = "198.51.100.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "198.51.100.1"
-
-[[router]]
-name = "router"
-[[router.interface]]
-name = "eth0"
-ipv4 = "192.0.2.1/24"
-ipv6 = ["2001:db8:a::1/64"]
-[[router.interface.advertise]]
-prefix = "2001:db8:a::/64"
-[[router.interface]]
-name = "eth1"
-ipv4 = "198.51.100.1/24"
-ipv6 = ["2001:db8:b::1/64"]
-[[router.interface.advertise]]
-prefix = "2001:db8:b::/64"
-
-[[wire]]
-a = "host-a:eth0"
-b = "router:eth0"
-
-[[wire]]
-a = "router:eth1"
-b = "host-b:eth0"
-"#;
+/// The built-in default, `host-a — router — host-b`: topologies/default.toml.
+const DEFAULT_NETWORK: &str = include_str!("../../../../topologies/default.toml");
 
 const PRINTED_HEADER: &str = "\
 # A stackscope topology (see `stack::topology` for every key).

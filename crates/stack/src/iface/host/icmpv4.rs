@@ -100,21 +100,20 @@ impl Host {
                     self.counters.echo_replies_sent += 1;
                 }
             }
+            // RFC 1191 §3: lower the PMTU of the invoking packet's
+            // destination (68 bytes at least, RFC 791).
             Icmpv4Repr::DstUnreachable {
                 reason: wire::icmpv4::Icmpv4DstUnreachable::FragRequired,
                 next_hop_mtu,
                 invoking,
-            } => {
-                // RFC 1191 §3: lower the PMTU of the invoking packet's
-                // destination (68 bytes at least, RFC 791).
-                if invoking.len() >= wire::ipv4::HEADER_LEN && invoking[0] >> 4 == 4 {
-                    let dst = wire::ipv4::Ipv4Packet::new_unchecked(invoking).dst_addr();
-                    if next_hop_mtu >= 68 {
-                        let _ = self
-                            .dest4
-                            .on_packet_too_big(now, dst, u32::from(next_hop_mtu));
-                    }
-                }
+            } if next_hop_mtu >= 68
+                && invoking.len() >= wire::ipv4::HEADER_LEN
+                && invoking[0] >> 4 == 4 =>
+            {
+                let dst = wire::ipv4::Ipv4Packet::new_unchecked(invoking).dst_addr();
+                let _ = self
+                    .dest4
+                    .on_packet_too_big(now, dst, u32::from(next_hop_mtu));
             }
             _ => {}
         }

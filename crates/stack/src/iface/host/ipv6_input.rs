@@ -413,7 +413,7 @@ impl Host {
         let payload_len = packet.len() - payload_start;
         // RFC 8200 §4.5: a fragment with M set whose length is not a
         // multiple of 8 gets Parameter Problem code 0 at Payload Length.
-        if fragment.more_frags && payload_len % 8 != 0 {
+        if fragment.more_frags && !payload_len.is_multiple_of(8) {
             self.count_drop("ipv6_fragment_bad_length");
             self.send_icmpv6_error(
                 now,

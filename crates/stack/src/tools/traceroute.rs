@@ -1,0 +1,160 @@
+//! `traceroute`: UDP probes with growing hop limits to unlikely ports; each
+//! router on the path answers Time Exceeded, the destination Port
+//! Unreachable (RFC 1393's classic method, RFC 4443 §3.3 and §3.1).
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use serde::Serialize;
+use wire::ip::IpProtocol;
+
+use super::{resolve, unspecified_like, Family, ToolError};
+use crate::runner::Simulator;
+use crate::socket::{RawFamily, UdpConfig};
+
+/// The first destination port, as in the classic traceroute.
+pub const BASE_PORT: u16 = 33434;
+
+/// What `traceroute` does.
+#[derive(Debug, Clone)]
+pub struct TracerouteOptions {
+    pub max_hops: u8,
+    /// How long to wait for each hop's answer.
+    pub wait: Duration,
+    pub family: Family,
+}
+
+impl Default for TracerouteOptions {
+    fn default() -> Self {
+        Self {
+            max_hops: 30,
+            wait: Duration::from_secs(3),
+            family: Family::Any,
+        }
+    }
+}
+
+/// One hop: who answered the probe with this hop limit (`None`: nobody).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Hop {
+    pub ttl: u8,
+    pub addr: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TracerouteReport {
+    pub destination: String,
+    pub hops: Vec<Hop>,
+    pub reached: bool,
+}
+
+/// What an ICMP message said about one of our probes.
+enum Answer {
+    TimeExceeded(IpAddr),
+    Unreachable(IpAddr),
+}
+
+/// Traces the path from host `from` to `dest`.
+pub fn traceroute(
+    sim: &mut Simulator,
+    from: &str,
+    dest: &str,
+    options: &TracerouteOptions,
+) -> Result<TracerouteReport, ToolError> {
+    let target = resolve(sim, from, dest, options.family)?;
+    let host = sim
+        .host_mut(from)
+        .ok_or_else(|| ToolError::UnknownHost(from.to_string()))?;
+    let (family, protocol) = match target {
+        IpAddr::V6(_) => (RawFamily::Ipv6, IpProtocol::Icmpv6),
+        IpAddr::V4(_) => (RawFamily::Ipv4, IpProtocol::Icmp),
+    };
+    let icmp = host.raw_open(family, protocol);
+    let udp = host.udp_open(UdpConfig::default());
+    let local = host.udp_bind(udp, SocketAddr::new(unspecified_like(target), 0));
+    let mut hops = Vec::new();
+    let mut reached = false;
+    for ttl in 1..=options.max_hops {
+        let port = BASE_PORT.wrapping_add(u16::from(ttl) - 1);
+        let host = sim.host_mut(from).expect("checked above");
+        host.udp(udp).set_hop_limit(Some(ttl));
+        host.udp_send_to(udp, &[0u8; 32], SocketAddr::new(target, port))
+            .map_err(|e| ToolError::Send(e.to_string()))?;
+        let mut answer = None;
+        sim.run_until_with(options.wait, |sim| {
+            if let Some(host) = sim.host_mut(from) {
+                while let Some(packet) = host.raw(icmp).recv() {
+                    let mut bytes = vec![0u8; packet.payload.len().min(256)];
+                    packet.payload.copy_out(0, &mut bytes);
+                    if let Some(a) = classify(&bytes, packet.remote, local.port(), port) {
+                        answer = Some(a);
+                    }
+                }
+            }
+            answer.is_some()
+        });
+        match answer {
+            Some(Answer::TimeExceeded(addr)) => hops.push(Hop {
+                ttl,
+                addr: Some(addr.to_string()),
+            }),
+            Some(Answer::Unreachable(addr)) => {
+                hops.push(Hop {
+                    ttl,
+                    addr: Some(addr.to_string()),
+                });
+                reached = addr == target;
+                break;
+            }
+            None => hops.push(Hop { ttl, addr: None }),
+        }
+    }
+    Ok(TracerouteReport {
+        destination: target.to_string(),
+        hops,
+        reached,
+    })
+}
+
+/// Whether an ICMP message is about our probe from `src_port` to
+/// `dst_port`, and what it says. The invoking packet follows the 8-byte
+/// ICMP header: an IP header, then our UDP header.
+fn classify(message: &[u8], from: IpAddr, src_port: u16, dst_port: u16) -> Option<Answer> {
+    let (kind, code) = (*message.first()?, *message.get(1)?);
+    let invoking = message.get(8..)?;
+    let udp_at = match from {
+        IpAddr::V6(_) => {
+            // RFC 4443: type 3 Time Exceeded, type 1 code 4 Port Unreachable.
+            if !(kind == 3 || (kind == 1 && code == 4)) {
+                return None;
+            }
+            let ip = wire::ipv6::Ipv6Packet::new_unchecked(invoking);
+            if invoking.len() < wire::ipv6::HEADER_LEN || ip.next_header() != IpProtocol::Udp {
+                return None;
+            }
+            wire::ipv6::HEADER_LEN
+        }
+        IpAddr::V4(_) => {
+            // RFC 792: type 11 Time Exceeded, type 3 code 3 Port Unreachable.
+            if !(kind == 11 || (kind == 3 && code == 3)) {
+                return None;
+            }
+            let ihl = usize::from(invoking.first()? & 0x0f) * 4;
+            if invoking.get(9) != Some(&17) {
+                return None;
+            }
+            ihl
+        }
+    };
+    let udp = invoking.get(udp_at..udp_at + 4)?;
+    if u16::from_be_bytes([udp[0], udp[1]]) != src_port
+        || u16::from_be_bytes([udp[2], udp[3]]) != dst_port
+    {
+        return None;
+    }
+    Some(if kind == 3 && from.is_ipv6() || kind == 11 {
+        Answer::TimeExceeded(from)
+    } else {
+        Answer::Unreachable(from)
+    })
+}
