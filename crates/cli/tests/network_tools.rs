@@ -1,0 +1,162 @@
+//! The network tools end to end on the default topology: the issue's
+//! "done when" commands, their JSON shapes, captures and errors.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn stackscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stackscope"))
+        .args(args)
+        .output()
+        .expect("run stackscope")
+}
+
+fn stdout_json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "stackscope failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+#[test]
+fn ping_host_b_from_host_a_receives_three_of_three() {
+    let report = stdout_json(&stackscope(&[
+        "ping", "--from", "host-a", "-c", "3", "host-b", "--json",
+    ]));
+    assert_eq!(report["sent"], 3);
+    assert_eq!(report["received"], 3);
+    let rtts = report["rtt_us"].as_array().unwrap();
+    assert_eq!(rtts.len(), 3);
+    // Two links of 100 µs each way at least: 400 µs of round trip.
+    for rtt in rtts {
+        assert!(rtt.as_f64().unwrap() >= 400.0, "rtt {rtt}");
+    }
+    let destination = report["destination"].as_str().unwrap();
+    assert!(destination.starts_with("2001:db8:b:"), "{destination}");
+}
+
+#[test]
+fn ping_over_ipv4_and_with_fragmentation() {
+    let report = stdout_json(&stackscope(&["ping", "-4", "-c", "2", "host-b", "--json"]));
+    assert_eq!(report["destination"], "198.51.100.10");
+    assert_eq!(report["received"], 2);
+    for family in ["-4", "-6"] {
+        let report = stdout_json(&stackscope(&[
+            "ping", family, "-s", "4000", "-c", "2", "host-b", "--json",
+        ]));
+        assert_eq!(report["received"], 2, "{family}: {report}");
+    }
+}
+
+#[test]
+fn traceroute_reaches_host_b_in_two_hops() {
+    let report = stdout_json(&stackscope(&[
+        "traceroute",
+        "--from",
+        "host-a",
+        "host-b",
+        "--json",
+    ]));
+    assert_eq!(report["reached"], true);
+    let hops = report["hops"].as_array().unwrap();
+    assert_eq!(hops.len(), 2, "{report}");
+    assert_eq!(hops[0]["ttl"], 1);
+    assert_eq!(hops[0]["addr"], "2001:db8:a::1", "the router first");
+    assert_eq!(hops[1]["ttl"], 2);
+    assert_eq!(hops[1]["addr"], report["destination"], "then host-b");
+    let report = stdout_json(&stackscope(&["traceroute", "-4", "host-b", "--json"]));
+    assert_eq!(report["hops"][0]["addr"], "192.0.2.1");
+    assert_eq!(report["hops"][1]["addr"], "198.51.100.10");
+}
+
+#[test]
+fn ipv6_dump_shows_a_slaac_address_in_the_routers_prefix() {
+    let state = stdout_json(&stackscope(&["ipv6", "host-a", "--json"]));
+    assert_eq!(state["name"], "host-a");
+    let ntes = state["interfaces"][0]["ntes"].as_array().unwrap();
+    let slaac: Vec<&Value> = ntes.iter().filter(|n| n["origin"] == "slaac").collect();
+    assert_eq!(slaac.len(), 1, "{ntes:?}");
+    assert!(slaac[0]["address"]
+        .as_str()
+        .unwrap()
+        .starts_with("2001:db8:a:"));
+    assert_eq!(slaac[0]["state"], "PREFERRED");
+    let routes = state["ipv6_routes"].as_array().unwrap();
+    assert!(
+        routes
+            .iter()
+            .any(|r| r["prefix"] == "::/0" && r["origin"] == "ra"),
+        "{routes:?}"
+    );
+    let text = stackscope(&["ipv6", "router"]);
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("router (router)") && text.contains("advertising"),
+        "{text}"
+    );
+}
+
+#[test]
+fn pcap_writes_one_capture_per_interface() {
+    let dir = std::env::temp_dir().join(format!("stackscope-pcap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = stackscope(&["ping", "-c", "1", "host-b", "--pcap", dir.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "host-a-eth0.pcapng",
+            "host-b-eth0.pcapng",
+            "router-eth0.pcapng",
+            "router-eth1.pcapng"
+        ]
+    );
+    for name in &names {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        // A Section Header Block, and more than the headers alone.
+        assert_eq!(&bytes[..4], &[0x0a, 0x0d, 0x0d, 0x0a]);
+        assert!(bytes.len() > 200, "{name} holds no packets");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unknown_hosts_and_family_mismatches_are_clear_errors() {
+    let output = stackscope(&["ping", "host-z"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("host-z"));
+    let output = stackscope(&["ping", "--from", "nobody", "host-b"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nobody"));
+    let output = stackscope(&["ping", "-6", "198.51.100.10"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("IPv4"));
+}
+
+#[test]
+fn unreachable_destination_is_not_reached() {
+    // 2001:db8:c::1 is routed to the router, which has no route for it.
+    let report = stdout_json(&stackscope(&[
+        "traceroute",
+        "-m",
+        "3",
+        "2001:db8:c::1",
+        "--json",
+    ]));
+    assert_eq!(report["reached"], false);
+    let report = stdout_json(&stackscope(&["ping", "-c", "1", "2001:db8:c::1", "--json"]));
+    assert_eq!(report["received"], 0);
+}
