@@ -118,7 +118,7 @@ pub struct InterfaceCounters {
 pub struct Interface {
     pub id: InterfaceId,
     pub name: String,
-    pub link: Box<dyn Link>,
+    pub link: Box<dyn Link + Send>,
     pub medium: Medium,
     pub mac: EthernetAddress,
     pub v6: Ipv6Interface,
@@ -134,7 +134,7 @@ impl Interface {
     pub fn new(
         id: InterfaceId,
         name: String,
-        link: Box<dyn Link>,
+        link: Box<dyn Link + Send>,
         mac: EthernetAddress,
         v6: Ipv6Interface,
         v4: Option<Ipv4Interface>,

@@ -23,7 +23,7 @@ pub use simulator::{SimError, Simulator};
 use crate::iface::host::{Host, HostConfig, HostError, InterfaceConfig, StaticRoute};
 use crate::iface::interface::AdvertisedPrefix;
 use crate::phy::{Captured, Link, Loopback, VirtualWire};
-use crate::topology::{Node, NodeKind, Topology};
+use crate::topology::{NodeKind, Topology};
 
 /// Flow ids of node `i` start at `(i + 1) << FLOW_BITS`, so flows of
 /// different hosts never collide in one trace.
@@ -70,12 +70,18 @@ impl NetworkBuilder {
 
     /// Builds node `index` of `topology`, taking its links.
     pub fn host(&mut self, topology: &Topology, index: usize) -> Result<Host, BuildError> {
+        let interfaces = self.interfaces(topology, index);
+        build_host(topology, index, interfaces)
+    }
+
+    /// The interfaces of node `index` with their links: `Send`, so a host
+    /// can be built from them on its own thread.
+    pub fn interfaces(&mut self, topology: &Topology, index: usize) -> Vec<InterfaceConfig> {
         let node = &topology.nodes()[index];
-        let interfaces = node
-            .interfaces
+        node.interfaces
             .iter()
             .map(|spec| {
-                let link: Box<dyn Link> =
+                let link: Box<dyn Link + Send> =
                     match self.links.remove(&(node.name.clone(), spec.name.clone())) {
                         Some(link) => link,
                         // An interface without a wire: a loopback of its MTU.
@@ -101,17 +107,17 @@ impl NetworkBuilder {
                         .collect(),
                 }
             })
-            .collect();
-        build_host(topology, index, node, interfaces)
+            .collect()
     }
 }
 
-fn build_host(
+/// Builds node `index` of `topology` on the given interfaces.
+pub fn build_host(
     topology: &Topology,
     index: usize,
-    node: &Node,
     interfaces: Vec<InterfaceConfig>,
 ) -> Result<Host, BuildError> {
+    let node = &topology.nodes()[index];
     let mut config = HostConfig::new(&node.name, node.kind == NodeKind::Router);
     config.seed = crate::random::SplitMix64::nth(topology.seed(), index as u64 + 1);
     config.flow_base = (index as u32 + 1) << FLOW_BITS;

@@ -1,2 +1,136 @@
 //! The threaded runner: a thread per host on the real clock (DESIGN.md,
-//! "Runners"). Placeholder module filled below.
+//! "Runners"), for measurement. Hosts share nothing but their wires (lock-
+//! free queues); each thread polls its host as fast as it can, running an
+//! optional workload (a traffic source or sink) before every poll.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use super::{build_host, BuildError, NetworkBuilder};
+use crate::iface::host::{Host, HostCounters};
+use crate::time::Instant;
+use crate::topology::Topology;
+
+/// Work a host's thread does before each poll, at `now`: queue traffic,
+/// drain sockets. Built on the host's thread (hosts are not `Send`), from
+/// the host itself.
+pub type Workload = Box<dyn FnMut(&mut Host, Instant) + Send>;
+
+/// Makes a host's workload once the host exists on its thread.
+pub type WorkloadFactory = Box<dyn FnOnce(&mut Host) -> Workload + Send>;
+
+/// What one host's thread did.
+#[derive(Debug, Clone)]
+pub struct HostReport {
+    pub name: String,
+    pub counters: HostCounters,
+    pub drops: BTreeMap<String, u64>,
+    /// Polls made.
+    pub polls: u64,
+    /// Time from the common start to the thread's end.
+    pub elapsed: Duration,
+}
+
+/// Runs every node of `topology` on its own thread for `warmup` (address
+/// configuration, no workloads) and then `duration` with the workloads of
+/// `workloads` (by host name). Returns one report per node, in topology
+/// order; the counters cover the measured `duration` only.
+pub fn run(
+    topology: &Topology,
+    warmup: Duration,
+    duration: Duration,
+    mut workloads: BTreeMap<String, WorkloadFactory>,
+) -> Result<Vec<HostReport>, BuildError> {
+    let mut builder = NetworkBuilder::new(topology, None)?;
+    let nodes = topology.nodes().len();
+    let start = Arc::new(Barrier::new(nodes));
+    let measure = Arc::new(Barrier::new(nodes));
+    let mut threads = Vec::with_capacity(nodes);
+    for index in 0..nodes {
+        let interfaces = builder.interfaces(topology, index);
+        let topology = topology.clone();
+        let name = topology.nodes()[index].name.clone();
+        let factory = workloads.remove(&name);
+        let (start, measure) = (Arc::clone(&start), Arc::clone(&measure));
+        threads.push(std::thread::spawn(move || {
+            let host = build_host(&topology, index, interfaces);
+            // Every thread reaches the barriers, even one whose host failed
+            // to build, so the others are not left waiting.
+            start.wait();
+            let clock = std::time::Instant::now();
+            let now = || Instant::from_nanos(clock.elapsed().as_nanos() as u64);
+            let mut host = match host {
+                Ok(host) => host,
+                Err(error) => {
+                    measure.wait();
+                    return Err(error);
+                }
+            };
+            while clock.elapsed() < warmup {
+                host.poll(now());
+                std::thread::yield_now();
+            }
+            let mut workload = factory.map(|f| f(&mut host));
+            measure.wait();
+            let before = *host.counters();
+            let began = clock.elapsed();
+            let mut polls = 0u64;
+            while clock.elapsed() < warmup + duration {
+                let t = now();
+                if let Some(work) = workload.as_mut() {
+                    work(&mut host, t);
+                }
+                host.poll(t);
+                polls += 1;
+                if host.next_deadline(t).is_none_or(|d| d > t) && workload.is_none() {
+                    std::thread::yield_now();
+                }
+            }
+            Ok(HostReport {
+                name: host.name().to_string(),
+                counters: counters_since(&before, host.counters()),
+                drops: host
+                    .drops()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect(),
+                polls,
+                elapsed: clock.elapsed() - began,
+            })
+        }));
+    }
+    threads
+        .into_iter()
+        .map(|t| t.join().expect("a host thread panicked"))
+        .collect()
+}
+
+/// The counters accumulated between two readings.
+fn counters_since(before: &HostCounters, after: &HostCounters) -> HostCounters {
+    macro_rules! delta {
+        ($($field:ident),*) => {
+            HostCounters { $($field: after.$field - before.$field),* }
+        };
+    }
+    delta!(
+        ipv6_received,
+        ipv6_delivered,
+        ipv6_sent,
+        ipv6_forwarded,
+        ipv6_fragments_sent,
+        ipv4_received,
+        ipv4_delivered,
+        ipv4_sent,
+        ipv4_forwarded,
+        ipv4_fragments_sent,
+        icmpv6_errors_sent,
+        icmpv4_errors_sent,
+        icmp_errors_suppressed,
+        echo_replies_sent,
+        router_advertisements_sent,
+        redirects_sent,
+        udp_received,
+        udp_sent
+    )
+}

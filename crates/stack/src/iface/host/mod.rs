@@ -103,7 +103,7 @@ impl HostConfig {
 /// One interface to build.
 pub struct InterfaceConfig {
     pub name: String,
-    pub link: Box<dyn Link>,
+    pub link: Box<dyn Link + Send>,
     pub mac: EthernetAddress,
     pub ipv4: Option<Ipv4Cidr>,
     /// Manually configured IPv6 addresses (SLAAC adds more).
