@@ -160,3 +160,53 @@ fn unreachable_destination_is_not_reached() {
     let report = stdout_json(&stackscope(&["ping", "-c", "1", "2001:db8:c::1", "--json"]));
     assert_eq!(report["received"], 0);
 }
+
+/// The default network with a 1280-byte MTU between the router and host-b.
+fn narrow_topology() -> std::path::PathBuf {
+    let text = include_str!("../../../topologies/default.toml")
+        .replace("name = \"eth1\"\n", "name = \"eth1\"\nmtu = 1280\n")
+        .replace(
+            "name = \"host-b\"\n[[host.interface]]\nname = \"eth0\"\n",
+            "name = \"host-b\"\n[[host.interface]]\nname = \"eth0\"\nmtu = 1280\n",
+        );
+    let path = std::env::temp_dir().join(format!("stackscope-narrow-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_narrow_link_fragments_ipv4_at_the_router_and_teaches_ipv6_the_path_mtu() {
+    let topology = narrow_topology();
+    let topology = topology.to_str().unwrap();
+    // IPv4: the router re-fragments the 1428-byte packet for the 1280 link.
+    let report = stdout_json(&stackscope(&[
+        "ping",
+        "-4",
+        "-s",
+        "1400",
+        "-c",
+        "2",
+        "host-b",
+        "--topology",
+        topology,
+        "--json",
+    ]));
+    assert_eq!(report["received"], 2, "{report}");
+    // IPv6: routers never fragment; the first Echo Request earns a Packet
+    // Too Big, after which host-a fragments to the path MTU.
+    let report = stdout_json(&stackscope(&[
+        "ping",
+        "-6",
+        "-s",
+        "1400",
+        "-c",
+        "3",
+        "host-b",
+        "--topology",
+        topology,
+        "--json",
+    ]));
+    assert_eq!(report["sent"], 3);
+    assert_eq!(report["received"], 2, "{report}");
+    let _ = std::fs::remove_file(topology);
+}

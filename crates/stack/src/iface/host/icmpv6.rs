@@ -188,12 +188,14 @@ impl Host {
 /// Whether a packet (from its IPv6 header) carries an ICMPv6 error or a
 /// Redirect: RFC 4443 §2.4 (e.1), (e.2) forbid an error about those.
 fn is_icmpv6_error_or_redirect(bytes: &[u8]) -> bool {
-    let Ok(ip) = wire::ipv6::Ipv6Packet::new_checked(bytes) else {
-        // A truncated invoking packet: err on the side of silence.
-        return bytes.len() >= wire::ipv6::HEADER_LEN;
-    };
+    // The bytes may be the start of a longer packet: read the header
+    // without checking the payload length against them.
+    if bytes.len() < wire::ipv6::HEADER_LEN || bytes[0] >> 4 != 6 {
+        return false;
+    }
+    let next_header = wire::ipv6::Ipv6Packet::new_unchecked(bytes).next_header();
     let payload = &bytes[wire::ipv6::HEADER_LEN..];
-    match wire::ipv6_ext_header::walk_chain(payload, ip.next_header()) {
+    match wire::ipv6_ext_header::walk_chain(payload, next_header) {
         Ok(end) if end.protocol == IpProtocol::Icmpv6 => payload
             .get(end.offset)
             .is_some_and(|&t| t < 128 || t == 137),

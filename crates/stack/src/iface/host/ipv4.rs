@@ -535,9 +535,7 @@ impl Host {
                 );
                 return;
             }
-            // Re-fragment from the original header: strip it and send the
-            // payload anew with the same identification.
-            self.count_drop("ipv4_forward_refragment_unsupported");
+            self.ipv4_refragment(now, route, meta, packet, header_len);
             return;
         }
         if packet.strip(header_len).is_err() {
@@ -555,6 +553,86 @@ impl Host {
         header[10..12].copy_from_slice(&sum.to_be_bytes());
         self.counters.ipv4_forwarded += 1;
         self.ipv4_link_output(now, route.interface, route.neighbor, packet);
+    }
+
+    /// Forwards a packet too big for the next link as fragments (RFC 791
+    /// "Fragmentation", RFC 1812 §5.2.6): same identification, offsets
+    /// relative to the original's, MF kept on the last piece if the
+    /// original had it, and only options with the copy bit after the first.
+    fn ipv4_refragment(
+        &mut self,
+        now: Instant,
+        route: Ipv4Route,
+        meta: Ipv4Meta,
+        packet: Packet,
+        header_len: usize,
+    ) {
+        let _span = probe::span(
+            FRAGMENT_ENTER,
+            FRAGMENT_EXIT,
+            packet.len() as u32,
+            packet.flow(),
+            4,
+        );
+        let repr = {
+            let Some(head) = packet.parts().next() else {
+                return;
+            };
+            match Ipv4Repr::parse(&Ipv4Packet::new_unchecked(head), ChecksumMode::Skip) {
+                Ok(repr) => repr,
+                Err(_) => return,
+            }
+        };
+        let copied: Vec<wire::ipv4::Ipv4Option<'_>> = repr
+            .options
+            .iter()
+            .filter(|o| option_kind(o) & 0x80 != 0)
+            .collect();
+        let Ok(later_options) = Ipv4Options::from_options(&copied) else {
+            self.count_drop("ipv4_cannot_fragment");
+            return;
+        };
+        let len = packet.len() - header_len;
+        let mut offset = 0;
+        while offset < len {
+            let options = if offset == 0 {
+                repr.options
+            } else {
+                later_options
+            };
+            let this_header = wire::ipv4::HEADER_LEN + options.len();
+            let per_fragment = route.mtu.saturating_sub(this_header) & !7;
+            if per_fragment == 0 {
+                self.count_drop("ipv4_cannot_fragment");
+                return;
+            }
+            let end = (offset + per_fragment).min(len);
+            let Ok(segments) = packet.segments(header_len + offset..header_len + end) else {
+                return;
+            };
+            let Ok(mut fragment) = Packet::new(&self.pool, packet.flow()) else {
+                self.count_drop("ipv4_no_buffer");
+                return;
+            };
+            for segment in segments {
+                fragment.append_segment(segment);
+            }
+            let piece = Ipv4Repr {
+                ttl: meta.ttl - 1,
+                frag_offset: repr.frag_offset + offset as u16,
+                more_frags: end < len || repr.more_frags,
+                payload_len: end - offset,
+                options,
+                ..repr
+            };
+            if self.ipv4_prepend_header(&mut fragment, &piece).is_err() {
+                return;
+            }
+            self.counters.ipv4_fragments_sent += 1;
+            self.ipv4_link_output(now, route.interface, route.neighbor, fragment);
+            offset = end;
+        }
+        self.counters.ipv4_forwarded += 1;
     }
 
     // ----- ARP --------------------------------------------------------------
@@ -645,5 +723,15 @@ impl Host {
         };
         let dst: EthernetAddress = message.eth_dst;
         self.ethernet_output(interface, dst, EtherType::Arp, packet);
+    }
+}
+
+/// The kind byte of an IPv4 option.
+fn option_kind(option: &wire::ipv4::Ipv4Option<'_>) -> u8 {
+    match option {
+        wire::ipv4::Ipv4Option::EndOfList => 0,
+        wire::ipv4::Ipv4Option::NoOperation => 1,
+        wire::ipv4::Ipv4Option::Trace(_) => wire::trace_option::IPV4_OPTION_TYPE,
+        wire::ipv4::Ipv4Option::Unknown { kind, .. } => *kind,
     }
 }
