@@ -633,7 +633,7 @@ fn udp_queue_probes_pair_enqueue_and_dequeue() {
 }
 
 #[test]
-fn a_traced_packet_traces_an_untraced_socket_receive_queue() {
+fn a_traced_packet_is_traced_through_an_untraced_socket_under_the_senders_flow() {
     let seen = socket_records(|| {
         let pool = default_pool();
         let mut socket = UdpSocket::new(UdpConfig::default(), Flow::untraced(22));
@@ -646,8 +646,10 @@ fn a_traced_packet_traces_an_untraced_socket_receive_queue() {
             payload,
         }));
         assert!(socket.deliver(received(&pool, b"plain", v4(2, 7), v4(1, 7))));
+        // It keeps the sender's flow id, so the message can be followed
+        // through both stacks.
         let first = socket.recv().unwrap();
-        assert_eq!(first.payload.flow(), Flow::traced(22));
+        assert_eq!(first.payload.flow(), Flow::traced(99));
         let second = socket.recv().unwrap();
         assert_eq!(second.payload.flow(), Flow::untraced(22));
     });
@@ -655,8 +657,8 @@ fn a_traced_packet_traces_an_untraced_socket_receive_queue() {
     assert_eq!(
         seen,
         vec![
-            ("socket.recv_queue.enqueue", 6, 22, 1),
-            ("socket.recv_queue.dequeue", 6, 22, 1),
+            ("socket.recv_queue.enqueue", 6, 99, 1),
+            ("socket.recv_queue.dequeue", 6, 99, 1),
         ]
     );
     #[cfg(not(feature = "probes"))]

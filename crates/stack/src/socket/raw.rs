@@ -219,10 +219,11 @@ impl RawSocket {
             self.counters.recv_queue_full += 1;
             return false;
         }
-        let flow = Flow::new(
-            self.flow.id,
-            self.flow.traced || packet.payload.flow().traced,
-        );
+        // A packet traced from the wire keeps the sender's flow id, so one
+        // message can be followed through both stacks (DESIGN.md, "Probe
+        // events"); otherwise it joins this socket's flow.
+        let arrived = packet.payload.flow();
+        let flow = if arrived.traced { arrived } else { self.flow };
         packet.payload.set_flow(flow);
         self.recv_seq += 1;
         let aux = self.recv_seq;

@@ -246,10 +246,11 @@ impl UdpSocket {
             self.counters.recv_queue_full += 1;
             return false;
         }
-        let flow = Flow::new(
-            self.flow.id,
-            self.flow.traced || datagram.payload.flow().traced,
-        );
+        // A packet traced from the wire keeps the sender's flow id, so one
+        // message can be followed through both stacks (DESIGN.md, "Probe
+        // events"); otherwise it joins this socket's flow.
+        let arrived = datagram.payload.flow();
+        let flow = if arrived.traced { arrived } else { self.flow };
         datagram.payload.set_flow(flow);
         self.recv_seq += 1;
         let aux = self.recv_seq;

@@ -162,7 +162,7 @@ impl Host {
         flow: Flow,
         repr: &Icmpv4Repr<'_>,
     ) -> bool {
-        let Some(route) = self.ipv4_route(now, dst) else {
+        let Some(route) = self.ipv4_route(now, dst, flow) else {
             self.count_drop("ipv4_no_route");
             return false;
         };

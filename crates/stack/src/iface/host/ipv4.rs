@@ -280,8 +280,13 @@ impl Host {
     }
 
     /// Next hop for `dst` through the destination cache and routing table.
-    pub(crate) fn ipv4_route(&mut self, now: Instant, dst: Ipv4Addr) -> Option<Ipv4Route> {
-        let _span = probe::span(ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT, 0, Flow::NONE, 4);
+    pub(crate) fn ipv4_route(
+        &mut self,
+        now: Instant,
+        dst: Ipv4Addr,
+        flow: Flow,
+    ) -> Option<Ipv4Route> {
+        let _span = probe::span(ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT, 0, flow, 4);
         if dst.is_broadcast() {
             let interface = self.interfaces.iter().find(|i| i.v4.is_some())?;
             return Some(Ipv4Route {
@@ -504,7 +509,7 @@ impl Host {
             );
             return;
         }
-        let Some(route) = self.ipv4_route(now, meta.dst) else {
+        let Some(route) = self.ipv4_route(now, meta.dst, packet.flow()) else {
             self.count_drop("ipv4_no_route");
             self.send_icmpv4_error(
                 now,

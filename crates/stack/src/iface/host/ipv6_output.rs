@@ -60,6 +60,7 @@ impl Host {
         now: Instant,
         dst: Ipv6Addr,
         interface: Option<InterfaceId>,
+        flow: Flow,
     ) -> Option<Ipv6Route> {
         if dst.is_multicast() || dst.is_unicast_link_local() {
             let interface = interface.unwrap_or(InterfaceId(0));
@@ -70,7 +71,7 @@ impl Host {
                 mtu,
             });
         }
-        let _span = probe::span(ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT, 0, Flow::NONE, 0);
+        let _span = probe::span(ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT, 0, flow, 0);
         let generation = self.routes6.generation();
         if let Some(view) = self.dest6.lookup(now, dst, generation) {
             return Some(Ipv6Route {
@@ -401,7 +402,7 @@ impl Host {
             );
             return;
         }
-        let Some(route) = self.ipv6_route(now, meta.dst, None) else {
+        let Some(route) = self.ipv6_route(now, meta.dst, None, packet.flow()) else {
             self.count_drop("ipv6_no_route");
             self.send_icmpv6_error(
                 now,
@@ -474,7 +475,7 @@ impl Host {
         flow: Flow,
         repr: &wire::icmpv6::Icmpv6Repr<'_>,
     ) -> bool {
-        let Some(route) = self.ipv6_route(now, dst, interface) else {
+        let Some(route) = self.ipv6_route(now, dst, interface, flow) else {
             self.count_drop("ipv6_no_route");
             return false;
         };

@@ -719,6 +719,15 @@ impl Host {
     // ----- Link input ------------------------------------------------------
 
     fn link_input(&mut self, now: Instant, interface: InterfaceId, mut packet: Packet) {
+        let medium = self.interfaces[interface.0].medium;
+        let traced = packet
+            .parts()
+            .next()
+            .and_then(|frame| frame.get(medium.header_len()..))
+            .and_then(traced_flow);
+        if let Some(flow) = traced {
+            packet.set_flow(flow);
+        }
         let _span = probe::span(
             crate::probes::LINK_RECEIVE_ENTER,
             crate::probes::LINK_RECEIVE_EXIT,
@@ -726,7 +735,6 @@ impl Host {
             packet.flow(),
             interface.0 as u64,
         );
-        let medium = self.interfaces[interface.0].medium;
         let mut link_multicast = false;
         let ethertype = match medium {
             crate::phy::Medium::Ethernet => {
@@ -815,6 +823,31 @@ impl Host {
             _ => self.count_drop("ip_bad_version"),
         }
     }
+}
+
+/// The flow a received packet belongs to when it carries the trace option
+/// where senders put it: an IPv6 Destination Options header right after
+/// the fixed header with the option first, or an IPv4 header whose options
+/// start with it. Classifying at the link lets every receive-side probe,
+/// the IP input queue's included, record the traced flow; IP input still
+/// parses the option properly.
+fn traced_flow(ip: &[u8]) -> Option<Flow> {
+    let (version, at) = match ip.first()? >> 4 {
+        6 if ip.get(6) == Some(&u8::from(IpProtocol::Ipv6Opts)) => (6, wire::ipv6::HEADER_LEN + 2),
+        4 if ip.first()? & 0x0f > 5 => (4, wire::ipv4::HEADER_LEN),
+        _ => return None,
+    };
+    let kind = if version == 6 {
+        wire::trace_option::IPV6_OPTION_TYPE
+    } else {
+        wire::trace_option::IPV4_OPTION_TYPE
+    };
+    let option = ip.get(at..at + 2 + wire::trace_option::DATA_LEN)?;
+    if option[0] != kind || usize::from(option[1]) != wire::trace_option::DATA_LEN {
+        return None;
+    }
+    let id = u32::from_be_bytes([option[2], option[3], option[4], option[5]]);
+    Some(Flow::traced(id))
 }
 
 /// The modified EUI-64 interface identifier of a MAC (RFC 4291 §2.5.1).

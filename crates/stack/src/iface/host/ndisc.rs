@@ -221,7 +221,7 @@ impl Host {
             return;
         }
         // The source must be the current first hop for the destination.
-        let Some(current) = self.ipv6_route(now, destination, None) else {
+        let Some(current) = self.ipv6_route(now, destination, None, Flow::NONE) else {
             self.count_drop("redirect_invalid");
             return;
         };
@@ -633,7 +633,7 @@ impl Host {
                 self.count_drop("mld_no_buffer");
                 continue;
             };
-            let Some(route) = self.ipv6_route(now, dst, Some(id)) else {
+            let Some(route) = self.ipv6_route(now, dst, Some(id), Flow::NONE) else {
                 continue;
             };
             self.ipv6_output(

@@ -209,7 +209,7 @@ impl Host {
         // Route first: the checksum covers the source address.
         let target = match remote.ip() {
             IpAddr::V6(dst) => {
-                let Some(route) = self.ipv6_route(now, dst, None) else {
+                let Some(route) = self.ipv6_route(now, dst, None, flow) else {
                     self.count_drop("udp_no_route");
                     return;
                 };
@@ -225,7 +225,7 @@ impl Host {
                 Target::V6(route, src, dst, hop)
             }
             IpAddr::V4(dst) => {
-                let Some(route) = self.ipv4_route(now, dst) else {
+                let Some(route) = self.ipv4_route(now, dst, flow) else {
                     self.count_drop("udp_no_route");
                     return;
                 };
@@ -352,7 +352,7 @@ impl Host {
         drop(packet.payload);
         match packet.remote {
             IpAddr::V6(dst) => {
-                let Some(route) = self.ipv6_route(now, dst, None) else {
+                let Some(route) = self.ipv6_route(now, dst, None, flow) else {
                     self.count_drop("raw_no_route");
                     return;
                 };
@@ -393,7 +393,7 @@ impl Host {
                 );
             }
             IpAddr::V4(dst) => {
-                let Some(route) = self.ipv4_route(now, dst) else {
+                let Some(route) = self.ipv4_route(now, dst, flow) else {
                     self.count_drop("raw_no_route");
                     return;
                 };
