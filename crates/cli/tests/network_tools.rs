@@ -210,3 +210,37 @@ fn a_narrow_link_fragments_ipv4_at_the_router_and_teaches_ipv6_the_path_mtu() {
     assert_eq!(report["received"], 2, "{report}");
     let _ = std::fs::remove_file(topology);
 }
+
+#[test]
+fn the_simulator_replays_a_run_packet_for_packet() {
+    let base = std::env::temp_dir().join(format!("stackscope-replay-{}", std::process::id()));
+    let runs: Vec<std::path::PathBuf> = (0..2).map(|i| base.join(i.to_string())).collect();
+    for dir in &runs {
+        let output = stackscope(&[
+            "ping",
+            "-c",
+            "2",
+            "-s",
+            "3000",
+            "host-b",
+            "--pcap",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(output.status.success());
+    }
+    for name in [
+        "host-a-eth0.pcapng",
+        "router-eth0.pcapng",
+        "router-eth1.pcapng",
+        "host-b-eth0.pcapng",
+    ] {
+        let first = std::fs::read(runs[0].join(name)).unwrap();
+        let second = std::fs::read(runs[1].join(name)).unwrap();
+        assert!(first.len() > 1000, "{name} is nearly empty");
+        assert!(
+            first == second,
+            "{name} differs between two runs of the same topology"
+        );
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
