@@ -51,7 +51,12 @@ pub struct TracerouteReport {
 /// What an ICMP message said about one of our probes.
 enum Answer {
     TimeExceeded(IpAddr),
-    Unreachable(IpAddr),
+    /// Destination Unreachable: from the destination (`port`) or a router
+    /// that cannot go on (no route, address unreachable): the trace ends.
+    Unreachable {
+        from: IpAddr,
+        port: bool,
+    },
 }
 
 /// Traces the path from host `from` to `dest`.
@@ -98,12 +103,12 @@ pub fn traceroute(
                 ttl,
                 addr: Some(addr.to_string()),
             }),
-            Some(Answer::Unreachable(addr)) => {
+            Some(Answer::Unreachable { from, port }) => {
                 hops.push(Hop {
                     ttl,
-                    addr: Some(addr.to_string()),
+                    addr: Some(from.to_string()),
                 });
-                reached = addr == target;
+                reached = port && from == target;
                 break;
             }
             None => hops.push(Hop { ttl, addr: None }),
@@ -124,8 +129,9 @@ fn classify(message: &[u8], from: IpAddr, src_port: u16, dst_port: u16) -> Optio
     let invoking = message.get(8..)?;
     let udp_at = match from {
         IpAddr::V6(_) => {
-            // RFC 4443: type 3 Time Exceeded, type 1 code 4 Port Unreachable.
-            if !(kind == 3 || (kind == 1 && code == 4)) {
+            // RFC 4443: type 3 Time Exceeded, type 1 Destination
+            // Unreachable (code 4: the port, so the destination itself).
+            if !(kind == 3 || kind == 1) {
                 return None;
             }
             let ip = wire::ipv6::Ipv6Packet::new_unchecked(invoking);
@@ -135,8 +141,9 @@ fn classify(message: &[u8], from: IpAddr, src_port: u16, dst_port: u16) -> Optio
             wire::ipv6::HEADER_LEN
         }
         IpAddr::V4(_) => {
-            // RFC 792: type 11 Time Exceeded, type 3 code 3 Port Unreachable.
-            if !(kind == 11 || (kind == 3 && code == 3)) {
+            // RFC 792: type 11 Time Exceeded, type 3 Destination
+            // Unreachable (code 3: the port).
+            if !(kind == 11 || kind == 3) {
                 return None;
             }
             let ihl = usize::from(invoking.first()? & 0x0f) * 4;
@@ -152,9 +159,16 @@ fn classify(message: &[u8], from: IpAddr, src_port: u16, dst_port: u16) -> Optio
     {
         return None;
     }
+    let port_unreachable = match from {
+        IpAddr::V6(_) => kind == 1 && code == 4,
+        IpAddr::V4(_) => kind == 3 && code == 3,
+    };
     Some(if kind == 3 && from.is_ipv6() || kind == 11 {
         Answer::TimeExceeded(from)
     } else {
-        Answer::Unreachable(from)
+        Answer::Unreachable {
+            from,
+            port: port_unreachable,
+        }
     })
 }
