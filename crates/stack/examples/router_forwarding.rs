@@ -16,48 +16,6 @@ use stack::socket::UdpConfig;
 use stack::time::Instant;
 use stack::topology::Topology;
 
-const NETWORK: &str = r#"
-seed = 7
-[[host]]
-name = "host-a"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "192.0.2.1"
-[[host]]
-name = "host-b"
-[[host.interface]]
-name = "eth0"
-ipv4 = "198.51.100.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "198.51.100.1"
-[[router]]
-name = "router"
-[[router.interface]]
-name = "eth0"
-ipv4 = "192.0.2.1/24"
-ipv6 = ["2001:db8:a::1/64"]
-[[router.interface.advertise]]
-prefix = "2001:db8:a::/64"
-[[router.interface]]
-name = "eth1"
-ipv4 = "198.51.100.1/24"
-ipv6 = ["2001:db8:b::1/64"]
-[[router.interface.advertise]]
-prefix = "2001:db8:b::/64"
-[[wire]]
-a = "host-a:eth0"
-b = "router:eth0"
-queue_frames = 4096
-[[wire]]
-a = "router:eth1"
-b = "host-b:eth0"
-queue_frames = 4096
-"#;
-
 const PORT: u16 = 9;
 
 fn sender(dest: SocketAddr, payload: usize) -> WorkloadFactory {
@@ -105,7 +63,22 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
-    let topology = Topology::from_toml_str(NETWORK).expect("valid topology");
+    // The default network with unlimited wires (no rate, no delay) and
+    // deep queues: the router's forwarding is the bottleneck.
+    let base = Topology::default_network();
+    let wires = base
+        .wires()
+        .iter()
+        .cloned()
+        .map(|mut wire| {
+            wire.params.rate_bits_per_s = None;
+            wire.params.delay = Duration::ZERO;
+            wire.params.queue_frames = 4096;
+            wire
+        })
+        .collect();
+    let topology =
+        Topology::new(base.seed(), base.nodes().to_vec(), wires).expect("valid topology");
     let host_b = topology.node("host-b").expect("host-b");
     let mac = host_b.interfaces[0].mac;
     let b6 = address_from_prefix("2001:db8:b::".parse().unwrap(), modified_eui64(mac.0));
