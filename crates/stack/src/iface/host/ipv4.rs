@@ -207,6 +207,7 @@ impl Host {
             invoking = super::ipv6_input::leading_bytes(&packet, header_len + 8);
         }
         let key = (repr.src, repr.dst, u8::from(repr.protocol), repr.ident);
+        let evicted = self.reassembly4.stats().evicted;
         let outcome = self.reassembly4.insert(
             now,
             key,
@@ -220,16 +221,38 @@ impl Host {
                     next: repr.protocol,
                     flow: packet.flow(),
                     invoking,
+                    next_field: 0,
                 },
             },
         );
         drop(packet);
+        self.count_evictions(
+            "ipv4_reassembly_evicted",
+            evicted,
+            self.reassembly4.stats().evicted,
+        );
         match outcome {
             Outcome::Incomplete => {}
             Outcome::Dropped(reason) => self.count_drop(reassembly_drop_name(reason)),
             Outcome::Complete {
-                header, payload, ..
+                mut header,
+                payload,
+                len,
             } => {
+                // The reassembled datagram's header (RFC 791 reassembly):
+                // its Total Length, no MF, offset 0, a fresh checksum.
+                let Ok(total) = u16::try_from(header.header.len() + len) else {
+                    self.count_drop("ipv4_reassembled_too_long");
+                    return;
+                };
+                let h = &mut header.header;
+                h[2..4].copy_from_slice(&total.to_be_bytes());
+                // Keep only DF (0x4000) of the flags and offset word.
+                let flags = u16::from_be_bytes([h[6], h[7]]) & 0x4000;
+                h[6..8].copy_from_slice(&flags.to_be_bytes());
+                h[10..12].fill(0);
+                let sum = wire::checksum::checksum(h);
+                h[10..12].copy_from_slice(&sum.to_be_bytes());
                 let Ok(mut whole) = Packet::new(&self.pool, header.flow) else {
                     self.count_drop("ipv4_reassembly_no_buffer");
                     return;

@@ -226,7 +226,7 @@ impl Host {
                     pos += wire::ipv6_ext_header::header_len_of(len_units);
                 }
                 IpProtocol::Ipv6Frag => {
-                    self.ipv6_fragment(now, meta, packet, pos);
+                    self.ipv6_fragment(now, meta, packet, pos, previous_field);
                     return;
                 }
                 IpProtocol::Icmpv6 => {
@@ -389,8 +389,16 @@ impl Host {
             .any(|i| i.v6.addresses.is_assigned(dst))
     }
 
-    /// A Fragment header at `pos` (RFC 8200 §4.5).
-    fn ipv6_fragment(&mut self, now: Instant, meta: Ipv6Meta, packet: Packet, pos: usize) {
+    /// A Fragment header at `pos`, named by the Next Header field at
+    /// `previous_field` (RFC 8200 §4.5).
+    fn ipv6_fragment(
+        &mut self,
+        now: Instant,
+        meta: Ipv6Meta,
+        packet: Packet,
+        pos: usize,
+        previous_field: usize,
+    ) {
         let _span = probe::span(
             REASSEMBLE_ENTER,
             REASSEMBLE_EXIT,
@@ -460,6 +468,7 @@ impl Host {
                 next: fragment.next_header,
                 flow: packet.flow(),
                 invoking: leading_bytes(&packet, wire::ipv6::MIN_MTU - 48),
+                next_field: previous_field,
             }
         });
         // Only the first fragment's header is kept; the others pass a
@@ -470,8 +479,10 @@ impl Host {
             next: IpProtocol::Ipv6NoNxt,
             flow: packet.flow(),
             invoking: Vec::new(),
+            next_field: 0,
         });
         let key = (meta.src, meta.dst, fragment.ident);
+        let evicted = self.reassembly6.stats().evicted;
         let outcome = self.reassembly6.insert(
             now,
             key,
@@ -483,12 +494,32 @@ impl Host {
             },
         );
         drop(packet);
+        self.count_evictions(
+            "ipv6_reassembly_evicted",
+            evicted,
+            self.reassembly6.stats().evicted,
+        );
         match outcome {
             Outcome::Incomplete => {}
             Outcome::Dropped(reason) => self.count_drop(reassembly_drop_name(reason)),
             Outcome::Complete {
-                header, payload, ..
+                mut header,
+                payload,
+                len,
             } => {
+                // RFC 8200 §4.5: the reassembled packet's Payload Length
+                // covers the unfragmentable part and the payload, and the
+                // last unfragmentable header names what the Fragment
+                // header named, so errors quote a consistent packet.
+                let payload_len = header.header.len() - wire::ipv6::HEADER_LEN + len;
+                let Ok(payload_len) = u16::try_from(payload_len) else {
+                    self.count_drop("ipv6_reassembled_too_long");
+                    return;
+                };
+                header.header[4..6].copy_from_slice(&payload_len.to_be_bytes());
+                if let Some(field) = header.header.get_mut(header.next_field) {
+                    *field = header.next.into();
+                }
                 let Ok(mut whole) = Packet::new(&self.pool, header.flow) else {
                     self.count_drop("ipv6_reassembly_no_buffer");
                     return;
@@ -501,9 +532,7 @@ impl Host {
                     whole.append_segment(segment);
                 }
                 let pos = header.header.len();
-                // The offending field of a later error would be in the
-                // fragment header, which is gone: point at the IPv6 header.
-                self.ipv6_local(now, meta, whole, header.next, pos, 6);
+                self.ipv6_local(now, meta, whole, header.next, pos, header.next_field);
             }
         }
     }

@@ -189,6 +189,9 @@ pub(crate) struct FirstFragment {
     flow: Flow,
     /// The start of the first fragment, for a Time Exceeded error.
     invoking: Vec<u8>,
+    /// IPv6: the offset in `header` of the Next Header field that named
+    /// the Fragment header; reassembly writes `next` there.
+    next_field: usize,
 }
 
 /// A host or router.
@@ -456,6 +459,14 @@ impl Host {
             .iter()
             .filter_map(|i| i.v4.as_ref().map(|v4| v4.address))
             .collect()
+    }
+
+    /// Counts datagrams a reassembler evicted to make room (its counter went
+    /// from `before` to `after`): their fragments are dropped.
+    fn count_evictions(&mut self, reason: &'static str, before: u64, after: u64) {
+        if after > before {
+            *self.drops.entry(reason).or_insert(0) += after - before;
+        }
     }
 
     fn count_drop(&mut self, reason: &'static str) {
