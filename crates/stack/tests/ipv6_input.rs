@@ -1,15 +1,16 @@
-//! IPv6 extension-header processing (RFC 8200 §4) on a live host: the
-//! option-type action bits, Hop-by-Hop only first, RH0 refused (RFC 5095),
-//! unknown next headers, and ICMPv6 Parameter Problem pointers. Frames are
-//! hand-built and injected over a virtual wire; answers are read from it.
+//! IPv6 input on a live host, frames hand-built and injected over a
+//! virtual wire, answers read from it: extension-header processing (RFC 8200
+//! §4: the option-type action bits, Hop-by-Hop only first, RH0 refused per
+//! RFC 5095, unknown next headers, Parameter Problem pointers) and a
+//! router's forwarding decisions (hop limit, Redirect, RFC 4861 §8.2).
 
 use std::net::Ipv6Addr;
 use std::time::Duration;
 
-use stack::iface::host::{Host, HostConfig, InterfaceConfig};
+use stack::iface::host::{Host, HostConfig, InterfaceConfig, StaticRoute};
 use stack::phy::{Link, VirtualWire, WireConfig, WireEnd};
 use stack::time::Instant;
-use stack::topology::Ipv6Cidr;
+use stack::topology::{IpCidr, Ipv6Cidr};
 use wire::checksum;
 use wire::ethernet::EthernetAddress;
 
@@ -79,6 +80,11 @@ fn options_header(next: u8, option_type: u8) -> Vec<u8> {
 
 impl Bench {
     fn new() -> Self {
+        Self::with(false, &[])
+    }
+
+    /// A host (or router) with 2001:db8::1/64 and `routes`.
+    fn with(router: bool, routes: &[StaticRoute]) -> Self {
         let (ours, peer) = VirtualWire::pair(WireConfig::default()).unwrap();
         let interface = InterfaceConfig {
             name: "eth0".into(),
@@ -88,25 +94,30 @@ impl Bench {
             ipv6: vec![Ipv6Cidr::new(host_addr(), 64).unwrap()],
             advertise: Vec::new(),
         };
-        let mut config = HostConfig::new("host", false);
+        let mut config = HostConfig::new("host", router);
         config.seed = 1;
-        let host = Host::new(config, vec![interface], &[]).unwrap();
+        let host = Host::new(config, vec![interface], routes).unwrap();
         let mut bench = Bench {
             host,
             peer,
             now: Instant::ZERO,
         };
-        // DAD for the addresses, then teach the host our MAC with a
-        // Neighbor Solicitation carrying the source link-layer option.
+        // DAD for the addresses, then teach the host our MAC.
         bench.run(Duration::from_secs(3));
+        bench.introduce(peer_addr());
+        bench
+    }
+
+    /// Teaches the host that `addr` is ours (at PEER_MAC) with a Neighbor
+    /// Solicitation carrying the source link-layer option.
+    fn introduce(&mut self, addr: Ipv6Addr) {
         let mut ns = vec![135, 0, 0, 0, 0, 0, 0, 0];
         ns.extend_from_slice(&host_addr().octets());
         ns.extend_from_slice(&[1, 1]);
         ns.extend_from_slice(&PEER_MAC);
-        let ns = icmpv6(peer_addr(), host_addr(), ns);
-        bench.inject(&frame(HOST_MAC, peer_addr(), host_addr(), 58, 255, &ns));
-        bench.answers();
-        bench
+        let ns = icmpv6(addr, host_addr(), ns);
+        self.inject(&frame(HOST_MAC, addr, host_addr(), 58, 255, &ns));
+        self.answers();
     }
 
     fn run(&mut self, duration: Duration) {
@@ -297,4 +308,90 @@ fn a_bad_checksum_is_dropped_and_counted() {
     let answers = bench.send(host_addr(), 58, &message);
     assert!(answers.is_empty());
     assert_eq!(bench.drops("icmpv6_bad_checksum"), 1);
+}
+
+/// A router whose route for 2001:db8:c::/64 points back out the interface
+/// a packet came in on, to another router of that link (named by its
+/// link-local address, which is what a Redirect may name).
+fn redirecting_router() -> Bench {
+    let route = StaticRoute {
+        to: IpCidr::V6(Ipv6Cidr::new("2001:db8:c::".parse().unwrap(), 64).unwrap()),
+        via: "fe80::3".parse().unwrap(),
+    };
+    let mut bench = Bench::with(true, &[route]);
+    bench.introduce(peer_global());
+    bench
+}
+
+/// The peer's global address: routers forward nothing from link-local
+/// sources (RFC 4291 §2.5.6).
+fn peer_global() -> Ipv6Addr {
+    "2001:db8::2".parse().unwrap()
+}
+
+/// A UDP packet from the peer's global address to `dst`, hop limit `hops`.
+fn udp_to(dst: Ipv6Addr, hops: u8) -> Vec<u8> {
+    let mut udp = vec![0x30, 0x39, 0x00, 0x07, 0, 12, 0, 0, b'd', b'a', b't', b'a'];
+    let sum = checksum::add(
+        checksum::pseudo_header_v6(peer_global(), dst, 17, udp.len() as u32),
+        checksum::sum(&udp),
+    );
+    udp[6..8].copy_from_slice(&checksum::finish(sum).to_be_bytes());
+    frame(HOST_MAC, peer_global(), dst, 17, hops, &udp)
+}
+
+/// ICMPv6 messages of `kind` on the wire with their bodies (after the
+/// 4-byte type/code/checksum), from frames the router sent.
+fn messages(bench: &mut Bench, kind: u8) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 2048];
+    while let Some(len) = bench.peer.receive(bench.now, &mut buf) {
+        let ip = &buf[14..len];
+        if ip.len() > 44 && ip[6] == 58 && ip[40] == kind {
+            out.push(ip[44..].to_vec());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_router_redirects_a_packet_that_leaves_by_the_link_it_came_in_on() {
+    let mut bench = redirecting_router();
+    let dst: Ipv6Addr = "2001:db8:c::1".parse().unwrap();
+    bench.peer.transmit(bench.now, &[&udp_to(dst, 64)]).unwrap();
+    bench.run(Duration::from_millis(100));
+    let redirects = messages(&mut bench, 137);
+    assert_eq!(redirects.len(), 1, "one Redirect");
+    let body = &redirects[0];
+    // Reserved (4 bytes), Target, Destination (RFC 4861 §4.5).
+    let target = Ipv6Addr::from(<[u8; 16]>::try_from(&body[4..20]).unwrap());
+    let destination = Ipv6Addr::from(<[u8; 16]>::try_from(&body[20..36]).unwrap());
+    assert_eq!(destination, dst);
+    assert_eq!(target, "fe80::3".parse::<Ipv6Addr>().unwrap());
+    assert_eq!(bench.host.counters().redirects_sent, 1);
+    // The packet itself is still forwarded (to fe80::3, being resolved).
+    assert_eq!(bench.host.counters().ipv6_forwarded, 1);
+}
+
+#[test]
+fn a_router_answers_hop_limit_1_with_time_exceeded_and_does_not_forward() {
+    let mut bench = redirecting_router();
+    let dst: Ipv6Addr = "2001:db8:c::1".parse().unwrap();
+    bench.peer.transmit(bench.now, &[&udp_to(dst, 1)]).unwrap();
+    bench.run(Duration::from_millis(100));
+    let errors = messages(&mut bench, 3);
+    assert_eq!(errors.len(), 1, "one Time Exceeded");
+    assert_eq!(bench.host.counters().ipv6_forwarded, 0);
+    assert_eq!(bench.drops("ipv6_hop_limit_exceeded"), 1);
+}
+
+#[test]
+fn a_host_does_not_forward() {
+    let mut bench = Bench::new();
+    let dst: Ipv6Addr = "2001:db8:c::1".parse().unwrap();
+    bench.peer.transmit(bench.now, &[&udp_to(dst, 64)]).unwrap();
+    bench.run(Duration::from_millis(100));
+    assert!(messages(&mut bench, 137).is_empty());
+    assert_eq!(bench.host.counters().ipv6_forwarded, 0);
+    assert_eq!(bench.drops("ipv6_not_for_us"), 1);
 }
