@@ -340,15 +340,16 @@ fn udp_to(dst: Ipv6Addr, hops: u8) -> Vec<u8> {
     frame(HOST_MAC, peer_global(), dst, 17, hops, &udp)
 }
 
-/// ICMPv6 messages of `kind` on the wire with their bodies (after the
-/// 4-byte type/code/checksum), from frames the router sent.
-fn messages(bench: &mut Bench, kind: u8) -> Vec<Vec<u8>> {
+/// ICMPv6 messages of `kind` on the wire: the IPv6 source and the body
+/// (after the 4-byte type/code/checksum), from frames the router sent.
+fn messages(bench: &mut Bench, kind: u8) -> Vec<(Ipv6Addr, Vec<u8>)> {
     let mut out = Vec::new();
     let mut buf = [0u8; 2048];
     while let Some(len) = bench.peer.receive(bench.now, &mut buf) {
         let ip = &buf[14..len];
         if ip.len() > 44 && ip[6] == 58 && ip[40] == kind {
-            out.push(ip[44..].to_vec());
+            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).unwrap());
+            out.push((src, ip[44..].to_vec()));
         }
     }
     out
@@ -362,7 +363,10 @@ fn a_router_redirects_a_packet_that_leaves_by_the_link_it_came_in_on() {
     bench.run(Duration::from_millis(100));
     let redirects = messages(&mut bench, 137);
     assert_eq!(redirects.len(), 1, "one Redirect");
-    let body = &redirects[0];
+    let (source, body) = &redirects[0];
+    // RFC 4861 §4.5: from the router's link-local address (receivers
+    // discard any other, §8.1).
+    assert!(source.is_unicast_link_local(), "from {source}");
     // Reserved (4 bytes), Target, Destination (RFC 4861 §4.5).
     let target = Ipv6Addr::from(<[u8; 16]>::try_from(&body[4..20]).unwrap());
     let destination = Ipv6Addr::from(<[u8; 16]>::try_from(&body[20..36]).unwrap());
@@ -394,4 +398,40 @@ fn a_host_does_not_forward() {
     assert!(messages(&mut bench, 137).is_empty());
     assert_eq!(bench.host.counters().ipv6_forwarded, 0);
     assert_eq!(bench.drops("ipv6_not_for_us"), 1);
+}
+
+#[test]
+fn a_routing_header_longer_than_the_packet_is_dropped_not_trusted() {
+    let mut bench = Bench::new();
+    // Segments Left 0 (the header would be skipped) and a length of
+    // 255 units: 2048 bytes that are not there.
+    let answers = bench.send(host_addr(), 43, &[58, 255, 4, 0, 0, 0, 0, 0]);
+    assert!(answers.is_empty(), "{answers:?}");
+    assert_eq!(bench.drops("ipv6_truncated"), 1);
+}
+
+/// A Router Advertisement from `src`: Cur Hop Limit 1, an MTU of 1280.
+fn router_advertisement(src: Ipv6Addr) -> Vec<u8> {
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    let mut ra = vec![134, 0, 0, 0, 1, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
+    ra.extend_from_slice(&[5, 1, 0, 0, 0, 0, 0x05, 0x00]);
+    let ra = icmpv6(src, all_nodes, ra);
+    frame([0x33, 0x33, 0, 0, 0, 1], src, all_nodes, 58, 255, &ra)
+}
+
+#[test]
+fn an_advertisement_from_a_global_address_changes_nothing() {
+    let mut bench = Bench::new();
+    bench.inject(&router_advertisement("2001:db8::9".parse().unwrap()));
+    let state = bench.host.state(bench.now);
+    assert_eq!(state.interfaces[0].hop_limit, 64);
+    assert_eq!(state.interfaces[0].ipv6_mtu, 1500);
+    assert!(state.interfaces[0].routers.is_empty());
+    assert_eq!(bench.drops("ndisc_ra_invalid"), 1);
+    // The same from a link-local address is taken (RFC 4861 §6.3.4).
+    bench.inject(&router_advertisement(peer_addr()));
+    let state = bench.host.state(bench.now);
+    assert_eq!(state.interfaces[0].hop_limit, 1);
+    assert_eq!(state.interfaces[0].ipv6_mtu, 1280);
+    assert_eq!(state.interfaces[0].routers.len(), 1);
 }

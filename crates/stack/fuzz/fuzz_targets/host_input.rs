@@ -2,9 +2,18 @@
 //! host's memory stays within its pool, tables and queues.
 //!
 //! Input: a mode byte (bit 0: router mode), then frames, each a 2-byte
-//! big-endian length and that many bytes. A frame's destination MAC is
-//! rewritten to the host's unless the frame's first byte is odd, so most
-//! frames get past the link filter and into IP, ND, MLD, ARP and UDP.
+//! big-endian length and that many bytes. A frame's first byte says how to
+//! use the rest:
+//!
+//! * `0`: a raw Ethernet frame, its destination MAC rewritten to the host's;
+//! * `1`: a raw frame as given;
+//! * `2..=127`: an IPv6 packet around the rest: addresses picked by the
+//!   next two bytes, then next header and hop limit, with a correct payload
+//!   length and (for ICMPv6 and UDP as the first header) a correct
+//!   checksum, so the fuzzer reaches the extension headers, ND, MLD and
+//!   UDP instead of stopping at the checks;
+//! * `128..=255`: likewise an IPv4 packet (protocol, TTL, flags from the
+//!   rest), with correct lengths and header checksum.
 
 #![no_main]
 
@@ -30,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     let (ours, mut theirs) = VirtualWire::pair(WireConfig::default()).expect("default wire");
     let mut config = HostConfig::new("fuzzed", mode & 1 == 1);
     config.pool = PoolConfig {
-        buffers: 256,
+        buffers: 128,
         ..PoolConfig::default()
     };
     let interface = InterfaceConfig {
@@ -47,17 +56,20 @@ fuzz_target!(|data: &[u8]| {
     let udp = host.udp_open(UdpConfig::default());
     host.udp_bind(udp, SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 7));
     let raw = host.raw_open(RawFamily::Ipv6, IpProtocol::Icmpv6);
+    // Past DAD (1 s), so 2001:db8::1 and the link-local address are
+    // assigned and packets to them are the host's.
     let mut now = Instant::ZERO;
-    host.poll(now);
-    let mut frame = Vec::new();
+    while now < Instant::ZERO + Duration::from_secs(3) {
+        host.poll(now);
+        now = host
+            .next_deadline(now)
+            .unwrap_or(now + Duration::from_secs(3))
+            .max(now + Duration::from_millis(1));
+    }
     while rest.len() >= 2 {
         let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
-        frame.clear();
-        frame.extend_from_slice(&rest[2..2 + len]);
+        let frame = build_frame(&rest[2..2 + len]);
         rest = &rest[2 + len..];
-        if frame.len() >= 6 && frame[0] & 1 == 0 {
-            frame[..6].copy_from_slice(&MAC.0);
-        }
         let _ = theirs.transmit(now, &[&frame]);
         now += Duration::from_millis(1);
         host.poll(now);
@@ -71,5 +83,108 @@ fuzz_target!(|data: &[u8]| {
         now += Duration::from_secs(10);
         host.poll(now);
     }
-    assert!(host.pool().in_use() <= 256);
+    assert!(host.pool().in_use() <= 128);
 });
+
+const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
+
+fn v6_address(selector: u8) -> Ipv6Addr {
+    const ADDRESSES: [&str; 8] = [
+        "2001:db8::1",
+        "2001:db8::2",
+        "fe80::2",
+        "ff02::1",
+        "ff02::1:ff00:1",
+        "::",
+        "2001:db8:c::1",
+        "fe80::ff:fe00:1",
+    ];
+    ADDRESSES[usize::from(selector) % ADDRESSES.len()]
+        .parse()
+        .unwrap()
+}
+
+fn v4_address(selector: u8) -> Ipv4Addr {
+    const ADDRESSES: [[u8; 4]; 6] = [
+        [192, 0, 2, 1],
+        [192, 0, 2, 2],
+        [192, 0, 2, 255],
+        [255, 255, 255, 255],
+        [198, 51, 100, 1],
+        [0, 0, 0, 0],
+    ];
+    Ipv4Addr::from(ADDRESSES[usize::from(selector) % ADDRESSES.len()])
+}
+
+fn ethernet(dst: [u8; 6], ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(14 + payload.len());
+    frame.extend_from_slice(&dst);
+    frame.extend_from_slice(&PEER_MAC);
+    frame.extend_from_slice(&ethertype.to_be_bytes());
+    frame.extend_from_slice(payload);
+    frame
+}
+
+fn build_frame(input: &[u8]) -> Vec<u8> {
+    let Some((&kind, rest)) = input.split_first() else {
+        return Vec::new();
+    };
+    match kind {
+        0 => {
+            let mut frame = rest.to_vec();
+            if frame.len() >= 6 {
+                frame[..6].copy_from_slice(&MAC.0);
+            }
+            frame
+        }
+        1 => rest.to_vec(),
+        2..=127 => {
+            let [a, b, next, hops, payload @ ..] = rest else {
+                return Vec::new();
+            };
+            let (src, dst) = (v6_address(*a), v6_address(*b));
+            let mut payload = payload.to_vec();
+            let sum_at = match *next {
+                58 => Some(2),
+                17 => Some(6),
+                _ => None,
+            };
+            if let Some(at) = sum_at.filter(|at| payload.len() >= at + 2) {
+                payload[at..at + 2].fill(0);
+                let sum = wire::checksum::add(
+                    wire::checksum::pseudo_header_v6(src, dst, *next, payload.len() as u32),
+                    wire::checksum::sum(&payload),
+                );
+                payload[at..at + 2].copy_from_slice(&wire::checksum::finish(sum).to_be_bytes());
+            }
+            let mut ip = vec![0x60, 0, 0, 0];
+            ip.extend_from_slice(&(payload.len().min(65_535) as u16).to_be_bytes());
+            ip.extend_from_slice(&[*next, *hops]);
+            ip.extend_from_slice(&src.octets());
+            ip.extend_from_slice(&dst.octets());
+            ip.extend_from_slice(&payload);
+            let mac = if dst.is_multicast() {
+                let o = dst.octets();
+                [0x33, 0x33, o[12], o[13], o[14], o[15]]
+            } else {
+                MAC.0
+            };
+            ethernet(mac, 0x86dd, &ip)
+        }
+        _ => {
+            let [a, b, protocol, ttl, flags_hi, flags_lo, payload @ ..] = rest else {
+                return Vec::new();
+            };
+            let total = (20 + payload.len()).min(65_535) as u16;
+            let mut ip = vec![0x45, 0];
+            ip.extend_from_slice(&total.to_be_bytes());
+            ip.extend_from_slice(&[0x12, 0x34, *flags_hi, *flags_lo, *ttl, *protocol, 0, 0]);
+            ip.extend_from_slice(&v4_address(*a).octets());
+            ip.extend_from_slice(&v4_address(*b).octets());
+            let sum = wire::checksum::checksum(&ip);
+            ip[10..12].copy_from_slice(&sum.to_be_bytes());
+            ip.extend_from_slice(payload);
+            ethernet(MAC.0, 0x0800, &ip)
+        }
+    }
+}

@@ -79,7 +79,9 @@ impl Ipv4Interface {
         if self.prefix_len >= 31 {
             return None;
         }
-        let mask = u32::MAX << (32 - u32::from(self.prefix_len));
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len))
+            .unwrap_or(0);
         Some(Ipv4Addr::from(u32::from(self.address) | !mask))
     }
 }

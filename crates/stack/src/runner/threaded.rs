@@ -24,6 +24,7 @@ pub type WorkloadFactory = Box<dyn FnOnce(&mut Host) -> Workload + Send>;
 #[derive(Debug, Clone)]
 pub struct HostReport {
     pub name: String,
+    /// Counters and drops of the measured `duration` only.
     pub counters: HostCounters,
     pub drops: BTreeMap<String, u64>,
     /// Polls made.
@@ -60,19 +61,24 @@ pub fn run(
             start.wait();
             let clock = std::time::Instant::now();
             let now = || Instant::from_nanos(clock.elapsed().as_nanos() as u64);
-            let mut host = match host {
-                Ok(host) => host,
-                Err(error) => {
-                    measure.wait();
-                    return Err(error);
+            // A panic in warm-up must not leave the other threads waiting
+            // at the barrier: catch it, pass the barrier, then re-raise.
+            let warmed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut host = host?;
+                while clock.elapsed() < warmup {
+                    host.poll(now());
+                    std::thread::yield_now();
                 }
-            };
-            while clock.elapsed() < warmup {
-                host.poll(now());
-                std::thread::yield_now();
-            }
-            let mut workload = factory.map(|f| f(&mut host));
+                let workload = factory.map(|f| f(&mut host));
+                Ok((host, workload))
+            }));
             measure.wait();
+            let (mut host, mut workload) = match warmed {
+                Ok(Ok(ready)) => ready,
+                Ok(Err(error)) => return Err(error),
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            let drops_before = host.drops().clone();
             let before = *host.counters();
             let began = clock.elapsed();
             let mut polls = 0u64;
@@ -93,7 +99,8 @@ pub fn run(
                 drops: host
                     .drops()
                     .iter()
-                    .map(|(k, v)| (k.to_string(), *v))
+                    .map(|(k, v)| (k.to_string(), v - drops_before.get(k).copied().unwrap_or(0)))
+                    .filter(|(_, v)| *v > 0)
                     .collect(),
                 polls,
                 elapsed: clock.elapsed() - began,

@@ -134,11 +134,18 @@ fn classify(message: &[u8], from: IpAddr, src_port: u16, dst_port: u16) -> Optio
             if !(kind == 3 || kind == 1) {
                 return None;
             }
-            let ip = wire::ipv6::Ipv6Packet::new_unchecked(invoking);
-            if invoking.len() < wire::ipv6::HEADER_LEN || ip.next_header() != IpProtocol::Udp {
+            if invoking.len() < wire::ipv6::HEADER_LEN {
                 return None;
             }
-            wire::ipv6::HEADER_LEN
+            // Past any extension headers (a traced probe carries the trace
+            // destination option).
+            let first = wire::ipv6::Ipv6Packet::new_unchecked(invoking).next_header();
+            let chain = &invoking[wire::ipv6::HEADER_LEN..];
+            let end = wire::ipv6_ext_header::walk_chain(chain, first).ok()?;
+            if end.protocol != IpProtocol::Udp {
+                return None;
+            }
+            wire::ipv6::HEADER_LEN + end.offset
         }
         IpAddr::V4(_) => {
             // RFC 792: type 11 Time Exceeded, type 3 Destination

@@ -35,14 +35,10 @@ impl Host {
             packet.flow(),
             0,
         );
-        self.raw_deliver(
-            RawFamily::Ipv4,
-            IpProtocol::Icmp,
-            &IpMeta::V4(meta),
-            &packet,
-            pos,
-        );
-        let len = packet.len() - pos;
+        let Some(len) = packet.len().checked_sub(pos) else {
+            self.count_drop("icmpv4_truncated");
+            return;
+        };
         let mut scratch = std::mem::take(&mut self.scratch);
         if scratch.len() < len {
             scratch.resize(len, 0);
@@ -68,6 +64,17 @@ impl Host {
             let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, len as u32, packet.flow(), 0);
             Icmpv4Repr::parse(&Icmpv4Packet::new_unchecked(bytes), ChecksumMode::Full)
         };
+        // Verified messages, unknown types included, go to the raw ICMP
+        // sockets too (ping and traceroute read them there).
+        if matches!(parsed, Ok(_) | Err(wire::Error::Unsupported(_))) {
+            self.raw_deliver(
+                RawFamily::Ipv4,
+                IpProtocol::Icmp,
+                &IpMeta::V4(*meta),
+                packet,
+                pos,
+            );
+        }
         let repr = match parsed {
             Ok(repr) => repr,
             Err(wire::Error::Checksum) => {
@@ -202,9 +209,12 @@ impl Host {
 /// Whether an invoking IPv4 packet carries an ICMP error (types 3, 4, 5,
 /// 11, 12): RFC 1122 §3.2.2 forbids an error about one.
 fn is_icmpv4_error(bytes: &[u8]) -> bool {
-    let Ok(ip) = wire::ipv4::Ipv4Packet::new_checked(bytes) else {
+    // The bytes may be the start of a longer datagram: read the header
+    // without checking Total Length against them.
+    if bytes.len() < wire::ipv4::HEADER_LEN || bytes[0] >> 4 != 4 {
         return false;
-    };
+    }
+    let ip = wire::ipv4::Ipv4Packet::new_unchecked(bytes);
     if ip.protocol() != IpProtocol::Icmp || ip.frag_offset() != 0 {
         return false;
     }

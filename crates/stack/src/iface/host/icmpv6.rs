@@ -34,16 +34,10 @@ impl Host {
             packet.flow(),
             0,
         );
-        // Every ICMPv6 message goes to the raw ICMPv6 sockets too, as on
-        // Linux, so ping and traceroute see replies and errors.
-        self.raw_deliver(
-            RawFamily::Ipv6,
-            IpProtocol::Icmpv6,
-            &IpMeta::V6(meta),
-            &packet,
-            pos,
-        );
-        let len = packet.len() - pos;
+        let Some(len) = packet.len().checked_sub(pos) else {
+            self.count_drop("icmpv6_truncated");
+            return;
+        };
         let mut scratch = std::mem::take(&mut self.scratch);
         if scratch.len() < len {
             scratch.resize(len, 0);
@@ -74,6 +68,19 @@ impl Host {
                 ChecksumMode::Full,
             )
         };
+        // Every verified ICMPv6 message goes to the raw ICMPv6 sockets too,
+        // unknown types included (RFC 4443 §2.4 (b); RFC 3542 §3.1: the
+        // checksum is verified first), so ping and traceroute see replies
+        // and errors.
+        if matches!(parsed, Ok(_) | Err(wire::Error::Unsupported(_))) {
+            self.raw_deliver(
+                RawFamily::Ipv6,
+                IpProtocol::Icmpv6,
+                &IpMeta::V6(*meta),
+                packet,
+                pos,
+            );
+        }
         let repr = match parsed {
             Ok(repr) => repr,
             Err(wire::Error::Checksum) => {

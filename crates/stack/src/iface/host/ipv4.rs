@@ -96,6 +96,11 @@ impl Host {
             }
         };
         packet.truncate(header_len + repr.payload_len);
+        // RFC 791: a fragment's data ends within the 65 535-byte datagram.
+        if usize::from(repr.frag_offset) + header_len + repr.payload_len > 65_535 {
+            self.count_drop("ipv4_fragment_too_long");
+            return;
+        }
         // RFC 1122 §3.2.1.3: a source that is broadcast or multicast is
         // discarded.
         if repr.src.is_broadcast() || repr.src.is_multicast() {
@@ -127,7 +132,6 @@ impl Host {
             }
             return;
         }
-        self.counters.ipv4_delivered += 1;
         if repr.more_frags || repr.frag_offset != 0 {
             self.ipv4_fragment(now, meta, repr, packet, header_len);
             return;
@@ -143,6 +147,7 @@ impl Host {
         packet: Packet,
         pos: usize,
     ) {
+        self.counters.ipv4_delivered += 1;
         match protocol {
             IpProtocol::Icmp => self.icmpv4_input(now, meta, packet, pos),
             IpProtocol::Udp => self.udp_input(now, IpMeta::V4(meta), packet, pos),
@@ -187,7 +192,9 @@ impl Host {
         packet: Packet,
         header_len: usize,
     ) {
-        let _span = probe::span(
+        // The span covers reassembly alone: it ends before the datagram
+        // goes up the stack.
+        let span = probe::span(
             REASSEMBLE_ENTER,
             REASSEMBLE_EXIT,
             packet.len() as u32,
@@ -226,6 +233,7 @@ impl Host {
             },
         );
         drop(packet);
+        drop(span);
         self.count_evictions(
             "ipv4_reassembly_evicted",
             evicted,
@@ -647,7 +655,8 @@ impl Host {
             }
             let piece = Ipv4Repr {
                 ttl: meta.ttl - 1,
-                frag_offset: repr.frag_offset + offset as u16,
+                // In range: input refused fragments ending past 65 535.
+                frag_offset: repr.frag_offset.saturating_add(offset as u16),
                 more_frags: end < len || repr.more_frags,
                 payload_len: end - offset,
                 options,

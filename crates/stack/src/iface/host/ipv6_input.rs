@@ -133,7 +133,6 @@ impl Host {
             }
             return;
         }
-        self.counters.ipv6_delivered += 1;
         // The offset of the Next Header field that named the header at
         // `pos`, for Parameter Problem code 1 (RFC 8200 §4).
         let previous_field = if pos == wire::ipv6::HEADER_LEN {
@@ -199,6 +198,11 @@ impl Host {
                     };
                     let (following, len_units, routing_type, segments_left) =
                         (header[0], header[1], header[2], header[3]);
+                    let header_len = wire::ipv6_ext_header::header_len_of(len_units);
+                    if pos + header_len > packet.len() {
+                        self.count_drop("ipv6_truncated");
+                        return;
+                    }
                     if segments_left != 0 {
                         // RFC 8200 §4.4: an unrecognised Routing Type with
                         // segments left is answered with Parameter Problem
@@ -223,17 +227,19 @@ impl Host {
                     // Segments left 0: ignore the header and go on (§4.4).
                     previous_field = pos;
                     next = IpProtocol::from(following);
-                    pos += wire::ipv6_ext_header::header_len_of(len_units);
+                    pos += header_len;
                 }
                 IpProtocol::Ipv6Frag => {
                     self.ipv6_fragment(now, meta, packet, pos, previous_field);
                     return;
                 }
                 IpProtocol::Icmpv6 => {
+                    self.counters.ipv6_delivered += 1;
                     self.icmpv6_input(now, meta, packet, pos);
                     return;
                 }
                 IpProtocol::Udp => {
+                    self.counters.ipv6_delivered += 1;
                     self.udp_input(now, super::transport::IpMeta::V6(meta), packet, pos);
                     return;
                 }
@@ -399,7 +405,9 @@ impl Host {
         pos: usize,
         previous_field: usize,
     ) {
-        let _span = probe::span(
+        // The span covers reassembly alone: it ends before the datagram
+        // goes up the stack.
+        let span = probe::span(
             REASSEMBLE_ENTER,
             REASSEMBLE_EXIT,
             packet.len() as u32,
@@ -452,6 +460,7 @@ impl Host {
         // An atomic fragment (RFC 6946) is processed at once, alone.
         if fragment.frag_offset == 0 && !fragment.more_frags {
             let next = fragment.next_header;
+            drop(span);
             self.ipv6_local(now, meta, packet, next, payload_start, pos);
             return;
         }
@@ -494,6 +503,7 @@ impl Host {
             },
         );
         drop(packet);
+        drop(span);
         self.count_evictions(
             "ipv6_reassembly_evicted",
             evicted,

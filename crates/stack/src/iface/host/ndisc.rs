@@ -84,6 +84,15 @@ impl Host {
                 if self.router {
                     return;
                 }
+                // RFC 4861 §6.1.2: an RA from other than a link-local
+                // address is invalid and MUST be silently discarded, all
+                // of it (hop limit, timers and MTU included).
+                if !meta.src.is_unicast_link_local()
+                    || self.interfaces[id.0].v6.addresses.is_disabled()
+                {
+                    self.count_drop("ndisc_ra_invalid");
+                    return;
+                }
                 let slla = link_layer_option(&options, true);
                 let prefixes: Vec<PrefixInformation> = options
                     .iter()
@@ -101,6 +110,17 @@ impl Host {
                     .addresses
                     .on_router_advertisement(now, &ra, prefixes);
                 self.address_actions(now, id, actions);
+                // RFC 4861 §6.3.4: every RA resets the default router's
+                // invalidation timer; the route follows the Router List.
+                let refreshed = self.interfaces[id.0]
+                    .v6
+                    .addresses
+                    .routers()
+                    .find(|r| r.address == meta.src)
+                    .map(|r| r.expires);
+                if let Some(expires) = refreshed {
+                    self.install_default_route(id, meta.src, expires);
+                }
                 let v6 = &mut self.interfaces[id.0].v6;
                 // RFC 4861 §6.3.4: Cur Hop Limit, Reachable Time, Retrans
                 // Timer and MTU, each when specified.
@@ -165,15 +185,10 @@ impl Host {
                     target,
                     options: NdiscOptions::from_list(&tlla),
                 });
-                self.send_icmpv6(
-                    now,
-                    Some(target),
-                    dst,
-                    Some(id),
-                    Some(ND_HOP_LIMIT),
-                    Flow::NONE,
-                    &advert,
-                );
+                // RFC 4861 §7.2.4: on the arrival link, to the solicitor's
+                // link-layer address when it gave one.
+                let mac = if solicited { slla } else { None };
+                self.send_icmpv6_direct(now, id, target, dst, mac, &advert);
             }
             NdiscRepr::NeighborAdvert {
                 flags,
@@ -272,7 +287,8 @@ impl Host {
         } else {
             return;
         };
-        let Some(source) = self.select_source_v6(meta.interface, target) else {
+        // RFC 4861 §4.5: from the link-local address of the interface.
+        let Some(source) = self.select_source_v6(meta.interface, wire::ipv6::ALL_NODES) else {
             return;
         };
         if !self.icmp6_limiter.allow(now) {
@@ -280,7 +296,10 @@ impl Host {
             return;
         }
         // The redirected packet, as much as fits the minimum MTU.
-        let invoking = leading_bytes(packet, wire::ipv6::MIN_MTU - 40 - 40 - 8);
+        // RFC 4861 §4.5: the whole Redirect within the minimum MTU: IPv6
+        // header, the fixed part (40), a TLLA option (8) and the
+        // Redirected Header option's own 8 bytes.
+        let invoking = leading_bytes(packet, wire::ipv6::MIN_MTU - 40 - 40 - 8 - 8);
         let padded = invoking.len() - invoking.len() % 8;
         let mut option_list = Vec::with_capacity(2);
         if let Some(entry) = self.interfaces[meta.interface.0].v6.neighbors.get(target) {
@@ -337,9 +356,10 @@ impl Host {
         self.send_icmpv6_direct(now, interface, source, dst, unicast_to, &solicit);
     }
 
-    /// Sends an ND message straight to a MAC (or the destination's
-    /// multicast MAC), bypassing neighbour resolution: a NUD probe must not
-    /// wait on the very entry it probes.
+    /// Sends an ND message on `interface`, never routed (ND is link-local
+    /// by nature): straight to `mac` when given (a NUD probe must not wait
+    /// on the very entry it probes), else to the destination's multicast
+    /// MAC or through the neighbour cache.
     fn send_icmpv6_direct(
         &mut self,
         now: Instant,
@@ -349,18 +369,6 @@ impl Host {
         mac: Option<EthernetAddress>,
         repr: &Icmpv6Repr<'_>,
     ) {
-        let Some(mac) = mac else {
-            self.send_icmpv6(
-                now,
-                Some(src),
-                dst,
-                Some(interface),
-                Some(ND_HOP_LIMIT),
-                Flow::NONE,
-                repr,
-            );
-            return;
-        };
         let len = repr.buffer_len();
         let mut bytes = vec![0; len];
         if repr
@@ -395,7 +403,13 @@ impl Host {
             .is_ok()
         {
             self.counters.ipv6_sent += 1;
-            self.ethernet_output(interface, mac, wire::ethernet::EtherType::Ipv6, packet);
+            match mac {
+                Some(mac) => {
+                    self.ethernet_output(interface, mac, wire::ethernet::EtherType::Ipv6, packet)
+                }
+                // On the link: a multicast MAC, or the neighbour cache.
+                None => self.ipv6_link_output(now, interface, dst, dst, packet),
+            }
         }
     }
 
@@ -478,14 +492,7 @@ impl Host {
                         .routers()
                         .find(|r| r.address == router)
                         .map_or(now, |r| r.expires);
-                    let _ = self.routes6.insert(Route {
-                        prefix: Ipv6Addr::UNSPECIFIED,
-                        prefix_len: 0,
-                        next_hop: Some(router),
-                        interface: id,
-                        metric: 1024,
-                        origin: Origin::RouterAdvertisement { expires },
-                    });
+                    self.install_default_route(id, router, expires);
                 }
                 AddressAction::RouterExpired(router) => {
                     self.routes6.retain(|r| {
@@ -584,6 +591,19 @@ impl Host {
                 Action::RouterLost { target } => self.forget_router(id, target),
             }
         }
+    }
+
+    /// The default route through an advertising router, until `expires`
+    /// (inserting it again replaces the old expiry).
+    fn install_default_route(&mut self, id: InterfaceId, router: Ipv6Addr, expires: Instant) {
+        let _ = self.routes6.insert(Route {
+            prefix: Ipv6Addr::UNSPECIFIED,
+            prefix_len: 0,
+            next_hop: Some(router),
+            interface: id,
+            metric: 1024,
+            origin: Origin::RouterAdvertisement { expires },
+        });
     }
 
     /// RFC 4861 §7.2.5, §7.3.3: a neighbour that stopped being a router

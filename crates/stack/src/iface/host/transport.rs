@@ -101,7 +101,10 @@ impl Host {
             packet.flow(),
             0,
         );
-        let total = packet.len() - pos;
+        let Some(total) = packet.len().checked_sub(pos) else {
+            self.count_drop("udp_truncated");
+            return;
+        };
         let mut scratch = [0u8; 8];
         let Some(header) = read_at(&packet, pos, wire::udp::HEADER_LEN, &mut scratch) else {
             self.count_drop("udp_truncated");
