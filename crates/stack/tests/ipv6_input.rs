@@ -435,3 +435,34 @@ fn an_advertisement_from_a_global_address_changes_nothing() {
     assert_eq!(state.interfaces[0].ipv6_mtu, 1280);
     assert_eq!(state.interfaces[0].routers.len(), 1);
 }
+
+#[test]
+fn a_first_fragment_that_cuts_the_header_chain_gets_parameter_problem_code_3() {
+    let mut bench = Bench::new();
+    // Fragment header: next = destination options, offset 0, M = 1; then
+    // 16 bytes of a destination options header that claims 88.
+    let mut rest = vec![60, 0, 0, 1, 0, 0, 0, 7];
+    rest.extend_from_slice(&[58, 10, 1, 12]);
+    rest.extend_from_slice(&[0; 12]);
+    let answers = bench.send(host_addr(), 44, &rest);
+    assert_eq!(answers, [(4, 3, 0)]);
+    assert_eq!(bench.drops("ipv6_first_fragment_incomplete_chain"), 1);
+}
+
+#[test]
+fn a_solicitation_from_the_unspecified_address_to_a_unicast_address_is_invalid() {
+    let mut bench = Bench::new();
+    let mut ns = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    ns.extend_from_slice(&host_addr().octets());
+    let ns = icmpv6(Ipv6Addr::UNSPECIFIED, host_addr(), ns);
+    bench.inject(&frame(
+        HOST_MAC,
+        Ipv6Addr::UNSPECIFIED,
+        host_addr(),
+        58,
+        255,
+        &ns,
+    ));
+    assert!(bench.answers().is_empty());
+    assert_eq!(bench.drops("ndisc_ns_invalid"), 1);
+}

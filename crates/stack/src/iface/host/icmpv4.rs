@@ -134,7 +134,15 @@ impl Host {
         packet: &Packet,
         kind: Icmpv4ErrorKind,
     ) {
-        let bytes = leading_bytes(packet, crate::iface::icmp_error::MAX_ICMPV4_INVOKING_LEN);
+        // A traced error carries the 8-byte trace option: quote 8 bytes
+        // less so it stays within 576 bytes (RFC 1812 §4.3.2.3).
+        let limit = crate::iface::icmp_error::MAX_ICMPV4_INVOKING_LEN;
+        let quote = if packet.flow().traced {
+            limit - 8
+        } else {
+            limit
+        };
+        let bytes = leading_bytes(packet, quote);
         let is_error = is_icmpv4_error(&bytes);
         let subnet_broadcast = self
             .interfaces

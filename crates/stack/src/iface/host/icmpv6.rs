@@ -141,6 +141,12 @@ impl Host {
                     self.count_drop("mld_bad_hop_limit");
                     return;
                 }
+                // RFC 3810 §5.1.14, §5.2.13: a link-local source (reports
+                // may come from :: before one is assigned).
+                if !(meta.src.is_unicast_link_local() || meta.src.is_unspecified()) {
+                    self.count_drop("mld_bad_source");
+                    return;
+                }
                 self.interfaces[meta.interface.0]
                     .v6
                     .mld
@@ -161,7 +167,14 @@ impl Host {
         packet: &Packet,
         kind: Icmpv6ErrorKind,
     ) {
-        let bytes = leading_bytes(packet, wire::ipv6::MIN_MTU);
+        // A traced error carries the 8-byte trace option: quote 8 bytes
+        // less so the whole stays within the minimum MTU (RFC 4443 §2.4 c).
+        let quote = if packet.flow().traced {
+            wire::ipv6::MIN_MTU - 40 - 8 - 8
+        } else {
+            wire::ipv6::MIN_MTU
+        };
+        let bytes = leading_bytes(packet, quote);
         let invoking = InvokingV6 {
             src: meta.src,
             dst: meta.dst,

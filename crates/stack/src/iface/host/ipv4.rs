@@ -530,6 +530,29 @@ impl Host {
             packet.flow(),
             4,
         );
+        // RFC 1812 §5.3.7: no martian sources or destinations (0/8, 127/8,
+        // 240/4); §5.3.4: nothing that arrived as link-layer broadcast; and
+        // no directed broadcasts of our other subnets (RFC 2644).
+        let martian = |a: Ipv4Addr| {
+            let first = a.octets()[0];
+            first == 0 || first == 127 || first >= 240
+        };
+        if martian(meta.src) || martian(meta.dst) {
+            self.count_drop("ipv4_forward_martian");
+            return;
+        }
+        if meta.link_multicast {
+            self.count_drop("ipv4_forward_link_broadcast");
+            return;
+        }
+        if self
+            .interfaces
+            .iter()
+            .any(|i| i.v4.as_ref().and_then(|v4| v4.broadcast()) == Some(meta.dst))
+        {
+            self.count_drop("ipv4_forward_directed_broadcast");
+            return;
+        }
         if meta.ttl <= 1 {
             self.count_drop("ipv4_ttl_exceeded");
             self.send_icmpv4_error(

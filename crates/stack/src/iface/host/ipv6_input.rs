@@ -443,7 +443,9 @@ impl Host {
             );
             return;
         }
-        if fragment.frag_offset + payload_len > 65_535 {
+        // RFC 8200 §4.5: the reassembled Payload Length (unfragmentable
+        // headers after the IPv6 header, offset and length) must fit.
+        if (pos - wire::ipv6::HEADER_LEN) + fragment.frag_offset + payload_len > 65_535 {
             self.count_drop("ipv6_fragment_too_long");
             self.send_icmpv6_error(
                 now,
@@ -452,6 +454,25 @@ impl Host {
                 Icmpv6ErrorKind::ParamProblem {
                     reason: ParamProblemReason::ErroneousHeaderField,
                     pointer: (pos + 2) as u32,
+                    option_type: None,
+                },
+            );
+            return;
+        }
+        // RFC 8200 §4.5 (after RFC 7112): the first fragment carries the
+        // whole header chain up to and including the upper-layer header's
+        // start; otherwise Parameter Problem code 3.
+        if fragment.frag_offset == 0
+            && !first_fragment_has_chain(&packet, payload_start, fragment.next_header)
+        {
+            self.count_drop("ipv6_first_fragment_incomplete_chain");
+            self.send_icmpv6_error(
+                now,
+                &meta,
+                &packet,
+                Icmpv6ErrorKind::ParamProblem {
+                    reason: ParamProblemReason::Unknown(3),
+                    pointer: 0,
                     option_type: None,
                 },
             );
@@ -573,6 +594,23 @@ impl Host {
             &packet,
             Icmpv6ErrorKind::TimeExceeded(TimeExceededReason::FragReassemblyExceeded),
         );
+    }
+}
+
+/// Whether the payload of a first fragment (from `start`) holds the whole
+/// extension-header chain starting with `first` and the start of the upper
+/// layer header: a chain cut by the fragment's end is an incomplete one.
+fn first_fragment_has_chain(packet: &Packet, start: usize, first: IpProtocol) -> bool {
+    let mut scratch = [0u8; 2048];
+    let len = packet.len().saturating_sub(start).min(scratch.len());
+    let Some(bytes) = read_at(packet, start, len, &mut scratch) else {
+        return false;
+    };
+    match wire::ipv6_ext_header::walk_chain(bytes, first) {
+        // Nothing follows, or the upper layer starts inside the fragment.
+        Ok(end) => end.protocol == IpProtocol::Ipv6NoNxt || end.offset < bytes.len(),
+        // A chain longer than what was looked at is not proven cut.
+        Err(_) => len == scratch.len(),
     }
 }
 

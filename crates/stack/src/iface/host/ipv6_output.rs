@@ -387,8 +387,14 @@ impl Host {
             }
             return;
         }
-        if meta.src.is_unspecified() {
-            self.count_drop("ipv6_forward_unspecified_source");
+        // RFC 4291 §2.5.2, §2.5.3: the unspecified and loopback addresses
+        // are never forwarded, as source or destination.
+        if meta.src.is_unspecified()
+            || meta.src.is_loopback()
+            || meta.dst.is_unspecified()
+            || meta.dst.is_loopback()
+        {
+            self.count_drop("ipv6_forward_martian");
             return;
         }
         // RFC 4443 §3.3: hop limit exhausted in transit.

@@ -152,6 +152,14 @@ impl Host {
             }
             NdiscRepr::NeighborSolicit { target, options } => {
                 let slla = link_layer_option(&options, true);
+                // RFC 4861 §7.1.1: from the unspecified address only to a
+                // solicited-node group and without a link-layer option.
+                if meta.src.is_unspecified()
+                    && (!wire::ipv6::is_solicited_node(&meta.dst) || slla.is_some())
+                {
+                    self.count_drop("ndisc_ns_invalid");
+                    return;
+                }
                 let (disposition, actions) = self.interfaces[id.0]
                     .v6
                     .addresses
@@ -195,6 +203,11 @@ impl Host {
                 target,
                 options,
             } => {
+                // RFC 4861 §7.1.2: a multicast NA cannot be solicited.
+                if meta.dst.is_multicast() && flags.solicited {
+                    self.count_drop("ndisc_na_invalid");
+                    return;
+                }
                 let tlla = link_layer_option(&options, false);
                 let actions = self.interfaces[id.0]
                     .v6
