@@ -83,7 +83,13 @@ fn main() {
     let mac = host_b.interfaces[0].mac;
     let b6 = address_from_prefix("2001:db8:b::".parse().unwrap(), modified_eui64(mac.0));
     let b4: Ipv4Addr = "198.51.100.10".parse().unwrap();
-    println!("family  ip_bytes  router_forwarded_pps  host-b_received_pps  seconds");
+    println!(
+        "threads: 3 (one per node) on {} CPUs",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "family  ip_bytes  host-a_sent_pps  router_forwarded_pps  host-b_received_pps  seconds"
+    );
     for (family, dest, header) in [("IPv6", IpAddr::V6(b6), 48), ("IPv4", IpAddr::V4(b4), 28)] {
         for ip_bytes in [64usize, 1500] {
             let mut workloads: BTreeMap<String, WorkloadFactory> = BTreeMap::new();
@@ -101,12 +107,14 @@ fn main() {
             .expect("run");
             let report = |name: &str| reports.iter().find(|r| r.name == name).expect("report");
             let router = report("router");
+            let a = report("host-a");
             let b = report("host-b");
+            let sent = a.counters.udp_sent as f64 / a.elapsed.as_secs_f64();
             let forwarded = router.counters.ipv6_forwarded + router.counters.ipv4_forwarded;
             let pps = forwarded as f64 / router.elapsed.as_secs_f64();
             let received = b.counters.udp_received as f64 / b.elapsed.as_secs_f64();
             println!(
-                "{family:<6}  {ip_bytes:>8}  {pps:>20.0}  {received:>19.0}  {:>7.2}",
+                "{family:<6}  {ip_bytes:>8}  {sent:>15.0}  {pps:>20.0}  {received:>19.0}  {:>7.2}",
                 router.elapsed.as_secs_f64()
             );
         }
