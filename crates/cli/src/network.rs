@@ -113,6 +113,14 @@ impl NetworkArgs {
         }
     }
 
+    /// The network built and the host to act on: `host`, else the first
+    /// host of the topology.
+    fn start(&self, host: Option<&str>) -> Result<(String, Simulator)> {
+        let topology = self.topology()?;
+        let host = sending_host(&topology, host)?;
+        Ok((host, self.simulator(&topology)?))
+    }
+
     fn simulator(&self, topology: &Topology) -> Result<Simulator> {
         if let Some(dir) = &self.pcap {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -144,9 +152,7 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
 }
 
 pub fn ping(args: &PingArgs) -> Result<()> {
-    let topology = args.network.topology()?;
-    let from = sending_host(&topology, args.from.as_deref())?;
-    let mut sim = args.network.simulator(&topology)?;
+    let (from, mut sim) = args.network.start(args.from.as_deref())?;
     let options = PingOptions {
         count: args.count,
         size: args.size as usize,
@@ -173,9 +179,7 @@ pub fn ping(args: &PingArgs) -> Result<()> {
 }
 
 pub fn traceroute(args: &TracerouteArgs) -> Result<()> {
-    let topology = args.network.topology()?;
-    let from = sending_host(&topology, args.from.as_deref())?;
-    let mut sim = args.network.simulator(&topology)?;
+    let (from, mut sim) = args.network.start(args.from.as_deref())?;
     let options = TracerouteOptions {
         max_hops: args.max_hops,
         family: args.family.family(),
@@ -199,9 +203,7 @@ pub fn traceroute(args: &TracerouteArgs) -> Result<()> {
 }
 
 pub fn ipv6(args: &Ipv6Args) -> Result<()> {
-    let topology = args.network.topology()?;
-    let host = sending_host(&topology, args.host.as_deref())?;
-    let mut sim = args.network.simulator(&topology)?;
+    let (host, mut sim) = args.network.start(args.host.as_deref())?;
     sim.run_for(std::time::Duration::from_secs_f64(args.after));
     let state = sim
         .host(&host)

@@ -2,8 +2,11 @@
 //! issue specifies, and the trace subcommands read, convert and refuse
 //! trace files as documented.
 
+mod common;
+
+use common::{stackscope, stdout_json};
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use probe::{locations, Category, Kind, Layer, Record, Trace, TraceHeader};
 use serde_json::Value;
@@ -13,22 +16,6 @@ locations! {
     SEND_ENTER = ("send.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
     SEND_EXIT = ("send.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
     IFQ_IN = ("ifq.enqueue", Layer::Link, Kind::Enqueue, Category::Link, Some("ifq"));
-}
-
-fn stackscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stackscope"))
-        .args(args)
-        .output()
-        .expect("run stackscope")
-}
-
-fn stdout_json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "stackscope failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
 }
 
 /// A scratch file removed when dropped.

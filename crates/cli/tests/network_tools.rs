@@ -1,25 +1,11 @@
 //! The network tools end to end on the default topology: the issue's
 //! "done when" commands, their JSON shapes, captures and errors.
 
-use std::process::{Command, Output};
+mod common;
+
+use common::{stackscope, stdout_json};
 
 use serde_json::Value;
-
-fn stackscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stackscope"))
-        .args(args)
-        .output()
-        .expect("run stackscope")
-}
-
-fn stdout_json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "stackscope failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
-}
 
 #[test]
 fn ping_host_b_from_host_a_receives_three_of_three() {

@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::{Host, HostCounters};
 use crate::iface::address::Expiry;
 use crate::iface::interface::InterfaceCounters;
+use crate::iface::route::{DestinationCache, RouteAddress, RoutingTable};
 use crate::time::Instant;
 
 /// Seconds left until `expiry`, `None` for infinite.
@@ -273,88 +274,10 @@ impl Host {
                 }
             })
             .collect();
-        let route_state = |prefix: String,
-                           next_hop: Option<String>,
-                           r_interface: usize,
-                           metric: u32,
-                           origin: &'static str| RouteState {
-            prefix,
-            next_hop,
-            interface: r_interface,
-            metric,
-            origin,
-        };
-        let ipv6_routes = self
-            .routes6
-            .routes()
-            .into_iter()
-            .map(|r| {
-                route_state(
-                    format!("{}/{}", r.prefix, r.prefix_len),
-                    r.next_hop.map(|h| h.to_string()),
-                    r.interface.0,
-                    r.metric,
-                    r.origin.name(),
-                )
-            })
-            .collect();
-        let ipv4_routes = self
-            .routes4
-            .routes()
-            .into_iter()
-            .map(|r| {
-                route_state(
-                    format!("{}/{}", r.prefix, r.prefix_len),
-                    r.next_hop.map(|h| h.to_string()),
-                    r.interface.0,
-                    r.metric,
-                    r.origin.name(),
-                )
-            })
-            .collect();
-        let destination = |d: String,
-                           hop: String,
-                           interface: usize,
-                           source: Option<String>,
-                           pmtu: u32,
-                           expires: Option<Instant>| DestinationState {
-            destination: d,
-            next_hop: hop,
-            interface,
-            source,
-            path_mtu: pmtu,
-            pmtu_expires_s: expires.map(|t| seconds_until(t, now)),
-        };
-        let ipv6_destinations = self
-            .dest6
-            .entries(now)
-            .into_iter()
-            .map(|v| {
-                destination(
-                    v.destination.to_string(),
-                    v.next_hop.neighbor.to_string(),
-                    v.next_hop.interface.0,
-                    v.next_hop.source.map(|s| s.to_string()),
-                    v.pmtu,
-                    v.pmtu_expires,
-                )
-            })
-            .collect();
-        let ipv4_destinations = self
-            .dest4
-            .entries(now)
-            .into_iter()
-            .map(|v| {
-                destination(
-                    v.destination.to_string(),
-                    v.next_hop.neighbor.to_string(),
-                    v.next_hop.interface.0,
-                    v.next_hop.source.map(|s| s.to_string()),
-                    v.pmtu,
-                    v.pmtu_expires,
-                )
-            })
-            .collect();
+        let ipv6_routes = routes_state(&self.routes6);
+        let ipv4_routes = routes_state(&self.routes4);
+        let ipv6_destinations = destinations_state(&self.dest6, now);
+        let ipv4_destinations = destinations_state(&self.dest4, now);
         let pool = self.pool.stats();
         HostState {
             name: self.name.clone(),
@@ -389,6 +312,40 @@ impl Host {
                 .collect(),
         }
     }
+}
+
+/// A routing table as the dump shows it.
+fn routes_state<A: RouteAddress>(table: &RoutingTable<A>) -> Vec<RouteState> {
+    table
+        .routes()
+        .into_iter()
+        .map(|r| RouteState {
+            prefix: format!("{}/{}", r.prefix, r.prefix_len),
+            next_hop: r.next_hop.map(|h| h.to_string()),
+            interface: r.interface.0,
+            metric: r.metric,
+            origin: r.origin.name(),
+        })
+        .collect()
+}
+
+/// A destination cache as the dump shows it.
+fn destinations_state<A: RouteAddress>(
+    cache: &DestinationCache<A>,
+    now: Instant,
+) -> Vec<DestinationState> {
+    cache
+        .entries(now)
+        .into_iter()
+        .map(|v| DestinationState {
+            destination: v.destination.to_string(),
+            next_hop: v.next_hop.neighbor.to_string(),
+            interface: v.next_hop.interface.0,
+            source: v.next_hop.source.map(|s| s.to_string()),
+            path_mtu: v.pmtu,
+            pmtu_expires_s: v.pmtu_expires.map(|t| seconds_until(t, now)),
+        })
+        .collect()
 }
 
 fn lifetime(seconds: Option<f64>) -> String {
