@@ -14,6 +14,7 @@
 //! of entries (or bytes, for receive queues); what does not fit is refused
 //! and counted.
 
+mod queues;
 pub mod raw;
 pub mod udp;
 

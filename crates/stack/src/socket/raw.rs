@@ -14,13 +14,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use probe::Flow;
 use wire::ip::IpProtocol;
 
+use super::queues::{Message, Queues};
 use super::udp::map_packet_error;
-use super::{probe_len, BoundedQueue, Entry, SendError, SocketCounters};
+use super::{probe_len, SendError, SocketCounters};
 use crate::buffer::{Packet, Pool};
-use crate::probes::{
-    RECV_QUEUE_DEQUEUE, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE,
-    SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER, SOCKET_SEND_EXIT,
-};
+use crate::probes::{SOCKET_SEND_ENTER, SOCKET_SEND_EXIT};
 
 /// The IP version a raw socket speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,11 +94,7 @@ pub struct RawSocket {
     family: RawFamily,
     protocol: IpProtocol,
     flow: Flow,
-    send_queue: BoundedQueue<RawPacket>,
-    recv_queue: BoundedQueue<RawPacket>,
-    send_seq: u64,
-    recv_seq: u64,
-    counters: SocketCounters,
+    queues: Queues<RawPacket, RawPacket>,
 }
 
 impl RawSocket {
@@ -110,11 +104,11 @@ impl RawSocket {
             family,
             protocol,
             flow,
-            send_queue: BoundedQueue::new(config.send_queue_packets, usize::MAX),
-            recv_queue: BoundedQueue::new(config.recv_queue_packets, config.recv_queue_bytes),
-            send_seq: 0,
-            recv_seq: 0,
-            counters: SocketCounters::default(),
+            queues: Queues::new(
+                config.send_queue_packets,
+                config.recv_queue_packets,
+                config.recv_queue_bytes,
+            ),
         }
     }
 
@@ -144,8 +138,7 @@ impl RawSocket {
         remote: IpAddr,
         hop_limit: Option<u8>,
     ) -> Result<(), SendError> {
-        self.send_seq += 1;
-        let aux = self.send_seq;
+        let aux = self.queues.next_send();
         let flow = self.flow;
         let len = data.len();
         let _span = probe::span(
@@ -164,43 +157,20 @@ impl RawSocket {
         if RawFamily::of(remote) != self.family {
             return Err(SendError::FamilyMismatch);
         }
-        if self.send_queue.is_full() {
-            self.counters.send_queue_full += 1;
-            return Err(SendError::QueueFull);
-        }
+        self.queues.check_send_room()?;
         let payload = Packet::from_payload(pool, flow, data).map_err(map_packet_error)?;
-        let entry = Entry {
-            item: RawPacket {
-                remote,
-                local: self.family.unspecified(),
-                hop_limit: hop_limit.unwrap_or(0),
-                payload,
-            },
-            len,
-            flow,
-            aux,
+        let item = RawPacket {
+            remote,
+            local: self.family.unspecified(),
+            hop_limit: hop_limit.unwrap_or(0),
+            payload,
         };
-        if self.send_queue.push(entry).is_err() {
-            self.counters.send_queue_full += 1;
-            return Err(SendError::QueueFull);
-        }
-        self.counters.send_queue_high_water = self.send_queue.high_water;
-        probe::record(SEND_QUEUE_ENQUEUE, probe_len(len), flow, aux);
-        Ok(())
+        self.queues.enqueue_send(item, len, flow, aux)
     }
 
     /// The host takes the oldest message to send.
     pub fn dequeue_outgoing(&mut self) -> Option<RawPacket> {
-        let entry = self.send_queue.pop()?;
-        probe::record(
-            SEND_QUEUE_DEQUEUE,
-            probe_len(entry.len),
-            entry.flow,
-            entry.aux,
-        );
-        self.counters.sent_datagrams += 1;
-        self.counters.sent_bytes += entry.len;
-        Some(entry.item)
+        self.queues.dequeue_send()
     }
 
     /// Whether a packet of `family` carrying `protocol` is for this socket.
@@ -211,79 +181,34 @@ impl RawSocket {
 
     /// The host hands over a copy of a received packet. It is dropped and
     /// counted (returning `false`) if the receive queue is full by count or
-    /// bytes. Probes use this socket's flow, traced if either the socket or
-    /// the packet is.
-    pub fn deliver(&mut self, mut packet: RawPacket) -> bool {
-        let len = packet.payload.len();
-        if !self.recv_queue.fits(len) {
-            self.counters.recv_queue_full += 1;
-            return false;
-        }
-        // A packet traced from the wire keeps the sender's flow id, so one
-        // message can be followed through both stacks (DESIGN.md, "Probe
-        // events"); otherwise it joins this socket's flow.
-        let arrived = packet.payload.flow();
-        let flow = if arrived.traced { arrived } else { self.flow };
-        packet.payload.set_flow(flow);
-        self.recv_seq += 1;
-        let aux = self.recv_seq;
-        let entry = Entry {
-            item: packet,
-            len,
-            flow,
-            aux,
-        };
-        if self.recv_queue.push(entry).is_err() {
-            self.counters.recv_queue_full += 1;
-            return false;
-        }
-        self.counters.received_datagrams += 1;
-        self.counters.received_bytes += len;
-        self.counters.recv_queue_high_water = self.recv_queue.high_water;
-        probe::record(RECV_QUEUE_ENQUEUE, probe_len(len), flow, aux);
-        true
+    /// bytes.
+    pub fn deliver(&mut self, packet: RawPacket) -> bool {
+        self.queues.deliver(packet, self.flow)
     }
 
     /// Takes the oldest received packet without copying it.
     pub fn recv(&mut self) -> Option<RawPacket> {
-        let entry = self.recv_queue.pop()?;
-        probe::record(
-            RECV_QUEUE_DEQUEUE,
-            probe_len(entry.len),
-            entry.flow,
-            entry.aux,
-        );
-        Some(entry.item)
+        self.queues.recv()
     }
 
     /// The application's read: copies the oldest message into `out`
     /// (truncating, the rest discarded) and returns the bytes copied and
     /// the sender.
     pub fn recv_from(&mut self, out: &mut [u8]) -> Option<(usize, IpAddr)> {
-        let (flow, aux) = self.recv_queue.front().map(|e| (e.flow, e.aux))?;
-        let mut span = probe::span(
-            SOCKET_RECV_ENTER,
-            SOCKET_RECV_EXIT,
-            probe_len(out.len()),
-            flow,
-            aux,
-        );
-        let packet = self.recv()?;
-        let copied = packet.payload.copy_out(0, out);
-        span.set_len(probe_len(copied));
+        let (copied, packet) = self.queues.recv_into(out)?;
         Some((copied, packet.remote))
     }
 
     pub fn send_queue_len(&self) -> usize {
-        self.send_queue.len()
+        self.queues.send_len()
     }
 
     pub fn recv_queue_len(&self) -> usize {
-        self.recv_queue.len()
+        self.queues.recv_len()
     }
 
     pub fn counters(&self) -> SocketCounters {
-        self.counters
+        self.queues.counters
     }
 
     pub fn config(&self) -> &RawConfig {
@@ -297,9 +222,19 @@ impl std::fmt::Debug for RawSocket {
             .field("family", &self.family)
             .field("protocol", &self.protocol)
             .field("flow", &self.flow)
-            .field("send_queue", &self.send_queue.len())
-            .field("recv_queue", &self.recv_queue.len())
-            .field("counters", &self.counters)
+            .field("send_queue", &self.queues.send_len())
+            .field("recv_queue", &self.queues.recv_len())
+            .field("counters", &self.queues.counters)
             .finish()
+    }
+}
+
+impl Message for RawPacket {
+    fn payload(&self) -> &Packet {
+        &self.payload
+    }
+
+    fn payload_mut(&mut self) -> &mut Packet {
+        &mut self.payload
     }
 }

@@ -8,12 +8,10 @@ use std::net::SocketAddr;
 
 use probe::Flow;
 
-use super::{probe_len, BoundedQueue, Entry, SendError, SocketCounters};
+use super::queues::{Message, Queues};
+use super::{probe_len, SendError, SocketCounters};
 use crate::buffer::{Packet, PacketError, Pool};
-use crate::probes::{
-    RECV_QUEUE_DEQUEUE, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE,
-    SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER, SOCKET_SEND_EXIT,
-};
+use crate::probes::{SOCKET_SEND_ENTER, SOCKET_SEND_EXIT};
 
 /// Bounds of a UDP socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,12 +78,7 @@ pub struct UdpSocket {
     flow: Flow,
     local: Option<SocketAddr>,
     hop_limit: Option<u8>,
-    send_queue: BoundedQueue<Queued>,
-    recv_queue: BoundedQueue<ReceivedDatagram>,
-    /// Message numbers: the `aux` pairing a queue's enqueue and dequeue.
-    send_seq: u64,
-    recv_seq: u64,
-    counters: SocketCounters,
+    queues: Queues<Queued, ReceivedDatagram>,
 }
 
 impl UdpSocket {
@@ -95,12 +88,11 @@ impl UdpSocket {
             flow,
             local: None,
             hop_limit: None,
-            // Sends are bounded by count; each is at most max_datagram.
-            send_queue: BoundedQueue::new(config.send_queue_datagrams, usize::MAX),
-            recv_queue: BoundedQueue::new(config.recv_queue_datagrams, config.recv_queue_bytes),
-            send_seq: 0,
-            recv_seq: 0,
-            counters: SocketCounters::default(),
+            queues: Queues::new(
+                config.send_queue_datagrams,
+                config.recv_queue_datagrams,
+                config.recv_queue_bytes,
+            ),
         }
     }
 
@@ -152,8 +144,7 @@ impl UdpSocket {
         data: &[u8],
         remote: SocketAddr,
     ) -> Result<(), SendError> {
-        self.send_seq += 1;
-        let aux = self.send_seq;
+        let aux = self.queues.next_send();
         let flow = self.flow;
         let len = data.len();
         let _span = probe::span(
@@ -175,47 +166,23 @@ impl UdpSocket {
         {
             return Err(SendError::FamilyMismatch);
         }
-        if self.send_queue.is_full() {
-            self.counters.send_queue_full += 1;
-            return Err(SendError::QueueFull);
-        }
+        self.queues.check_send_room()?;
         let payload = Packet::from_payload(pool, flow, data).map_err(map_packet_error)?;
-        let entry = Entry {
-            item: Queued {
-                remote,
-                payload,
-                hop_limit: self.hop_limit,
-            },
-            len,
-            flow,
-            aux,
+        let item = Queued {
+            remote,
+            payload,
+            hop_limit: self.hop_limit,
         };
-        if self.send_queue.push(entry).is_err() {
-            // Checked above; kept so a full queue can never be overrun.
-            self.counters.send_queue_full += 1;
-            return Err(SendError::QueueFull);
-        }
-        self.counters.send_queue_high_water = self.send_queue.high_water;
-        probe::record(SEND_QUEUE_ENQUEUE, probe_len(len), flow, aux);
-        Ok(())
+        self.queues.enqueue_send(item, len, flow, aux)
     }
 
     /// The host takes the oldest datagram to send.
     pub fn dequeue_outgoing(&mut self) -> Option<OutgoingDatagram> {
-        let entry = self.send_queue.pop()?;
-        probe::record(
-            SEND_QUEUE_DEQUEUE,
-            probe_len(entry.len),
-            entry.flow,
-            entry.aux,
-        );
-        self.counters.sent_datagrams += 1;
-        self.counters.sent_bytes += entry.len;
         let Queued {
             remote,
             payload,
             hop_limit,
-        } = entry.item;
+        } = self.queues.dequeue_send()?;
         Some(OutgoingDatagram {
             local: self.local,
             remote,
@@ -240,77 +207,33 @@ impl UdpSocket {
     /// (returning `false`) if the receive queue is full by count or bytes.
     /// The queue probes use this socket's flow, traced if either the
     /// socket or the packet (trace option) is.
-    pub fn deliver(&mut self, mut datagram: ReceivedDatagram) -> bool {
-        let len = datagram.payload.len();
-        if !self.recv_queue.fits(len) {
-            self.counters.recv_queue_full += 1;
-            return false;
-        }
-        // A packet traced from the wire keeps the sender's flow id, so one
-        // message can be followed through both stacks (DESIGN.md, "Probe
-        // events"); otherwise it joins this socket's flow.
-        let arrived = datagram.payload.flow();
-        let flow = if arrived.traced { arrived } else { self.flow };
-        datagram.payload.set_flow(flow);
-        self.recv_seq += 1;
-        let aux = self.recv_seq;
-        let entry = Entry {
-            item: datagram,
-            len,
-            flow,
-            aux,
-        };
-        if self.recv_queue.push(entry).is_err() {
-            self.counters.recv_queue_full += 1;
-            return false;
-        }
-        self.counters.received_datagrams += 1;
-        self.counters.received_bytes += len;
-        self.counters.recv_queue_high_water = self.recv_queue.high_water;
-        probe::record(RECV_QUEUE_ENQUEUE, probe_len(len), flow, aux);
-        true
+    pub fn deliver(&mut self, datagram: ReceivedDatagram) -> bool {
+        self.queues.deliver(datagram, self.flow)
     }
 
     /// The application's read: copies the oldest datagram into `out` and
     /// returns the bytes copied and the sender. As on any datagram socket,
     /// what does not fit `out` is discarded.
     pub fn recv_from(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr)> {
-        let (flow, aux) = self.recv_queue.front().map(|e| (e.flow, e.aux))?;
-        let mut span = probe::span(
-            SOCKET_RECV_ENTER,
-            SOCKET_RECV_EXIT,
-            probe_len(out.len()),
-            flow,
-            aux,
-        );
-        let datagram = self.recv()?;
-        let copied = datagram.payload.copy_out(0, out);
-        span.set_len(probe_len(copied));
+        let (copied, datagram) = self.queues.recv_into(out)?;
         Some((copied, datagram.remote))
     }
 
     /// Takes the oldest received datagram without copying it.
     pub fn recv(&mut self) -> Option<ReceivedDatagram> {
-        let entry = self.recv_queue.pop()?;
-        probe::record(
-            RECV_QUEUE_DEQUEUE,
-            probe_len(entry.len),
-            entry.flow,
-            entry.aux,
-        );
-        Some(entry.item)
+        self.queues.recv()
     }
 
     pub fn send_queue_len(&self) -> usize {
-        self.send_queue.len()
+        self.queues.send_len()
     }
 
     pub fn recv_queue_len(&self) -> usize {
-        self.recv_queue.len()
+        self.queues.recv_len()
     }
 
     pub fn counters(&self) -> SocketCounters {
-        self.counters
+        self.queues.counters
     }
 
     pub fn config(&self) -> &UdpConfig {
@@ -323,9 +246,9 @@ impl std::fmt::Debug for UdpSocket {
         f.debug_struct("UdpSocket")
             .field("flow", &self.flow)
             .field("local", &self.local)
-            .field("send_queue", &self.send_queue.len())
-            .field("recv_queue", &self.recv_queue.len())
-            .field("counters", &self.counters)
+            .field("send_queue", &self.queues.send_len())
+            .field("recv_queue", &self.queues.recv_len())
+            .field("counters", &self.queues.counters)
             .finish()
     }
 }
@@ -333,4 +256,14 @@ impl std::fmt::Debug for UdpSocket {
 /// A copy into the pool can only fail for lack of buffers.
 pub(super) fn map_packet_error(_: PacketError) -> SendError {
     SendError::PoolExhausted
+}
+
+impl Message for ReceivedDatagram {
+    fn payload(&self) -> &Packet {
+        &self.payload
+    }
+
+    fn payload_mut(&mut self) -> &mut Packet {
+        &mut self.payload
+    }
 }
