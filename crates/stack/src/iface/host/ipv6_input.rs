@@ -106,24 +106,11 @@ impl Host {
         // RFC 8200 §4.3: the Hop-by-Hop header is examined by every node on
         // the path, so it is processed before the forwarding decision.
         if next == IpProtocol::HopByHop {
-            match self.ipv6_options(&mut packet, &meta, pos) {
-                Some((following, len, OptionsVerdict::Continue)) => {
-                    next = following;
-                    pos += len;
-                }
-                Some((_, _, OptionsVerdict::Discard)) | None => return,
-                Some((
-                    _,
-                    _,
-                    OptionsVerdict::ParamProblem {
-                        pointer,
-                        option_type,
-                    },
-                )) => {
-                    self.option_param_problem(now, &meta, &packet, pointer, option_type);
-                    return;
-                }
-            }
+            let Some((following, len)) = self.options_header(now, &mut packet, &meta, pos) else {
+                return;
+            };
+            next = following;
+            pos += len;
         }
         if !self.is_local_ipv6(interface, meta.dst) {
             if self.router && !meta.dst.is_multicast() {
@@ -172,25 +159,15 @@ impl Host {
                     );
                     return;
                 }
-                IpProtocol::Ipv6Opts => match self.ipv6_options(&mut packet, &meta, pos) {
-                    Some((following, len, OptionsVerdict::Continue)) => {
-                        previous_field = pos;
-                        next = following;
-                        pos += len;
-                    }
-                    Some((_, _, OptionsVerdict::Discard)) | None => return,
-                    Some((
-                        _,
-                        _,
-                        OptionsVerdict::ParamProblem {
-                            pointer,
-                            option_type,
-                        },
-                    )) => {
-                        self.option_param_problem(now, &meta, &packet, pointer, option_type);
+                IpProtocol::Ipv6Opts => {
+                    let Some((following, len)) = self.options_header(now, &mut packet, &meta, pos)
+                    else {
                         return;
-                    }
-                },
+                    };
+                    previous_field = pos;
+                    next = following;
+                    pos += len;
+                }
                 IpProtocol::Ipv6Route => {
                     let Some(header) = read_at(&packet, pos, 4, &mut scratch) else {
                         self.count_drop("ipv6_truncated");
@@ -361,6 +338,33 @@ impl Host {
             );
         }
         Some((next, len, OptionsVerdict::Continue))
+    }
+
+    /// Processes an options header and carries out its verdict: the next
+    /// header and the header's length to go on, or `None` when the packet
+    /// was discarded (with a Parameter Problem if the action bits say so).
+    fn options_header(
+        &mut self,
+        now: Instant,
+        packet: &mut Packet,
+        meta: &Ipv6Meta,
+        pos: usize,
+    ) -> Option<(IpProtocol, usize)> {
+        match self.ipv6_options(packet, meta, pos)? {
+            (next, len, OptionsVerdict::Continue) => Some((next, len)),
+            (_, _, OptionsVerdict::Discard) => None,
+            (
+                _,
+                _,
+                OptionsVerdict::ParamProblem {
+                    pointer,
+                    option_type,
+                },
+            ) => {
+                self.option_param_problem(now, meta, packet, pointer, option_type);
+                None
+            }
+        }
     }
 
     fn option_param_problem(
