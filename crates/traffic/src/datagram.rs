@@ -1,0 +1,177 @@
+//! The test datagram: a 16-byte header and pattern bytes, for UDP and raw
+//! link-level frames (the XTP study's sequence-numbered test messages,
+//! `../shared/seeds/002_…` §5.3).
+//!
+//! ```text
+//!  0      2      3      4             8                      16
+//! +------+------+------+-------------+----------------------+------------
+//! | 'SS' | kind | 1    | length (BE) | sequence number (BE) | pattern …
+//! +------+------+------+-------------+----------------------+------------
+//! ```
+//!
+//! `length` is the whole datagram as sent, so truncation shows. Data
+//! datagrams number from 0; the start sentinel carries the number of data
+//! datagrams planned and the end sentinel the number actually sent. The
+//! pattern bytes of datagram `seq` start at pattern offset `8 * seq`, so a
+//! datagram whose sequence number was altered fails its payload check.
+
+use crate::pattern::Pattern;
+
+/// Bytes of header before the pattern.
+pub const HEADER_LEN: usize = 16;
+const MAGIC: [u8; 2] = *b"SS";
+const VERSION: u8 = 1;
+
+/// What a test datagram is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Sent before the data; `seq` is the number of data datagrams planned.
+    Start,
+    /// Payload; `seq` numbers it from 0.
+    Data,
+    /// Sent (several times) after the data; `seq` is the number sent.
+    End,
+    /// An echo request or reply of delay mode; `seq` numbers the exchange.
+    Echo,
+}
+
+impl Kind {
+    fn code(self) -> u8 {
+        match self {
+            Kind::Start => 1,
+            Kind::Data => 2,
+            Kind::End => 3,
+            Kind::Echo => 4,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => Kind::Start,
+            2 => Kind::Data,
+            3 => Kind::End,
+            4 => Kind::Echo,
+            _ => return None,
+        })
+    }
+}
+
+/// A parsed header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub kind: Kind,
+    /// The datagram's length as the sender wrote it.
+    pub length: u32,
+    pub seq: u64,
+}
+
+/// Why a received datagram is not a good test datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DatagramError {
+    #[error("shorter than the 16-byte header")]
+    Short,
+    #[error("not a stackscope test datagram (bad magic, version or kind)")]
+    Foreign,
+    #[error("length field {claimed} but {received} bytes received")]
+    Length { claimed: u32, received: usize },
+    #[error("payload does not match the pattern")]
+    Payload,
+}
+
+/// Writes datagram `seq` of `kind` into `buf` (its whole length).
+///
+/// # Panics
+/// If `buf` is shorter than the header or longer than the pattern table
+/// allows: callers size buffers once, from validated flags.
+pub fn write(buf: &mut [u8], kind: Kind, seq: u64, pattern: &Pattern) {
+    let len = buf.len();
+    buf[..2].copy_from_slice(&MAGIC);
+    buf[2] = kind.code();
+    buf[3] = VERSION;
+    buf[4..8].copy_from_slice(&(len as u32).to_be_bytes());
+    buf[8..16].copy_from_slice(&seq.to_be_bytes());
+    buf[HEADER_LEN..].copy_from_slice(pattern.at(seq.wrapping_mul(8), len - HEADER_LEN));
+}
+
+/// Parses and checks a received datagram: header, length and pattern.
+pub fn check(data: &[u8], pattern: &Pattern) -> Result<Header, DatagramError> {
+    let header = parse_header(data)?;
+    if header.length as usize != data.len() {
+        return Err(DatagramError::Length {
+            claimed: header.length,
+            received: data.len(),
+        });
+    }
+    let payload = &data[HEADER_LEN..];
+    if payload.len() > pattern.max_len()
+        || payload != pattern.at(header.seq.wrapping_mul(8), payload.len())
+    {
+        return Err(DatagramError::Payload);
+    }
+    Ok(header)
+}
+
+/// Parses the header alone.
+pub fn parse_header(data: &[u8]) -> Result<Header, DatagramError> {
+    if data.len() < HEADER_LEN {
+        return Err(DatagramError::Short);
+    }
+    let kind = Kind::from_code(data[2]).ok_or(DatagramError::Foreign)?;
+    if data[..2] != MAGIC || data[3] != VERSION {
+        return Err(DatagramError::Foreign);
+    }
+    Ok(Header {
+        kind,
+        length: u32::from_be_bytes(data[4..8].try_into().expect("4 bytes")),
+        seq: u64::from_be_bytes(data[8..16].try_into().expect("8 bytes")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_datagrams_check_and_any_flipped_bit_is_caught() {
+        let pattern = Pattern::new(2048);
+        let mut buf = vec![0u8; 100];
+        write(&mut buf, Kind::Data, 7, &pattern);
+        assert_eq!(
+            check(&buf, &pattern),
+            Ok(Header {
+                kind: Kind::Data,
+                length: 100,
+                seq: 7
+            })
+        );
+        for byte in 0..buf.len() {
+            let mut bad = buf.clone();
+            bad[byte] ^= 0x10;
+            assert!(check(&bad, &pattern).is_err(), "flip in byte {byte} passed");
+        }
+    }
+
+    #[test]
+    fn truncation_and_foreign_data_are_told_apart() {
+        let pattern = Pattern::new(2048);
+        let mut buf = vec![0u8; 64];
+        write(&mut buf, Kind::End, 3, &pattern);
+        assert_eq!(
+            check(&buf[..40], &pattern),
+            Err(DatagramError::Length {
+                claimed: 64,
+                received: 40
+            })
+        );
+        assert_eq!(check(&buf[..5], &pattern), Err(DatagramError::Short));
+        assert_eq!(check(&[0u8; 32], &pattern), Err(DatagramError::Foreign));
+    }
+
+    #[test]
+    fn the_header_alone_fits_and_checks() {
+        let pattern = Pattern::new(0);
+        let mut buf = [0u8; HEADER_LEN];
+        write(&mut buf, Kind::Start, 20_000, &pattern);
+        assert_eq!(check(&buf, &pattern).unwrap().seq, 20_000);
+    }
+}

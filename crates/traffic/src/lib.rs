@@ -1,0 +1,13 @@
+//! Traffic for any stack: ttcp-style bulk transfers and request/response
+//! echoes over the operating system's sockets (`kernel`) or the reference
+//! stack (`ref`), with every received byte checked (DESIGN.md, "Traffic
+//! tools and experiments").
+//!
+//! * [`pattern`], [`datagram`], [`verify`]: what senders write and how
+//!   receivers check it;
+//! * [`spec`]: what to run; [`report`]: what it did, iperf3-shaped;
+//! * [`kernel`] and [`reference`]: the two targets.
+
+pub mod datagram;
+pub mod pattern;
+pub mod verify;
