@@ -4,6 +4,7 @@ mod calibrate;
 mod network;
 mod throughput;
 mod trace;
+mod ttcp;
 
 use clap::{Parser, Subcommand};
 
@@ -61,15 +62,47 @@ enum Command {
     /// path MTUs, prefix and router lists, counters and drops per reason.
     #[command(verbatim_doc_comment)]
     Ipv6(network::Ipv6Args),
+    /// Send a stream of buffers from one end to the other and check every
+    /// byte: ttcp's transmit/receive test (-t / -r, -l, -n, -u, -p, -b, -D)
+    /// on the kernel's stack or the reference stack.
+    ///
+    /// Both ends in one process: --pair (loopback; --netns for a veth pair
+    /// between two namespaces the tool makes, root only). Two processes:
+    /// `stackscope ttcp -r` on the receiver, then `stackscope ttcp -t HOST`.
+    ///
+    /// The receiver checks every byte against the sender's pattern and
+    /// counts corrupted, missing, duplicated and reordered bytes (TCP) or
+    /// lost, duplicated, reordered and corrupted datagrams (UDP, raw); the
+    /// exit status is non-zero if anything but UDP loss was found.
+    ///
+    /// With --json: iperf3's shape, {"start": {"test_start", "target"},
+    /// "intervals" (with -i), "end": {"sum_sent", "sum_received",
+    /// "cpu_utilization_percent"}}; "target" records the kernel, CPU,
+    /// granted buffer sizes and congestion control.
+    #[command(verbatim_doc_comment)]
+    Ttcp(ttcp::TtcpArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // One line per error, causes joined with ": ", whatever RUST_BACKTRACE
+    // says: errors here are the user's to fix, not crashes to debug.
+    match run(&cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("stackscope: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Ping(args) => network::ping(args),
         Command::Traceroute(args) => network::traceroute(args),
         Command::Ipv6(args) => network::ipv6(args),
+        Command::Ttcp(args) => ttcp::run(args),
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use stack::iface::address::{address_from_prefix, modified_eui64};
 use stack::iface::host::Host;
-use stack::runner::threaded::{self, Workload, WorkloadFactory};
+use stack::runner::threaded::{self, Progress, Workload, WorkloadFactory};
 use stack::socket::UdpConfig;
 use stack::time::Instant;
 use stack::topology::Topology;
@@ -30,6 +30,7 @@ fn sender(dest: SocketAddr, payload: usize) -> WorkloadFactory {
             // Keep the send queue topped up: the flood is as fast as the
             // sender's thread can build packets.
             while host.udp_send_to(socket, &data, dest).is_ok() {}
+            Progress::Running
         })
     })
 }
@@ -54,6 +55,7 @@ fn sink() -> WorkloadFactory {
         Box::new(move |host: &mut Host, _now: Instant| {
             while host.udp(socket).recv().is_some() {}
             while host.udp(socket4).recv().is_some() {}
+            Progress::Running
         })
     })
 }

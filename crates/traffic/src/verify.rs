@@ -187,7 +187,6 @@ impl StreamVerifier {
     }
 }
 
-
 /// What a datagram receiver saw. `lost` is only final after
 /// [`DatagramVerifier::finish`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -221,11 +220,19 @@ pub const DUPLICATE_WINDOW: u64 = 1 << 20;
 /// What one received datagram was, for the receiver's control flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
-    Start { planned: u64 },
-    Data { seq: u64 },
-    End { sent: u64 },
+    Start {
+        planned: u64,
+    },
+    Data {
+        seq: u64,
+    },
+    End {
+        sent: u64,
+    },
     /// An echo datagram (delay mode), checked.
-    Echo { seq: u64 },
+    Echo {
+        seq: u64,
+    },
     /// Corrupted, foreign or a repeated sentinel: counted, nothing to do.
     Other,
 }

@@ -5,7 +5,8 @@
 //! big-endian length and that many bytes. A frame's first byte says how to
 //! use the rest:
 //!
-//! * `0`: a raw Ethernet frame, its destination MAC rewritten to the host's;
+//! * `0`: a raw Ethernet frame, its destination MAC rewritten to the host's
+//!   (EtherType 0x88B5 reaches the host's link-level socket);
 //! * `1`: a raw frame as given;
 //! * `2..=127`: an IPv6 packet around the rest: addresses picked by the
 //!   next two bytes, then next header and hop limit, with a correct payload
@@ -23,6 +24,7 @@ use std::time::Duration;
 use libfuzzer_sys::fuzz_target;
 use stack::buffer::PoolConfig;
 use stack::iface::host::{Host, HostConfig, InterfaceConfig};
+use stack::iface::route::InterfaceId;
 use stack::phy::{Link, VirtualWire, WireConfig};
 use stack::socket::{RawFamily, UdpConfig};
 use stack::time::Instant;
@@ -56,6 +58,9 @@ fuzz_target!(|data: &[u8]| {
     let udp = host.udp_open(UdpConfig::default());
     host.udp_bind(udp, SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 7));
     let raw = host.raw_open(RawFamily::Ipv6, IpProtocol::Icmpv6);
+    let link = host
+        .link_open(InterfaceId(0), 0x88b5)
+        .expect("an experimental EtherType on Ethernet");
     // Past DAD (1 s), so 2001:db8::1 and the link-local address are
     // assigned and packets to them are the host's.
     let mut now = Instant::ZERO;
@@ -75,6 +80,7 @@ fuzz_target!(|data: &[u8]| {
         host.poll(now);
         while host.udp(udp).recv().is_some() {}
         while host.raw(raw).recv().is_some() {}
+        while host.link(link).recv().is_some() {}
         let mut sink = [0u8; 2048];
         while theirs.receive(now, &mut sink).is_some() {}
     }

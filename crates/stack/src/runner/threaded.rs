@@ -1,9 +1,11 @@
 //! The threaded runner: a thread per host on the real clock (DESIGN.md,
 //! "Runners"), for measurement. Hosts share nothing but their wires (lock-
 //! free queues); each thread polls its host as fast as it can, running an
-//! optional workload (a traffic source or sink) before every poll.
+//! optional workload (a traffic source or sink) before every poll. A run
+//! ends when every workload says it is done, or at its time limit.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -12,10 +14,19 @@ use crate::iface::host::{Host, HostCounters};
 use crate::time::Instant;
 use crate::topology::Topology;
 
+/// Whether a workload has more to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Running,
+    /// Finished; the host keeps being polled (so it can still answer its
+    /// peers) until every workload is done.
+    Done,
+}
+
 /// Work a host's thread does before each poll, at `now`: queue traffic,
 /// drain sockets. Built on the host's thread (hosts are not `Send`), from
 /// the host itself.
-pub type Workload = Box<dyn FnMut(&mut Host, Instant) + Send>;
+pub type Workload = Box<dyn FnMut(&mut Host, Instant) -> Progress + Send>;
 
 /// Makes a host's workload once the host exists on its thread.
 pub type WorkloadFactory = Box<dyn FnOnce(&mut Host) -> Workload + Send>;
@@ -34,9 +45,10 @@ pub struct HostReport {
 }
 
 /// Runs every node of `topology` on its own thread for `warmup` (address
-/// configuration, no workloads) and then `duration` with the workloads of
-/// `workloads` (by host name). Returns one report per node, in topology
-/// order; the counters cover the measured `duration` only.
+/// configuration, no workloads) and then with the workloads of
+/// `workloads` (by host name) until all of them are done or `duration`
+/// has passed. Returns one report per node, in topology order; the
+/// counters cover the measured part only.
 pub fn run(
     topology: &Topology,
     warmup: Duration,
@@ -47,13 +59,22 @@ pub fn run(
     let nodes = topology.nodes().len();
     let start = Arc::new(Barrier::new(nodes));
     let measure = Arc::new(Barrier::new(nodes));
+    // Workloads still running; the run ends when none is.
+    let with_work = topology
+        .nodes()
+        .iter()
+        .filter(|n| workloads.contains_key(&n.name))
+        .count();
+    let running = Arc::new(AtomicUsize::new(with_work));
     let mut threads = Vec::with_capacity(nodes);
     for index in 0..nodes {
         let interfaces = builder.interfaces(topology, index);
         let topology = topology.clone();
         let name = topology.nodes()[index].name.clone();
         let factory = workloads.remove(&name);
+        let has_work = factory.is_some();
         let (start, measure) = (Arc::clone(&start), Arc::clone(&measure));
+        let running = Arc::clone(&running);
         threads.push(std::thread::spawn(move || {
             let host = build_host(&topology, index, interfaces);
             // Every thread reaches the barriers, even one whose host failed
@@ -75,17 +96,30 @@ pub fn run(
             measure.wait();
             let (mut host, mut workload) = match warmed {
                 Ok(Ok(ready)) => ready,
-                Ok(Err(error)) => return Err(error),
-                Err(panic) => std::panic::resume_unwind(panic),
+                failed => {
+                    // This host's workload will never finish: do not make
+                    // the others wait for it.
+                    if has_work {
+                        running.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    match failed {
+                        Ok(Err(error)) => return Err(error),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                        Ok(Ok(_)) => unreachable!(),
+                    }
+                }
             };
             let drops_before = host.drops().clone();
             let before = *host.counters();
             let began = clock.elapsed();
             let mut polls = 0u64;
-            while clock.elapsed() < warmup + duration {
+            while clock.elapsed() < warmup + duration && running.load(Ordering::Relaxed) > 0 {
                 let t = now();
                 if let Some(work) = workload.as_mut() {
-                    work(&mut host, t);
+                    if work(&mut host, t) == Progress::Done {
+                        workload = None;
+                        running.fetch_sub(1, Ordering::Relaxed);
+                    }
                 }
                 host.poll(t);
                 polls += 1;
@@ -138,6 +172,8 @@ fn counters_since(before: &HostCounters, after: &HostCounters) -> HostCounters {
         router_advertisements_sent,
         redirects_sent,
         udp_received,
-        udp_sent
+        udp_sent,
+        link_received,
+        link_sent
     )
 }

@@ -14,6 +14,7 @@
 //! of entries (or bytes, for receive queues); what does not fit is refused
 //! and counted.
 
+pub mod link;
 mod queues;
 pub mod raw;
 pub mod udp;
@@ -22,6 +23,7 @@ use std::collections::VecDeque;
 
 use probe::Flow;
 
+pub use link::{LinkConfig, LinkSocket, OutgoingFrame, ReceivedFrame};
 pub use raw::{RawConfig, RawFamily, RawPacket, RawSocket};
 pub use udp::{OutgoingDatagram, ReceivedDatagram, UdpConfig, UdpSocket};
 

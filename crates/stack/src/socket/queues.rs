@@ -1,5 +1,6 @@
 //! The two queues every socket kind has, with their message numbering,
-//! probes and counters: written once, used by UDP and raw sockets.
+//! probes and counters: written once, used by UDP, raw and link-level
+//! sockets.
 
 use probe::Flow;
 

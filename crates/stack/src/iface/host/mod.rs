@@ -6,14 +6,16 @@
 //!
 //! 1. starts the interfaces on the first call (link-local address, DAD,
 //!    router solicitation, MLD joins);
-//! 2. receives every frame the links have for `now`, answers ARP at once
-//!    and puts IP packets on the **IP input queue**;
+//! 2. receives every frame the links have for `now`, answers ARP at once,
+//!    hands frames of a link socket's EtherType to it and puts IP packets
+//!    on the **IP input queue**;
 //! 3. drains the IP input queue through IPv6/IPv4 input (extension
 //!    headers, reassembly, forwarding, ICMP, Neighbor Discovery, UDP and
 //!    raw delivery to the **receive socket queues**);
 //! 4. drains the **send socket queues** through UDP/raw output and IP
 //!    output (route and destination cache, fragmentation, neighbour
-//!    resolution) onto the **interface queues**;
+//!    resolution), and link sockets' frames straight, onto the **interface
+//!    queues**;
 //! 5. fires the timers that are due;
 //! 6. hands the interface queues to the links.
 //!
@@ -29,6 +31,7 @@ mod icmpv6;
 mod ipv4;
 mod ipv6_input;
 mod ipv6_output;
+mod link_sockets;
 mod ndisc;
 mod transport;
 
@@ -41,6 +44,8 @@ use wire::ethernet::EthernetAddress;
 use wire::ip::IpProtocol;
 
 pub use dump::{HostState, InterfaceState};
+use link_sockets::FrameAddresses;
+pub use link_sockets::LinkOpenError;
 
 use crate::buffer::{Packet, Pool, PoolConfig, PoolConfigError};
 use crate::iface::address::{AddressConfig, InterfaceAddresses};
@@ -57,7 +62,9 @@ use crate::iface::route::{
 };
 use crate::phy::Link;
 use crate::random::SplitMix64;
-use crate::socket::{RawConfig, RawFamily, RawSocket, SendError, UdpConfig, UdpSocket};
+use crate::socket::{
+    LinkConfig, LinkSocket, RawConfig, RawFamily, RawSocket, SendError, UdpConfig, UdpSocket,
+};
 use crate::time::Instant;
 use crate::topology::{IpCidr, Ipv4Cidr, Ipv6Cidr};
 
@@ -140,6 +147,10 @@ pub struct UdpHandle(usize);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RawHandle(usize);
 
+/// A link-level (EtherType) socket of a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LinkHandle(usize);
+
 /// Packet and datagram counters of a host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HostCounters {
@@ -161,6 +172,10 @@ pub struct HostCounters {
     pub redirects_sent: u64,
     pub udp_received: u64,
     pub udp_sent: u64,
+    /// Frames handed to link-level sockets (before their queue's check).
+    pub link_received: u64,
+    /// Frames taken from link-level sockets' send queues.
+    pub link_sent: u64,
 }
 
 /// A packet on the IP input queue.
@@ -211,6 +226,7 @@ pub struct Host {
     input: VecDeque<Received>,
     udp: Vec<UdpSocket>,
     raw: Vec<RawSocket>,
+    link: Vec<LinkSocket>,
     rng: SplitMix64,
     next_flow: u32,
     flow_base: u32,
@@ -298,6 +314,7 @@ impl Host {
             input: VecDeque::new(),
             udp: Vec::new(),
             raw: Vec::new(),
+            link: Vec::new(),
             rng,
             next_flow: 1,
             flow_base: config.flow_base,
@@ -420,6 +437,19 @@ impl Host {
 
     pub fn interface_mut(&mut self, id: InterfaceId) -> Option<&mut Interface> {
         self.interfaces.get_mut(id.0)
+    }
+
+    /// The interface called `name`.
+    pub fn interface_id(&self, name: &str) -> Option<InterfaceId> {
+        self.interfaces
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.id)
+    }
+
+    /// An interface's own MAC address (the source of what it sends).
+    pub fn interface_mac(&self, id: InterfaceId) -> Option<EthernetAddress> {
+        self.interfaces.get(id.0).map(|i| i.mac)
     }
 
     pub fn counters(&self) -> &HostCounters {
@@ -548,6 +578,53 @@ impl Host {
         self.raw[handle.0].send_to(&pool, data, remote, hop_limit)
     }
 
+    /// Opens a link-level socket on `interface` for `ethertype` with the
+    /// default bounds (see [`link_open_with`](Self::link_open_with)).
+    pub fn link_open(
+        &mut self,
+        interface: InterfaceId,
+        ethertype: u16,
+    ) -> Result<LinkHandle, LinkOpenError> {
+        self.link_open_with(interface, ethertype, LinkConfig::default())
+    }
+
+    /// Opens a link-level socket, like `AF_PACKET` bound to one EtherType
+    /// on one interface: it receives the payload of every frame of
+    /// `ethertype` arriving on `interface` for the interface's MAC address
+    /// or broadcast, and sends payloads of up to the interface's MTU in
+    /// frames of that type. Refused for an interface that does not exist
+    /// or is not Ethernet, and for EtherTypes the stack handles itself
+    /// (IPv4, ARP, IPv6), the 802.1Q tag, and 802.3 lengths.
+    pub fn link_open_with(
+        &mut self,
+        interface: InterfaceId,
+        ethertype: u16,
+        config: LinkConfig,
+    ) -> Result<LinkHandle, LinkOpenError> {
+        let mtu = self.check_link_open(interface, ethertype)?;
+        let flow = self.new_flow();
+        self.link
+            .push(LinkSocket::new(config, interface, ethertype, mtu, flow));
+        Ok(LinkHandle(self.link.len() - 1))
+    }
+
+    pub fn link(&mut self, handle: LinkHandle) -> &mut LinkSocket {
+        &mut self.link[handle.0]
+    }
+
+    /// Queues a frame carrying `payload` for `destination` on a link
+    /// socket; it leaves at the next poll, from the interface's MAC
+    /// address. A payload over the interface's MTU is refused.
+    pub fn link_send_to(
+        &mut self,
+        handle: LinkHandle,
+        payload: &[u8],
+        destination: EthernetAddress,
+    ) -> Result<(), SendError> {
+        let pool = self.pool.clone();
+        self.link[handle.0].send_to(&pool, payload, destination)
+    }
+
     fn ephemeral_port(&mut self) -> u16 {
         let span = u64::from(EPHEMERAL_PORTS.end() - EPHEMERAL_PORTS.start()) + 1;
         for _ in 0..span {
@@ -594,6 +671,7 @@ impl Host {
             || !self.input.is_empty()
             || self.udp.iter().any(|s| s.send_queue_len() > 0)
             || self.raw.iter().any(|s| s.send_queue_len() > 0)
+            || self.link.iter().any(|s| s.send_queue_len() > 0)
             || self.interfaces.iter().any(|i| i.queued() > 0)
         {
             return Some(now);
@@ -698,6 +776,9 @@ impl Host {
                 self.raw_output(now, flow, protocol, packet);
             }
         }
+        for index in 0..self.link.len() {
+            self.link_socket_output(index);
+        }
     }
 
     fn poll_timers(&mut self, now: Instant) {
@@ -734,6 +815,7 @@ impl Host {
         let traced = packet
             .parts()
             .next()
+            .filter(|frame| carries_ip(medium, frame))
             .and_then(|frame| frame.get(medium.header_len()..))
             .and_then(traced_flow);
         if let Some(flow) = traced {
@@ -747,6 +829,7 @@ impl Host {
             interface.0 as u64,
         );
         let mut link_multicast = false;
+        let mut addresses = None;
         let ethertype = match medium {
             crate::phy::Medium::Ethernet => {
                 let Some(frame) = packet.parts().next() else {
@@ -766,7 +849,17 @@ impl Host {
                     self.count_drop("ethernet_not_for_us");
                     return;
                 }
+                // The host is on no VLAN, and a tagged frame's payload starts
+                // 4 bytes later than every protocol below expects.
+                if frame.is_tagged() {
+                    self.count_drop("ethernet_vlan_unsupported");
+                    return;
+                }
                 link_multicast = dst.is_multicast();
+                addresses = Some(FrameAddresses {
+                    src: frame.src_addr(),
+                    dst,
+                });
                 let ethertype = frame.ethertype();
                 if packet.strip(wire::ethernet::HEADER_LEN).is_err() {
                     self.count_drop("ethernet_truncated");
@@ -802,7 +895,12 @@ impl Host {
                     link_multicast,
                 });
             }
-            _ => self.count_drop("ethertype_unsupported"),
+            other => match addresses {
+                Some(addresses) => {
+                    self.link_socket_input(interface, other.into(), addresses, packet)
+                }
+                None => self.count_drop("ethertype_unsupported"),
+            },
         }
     }
 
@@ -832,6 +930,18 @@ impl Host {
             Some(6) => self.ipv6_input(now, received),
             Some(4) => self.ipv4_input(now, received),
             _ => self.count_drop("ip_bad_version"),
+        }
+    }
+}
+
+/// Whether a received frame carries IP (any frame of an IP link, an
+/// Ethernet frame of type IPv4 or IPv6): only then may its payload be read
+/// for the trace option.
+fn carries_ip(medium: crate::phy::Medium, frame: &[u8]) -> bool {
+    match medium {
+        crate::phy::Medium::Ip => true,
+        crate::phy::Medium::Ethernet => {
+            matches!(frame.get(12..14), Some([0x08, 0x00] | [0x86, 0xdd]))
         }
     }
 }

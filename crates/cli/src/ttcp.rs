@@ -1,0 +1,284 @@
+//! `stackscope ttcp`: ttcp's transmit/receive test with its flags, on the
+//! kernel's stack or the reference stack, reported like iperf3.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use traffic::kernel::{self, KernelPath};
+use traffic::report::TransferReport;
+use traffic::spec::{Family, Protocol, TransferSpec};
+use traffic::units;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StackArg {
+    /// The operating system's sockets.
+    Kernel,
+    /// stackscope's reference stack (two hosts of a simulated network,
+    /// each on its own thread).
+    Ref,
+}
+
+#[derive(Debug, Args)]
+pub struct TtcpArgs {
+    /// Transmit: connect to HOST and send.
+    #[arg(short = 't', conflicts_with_all = ["receive", "pair"], requires = "host")]
+    transmit: bool,
+    /// Receive: wait for one transfer and check it.
+    #[arg(short = 'r', conflicts_with = "pair")]
+    receive: bool,
+    /// Run both ends in this process (a thread each).
+    #[arg(long)]
+    pair: bool,
+    /// Bytes per write; for UDP and raw, the datagram size.
+    #[arg(short = 'l', value_name = "LEN", default_value = "8192", value_parser = parse_size)]
+    len: u64,
+    /// Number of writes (buffers or datagrams).
+    #[arg(short = 'n', value_name = "NBUF", default_value_t = 2048)]
+    count: u64,
+    /// UDP instead of TCP: sequence-numbered datagrams between start and
+    /// end sentinels; loss, duplication and reordering are counted.
+    #[arg(short = 'u', conflicts_with = "raw")]
+    udp: bool,
+    /// Raw link-level frames of Ethertype 0x88B5 (AF_PACKET on a veth pair
+    /// with --netns, or the reference stack's link layer).
+    #[arg(long)]
+    raw: bool,
+    /// Port.
+    #[arg(short = 'p', value_name = "PORT", default_value_t = 5001)]
+    port: u16,
+    /// Socket buffer size (SO_SNDBUF and SO_RCVBUF), e.g. 64K; the
+    /// granted size is reported.
+    #[arg(short = 'b', value_name = "BYTES", value_parser = parse_size)]
+    sockbuf: Option<u64>,
+    /// Set TCP_NODELAY (no Nagle).
+    #[arg(short = 'D')]
+    nodelay: bool,
+    /// IPv4.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// IPv6 (the default).
+    #[arg(short = '6')]
+    ipv6: bool,
+    /// Which stack carries the traffic.
+    #[arg(long, value_enum, default_value = "kernel")]
+    stack: StackArg,
+    /// Kernel, --pair: run across a veth pair between two network
+    /// namespaces the tool makes and removes (root only), instead of
+    /// loopback.
+    #[arg(long)]
+    netns: bool,
+    /// MTU of the veth pair (--netns).
+    #[arg(long, default_value_t = 1500)]
+    mtu: u32,
+    /// Pace UDP or raw datagrams to this many bits per second (offered
+    /// load), e.g. 100M.
+    #[arg(long, value_name = "BPS", value_parser = parse_rate)]
+    rate: Option<u64>,
+    /// Report every SECS seconds while running.
+    #[arg(short = 'i', value_name = "SECS")]
+    interval: Option<f64>,
+    /// Give up after SECS seconds waiting for the peer or for data.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    timeout: f64,
+    /// Reference stack: topology file (default: host-a — router — host-b;
+    /// the transfer runs from the first host to the last).
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+    /// Print the iperf3-shaped JSON report.
+    #[arg(long)]
+    json: bool,
+    /// -t: the receiver's address. -r: the address to receive on
+    /// (default: any).
+    host: Option<IpAddr>,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    units::parse_size(text)
+}
+
+fn parse_rate(text: &str) -> Result<u64, String> {
+    units::parse_rate(text)
+}
+
+impl TtcpArgs {
+    fn spec(&self) -> Result<TransferSpec> {
+        let protocol = match (self.udp, self.raw) {
+            (true, _) => Protocol::Udp,
+            (_, true) => Protocol::Raw,
+            _ => Protocol::Tcp,
+        };
+        let family = match self.host {
+            Some(IpAddr::V4(_)) => Family::V4,
+            Some(IpAddr::V6(_)) => Family::V6,
+            None if self.ipv4 => Family::V4,
+            None => Family::V6,
+        };
+        if self.host.is_some()
+            && (self.ipv4 && family == Family::V6 || self.ipv6 && family == Family::V4)
+        {
+            bail!("-4/-6 contradicts the address given: drop the flag or change the address");
+        }
+        let seconds = |s: f64, flag: &str| {
+            if s.is_finite() && s > 0.0 && s <= 86_400.0 {
+                Ok(Duration::from_secs_f64(s))
+            } else {
+                bail!("{flag} {s} is impossible: use a number of seconds above 0 and at most a day")
+            }
+        };
+        let mut spec = TransferSpec::new(protocol, family);
+        spec.len = usize::try_from(self.len).unwrap_or(usize::MAX);
+        spec.count = self.count;
+        spec.port = self.port;
+        spec.sockbuf = self
+            .sockbuf
+            .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+        spec.nodelay = self.nodelay;
+        spec.rate_bps = self.rate;
+        spec.interval = self.interval.map(|i| seconds(i, "-i")).transpose()?;
+        spec.timeout = seconds(self.timeout, "--timeout")?;
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+pub fn run(args: &TtcpArgs) -> Result<()> {
+    let spec = args.spec()?;
+    let print_intervals = !args.json;
+    let report = match args.stack {
+        StackArg::Kernel => {
+            if args.topology.is_some() {
+                bail!("--topology is for --stack ref");
+            }
+            if args.netns && !args.pair {
+                bail!("--netns makes both ends' namespaces: use it with --pair");
+            }
+            if args.pair {
+                if args.host.is_some() {
+                    bail!("--pair runs both ends here: drop the address");
+                }
+                let path = if args.netns {
+                    KernelPath::Netns { mtu: args.mtu }
+                } else {
+                    KernelPath::Loopback
+                };
+                kernel::run_pair(&spec, path, print_intervals)?
+            } else if args.transmit {
+                let host = args.host.expect("clap requires HOST with -t");
+                kernel::transmit(&spec, host, print_intervals)?
+            } else if args.receive {
+                kernel::receive(
+                    &spec,
+                    args.host.unwrap_or(kernel::any(spec.family)),
+                    print_intervals,
+                )?
+            } else {
+                bail!("say what to do: -t HOST (transmit), -r (receive) or --pair (both here)");
+            }
+        }
+        StackArg::Ref => {
+            if !args.pair {
+                bail!("the reference stack runs both ends in this process: use --pair");
+            }
+            if args.netns {
+                bail!("--netns is for --stack kernel; the reference stack has its own network");
+            }
+            traffic::reference::run_pair(&spec, args.topology.as_deref(), print_intervals)?
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_human(&report);
+    }
+    if !report.is_clean() {
+        bail!("the receiver found damaged, duplicated or missing data (see the report)");
+    }
+    Ok(())
+}
+
+/// ttcp's closing lines, one per side, and what it ran on.
+fn print_human(report: &TransferReport) {
+    let end = &report.end;
+    let cpu = &end.cpu_utilization_percent;
+    if let Some(sent) = &end.sum_sent {
+        let what = match sent.packets {
+            Some(p) => format!("{p} datagrams"),
+            None => format!("{} writes", report.start.test_start.count),
+        };
+        println!(
+            "ttcp-t: {} bytes in {:.3} s = {}, {what}, cpu {:.0}% (user {:.0}%, sys {:.0}%)",
+            sent.bytes,
+            sent.seconds,
+            units::bits_per_second(sent.bits_per_second),
+            cpu.host_total,
+            cpu.host_user,
+            cpu.host_system
+        );
+    }
+    if let Some(received) = &end.sum_received {
+        let checks = if let Some(d) = &received.datagrams {
+            format!(
+                "{} datagrams, {} lost ({:.2}%), {} out of order, {} duplicated, {} corrupted",
+                d.packets,
+                d.lost_packets,
+                d.lost_percent,
+                d.out_of_order,
+                d.duplicated,
+                d.corrupted
+            )
+        } else if let Some(s) = &received.stream {
+            if s.is_clean() {
+                "byte-exact".to_string()
+            } else {
+                format!(
+                    "{} corrupted, {} missing, {} duplicated bytes, {} reorderings",
+                    s.corrupted_bytes, s.missing_bytes, s.duplicated_bytes, s.reordered
+                )
+            }
+        } else {
+            String::new()
+        };
+        let (total, user, system) = match cpu.host_role {
+            "receiver" => (
+                Some(cpu.host_total),
+                Some(cpu.host_user),
+                Some(cpu.host_system),
+            ),
+            _ => (cpu.remote_total, cpu.remote_user, cpu.remote_system),
+        };
+        let cpu_text = match (total, user, system) {
+            (Some(t), Some(u), Some(s)) => format!(", cpu {t:.0}% (user {u:.0}%, sys {s:.0}%)"),
+            _ => String::new(),
+        };
+        println!(
+            "ttcp-r: {} bytes in {:.3} s = {}, {checks}{cpu_text}",
+            received.bytes,
+            received.seconds,
+            units::bits_per_second(received.bits_per_second),
+        );
+    }
+    let t = &report.start.target;
+    let buffers = match (t.sockbuf_granted.send, t.sockbuf_granted.recv) {
+        (None, None) => String::new(),
+        (s, r) => format!(
+            ", buffers granted: send {} recv {}",
+            s.map_or("-".into(), |b| b.to_string()),
+            r.map_or("-".into(), |b| b.to_string())
+        ),
+    };
+    println!(
+        "target: {} over {}{}{}; {}; {} x {}",
+        t.stack,
+        t.path,
+        t.congestion_control
+            .as_deref()
+            .map_or(String::new(), |c| format!(", congestion control {c}")),
+        buffers,
+        t.kernel,
+        t.cpus,
+        t.cpu_model
+    );
+}

@@ -1,0 +1,295 @@
+//! The `kernel` target: the operating system's own sockets, over loopback
+//! or across a veth pair between two network namespaces the tool makes
+//! (`--netns`). Each side runs on its own thread (in its own namespace),
+//! or in its own process with `-t` / `-r`.
+
+pub mod link;
+pub mod netns;
+mod socket;
+pub mod stream;
+pub mod udp;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{mpsc, Arc};
+
+use crate::env::{Environment, GrantedBuffers};
+use crate::error::TrafficError;
+use crate::meter::{IntervalRecorder, Meter};
+use crate::pattern::Pattern;
+use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
+use crate::spec::{Family, Protocol, StackKind, TransferSpec};
+use netns::{Side, VethPair};
+
+/// What a side learned from its socket, for the run's record.
+#[derive(Debug, Clone, Default)]
+pub struct SocketFacts {
+    pub granted: GrantedBuffers,
+    pub congestion_control: Option<String>,
+}
+
+/// The path between the two sides of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelPath {
+    /// `::1` / `127.0.0.1`.
+    Loopback,
+    /// A veth pair between two namespaces, with this MTU.
+    Netns { mtu: u32 },
+}
+
+/// The pattern table a spec needs: any write or datagram is one slice.
+pub fn pattern_for(len: usize) -> Pattern {
+    Pattern::new(len.max(64 * 1024))
+}
+
+fn loopback(family: Family) -> IpAddr {
+    match family {
+        Family::V4 => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Family::V6 => IpAddr::V6(Ipv6Addr::LOCALHOST),
+    }
+}
+
+/// The unspecified address of `family`, for a receiver that takes
+/// traffic on any address (`-r`).
+pub fn any(family: Family) -> IpAddr {
+    match family {
+        Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// A receiver bound and ready, of either protocol.
+enum Ready {
+    Tcp(stream::Listening),
+    Udp(udp::Bound),
+}
+
+impl Ready {
+    fn bind(spec: &TransferSpec, addr: SocketAddr) -> Result<Self, TrafficError> {
+        match spec.protocol {
+            Protocol::Tcp => stream::listen(spec, addr).map(Ready::Tcp),
+            Protocol::Udp => udp::bind_receiver(spec, addr).map(Ready::Udp),
+            Protocol::Raw => unreachable!("raw frames run over AF_PACKET"),
+        }
+    }
+
+    fn facts(&self) -> SocketFacts {
+        match self {
+            Ready::Tcp(l) => l.facts.clone(),
+            Ready::Udp(b) => b.facts.clone(),
+        }
+    }
+
+    fn receive(
+        self,
+        spec: &TransferSpec,
+        pattern: &Pattern,
+        meter: &Meter,
+    ) -> Result<ReceiverSide, TrafficError> {
+        match self {
+            Ready::Tcp(l) => stream::receive(l, spec, pattern, meter),
+            Ready::Udp(b) => udp::receive(b, spec, pattern, meter),
+        }
+    }
+}
+
+fn transmit_side(
+    spec: &TransferSpec,
+    dest: SocketAddr,
+    pattern: &Pattern,
+    meter: &Meter,
+) -> Result<(SenderSide, SocketFacts), TrafficError> {
+    match spec.protocol {
+        Protocol::Tcp => stream::transmit(spec, dest, pattern, meter),
+        Protocol::Udp => udp::transmit(spec, dest, pattern, meter),
+        Protocol::Raw => unreachable!("raw frames run over AF_PACKET"),
+    }
+}
+
+fn refuse_raw(spec: &TransferSpec) -> Result<(), TrafficError> {
+    if spec.protocol == Protocol::Raw {
+        return Err(TrafficError::Unsupported(
+            "raw link-level frames need a link: use --netns (kernel) or --stack ref".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs both sides in this process: the receiver on one thread, the
+/// sender on another, over `path`. `print_intervals` prints `-i` reports
+/// to stderr as they come.
+pub fn run_pair(
+    spec: &TransferSpec,
+    path: KernelPath,
+    print_intervals: bool,
+) -> Result<TransferReport, TrafficError> {
+    spec.validate()?;
+    if spec.protocol == Protocol::Raw {
+        match path {
+            KernelPath::Netns { mtu } => return link::run_pair(spec, mtu, print_intervals),
+            KernelPath::Loopback => refuse_raw(spec)?,
+        }
+    }
+    let veth = match path {
+        KernelPath::Loopback => None,
+        KernelPath::Netns { mtu } => Some(Arc::new(VethPair::create(mtu)?)),
+    };
+    let receiver_ip = veth
+        .as_ref()
+        .map_or(loopback(spec.family), |v| v.addr(Side::A, spec.family));
+    let addr = SocketAddr::new(receiver_ip, spec.port);
+    let pattern = Arc::new(pattern_for(spec.len));
+    let meter = Arc::new(Meter::default());
+    let timestamp = Timestamp::now();
+
+    // The receiver binds first and says so (or why it cannot).
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let receiver = {
+        let (spec, pattern, meter, veth) =
+            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        std::thread::spawn(move || -> Result<ReceiverSide, TrafficError> {
+            if let Some(veth) = &veth {
+                veth.enter(Side::A)?;
+            }
+            let ready = match Ready::bind(&spec, addr) {
+                Ok(ready) => ready,
+                Err(e) => {
+                    let _ = ready_tx.send(None);
+                    return Err(e);
+                }
+            };
+            let _ = ready_tx.send(Some(ready.facts()));
+            ready.receive(&spec, &pattern, &meter)
+        })
+    };
+    let receiver_facts = match ready_rx.recv() {
+        Ok(Some(facts)) => facts,
+        _ => {
+            return Err(receiver
+                .join()
+                .map_err(|_| TrafficError::Invalid("the receiver thread panicked".into()))?
+                .err()
+                .unwrap_or_else(|| TrafficError::Invalid("the receiver stopped".into())))
+        }
+    };
+    let recorder = spec
+        .interval
+        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
+    let sender = {
+        let (spec, pattern, meter, veth) =
+            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        std::thread::spawn(move || {
+            if let Some(veth) = &veth {
+                veth.enter(Side::B)?;
+            }
+            transmit_side(&spec, addr, &pattern, &meter)
+        })
+    };
+    let sent = sender
+        .join()
+        .map_err(|_| TrafficError::Invalid("the sender thread panicked".into()))?;
+    let received = receiver
+        .join()
+        .map_err(|_| TrafficError::Invalid("the receiver thread panicked".into()))?;
+    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+    let (sender_side, sender_facts) = sent?;
+    let receiver_side = received?;
+
+    let mut target = Environment::detect(
+        StackKind::Kernel,
+        match &veth {
+            None => "loopback".to_string(),
+            Some(v) => format!(
+                "veth {} -> {} between network namespaces {} and {}",
+                v.interface(Side::B),
+                v.interface(Side::A),
+                v.namespace(Side::B),
+                v.namespace(Side::A)
+            ),
+        },
+    );
+    target.sockbuf_granted = GrantedBuffers {
+        send: sender_facts.granted.send,
+        recv: receiver_facts.granted.recv,
+    };
+    target.congestion_control = sender_facts.congestion_control;
+    target.mtu = Some(veth.as_ref().map_or_else(loopback_mtu, |v| v.mtu()));
+    Ok(TransferReport::new(
+        spec,
+        target,
+        timestamp,
+        intervals,
+        Some(&sender_side),
+        Some(&receiver_side),
+    ))
+}
+
+/// `lo`'s MTU as the kernel reports it (65536 on Linux by default).
+fn loopback_mtu() -> u32 {
+    std::fs::read_to_string("/sys/class/net/lo/mtu")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(65_536)
+}
+
+/// `-t`: sends to `dest` (another process or host runs `-r`).
+pub fn transmit(
+    spec: &TransferSpec,
+    dest: IpAddr,
+    print_intervals: bool,
+) -> Result<TransferReport, TrafficError> {
+    spec.validate()?;
+    refuse_raw(spec)?;
+    let pattern = pattern_for(spec.len);
+    let meter = Arc::new(Meter::default());
+    let timestamp = Timestamp::now();
+    let recorder = spec
+        .interval
+        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
+    let sent = transmit_side(spec, SocketAddr::new(dest, spec.port), &pattern, &meter);
+    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+    let (side, facts) = sent?;
+    let mut target = Environment::detect(StackKind::Kernel, format!("to {dest}"));
+    target.sockbuf_granted = facts.granted;
+    target.congestion_control = facts.congestion_control;
+    Ok(TransferReport::new(
+        spec,
+        target,
+        timestamp,
+        intervals,
+        Some(&side),
+        None,
+    ))
+}
+
+/// `-r`: receives one transfer on `bind` (the unspecified address takes
+/// any).
+pub fn receive(
+    spec: &TransferSpec,
+    bind: IpAddr,
+    print_intervals: bool,
+) -> Result<TransferReport, TrafficError> {
+    spec.validate()?;
+    refuse_raw(spec)?;
+    let pattern = pattern_for(spec.len);
+    let meter = Arc::new(Meter::default());
+    let timestamp = Timestamp::now();
+    let ready = Ready::bind(spec, SocketAddr::new(bind, spec.port))?;
+    let facts = ready.facts();
+    let recorder = spec
+        .interval
+        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
+    let received = ready.receive(spec, &pattern, &meter);
+    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+    let side = received?;
+    let mut target =
+        Environment::detect(StackKind::Kernel, format!("on {bind} port {}", spec.port));
+    target.sockbuf_granted = facts.granted;
+    Ok(TransferReport::new(
+        spec,
+        target,
+        timestamp,
+        intervals,
+        None,
+        Some(&side),
+    ))
+}

@@ -1,0 +1,188 @@
+//! Two network namespaces joined by a veth pair, made and removed by the
+//! tool (`--netns`), so kernel traffic crosses a real device path instead
+//! of loopback. Each side of a transfer runs on a thread that has entered
+//! its namespace (`setns` moves only the calling thread).
+//!
+//! Namespaces are named `stackscope-<pid>-a` / `-b`; ones left by a
+//! process that no longer exists (killed before it could clean up) are
+//! removed when the next pair is made.
+
+use std::fs::File;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+
+use crate::error::TrafficError;
+use crate::spec::Family;
+
+/// Where namespaces made by `ip netns add` are mounted.
+const NETNS_DIR: &str = "/run/netns";
+const PREFIX: &str = "stackscope-";
+
+/// One end of the pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The receiver's namespace.
+    A,
+    /// The sender's namespace.
+    B,
+}
+
+impl Side {
+    fn index(self) -> usize {
+        match self {
+            Side::A => 0,
+            Side::B => 1,
+        }
+    }
+}
+
+/// Two namespaces and the veth pair between them, removed on drop.
+#[derive(Debug)]
+pub struct VethPair {
+    namespaces: [String; 2],
+    interfaces: [String; 2],
+    mtu: u32,
+}
+
+// Documentation prefixes (RFC 5737 TEST-NET-1, RFC 3849): the namespaces
+// are isolated, so these never reach another network.
+const V4: [Ipv4Addr; 2] = [Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(192, 0, 2, 2)];
+const V6: [Ipv6Addr; 2] = [
+    Ipv6Addr::new(0x2001, 0xdb8, 0x5c, 0, 0, 0, 0, 1),
+    Ipv6Addr::new(0x2001, 0xdb8, 0x5c, 0, 0, 0, 0, 2),
+];
+
+impl VethPair {
+    /// Makes the namespaces and the veth pair with `mtu`, addresses
+    /// configured (IPv6 without DAD, so they are usable at once) and links
+    /// up.
+    pub fn create(mtu: u32) -> Result<Self, TrafficError> {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(TrafficError::NeedRoot {
+                what: "--netns (network namespaces and a veth pair)",
+                flag: "--netns",
+            });
+        }
+        if !(1280..=65535).contains(&mtu) {
+            return Err(TrafficError::Invalid(format!(
+                "--mtu {mtu} is impossible: IPv6 needs at least 1280 and veth allows 65535"
+            )));
+        }
+        remove_stale();
+        let pid = std::process::id();
+        let pair = Self {
+            namespaces: [format!("{PREFIX}{pid}-a"), format!("{PREFIX}{pid}-b")],
+            // Interface names are at most 15 bytes.
+            interfaces: [format!("ssa{pid}"), format!("ssb{pid}")],
+            mtu,
+        };
+        // From here on, dropping `pair` removes whatever was made.
+        for ns in &pair.namespaces {
+            ip(&["netns", "add", ns])?;
+        }
+        let [a, b] = &pair.interfaces;
+        let [na, nb] = &pair.namespaces;
+        ip(&[
+            "link", "add", a, "netns", na, "type", "veth", "peer", "name", b, "netns", nb,
+        ])?;
+        let mtu = mtu.to_string();
+        for side in [Side::A, Side::B] {
+            let (ns, ifname) = (
+                &pair.namespaces[side.index()],
+                &pair.interfaces[side.index()],
+            );
+            let v4 = format!("{}/24", V4[side.index()]);
+            let v6 = format!("{}/64", V6[side.index()]);
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+            ip(&["-n", ns, "link", "set", ifname, "mtu", &mtu, "up"])?;
+            ip(&["-n", ns, "addr", "add", &v4, "dev", ifname])?;
+            ip(&["-n", ns, "-6", "addr", "add", &v6, "dev", ifname, "nodad"])?;
+        }
+        Ok(pair)
+    }
+
+    /// Moves the calling thread into `side`'s namespace: sockets it opens
+    /// from now on live there.
+    pub fn enter(&self, side: Side) -> Result<(), TrafficError> {
+        let path = format!("{NETNS_DIR}/{}", self.namespaces[side.index()]);
+        let file = File::open(&path).map_err(|e| TrafficError::io(format!("open {path}"), e))?;
+        // SAFETY: setns on a namespace file descriptor we hold open; it
+        // changes the calling thread's network namespace only.
+        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(TrafficError::io(
+                format!("enter network namespace {}", self.namespaces[side.index()]),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `side`'s address in `family`.
+    pub fn addr(&self, side: Side, family: Family) -> IpAddr {
+        match family {
+            Family::V4 => IpAddr::V4(V4[side.index()]),
+            Family::V6 => IpAddr::V6(V6[side.index()]),
+        }
+    }
+
+    /// `side`'s veth interface name (inside its namespace).
+    pub fn interface(&self, side: Side) -> &str {
+        &self.interfaces[side.index()]
+    }
+
+    pub fn mtu(&self) -> u32 {
+        self.mtu
+    }
+
+    /// The namespace's name, for `ip netns exec`.
+    pub fn namespace(&self, side: Side) -> &str {
+        &self.namespaces[side.index()]
+    }
+}
+
+impl Drop for VethPair {
+    fn drop(&mut self) {
+        // Deleting a namespace destroys the veth end inside it, and with
+        // it the peer.
+        for ns in &self.namespaces {
+            let _ = ip(&["netns", "del", ns]);
+        }
+    }
+}
+
+/// Runs `ip ARGS`; a failure carries ip's own message.
+fn ip(args: &[&str]) -> Result<(), TrafficError> {
+    let output = Command::new("ip").args(args).output().map_err(|e| {
+        TrafficError::io("run `ip` (iproute2): install it (apt install iproute2)", e)
+    })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(TrafficError::Invalid(format!(
+        "`ip {}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr).trim()
+    )))
+}
+
+/// Removes namespaces left by stackscope processes that no longer run.
+fn remove_stale() {
+    let Ok(entries) = std::fs::read_dir(NETNS_DIR) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = ip(&["netns", "del", &name]);
+        }
+    }
+}

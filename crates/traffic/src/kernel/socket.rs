@@ -1,0 +1,97 @@
+//! Opening kernel sockets the way every kernel-target side needs them:
+//! the requested buffer sizes set before connect/listen (so TCP's window
+//! scale covers them), IPv6 sockets IPv6-only, and errors turned into
+//! one line that says what to do.
+
+use std::io;
+use std::net::SocketAddr;
+
+use socket2::{Domain, Protocol as SockProtocol, SockAddr, Socket, Type};
+
+use crate::env::GrantedBuffers;
+use crate::error::TrafficError;
+use crate::spec::Protocol;
+
+/// A new socket for `protocol` in `addr`'s family with `sockbuf` applied.
+pub fn open(
+    protocol: Protocol,
+    addr: SocketAddr,
+    sockbuf: Option<usize>,
+) -> Result<Socket, TrafficError> {
+    let domain = Domain::for_address(addr);
+    let (ty, proto) = match protocol {
+        Protocol::Tcp => (Type::STREAM, SockProtocol::TCP),
+        Protocol::Udp => (Type::DGRAM, SockProtocol::UDP),
+        Protocol::Raw => unreachable!("raw frames use AF_PACKET sockets"),
+    };
+    let socket = Socket::new(domain, ty, Some(proto))
+        .map_err(|e| TrafficError::io(format!("open a {protocol} socket"), e))?;
+    if addr.is_ipv6() {
+        socket
+            .set_only_v6(true)
+            .map_err(|e| TrafficError::io("set IPV6_V6ONLY", e))?;
+    }
+    if let Some(bytes) = sockbuf {
+        socket
+            .set_send_buffer_size(bytes)
+            .map_err(|e| TrafficError::io(format!("set SO_SNDBUF to {bytes}"), e))?;
+        socket
+            .set_recv_buffer_size(bytes)
+            .map_err(|e| TrafficError::io(format!("set SO_RCVBUF to {bytes}"), e))?;
+    }
+    Ok(socket)
+}
+
+/// Binds `socket` to `addr`, saying clearly when the port is taken.
+pub fn bind(socket: &Socket, addr: SocketAddr) -> Result<(), TrafficError> {
+    socket
+        .bind(&SockAddr::from(addr))
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AddrInUse => TrafficError::Invalid(format!(
+                "port {} is in use on {}: stop whatever holds it or pick another port with -p",
+                addr.port(),
+                addr.ip()
+            )),
+            io::ErrorKind::AddrNotAvailable => TrafficError::Invalid(format!(
+                "{} is not an address of this host (or its namespace): bind to one it has",
+                addr.ip()
+            )),
+            _ => TrafficError::io(format!("bind {addr}"), e),
+        })
+}
+
+/// Turns a connect or first-send error into what the user should do.
+pub fn peer_error(e: io::Error, dest: SocketAddr, timeout: std::time::Duration) -> TrafficError {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => TrafficError::Invalid(format!(
+            "nothing listens on {dest}: start the receiver first (stackscope ttcp -r) or check -p"
+        )),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+            TrafficError::timeout(timeout, format!("connecting to {dest}: is the host up?"))
+        }
+        io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => {
+            TrafficError::Invalid(format!(
+                "{} is unreachable from here: check the address and the routes",
+                dest.ip()
+            ))
+        }
+        _ => TrafficError::io(format!("connect to {dest}"), e),
+    }
+}
+
+/// The buffer sizes the kernel granted.
+pub fn granted(socket: &Socket) -> GrantedBuffers {
+    GrantedBuffers {
+        send: socket.send_buffer_size().ok(),
+        recv: socket.recv_buffer_size().ok(),
+    }
+}
+
+/// The TCP congestion control a socket uses.
+pub fn congestion_control(socket: &Socket) -> Option<String> {
+    socket.tcp_congestion().ok().map(|name| {
+        String::from_utf8_lossy(&name)
+            .trim_end_matches('\0')
+            .to_string()
+    })
+}

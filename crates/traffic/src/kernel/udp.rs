@@ -1,0 +1,181 @@
+//! UDP over the kernel's sockets, as the XTP study ran it: a start
+//! sentinel, `count` sequence-numbered datagrams (paced with `--rate`),
+//! then repeated end sentinels carrying the number sent; the receiver
+//! counts loss, duplication, reordering and corruption.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use super::socket::{self, bind, peer_error};
+use super::SocketFacts;
+use crate::cpu::CpuMeter;
+use crate::datagram::{self, Kind};
+use crate::error::TrafficError;
+use crate::meter::Meter;
+use crate::pace::Pacer;
+use crate::pattern::Pattern;
+use crate::report::{Received, ReceiverSide, SenderSide};
+use crate::spec::{Protocol, TransferSpec};
+use crate::verify::{Arrival, DatagramVerifier};
+
+/// Sentinels are sent this many times, `SENTINEL_GAP` apart, so one lost
+/// sentinel does not lose the run.
+pub const SENTINEL_REPEATS: usize = 5;
+pub const SENTINEL_GAP: Duration = Duration::from_millis(2);
+/// A bound receiver, ready before the sender starts.
+pub struct Bound {
+    socket: UdpSocket,
+    pub facts: SocketFacts,
+}
+
+pub fn bind_receiver(spec: &TransferSpec, addr: SocketAddr) -> Result<Bound, TrafficError> {
+    let socket = socket::open(Protocol::Udp, addr, spec.sockbuf)?;
+    bind(&socket, addr)?;
+    let facts = SocketFacts {
+        granted: socket::granted(&socket),
+        congestion_control: None,
+    };
+    Ok(Bound {
+        socket: socket.into(),
+        facts,
+    })
+}
+
+/// Receives until the end sentinel, or until `spec.timeout` passes without
+/// a datagram once traffic started (every end sentinel lost).
+pub fn receive(
+    bound: Bound,
+    spec: &TransferSpec,
+    pattern: &Pattern,
+    meter: &Meter,
+) -> Result<ReceiverSide, TrafficError> {
+    let socket = bound.socket;
+    // Short reads keep the deadlines responsive.
+    socket
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
+    let mut buf = vec![0u8; 65_536];
+    let mut verifier = DatagramVerifier::new();
+    let waiting_since = Instant::now();
+    let cpu = CpuMeter::start();
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    loop {
+        match socket.recv(&mut buf) {
+            Ok(n) => {
+                let now = Instant::now();
+                // The clock runs from the first to the last data datagram,
+                // so the sentinels' gaps do not count.
+                match verifier.check(pattern, &buf[..n]) {
+                    Arrival::Data { .. } => {
+                        first.get_or_insert(now);
+                        last = now;
+                        meter.add_received(n as u64);
+                    }
+                    Arrival::End { .. } => break,
+                    _ => {}
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if verifier.started() {
+                    let quiet_since = first.map_or(waiting_since, |_| last);
+                    if quiet_since.elapsed() >= spec.timeout {
+                        break;
+                    }
+                } else if waiting_since.elapsed() >= spec.timeout {
+                    return Err(TrafficError::timeout(
+                        spec.timeout,
+                        "waiting for the first datagram",
+                    ));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(TrafficError::io("receive", e)),
+        }
+    }
+    let cpu = cpu.stop();
+    let counts = verifier.finish();
+    Ok(ReceiverSide {
+        bytes: counts.bytes,
+        elapsed: first.map_or(Duration::ZERO, |f| last.saturating_duration_since(f)),
+        cpu,
+        checks: Received::Datagrams(counts),
+    })
+}
+
+/// Sends the start sentinels, `count` data datagrams and the end
+/// sentinels to `dest`.
+pub fn transmit(
+    spec: &TransferSpec,
+    dest: SocketAddr,
+    pattern: &Pattern,
+    meter: &Meter,
+) -> Result<(SenderSide, SocketFacts), TrafficError> {
+    let local: SocketAddr = match dest {
+        SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = socket::open(Protocol::Udp, local, spec.sockbuf)?;
+    // Connected, so ICMP errors (port unreachable) come back as errors.
+    socket
+        .connect(&dest.into())
+        .map_err(|e| peer_error(e, dest, spec.timeout))?;
+    let facts = SocketFacts {
+        granted: socket::granted(&socket),
+        congestion_control: None,
+    };
+    let socket: UdpSocket = socket.into();
+    let mut buf = vec![0u8; spec.len];
+    let send = |buf: &[u8]| -> Result<(), TrafficError> {
+        loop {
+            match socket.send(buf) {
+                Ok(_) => return Ok(()),
+                // The device queue is full: wait for it, as a blocking
+                // socket waits for its buffer.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => std::thread::yield_now(),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(peer_error(e, dest, spec.timeout)),
+            }
+        }
+    };
+    for _ in 0..SENTINEL_REPEATS {
+        datagram::write(&mut buf, Kind::Start, spec.count, pattern);
+        send(&buf)?;
+        std::thread::sleep(SENTINEL_GAP);
+    }
+    let cpu = CpuMeter::start();
+    let start = Instant::now();
+    let mut pacer = spec.rate_bps.map(Pacer::new);
+    for seq in 0..spec.count {
+        if let Some(pacer) = &mut pacer {
+            pacer.wait();
+            pacer.sent(spec.len);
+        }
+        datagram::write(&mut buf, Kind::Data, seq, pattern);
+        send(&buf)?;
+        meter.add_sent(spec.len as u64);
+    }
+    let elapsed = start.elapsed();
+    let cpu = cpu.stop();
+    for _ in 0..SENTINEL_REPEATS {
+        std::thread::sleep(SENTINEL_GAP);
+        datagram::write(&mut buf, Kind::End, spec.count, pattern);
+        // The receiver may already have left after the first sentinel.
+        let _ = socket.send(&buf);
+    }
+    Ok((
+        SenderSide {
+            bytes: spec.total_bytes(),
+            datagrams: spec.count,
+            elapsed,
+            cpu,
+        },
+        facts,
+    ))
+}

@@ -1,0 +1,284 @@
+//! What a transfer did, shaped like iperf3's JSON (`start`, `intervals`,
+//! `end` with `sum_sent` / `sum_received` and `cpu_utilization_percent`)
+//! so tools that read iperf3 output read ours, plus the receiver's checks.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cpu::{CpuPercent, CpuUsage};
+use crate::env::Environment;
+use crate::meter::Interval;
+use crate::spec::TransferSpec;
+use crate::verify::{DatagramCounts, StreamCounts};
+
+/// What the sending side did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderSide {
+    /// Bytes the application handed to the stack.
+    pub bytes: u64,
+    /// Data datagrams or frames sent (datagram protocols).
+    pub datagrams: u64,
+    /// From the first write to the last write's return.
+    pub elapsed: Duration,
+    pub cpu: CpuUsage,
+}
+
+/// What the receiver checked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Received {
+    Stream(StreamCounts),
+    Datagrams(DatagramCounts),
+}
+
+/// What the receiving side did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiverSide {
+    /// Good bytes received (duplicates and corrupted data excluded).
+    pub bytes: u64,
+    /// From the first arrival (or start sentinel) to the last (or end
+    /// sentinel).
+    pub elapsed: Duration,
+    pub cpu: CpuUsage,
+    pub checks: Received,
+}
+
+/// A whole transfer report.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransferReport {
+    pub start: Start,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Interval>,
+    pub end: End,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Start {
+    /// The parameters, under iperf3's name for them.
+    pub test_start: TransferSpec,
+    /// Where it ran.
+    pub target: Environment,
+    pub timestamp: Timestamp,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Timestamp {
+    /// Seconds since the Unix epoch when the test started.
+    pub timesecs: u64,
+}
+
+impl Timestamp {
+    pub fn now() -> Self {
+        Self {
+            timesecs: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct End {
+    /// Absent when this process only received (`-r`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_sent: Option<SentSum>,
+    /// Absent when this process only sent (`-t`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_received: Option<ReceivedSum>,
+    pub cpu_utilization_percent: CpuUtilization,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SentSum {
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    /// Data datagrams sent (UDP and raw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReceivedSum {
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    /// UDP and raw: iperf3's datagram fields and our extra checks.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<DatagramSum>,
+    /// TCP: the stream checks.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamCounts>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DatagramSum {
+    /// Distinct good datagrams received.
+    pub packets: u64,
+    pub lost_packets: u64,
+    pub lost_percent: f64,
+    pub out_of_order: u64,
+    pub duplicated: u64,
+    pub corrupted: u64,
+    /// Data datagrams the sender reported in its end sentinel (null when
+    /// the sentinel never arrived and loss is counted up to the highest
+    /// sequence number seen).
+    pub sent_by_sender: Option<u64>,
+    pub unverifiable_late: u64,
+    pub foreign: u64,
+}
+
+/// iperf3's CPU block: `host` is this process's local side (the sender
+/// when both run here), `remote` the other side when it ran here too.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CpuUtilization {
+    pub host_total: f64,
+    pub host_user: f64,
+    pub host_system: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_total: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_user: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_system: Option<f64>,
+    /// Which side `host` is.
+    pub host_role: &'static str,
+}
+
+fn rate(bytes: u64, elapsed: Duration) -> f64 {
+    let s = elapsed.as_secs_f64();
+    if s > 0.0 {
+        bytes as f64 * 8.0 / s
+    } else {
+        0.0
+    }
+}
+
+impl SentSum {
+    pub fn from_side(side: &SenderSide, datagram_protocol: bool) -> Self {
+        let seconds = side.elapsed.as_secs_f64();
+        Self {
+            start: 0.0,
+            end: seconds,
+            seconds,
+            bytes: side.bytes,
+            bits_per_second: rate(side.bytes, side.elapsed),
+            packets: datagram_protocol.then_some(side.datagrams),
+        }
+    }
+}
+
+impl ReceivedSum {
+    pub fn from_side(side: &ReceiverSide) -> Self {
+        let seconds = side.elapsed.as_secs_f64();
+        let (datagrams, stream) = match side.checks {
+            Received::Stream(counts) => (None, Some(counts)),
+            Received::Datagrams(c) => {
+                let expected = c.datagrams + c.lost;
+                (
+                    Some(DatagramSum {
+                        packets: c.datagrams,
+                        lost_packets: c.lost,
+                        lost_percent: if expected > 0 {
+                            c.lost as f64 * 100.0 / expected as f64
+                        } else {
+                            0.0
+                        },
+                        out_of_order: c.out_of_order,
+                        duplicated: c.duplicated,
+                        corrupted: c.corrupted,
+                        sent_by_sender: c.sent,
+                        unverifiable_late: c.unverifiable_late,
+                        foreign: c.foreign,
+                    }),
+                    None,
+                )
+            }
+        };
+        Self {
+            start: 0.0,
+            end: seconds,
+            seconds,
+            bytes: side.bytes,
+            bits_per_second: rate(side.bytes, side.elapsed),
+            datagrams,
+            stream,
+        }
+    }
+}
+
+impl CpuUtilization {
+    /// From whichever sides ran in this process.
+    pub fn from_sides(sender: Option<&SenderSide>, receiver: Option<&ReceiverSide>) -> Self {
+        let pct = |p: CpuPercent| (p.total, p.user, p.system);
+        let (host, remote, role) = match (sender, receiver) {
+            (Some(s), r) => (
+                pct(s.cpu.percent()),
+                r.map(|r| pct(r.cpu.percent())),
+                "sender",
+            ),
+            (None, Some(r)) => (pct(r.cpu.percent()), None, "receiver"),
+            (None, None) => ((0.0, 0.0, 0.0), None, "none"),
+        };
+        Self {
+            host_total: host.0,
+            host_user: host.1,
+            host_system: host.2,
+            remote_total: remote.map(|r| r.0),
+            remote_user: remote.map(|r| r.1),
+            remote_system: remote.map(|r| r.2),
+            host_role: role,
+        }
+    }
+}
+
+impl TransferReport {
+    /// Assembles a report from the sides that ran here.
+    pub fn new(
+        spec: &TransferSpec,
+        target: Environment,
+        timestamp: Timestamp,
+        intervals: Vec<Interval>,
+        sender: Option<&SenderSide>,
+        receiver: Option<&ReceiverSide>,
+    ) -> Self {
+        let datagram_protocol = spec.protocol != crate::spec::Protocol::Tcp;
+        Self {
+            start: Start {
+                test_start: spec.clone(),
+                target,
+                timestamp,
+            },
+            intervals,
+            end: End {
+                sum_sent: sender.map(|s| SentSum::from_side(s, datagram_protocol)),
+                sum_received: receiver.map(ReceivedSum::from_side),
+                cpu_utilization_percent: CpuUtilization::from_sides(sender, receiver),
+            },
+        }
+    }
+
+    /// True when the receiver found every byte or datagram it should have
+    /// and nothing wrong.
+    pub fn is_clean(&self) -> bool {
+        let Some(received) = &self.end.sum_received else {
+            return true;
+        };
+        if let Some(stream) = &received.stream {
+            let all_there = self
+                .end
+                .sum_sent
+                .as_ref()
+                .is_none_or(|sent| sent.bytes == received.bytes);
+            return stream.is_clean() && all_there;
+        }
+        received
+            .datagrams
+            .as_ref()
+            .is_none_or(|d| d.corrupted == 0 && d.duplicated == 0)
+    }
+}

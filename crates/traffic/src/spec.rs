@@ -1,0 +1,225 @@
+//! What to run: a transfer (ttcp) or an echo exchange (delay mode), on
+//! which target, with which parameters. Validated once, up front, so the
+//! runners can trust them.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::datagram::HEADER_LEN;
+use crate::error::TrafficError;
+
+/// Which stack carries the traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StackKind {
+    /// The operating system's sockets.
+    Kernel,
+    /// stackscope's reference stack, in this process.
+    Ref,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    /// Link-level frames of the local experimental Ethertype 0x88B5.
+    Raw,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Family {
+    #[serde(rename = "IPv4")]
+    V4,
+    #[serde(rename = "IPv6")]
+    V6,
+}
+
+impl fmt::Display for StackKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StackKind::Kernel => "kernel",
+            StackKind::Ref => "ref",
+        })
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Raw => "raw",
+        })
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Family::V4 => "IPv4",
+            Family::V6 => "IPv6",
+        })
+    }
+}
+
+/// The local experimental Ethertype raw frames use (IEEE 802, "Local
+/// Experimental Ethertype 1").
+pub const RAW_ETHERTYPE: u16 = 0x88B5;
+
+/// Largest buffer (`-l`) a stream transfer accepts: 64 MiB.
+pub const MAX_STREAM_LEN: usize = 64 << 20;
+/// Largest UDP payload over IPv6 without jumbograms (65 535 - 8).
+pub const MAX_UDP6_LEN: usize = 65_527;
+/// Largest UDP payload over IPv4 (65 535 - 20 - 8).
+pub const MAX_UDP4_LEN: usize = 65_507;
+
+/// A bulk transfer: `count` buffers of `len` bytes, ttcp style.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TransferSpec {
+    pub protocol: Protocol,
+    pub family: Family,
+    /// Bytes per write (`-l`); for datagrams, the datagram size.
+    #[serde(rename = "blksize")]
+    pub len: usize,
+    /// Writes (`-n`).
+    #[serde(rename = "num")]
+    pub count: u64,
+    pub port: u16,
+    /// Requested SO_SNDBUF and SO_RCVBUF (`-b`), if any.
+    pub sockbuf: Option<usize>,
+    /// TCP_NODELAY (`-D`).
+    pub nodelay: bool,
+    /// Offered load in bits per second (UDP and raw), if paced.
+    pub rate_bps: Option<u64>,
+    /// Interval reports (`-i`).
+    #[serde(serialize_with = "serialize_secs")]
+    pub interval: Option<Duration>,
+    /// How long a side waits for its peer (connect, accept, first datagram)
+    /// and for more data before it gives up.
+    #[serde(skip)]
+    pub timeout: Duration,
+}
+
+fn serialize_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+impl TransferSpec {
+    /// ttcp's defaults: TCP, 2048 writes of 8192 bytes to port 5001.
+    pub fn new(protocol: Protocol, family: Family) -> Self {
+        Self {
+            protocol,
+            family,
+            len: 8192,
+            count: 2048,
+            port: 5001,
+            sockbuf: None,
+            nodelay: false,
+            rate_bps: None,
+            interval: None,
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Bytes the sender writes in all.
+    pub fn total_bytes(&self) -> u64 {
+        self.len as u64 * self.count
+    }
+
+    /// Checks the parameters against each other and the protocol's limits.
+    pub fn validate(&self) -> Result<(), TrafficError> {
+        let invalid = |m: String| Err(TrafficError::Invalid(m));
+        if self.count == 0 {
+            return invalid("-n must be at least 1 buffer".into());
+        }
+        match self.protocol {
+            Protocol::Tcp => {
+                if self.len == 0 || self.len > MAX_STREAM_LEN {
+                    return invalid(format!(
+                        "-l {} is impossible for TCP: use 1..={MAX_STREAM_LEN} bytes",
+                        self.len
+                    ));
+                }
+                if self.rate_bps.is_some() {
+                    return invalid("--rate paces datagrams: use it with -u (UDP) or raw".into());
+                }
+            }
+            Protocol::Udp => {
+                let max = match self.family {
+                    Family::V4 => MAX_UDP4_LEN,
+                    Family::V6 => MAX_UDP6_LEN,
+                };
+                if self.len < HEADER_LEN || self.len > max {
+                    return invalid(format!(
+                        "-l {} is impossible for UDP over {}: a datagram carries a \
+                         {HEADER_LEN}-byte sequence header and at most {max} bytes",
+                        self.len, self.family
+                    ));
+                }
+            }
+            Protocol::Raw => {
+                if self.len < HEADER_LEN || self.len > 1500 {
+                    return invalid(format!(
+                        "-l {} is impossible for raw frames: use {HEADER_LEN}..=1500 bytes \
+                         (one Ethernet payload)",
+                        self.len
+                    ));
+                }
+            }
+        }
+        if self.rate_bps == Some(0) {
+            return invalid("--rate must be more than 0 bits per second".into());
+        }
+        if let Some(b) = self.sockbuf {
+            if !(1024..=1 << 30).contains(&b) {
+                return invalid(format!("-b {b} is impossible: use 1K..1G bytes"));
+            }
+        }
+        if self.interval.is_some_and(|i| i < Duration::from_millis(10)) {
+            return invalid("-i must be at least 0.01 seconds".into());
+        }
+        Ok(())
+    }
+}
+
+/// A request/response exchange (delay mode): `count` round trips of
+/// `len`-byte requests echoed back whole.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EchoSpec {
+    pub protocol: Protocol,
+    pub family: Family,
+    pub len: usize,
+    pub count: u64,
+    pub port: u16,
+    pub sockbuf: Option<usize>,
+    /// How long one exchange may take before it counts as lost (UDP) or
+    /// fails the run (TCP).
+    #[serde(skip)]
+    pub timeout: Duration,
+}
+
+impl EchoSpec {
+    pub fn validate(&self) -> Result<(), TrafficError> {
+        let mut as_transfer = TransferSpec::new(self.protocol, self.family);
+        as_transfer.len = self.len.max(match self.protocol {
+            Protocol::Tcp => 1,
+            _ => HEADER_LEN,
+        });
+        as_transfer.count = self.count;
+        as_transfer.sockbuf = self.sockbuf;
+        if self.protocol != Protocol::Tcp && self.len < HEADER_LEN {
+            return Err(TrafficError::Invalid(format!(
+                "size {} is too small for {} echo: a datagram carries a {HEADER_LEN}-byte \
+                 sequence header",
+                self.len, self.protocol
+            )));
+        }
+        as_transfer.validate()
+    }
+}
