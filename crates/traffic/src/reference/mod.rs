@@ -5,7 +5,7 @@
 //! address of the family (SLAAC and DAD take about a second), so no
 //! warm-up has to be guessed.
 
-mod udp;
+mod datagrams;
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -18,21 +18,27 @@ use crate::error::TrafficError;
 use crate::report::{ReceiverSide, SenderSide, TransferReport};
 use crate::spec::{Family, Protocol, StackKind, TransferSpec};
 
-/// The two hosts a transfer runs between.
+/// The two nodes a transfer runs between, and for link-level frames the
+/// interfaces (the wire between them).
 #[derive(Debug, Clone)]
 pub struct Endpoints {
     pub sender: String,
     pub receiver: String,
+    pub sender_interface: String,
+    pub receiver_interface: String,
 }
 
-/// Loads `path` (or the default network) and picks the first and last
-/// hosts.
-pub fn endpoints(path: Option<&Path>) -> Result<(Topology, Endpoints), TrafficError> {
-    let topology = match path {
+/// Loads `path` (or the default network).
+pub fn load(path: Option<&Path>) -> Result<Topology, TrafficError> {
+    match path {
         Some(path) => Topology::load(path)
-            .map_err(|e| TrafficError::Invalid(format!("{}: {e}", path.display())))?,
-        None => Topology::default_network(),
-    };
+            .map_err(|e| TrafficError::Invalid(format!("{}: {e}", path.display()))),
+        None => Ok(Topology::default_network()),
+    }
+}
+
+/// The first and last hosts of `topology`: IP traffic runs between them.
+pub fn hosts(topology: &Topology) -> Result<Endpoints, TrafficError> {
     let hosts: Vec<&str> = topology
         .nodes()
         .iter()
@@ -49,18 +55,43 @@ pub fn endpoints(path: Option<&Path>) -> Result<(Topology, Endpoints), TrafficEr
             "the topology has one host ({first}): traffic needs two, it runs from the first to the last"
         )));
     }
-    let endpoints = Endpoints {
+    Ok(Endpoints {
         sender: first.to_string(),
         receiver: last.to_string(),
+        sender_interface: String::new(),
+        receiver_interface: String::new(),
+    })
+}
+
+/// The first host and the node at the other end of its first wire: link-
+/// level frames do not cross routers.
+pub fn neighbours(topology: &Topology) -> Result<Endpoints, TrafficError> {
+    let first = hosts(topology)?.sender;
+    let wire = topology
+        .wires()
+        .iter()
+        .find(|w| w.a.node == first || w.b.node == first)
+        .ok_or_else(|| {
+            TrafficError::Invalid(format!("{first} has no wire: raw frames need a neighbour"))
+        })?;
+    let (near, far) = if wire.a.node == first {
+        (&wire.a, &wire.b)
+    } else {
+        (&wire.b, &wire.a)
     };
-    Ok((topology, endpoints))
+    Ok(Endpoints {
+        sender: near.node.clone(),
+        receiver: far.node.clone(),
+        sender_interface: near.interface.clone(),
+        receiver_interface: far.interface.clone(),
+    })
 }
 
 /// What the two sides' workloads hand back across threads.
 #[derive(Default)]
 struct Outcome {
-    /// The receiver's address, once it has one of the family.
-    receiver_addr: OnceLock<IpAddr>,
+    /// The receiver's address, once it has one.
+    receiver_addr: OnceLock<datagrams::PeerAddr>,
     sender: Mutex<Option<Result<SenderSide, TrafficError>>>,
     receiver: Mutex<Option<Result<ReceiverSide, TrafficError>>>,
 }
@@ -93,27 +124,42 @@ pub fn run_pair(
                 .into(),
         ));
     }
-    let (topology, ends) = endpoints(topology)?;
-    let mut target = Environment::detect(
-        StackKind::Ref,
-        format!(
+    let topology = load(topology)?;
+    let (ends, path) = if spec.protocol == Protocol::Raw {
+        let ends = neighbours(&topology)?;
+        let path = format!(
+            "reference stack: link-level frames, Ethertype 0x88B5, {} {} -> {} {} \
+             (threaded runner)",
+            ends.sender, ends.sender_interface, ends.receiver, ends.receiver_interface
+        );
+        (ends, path)
+    } else {
+        let ends = hosts(&topology)?;
+        let path = format!(
             "reference stack: {} -> {} ({} nodes, threaded runner)",
             ends.sender,
             ends.receiver,
             topology.nodes().len()
-        ),
-    );
-    target.mtu = topology
-        .node(&ends.sender)
-        .and_then(|n| n.interfaces.first())
-        .map(|i| i.mtu as u32);
-    match spec.protocol {
-        Protocol::Udp => udp::run(spec, &topology, &ends, target, print_intervals),
-        Protocol::Raw => Err(TrafficError::Unsupported(
-            "raw link-level frames on the reference stack are not available yet".into(),
-        )),
-        Protocol::Tcp => unreachable!("refused above"),
+        );
+        (ends, path)
+    };
+    let mut target = Environment::detect(StackKind::Ref, path);
+    let sender_mtu = topology.node(&ends.sender).and_then(|n| {
+        n.interfaces
+            .iter()
+            .find(|i| ends.sender_interface.is_empty() || i.name == ends.sender_interface)
+            .map(|i| i.mtu)
+    });
+    if let (Protocol::Raw, Some(mtu)) = (spec.protocol, sender_mtu) {
+        if spec.len > mtu {
+            return Err(TrafficError::Invalid(format!(
+                "-l {} exceeds the link MTU of {mtu}: a raw frame is one link payload",
+                spec.len
+            )));
+        }
     }
+    target.mtu = sender_mtu.map(|m| m as u32);
+    datagrams::run(spec, &topology, &ends, target, print_intervals)
 }
 
 /// The first address of `family` a host has (global IPv6 only once DAD

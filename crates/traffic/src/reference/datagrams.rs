@@ -1,4 +1,5 @@
-//! UDP on the reference stack: the same datagrams, sentinels and checks as
+//! Datagram transfers on the reference stack — UDP, or link-level frames
+//! of Ethertype 0x88B5 — with the same datagrams, sentinels and checks as
 //! the kernel target (`kernel::udp`), sent and received by workloads on
 //! the sender's and receiver's host threads.
 
@@ -7,11 +8,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stack::iface::host::{Host, UdpHandle};
+use stack::iface::host::{Host, LinkHandle, UdpHandle};
 use stack::runner::threaded::{self, Progress, Workload, WorkloadFactory};
 use stack::socket::udp::UdpConfig;
-use stack::socket::SendError;
+use stack::socket::{LinkConfig, SendError};
 use stack::topology::Topology;
+use wire::ethernet::EthernetAddress;
 
 use super::{address_of, take, Endpoints, Outcome, Shared};
 use crate::cpu::{CpuMeter, CpuUsage};
@@ -23,7 +25,7 @@ use crate::meter::{IntervalRecorder, Meter};
 use crate::pace::Pacer;
 use crate::pattern::Pattern;
 use crate::report::{Received, ReceiverSide, SenderSide, Timestamp, TransferReport};
-use crate::spec::{Family, TransferSpec};
+use crate::spec::{Family, Protocol, TransferSpec, RAW_ETHERTYPE};
 use crate::verify::{Arrival, DatagramVerifier};
 
 /// How long the hosts may take to configure their addresses (SLAAC, DAD)
@@ -41,22 +43,31 @@ pub(super) fn run(
     let meter = Arc::new(Meter::default());
     let outcome: Shared = Arc::new(Outcome::default());
     let recv_bytes = spec.sockbuf.unwrap_or(4 << 20);
-    let config = UdpConfig {
-        send_queue_datagrams: 256,
-        recv_queue_datagrams: (recv_bytes / spec.len.max(1)).clamp(64, 1 << 16),
-        recv_queue_bytes: recv_bytes,
-        ..UdpConfig::default()
+    let recv_entries = (recv_bytes / spec.len.max(1)).clamp(64, 1 << 16);
+    let transport = match spec.protocol {
+        Protocol::Udp => Transport::Udp(UdpConfig {
+            send_queue_datagrams: SEND_QUEUE,
+            recv_queue_datagrams: recv_entries,
+            recv_queue_bytes: recv_bytes,
+            ..UdpConfig::default()
+        }),
+        _ => Transport::Link(LinkConfig {
+            send_queue_frames: SEND_QUEUE,
+            recv_queue_frames: recv_entries,
+            recv_queue_bytes: recv_bytes,
+        }),
     };
     target.sockbuf_granted = GrantedBuffers {
-        send: Some(config.send_queue_datagrams * spec.len),
-        recv: Some(config.recv_queue_bytes),
+        send: Some(SEND_QUEUE * spec.len),
+        recv: Some(recv_bytes),
     };
     let mut workloads: BTreeMap<String, WorkloadFactory> = BTreeMap::new();
     workloads.insert(
         ends.receiver.clone(),
         receiver(
             spec.clone(),
-            config,
+            transport,
+            ends.receiver_interface.clone(),
             pattern.clone(),
             meter.clone(),
             outcome.clone(),
@@ -66,7 +77,8 @@ pub(super) fn run(
         ends.sender.clone(),
         sender(
             spec.clone(),
-            config,
+            transport,
+            ends.sender_interface.clone(),
             pattern,
             meter.clone(),
             outcome.clone(),
@@ -99,6 +111,91 @@ pub(super) fn run(
     ))
 }
 
+/// Datagrams a sender's socket queues before sends are refused.
+const SEND_QUEUE: usize = 256;
+
+/// What carries the datagrams.
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    Udp(UdpConfig),
+    /// Link-level frames of [`RAW_ETHERTYPE`] between neighbours.
+    Link(LinkConfig),
+}
+
+/// Where the receiver takes datagrams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PeerAddr {
+    Ip(SocketAddr),
+    Mac(EthernetAddress),
+}
+
+/// A host's open end of the transfer.
+#[derive(Debug, Clone, Copy)]
+enum Channel {
+    Udp(UdpHandle),
+    Link(LinkHandle),
+}
+
+impl Transport {
+    /// Opens the channel on `host`: UDP bound to the spec's port (the
+    /// receiver) or unbound (the sender); a link socket on `interface`.
+    fn open(
+        self,
+        host: &mut Host,
+        spec: &TransferSpec,
+        interface: &str,
+        receiving: bool,
+    ) -> Result<Channel, TrafficError> {
+        match self {
+            Transport::Udp(config) => {
+                let socket = host.udp_open(config);
+                if receiving {
+                    host.udp_bind(socket, SocketAddr::new(unspecified(spec.family), spec.port));
+                }
+                Ok(Channel::Udp(socket))
+            }
+            Transport::Link(config) => {
+                let id = host.interface_id(interface).ok_or_else(|| {
+                    TrafficError::Invalid(format!("{} has no interface {interface}", host.name()))
+                })?;
+                host.link_open_with(id, RAW_ETHERTYPE, config)
+                    .map(Channel::Link)
+                    .map_err(|e| TrafficError::Invalid(format!("{}: {e}", host.name())))
+            }
+        }
+    }
+}
+
+impl Channel {
+    /// The address the peer sends to, once this end has one.
+    fn address(self, host: &Host, spec: &TransferSpec, interface: &str) -> Option<PeerAddr> {
+        match self {
+            Channel::Udp(_) => {
+                address_of(host, spec.family).map(|ip| PeerAddr::Ip(SocketAddr::new(ip, spec.port)))
+            }
+            Channel::Link(_) => host
+                .interface_id(interface)
+                .and_then(|id| host.interface_mac(id))
+                .map(PeerAddr::Mac),
+        }
+    }
+
+    fn send(self, host: &mut Host, data: &[u8], to: PeerAddr) -> Result<(), SendError> {
+        match (self, to) {
+            (Channel::Udp(h), PeerAddr::Ip(dest)) => host.udp_send_to(h, data, dest),
+            (Channel::Link(h), PeerAddr::Mac(dest)) => host.link_send_to(h, data, dest),
+            _ => Err(SendError::FamilyMismatch),
+        }
+    }
+
+    fn recv(self, host: &mut Host, buf: &mut [u8]) -> Option<usize> {
+        match self {
+            Channel::Udp(h) => host.udp(h).recv_from(buf).map(|(n, _)| n),
+            Channel::Link(h) => host.link(h).recv_from(buf).map(|(n, _)| n),
+        }
+    }
+}
+
 fn unspecified(family: Family) -> IpAddr {
     match family {
         Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
@@ -108,16 +205,20 @@ fn unspecified(family: Family) -> IpAddr {
 
 fn receiver(
     spec: TransferSpec,
-    config: UdpConfig,
+    transport: Transport,
+    interface: String,
     pattern: Arc<Pattern>,
     meter: Arc<Meter>,
     outcome: Shared,
 ) -> WorkloadFactory {
     Box::new(move |host: &mut Host| -> Workload {
-        let socket = host.udp_open(config);
-        host.udp_bind(socket, SocketAddr::new(unspecified(spec.family), spec.port));
+        let channel = match transport.open(host, &spec, &interface, true) {
+            Ok(channel) => channel,
+            Err(e) => return failed(&outcome.receiver, e),
+        };
         let mut state = Receiving {
-            socket,
+            channel,
+            interface,
             buf: vec![0u8; 65_536],
             verifier: DatagramVerifier::new(),
             began: Instant::now(),
@@ -142,8 +243,18 @@ fn receiver(
     })
 }
 
+/// A workload that records `error` as its side's outcome and is done.
+fn failed<T: Send + 'static>(
+    slot: &std::sync::Mutex<Option<Result<T, TrafficError>>>,
+    error: TrafficError,
+) -> Workload {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(error));
+    Box::new(|_: &mut Host, _| Progress::Done)
+}
+
 struct Receiving {
-    socket: UdpHandle,
+    channel: Channel,
+    interface: String,
     buf: Vec<u8>,
     verifier: DatagramVerifier,
     began: Instant,
@@ -166,7 +277,7 @@ impl Receiving {
         outcome: &Outcome,
     ) -> Result<Option<ReceiverSide>, TrafficError> {
         let Some(ready_at) = self.ready_at else {
-            if let Some(addr) = address_of(host, spec.family) {
+            if let Some(addr) = self.channel.address(host, spec, &self.interface) {
                 let _ = outcome.receiver_addr.set(addr);
                 self.ready_at = Some(Instant::now());
             } else if self.began.elapsed() > spec.timeout + ADDRESS_GRACE {
@@ -183,7 +294,7 @@ impl Receiving {
         if outcome.failed() {
             return Ok(Some(self.finish()));
         }
-        while let Some((n, _from)) = host.udp(self.socket).recv_from(&mut self.buf) {
+        while let Some(n) = self.channel.recv(host, &mut self.buf) {
             let now = Instant::now();
             match self.verifier.check(pattern, &self.buf[..n]) {
                 Arrival::Data { .. } => {
@@ -225,15 +336,20 @@ impl Receiving {
 
 fn sender(
     spec: TransferSpec,
-    config: UdpConfig,
+    transport: Transport,
+    interface: String,
     pattern: Arc<Pattern>,
     meter: Arc<Meter>,
     outcome: Shared,
 ) -> WorkloadFactory {
     Box::new(move |host: &mut Host| -> Workload {
-        let socket = host.udp_open(config);
+        let channel = match transport.open(host, &spec, &interface, false) {
+            Ok(channel) => channel,
+            Err(e) => return failed(&outcome.sender, e),
+        };
         let mut state = Sending {
-            socket,
+            channel,
+            interface,
             buf: vec![0u8; spec.len],
             phase: Phase::WaitingForPeer {
                 since: Instant::now(),
@@ -273,22 +389,23 @@ enum Phase {
         since: Instant,
     },
     Start {
-        dest: SocketAddr,
+        dest: PeerAddr,
         sent: usize,
         next: Instant,
     },
     Data {
-        dest: SocketAddr,
+        dest: PeerAddr,
     },
     End {
-        dest: SocketAddr,
+        dest: PeerAddr,
         sent: usize,
         next: Instant,
     },
 }
 
 struct Sending {
-    socket: UdpHandle,
+    channel: Channel,
+    interface: String,
     buf: Vec<u8>,
     phase: Phase,
     seq: u64,
@@ -314,11 +431,11 @@ impl Sending {
         let now = Instant::now();
         match self.phase {
             Phase::WaitingForPeer { since } => {
-                let own = address_of(host, spec.family);
+                let own = self.channel.address(host, spec, &self.interface);
                 match (own, outcome.receiver_addr.get()) {
-                    (Some(_), Some(&addr)) => {
+                    (Some(_), Some(&dest)) => {
                         self.phase = Phase::Start {
-                            dest: SocketAddr::new(addr, spec.port),
+                            dest,
                             sent: 0,
                             next: now,
                         };
@@ -343,7 +460,7 @@ impl Sending {
                     };
                     datagram::write(&mut self.buf, kind, seq, pattern);
                     // A refused sentinel is retried at the next gap.
-                    let ok = host.udp_send_to(self.socket, &self.buf, dest).is_ok();
+                    let ok = self.channel.send(host, &self.buf, dest).is_ok();
                     let sent = sent + usize::from(ok);
                     let next = now + SENTINEL_GAP;
                     self.phase = match (ending, sent >= SENTINEL_REPEATS) {
@@ -386,7 +503,7 @@ impl Sending {
         spec: &TransferSpec,
         pattern: &Pattern,
         meter: &Meter,
-        dest: SocketAddr,
+        dest: PeerAddr,
     ) -> Result<(), TrafficError> {
         while self.seq < spec.count {
             if let Some(pacer) = &self.pacer {
@@ -395,7 +512,7 @@ impl Sending {
                 }
             }
             datagram::write(&mut self.buf, Kind::Data, self.seq, pattern);
-            match host.udp_send_to(self.socket, &self.buf, dest) {
+            match self.channel.send(host, &self.buf, dest) {
                 Ok(()) => {
                     self.stalled_since = None;
                     self.seq += 1;
