@@ -10,6 +10,7 @@
 
 pub mod cpu;
 pub mod datagram;
+pub mod echo;
 pub mod env;
 pub mod error;
 pub mod kernel;

@@ -205,14 +205,41 @@ pub struct EchoSpec {
 }
 
 impl EchoSpec {
+    /// `count` exchanges of `len` bytes with the defaults of a transfer
+    /// (port 5001, 10 s timeout).
+    pub fn new(protocol: Protocol, family: Family, len: usize, count: u64) -> Self {
+        let defaults = TransferSpec::new(protocol, family);
+        Self {
+            protocol,
+            family,
+            len,
+            count,
+            port: defaults.port,
+            sockbuf: None,
+            timeout: defaults.timeout,
+        }
+    }
+
+    /// The same parameters as a transfer, for opening sockets.
+    pub fn as_transfer(&self) -> TransferSpec {
+        let mut spec = TransferSpec::new(self.protocol, self.family);
+        spec.len = self.len;
+        spec.count = self.count;
+        spec.port = self.port;
+        spec.sockbuf = self.sockbuf;
+        spec.nodelay = true;
+        spec.timeout = self.timeout;
+        spec
+    }
+
     pub fn validate(&self) -> Result<(), TrafficError> {
-        let mut as_transfer = TransferSpec::new(self.protocol, self.family);
-        as_transfer.len = self.len.max(match self.protocol {
-            Protocol::Tcp => 1,
-            _ => HEADER_LEN,
-        });
-        as_transfer.count = self.count;
-        as_transfer.sockbuf = self.sockbuf;
+        if self.count > crate::echo::MAX_EXCHANGES {
+            return Err(TrafficError::Invalid(format!(
+                "{} exchanges is too many for one run: use at most {}",
+                self.count,
+                crate::echo::MAX_EXCHANGES
+            )));
+        }
         if self.protocol != Protocol::Tcp && self.len < HEADER_LEN {
             return Err(TrafficError::Invalid(format!(
                 "size {} is too small for {} echo: a datagram carries a {HEADER_LEN}-byte \
@@ -220,6 +247,6 @@ impl EchoSpec {
                 self.len, self.protocol
             )));
         }
-        as_transfer.validate()
+        self.as_transfer().validate()
     }
 }

@@ -3,6 +3,7 @@
 //! (`--netns`). Each side runs on its own thread (in its own namespace),
 //! or in its own process with `-t` / `-r`.
 
+pub mod echo;
 pub mod link;
 pub mod netns;
 mod socket;
@@ -129,14 +130,70 @@ pub fn run_pair(
             KernelPath::Loopback => refuse_raw(spec)?,
         }
     }
-    let veth = match path {
-        KernelPath::Loopback => None,
-        KernelPath::Netns { mtu } => Some(Arc::new(VethPair::create(mtu)?)),
-    };
-    let receiver_ip = veth
-        .as_ref()
-        .map_or(loopback(spec.family), |v| v.addr(Side::A, spec.family));
-    let addr = SocketAddr::new(receiver_ip, spec.port);
+    let setup = PathSetup::new(path)?;
+    run_pair_on(spec, &setup, print_intervals)
+}
+
+/// The path of a run once made: loopback, or the namespaces and veth pair
+/// (removed when the last clone is dropped).
+#[derive(Debug, Clone)]
+pub struct PathSetup {
+    veth: Option<Arc<VethPair>>,
+}
+
+impl PathSetup {
+    pub fn new(path: KernelPath) -> Result<Self, TrafficError> {
+        Ok(Self {
+            veth: match path {
+                KernelPath::Loopback => None,
+                KernelPath::Netns { mtu } => Some(Arc::new(VethPair::create(mtu)?)),
+            },
+        })
+    }
+
+    /// The receiver's (server's) address in `family`.
+    pub fn receiver_ip(&self, family: Family) -> IpAddr {
+        self.veth
+            .as_ref()
+            .map_or(loopback(family), |v| v.addr(Side::A, family))
+    }
+
+    /// Moves the calling thread to `side`'s namespace (nothing on
+    /// loopback).
+    pub fn enter(&self, side: Side) -> Result<(), TrafficError> {
+        match &self.veth {
+            Some(veth) => veth.enter(side),
+            None => Ok(()),
+        }
+    }
+
+    pub fn description(&self) -> String {
+        match &self.veth {
+            None => "loopback".to_string(),
+            Some(v) => format!(
+                "veth {} -> {} between network namespaces {} and {}",
+                v.interface(Side::B),
+                v.interface(Side::A),
+                v.namespace(Side::B),
+                v.namespace(Side::A)
+            ),
+        }
+    }
+
+    pub fn mtu(&self) -> u32 {
+        self.veth.as_ref().map_or_else(loopback_mtu, |v| v.mtu())
+    }
+}
+
+/// [`run_pair`] on a path already made (so concurrent circuits share it).
+pub fn run_pair_on(
+    spec: &TransferSpec,
+    setup: &PathSetup,
+    print_intervals: bool,
+) -> Result<TransferReport, TrafficError> {
+    spec.validate()?;
+    refuse_raw(spec)?;
+    let addr = SocketAddr::new(setup.receiver_ip(spec.family), spec.port);
     let pattern = Arc::new(pattern_for(spec.len));
     let meter = Arc::new(Meter::default());
     let timestamp = Timestamp::now();
@@ -144,12 +201,10 @@ pub fn run_pair(
     // The receiver binds first and says so (or why it cannot).
     let (ready_tx, ready_rx) = mpsc::channel();
     let receiver = {
-        let (spec, pattern, meter, veth) =
-            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        let (spec, pattern, meter, setup) =
+            (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
         std::thread::spawn(move || -> Result<ReceiverSide, TrafficError> {
-            if let Some(veth) = &veth {
-                veth.enter(Side::A)?;
-            }
+            setup.enter(Side::A)?;
             let ready = match Ready::bind(&spec, addr) {
                 Ok(ready) => ready,
                 Err(e) => {
@@ -175,12 +230,10 @@ pub fn run_pair(
         .interval
         .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
     let sender = {
-        let (spec, pattern, meter, veth) =
-            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        let (spec, pattern, meter, setup) =
+            (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
         std::thread::spawn(move || {
-            if let Some(veth) = &veth {
-                veth.enter(Side::B)?;
-            }
+            setup.enter(Side::B)?;
             transmit_side(&spec, addr, &pattern, &meter)
         })
     };
@@ -194,25 +247,13 @@ pub fn run_pair(
     let (sender_side, sender_facts) = sent?;
     let receiver_side = received?;
 
-    let mut target = Environment::detect(
-        StackKind::Kernel,
-        match &veth {
-            None => "loopback".to_string(),
-            Some(v) => format!(
-                "veth {} -> {} between network namespaces {} and {}",
-                v.interface(Side::B),
-                v.interface(Side::A),
-                v.namespace(Side::B),
-                v.namespace(Side::A)
-            ),
-        },
-    );
+    let mut target = Environment::detect(StackKind::Kernel, setup.description());
     target.sockbuf_granted = GrantedBuffers {
         send: sender_facts.granted.send,
         recv: receiver_facts.granted.recv,
     };
     target.congestion_control = sender_facts.congestion_control;
-    target.mtu = Some(veth.as_ref().map_or_else(loopback_mtu, |v| v.mtu()));
+    target.mtu = Some(setup.mtu());
     Ok(TransferReport::new(
         spec,
         target,

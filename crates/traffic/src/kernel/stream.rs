@@ -53,7 +53,7 @@ pub fn receive(
     pattern: &Pattern,
     meter: &Meter,
 ) -> Result<ReceiverSide, TrafficError> {
-    let mut stream = accept(&listening.listener, spec.timeout)?;
+    let mut stream = accept(listening, spec.timeout)?;
     stream
         .set_read_timeout(Some(spec.timeout))
         .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
@@ -103,7 +103,8 @@ pub fn receive(
 
 /// Accepts with a deadline (std's accept has none): the listener polls
 /// non-blocking, which costs nothing measurable before the transfer.
-fn accept(listener: &TcpListener, timeout: Duration) -> Result<TcpStream, TrafficError> {
+pub(super) fn accept(listening: Listening, timeout: Duration) -> Result<TcpStream, TrafficError> {
+    let listener = listening.listener;
     listener
         .set_nonblocking(true)
         .map_err(|e| TrafficError::io("set the listener non-blocking", e))?;

@@ -30,7 +30,7 @@ use crate::verify::{Arrival, DatagramVerifier};
 
 /// How long the hosts may take to configure their addresses (SLAAC, DAD)
 /// on top of the spec's timeout.
-const ADDRESS_GRACE: Duration = Duration::from_secs(10);
+pub(super) const ADDRESS_GRACE: Duration = Duration::from_secs(10);
 
 pub(super) fn run(
     spec: &TransferSpec,
@@ -42,25 +42,8 @@ pub(super) fn run(
     let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
     let meter = Arc::new(Meter::default());
     let outcome: Shared = Arc::new(Outcome::default());
-    let recv_bytes = spec.sockbuf.unwrap_or(4 << 20);
-    let recv_entries = (recv_bytes / spec.len.max(1)).clamp(64, 1 << 16);
-    let transport = match spec.protocol {
-        Protocol::Udp => Transport::Udp(UdpConfig {
-            send_queue_datagrams: SEND_QUEUE,
-            recv_queue_datagrams: recv_entries,
-            recv_queue_bytes: recv_bytes,
-            ..UdpConfig::default()
-        }),
-        _ => Transport::Link(LinkConfig {
-            send_queue_frames: SEND_QUEUE,
-            recv_queue_frames: recv_entries,
-            recv_queue_bytes: recv_bytes,
-        }),
-    };
-    target.sockbuf_granted = GrantedBuffers {
-        send: Some(SEND_QUEUE * spec.len),
-        recv: Some(recv_bytes),
-    };
+    let (transport, granted) = Transport::for_spec(spec);
+    target.sockbuf_granted = granted;
     let mut workloads: BTreeMap<String, WorkloadFactory> = BTreeMap::new();
     workloads.insert(
         ends.receiver.clone(),
@@ -112,11 +95,11 @@ pub(super) fn run(
 }
 
 /// Datagrams a sender's socket queues before sends are refused.
-const SEND_QUEUE: usize = 256;
+pub(super) const SEND_QUEUE: usize = 256;
 
 /// What carries the datagrams.
 #[derive(Debug, Clone, Copy)]
-enum Transport {
+pub(super) enum Transport {
     Udp(UdpConfig),
     /// Link-level frames of [`RAW_ETHERTYPE`] between neighbours.
     Link(LinkConfig),
@@ -131,15 +114,40 @@ pub(super) enum PeerAddr {
 
 /// A host's open end of the transfer.
 #[derive(Debug, Clone, Copy)]
-enum Channel {
+pub(super) enum Channel {
     Udp(UdpHandle),
     Link(LinkHandle),
 }
 
 impl Transport {
+    /// UDP or link sockets sized by the spec's `-b` (default 4 MiB of
+    /// receive queue), and what that grants.
+    pub(super) fn for_spec(spec: &TransferSpec) -> (Self, GrantedBuffers) {
+        let recv_bytes = spec.sockbuf.unwrap_or(4 << 20);
+        let recv_entries = (recv_bytes / spec.len.max(1)).clamp(64, 1 << 16);
+        let transport = match spec.protocol {
+            Protocol::Udp => Transport::Udp(UdpConfig {
+                send_queue_datagrams: SEND_QUEUE,
+                recv_queue_datagrams: recv_entries,
+                recv_queue_bytes: recv_bytes,
+                ..UdpConfig::default()
+            }),
+            _ => Transport::Link(LinkConfig {
+                send_queue_frames: SEND_QUEUE,
+                recv_queue_frames: recv_entries,
+                recv_queue_bytes: recv_bytes,
+            }),
+        };
+        let granted = GrantedBuffers {
+            send: Some(SEND_QUEUE * spec.len),
+            recv: Some(recv_bytes),
+        };
+        (transport, granted)
+    }
+
     /// Opens the channel on `host`: UDP bound to the spec's port (the
     /// receiver) or unbound (the sender); a link socket on `interface`.
-    fn open(
+    pub(super) fn open(
         self,
         host: &mut Host,
         spec: &TransferSpec,
@@ -168,7 +176,12 @@ impl Transport {
 
 impl Channel {
     /// The address the peer sends to, once this end has one.
-    fn address(self, host: &Host, spec: &TransferSpec, interface: &str) -> Option<PeerAddr> {
+    pub(super) fn address(
+        self,
+        host: &Host,
+        spec: &TransferSpec,
+        interface: &str,
+    ) -> Option<PeerAddr> {
         match self {
             Channel::Udp(_) => {
                 address_of(host, spec.family).map(|ip| PeerAddr::Ip(SocketAddr::new(ip, spec.port)))
@@ -180,7 +193,7 @@ impl Channel {
         }
     }
 
-    fn send(self, host: &mut Host, data: &[u8], to: PeerAddr) -> Result<(), SendError> {
+    pub(super) fn send(self, host: &mut Host, data: &[u8], to: PeerAddr) -> Result<(), SendError> {
         match (self, to) {
             (Channel::Udp(h), PeerAddr::Ip(dest)) => host.udp_send_to(h, data, dest),
             (Channel::Link(h), PeerAddr::Mac(dest)) => host.link_send_to(h, data, dest),
@@ -188,10 +201,17 @@ impl Channel {
         }
     }
 
-    fn recv(self, host: &mut Host, buf: &mut [u8]) -> Option<usize> {
+    /// The next datagram into `buf` (truncated to it), with its sender.
+    pub(super) fn recv(self, host: &mut Host, buf: &mut [u8]) -> Option<(usize, PeerAddr)> {
         match self {
-            Channel::Udp(h) => host.udp(h).recv_from(buf).map(|(n, _)| n),
-            Channel::Link(h) => host.link(h).recv_from(buf).map(|(n, _)| n),
+            Channel::Udp(h) => host
+                .udp(h)
+                .recv_from(buf)
+                .map(|(n, from)| (n, PeerAddr::Ip(from))),
+            Channel::Link(h) => host
+                .link(h)
+                .recv_from(buf)
+                .map(|(n, from)| (n, PeerAddr::Mac(from))),
         }
     }
 }
@@ -244,7 +264,7 @@ fn receiver(
 }
 
 /// A workload that records `error` as its side's outcome and is done.
-fn failed<T: Send + 'static>(
+pub(super) fn failed<T: Send + 'static>(
     slot: &std::sync::Mutex<Option<Result<T, TrafficError>>>,
     error: TrafficError,
 ) -> Workload {
@@ -294,7 +314,7 @@ impl Receiving {
         if outcome.failed() {
             return Ok(Some(self.finish()));
         }
-        while let Some(n) = self.channel.recv(host, &mut self.buf) {
+        while let Some((n, _from)) = self.channel.recv(host, &mut self.buf) {
             let now = Instant::now();
             match self.verifier.check(pattern, &self.buf[..n]) {
                 Arrival::Data { .. } => {

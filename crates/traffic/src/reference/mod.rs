@@ -6,6 +6,7 @@
 //! warm-up has to be guessed.
 
 mod datagrams;
+pub mod echo;
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -87,16 +88,26 @@ pub fn neighbours(topology: &Topology) -> Result<Endpoints, TrafficError> {
     })
 }
 
-/// What the two sides' workloads hand back across threads.
-#[derive(Default)]
-struct Outcome {
+/// What the two sides' workloads hand back across threads: `S` from the
+/// sender (client), `R` from the receiver (server).
+struct Outcome<S = SenderSide, R = ReceiverSide> {
     /// The receiver's address, once it has one.
     receiver_addr: OnceLock<datagrams::PeerAddr>,
-    sender: Mutex<Option<Result<SenderSide, TrafficError>>>,
-    receiver: Mutex<Option<Result<ReceiverSide, TrafficError>>>,
+    sender: Mutex<Option<Result<S, TrafficError>>>,
+    receiver: Mutex<Option<Result<R, TrafficError>>>,
 }
 
-impl Outcome {
+impl<S, R> Default for Outcome<S, R> {
+    fn default() -> Self {
+        Self {
+            receiver_addr: OnceLock::new(),
+            sender: Mutex::new(None),
+            receiver: Mutex::new(None),
+        }
+    }
+}
+
+impl<S, R> Outcome<S, R> {
     /// True once either side has failed: the other stops too.
     fn failed(&self) -> bool {
         failed(&self.sender) || failed(&self.receiver)
@@ -117,7 +128,18 @@ pub fn run_pair(
     print_intervals: bool,
 ) -> Result<TransferReport, TrafficError> {
     spec.validate()?;
-    if spec.protocol == Protocol::Tcp {
+    let (topology, ends, target) = plan(spec.protocol, spec.len, topology)?;
+    datagrams::run(spec, &topology, &ends, target, print_intervals)
+}
+
+/// Loads the topology, picks the two ends for `protocol` and describes
+/// the run; refuses what the reference stack cannot do.
+fn plan(
+    protocol: Protocol,
+    len: usize,
+    topology: Option<&Path>,
+) -> Result<(Topology, Endpoints, Environment), TrafficError> {
+    if protocol == Protocol::Tcp {
         return Err(TrafficError::Unsupported(
             "the reference stack has no TCP yet: use -u (UDP) or --raw (link-level frames), \
              or --stack kernel for TCP"
@@ -125,7 +147,7 @@ pub fn run_pair(
         ));
     }
     let topology = load(topology)?;
-    let (ends, path) = if spec.protocol == Protocol::Raw {
+    let (ends, path) = if protocol == Protocol::Raw {
         let ends = neighbours(&topology)?;
         let path = format!(
             "reference stack: link-level frames, Ethertype 0x88B5, {} {} -> {} {} \
@@ -150,16 +172,16 @@ pub fn run_pair(
             .find(|i| ends.sender_interface.is_empty() || i.name == ends.sender_interface)
             .map(|i| i.mtu)
     });
-    if let (Protocol::Raw, Some(mtu)) = (spec.protocol, sender_mtu) {
-        if spec.len > mtu {
+    if let (Protocol::Raw, Some(mtu)) = (protocol, sender_mtu) {
+        if len > mtu {
             return Err(TrafficError::Invalid(format!(
                 "-l {} exceeds the link MTU of {mtu}: a raw frame is one link payload",
-                spec.len
+                len
             )));
         }
     }
     target.mtu = sender_mtu.map(|m| m as u32);
-    datagrams::run(spec, &topology, &ends, target, print_intervals)
+    Ok((topology, ends, target))
 }
 
 /// The first address of `family` a host has (global IPv6 only once DAD
@@ -186,4 +208,4 @@ fn take<T>(slot: &Mutex<Option<Result<T, TrafficError>>>, side: &str) -> Result<
         })
 }
 
-type Shared = Arc<Outcome>;
+type Shared<S = SenderSide, R = ReceiverSide> = Arc<Outcome<S, R>>;

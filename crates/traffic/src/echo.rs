@@ -1,0 +1,36 @@
+//! Delay mode: request/response echoes (the XTP study's `dela`, the SunOS
+//! study's stop-and-wait). A client sends a `len`-byte request, the server
+//! returns it whole, and the client times the round trip and checks the
+//! answer against what it sent. One exchange is outstanding at a time.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::env::Environment;
+use crate::spec::EchoSpec;
+
+/// What an echo run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct EchoReport {
+    pub spec: EchoSpec,
+    pub target: Environment,
+    /// Round-trip time of each answered exchange, in order, in
+    /// nanoseconds.
+    pub rtt_ns: Vec<u64>,
+    /// Exchanges whose answer never came within the per-exchange wait
+    /// (datagram protocols; TCP fails the run instead).
+    pub lost: u64,
+    /// Answers that differed from the request.
+    pub corrupted: u64,
+}
+
+/// How long a datagram client waits for one answer before counting the
+/// exchange lost and moving on.
+pub fn answer_wait(spec: &EchoSpec) -> Duration {
+    spec.timeout.min(Duration::from_secs(1))
+}
+
+/// The most exchanges one run may ask for: the round-trip times are kept
+/// (8 bytes each), so this bounds memory at 80 MB.
+pub const MAX_EXCHANGES: u64 = 10_000_000;

@@ -1,0 +1,234 @@
+//! Delay mode on the reference stack: the client host sends one echo
+//! datagram (UDP, or a link-level frame to its neighbour) at a time and
+//! times the answer the server host returns. Both run as workloads of the
+//! threaded runner, on the real clock.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stack::iface::host::Host;
+use stack::runner::threaded::{self, Progress, Workload, WorkloadFactory};
+
+use super::datagrams::{failed, PeerAddr, Transport, ADDRESS_GRACE};
+use super::{plan, take, Outcome};
+use crate::datagram::{self, Kind};
+use crate::echo::{answer_wait, EchoReport};
+use crate::error::TrafficError;
+use crate::kernel::pattern_for;
+use crate::pattern::Pattern;
+use crate::spec::{EchoSpec, TransferSpec};
+
+/// The client's result: round trips, lost and corrupted answers.
+type ClientResult = (Vec<u64>, u64, u64);
+type Shared = Arc<Outcome<ClientResult, ()>>;
+
+/// Runs `spec.count` exchanges between the topology's first and last host
+/// (UDP) or the first host and its neighbour (raw).
+pub fn run_pair(spec: &EchoSpec, topology: Option<&Path>) -> Result<EchoReport, TrafficError> {
+    spec.validate()?;
+    let (topology, ends, mut target) = plan(spec.protocol, spec.len, topology)?;
+    let transfer = spec.as_transfer();
+    let (transport, granted) = Transport::for_spec(&transfer);
+    target.sockbuf_granted = granted;
+    let pattern = Arc::new(pattern_for(spec.len));
+    let outcome: Shared = Arc::new(Outcome::default());
+    let mut workloads: BTreeMap<String, WorkloadFactory> = BTreeMap::new();
+    workloads.insert(
+        ends.receiver.clone(),
+        server(
+            transfer.clone(),
+            transport,
+            ends.receiver_interface.clone(),
+            outcome.clone(),
+        ),
+    );
+    workloads.insert(
+        ends.sender.clone(),
+        client(
+            spec.clone(),
+            transport,
+            ends.sender_interface.clone(),
+            pattern,
+            outcome.clone(),
+        ),
+    );
+    threaded::run(
+        &topology,
+        Duration::ZERO,
+        Duration::from_secs(24 * 3600),
+        workloads,
+    )
+    .map_err(|e| TrafficError::Invalid(format!("the network did not start: {e}")))?;
+    let served = take(&outcome.receiver, "echo server");
+    let (rtt_ns, lost, corrupted) = take(&outcome.sender, "echo client")?;
+    served?;
+    Ok(EchoReport {
+        spec: spec.clone(),
+        target,
+        rtt_ns,
+        lost,
+        corrupted,
+    })
+}
+
+fn server(
+    spec: TransferSpec,
+    transport: Transport,
+    interface: String,
+    outcome: Shared,
+) -> WorkloadFactory {
+    Box::new(move |host: &mut Host| -> Workload {
+        let channel = match transport.open(host, &spec, &interface, true) {
+            Ok(channel) => channel,
+            Err(e) => return failed(&outcome.receiver, e),
+        };
+        let began = Instant::now();
+        let mut buf = vec![0u8; 65_536];
+        Box::new(move |host: &mut Host, _now| {
+            if outcome.receiver_addr.get().is_none() {
+                match channel.address(host, &spec, &interface) {
+                    Some(addr) => {
+                        let _ = outcome.receiver_addr.set(addr);
+                    }
+                    None if began.elapsed() > spec.timeout + ADDRESS_GRACE => {
+                        return finish(
+                            &outcome.receiver,
+                            Err(TrafficError::timeout(
+                                spec.timeout + ADDRESS_GRACE,
+                                "waiting for the echo server's host to get an address",
+                            )),
+                        )
+                    }
+                    None => return Progress::Running,
+                }
+            }
+            while let Some((n, from)) = channel.recv(host, &mut buf) {
+                // Echo anything, damaged or not: the client judges. A
+                // full send queue drops the answer, which the client then
+                // counts as lost.
+                let _ = channel.send(host, &buf[..n], from);
+            }
+            // The client is done (or failed): so is the server.
+            if outcome
+                .sender
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+            {
+                return finish(&outcome.receiver, Ok(()));
+            }
+            Progress::Running
+        })
+    })
+}
+
+fn finish<T>(
+    slot: &std::sync::Mutex<Option<Result<T, TrafficError>>>,
+    result: Result<T, TrafficError>,
+) -> Progress {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+    Progress::Done
+}
+
+/// Where the client is.
+enum State {
+    WaitingForPeer {
+        since: Instant,
+    },
+    /// Exchange `seq` is outstanding since `sent` (None: not yet sent,
+    /// the send queue was full).
+    Exchange {
+        dest: PeerAddr,
+        seq: u64,
+        sent: Option<Instant>,
+    },
+}
+
+fn client(
+    echo: EchoSpec,
+    transport: Transport,
+    interface: String,
+    pattern: Arc<Pattern>,
+    outcome: Shared,
+) -> WorkloadFactory {
+    Box::new(move |host: &mut Host| -> Workload {
+        let spec = echo.as_transfer();
+        let channel = match transport.open(host, &spec, &interface, false) {
+            Ok(channel) => channel,
+            Err(e) => return failed(&outcome.sender, e),
+        };
+        let wait = answer_wait(&echo);
+        let mut state = State::WaitingForPeer {
+            since: Instant::now(),
+        };
+        let mut request = vec![0u8; spec.len];
+        let mut answer = vec![0u8; 65_536];
+        let mut rtts = Vec::with_capacity(spec.count as usize);
+        let (mut lost, mut corrupted) = (0u64, 0u64);
+        Box::new(move |host: &mut Host, _now| {
+            if outcome.failed() {
+                return finish(&outcome.sender, Ok((Vec::new(), 0, 0)));
+            }
+            match &mut state {
+                State::WaitingForPeer { since } => {
+                    let own = channel.address(host, &spec, &interface);
+                    match (own, outcome.receiver_addr.get()) {
+                        (Some(_), Some(&dest)) => {
+                            state = State::Exchange {
+                                dest,
+                                seq: 0,
+                                sent: None,
+                            }
+                        }
+                        _ if since.elapsed() > spec.timeout + ADDRESS_GRACE => {
+                            return finish(
+                                &outcome.sender,
+                                Err(TrafficError::timeout(
+                                    spec.timeout + ADDRESS_GRACE,
+                                    "waiting for both hosts to get an address",
+                                )),
+                            )
+                        }
+                        _ => {}
+                    }
+                }
+                State::Exchange { dest, seq, sent } => {
+                    if *seq == spec.count {
+                        let result = (std::mem::take(&mut rtts), lost, corrupted);
+                        return finish(&outcome.sender, Ok(result));
+                    }
+                    let Some(at) = *sent else {
+                        datagram::write(&mut request, Kind::Echo, *seq, &pattern);
+                        let now = Instant::now();
+                        if channel.send(host, &request, *dest).is_ok() {
+                            *sent = Some(now);
+                        }
+                        return Progress::Running;
+                    };
+                    while let Some((n, _from)) = channel.recv(host, &mut answer) {
+                        let elapsed = at.elapsed();
+                        match datagram::check(&answer[..n], &pattern) {
+                            Ok(h) if h.kind == Kind::Echo && h.seq == *seq && n == spec.len => {
+                                rtts.push(elapsed.as_nanos() as u64);
+                                *seq += 1;
+                                *sent = None;
+                                return Progress::Running;
+                            }
+                            // A late answer to an earlier exchange.
+                            Ok(h) if h.kind == Kind::Echo && h.seq < *seq => {}
+                            _ => corrupted += 1,
+                        }
+                    }
+                    if at.elapsed() > wait {
+                        lost += 1;
+                        *seq += 1;
+                        *sent = None;
+                    }
+                }
+            }
+            Progress::Running
+        })
+    })
+}

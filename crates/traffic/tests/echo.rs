@@ -1,0 +1,79 @@
+//! Delay mode end to end: every exchange is answered and timed, on the
+//! kernel's loopback and on the reference stack.
+
+use traffic::echo::EchoReport;
+use traffic::kernel::{self, KernelPath};
+use traffic::reference;
+use traffic::spec::{EchoSpec, Family, Protocol};
+use traffic::TrafficError;
+
+/// Each test its own port: tests run in parallel.
+fn spec(protocol: Protocol, family: Family, len: usize, count: u64, port: u16) -> EchoSpec {
+    let mut spec = EchoSpec::new(protocol, family, len, count);
+    spec.port = port;
+    spec
+}
+
+fn assert_all_answered(report: &EchoReport) {
+    assert_eq!(report.rtt_ns.len() as u64, report.spec.count, "{report:?}");
+    assert_eq!((report.lost, report.corrupted), (0, 0));
+    assert!(report.rtt_ns.iter().all(|&rtt| rtt > 0));
+}
+
+#[test]
+fn kernel_tcp_echo_times_every_exchange_at_every_size() {
+    for (i, len) in [1usize, 1024, 16384].into_iter().enumerate() {
+        let report = kernel::echo::run_pair(
+            &spec(Protocol::Tcp, Family::V6, len, 200, 15_100 + i as u16),
+            KernelPath::Loopback,
+        )
+        .expect("echo");
+        assert_all_answered(&report);
+        assert_eq!(report.target.path, "loopback");
+    }
+}
+
+#[test]
+fn kernel_udp_echo_over_ipv4_and_ipv6() {
+    for (port, family) in [(15_110, Family::V4), (15_111, Family::V6)] {
+        let report = kernel::echo::run_pair(
+            &spec(Protocol::Udp, family, 1024, 300, port),
+            KernelPath::Loopback,
+        )
+        .expect("echo");
+        assert_all_answered(&report);
+    }
+}
+
+#[test]
+fn reference_udp_and_raw_echo() {
+    for protocol in [Protocol::Udp, Protocol::Raw] {
+        let report = reference::echo::run_pair(&spec(protocol, Family::V6, 512, 100, 7), None)
+            .expect("echo");
+        assert_all_answered(&report);
+        // Round trips cross simulated wires with 100 us of delay each way
+        // (UDP: two wires, raw: one).
+        let min = *report.rtt_ns.iter().min().unwrap();
+        assert!(min >= 200_000, "{protocol}: {min} ns");
+    }
+}
+
+#[test]
+fn impossible_echoes_are_refused_with_a_reason() {
+    let refused = |r: Result<EchoReport, TrafficError>| r.expect_err("refused").to_string();
+    let tcp_on_ref = refused(reference::echo::run_pair(
+        &spec(Protocol::Tcp, Family::V6, 1, 10, 7),
+        None,
+    ));
+    assert!(tcp_on_ref.contains("no TCP yet"), "{tcp_on_ref}");
+    let tiny_udp = refused(kernel::echo::run_pair(
+        &spec(Protocol::Udp, Family::V6, 8, 10, 15_120),
+        KernelPath::Loopback,
+    ));
+    assert!(tiny_udp.contains("16-byte"), "{tiny_udp}");
+    let raw_on_kernel = refused(kernel::echo::run_pair(
+        &spec(Protocol::Raw, Family::V6, 64, 10, 15_121),
+        KernelPath::Loopback,
+    ));
+    assert!(raw_on_kernel.contains("--stack ref"), "{raw_on_kernel}");
+}

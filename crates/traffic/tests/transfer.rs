@@ -1,0 +1,155 @@
+//! ttcp transfers end to end: byte-exact TCP, UDP with every datagram
+//! accounted for, on the kernel's loopback and on the reference stack; and
+//! the refusals a user gets instead of a hang.
+
+use std::net::TcpListener;
+
+use traffic::kernel::{self, KernelPath};
+use traffic::reference;
+use traffic::report::TransferReport;
+use traffic::spec::{Family, Protocol, TransferSpec};
+use traffic::TrafficError;
+
+fn spec(protocol: Protocol, family: Family, len: usize, count: u64, port: u16) -> TransferSpec {
+    let mut spec = TransferSpec::new(protocol, family);
+    spec.len = len;
+    spec.count = count;
+    spec.port = port;
+    spec
+}
+
+fn json(report: &TransferReport) -> serde_json::Value {
+    serde_json::to_value(report).expect("serialize")
+}
+
+#[test]
+fn kernel_tcp_is_byte_exact_and_reported_like_iperf3() {
+    for (port, family) in [(15_200, Family::V4), (15_201, Family::V6)] {
+        let mut s = spec(Protocol::Tcp, family, 100_000, 50, port);
+        s.sockbuf = Some(256 * 1024);
+        let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("transfer");
+        assert!(report.is_clean());
+        let v = json(&report);
+        let end = &v["end"];
+        assert_eq!(end["sum_sent"]["bytes"], 5_000_000);
+        assert_eq!(end["sum_received"]["bytes"], 5_000_000);
+        assert_eq!(end["sum_received"]["corrupted_bytes"], 0);
+        assert!(end["sum_received"]["bits_per_second"].as_f64().unwrap() > 0.0);
+        assert!(
+            end["cpu_utilization_percent"]["host_total"]
+                .as_f64()
+                .unwrap()
+                >= 0.0
+        );
+        assert_eq!(v["start"]["test_start"]["blksize"], 100_000);
+        assert_eq!(v["start"]["target"]["stack"], "kernel");
+        // Linux doubles a requested buffer size and reports the double.
+        let granted = v["start"]["target"]["sockbuf_granted"]["send"]
+            .as_u64()
+            .unwrap();
+        assert!(granted >= 256 * 1024, "{granted}");
+        assert!(v["start"]["target"]["congestion_control"].is_string());
+    }
+}
+
+#[test]
+fn kernel_udp_accounts_for_every_datagram() {
+    let mut s = spec(Protocol::Udp, Family::V6, 1472, 5000, 15_210);
+    s.interval = Some(std::time::Duration::from_millis(20));
+    let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("transfer");
+    let received = report.end.sum_received.as_ref().unwrap();
+    let d = received.datagrams.as_ref().unwrap();
+    assert_eq!(d.sent_by_sender, Some(5000));
+    assert_eq!(d.packets + d.lost_packets, 5000);
+    assert_eq!((d.corrupted, d.duplicated), (0, 0));
+    assert_eq!(received.bytes, d.packets * 1472);
+}
+
+#[test]
+fn paced_udp_offers_the_requested_load() {
+    let mut s = spec(Protocol::Udp, Family::V4, 1000, 2000, 15_220);
+    s.rate_bps = Some(80_000_000); // 10 000 datagrams/s: 0.2 s
+    let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("transfer");
+    let sent = report.end.sum_sent.as_ref().unwrap();
+    let ratio = sent.bits_per_second / 80e6;
+    assert!(
+        (0.9..1.1).contains(&ratio),
+        "sent at {} bit/s",
+        sent.bits_per_second
+    );
+}
+
+#[test]
+fn reference_stack_udp_and_raw_frames_account_for_every_datagram() {
+    for protocol in [Protocol::Udp, Protocol::Raw] {
+        let s = spec(protocol, Family::V6, 1400, 3000, 5001);
+        let report = reference::run_pair(&s, None, false).expect("transfer");
+        let d = report
+            .end
+            .sum_received
+            .as_ref()
+            .unwrap()
+            .datagrams
+            .clone()
+            .unwrap();
+        assert_eq!(d.packets + d.lost_packets, 3000, "{protocol}: {d:?}");
+        assert_eq!((d.corrupted, d.duplicated), (0, 0));
+        assert!(d.packets > 0);
+        assert_eq!(json(&report)["start"]["target"]["stack"], "ref");
+    }
+}
+
+#[test]
+fn refusals_say_what_is_wrong() {
+    let refused = |r: Result<TransferReport, TrafficError>| r.expect_err("refused").to_string();
+    let tcp_on_ref = refused(reference::run_pair(
+        &spec(Protocol::Tcp, Family::V6, 1000, 1, 5001),
+        None,
+        false,
+    ));
+    assert!(tcp_on_ref.contains("no TCP yet"), "{tcp_on_ref}");
+    let huge = refused(kernel::run_pair(
+        &spec(Protocol::Udp, Family::V4, 70_000, 1, 15_230),
+        KernelPath::Loopback,
+        false,
+    ));
+    assert!(huge.contains("-l 70000 is impossible"), "{huge}");
+    let missing_topology = refused(reference::run_pair(
+        &spec(Protocol::Raw, Family::V6, 1500, 1, 5001),
+        Some(std::path::Path::new("/nonexistent/topology.toml")),
+        false,
+    ));
+    assert!(
+        missing_topology.contains("/nonexistent/topology.toml"),
+        "{missing_topology}"
+    );
+    // A port someone else holds.
+    let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    let in_use = refused(kernel::run_pair(
+        &spec(Protocol::Tcp, Family::V4, 1000, 1, port),
+        KernelPath::Loopback,
+        false,
+    ));
+    assert!(
+        in_use.contains(&format!("port {port} is in use")),
+        "{in_use}"
+    );
+}
+
+#[test]
+fn a_sender_with_no_receiver_fails_fast_instead_of_hanging() {
+    let mut s = spec(Protocol::Tcp, Family::V4, 1000, 1, 15_240);
+    s.timeout = std::time::Duration::from_secs(2);
+    let error = kernel::transmit(&s, "127.0.0.1".parse().unwrap(), false)
+        .expect_err("nobody listens")
+        .to_string();
+    assert!(
+        error.contains("nothing listens on 127.0.0.1:15240"),
+        "{error}"
+    );
+    let error = kernel::receive(&s, "127.0.0.1".parse().unwrap(), false)
+        .expect_err("nobody sends")
+        .to_string();
+    assert!(error.contains("timed out after 2.0 s"), "{error}");
+}
