@@ -3,13 +3,16 @@
 //! `../shared/seeds/002_…` §5.3).
 //!
 //! ```text
-//!  0      2      3      4             8                      16
-//! +------+------+------+-------------+----------------------+------------
-//! | 'SS' | kind | 1    | length (BE) | sequence number (BE) | pattern …
-//! +------+------+------+-------------+----------------------+------------
+//!  0      2      3         4             8                      16
+//! +------+------+---------+-------------+----------------------+---------
+//! | 'SS' | kind | circuit | length (BE) | sequence number (BE) | pattern …
+//! +------+------+---------+-------------+----------------------+---------
 //! ```
 //!
-//! `length` is the whole datagram as sent, so truncation shows. Data
+//! `circuit` tells concurrent transfers apart where the link cannot (all
+//! raw sockets of an Ethertype see every frame of it); a receiver counts
+//! another circuit's datagrams as foreign. `length` is the whole datagram
+//! as sent, so truncation shows. Data
 //! datagrams number from 0; the start sentinel carries the number of data
 //! datagrams planned and the end sentinel the number actually sent. The
 //! pattern bytes of datagram `seq` start at pattern offset `8 * seq`, so a
@@ -20,7 +23,6 @@ use crate::pattern::Pattern;
 /// Bytes of header before the pattern.
 pub const HEADER_LEN: usize = 16;
 const MAGIC: [u8; 2] = *b"SS";
-const VERSION: u8 = 1;
 
 /// What a test datagram is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,7 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
     pub kind: Kind,
+    pub circuit: u8,
     /// The datagram's length as the sender wrote it.
     pub length: u32,
     pub seq: u64,
@@ -70,7 +73,7 @@ pub struct Header {
 pub enum DatagramError {
     #[error("shorter than the 16-byte header")]
     Short,
-    #[error("not a stackscope test datagram (bad magic, version or kind)")]
+    #[error("not a stackscope test datagram (bad magic or kind)")]
     Foreign,
     #[error("length field {claimed} but {received} bytes received")]
     Length { claimed: u32, received: usize },
@@ -78,16 +81,17 @@ pub enum DatagramError {
     Payload,
 }
 
-/// Writes datagram `seq` of `kind` into `buf` (its whole length).
+/// Writes datagram `seq` of `kind` for `circuit` into `buf` (its whole
+/// length).
 ///
 /// # Panics
 /// If `buf` is shorter than the header or longer than the pattern table
 /// allows: callers size buffers once, from validated flags.
-pub fn write(buf: &mut [u8], kind: Kind, seq: u64, pattern: &Pattern) {
+pub fn write(buf: &mut [u8], kind: Kind, seq: u64, circuit: u8, pattern: &Pattern) {
     let len = buf.len();
     buf[..2].copy_from_slice(&MAGIC);
     buf[2] = kind.code();
-    buf[3] = VERSION;
+    buf[3] = circuit;
     buf[4..8].copy_from_slice(&(len as u32).to_be_bytes());
     buf[8..16].copy_from_slice(&seq.to_be_bytes());
     buf[HEADER_LEN..].copy_from_slice(pattern.at(seq.wrapping_mul(8), len - HEADER_LEN));
@@ -117,11 +121,12 @@ pub fn parse_header(data: &[u8]) -> Result<Header, DatagramError> {
         return Err(DatagramError::Short);
     }
     let kind = Kind::from_code(data[2]).ok_or(DatagramError::Foreign)?;
-    if data[..2] != MAGIC || data[3] != VERSION {
+    if data[..2] != MAGIC {
         return Err(DatagramError::Foreign);
     }
     Ok(Header {
         kind,
+        circuit: data[3],
         length: u32::from_be_bytes(data[4..8].try_into().expect("4 bytes")),
         seq: u64::from_be_bytes(data[8..16].try_into().expect("8 bytes")),
     })
@@ -135,16 +140,18 @@ mod tests {
     fn written_datagrams_check_and_any_flipped_bit_is_caught() {
         let pattern = Pattern::new(2048);
         let mut buf = vec![0u8; 100];
-        write(&mut buf, Kind::Data, 7, &pattern);
+        write(&mut buf, Kind::Data, 7, 3, &pattern);
         assert_eq!(
             check(&buf, &pattern),
             Ok(Header {
                 kind: Kind::Data,
+                circuit: 3,
                 length: 100,
                 seq: 7
             })
         );
-        for byte in 0..buf.len() {
+        // Every bit but the circuit's is checked.
+        for byte in (0..buf.len()).filter(|&b| b != 3) {
             let mut bad = buf.clone();
             bad[byte] ^= 0x10;
             assert!(check(&bad, &pattern).is_err(), "flip in byte {byte} passed");
@@ -155,7 +162,7 @@ mod tests {
     fn truncation_and_foreign_data_are_told_apart() {
         let pattern = Pattern::new(2048);
         let mut buf = vec![0u8; 64];
-        write(&mut buf, Kind::End, 3, &pattern);
+        write(&mut buf, Kind::End, 3, 0, &pattern);
         assert_eq!(
             check(&buf[..40], &pattern),
             Err(DatagramError::Length {
@@ -171,7 +178,7 @@ mod tests {
     fn the_header_alone_fits_and_checks() {
         let pattern = Pattern::new(0);
         let mut buf = [0u8; HEADER_LEN];
-        write(&mut buf, Kind::Start, 20_000, &pattern);
+        write(&mut buf, Kind::Start, 20_000, 0, &pattern);
         assert_eq!(check(&buf, &pattern).unwrap().seq, 20_000);
     }
 }

@@ -94,6 +94,9 @@ pub struct TransferSpec {
     pub nodelay: bool,
     /// Offered load in bits per second (UDP and raw), if paced.
     pub rate_bps: Option<u64>,
+    /// Which of several concurrent transfers this is (stamped on every
+    /// datagram, so raw circuits sharing an Ethertype stay apart).
+    pub circuit: u8,
     /// Interval reports (`-i`).
     #[serde(serialize_with = "serialize_secs")]
     pub interval: Option<Duration>,
@@ -122,6 +125,7 @@ impl TransferSpec {
             sockbuf: None,
             nodelay: false,
             rate_bps: None,
+            circuit: 0,
             interval: None,
             timeout: Duration::from_secs(10),
         }

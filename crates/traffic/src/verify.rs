@@ -209,7 +209,8 @@ pub struct DatagramCounts {
     /// Sent (or, without an end sentinel, up to the highest sequence number
     /// seen) but never received.
     pub lost: u64,
-    /// Foreign datagrams (not test traffic) that reached the socket.
+    /// Foreign datagrams (not test traffic, or another circuit's) that
+    /// reached the socket.
     pub foreign: u64,
 }
 
@@ -241,6 +242,8 @@ pub enum Arrival {
 /// counts in bounded memory.
 #[derive(Debug)]
 pub struct DatagramVerifier {
+    /// The circuit this receiver checks; others' datagrams are foreign.
+    circuit: u8,
     counts: DatagramCounts,
     /// Highest data sequence number seen.
     highest: Option<u64>,
@@ -249,15 +252,11 @@ pub struct DatagramVerifier {
     started: bool,
 }
 
-impl Default for DatagramVerifier {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl DatagramVerifier {
-    pub fn new() -> Self {
+    /// A verifier for `circuit`'s datagrams.
+    pub fn new(circuit: u8) -> Self {
         Self {
+            circuit,
             counts: DatagramCounts::default(),
             highest: None,
             seen: vec![0; (DUPLICATE_WINDOW / 64) as usize],
@@ -282,6 +281,10 @@ impl DatagramVerifier {
     /// Checks one received datagram.
     pub fn check(&mut self, pattern: &Pattern, data: &[u8]) -> Arrival {
         let header = match datagram::check(data, pattern) {
+            Ok(header) if header.circuit != self.circuit => {
+                self.counts.foreign += 1;
+                return Arrival::Other;
+            }
             Ok(header) => header,
             Err(DatagramError::Foreign) => {
                 self.counts.foreign += 1;

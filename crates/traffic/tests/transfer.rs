@@ -153,3 +153,36 @@ fn a_sender_with_no_receiver_fails_fast_instead_of_hanging() {
         .to_string();
     assert!(error.contains("timed out after 2.0 s"), "{error}");
 }
+
+#[test]
+fn concurrent_circuits_and_mixes_are_reported_each() {
+    use traffic::circuits;
+    use traffic::spec::StackKind;
+    let tcp = spec(Protocol::Tcp, Family::V6, 65_536, 100, 15_250);
+    let udp = spec(Protocol::Udp, Family::V6, 1200, 2000, 15_250);
+    let reports = circuits::run(
+        &[tcp.clone(), tcp.clone(), udp],
+        StackKind::Kernel,
+        KernelPath::Loopback,
+        None,
+    )
+    .expect("kernel circuits");
+    assert_eq!(reports.len(), 3);
+    for (i, report) in reports.iter().enumerate() {
+        assert_eq!(report.start.test_start.port, 15_250 + i as u16);
+        assert!(report.is_clean(), "circuit {i}");
+    }
+    assert_eq!(reports[0].end.sum_received.as_ref().unwrap().bytes, 6_553_600);
+
+    // Raw circuits share an Ethertype: each receiver sees the other's
+    // frames and counts them foreign, never as damage.
+    let raw = spec(Protocol::Raw, Family::V6, 1000, 1500, 5001);
+    let reports = circuits::run(&[raw.clone(), raw], StackKind::Ref, KernelPath::Loopback, None)
+        .expect("reference circuits");
+    for report in &reports {
+        let d = report.end.sum_received.as_ref().unwrap().datagrams.clone().unwrap();
+        assert_eq!(d.packets + d.lost_packets, 1500, "{d:?}");
+        assert_eq!((d.corrupted, d.duplicated), (0, 0));
+        assert!(d.foreign > 0, "{d:?}");
+    }
+}

@@ -110,14 +110,14 @@ fn in_place_corruption_inside_one_read_is_counted_exactly() {
 
 fn datagram(pattern: &Pattern, kind: Kind, seq: u64, len: usize) -> Vec<u8> {
     let mut buf = vec![0; len];
-    datagram::write(&mut buf, kind, seq, pattern);
+    datagram::write(&mut buf, kind, seq, 0, pattern);
     buf
 }
 
 #[test]
 fn datagram_loss_duplication_and_reordering_are_counted() {
     let pattern = Pattern::new(1500);
-    let mut verifier = DatagramVerifier::new();
+    let mut verifier = DatagramVerifier::new(0);
     assert_eq!(
         verifier.check(&pattern, &datagram(&pattern, Kind::Start, 10, 100)),
         Arrival::Start { planned: 10 }
@@ -154,7 +154,7 @@ fn datagram_loss_duplication_and_reordering_are_counted() {
 #[test]
 fn without_an_end_sentinel_loss_counts_up_to_the_highest_seen() {
     let pattern = Pattern::new(100);
-    let mut verifier = DatagramVerifier::new();
+    let mut verifier = DatagramVerifier::new(0);
     for seq in [0, 2, 4] {
         verifier.check(&pattern, &datagram(&pattern, Kind::Data, seq, 40));
     }
@@ -165,7 +165,7 @@ fn without_an_end_sentinel_loss_counts_up_to_the_highest_seen() {
 #[test]
 fn duplicates_are_found_across_the_window_and_older_ones_are_flagged() {
     let pattern = Pattern::new(100);
-    let mut verifier = DatagramVerifier::new();
+    let mut verifier = DatagramVerifier::new(0);
     let send = |v: &mut DatagramVerifier, seq| {
         v.check(&pattern, &datagram(&pattern, Kind::Data, seq, 20));
     };
@@ -182,4 +182,21 @@ fn duplicates_are_found_across_the_window_and_older_ones_are_flagged() {
     send(&mut verifier, DUPLICATE_WINDOW + 3);
     assert_eq!(verifier.counts().duplicated, 1);
     assert_eq!(verifier.counts().datagrams, 5);
+}
+
+#[test]
+fn another_circuits_datagrams_are_foreign_not_errors() {
+    let pattern = Pattern::new(100);
+    let mut verifier = DatagramVerifier::new(1);
+    let mut theirs = vec![0; 40];
+    datagram::write(&mut theirs, Kind::Data, 0, 2, &pattern);
+    let mut ours = vec![0; 40];
+    datagram::write(&mut ours, Kind::Data, 0, 1, &pattern);
+    assert_eq!(verifier.check(&pattern, &theirs), Arrival::Other);
+    assert_eq!(verifier.check(&pattern, &ours), Arrival::Data { seq: 0 });
+    let counts = verifier.finish();
+    assert_eq!(
+        (counts.foreign, counts.datagrams, counts.corrupted),
+        (1, 1, 0)
+    );
 }

@@ -238,7 +238,7 @@ fn exchange_udp(
     let mut rtts = Vec::with_capacity(spec.count as usize);
     let (mut lost, mut corrupted) = (0, 0);
     for seq in 0..spec.count {
-        datagram::write(&mut request, Kind::Echo, seq, pattern);
+        datagram::write(&mut request, Kind::Echo, seq, 0, pattern);
         let start = Instant::now();
         socket
             .send(&request)
@@ -275,7 +275,7 @@ fn exchange_udp(
             }
         }
     }
-    datagram::write(&mut request, Kind::End, spec.count, pattern);
+    datagram::write(&mut request, Kind::End, spec.count, 0, pattern);
     for _ in 0..super::udp::SENTINEL_REPEATS {
         let _ = socket.send(&request);
     }

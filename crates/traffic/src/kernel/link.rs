@@ -331,7 +331,7 @@ fn receive(
         .set_read_timeout(Some(POLL))
         .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
     let mut buf = vec![0u8; RECV_BUF];
-    let mut verifier = DatagramVerifier::new();
+    let mut verifier = DatagramVerifier::new(spec.circuit);
     let waiting_since = Instant::now();
     let cpu = CpuMeter::start();
     let mut first: Option<Instant> = None;
@@ -451,7 +451,7 @@ fn transmit(
         }
     };
     for _ in 0..SENTINEL_REPEATS {
-        datagram::write(&mut buf, Kind::Start, spec.count, pattern);
+        datagram::write(&mut buf, Kind::Start, spec.count, spec.circuit, pattern);
         send(&buf)?;
         std::thread::sleep(SENTINEL_GAP);
     }
@@ -463,7 +463,7 @@ fn transmit(
             pacer.wait();
             pacer.sent(spec.len);
         }
-        datagram::write(&mut buf, Kind::Data, seq, pattern);
+        datagram::write(&mut buf, Kind::Data, seq, spec.circuit, pattern);
         send(&buf)?;
         meter.add_sent(spec.len as u64);
     }
@@ -471,7 +471,7 @@ fn transmit(
     let cpu = cpu.stop();
     for _ in 0..SENTINEL_REPEATS {
         std::thread::sleep(SENTINEL_GAP);
-        datagram::write(&mut buf, Kind::End, spec.count, pattern);
+        datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);
         // The receiver may already have left after the first sentinel.
         let _ = socket.send_to(&buf, &dest);
     }
@@ -493,7 +493,7 @@ mod tests {
 
     fn datagram(len: usize, seq: u64, pattern: &Pattern) -> Vec<u8> {
         let mut buf = vec![0u8; len];
-        datagram::write(&mut buf, Kind::Data, seq, pattern);
+        datagram::write(&mut buf, Kind::Data, seq, 0, pattern);
         buf
     }
 

@@ -56,7 +56,7 @@ pub fn receive(
         .set_read_timeout(Some(Duration::from_millis(50)))
         .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
     let mut buf = vec![0u8; 65_536];
-    let mut verifier = DatagramVerifier::new();
+    let mut verifier = DatagramVerifier::new(spec.circuit);
     let waiting_since = Instant::now();
     let cpu = CpuMeter::start();
     let mut first: Option<Instant> = None;
@@ -145,7 +145,7 @@ pub fn transmit(
         }
     };
     for _ in 0..SENTINEL_REPEATS {
-        datagram::write(&mut buf, Kind::Start, spec.count, pattern);
+        datagram::write(&mut buf, Kind::Start, spec.count, spec.circuit, pattern);
         send(&buf)?;
         std::thread::sleep(SENTINEL_GAP);
     }
@@ -157,7 +157,7 @@ pub fn transmit(
             pacer.wait();
             pacer.sent(spec.len);
         }
-        datagram::write(&mut buf, Kind::Data, seq, pattern);
+        datagram::write(&mut buf, Kind::Data, seq, spec.circuit, pattern);
         send(&buf)?;
         meter.add_sent(spec.len as u64);
     }
@@ -165,7 +165,7 @@ pub fn transmit(
     let cpu = cpu.stop();
     for _ in 0..SENTINEL_REPEATS {
         std::thread::sleep(SENTINEL_GAP);
-        datagram::write(&mut buf, Kind::End, spec.count, pattern);
+        datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);
         // The receiver may already have left after the first sentinel.
         let _ = socket.send(&buf);
     }

@@ -32,66 +32,118 @@ use crate::verify::{Arrival, DatagramVerifier};
 /// on top of the spec's timeout.
 pub(super) const ADDRESS_GRACE: Duration = Duration::from_secs(10);
 
+/// One transfer of a run: what, between which ends, described how.
+pub(super) struct Flow {
+    pub spec: TransferSpec,
+    pub ends: Endpoints,
+    pub target: Environment,
+}
+
+/// Runs `flows` at the same time on one network, each with its own
+/// sockets (UDP ports or circuit numbers keep them apart), and reports
+/// each. A flow's failure fails the run.
 pub(super) fn run(
-    spec: &TransferSpec,
+    flows: Vec<Flow>,
     topology: &Topology,
-    ends: &Endpoints,
-    mut target: Environment,
     print_intervals: bool,
-) -> Result<TransferReport, TrafficError> {
-    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
-    let meter = Arc::new(Meter::default());
-    let outcome: Shared = Arc::new(Outcome::default());
-    let (transport, granted) = Transport::for_spec(spec);
-    target.sockbuf_granted = granted;
-    let mut workloads: BTreeMap<String, WorkloadFactory> = BTreeMap::new();
-    workloads.insert(
-        ends.receiver.clone(),
-        receiver(
-            spec.clone(),
-            transport,
-            ends.receiver_interface.clone(),
-            pattern.clone(),
-            meter.clone(),
-            outcome.clone(),
-        ),
-    );
-    workloads.insert(
-        ends.sender.clone(),
-        sender(
-            spec.clone(),
-            transport,
-            ends.sender_interface.clone(),
-            pattern,
-            meter.clone(),
-            outcome.clone(),
-        ),
-    );
+) -> Result<Vec<TransferReport>, TrafficError> {
+    let mut per_host: BTreeMap<String, Vec<WorkloadFactory>> = BTreeMap::new();
+    let mut running = Vec::with_capacity(flows.len());
+    for mut flow in flows {
+        let spec = flow.spec.clone();
+        let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
+        let meter = Arc::new(Meter::default());
+        let outcome: Shared = Arc::new(Outcome::default());
+        let (transport, granted) = Transport::for_spec(&spec);
+        flow.target.sockbuf_granted = granted;
+        per_host
+            .entry(flow.ends.receiver.clone())
+            .or_default()
+            .push(receiver(
+                spec.clone(),
+                transport,
+                flow.ends.receiver_interface.clone(),
+                pattern.clone(),
+                meter.clone(),
+                outcome.clone(),
+            ));
+        per_host
+            .entry(flow.ends.sender.clone())
+            .or_default()
+            .push(sender(
+                spec.clone(),
+                transport,
+                flow.ends.sender_interface.clone(),
+                pattern,
+                meter.clone(),
+                outcome.clone(),
+            ));
+        let recorder = spec
+            .interval
+            .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
+        running.push((flow, outcome, recorder));
+    }
+    let workloads = per_host
+        .into_iter()
+        .map(|(host, factories)| (host, together(factories)))
+        .collect();
     let timestamp = Timestamp::now();
-    let recorder = spec
-        .interval
-        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
     // Each workload ends itself (done or timed out); the limit is a
     // backstop only.
     let limit = Duration::from_secs(24 * 3600);
     let ran = threaded::run(topology, Duration::ZERO, limit, workloads);
-    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+    let mut reports = Vec::with_capacity(running.len());
+    let mut first_error = None;
+    for (flow, outcome, recorder) in running {
+        let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+        let receiver_side = take(&outcome.receiver, "receiver");
+        let sender_side = take(&outcome.sender, "sender");
+        // The first failure is the cause; the other side's is a
+        // consequence.
+        match (sender_side, receiver_side) {
+            (Err(e), _) | (_, Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            (Ok(s), Ok(r)) => reports.push(TransferReport::new(
+                &flow.spec,
+                flow.target,
+                timestamp.clone(),
+                intervals,
+                Some(&s),
+                Some(&r),
+            )),
+        }
+    }
     ran.map_err(|e| TrafficError::Invalid(format!("the network did not start: {e}")))?;
-    let receiver_side = take(&outcome.receiver, "receiver");
-    let sender_side = take(&outcome.sender, "sender");
-    // The first failure is the cause; the other side's is a consequence.
-    let (sender_side, receiver_side) = match (sender_side, receiver_side) {
-        (Err(e), _) | (_, Err(e)) => return Err(e),
-        (Ok(s), Ok(r)) => (s, r),
-    };
-    Ok(TransferReport::new(
-        spec,
-        target,
-        timestamp,
-        intervals,
-        Some(&sender_side),
-        Some(&receiver_side),
-    ))
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(reports),
+    }
+}
+
+/// Several workloads on one host, run in turn; done when all are.
+fn together(factories: Vec<WorkloadFactory>) -> WorkloadFactory {
+    Box::new(move |host: &mut Host| -> Workload {
+        let mut workloads: Vec<Option<Workload>> =
+            factories.into_iter().map(|f| Some(f(host))).collect();
+        Box::new(move |host: &mut Host, now| {
+            let mut running = false;
+            for slot in &mut workloads {
+                if let Some(work) = slot {
+                    if work(host, now) == Progress::Done {
+                        *slot = None;
+                    } else {
+                        running = true;
+                    }
+                }
+            }
+            if running {
+                Progress::Running
+            } else {
+                Progress::Done
+            }
+        })
+    })
 }
 
 /// Datagrams a sender's socket queues before sends are refused.
@@ -240,7 +292,7 @@ fn receiver(
             channel,
             interface,
             buf: vec![0u8; 65_536],
-            verifier: DatagramVerifier::new(),
+            verifier: DatagramVerifier::new(spec.circuit),
             began: Instant::now(),
             ready_at: None,
             first: None,
@@ -478,7 +530,7 @@ impl Sending {
                     } else {
                         (Kind::Start, spec.count)
                     };
-                    datagram::write(&mut self.buf, kind, seq, pattern);
+                    datagram::write(&mut self.buf, kind, seq, spec.circuit, pattern);
                     // A refused sentinel is retried at the next gap.
                     let ok = self.channel.send(host, &self.buf, dest).is_ok();
                     let sent = sent + usize::from(ok);
@@ -531,7 +583,7 @@ impl Sending {
                     return Ok(());
                 }
             }
-            datagram::write(&mut self.buf, Kind::Data, self.seq, pattern);
+            datagram::write(&mut self.buf, Kind::Data, self.seq, spec.circuit, pattern);
             match self.channel.send(host, &self.buf, dest) {
                 Ok(()) => {
                     self.stalled_since = None;

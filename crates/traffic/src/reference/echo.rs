@@ -28,7 +28,8 @@ type Shared = Arc<Outcome<ClientResult, ()>>;
 /// (UDP) or the first host and its neighbour (raw).
 pub fn run_pair(spec: &EchoSpec, topology: Option<&Path>) -> Result<EchoReport, TrafficError> {
     spec.validate()?;
-    let (topology, ends, mut target) = plan(spec.protocol, spec.len, topology)?;
+    let topology = super::load(topology)?;
+    let (ends, mut target) = plan(spec.protocol, spec.len, &topology)?;
     let transfer = spec.as_transfer();
     let (transport, granted) = Transport::for_spec(&transfer);
     target.sockbuf_granted = granted;
@@ -200,7 +201,7 @@ fn client(
                         return finish(&outcome.sender, Ok(result));
                     }
                     let Some(at) = *sent else {
-                        datagram::write(&mut request, Kind::Echo, *seq, &pattern);
+                        datagram::write(&mut request, Kind::Echo, *seq, 0, &pattern);
                         let now = Instant::now();
                         if channel.send(host, &request, *dest).is_ok() {
                             *sent = Some(now);

@@ -127,9 +127,33 @@ pub fn run_pair(
     topology: Option<&Path>,
     print_intervals: bool,
 ) -> Result<TransferReport, TrafficError> {
-    spec.validate()?;
-    let (topology, ends, target) = plan(spec.protocol, spec.len, topology)?;
-    datagrams::run(spec, &topology, &ends, target, print_intervals)
+    let reports = run_flows(std::slice::from_ref(spec), topology, print_intervals)?;
+    reports
+        .into_iter()
+        .next()
+        .ok_or_else(|| TrafficError::Invalid("the transfer produced no report".into()))
+}
+
+/// Runs several transfers at once on one network (circuits, mixes), one
+/// report each, in order. Flows must differ in port (UDP) and circuit
+/// (raw frames).
+pub fn run_flows(
+    specs: &[TransferSpec],
+    topology: Option<&Path>,
+    print_intervals: bool,
+) -> Result<Vec<TransferReport>, TrafficError> {
+    let topology = load(topology)?;
+    let mut flows = Vec::with_capacity(specs.len());
+    for spec in specs {
+        spec.validate()?;
+        let (ends, target) = plan(spec.protocol, spec.len, &topology)?;
+        flows.push(datagrams::Flow {
+            spec: spec.clone(),
+            ends,
+            target,
+        });
+    }
+    datagrams::run(flows, &topology, print_intervals)
 }
 
 /// Loads the topology, picks the two ends for `protocol` and describes
@@ -137,8 +161,8 @@ pub fn run_pair(
 fn plan(
     protocol: Protocol,
     len: usize,
-    topology: Option<&Path>,
-) -> Result<(Topology, Endpoints, Environment), TrafficError> {
+    topology: &Topology,
+) -> Result<(Endpoints, Environment), TrafficError> {
     if protocol == Protocol::Tcp {
         return Err(TrafficError::Unsupported(
             "the reference stack has no TCP yet: use -u (UDP) or --raw (link-level frames), \
@@ -146,9 +170,8 @@ fn plan(
                 .into(),
         ));
     }
-    let topology = load(topology)?;
     let (ends, path) = if protocol == Protocol::Raw {
-        let ends = neighbours(&topology)?;
+        let ends = neighbours(topology)?;
         let path = format!(
             "reference stack: link-level frames, Ethertype 0x88B5, {} {} -> {} {} \
              (threaded runner)",
@@ -156,7 +179,7 @@ fn plan(
         );
         (ends, path)
     } else {
-        let ends = hosts(&topology)?;
+        let ends = hosts(topology)?;
         let path = format!(
             "reference stack: {} -> {} ({} nodes, threaded runner)",
             ends.sender,
@@ -181,7 +204,7 @@ fn plan(
         }
     }
     target.mtu = sender_mtu.map(|m| m as u32);
-    Ok((topology, ends, target))
+    Ok((ends, target))
 }
 
 /// The first address of `family` a host has (global IPv6 only once DAD
