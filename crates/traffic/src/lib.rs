@@ -8,6 +8,7 @@
 //! * [`spec`]: what to run; [`report`]: what it did, iperf3-shaped;
 //! * [`kernel`] and [`reference`]: the two targets.
 
+pub mod circuits;
 pub mod cpu;
 pub mod datagram;
 pub mod echo;
