@@ -12,13 +12,14 @@
 use std::ffi::CString;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, SockAddr, SockAddrStorage, Socket, Type};
 
 use super::netns::{Side, VethPair};
-use super::udp::{SENTINEL_GAP, SENTINEL_REPEATS};
+use super::udp::{END_WAIT, SENTINEL_GAP, SENTINEL_REPEATS};
 use super::{pattern_for, socket, SocketFacts};
 use crate::cpu::CpuMeter;
 use crate::datagram::{self, Kind, HEADER_LEN};
@@ -74,10 +75,19 @@ pub fn run_pair(
     // The receiver binds first and hands over its interface's MAC address
     // (only readable inside its namespace), or says why it cannot.
     let (ready_tx, ready_rx) = mpsc::channel();
+    // Set when the receiver is done: the sender repeats the end sentinel
+    // until then (both ends are in this process).
+    let receiver_done = Arc::new(AtomicBool::new(false));
     let receiver = {
-        let (spec, pattern, meter, veth) =
-            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        let (spec, pattern, meter, veth, done) = (
+            spec.clone(),
+            pattern.clone(),
+            meter.clone(),
+            veth.clone(),
+            receiver_done.clone(),
+        );
         std::thread::spawn(move || -> Result<ReceiverSide, TrafficError> {
+            let _done = SetOnDrop(done);
             let ready = veth
                 .enter(Side::A)
                 .and_then(|()| Endpoint::open(veth.interface(Side::A), true, spec.sockbuf))
@@ -112,12 +122,17 @@ pub fn run_pair(
         .interval
         .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
     let sender = {
-        let (spec, pattern, meter, veth) =
-            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        let (spec, pattern, meter, veth, done) = (
+            spec.clone(),
+            pattern.clone(),
+            meter.clone(),
+            veth.clone(),
+            receiver_done.clone(),
+        );
         std::thread::spawn(move || {
             veth.enter(Side::B)?;
             let endpoint = Endpoint::open(veth.interface(Side::B), false, spec.sockbuf)?;
-            transmit(endpoint, dest_mac, &spec, &pattern, &meter)
+            transmit(endpoint, dest_mac, &spec, &pattern, &meter, &done)
         })
     };
     let sent = sender
@@ -390,6 +405,15 @@ fn receive(
     })
 }
 
+/// Sets its flag when dropped: on every way out of the receiver thread.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 /// Sends the start sentinels, `count` data frames and the end sentinels
 /// to `dest_mac` on the endpoint's interface.
 fn transmit(
@@ -398,6 +422,7 @@ fn transmit(
     spec: &TransferSpec,
     pattern: &Pattern,
     meter: &Meter,
+    receiver_done: &AtomicBool,
 ) -> Result<(SenderSide, SocketFacts), TrafficError> {
     let Endpoint {
         socket,
@@ -469,11 +494,13 @@ fn transmit(
     }
     let elapsed = start.elapsed();
     let cpu = cpu.stop();
-    for _ in 0..SENTINEL_REPEATS {
-        std::thread::sleep(SENTINEL_GAP);
-        datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);
-        // The receiver may already have left after the first sentinel.
+    // End sentinels until the receiver has one (a queue's backlog can
+    // swallow any fixed number), for at most END_WAIT.
+    datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);
+    let ending = Instant::now();
+    while !receiver_done.load(Ordering::Acquire) && ending.elapsed() < END_WAIT {
         let _ = socket.send_to(&buf, &dest);
+        std::thread::sleep(SENTINEL_GAP);
     }
     Ok((
         SenderSide {

@@ -19,10 +19,15 @@ use crate::report::{Received, ReceiverSide, SenderSide};
 use crate::spec::{Protocol, TransferSpec};
 use crate::verify::{Arrival, DatagramVerifier};
 
-/// Sentinels are sent this many times, `SENTINEL_GAP` apart, so one lost
-/// sentinel does not lose the run.
+/// Start sentinels are sent this many times, `SENTINEL_GAP` apart, so
+/// one lost sentinel does not lose the run.
 pub const SENTINEL_REPEATS: usize = 5;
 pub const SENTINEL_GAP: Duration = Duration::from_millis(2);
+/// The end sentinel is repeated every `SENTINEL_GAP` until the receiver
+/// acknowledges it (it echoes the sentinel back) or this long has passed:
+/// a backlog in a queue can swallow any fixed number of sentinels, and a
+/// receiver without one counts no loss after the last datagram it saw.
+pub const END_WAIT: Duration = Duration::from_secs(2);
 /// A bound receiver, ready before the sender starts.
 pub struct Bound {
     socket: UdpSocket,
@@ -62,8 +67,8 @@ pub fn receive(
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
     loop {
-        match socket.recv(&mut buf) {
-            Ok(n) => {
+        match socket.recv_from(&mut buf) {
+            Ok((n, from)) => {
                 let now = Instant::now();
                 // The clock runs from the first to the last data datagram,
                 // so the sentinels' gaps do not count.
@@ -73,7 +78,11 @@ pub fn receive(
                         last = now;
                         meter.add_received(n as u64);
                     }
-                    Arrival::End { .. } => break,
+                    Arrival::End { .. } => {
+                        // The acknowledgement: the sentinel, echoed.
+                        let _ = socket.send_to(&buf[..n], from);
+                        break;
+                    }
                     _ => {}
                 }
             }
@@ -107,6 +116,31 @@ pub fn receive(
         cpu,
         checks: Received::Datagrams(counts),
     })
+}
+
+/// Repeats the end sentinel until the receiver echoes it back, for at
+/// most [`END_WAIT`]. A receiver that never acknowledges (lost answer, or
+/// gone) costs that wait, nothing more.
+fn end_until_acknowledged(
+    socket: &UdpSocket,
+    buf: &mut [u8],
+    spec: &TransferSpec,
+    pattern: &Pattern,
+) {
+    datagram::write(buf, Kind::End, spec.count, spec.circuit, pattern);
+    let _ = socket.set_read_timeout(Some(SENTINEL_GAP));
+    let mut answer = [0u8; 64];
+    let start = Instant::now();
+    while start.elapsed() < END_WAIT {
+        // Errors (the receiver's port already closed) end nothing early:
+        // the acknowledgement may still be on its way.
+        let _ = socket.send(buf);
+        if let Ok(n) = socket.recv(&mut answer) {
+            if matches!(datagram::parse_header(&answer[..n]), Ok(h) if h.kind == Kind::End) {
+                return;
+            }
+        }
+    }
 }
 
 /// Sends the start sentinels, `count` data datagrams and the end
@@ -163,12 +197,7 @@ pub fn transmit(
     }
     let elapsed = start.elapsed();
     let cpu = cpu.stop();
-    for _ in 0..SENTINEL_REPEATS {
-        std::thread::sleep(SENTINEL_GAP);
-        datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);
-        // The receiver may already have left after the first sentinel.
-        let _ = socket.send(&buf);
-    }
+    end_until_acknowledged(&socket, &mut buf, spec, pattern);
     Ok((
         SenderSide {
             bytes: spec.total_bytes(),

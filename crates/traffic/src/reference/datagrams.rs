@@ -20,7 +20,7 @@ use crate::cpu::{CpuMeter, CpuUsage};
 use crate::datagram::{self, Kind};
 use crate::env::{Environment, GrantedBuffers};
 use crate::error::TrafficError;
-use crate::kernel::udp::{SENTINEL_GAP, SENTINEL_REPEATS};
+use crate::kernel::udp::{END_WAIT, SENTINEL_GAP, SENTINEL_REPEATS};
 use crate::meter::{IntervalRecorder, Meter};
 use crate::pace::Pacer;
 use crate::pattern::Pattern;
@@ -422,6 +422,7 @@ fn sender(
         let mut state = Sending {
             channel,
             interface,
+            ended: None,
             buf: vec![0u8; spec.len],
             phase: Phase::WaitingForPeer {
                 since: Instant::now(),
@@ -478,6 +479,8 @@ enum Phase {
 struct Sending {
     channel: Channel,
     interface: String,
+    /// When the last data datagram was queued.
+    ended: Option<Instant>,
     buf: Vec<u8>,
     phase: Phase,
     seq: u64,
@@ -535,7 +538,19 @@ impl Sending {
                     let ok = self.channel.send(host, &self.buf, dest).is_ok();
                     let sent = sent + usize::from(ok);
                     let next = now + SENTINEL_GAP;
-                    self.phase = match (ending, sent >= SENTINEL_REPEATS) {
+                    // End sentinels go on until the receiver has them (it
+                    // is in this process), or END_WAIT has passed.
+                    let received = outcome
+                        .receiver
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .is_some();
+                    let enough = if ending {
+                        received || self.ended.is_some_and(|t| t.elapsed() > END_WAIT)
+                    } else {
+                        sent >= SENTINEL_REPEATS
+                    };
+                    self.phase = match (ending, enough) {
                         (true, true) => return Ok(true),
                         (false, true) => {
                             self.started = Some(Instant::now());
@@ -556,6 +571,7 @@ impl Sending {
                 if self.seq == spec.count {
                     self.elapsed = self.started.map_or(Duration::ZERO, |s| s.elapsed());
                     self.cpu_usage = self.cpu.map_or(CpuUsage::default(), |c| c.stop());
+                    self.ended = Some(Instant::now());
                     self.phase = Phase::End {
                         dest,
                         sent: 0,

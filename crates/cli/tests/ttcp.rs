@@ -1,0 +1,150 @@
+//! `stackscope ttcp` end to end: the issue's "done when" transfer on the
+//! reference stack, the kernel target in one and two processes, the
+//! iperf3-shaped JSON, and one-line refusals.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{stackscope, stdout_json};
+
+/// The first line of the refusal on stderr (flag syntax errors get clap's
+/// usage hint after it), after checking the exit status.
+fn refusal(args: &[&str]) -> String {
+    let output = stackscope(args);
+    assert!(!output.status.success(), "{args:?} succeeded");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn reference_stack_udp_accounts_for_every_datagram() {
+    let report = stdout_json(&stackscope(&[
+        "ttcp", "--pair", "--stack", "ref", "-u", "-l", "1472", "-n", "20000", "--json",
+    ]));
+    let sent = &report["end"]["sum_sent"];
+    let received = &report["end"]["sum_received"];
+    assert_eq!(sent["packets"], 20000);
+    assert_eq!(sent["bytes"], 20000 * 1472);
+    let (packets, lost) = (
+        received["packets"].as_u64().unwrap(),
+        received["lost_packets"].as_u64().unwrap(),
+    );
+    assert_eq!(packets + lost, 20000);
+    assert_eq!(received["corrupted"], 0);
+    assert_eq!(received["duplicated"], 0);
+    assert_eq!(received["sent_by_sender"], 20000);
+    assert_eq!(report["start"]["target"]["stack"], "ref");
+    assert_eq!(report["start"]["test_start"]["protocol"], "udp");
+    assert_eq!(report["start"]["test_start"]["family"], "IPv6");
+}
+
+#[test]
+fn kernel_pair_reports_like_iperf3_with_intervals() {
+    let report = stdout_json(&stackscope(&[
+        "ttcp", "--pair", "-4", "-l", "65536", "-n", "2000", "-p", "15301", "-i", "0.05", "--json",
+    ]));
+    let end = &report["end"];
+    assert_eq!(end["sum_sent"]["bytes"], 65536 * 2000);
+    assert_eq!(end["sum_received"]["bytes"], 65536 * 2000);
+    assert_eq!(end["sum_received"]["missing_bytes"], 0);
+    for key in ["host_total", "host_user", "host_system", "remote_total"] {
+        assert!(end["cpu_utilization_percent"][key].is_number(), "{key}");
+    }
+    let intervals = report["intervals"].as_array().unwrap();
+    assert!(!intervals.is_empty());
+    let summed: u64 = intervals
+        .iter()
+        .map(|i| i["sum"]["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(summed, 65536 * 2000);
+    let target = &report["start"]["target"];
+    assert!(target["kernel"].as_str().unwrap().starts_with("Linux"));
+    assert!(target["cpu_model"].is_string());
+    assert!(target["congestion_control"].is_string());
+    assert_eq!(target["path"], "loopback");
+}
+
+#[test]
+fn transmitter_and_receiver_as_two_processes() {
+    let receiver = Command::new(env!("CARGO_BIN_EXE_stackscope"))
+        .args([
+            "ttcp", "-r", "-6", "-u", "-p", "15302", "-l", "1000", "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the receiver");
+    // The receiver binds at once; give it a moment before sending.
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = stdout_json(&stackscope(&[
+        "ttcp", "-t", "::1", "-u", "-p", "15302", "-l", "1000", "-n", "500", "--rate", "50M",
+        "--json",
+    ]));
+    assert_eq!(sent["end"]["sum_sent"]["packets"], 500);
+    assert!(sent["end"].get("sum_received").is_none());
+    let received = stdout_json(&receiver.wait_with_output().expect("receiver"));
+    let sum = &received["end"]["sum_received"];
+    assert_eq!(
+        sum["packets"].as_u64().unwrap() + sum["lost_packets"].as_u64().unwrap(),
+        500
+    );
+    assert_eq!(
+        received["end"]["cpu_utilization_percent"]["host_role"],
+        "receiver"
+    );
+}
+
+#[test]
+fn human_output_has_ttcp_lines_for_both_ends() {
+    let output = stackscope(&["ttcp", "--pair", "-l", "8192", "-n", "100", "-p", "15303"]);
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("ttcp-t: 819200 bytes in"), "{text}");
+    assert!(text.contains("ttcp-r: 819200 bytes in"), "{text}");
+    assert!(text.contains("byte-exact"), "{text}");
+    assert!(text.contains("target: kernel over loopback"), "{text}");
+}
+
+#[test]
+fn impossible_requests_get_one_line_and_a_failure() {
+    let tcp_on_ref = refusal(&["ttcp", "--pair", "--stack", "ref"]);
+    assert!(tcp_on_ref.contains("no TCP yet"), "{tcp_on_ref}");
+    let zero = refusal(&["ttcp", "--pair", "-l", "0"]);
+    assert!(zero.contains("-l 0 is impossible"), "{zero}");
+    let tiny = refusal(&["ttcp", "--pair", "-u", "-l", "8"]);
+    assert!(tiny.contains("16-byte sequence header"), "{tiny}");
+    let no_mode = refusal(&["ttcp", "-l", "100"]);
+    assert!(no_mode.contains("-t HOST"), "{no_mode}");
+    let raw_loopback = refusal(&["ttcp", "--pair", "--raw", "-l", "100"]);
+    assert!(raw_loopback.contains("--netns"), "{raw_loopback}");
+    let bad_rate = refusal(&["ttcp", "--pair", "-u", "--rate", "fast"]);
+    assert!(bad_rate.contains("not a rate"), "{bad_rate}");
+}
+
+#[test]
+fn netns_without_root_says_so() {
+    // Run as nobody when we are root and setpriv exists; otherwise the
+    // refusal cannot be provoked here.
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false);
+    if !is_root || Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root and setpriv to become an unprivileged user");
+        return;
+    }
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_stackscope"))
+        .args(["ttcp", "--pair", "--netns"])
+        .output()
+        .expect("run as nobody");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs root"), "{stderr}");
+}
