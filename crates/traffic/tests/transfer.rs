@@ -172,15 +172,30 @@ fn concurrent_circuits_and_mixes_are_reported_each() {
         assert_eq!(report.start.test_start.port, 15_250 + i as u16);
         assert!(report.is_clean(), "circuit {i}");
     }
-    assert_eq!(reports[0].end.sum_received.as_ref().unwrap().bytes, 6_553_600);
+    assert_eq!(
+        reports[0].end.sum_received.as_ref().unwrap().bytes,
+        6_553_600
+    );
 
     // Raw circuits share an Ethertype: each receiver sees the other's
     // frames and counts them foreign, never as damage.
     let raw = spec(Protocol::Raw, Family::V6, 1000, 1500, 5001);
-    let reports = circuits::run(&[raw.clone(), raw], StackKind::Ref, KernelPath::Loopback, None)
-        .expect("reference circuits");
+    let reports = circuits::run(
+        &[raw.clone(), raw],
+        StackKind::Ref,
+        KernelPath::Loopback,
+        None,
+    )
+    .expect("reference circuits");
     for report in &reports {
-        let d = report.end.sum_received.as_ref().unwrap().datagrams.clone().unwrap();
+        let d = report
+            .end
+            .sum_received
+            .as_ref()
+            .unwrap()
+            .datagrams
+            .clone()
+            .unwrap();
         assert_eq!(d.packets + d.lost_packets, 1500, "{d:?}");
         assert_eq!((d.corrupted, d.duplicated), (0, 0));
         assert!(d.foreign > 0, "{d:?}");
