@@ -270,7 +270,7 @@ fn print_human(report: &TransferReport) {
         ),
     };
     println!(
-        "target: {} over {}{}{}; {}; {} x {}",
+        "target: {}, path: {}{}{}; {}; {} x {}",
         t.stack,
         t.path,
         t.congestion_control

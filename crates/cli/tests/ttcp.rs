@@ -105,7 +105,7 @@ fn human_output_has_ttcp_lines_for_both_ends() {
     assert!(text.contains("ttcp-t: 819200 bytes in"), "{text}");
     assert!(text.contains("ttcp-r: 819200 bytes in"), "{text}");
     assert!(text.contains("byte-exact"), "{text}");
-    assert!(text.contains("target: kernel over loopback"), "{text}");
+    assert!(text.contains("target: kernel, path: loopback"), "{text}");
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub mod pace;
 pub mod pattern;
 pub mod reference;
 pub mod report;
+pub mod session;
 pub mod spec;
 pub mod units;
 pub mod verify;

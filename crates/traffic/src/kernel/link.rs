@@ -19,18 +19,17 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, SockAddr, SockAddrStorage, Socket, Type};
 
 use super::netns::{Side, VethPair};
-use super::udp::{END_WAIT, SENTINEL_GAP, SENTINEL_REPEATS};
+use super::udp::{END_WAIT, SENTINEL_GAP};
 use super::{pattern_for, socket, SocketFacts};
-use crate::cpu::CpuMeter;
 use crate::datagram::{self, Kind, HEADER_LEN};
 use crate::env::{Environment, GrantedBuffers};
 use crate::error::TrafficError;
 use crate::meter::{IntervalRecorder, Meter};
-use crate::pace::Pacer;
 use crate::pattern::Pattern;
-use crate::report::{Received, ReceiverSide, SenderSide, Timestamp, TransferReport};
+use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
+use crate::session::ReceiveSession;
 use crate::spec::{Protocol, StackKind, TransferSpec, RAW_ETHERTYPE};
-use crate::verify::{Arrival, DatagramVerifier};
+use crate::verify::Arrival;
 
 /// Ethernet's shortest payload (a 60-byte frame less its 14-byte header):
 /// links pad shorter payloads with zeroes up to it.
@@ -346,26 +345,14 @@ fn receive(
         .set_read_timeout(Some(POLL))
         .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
     let mut buf = vec![0u8; RECV_BUF];
-    let mut verifier = DatagramVerifier::new(spec.circuit);
-    let waiting_since = Instant::now();
-    let cpu = CpuMeter::start();
-    let mut first: Option<Instant> = None;
-    let mut last = Instant::now();
+    let mut session = ReceiveSession::new(spec.circuit);
+    let waiting_for = format!("waiting for the first frame on {}", endpoint.ifname);
     loop {
         match (&socket).read(&mut buf) {
             Ok(n) => {
-                let now = Instant::now();
                 let frame = strip_padding(&buf[..n]);
-                // The clock runs from the first to the last data frame, so
-                // the sentinels' gaps do not count.
-                match verifier.check(pattern, frame) {
-                    Arrival::Data { .. } => {
-                        first.get_or_insert(now);
-                        last = now;
-                        meter.add_received(frame.len() as u64);
-                    }
-                    Arrival::End { .. } => break,
-                    _ => {}
+                if let Arrival::End { .. } = session.arrival(pattern, frame, meter) {
+                    break;
                 }
             }
             Err(e)
@@ -374,16 +361,8 @@ fn receive(
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                if verifier.started() {
-                    let quiet_since = first.map_or(waiting_since, |_| last);
-                    if quiet_since.elapsed() >= spec.timeout {
-                        break;
-                    }
-                } else if waiting_since.elapsed() >= spec.timeout {
-                    return Err(TrafficError::timeout(
-                        spec.timeout,
-                        format!("waiting for the first frame on {}", endpoint.ifname),
-                    ));
+                if session.quiet(spec.timeout, &waiting_for)? {
+                    break;
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -395,14 +374,7 @@ fn receive(
             }
         }
     }
-    let cpu = cpu.stop();
-    let counts = verifier.finish();
-    Ok(ReceiverSide {
-        bytes: counts.bytes,
-        elapsed: first.map_or(Duration::ZERO, |f| last.saturating_duration_since(f)),
-        cpu,
-        checks: Received::Datagrams(counts),
-    })
+    Ok(session.finish())
 }
 
 /// Sets its flag when dropped: on every way out of the receiver thread.
@@ -475,25 +447,7 @@ fn transmit(
             }
         }
     };
-    for _ in 0..SENTINEL_REPEATS {
-        datagram::write(&mut buf, Kind::Start, spec.count, spec.circuit, pattern);
-        send(&buf)?;
-        std::thread::sleep(SENTINEL_GAP);
-    }
-    let cpu = CpuMeter::start();
-    let start = Instant::now();
-    let mut pacer = spec.rate_bps.map(Pacer::new);
-    for seq in 0..spec.count {
-        if let Some(pacer) = &mut pacer {
-            pacer.wait();
-            pacer.sent(spec.len);
-        }
-        datagram::write(&mut buf, Kind::Data, seq, spec.circuit, pattern);
-        send(&buf)?;
-        meter.add_sent(spec.len as u64);
-    }
-    let elapsed = start.elapsed();
-    let cpu = cpu.stop();
+    let (elapsed, cpu) = super::udp::send_start_and_data(spec, pattern, meter, &mut buf, send)?;
     // End sentinels until the receiver has one (a queue's backlog can
     // swallow any fixed number), for at most END_WAIT.
     datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);

@@ -289,7 +289,7 @@ pub fn transmit(
     let sent = transmit_side(spec, SocketAddr::new(dest, spec.port), &pattern, &meter);
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
     let (side, facts) = sent?;
-    let mut target = Environment::detect(StackKind::Kernel, format!("to {dest}"));
+    let mut target = Environment::detect(StackKind::Kernel, format!("this host to {dest}"));
     target.sockbuf_granted = facts.granted;
     target.congestion_control = facts.congestion_control;
     Ok(TransferReport::new(
@@ -322,8 +322,10 @@ pub fn receive(
     let received = ready.receive(spec, &pattern, &meter);
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
     let side = received?;
-    let mut target =
-        Environment::detect(StackKind::Kernel, format!("on {bind} port {}", spec.port));
+    let mut target = Environment::detect(
+        StackKind::Kernel,
+        format!("any sender to {bind} port {} on this host", spec.port),
+    );
     target.sockbuf_granted = facts.granted;
     Ok(TransferReport::new(
         spec,

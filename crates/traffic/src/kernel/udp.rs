@@ -9,15 +9,16 @@ use std::time::{Duration, Instant};
 
 use super::socket::{self, bind, peer_error};
 use super::SocketFacts;
-use crate::cpu::CpuMeter;
+use crate::cpu::{CpuMeter, CpuUsage};
 use crate::datagram::{self, Kind};
 use crate::error::TrafficError;
 use crate::meter::Meter;
 use crate::pace::Pacer;
 use crate::pattern::Pattern;
-use crate::report::{Received, ReceiverSide, SenderSide};
+use crate::report::{ReceiverSide, SenderSide};
+use crate::session::ReceiveSession;
 use crate::spec::{Protocol, TransferSpec};
-use crate::verify::{Arrival, DatagramVerifier};
+use crate::verify::Arrival;
 
 /// Start sentinels are sent this many times, `SENTINEL_GAP` apart, so
 /// one lost sentinel does not lose the run.
@@ -61,29 +62,14 @@ pub fn receive(
         .set_read_timeout(Some(Duration::from_millis(50)))
         .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
     let mut buf = vec![0u8; 65_536];
-    let mut verifier = DatagramVerifier::new(spec.circuit);
-    let waiting_since = Instant::now();
-    let cpu = CpuMeter::start();
-    let mut first: Option<Instant> = None;
-    let mut last = Instant::now();
+    let mut session = ReceiveSession::new(spec.circuit);
     loop {
         match socket.recv_from(&mut buf) {
             Ok((n, from)) => {
-                let now = Instant::now();
-                // The clock runs from the first to the last data datagram,
-                // so the sentinels' gaps do not count.
-                match verifier.check(pattern, &buf[..n]) {
-                    Arrival::Data { .. } => {
-                        first.get_or_insert(now);
-                        last = now;
-                        meter.add_received(n as u64);
-                    }
-                    Arrival::End { .. } => {
-                        // The acknowledgement: the sentinel, echoed.
-                        let _ = socket.send_to(&buf[..n], from);
-                        break;
-                    }
-                    _ => {}
+                if let Arrival::End { .. } = session.arrival(pattern, &buf[..n], meter) {
+                    // The acknowledgement: the sentinel, echoed.
+                    let _ = socket.send_to(&buf[..n], from);
+                    break;
                 }
             }
             Err(e)
@@ -92,30 +78,45 @@ pub fn receive(
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                if verifier.started() {
-                    let quiet_since = first.map_or(waiting_since, |_| last);
-                    if quiet_since.elapsed() >= spec.timeout {
-                        break;
-                    }
-                } else if waiting_since.elapsed() >= spec.timeout {
-                    return Err(TrafficError::timeout(
-                        spec.timeout,
-                        "waiting for the first datagram",
-                    ));
+                if session.quiet(spec.timeout, "waiting for the first datagram")? {
+                    break;
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(TrafficError::io("receive", e)),
         }
     }
-    let cpu = cpu.stop();
-    let counts = verifier.finish();
-    Ok(ReceiverSide {
-        bytes: counts.bytes,
-        elapsed: first.map_or(Duration::ZERO, |f| last.saturating_duration_since(f)),
-        cpu,
-        checks: Received::Datagrams(counts),
-    })
+    Ok(session.finish())
+}
+
+/// Sends the start sentinels and the `count` data datagrams (paced with
+/// `--rate`) through `send`, the part every datagram sender shares.
+/// Returns the data's elapsed time and the CPU it took.
+pub(super) fn send_start_and_data(
+    spec: &TransferSpec,
+    pattern: &Pattern,
+    meter: &Meter,
+    buf: &mut [u8],
+    send: impl Fn(&[u8]) -> Result<(), TrafficError>,
+) -> Result<(Duration, CpuUsage), TrafficError> {
+    for _ in 0..SENTINEL_REPEATS {
+        datagram::write(buf, Kind::Start, spec.count, spec.circuit, pattern);
+        send(buf)?;
+        std::thread::sleep(SENTINEL_GAP);
+    }
+    let cpu = CpuMeter::start();
+    let start = Instant::now();
+    let mut pacer = spec.rate_bps.map(Pacer::new);
+    for seq in 0..spec.count {
+        if let Some(pacer) = &mut pacer {
+            pacer.wait();
+            pacer.sent(spec.len);
+        }
+        datagram::write(buf, Kind::Data, seq, spec.circuit, pattern);
+        send(buf)?;
+        meter.add_sent(spec.len as u64);
+    }
+    Ok((start.elapsed(), cpu.stop()))
 }
 
 /// Repeats the end sentinel until the receiver echoes it back, for at
@@ -167,36 +168,28 @@ pub fn transmit(
     let socket: UdpSocket = socket.into();
     let mut buf = vec![0u8; spec.len];
     let send = |buf: &[u8]| -> Result<(), TrafficError> {
+        let mut full_since: Option<Instant> = None;
         loop {
             match socket.send(buf) {
                 Ok(_) => return Ok(()),
                 // The device queue is full: wait for it, as a blocking
-                // socket waits for its buffer.
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => std::thread::yield_now(),
+                // socket waits for its buffer, but not forever.
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    let since = *full_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= spec.timeout {
+                        return Err(TrafficError::timeout(
+                            spec.timeout,
+                            "waiting for the device queue to take a datagram",
+                        ));
+                    }
+                    std::thread::yield_now();
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(peer_error(e, dest, spec.timeout)),
             }
         }
     };
-    for _ in 0..SENTINEL_REPEATS {
-        datagram::write(&mut buf, Kind::Start, spec.count, spec.circuit, pattern);
-        send(&buf)?;
-        std::thread::sleep(SENTINEL_GAP);
-    }
-    let cpu = CpuMeter::start();
-    let start = Instant::now();
-    let mut pacer = spec.rate_bps.map(Pacer::new);
-    for seq in 0..spec.count {
-        if let Some(pacer) = &mut pacer {
-            pacer.wait();
-            pacer.sent(spec.len);
-        }
-        datagram::write(&mut buf, Kind::Data, seq, spec.circuit, pattern);
-        send(&buf)?;
-        meter.add_sent(spec.len as u64);
-    }
-    let elapsed = start.elapsed();
-    let cpu = cpu.stop();
+    let (elapsed, cpu) = send_start_and_data(spec, pattern, meter, &mut buf, send)?;
     end_until_acknowledged(&socket, &mut buf, spec, pattern);
     Ok((
         SenderSide {

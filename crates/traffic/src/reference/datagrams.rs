@@ -24,9 +24,10 @@ use crate::kernel::udp::{END_WAIT, SENTINEL_GAP, SENTINEL_REPEATS};
 use crate::meter::{IntervalRecorder, Meter};
 use crate::pace::Pacer;
 use crate::pattern::Pattern;
-use crate::report::{Received, ReceiverSide, SenderSide, Timestamp, TransferReport};
+use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
+use crate::session::ReceiveSession;
 use crate::spec::{Family, Protocol, TransferSpec, RAW_ETHERTYPE};
-use crate::verify::{Arrival, DatagramVerifier};
+use crate::verify::Arrival;
 
 /// How long the hosts may take to configure their addresses (SLAAC, DAD)
 /// on top of the spec's timeout.
@@ -292,12 +293,8 @@ fn receiver(
             channel,
             interface,
             buf: vec![0u8; 65_536],
-            verifier: DatagramVerifier::new(spec.circuit),
             began: Instant::now(),
-            ready_at: None,
-            first: None,
-            last: Instant::now(),
-            cpu: None,
+            session: None,
         };
         Box::new(move |host: &mut Host, _now| {
             match state.step(host, &spec, &pattern, &meter, &outcome) {
@@ -328,13 +325,9 @@ struct Receiving {
     channel: Channel,
     interface: String,
     buf: Vec<u8>,
-    verifier: DatagramVerifier,
     began: Instant,
-    /// When the receiver's address became usable.
-    ready_at: Option<Instant>,
-    first: Option<Instant>,
-    last: Instant,
-    cpu: Option<CpuMeter>,
+    /// Once the receiver's address is usable and published.
+    session: Option<ReceiveSession>,
 }
 
 impl Receiving {
@@ -348,10 +341,10 @@ impl Receiving {
         meter: &Meter,
         outcome: &Outcome,
     ) -> Result<Option<ReceiverSide>, TrafficError> {
-        let Some(ready_at) = self.ready_at else {
+        let Some(session) = self.session.as_mut() else {
             if let Some(addr) = self.channel.address(host, spec, &self.interface) {
                 let _ = outcome.receiver_addr.set(addr);
-                self.ready_at = Some(Instant::now());
+                self.session = Some(ReceiveSession::new(spec.circuit));
             } else if self.began.elapsed() > spec.timeout + ADDRESS_GRACE {
                 return Err(TrafficError::timeout(
                     spec.timeout + ADDRESS_GRACE,
@@ -363,46 +356,17 @@ impl Receiving {
             }
             return Ok(None);
         };
-        if outcome.failed() {
-            return Ok(Some(self.finish()));
-        }
+        let mut over = outcome.failed();
         while let Some((n, _from)) = self.channel.recv(host, &mut self.buf) {
-            let now = Instant::now();
-            match self.verifier.check(pattern, &self.buf[..n]) {
-                Arrival::Data { .. } => {
-                    self.first.get_or_insert(now);
-                    self.cpu.get_or_insert_with(CpuMeter::start);
-                    self.last = now;
-                    meter.add_received(n as u64);
-                }
-                Arrival::End { .. } => return Ok(Some(self.finish())),
-                _ => {}
+            if let Arrival::End { .. } = session.arrival(pattern, &self.buf[..n], meter) {
+                over = true;
+                break;
             }
         }
-        if !self.verifier.started() {
-            if ready_at.elapsed() > spec.timeout {
-                return Err(TrafficError::timeout(
-                    spec.timeout,
-                    "waiting for the first datagram",
-                ));
-            }
-        } else if self.first.map_or(ready_at, |_| self.last).elapsed() > spec.timeout {
-            // Every end sentinel was lost.
-            return Ok(Some(self.finish()));
+        if over || session.quiet(spec.timeout, "waiting for the first datagram")? {
+            return Ok(self.session.take().map(ReceiveSession::finish));
         }
         Ok(None)
-    }
-
-    fn finish(&mut self) -> ReceiverSide {
-        let counts = self.verifier.finish();
-        ReceiverSide {
-            bytes: counts.bytes,
-            elapsed: self
-                .first
-                .map_or(Duration::ZERO, |f| self.last.saturating_duration_since(f)),
-            cpu: self.cpu.map_or(CpuUsage::default(), |c| c.stop()),
-            checks: Received::Datagrams(counts),
-        }
     }
 }
 

@@ -1,0 +1,80 @@
+//! A datagram receiver's bookkeeping, shared by every target: the checks,
+//! the clock (first to last data datagram, so sentinel gaps do not
+//! count), the CPU meter and the deadlines.
+
+use std::time::{Duration, Instant};
+
+use crate::cpu::{CpuMeter, CpuUsage};
+use crate::error::TrafficError;
+use crate::meter::Meter;
+use crate::pattern::Pattern;
+use crate::report::{Received, ReceiverSide};
+use crate::verify::{Arrival, DatagramVerifier};
+
+/// One receiver's run, from binding to the end sentinel.
+#[derive(Debug)]
+pub struct ReceiveSession {
+    verifier: DatagramVerifier,
+    waiting_since: Instant,
+    first: Option<Instant>,
+    last: Instant,
+    cpu: Option<CpuMeter>,
+}
+
+impl ReceiveSession {
+    /// Starts waiting for `circuit`'s datagrams now.
+    pub fn new(circuit: u8) -> Self {
+        let now = Instant::now();
+        Self {
+            verifier: DatagramVerifier::new(circuit),
+            waiting_since: now,
+            first: None,
+            last: now,
+            cpu: None,
+        }
+    }
+
+    /// Checks one arrival, counting data into `meter`.
+    pub fn arrival(&mut self, pattern: &Pattern, data: &[u8], meter: &Meter) -> Arrival {
+        let arrival = self.verifier.check(pattern, data);
+        if let Arrival::Data { .. } = arrival {
+            let now = Instant::now();
+            if self.first.is_none() {
+                self.first = Some(now);
+                // CPU from the first data on: waiting is not work.
+                self.cpu = Some(CpuMeter::start());
+            }
+            self.last = now;
+            meter.add_received(data.len() as u64);
+        }
+        arrival
+    }
+
+    /// Called when nothing arrived for a while: true when the run is over
+    /// (traffic started and then `timeout` passed in silence: every end
+    /// sentinel lost); an error when nothing ever came within `timeout`.
+    pub fn quiet(&self, timeout: Duration, waiting_for: &str) -> Result<bool, TrafficError> {
+        if self.verifier.started() {
+            let quiet_since = self.first.map_or(self.waiting_since, |_| self.last);
+            Ok(quiet_since.elapsed() >= timeout)
+        } else if self.waiting_since.elapsed() >= timeout {
+            Err(TrafficError::timeout(timeout, waiting_for))
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// The receiving side's figures.
+    pub fn finish(mut self) -> ReceiverSide {
+        let cpu = self.cpu.map_or(CpuUsage::default(), |c| c.stop());
+        let counts = self.verifier.finish();
+        ReceiverSide {
+            bytes: counts.bytes,
+            elapsed: self
+                .first
+                .map_or(Duration::ZERO, |f| self.last.saturating_duration_since(f)),
+            cpu,
+            checks: Received::Datagrams(counts),
+        }
+    }
+}
