@@ -22,20 +22,17 @@ pub enum TrafficError {
     /// A wait ran out.
     #[error("timed out after {seconds:.1} s {waiting}")]
     Timeout { seconds: f64, waiting: String },
-    /// A system call failed; `context` says what was being done.
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: io::Error,
-    },
+    /// A system call failed; `context` says what was being done. The
+    /// cause is in the message, not chained, so it prints once.
+    #[error("{context}: {cause}")]
+    Io { context: String, cause: io::Error },
 }
 
 impl TrafficError {
-    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+    pub fn io(context: impl Into<String>, cause: io::Error) -> Self {
         TrafficError::Io {
             context: context.into(),
-            source,
+            cause,
         }
     }
 

@@ -165,6 +165,13 @@ pub fn transmit(
                     spec.timeout,
                     format!("sending: the receiver stopped reading after {offset} bytes"),
                 ),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
+                    TrafficError::Invalid(format!(
+                        "the receiver closed the connection after {offset} of {} bytes \
+                         (is it a stackscope ttcp -r?)",
+                        spec.total_bytes()
+                    ))
+                }
                 _ => TrafficError::io(format!("send (after {offset} bytes)"), e),
             })?;
         offset += spec.len as u64;
