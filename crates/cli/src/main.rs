@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod network;
+mod sweep;
 mod throughput;
 mod trace;
 mod ttcp;
@@ -81,6 +82,29 @@ enum Command {
     /// granted buffer sizes and congestion control.
     #[command(verbatim_doc_comment)]
     Ttcp(ttcp::TtcpArgs),
+    /// Measure throughput or delay over a grid of points, each repeated:
+    /// stack x protocol x family x socket buffer x offered load x size
+    /// (the XTP study's thrput and dela programs, the SunOS socket-buffer
+    /// and background-load runs, the IPv6 study's size sweeps).
+    ///
+    /// Lists take ranges with a step: --sizes 16,32,64 or 100..20000:100.
+    /// Throughput: per point the received bits/s (mean, sample stdev, min,
+    /// max over --reps), sent bits/s, and for UDP/raw the loss; --rate
+    /// paces UDP/raw points only (TCP points run once, unpaced). Delay:
+    /// request/response echoes, round trips of all reps pooled (mean,
+    /// p50/p90/p99 nearest-rank, min, max, a log histogram in the JSON).
+    /// --load N runs N CPU-bound processes throughout.
+    ///
+    /// Every point is checked before the first runs. Output: a progress
+    /// bar on stderr (terminals only), a table on stdout, and with
+    /// --out DIR sweep.csv (one row per point; columns such as size_bytes,
+    /// mean_bps, p99_us) and sweep.json ({"mode", "command",
+    /// "environment", "points": [...]} with per-rep values, histograms and
+    /// each point's target record). Exit status is non-zero if a point
+    /// failed (the points before it are still written) or a receiver found
+    /// damaged or duplicated data.
+    #[command(verbatim_doc_comment)]
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -104,5 +128,6 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Traceroute(args) => network::traceroute(args),
         Command::Ipv6(args) => network::ipv6(args),
         Command::Ttcp(args) => ttcp::run(args),
+        Command::Sweep(args) => sweep::run(args),
     }
 }

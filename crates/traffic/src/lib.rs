@@ -22,6 +22,7 @@ pub mod reference;
 pub mod report;
 pub mod session;
 pub mod spec;
+pub mod sweep;
 pub mod units;
 pub mod verify;
 

@@ -187,7 +187,10 @@ mod tests {
             "udp" => Some(2),
             _ => None,
         };
-        assert_eq!(names("--proto", "TCP,udp", parse, "tcp, udp"), Ok(vec![1, 2]));
+        assert_eq!(
+            names("--proto", "TCP,udp", parse, "tcp, udp"),
+            Ok(vec![1, 2])
+        );
         assert_eq!(
             names("--proto", "tcp,sctp", parse, "tcp, udp"),
             Err("--proto: `sctp` is not one of tcp, udp".into())

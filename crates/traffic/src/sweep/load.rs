@@ -92,7 +92,8 @@ impl Drop for Load {
                 let mut status = 0;
                 while libc::waitpid(pid, &mut status, 0) == -1
                     && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-                {}
+                {
+                }
             }
         }
     }

@@ -139,7 +139,10 @@ mod tests {
         assert!(close(s.stdev.unwrap(), 2f64.sqrt()));
 
         let one = Summary::of(&[42.0]).unwrap();
-        assert_eq!((one.mean, one.stdev, one.min, one.max), (42.0, None, 42.0, 42.0));
+        assert_eq!(
+            (one.mean, one.stdev, one.min, one.max),
+            (42.0, None, 42.0, 42.0)
+        );
         assert_eq!(Summary::of(&[]), None);
     }
 

@@ -1,0 +1,329 @@
+//! `stackscope sweep`: runs a grid of throughput or delay points, each
+//! repeated, with a progress bar on stderr, a readable table on stdout and
+//! `sweep.csv` / `sweep.json` in `--out DIR`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use traffic::kernel::KernelPath;
+use traffic::spec::{Family, Protocol, StackKind};
+use traffic::sweep::{self, axis, table, text, Amount, Grid, Mode, Settings, Targets};
+use traffic::units;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Bulk transfers: received and sent bits per second, loss.
+    Throughput,
+    /// Request/response echoes: round-trip times.
+    Delay,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// What each point measures.
+    #[arg(long, value_enum, default_value = "throughput")]
+    mode: ModeArg,
+    /// Message sizes in bytes: a list, ranges START..END:STEP (END included
+    /// when a step lands on it), or both, e.g. 16,32,64 or 100..20000:100
+    /// or 16,1K..16K:1K.
+    #[arg(long, value_name = "LIST", default_value = "16,64,256,1K,4K,16K")]
+    sizes: String,
+    /// Bytes per flow and repetition; count = ceil(BYTES / size), as the
+    /// XTP study sent 2 MB per point [default: 2M].
+    #[arg(long, value_name = "BYTES", conflicts_with = "count")]
+    total: Option<String>,
+    /// Writes (throughput) or exchanges (delay) per flow and repetition,
+    /// whatever the size.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// Repetitions per point: mean, standard deviation, min and max are
+    /// over them.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    reps: u32,
+    /// Protocols, one point each: tcp, udp, raw (link-level frames).
+    #[arg(long, value_name = "LIST", default_value = "tcp")]
+    proto: String,
+    /// Protocols run at the same time in every point (one flow of each),
+    /// e.g. tcp,udp; instead of --proto.
+    #[arg(long, value_name = "LIST", conflicts_with = "proto")]
+    mix: Option<String>,
+    /// Stacks: kernel (the OS's sockets), ref (the reference stack).
+    #[arg(long, value_name = "LIST", default_value = "kernel")]
+    stack: String,
+    /// IP families: 4, 6 (raw frames have none and run once).
+    #[arg(long, value_name = "LIST", default_value = "6")]
+    family: String,
+    /// Concurrent copies of each point's flow(s): per-circuit and
+    /// aggregate figures.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    circuits: u32,
+    /// Socket buffer sizes (SO_SNDBUF and SO_RCVBUF), a list or ranges,
+    /// e.g. 4K,16K,64K [default: the OS's].
+    #[arg(long, value_name = "LIST")]
+    sockbuf: Option<String>,
+    /// Offered loads for UDP and raw points in bits per second, a list or
+    /// ranges, e.g. 10M..100M:10M; TCP points run once, unpaced.
+    #[arg(long, value_name = "LIST")]
+    rate: Option<String>,
+    /// CPU-bound background processes during the whole sweep.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    load: u32,
+    /// Kernel: run across a veth pair between two network namespaces the
+    /// tool makes and removes (root only), instead of loopback.
+    #[arg(long)]
+    netns: bool,
+    /// MTU of the veth pair (--netns).
+    #[arg(long, default_value_t = 1500)]
+    mtu: u32,
+    /// Reference stack: topology file (default: host-a — router —
+    /// host-b).
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+    /// First port; concurrent flows take the next ones.
+    #[arg(short = 'p', long, default_value_t = 5001)]
+    port: u16,
+    /// Give up after SECS seconds waiting for the peer or for data.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    timeout: f64,
+    /// Write sweep.csv and sweep.json into DIR (created if needed).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+fn protocol(name: &str) -> Option<Protocol> {
+    match name {
+        "tcp" => Some(Protocol::Tcp),
+        "udp" => Some(Protocol::Udp),
+        "raw" => Some(Protocol::Raw),
+        _ => None,
+    }
+}
+
+fn stack(name: &str) -> Option<StackKind> {
+    match name {
+        "kernel" => Some(StackKind::Kernel),
+        "ref" => Some(StackKind::Ref),
+        _ => None,
+    }
+}
+
+fn family(name: &str) -> Option<Family> {
+    match name {
+        "4" | "ipv4" => Some(Family::V4),
+        "6" | "ipv6" => Some(Family::V6),
+        _ => None,
+    }
+}
+
+/// A numeric axis whose items must fit a `usize`-sized parameter.
+fn sizes(flag: &str, text: &str) -> Result<Vec<u64>> {
+    axis::numbers(flag, text, units::parse_size).map_err(anyhow::Error::msg)
+}
+
+/// A list of names.
+fn names<T>(
+    flag: &str,
+    text: &str,
+    parse: fn(&str) -> Option<T>,
+    expected: &str,
+) -> Result<Vec<T>> {
+    axis::names(flag, text, parse, expected).map_err(anyhow::Error::msg)
+}
+
+impl SweepArgs {
+    fn grid(&self) -> Result<Grid> {
+        let amount = match (self.count, &self.total) {
+            (Some(0), _) => bail!("--count must be at least 1"),
+            (Some(n), _) => Amount::Count(n),
+            (None, Some(text)) => match units::parse_size(text).map_err(anyhow::Error::msg)? {
+                0 => bail!("--total must be at least 1 byte"),
+                bytes => Amount::Total(bytes),
+            },
+            (None, None) => Amount::Total(2 << 20),
+        };
+        if !(self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 86_400.0) {
+            bail!(
+                "--timeout {} is impossible: use a number of seconds above 0 and at most a day",
+                self.timeout
+            );
+        }
+        Ok(Grid {
+            mode: match self.mode {
+                ModeArg::Throughput => Mode::Throughput,
+                ModeArg::Delay => Mode::Delay,
+            },
+            stacks: names("--stack", &self.stack, stack, "kernel, ref")?,
+            protocols: names("--proto", &self.proto, protocol, "tcp, udp, raw")?,
+            mix: self
+                .mix
+                .as_deref()
+                .map(|m| names("--mix", m, protocol, "tcp, udp, raw"))
+                .transpose()?,
+            families: names("--family", &self.family, family, "4, 6")?,
+            sockbufs: self
+                .sockbuf
+                .as_deref()
+                .map(|text| sizes("--sockbuf", text))
+                .transpose()?
+                .unwrap_or_default(),
+            rates: self
+                .rate
+                .as_deref()
+                .map(|text| axis::numbers("--rate", text, units::parse_rate))
+                .transpose()
+                .map_err(anyhow::Error::msg)?
+                .unwrap_or_default(),
+            sizes: sizes("--sizes", &self.sizes)?,
+            amount,
+            circuits: self.circuits,
+            port: self.port,
+            timeout: Duration::from_secs_f64(self.timeout),
+        })
+    }
+
+    fn targets(&self, grid: &Grid) -> Result<Targets> {
+        let uses = |s| grid.stacks.contains(&s);
+        if self.netns && !uses(StackKind::Kernel) {
+            bail!("--netns is for --stack kernel; the reference stack has its own network");
+        }
+        if self.topology.is_some() && !uses(StackKind::Ref) {
+            bail!("--topology is for --stack ref");
+        }
+        if uses(StackKind::Ref) {
+            // Read now, so a bad file fails before the kernel points run.
+            let topology = traffic::reference::load(self.topology.as_deref())?;
+            traffic::reference::hosts(&topology)?;
+        }
+        Ok(Targets {
+            kernel_path: if self.netns {
+                KernelPath::Netns { mtu: self.mtu }
+            } else {
+                KernelPath::Loopback
+            },
+            topology: self.topology.clone(),
+        })
+    }
+}
+
+pub fn run(args: &SweepArgs) -> Result<()> {
+    let grid = args.grid()?;
+    let targets = args.targets(&grid)?;
+    let points = grid.points(targets.kernel_path)?;
+    // Made before the first point, so a bad --out fails now and not after
+    // an hour of measuring.
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create --out {}", dir.display()))?;
+    }
+    let settings = Settings {
+        reps: args.reps,
+        load: args.load,
+        targets,
+    };
+
+    let bar = progress_bar(points.len() as u64 * u64::from(args.reps));
+    let outcome = sweep::run(&points, &settings, |p| {
+        bar.set_position(p.done);
+        bar.set_message(format!("{} rep {}/{}", p.point, p.rep, args.reps));
+    });
+    bar.finish_and_clear();
+    let outcome = outcome?;
+
+    let failure = outcome.failure.as_ref().map(ToString::to_string);
+    if let Some(dir) = &args.out {
+        write_files(dir, &grid, &settings, &outcome.results, failure.as_deref())?;
+    }
+    if !outcome.results.is_empty() {
+        print!("{}", text::render(grid.mode, &outcome.results));
+    }
+    if let Some(failure) = failure {
+        bail!(
+            "{failure} ({} of {} points finished{})",
+            outcome.results.len(),
+            points.len(),
+            if args.out.is_some() {
+                " and were written"
+            } else {
+                ""
+            }
+        );
+    }
+    let flagged: Vec<String> = outcome
+        .results
+        .iter()
+        .filter(|r| !r.clean())
+        .map(|r| r.point().index.to_string())
+        .collect();
+    if !flagged.is_empty() {
+        bail!(
+            "the receiver found damaged, duplicated or missing data at point(s) {} \
+             (marked ! in the table)",
+            flagged.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// A bar on stderr when it is a terminal; nothing otherwise, so logs and
+/// pipes get no control characters.
+fn progress_bar(reps: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(reps);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:30} {pos}/{len} reps, {elapsed} (eta {eta})  {wide_msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn write_files(
+    dir: &Path,
+    grid: &Grid,
+    settings: &Settings,
+    results: &[sweep::PointResult],
+    failure: Option<&str>,
+) -> Result<()> {
+    let csv_path = dir.join("sweep.csv");
+    std::fs::write(&csv_path, table::csv(grid.mode, results, settings.load))
+        .with_context(|| format!("cannot write {}", csv_path.display()))?;
+    let command = command_line();
+    let json = table::json(&table::Sweep {
+        mode: grid.mode,
+        command: &command,
+        reps: settings.reps,
+        load: settings.load,
+        results,
+        failure,
+    });
+    let json_path = dir.join("sweep.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&json)? + "\n")
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    eprintln!(
+        "stackscope: wrote {} and {}",
+        csv_path.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+/// This process's command line, words with spaces or quotes quoted, for
+/// the record.
+fn command_line() -> String {
+    std::env::args()
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"\\$".contains(c)) {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,358 @@
+//! `stackscope sweep` end to end: real transfers and echoes over loopback
+//! and the reference stack, the CSV and JSON they write, and the one-line
+//! refusals of bad grids.
+
+// Shared with the other CLI tests; this file reads files, not stdout JSON.
+#[allow(dead_code)]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::stackscope;
+use serde_json::Value;
+
+/// A scratch directory removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("stackscope-sweep-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Self(dir)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn succeeded(output: &Output) {
+    assert!(
+        output.status.success(),
+        "stackscope failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The CSV as header names and rows of cells (the cells tested here hold
+/// no commas or quotes).
+fn read_csv(dir: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(dir.join("sweep.csv")).expect("sweep.csv");
+    let mut lines = text.lines();
+    let split = |l: &str| l.split(',').map(str::to_string).collect::<Vec<_>>();
+    let header = split(lines.next().expect("a header line"));
+    (header, lines.map(split).collect())
+}
+
+fn read_json(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("sweep.json")).expect("sweep.json");
+    serde_json::from_str(&text).expect("sweep.json is JSON")
+}
+
+fn cell<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {
+    let i = header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header:?}"));
+    &row[i]
+}
+
+fn number(header: &[String], row: &[String], name: &str) -> f64 {
+    let text = cell(header, row, name);
+    text.parse()
+        .unwrap_or_else(|_| panic!("{name} = `{text}` is not a number"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("{v} is not a number"))
+}
+
+#[test]
+fn kernel_throughput_sweep_writes_a_row_per_point_with_consistent_reps() {
+    let out = Scratch::new("kernel");
+    let output = stackscope(&[
+        "sweep",
+        "--stack",
+        "kernel",
+        "--proto",
+        "tcp,udp",
+        "--sizes",
+        "1024,8192",
+        "--count",
+        "200",
+        "--reps",
+        "2",
+        "--port",
+        "47311",
+        "--out",
+        out.path(),
+    ]);
+    succeeded(&output);
+
+    let (header, rows) = read_csv(&out.0);
+    assert_eq!(rows.len(), 4, "one row per point: tcp and udp x 2 sizes");
+    let expected = [
+        ("tcp", "1024"),
+        ("tcp", "8192"),
+        ("udp", "1024"),
+        ("udp", "8192"),
+    ];
+    for (row, (proto, size)) in rows.iter().zip(expected) {
+        assert_eq!(row.len(), header.len());
+        assert_eq!(cell(&header, row, "stack"), "kernel");
+        assert_eq!(cell(&header, row, "protocol"), proto);
+        assert_eq!(cell(&header, row, "size_bytes"), size);
+        assert_eq!(cell(&header, row, "count"), "200");
+        assert_eq!(cell(&header, row, "reps"), "2");
+        assert_eq!(cell(&header, row, "clean"), "true");
+        let (min, mean, max) = (
+            number(&header, row, "min_bps"),
+            number(&header, row, "mean_bps"),
+            number(&header, row, "max_bps"),
+        );
+        assert!(
+            min > 0.0 && min <= mean && mean <= max,
+            "{min} {mean} {max}"
+        );
+        assert!(number(&header, row, "stdev_bps") >= 0.0);
+        assert!(number(&header, row, "sent_mean_bps") > 0.0);
+        // Loss is a datagram figure: empty for TCP, a percentage for UDP.
+        let lost = cell(&header, row, "lost_percent_mean");
+        match proto {
+            "tcp" => assert_eq!(lost, ""),
+            _ => assert!((0.0..=100.0).contains(&number(&header, row, "lost_percent_mean"))),
+        }
+    }
+
+    let json = read_json(&out.0);
+    assert_eq!(json["mode"], "throughput");
+    assert!(json["command"].as_str().unwrap().contains("sweep"));
+    assert!(json["environment"]["kernel"]
+        .as_str()
+        .unwrap()
+        .starts_with("Linux"));
+    let points = json["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    for p in points {
+        let reps = p["per_rep"].as_array().unwrap();
+        assert_eq!(reps.len(), 2);
+        // The summary is made of exactly these repetitions.
+        let values: Vec<f64> = reps.iter().map(|r| f(&r["recv_bps"])).collect();
+        let mean = values.iter().sum::<f64>() / 2.0;
+        assert!((f(&p["mean_bps"]) - mean).abs() <= 1e-6 * mean, "{p}");
+        assert_eq!(f(&p["min_bps"]), values[0].min(values[1]));
+        assert_eq!(f(&p["max_bps"]), values[0].max(values[1]));
+        assert_eq!(p["target"]["path"], "loopback");
+        assert!(p["sockbuf_granted_recv_bytes"].as_u64().unwrap() > 0);
+    }
+    // The readable table: a header and a line per point.
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(table.lines().count(), 5, "{table}");
+    assert!(table.lines().next().unwrap().contains("recv Mbit/s"));
+}
+
+#[test]
+fn reference_stack_udp_sweep_reports_loss_and_its_target() {
+    let out = Scratch::new("ref");
+    let output = stackscope(&[
+        "sweep",
+        "--stack",
+        "ref",
+        "--proto",
+        "udp",
+        "--sizes",
+        "512",
+        "--count",
+        "500",
+        "--reps",
+        "1",
+        "--out",
+        out.path(),
+    ]);
+    succeeded(&output);
+    let (header, rows) = read_csv(&out.0);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(cell(&header, row, "stack"), "ref");
+    assert_eq!(cell(&header, row, "reps"), "1");
+    // One repetition has no spread to estimate.
+    assert_eq!(cell(&header, row, "stdev_bps"), "");
+    assert!(
+        number(&header, row, "mean_bps") > 0.0,
+        "{header:?}\n{row:?}"
+    );
+    assert_eq!(
+        number(&header, row, "min_bps"),
+        number(&header, row, "max_bps")
+    );
+    assert!(number(&header, row, "lost_packets_total") <= 500.0);
+    let json = read_json(&out.0);
+    let target = &json["points"][0]["target"];
+    assert_eq!(target["stack"], "ref");
+    assert!(target["path"]
+        .as_str()
+        .unwrap()
+        .starts_with("reference stack"));
+}
+
+#[test]
+fn delay_sweep_gives_ordered_percentiles_and_a_full_histogram() {
+    let out = Scratch::new("delay");
+    let output = stackscope(&[
+        "sweep",
+        "--mode",
+        "delay",
+        "--proto",
+        "udp,tcp",
+        "--family",
+        "4",
+        "--sizes",
+        "64",
+        "--count",
+        "50",
+        "--reps",
+        "2",
+        "--port",
+        "47321",
+        "--out",
+        out.path(),
+    ]);
+    succeeded(&output);
+    let json = read_json(&out.0);
+    assert_eq!(json["mode"], "delay");
+    let points = json["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        let samples = p["samples"].as_u64().unwrap();
+        assert_eq!(samples + p["lost"].as_u64().unwrap(), 100, "2 reps x 50");
+        let at = |k: &str| f(&p[k]);
+        assert!(at("min_us") > 0.0);
+        assert!(at("min_us") <= at("p50_us"));
+        assert!(at("p50_us") <= at("p90_us"));
+        assert!(at("p90_us") <= at("p99_us"));
+        assert!(at("p99_us") <= at("max_us"));
+        assert!(at("min_us") <= at("mean_us") && at("mean_us") <= at("max_us"));
+        let counted: u64 = p["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(counted, samples);
+        assert_eq!(p["per_rep"].as_array().unwrap().len(), 2);
+    }
+    let (header, rows) = read_csv(&out.0);
+    assert_eq!(rows.len(), 2);
+    assert!(header.iter().any(|h| h == "p99_us"));
+}
+
+#[test]
+fn circuits_report_each_flow_and_their_sum() {
+    let out = Scratch::new("circuits");
+    let output = stackscope(&[
+        "sweep",
+        "--circuits",
+        "2",
+        "--sizes",
+        "8192",
+        "--count",
+        "100",
+        "--load",
+        "1",
+        "--port",
+        "47331",
+        "--out",
+        out.path(),
+    ]);
+    succeeded(&output);
+    let json = read_json(&out.0);
+    let p = &json["points"][0];
+    assert_eq!(p["circuits"], 2);
+    assert_eq!(p["load_procs"], 1);
+    let circuits = p["per_circuit"].as_array().unwrap();
+    let ports: Vec<u64> = circuits
+        .iter()
+        .map(|c| c["port"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ports, vec![47331, 47332]);
+    let rep = &p["per_rep"][0];
+    let flows: f64 = rep["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fl| f(&fl["recv_bps"]))
+        .sum();
+    assert!((f(&rep["recv_bps"]) - flows).abs() <= 1e-6 * flows);
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("circuit 2 tcp port 47332"), "{table}");
+}
+
+/// Runs a sweep that must be refused: non-zero exit, nothing on stdout,
+/// one line on stderr containing `expected`, no panic.
+fn refused(args: &[&str], expected: &str) {
+    let mut all = vec!["sweep"];
+    all.extend_from_slice(args);
+    let output = stackscope(&all);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{args:?} succeeded");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("stackscope: "), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    assert!(output.stdout.is_empty(), "{args:?}");
+}
+
+#[test]
+fn bad_grids_are_refused_in_one_line_before_anything_runs() {
+    refused(&["--sizes", "500..100:10"], "runs backwards");
+    refused(&["--sizes", "100..500:0"], "step must be more than 0");
+    refused(&["--sizes", "16,,32"], "empty item");
+    refused(&["--proto", ""], "--proto is empty");
+    refused(&["--sizes", "0"], "impossible for TCP");
+    refused(&["--sizes", "1..1000000000"], "at most 100000 points");
+    refused(
+        &[
+            "--proto",
+            "udp,raw",
+            "--sizes",
+            "16..50000",
+            "--rate",
+            "1M,2M",
+        ],
+        "at most 100000",
+    );
+    refused(
+        &["--stack", "ref", "--proto", "tcp", "--sizes", "512"],
+        "reference stack has no TCP",
+    );
+    refused(
+        &["--proto", "tcp", "--rate", "10M"],
+        "--rate paces datagrams",
+    );
+    refused(&["--proto", "sctp"], "`sctp` is not one of");
+    refused(&["--load", "100000"], "at most 1024");
+    refused(
+        &["--reps", "0", "--sizes", "64"],
+        "--reps must be at least 1",
+    );
+    refused(&["--timeout=-1"], "--timeout -1 is impossible");
+    refused(
+        &[
+            "--stack",
+            "ref",
+            "--proto",
+            "udp",
+            "--topology",
+            "/nonexistent/t.toml",
+        ],
+        "/nonexistent/t.toml",
+    );
+}

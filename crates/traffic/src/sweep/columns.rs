@@ -1,0 +1,114 @@
+//! A point's scalar figures as named columns: the one list the CSV header,
+//! the CSV rows and the JSON points are all made from, so they cannot
+//! drift apart. Names are snake_case with their unit.
+
+use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
+
+/// One value of a column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Int(u64),
+    /// A value and the decimals it is written with in the CSV.
+    Float(f64, usize),
+    Text(String),
+    Bool(bool),
+    /// Not applicable to this point (e.g. loss for TCP).
+    Empty,
+}
+
+impl Cell {
+    fn opt_int(v: Option<u64>) -> Self {
+        v.map_or(Cell::Empty, Cell::Int)
+    }
+
+    fn opt_float(v: Option<f64>, decimals: usize) -> Self {
+        v.map_or(Cell::Empty, |v| Cell::Float(v, decimals))
+    }
+}
+
+/// Decimals: bits per second are whole, microseconds to the nanosecond.
+const BPS: usize = 0;
+const US: usize = 3;
+const PERCENT: usize = 4;
+
+/// The point's columns, in CSV order. `load` is the number of background
+/// processes the sweep ran under.
+pub fn columns(result: &PointResult, load: u32) -> Vec<(&'static str, Cell)> {
+    let p = result.point();
+    let mut cols = vec![
+        ("point", Cell::Int(p.index as u64)),
+        ("stack", Cell::Text(p.stack.to_string())),
+        ("protocol", Cell::Text(p.protocol.clone())),
+        (
+            "family",
+            p.family.map_or(Cell::Empty, |f| Cell::Text(f.to_string())),
+        ),
+        ("size_bytes", Cell::Int(p.size_bytes)),
+        ("count", Cell::Int(p.count)),
+        ("sockbuf_bytes", Cell::opt_int(p.sockbuf_bytes)),
+        ("rate_bps", Cell::opt_int(p.rate_bps)),
+        ("circuits", Cell::Int(u64::from(p.circuits))),
+        ("load_procs", Cell::Int(u64::from(load))),
+    ];
+    match result {
+        PointResult::Throughput(t) => throughput(t, &mut cols),
+        PointResult::Delay(d) => delay(d, &mut cols),
+    }
+    let target = result.target();
+    let granted = target.sockbuf_granted;
+    cols.extend([
+        (
+            "sockbuf_granted_send_bytes",
+            Cell::opt_int(granted.send.map(|b| b as u64)),
+        ),
+        (
+            "sockbuf_granted_recv_bytes",
+            Cell::opt_int(granted.recv.map(|b| b as u64)),
+        ),
+        (
+            "congestion_control",
+            target
+                .congestion_control
+                .clone()
+                .map_or(Cell::Empty, Cell::Text),
+        ),
+        ("mtu_bytes", Cell::opt_int(target.mtu.map(u64::from))),
+        ("clean", Cell::Bool(result.clean())),
+        ("problems", Cell::Text(result.problems().join("; "))),
+    ]);
+    cols
+}
+
+fn throughput(t: &ThroughputPoint, cols: &mut Vec<(&'static str, Cell)>) {
+    let r = &t.recv_bps;
+    cols.extend([
+        ("reps", Cell::Int(r.n as u64)),
+        ("mean_bps", Cell::Float(r.mean, BPS)),
+        ("stdev_bps", Cell::opt_float(r.stdev, BPS)),
+        ("min_bps", Cell::Float(r.min, BPS)),
+        ("max_bps", Cell::Float(r.max, BPS)),
+        ("sent_mean_bps", Cell::Float(t.sent_bps_mean, BPS)),
+        (
+            "lost_percent_mean",
+            Cell::opt_float(t.lost_percent_mean, PERCENT),
+        ),
+        ("lost_packets_total", Cell::opt_int(t.lost_packets_total)),
+    ]);
+}
+
+fn delay(d: &DelayPoint, cols: &mut Vec<(&'static str, Cell)>) {
+    let rtt = d.rtt_us.as_ref();
+    cols.extend([
+        ("reps", Cell::Int(d.reps.len() as u64)),
+        ("samples", Cell::Int(d.samples as u64)),
+        ("lost", Cell::Int(d.lost)),
+        ("corrupted", Cell::Int(d.corrupted)),
+        ("mean_us", Cell::opt_float(rtt.map(|s| s.mean), US)),
+        ("stdev_us", Cell::opt_float(rtt.and_then(|s| s.stdev), US)),
+        ("min_us", Cell::opt_float(rtt.map(|s| s.min), US)),
+        ("p50_us", Cell::opt_float(d.p50_us, US)),
+        ("p90_us", Cell::opt_float(d.p90_us, US)),
+        ("p99_us", Cell::opt_float(d.p99_us, US)),
+        ("max_us", Cell::opt_float(rtt.map(|s| s.max), US)),
+    ]);
+}

@@ -1,0 +1,30 @@
+//! Sweeps (`stackscope sweep`, the XTP study's `thrput` and `dela` grown
+//! up): a grid of points (stack × protocol × family × socket buffer ×
+//! offered load × message size), each run several times, summarised, and
+//! written as CSV, JSON and a readable table.
+//!
+//! * [`axis`]: a flag's list or range into values;
+//! * [`points`]: the grid into validated points;
+//! * [`run`], [`target`], [`load`]: running them, under optional
+//!   background CPU load;
+//! * [`outcome`], [`stats`]: each point's figures;
+//! * [`columns`], [`table`], [`text`]: the outputs.
+
+pub mod axis;
+pub mod columns;
+pub mod load;
+pub mod outcome;
+pub mod points;
+pub mod run;
+pub mod stats;
+pub mod table;
+pub mod target;
+pub mod text;
+
+#[cfg(test)]
+mod fixtures;
+
+pub use outcome::PointResult;
+pub use points::{Amount, Grid, Mode, Point};
+pub use run::{run, Failure, Outcome, Progress, Settings};
+pub use target::Targets;

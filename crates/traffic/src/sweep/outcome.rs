@@ -1,0 +1,395 @@
+//! A point's figures from its repetitions' reports: throughput (received
+//! and sent bits per second, loss, per-circuit and aggregate) or delay
+//! (round-trip percentiles and histogram), and whether the receivers
+//! found anything wrong.
+
+use serde::Serialize;
+
+use super::points::Point;
+use super::stats::{percentile, Histogram, Summary};
+use crate::echo::EchoReport;
+use crate::env::Environment;
+use crate::report::TransferReport;
+use crate::spec::Protocol;
+
+/// A finished point of either mode.
+#[derive(Debug, Clone)]
+pub enum PointResult {
+    Throughput(ThroughputPoint),
+    Delay(DelayPoint),
+}
+
+impl PointResult {
+    pub fn point(&self) -> &Point {
+        match self {
+            PointResult::Throughput(t) => &t.point,
+            PointResult::Delay(d) => &d.point,
+        }
+    }
+
+    /// False when a receiver found corrupted, duplicated or (TCP) missing
+    /// data at any repetition.
+    pub fn clean(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    pub fn problems(&self) -> &[String] {
+        match self {
+            PointResult::Throughput(t) => &t.problems,
+            PointResult::Delay(d) => &d.problems,
+        }
+    }
+
+    /// What the point ran on (its first repetition's record).
+    pub fn target(&self) -> &Environment {
+        match self {
+            PointResult::Throughput(t) => &t.target,
+            PointResult::Delay(d) => &d.target,
+        }
+    }
+}
+
+/// One flow of one repetition.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowRep {
+    pub protocol: Protocol,
+    pub port: u16,
+    pub recv_bps: f64,
+    pub sent_bps: f64,
+    /// UDP and raw only.
+    pub lost_packets: Option<u64>,
+    /// Datagrams the receiver expected (received + lost); UDP and raw only.
+    #[serde(skip)]
+    expected_packets: Option<u64>,
+}
+
+/// One repetition of a throughput point: aggregates over its flows.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransferRep {
+    /// Sum of the flows' received bits per second.
+    pub recv_bps: f64,
+    pub sent_bps: f64,
+    /// Lost over expected datagrams of the UDP and raw flows, in percent.
+    pub lost_percent: Option<f64>,
+    pub lost_packets: Option<u64>,
+    /// Each flow, when there are several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowRep>,
+}
+
+/// One circuit (flow) of a multi-flow point over all repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct CircuitFigures {
+    pub protocol: Protocol,
+    pub port: u16,
+    pub recv_bps: Summary,
+    pub lost_packets: Option<u64>,
+}
+
+/// A throughput point's figures.
+#[derive(Debug, Clone)]
+pub struct ThroughputPoint {
+    pub point: Point,
+    pub target: Environment,
+    /// Received bits per second (summed over flows) per repetition.
+    pub recv_bps: Summary,
+    pub sent_bps_mean: f64,
+    /// UDP and raw: mean over repetitions of the lost percentage.
+    pub lost_percent_mean: Option<f64>,
+    /// UDP and raw: lost datagrams over all repetitions and flows.
+    pub lost_packets_total: Option<u64>,
+    /// Per circuit, when the point runs several flows.
+    pub circuits: Vec<CircuitFigures>,
+    pub problems: Vec<String>,
+    pub reps: Vec<TransferRep>,
+}
+
+fn flow_rep(report: &TransferReport) -> FlowRep {
+    let spec = &report.start.test_start;
+    let received = report.end.sum_received.as_ref();
+    let datagrams = received.and_then(|r| r.datagrams.as_ref());
+    FlowRep {
+        protocol: spec.protocol,
+        port: spec.port,
+        recv_bps: received.map_or(0.0, |r| r.bits_per_second),
+        sent_bps: report
+            .end
+            .sum_sent
+            .as_ref()
+            .map_or(0.0, |s| s.bits_per_second),
+        lost_packets: datagrams.map(|d| d.lost_packets),
+        expected_packets: datagrams.map(|d| d.packets + d.lost_packets),
+    }
+}
+
+/// What the receiver of `report` found wrong, if anything.
+fn problem(report: &TransferReport) -> Option<String> {
+    if report.is_clean() {
+        return None;
+    }
+    let received = report.end.sum_received.as_ref()?;
+    if let Some(d) = &received.datagrams {
+        return Some(format!(
+            "{} corrupted, {} duplicated datagrams",
+            d.corrupted, d.duplicated
+        ));
+    }
+    let sent = report.end.sum_sent.as_ref().map_or(0, |s| s.bytes);
+    Some(match &received.stream {
+        Some(s) => format!(
+            "{} of {sent} bytes received; {} corrupted, {} missing, {} duplicated bytes, \
+             {} reorderings",
+            received.bytes, s.corrupted_bytes, s.missing_bytes, s.duplicated_bytes, s.reordered
+        ),
+        None => format!("{} of {sent} bytes received", received.bytes),
+    })
+}
+
+impl ThroughputPoint {
+    /// From each repetition's reports (one per flow, in flow order).
+    /// `None` without a repetition.
+    pub fn new(point: Point, reps: &[Vec<TransferReport>]) -> Option<Self> {
+        let target = reps.first()?.first()?.start.target.clone();
+        let mut problems = Vec::new();
+        let mut rep_figures = Vec::new();
+        for (r, reports) in reps.iter().enumerate() {
+            let flows: Vec<FlowRep> = reports.iter().map(flow_rep).collect();
+            for (f, report) in reports.iter().enumerate() {
+                if let Some(p) = problem(report) {
+                    let flow = if reports.len() > 1 {
+                        format!(" flow {}", f + 1)
+                    } else {
+                        String::new()
+                    };
+                    problems.push(format!("rep {}{flow}: {p}", r + 1));
+                }
+            }
+            let sum =
+                |f: fn(&FlowRep) -> Option<u64>| flows.iter().filter_map(f).reduce(|a, b| a + b);
+            let lost_packets = sum(|f| f.lost_packets);
+            let expected = sum(|f| f.expected_packets);
+            rep_figures.push(TransferRep {
+                recv_bps: flows.iter().map(|f| f.recv_bps).sum(),
+                sent_bps: flows.iter().map(|f| f.sent_bps).sum(),
+                lost_percent: lost_packets.zip(expected).map(|(lost, expected)| {
+                    if expected > 0 {
+                        lost as f64 * 100.0 / expected as f64
+                    } else {
+                        0.0
+                    }
+                }),
+                lost_packets,
+                flows: if flows.len() > 1 { flows } else { Vec::new() },
+            });
+        }
+        let recv: Vec<f64> = rep_figures.iter().map(|r| r.recv_bps).collect();
+        let lost_percents: Vec<f64> = rep_figures.iter().filter_map(|r| r.lost_percent).collect();
+        let circuits = circuit_figures(&rep_figures);
+        Some(Self {
+            point,
+            target,
+            recv_bps: Summary::of(&recv)?,
+            sent_bps_mean: rep_figures.iter().map(|r| r.sent_bps).sum::<f64>()
+                / rep_figures.len() as f64,
+            lost_percent_mean: Summary::of(&lost_percents).map(|s| s.mean),
+            lost_packets_total: rep_figures
+                .iter()
+                .filter_map(|r| r.lost_packets)
+                .reduce(|a, b| a + b),
+            circuits,
+            problems,
+            reps: rep_figures,
+        })
+    }
+}
+
+/// Each flow's figures across repetitions (flows keep their order in every
+/// repetition).
+fn circuit_figures(reps: &[TransferRep]) -> Vec<CircuitFigures> {
+    let Some(first) = reps.first() else {
+        return Vec::new();
+    };
+    (0..first.flows.len())
+        .filter_map(|i| {
+            let flows: Vec<&FlowRep> = reps.iter().filter_map(|r| r.flows.get(i)).collect();
+            let recv: Vec<f64> = flows.iter().map(|f| f.recv_bps).collect();
+            Some(CircuitFigures {
+                protocol: flows.first()?.protocol,
+                port: flows.first()?.port,
+                recv_bps: Summary::of(&recv)?,
+                lost_packets: flows
+                    .iter()
+                    .filter_map(|f| f.lost_packets)
+                    .reduce(|a, b| a + b),
+            })
+        })
+        .collect()
+}
+
+/// One repetition of a delay point.
+#[derive(Debug, Clone, Serialize)]
+pub struct EchoRep {
+    pub samples: usize,
+    pub mean_us: Option<f64>,
+    pub lost: u64,
+    pub corrupted: u64,
+}
+
+/// A delay point's figures: round-trip times of all repetitions pooled.
+#[derive(Debug, Clone)]
+pub struct DelayPoint {
+    pub point: Point,
+    pub target: Environment,
+    pub samples: usize,
+    pub lost: u64,
+    pub corrupted: u64,
+    /// Mean, stdev, min and max in microseconds; `None` when no exchange
+    /// was answered.
+    pub rtt_us: Option<Summary>,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub histogram: Histogram,
+    pub problems: Vec<String>,
+    pub reps: Vec<EchoRep>,
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+impl DelayPoint {
+    /// `None` without a repetition.
+    pub fn new(point: Point, reps: &[EchoReport]) -> Option<Self> {
+        let target = reps.first()?.target.clone();
+        let mut pooled: Vec<u64> = reps.iter().flat_map(|r| r.rtt_ns.iter().copied()).collect();
+        pooled.sort_unstable();
+        let as_us: Vec<f64> = pooled.iter().map(|&ns| us(ns)).collect();
+        let problems = reps
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.corrupted > 0)
+            .map(|(i, r)| format!("rep {}: {} corrupted answers", i + 1, r.corrupted))
+            .collect();
+        Some(Self {
+            point,
+            target,
+            samples: pooled.len(),
+            lost: reps.iter().map(|r| r.lost).sum(),
+            corrupted: reps.iter().map(|r| r.corrupted).sum(),
+            rtt_us: Summary::of(&as_us),
+            p50_us: percentile(&pooled, 50).map(us),
+            p90_us: percentile(&pooled, 90).map(us),
+            p99_us: percentile(&pooled, 99).map(us),
+            histogram: Histogram::of(&pooled),
+            problems,
+            reps: reps
+                .iter()
+                .map(|r| {
+                    let rtts: Vec<f64> = r.rtt_ns.iter().map(|&ns| us(ns)).collect();
+                    EchoRep {
+                        samples: r.rtt_ns.len(),
+                        mean_us: Summary::of(&rtts).map(|s| s.mean),
+                        lost: r.lost,
+                        corrupted: r.corrupted,
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::fixtures::{echo, point, tcp, udp};
+
+    #[test]
+    fn repetitions_give_mean_spread_and_total_loss() {
+        // 1 MB/s and 3 MB/s = 8 and 24 Mbit/s; 10 % and 30 % lost.
+        let reps = vec![
+            vec![udp(5001, 1_000_000, 90, 10, 0)],
+            vec![udp(5001, 3_000_000, 70, 30, 0)],
+        ];
+        let t = ThroughputPoint::new(point(1, "udp"), &reps).unwrap();
+        assert_eq!(t.recv_bps.mean, 16e6);
+        assert_eq!((t.recv_bps.min, t.recv_bps.max), (8e6, 24e6));
+        assert!((t.recv_bps.stdev.unwrap() - 8e6 * 2f64.sqrt()).abs() < 1e-3);
+        assert_eq!(t.sent_bps_mean, 16e6);
+        assert!((t.lost_percent_mean.unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(t.lost_packets_total, Some(40));
+        assert!(t.problems.is_empty());
+        assert!(t.circuits.is_empty(), "one flow has no per-circuit figures");
+    }
+
+    #[test]
+    fn several_flows_add_up_and_keep_their_own_figures() {
+        let reps = vec![
+            vec![
+                tcp(5001, 1_000_000, 1_000_000),
+                udp(5002, 2_000_000, 75, 25, 0),
+            ],
+            vec![
+                tcp(5001, 3_000_000, 3_000_000),
+                udp(5002, 2_000_000, 100, 0, 0),
+            ],
+        ];
+        let t = ThroughputPoint::new(point(1, "udp"), &reps).unwrap();
+        // Aggregates: 8 + 16 and 24 + 16 Mbit/s.
+        assert_eq!((t.recv_bps.min, t.recv_bps.max), (24e6, 40e6));
+        // Loss over the datagram flow only: 25 of 100, then 0 of 100.
+        assert_eq!(t.reps[0].lost_percent, Some(25.0));
+        assert_eq!(t.lost_packets_total, Some(25));
+        assert_eq!(t.circuits.len(), 2);
+        assert_eq!(
+            (t.circuits[0].protocol, t.circuits[0].port),
+            (Protocol::Tcp, 5001)
+        );
+        assert_eq!(t.circuits[0].recv_bps.mean, 16e6);
+        assert_eq!(t.circuits[0].lost_packets, None);
+        assert_eq!(t.circuits[1].recv_bps.mean, 16e6);
+        assert_eq!(t.circuits[1].lost_packets, Some(25));
+    }
+
+    #[test]
+    fn damage_flags_the_point_and_says_where() {
+        let reps = vec![
+            vec![udp(5001, 1000, 10, 0, 0)],
+            vec![udp(5001, 1000, 10, 0, 2)],
+        ];
+        let t = ThroughputPoint::new(point(1, "udp"), &reps).unwrap();
+        assert_eq!(
+            t.problems,
+            vec!["rep 2: 2 corrupted, 0 duplicated datagrams"]
+        );
+        let result = PointResult::Throughput(t);
+        assert!(!result.clean());
+        assert!(ThroughputPoint::new(point(1, "udp"), &[]).is_none());
+    }
+
+    #[test]
+    fn delay_pools_every_repetition() {
+        let echoed = |rtt_us: &[u64], lost, corrupted| {
+            echo(rtt_us.iter().map(|us| us * 1000).collect(), lost, corrupted)
+        };
+        let reps = vec![
+            echoed(&[10, 20, 30, 40, 50], 1, 0),
+            echoed(&[60, 70, 80, 90, 100], 0, 0),
+        ];
+        let d = DelayPoint::new(point(1, "udp"), &reps).unwrap();
+        assert_eq!((d.samples, d.lost, d.corrupted), (10, 1, 0));
+        let rtt = d.rtt_us.unwrap();
+        assert_eq!((rtt.mean, rtt.min, rtt.max), (55.0, 10.0, 100.0));
+        assert_eq!(
+            (d.p50_us, d.p90_us, d.p99_us),
+            (Some(50.0), Some(90.0), Some(100.0))
+        );
+        assert_eq!(d.histogram.buckets.iter().map(|b| b.count).sum::<u64>(), 10);
+        assert_eq!(d.reps[1].mean_us, Some(80.0));
+        assert!(d.problems.is_empty());
+
+        let bad = DelayPoint::new(point(1, "udp"), &[echoed(&[], 5, 1)]).unwrap();
+        assert_eq!((bad.rtt_us, bad.p50_us), (None, None));
+        assert_eq!(bad.problems, vec!["rep 1: 1 corrupted answers"]);
+    }
+}

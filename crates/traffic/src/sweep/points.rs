@@ -1,0 +1,589 @@
+//! The grid of a sweep and its points: the cartesian product stack ×
+//! protocol × family × socket buffer × rate × size, each point turned into
+//! the transfer or echo specs it runs and checked before anything runs.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::axis::MAX_POINTS;
+use crate::error::TrafficError;
+use crate::kernel::KernelPath;
+use crate::spec::{EchoSpec, Family, Protocol, StackKind, TransferSpec};
+
+/// What each point measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Bulk transfers: received bits per second.
+    Throughput,
+    /// Request/response echoes: round-trip times.
+    Delay,
+}
+
+/// How much each point moves per repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Amount {
+    /// This many bytes per flow: count = ceil(total / size), as the XTP
+    /// study sent 2 MB per point whatever the message size.
+    Total(u64),
+    /// This many writes (or exchanges) whatever the size.
+    Count(u64),
+}
+
+impl Amount {
+    fn count(self, size: u64) -> u64 {
+        match self {
+            // A zero size is refused by the spec's validation; count 1 here
+            // only avoids dividing by it first.
+            Amount::Total(total) => total.div_ceil(size.max(1)).max(1),
+            Amount::Count(n) => n,
+        }
+    }
+}
+
+/// The parsed flags of a sweep.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    pub mode: Mode,
+    pub stacks: Vec<StackKind>,
+    /// Each protocol is a point of its own...
+    pub protocols: Vec<Protocol>,
+    /// ...unless a mix is given: then every point runs one flow of each of
+    /// these at the same time (and `protocols` is ignored).
+    pub mix: Option<Vec<Protocol>>,
+    pub families: Vec<Family>,
+    /// Requested SO_SNDBUF/SO_RCVBUF values; empty for the OS default.
+    pub sockbufs: Vec<u64>,
+    /// Offered loads in bits per second; empty for unpaced. They apply to
+    /// UDP and raw flows only: a TCP-only point is run once, unpaced.
+    pub rates: Vec<u64>,
+    pub sizes: Vec<u64>,
+    pub amount: Amount,
+    /// Concurrent copies of each point's flow(s).
+    pub circuits: u32,
+    /// The first flow's port; concurrent flows take the next ones (the
+    /// circuits runner assigns them).
+    pub port: u16,
+    pub timeout: Duration,
+}
+
+/// The most concurrent flows a point may have (circuits × mix).
+pub const MAX_FLOWS: u64 = 64;
+
+/// One point of the grid, ready to run.
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// 1-based, in run order.
+    pub index: usize,
+    pub stack: StackKind,
+    /// `tcp`, or a mix such as `tcp+udp`.
+    pub protocol: String,
+    /// `None` when every flow is raw link-level frames, which have no IP
+    /// family.
+    pub family: Option<Family>,
+    pub size_bytes: u64,
+    /// Writes (throughput) or exchanges (delay) per flow and repetition.
+    pub count: u64,
+    pub sockbuf_bytes: Option<u64>,
+    /// Offered load per paced (UDP, raw) flow.
+    pub rate_bps: Option<u64>,
+    pub circuits: u32,
+    pub work: Work,
+}
+
+/// What a point runs.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// Throughput: these flows at the same time (one unless --circuits or
+    /// --mix).
+    Transfer(Vec<TransferSpec>),
+    /// Delay: one echo exchange series.
+    Echo(EchoSpec),
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "point {} ({} {}", self.index, self.stack, self.protocol)?;
+        if let Some(family) = self.family {
+            write!(f, " {family}")?;
+        }
+        write!(f, " {} B", self.size_bytes)?;
+        if let Some(b) = self.sockbuf_bytes {
+            write!(f, " sockbuf {b}")?;
+        }
+        if let Some(r) = self.rate_bps {
+            write!(f, " rate {}", crate::units::bits_per_second(r as f64))?;
+        }
+        if self.circuits > 1 {
+            write!(f, " x{} circuits", self.circuits)?;
+        }
+        f.write_str(")")
+    }
+}
+
+fn datagram(p: Protocol) -> bool {
+    p != Protocol::Tcp
+}
+
+impl Grid {
+    /// Every point, validated: a bad point (impossible size, a protocol
+    /// the target lacks, a grid too large) fails here, before anything
+    /// runs.
+    pub fn points(&self, kernel_path: KernelPath) -> Result<Vec<Point>, TrafficError> {
+        self.check_shape()?;
+        let groups: Vec<Vec<Protocol>> = match &self.mix {
+            Some(mix) => vec![mix.clone()],
+            None => self.protocols.iter().map(|&p| vec![p]).collect(),
+        };
+        let sockbufs: Vec<Option<u64>> = if self.sockbufs.is_empty() {
+            vec![None]
+        } else {
+            self.sockbufs.iter().copied().map(Some).collect()
+        };
+        let paced: Vec<Option<u64>> = if self.rates.is_empty() {
+            vec![None]
+        } else {
+            self.rates.iter().copied().map(Some).collect()
+        };
+        let unpaced = [None];
+
+        // Counted before built, so a huge grid is refused without
+        // allocating it.
+        let per_size = sockbufs.len() as u64 * self.sizes.len() as u64;
+        let mut total: u64 = 0;
+        for group in &groups {
+            let families = if group.iter().all(|&p| p == Protocol::Raw) {
+                1
+            } else {
+                self.families.len() as u64
+            };
+            let rates = if group.iter().any(|&p| datagram(p)) {
+                paced.len() as u64
+            } else {
+                1
+            };
+            total = total.saturating_add(
+                (self.stacks.len() as u64)
+                    .saturating_mul(families)
+                    .saturating_mul(rates)
+                    .saturating_mul(per_size),
+            );
+        }
+        if total > MAX_POINTS {
+            return Err(TrafficError::Invalid(format!(
+                "the grid has {total} points: a sweep has at most {MAX_POINTS}; \
+                 use fewer sizes, rates or buffer sizes"
+            )));
+        }
+
+        let mut points = Vec::with_capacity(total as usize);
+        for &stack in &self.stacks {
+            for group in &groups {
+                // Raw frames have no family: one point, not one per family.
+                let families: Vec<Option<Family>> = if group.iter().all(|&p| p == Protocol::Raw) {
+                    vec![None]
+                } else {
+                    self.families.iter().copied().map(Some).collect()
+                };
+                let rates: &[Option<u64>] = if group.iter().any(|&p| datagram(p)) {
+                    &paced
+                } else {
+                    &unpaced
+                };
+                for &family in &families {
+                    for &sockbuf in &sockbufs {
+                        for &rate in rates {
+                            for &size in &self.sizes {
+                                let point = self.point(
+                                    points.len() + 1,
+                                    stack,
+                                    group,
+                                    family,
+                                    sockbuf,
+                                    rate,
+                                    size,
+                                )?;
+                                check_target(&point, kernel_path)?;
+                                points.push(point);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(points)
+    }
+
+    /// Refusals that do not depend on a point.
+    fn check_shape(&self) -> Result<(), TrafficError> {
+        let invalid = |m: &str| Err(TrafficError::Invalid(m.into()));
+        if self.circuits == 0 {
+            return invalid("--circuits must be at least 1");
+        }
+        let per_circuit = self.mix.as_ref().map_or(1, Vec::len) as u64;
+        if u64::from(self.circuits) * per_circuit > MAX_FLOWS {
+            return Err(TrafficError::Invalid(format!(
+                "{} concurrent flows are too many: a point runs at most {MAX_FLOWS}",
+                u64::from(self.circuits) * per_circuit
+            )));
+        }
+        if u64::from(self.port) + u64::from(self.circuits) * per_circuit - 1 > u64::from(u16::MAX) {
+            return invalid("--port is too high: concurrent flows take the ports after it");
+        }
+        if self.mode == Mode::Delay {
+            if self.circuits > 1 || self.mix.is_some() {
+                return invalid(
+                    "delay mode times one exchange at a time: --circuits and --mix are for \
+                     --mode throughput",
+                );
+            }
+            if !self.rates.is_empty() {
+                return invalid("--rate is offered load: use it with --mode throughput");
+            }
+        }
+        let protocols = self.mix.as_ref().unwrap_or(&self.protocols);
+        if !self.rates.is_empty() && !protocols.iter().any(|&p| datagram(p)) {
+            return invalid("--rate paces datagrams: use it with --proto udp or raw");
+        }
+        if self.mix.as_ref().is_some_and(|m| m.len() < 2) {
+            return invalid("--mix runs protocols at the same time: name at least two");
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn point(
+        &self,
+        index: usize,
+        stack: StackKind,
+        group: &[Protocol],
+        family: Option<Family>,
+        sockbuf: Option<u64>,
+        rate: Option<u64>,
+        size: u64,
+    ) -> Result<Point, TrafficError> {
+        let count = self.amount.count(size);
+        let label: Vec<String> = group.iter().map(ToString::to_string).collect();
+        let mut point = Point {
+            index,
+            stack,
+            protocol: label.join("+"),
+            family,
+            size_bytes: size,
+            count,
+            sockbuf_bytes: sockbuf,
+            rate_bps: rate,
+            circuits: self.circuits,
+            work: Work::Transfer(Vec::new()),
+        };
+        // Raw frames ignore the family; the spec still needs one.
+        let spec_family = family.unwrap_or(Family::V6);
+        let len = usize::try_from(size).unwrap_or(usize::MAX);
+        let sockbuf = sockbuf.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+        let name = point.to_string();
+        let bad = |e: TrafficError| match e {
+            TrafficError::Invalid(m) => TrafficError::Invalid(format!("{name}: {m}")),
+            other => other,
+        };
+        point.work = match self.mode {
+            Mode::Delay => {
+                let spec = EchoSpec {
+                    protocol: group[0],
+                    family: spec_family,
+                    len,
+                    count,
+                    port: self.port,
+                    sockbuf,
+                    timeout: self.timeout,
+                };
+                spec.validate().map_err(bad)?;
+                Work::Echo(spec)
+            }
+            Mode::Throughput => {
+                let mut flows = Vec::new();
+                for _ in 0..self.circuits {
+                    for &protocol in group {
+                        let mut spec = TransferSpec::new(protocol, spec_family);
+                        spec.len = len;
+                        spec.count = count;
+                        // Every flow names the base port: the circuits
+                        // runner gives flow i port + i.
+                        spec.port = self.port;
+                        spec.sockbuf = sockbuf;
+                        spec.rate_bps = rate.filter(|_| datagram(protocol));
+                        spec.timeout = self.timeout;
+                        spec.validate().map_err(bad)?;
+                        flows.push(spec);
+                    }
+                }
+                Work::Transfer(flows)
+            }
+        };
+        Ok(point)
+    }
+}
+
+/// What the targets refuse whatever the parameters, checked up front so a
+/// sweep does not run for an hour and then stop at its first ref TCP
+/// point. These mirror the targets' own refusals (`reference::run_pair`,
+/// `kernel::run_pair`, `kernel::echo::run_pair`, `circuits::run`), which
+/// stay the authority at run time.
+fn check_target(point: &Point, path: KernelPath) -> Result<(), TrafficError> {
+    let protocols: Vec<Protocol> = match &point.work {
+        Work::Transfer(flows) => flows.iter().map(|f| f.protocol).collect(),
+        Work::Echo(spec) => vec![spec.protocol],
+    };
+    let several = protocols.len() > 1;
+    let echo = matches!(point.work, Work::Echo(_));
+    for protocol in protocols {
+        if (point.stack, protocol) == (StackKind::Kernel, Protocol::Raw) && (several || echo) {
+            return Err(TrafficError::Unsupported(format!(
+                "{point}: raw frames on the kernel target run one flow at a time and only in \
+                 throughput mode: use --stack ref for {}",
+                if echo {
+                    "raw echo"
+                } else {
+                    "concurrent raw flows"
+                }
+            )));
+        }
+        match (point.stack, protocol, path) {
+            (StackKind::Ref, Protocol::Tcp, _) => {
+                return Err(TrafficError::Unsupported(format!(
+                    "{point}: the reference stack has no TCP yet: use --proto udp or raw \
+                     with --stack ref, or --stack kernel for TCP"
+                )))
+            }
+            (StackKind::Kernel, Protocol::Raw, KernelPath::Loopback) => {
+                return Err(TrafficError::Unsupported(format!(
+                    "{point}: raw link-level frames need a link: add --netns (kernel, root) \
+                     or use --stack ref"
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid() -> Grid {
+        Grid {
+            mode: Mode::Throughput,
+            stacks: vec![StackKind::Kernel],
+            protocols: vec![Protocol::Tcp],
+            mix: None,
+            families: vec![Family::V6],
+            sockbufs: vec![],
+            rates: vec![],
+            sizes: vec![1024],
+            amount: Amount::Count(10),
+            circuits: 1,
+            port: 5001,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn flows(point: &Point) -> &[TransferSpec] {
+        match &point.work {
+            Work::Transfer(flows) => flows,
+            Work::Echo(_) => panic!("not a transfer"),
+        }
+    }
+
+    fn error(grid: &Grid, path: KernelPath) -> String {
+        grid.points(path).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_grid_is_the_cartesian_product_sizes_innermost() {
+        let mut g = grid();
+        g.stacks = vec![StackKind::Kernel];
+        g.protocols = vec![Protocol::Tcp, Protocol::Udp];
+        g.families = vec![Family::V4, Family::V6];
+        g.sockbufs = vec![4096, 65536];
+        g.sizes = vec![64, 1024, 8192];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        assert_eq!(points.len(), 2 * 2 * 2 * 3);
+        assert_eq!(
+            points.iter().map(|p| p.index).collect::<Vec<_>>(),
+            (1..=24).collect::<Vec<_>>()
+        );
+        let first = &points[0];
+        assert_eq!(
+            (
+                first.protocol.as_str(),
+                first.family,
+                first.sockbuf_bytes,
+                first.size_bytes
+            ),
+            ("tcp", Some(Family::V4), Some(4096), 64)
+        );
+        assert_eq!(points[1].size_bytes, 1024);
+        assert_eq!(points[3].sockbuf_bytes, Some(65536));
+        assert_eq!(points[23].protocol, "udp");
+        let spec = &flows(&points[23])[0];
+        assert_eq!(
+            (spec.protocol, spec.family, spec.len, spec.sockbuf),
+            (Protocol::Udp, Family::V6, 8192, Some(65536))
+        );
+    }
+
+    #[test]
+    fn total_becomes_a_count_rounded_up() {
+        let mut g = grid();
+        g.amount = Amount::Total(2 << 20);
+        g.sizes = vec![16, 1000, 3 << 20];
+        let counts: Vec<u64> = g
+            .points(KernelPath::Loopback)
+            .unwrap()
+            .iter()
+            .map(|p| p.count)
+            .collect();
+        // 2 MiB / 1000 = 2097.152 -> 2098; a size above the total sends once.
+        assert_eq!(counts, vec![131_072, 2098, 1]);
+    }
+
+    #[test]
+    fn rates_multiply_datagram_points_and_leave_tcp_unpaced() {
+        let mut g = grid();
+        g.protocols = vec![Protocol::Tcp, Protocol::Udp];
+        g.rates = vec![10_000_000, 20_000_000];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        let rates: Vec<(String, Option<u64>)> = points
+            .iter()
+            .map(|p| (p.protocol.clone(), flows(p)[0].rate_bps))
+            .collect();
+        assert_eq!(
+            rates,
+            vec![
+                ("tcp".into(), None),
+                ("udp".into(), Some(10_000_000)),
+                ("udp".into(), Some(20_000_000)),
+            ]
+        );
+        g.protocols = vec![Protocol::Tcp];
+        assert!(error(&g, KernelPath::Loopback).contains("--rate paces datagrams"));
+    }
+
+    #[test]
+    fn raw_points_run_once_whatever_the_families() {
+        let mut g = grid();
+        g.stacks = vec![StackKind::Ref];
+        g.protocols = vec![Protocol::Udp, Protocol::Raw];
+        g.families = vec![Family::V4, Family::V6];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        let shape: Vec<(&str, Option<Family>)> = points
+            .iter()
+            .map(|p| (p.protocol.as_str(), p.family))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                ("udp", Some(Family::V4)),
+                ("udp", Some(Family::V6)),
+                ("raw", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn circuits_and_mixes_make_concurrent_flows() {
+        let mut g = grid();
+        g.mix = Some(vec![Protocol::Tcp, Protocol::Udp]);
+        g.circuits = 2;
+        g.rates = vec![1_000_000];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].protocol, "tcp+udp");
+        let f = flows(&points[0]);
+        // All on the base port: the circuits runner spreads them.
+        let shape: Vec<(Protocol, u16, Option<u64>)> =
+            f.iter().map(|s| (s.protocol, s.port, s.rate_bps)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Protocol::Tcp, 5001, None),
+                (Protocol::Udp, 5001, Some(1_000_000)),
+                (Protocol::Tcp, 5001, None),
+                (Protocol::Udp, 5001, Some(1_000_000)),
+            ]
+        );
+        g.port = u16::MAX - 2;
+        assert!(error(&g, KernelPath::Loopback).contains("--port is too high"));
+        g.port = 5001;
+        g.circuits = 40;
+        assert!(error(&g, KernelPath::Loopback).contains("at most 64"));
+    }
+
+    #[test]
+    fn delay_points_carry_an_echo_spec_and_refuse_throughput_only_flags() {
+        let mut g = grid();
+        g.mode = Mode::Delay;
+        g.protocols = vec![Protocol::Udp];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        match &points[0].work {
+            Work::Echo(spec) => assert_eq!((spec.len, spec.count), (1024, 10)),
+            Work::Transfer(_) => panic!("delay mode made a transfer"),
+        }
+        g.circuits = 2;
+        assert!(error(&g, KernelPath::Loopback).contains("--mode throughput"));
+        g.circuits = 1;
+        g.rates = vec![1000];
+        assert!(error(&g, KernelPath::Loopback).contains("--mode throughput"));
+    }
+
+    #[test]
+    fn bad_points_fail_before_anything_runs_and_name_the_point() {
+        let mut g = grid();
+        g.sizes = vec![1024, 0];
+        let e = error(&g, KernelPath::Loopback);
+        assert!(e.starts_with("point 2 (kernel tcp IPv6 0 B): "), "{e}");
+        assert!(e.contains("impossible"), "{e}");
+
+        let mut g = grid();
+        g.protocols = vec![Protocol::Udp];
+        g.sizes = vec![70_000];
+        assert!(error(&g, KernelPath::Loopback).contains("impossible for UDP"));
+
+        let mut g = grid();
+        g.stacks = vec![StackKind::Kernel, StackKind::Ref];
+        let e = error(&g, KernelPath::Loopback);
+        assert!(e.contains("reference stack has no TCP"), "{e}");
+
+        let mut g = grid();
+        g.protocols = vec![Protocol::Raw];
+        g.sizes = vec![512];
+        assert!(error(&g, KernelPath::Loopback).contains("--netns"));
+        let netns = KernelPath::Netns { mtu: 1500 };
+        assert!(g.points(netns).is_ok());
+        g.circuits = 2;
+        assert!(error(&g, netns).contains("concurrent raw flows"));
+        g.circuits = 1;
+        g.mode = Mode::Delay;
+        assert!(error(&g, netns).contains("raw echo"));
+        g.stacks = vec![StackKind::Ref];
+        assert!(g.points(netns).is_ok());
+
+        let mut g = grid();
+        g.sockbufs = vec![10];
+        assert!(error(&g, KernelPath::Loopback).contains("impossible"));
+    }
+
+    #[test]
+    fn a_grid_over_the_limit_is_refused_without_being_built() {
+        let mut g = grid();
+        g.protocols = vec![Protocol::Udp];
+        g.sizes = (100..50_100).collect();
+        g.rates = vec![1, 2, 3];
+        let e = error(&g, KernelPath::Loopback);
+        assert!(e.contains("150000 points"), "{e}");
+        g.rates = vec![1, 2];
+        assert_eq!(g.points(KernelPath::Loopback).unwrap().len(), 100_000);
+    }
+}
