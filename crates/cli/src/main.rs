@@ -108,6 +108,14 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // Like every Unix filter: stop quietly when the reader of our output
+    // goes away (`stackscope sweep | head`), instead of panicking on
+    // EPIPE.
+    // SAFETY: setting SIGPIPE's disposition to the default before any
+    // thread exists; no handler runs our code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // One line per error, causes joined with ": ", whatever RUST_BACKTRACE
     // says: errors here are the user's to fix, not crashes to debug.
