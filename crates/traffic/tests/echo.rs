@@ -30,6 +30,8 @@ fn kernel_tcp_echo_times_every_exchange_at_every_size() {
         .expect("echo");
         assert_all_answered(&report);
         assert_eq!(report.target.path, "loopback");
+        assert!(report.target.sockbuf_granted.send.is_some());
+        assert!(report.target.congestion_control.is_some());
     }
 }
 

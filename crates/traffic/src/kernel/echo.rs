@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::netns::Side;
 use super::socket::{self, bind, peer_error};
-use super::{pattern_for, KernelPath, PathSetup};
+use super::{pattern_for, KernelPath, PathSetup, SocketFacts};
 use crate::datagram::{self, Kind};
 use crate::echo::{answer_wait, EchoReport};
 use crate::env::Environment;
@@ -55,7 +55,7 @@ pub fn run_pair(spec: &EchoSpec, path: KernelPath) -> Result<EchoReport, Traffic
     let ready = ready_rx.recv().unwrap_or(false);
     let client = if ready {
         let (spec, setup, pattern) = (spec.clone(), setup.clone(), pattern.clone());
-        std::thread::spawn(move || -> Result<(Vec<u64>, u64, u64), TrafficError> {
+        std::thread::spawn(move || -> Result<Exchanges, TrafficError> {
             setup.enter(Side::B)?;
             match spec.protocol {
                 Protocol::Tcp => exchange_tcp(&spec, addr, &pattern),
@@ -74,9 +74,16 @@ pub fn run_pair(spec: &EchoSpec, path: KernelPath) -> Result<EchoReport, Traffic
         .map_err(|_| TrafficError::Invalid("the echo server panicked".into()))?;
     // The server's error explains a client failure, not the reverse.
     served?;
-    let (rtt_ns, lost, corrupted) = client?;
+    let Exchanges {
+        rtt_ns,
+        lost,
+        corrupted,
+        facts,
+    } = client?;
     let mut target = Environment::detect(StackKind::Kernel, setup.description());
     target.mtu = Some(setup.mtu());
+    target.sockbuf_granted = facts.granted;
+    target.congestion_control = facts.congestion_control;
     Ok(EchoReport {
         spec: spec.clone(),
         target,
@@ -84,6 +91,14 @@ pub fn run_pair(spec: &EchoSpec, path: KernelPath) -> Result<EchoReport, Traffic
         lost,
         corrupted,
     })
+}
+
+/// What the client measured, and what its socket was granted.
+struct Exchanges {
+    rtt_ns: Vec<u64>,
+    lost: u64,
+    corrupted: u64,
+    facts: SocketFacts,
 }
 
 fn serve_tcp(
@@ -132,7 +147,7 @@ fn exchange_tcp(
     spec: &EchoSpec,
     addr: SocketAddr,
     pattern: &Pattern,
-) -> Result<(Vec<u64>, u64, u64), TrafficError> {
+) -> Result<Exchanges, TrafficError> {
     let socket = socket::open(Protocol::Tcp, addr, spec.sockbuf)?;
     socket
         .set_tcp_nodelay(true)
@@ -140,6 +155,10 @@ fn exchange_tcp(
     socket
         .connect_timeout(&addr.into(), spec.timeout)
         .map_err(|e| peer_error(e, addr, spec.timeout))?;
+    let facts = SocketFacts {
+        granted: socket::granted(&socket),
+        congestion_control: socket::congestion_control(&socket),
+    };
     let mut stream: TcpStream = socket.into();
     stream
         .set_read_timeout(Some(spec.timeout))
@@ -178,7 +197,12 @@ fn exchange_tcp(
             corrupted += 1;
         }
     }
-    Ok((rtts, 0, corrupted))
+    Ok(Exchanges {
+        rtt_ns: rtts,
+        lost: 0,
+        corrupted,
+        facts,
+    })
 }
 
 fn serve_udp(
@@ -222,7 +246,7 @@ fn exchange_udp(
     spec: &EchoSpec,
     addr: SocketAddr,
     pattern: &Pattern,
-) -> Result<(Vec<u64>, u64, u64), TrafficError> {
+) -> Result<Exchanges, TrafficError> {
     let local: SocketAddr = match addr {
         SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
         SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
@@ -231,6 +255,10 @@ fn exchange_udp(
     socket
         .connect(&addr.into())
         .map_err(|e| peer_error(e, addr, spec.timeout))?;
+    let facts = SocketFacts {
+        granted: socket::granted(&socket),
+        congestion_control: None,
+    };
     let socket: UdpSocket = socket.into();
     let wait = answer_wait(spec);
     let mut request = vec![0u8; spec.len];
@@ -279,5 +307,10 @@ fn exchange_udp(
     for _ in 0..super::udp::SENTINEL_REPEATS {
         let _ = socket.send(&request);
     }
-    Ok((rtts, lost, corrupted))
+    Ok(Exchanges {
+        rtt_ns: rtts,
+        lost,
+        corrupted,
+        facts,
+    })
 }
