@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::netns::Side;
 use super::socket::{self, bind, peer_error};
-use super::{pattern_for, KernelPath, PathSetup, SocketFacts};
+use super::{joined, pattern_for, KernelPath, PathSetup, SocketFacts};
 use crate::datagram::{self, Kind};
 use crate::echo::{answer_wait, EchoReport};
 use crate::env::Environment;
@@ -55,25 +55,21 @@ pub fn run_pair(spec: &EchoSpec, path: KernelPath) -> Result<EchoReport, Traffic
     let ready = ready_rx.recv().unwrap_or(false);
     let client = if ready {
         let (spec, setup, pattern) = (spec.clone(), setup.clone(), pattern.clone());
-        std::thread::spawn(move || -> Result<Exchanges, TrafficError> {
+        let client = std::thread::spawn(move || -> Result<Exchanges, TrafficError> {
             setup.enter(Side::B)?;
             match spec.protocol {
                 Protocol::Tcp => exchange_tcp(&spec, addr, &pattern),
                 _ => exchange_udp(&spec, addr, &pattern),
             }
-        })
-        .join()
-        .map_err(|_| TrafficError::Invalid("the echo client panicked".into()))?
+        });
+        joined(client, "echo client")
     } else {
         Err(TrafficError::Invalid(
             "the echo server did not start".into(),
         ))
     };
-    let served = server
-        .join()
-        .map_err(|_| TrafficError::Invalid("the echo server panicked".into()))?;
     // The server's error explains a client failure, not the reverse.
-    served?;
+    joined(server, "echo server")?;
     let Exchanges {
         rtt_ns,
         lost,

@@ -109,13 +109,7 @@ pub fn run_pair(
     };
     let (dest_mac, receiver_facts) = match ready_rx.recv() {
         Ok(Some(ready)) => ready,
-        _ => {
-            return Err(receiver
-                .join()
-                .map_err(|_| TrafficError::Invalid("the receiver thread panicked".into()))?
-                .err()
-                .unwrap_or_else(|| TrafficError::Invalid("the receiver stopped".into())))
-        }
+        _ => return Err(super::not_ready(receiver)),
     };
     let recorder = spec
         .interval
@@ -134,12 +128,8 @@ pub fn run_pair(
             transmit(endpoint, dest_mac, &spec, &pattern, &meter, &done)
         })
     };
-    let sent = sender
-        .join()
-        .map_err(|_| TrafficError::Invalid("the sender thread panicked".into()))?;
-    let received = receiver
-        .join()
-        .map_err(|_| TrafficError::Invalid("the receiver thread panicked".into()))?;
+    let sent = super::joined(sender, "sender");
+    let received = super::joined(receiver, "receiver");
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
     let (sender_side, sender_facts) = sent?;
     let receiver_side = received?;

@@ -21,6 +21,26 @@ use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
 use crate::spec::{Family, Protocol, StackKind, TransferSpec};
 use netns::{Side, VethPair};
 
+/// Waits for a side's thread; a panic becomes an error naming the side.
+pub(crate) fn joined<T>(
+    thread: std::thread::JoinHandle<Result<T, TrafficError>>,
+    side: &str,
+) -> Result<T, TrafficError> {
+    thread
+        .join()
+        .unwrap_or_else(|_| Err(TrafficError::Invalid(format!("the {side} thread panicked"))))
+}
+
+/// Why a receiver never said it was ready: its own error.
+pub(crate) fn not_ready<T>(
+    receiver: std::thread::JoinHandle<Result<T, TrafficError>>,
+) -> TrafficError {
+    match joined(receiver, "receiver") {
+        Err(e) => e,
+        Ok(_) => TrafficError::Invalid("the receiver stopped before it was ready".into()),
+    }
+}
+
 /// What a side learned from its socket, for the run's record.
 #[derive(Debug, Clone, Default)]
 pub struct SocketFacts {
@@ -218,13 +238,7 @@ pub fn run_pair_on(
     };
     let receiver_facts = match ready_rx.recv() {
         Ok(Some(facts)) => facts,
-        _ => {
-            return Err(receiver
-                .join()
-                .map_err(|_| TrafficError::Invalid("the receiver thread panicked".into()))?
-                .err()
-                .unwrap_or_else(|| TrafficError::Invalid("the receiver stopped".into())))
-        }
+        _ => return Err(not_ready(receiver)),
     };
     let recorder = spec
         .interval
@@ -237,12 +251,8 @@ pub fn run_pair_on(
             transmit_side(&spec, addr, &pattern, &meter)
         })
     };
-    let sent = sender
-        .join()
-        .map_err(|_| TrafficError::Invalid("the sender thread panicked".into()))?;
-    let received = receiver
-        .join()
-        .map_err(|_| TrafficError::Invalid("the receiver thread panicked".into()))?;
+    let sent = joined(sender, "sender");
+    let received = joined(receiver, "receiver");
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
     let (sender_side, sender_facts) = sent?;
     let receiver_side = received?;
