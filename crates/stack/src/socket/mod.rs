@@ -17,6 +17,7 @@
 pub mod link;
 mod queues;
 pub mod raw;
+pub mod tcp;
 pub mod udp;
 
 use std::collections::VecDeque;
