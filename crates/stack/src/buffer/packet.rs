@@ -50,6 +50,50 @@ impl Segment {
         self.start == self.end
     }
 
+    /// A new segment holding a copy of as much of `data` as one pool
+    /// buffer takes (a `data_move` span), and how many bytes that was.
+    pub fn copy_from(
+        pool: &Pool,
+        flow: Flow,
+        data: &[u8],
+    ) -> Result<(Segment, usize), PacketError> {
+        let mut buffer = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
+        let take = data.len().min(buffer.capacity());
+        if take > 0 {
+            let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, take as u32, flow, 0);
+            buffer[..take].copy_from_slice(&data[..take]);
+        }
+        let segment = Segment {
+            buffer: Rc::new(buffer),
+            start: 0,
+            end: take,
+        };
+        Ok((segment, take))
+    }
+
+    /// Appends as much of `data` as fits after this segment's end in its
+    /// buffer, if nothing else references the buffer (so no packet already
+    /// handed out can see the bytes change). Returns the bytes appended.
+    pub fn append_in_place(&mut self, data: &[u8]) -> usize {
+        let end = self.end;
+        let Some(buffer) = Rc::get_mut(&mut self.buffer) else {
+            return 0;
+        };
+        let take = data.len().min(buffer.capacity().saturating_sub(end));
+        if take > 0 {
+            let flow = buffer.flow();
+            let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, take as u32, flow, 0);
+            buffer[end..end + take].copy_from_slice(&data[..take]);
+            self.end += take;
+        }
+        take
+    }
+
+    /// Drops the first `n` bytes (at most all of them).
+    pub fn advance(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+    }
+
     /// The bytes `range` (relative to this segment), sharing the buffer.
     pub fn slice(&self, range: Range<usize>) -> Option<Segment> {
         if range.start > range.end || range.end > self.len() {

@@ -4,4 +4,6 @@
 //! CUBIC), the receive-side reassembler with SACK blocks (RFC 2018) and
 //! the sender's SACK scoreboard (RFC 6675).
 
+pub mod isn;
+pub mod send_buffer;
 pub mod seq;

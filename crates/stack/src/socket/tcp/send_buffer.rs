@@ -1,0 +1,219 @@
+//! The send queue of a TCP connection: the bytes the application wrote
+//! that are not yet acknowledged, from SND.UNA on (RFC 9293 §3.3.1).
+//!
+//! Bytes are copied once, from the application into pool buffers (the
+//! socket copy, a `data_move` span); segmentation and retransmission then
+//! reference them as shared segments, so no further copy happens until
+//! the link needs a frame. Small writes fill the tail of the last buffer
+//! while no segment of it has been handed out. Capacity (SO_SNDBUF) bounds
+//! the bytes held, and with them the pool buffers.
+
+use std::collections::VecDeque;
+
+use probe::Flow;
+
+use crate::buffer::{PacketError, Pool, Segment};
+
+/// Unacknowledged and unsent bytes, as shared pool segments.
+#[derive(Debug)]
+pub struct SendBuffer {
+    chunks: VecDeque<Segment>,
+    len: usize,
+    capacity: usize,
+}
+
+impl SendBuffer {
+    /// An empty queue holding at most `capacity` bytes.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            chunks: VecDeque::new(),
+            len: 0,
+            capacity,
+        }
+    }
+
+    /// Bytes held: offset 0 is SND.UNA.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Room for more application bytes.
+    pub fn free(&self) -> usize {
+        self.capacity - self.len
+    }
+
+    /// Copies as much of `data` as there is room for (by capacity, then by
+    /// pool buffers); returns the bytes taken, possibly 0. Fails only if
+    /// the pool gave nothing at all while `data` and room were not empty.
+    pub fn write(&mut self, pool: &Pool, flow: Flow, data: &[u8]) -> Result<usize, PacketError> {
+        let mut rest = &data[..data.len().min(self.free())];
+        let mut taken = 0;
+        if let Some(last) = self.chunks.back_mut() {
+            let n = last.append_in_place(rest);
+            rest = &rest[n..];
+            taken += n;
+        }
+        while !rest.is_empty() {
+            match Segment::copy_from(pool, flow, rest) {
+                Ok((segment, n)) if n > 0 => {
+                    self.chunks.push_back(segment);
+                    rest = &rest[n..];
+                    taken += n;
+                }
+                // A partial write is a write; only nothing at all fails.
+                Ok(_) | Err(_) if taken > 0 => break,
+                Ok(_) => return Err(PacketError::PoolExhausted),
+                Err(e) => return Err(e),
+            }
+        }
+        self.len += taken;
+        Ok(taken)
+    }
+
+    /// The bytes `offset..offset + len` (offset 0 = SND.UNA) as shared
+    /// segments, clamped to what is held: a TCP segment's payload.
+    pub fn segments(&self, offset: usize, len: usize) -> Vec<Segment> {
+        let end = (offset + len).min(self.len);
+        let mut out = Vec::new();
+        let mut at = 0;
+        for chunk in &self.chunks {
+            if at >= end {
+                break;
+            }
+            let (from, to) = (offset.max(at), end.min(at + chunk.len()));
+            if from < to {
+                if let Some(piece) = chunk.slice(from - at..to - at) {
+                    out.push(piece);
+                }
+            }
+            at += chunk.len();
+        }
+        out
+    }
+
+    /// Copies `offset..offset + out.len()` into `out` (for tests and for
+    /// links that need one contiguous run); returns the bytes copied.
+    pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
+        let mut copied = 0;
+        for piece in self.segments(offset, out.len()) {
+            let bytes = piece.as_slice();
+            out[copied..copied + bytes.len()].copy_from_slice(bytes);
+            copied += bytes.len();
+        }
+        copied
+    }
+
+    /// Forgets the first `n` bytes (acknowledged); returns how many were
+    /// dropped (at most all).
+    pub fn acknowledge(&mut self, n: usize) -> usize {
+        let mut left = n.min(self.len);
+        let dropped = left;
+        while left > 0 {
+            let Some(front) = self.chunks.front_mut() else {
+                break;
+            };
+            if front.len() <= left {
+                left -= front.len();
+                self.chunks.pop_front();
+            } else {
+                front.advance(left);
+                left = 0;
+            }
+        }
+        self.len -= dropped;
+        dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::PoolConfig;
+    use proptest::prelude::*;
+
+    fn pool(buffers: usize) -> Pool {
+        Pool::new(PoolConfig {
+            buffer_size: 512,
+            headroom: 64,
+            buffers,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn small_writes_share_a_buffer_until_it_is_handed_out() {
+        let pool = pool(8);
+        let mut q = SendBuffer::new(4096);
+        let flow = Flow::untraced(1);
+        assert_eq!(q.write(&pool, flow, b"hello ").unwrap(), 6);
+        assert_eq!(q.write(&pool, flow, b"world").unwrap(), 5);
+        assert_eq!(pool.in_use(), 1);
+        // A segment handed out pins the buffer: the next write starts a
+        // new one, and the bytes already sent never change.
+        let sent = q.segments(0, 11);
+        assert_eq!(sent[0].as_slice(), b"hello world");
+        q.write(&pool, flow, b"!").unwrap();
+        assert_eq!(pool.in_use(), 2);
+        assert_eq!(sent[0].as_slice(), b"hello world");
+        let mut all = [0u8; 12];
+        assert_eq!(q.copy_out(0, &mut all), 12);
+        assert_eq!(&all, b"hello world!");
+    }
+
+    #[test]
+    fn capacity_and_pool_bound_what_is_taken() {
+        let pool = pool(2);
+        let mut q = SendBuffer::new(700);
+        let flow = Flow::untraced(1);
+        assert_eq!(q.write(&pool, flow, &[7u8; 1000]).unwrap(), 700);
+        assert_eq!(q.free(), 0);
+        assert_eq!(q.write(&pool, flow, b"more").unwrap(), 0);
+        // Acknowledging frees room and, once a buffer is done, the buffer.
+        assert_eq!(q.acknowledge(512), 512);
+        assert_eq!(pool.in_use(), 1);
+        assert_eq!(q.write(&pool, flow, &[8u8; 600]).unwrap(), 512);
+        // Pool empty: the part that fits the last buffer's tail went in,
+        // the rest is refused without error.
+        let mut q2 = SendBuffer::new(10_000);
+        assert!(matches!(
+            q2.write(&pool, flow, b"x"),
+            Err(PacketError::PoolExhausted)
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn bytes_come_out_as_they_went_in(
+            writes in proptest::collection::vec(1usize..900, 1..40),
+            acks in proptest::collection::vec(0usize..700, 1..40),
+        ) {
+            let pool = pool(64);
+            let flow = Flow::untraced(1);
+            let mut q = SendBuffer::new(8192);
+            let mut stream = Vec::new(); // every byte accepted, in order
+            let mut una = 0usize;        // stream offset of q's offset 0
+            let mut next = 0u8;
+            for (i, &w) in writes.iter().enumerate() {
+                let data: Vec<u8> = (0..w).map(|_| { next = next.wrapping_add(31); next }).collect();
+                let took = q.write(&pool, flow, &data).unwrap_or(0);
+                stream.extend_from_slice(&data[..took]);
+                // Whatever is held reads back as the stream from una.
+                let mut held = vec![0u8; q.len()];
+                prop_assert_eq!(q.copy_out(0, &mut held), q.len());
+                prop_assert_eq!(&held[..], &stream[una..]);
+                let ack = acks[i % acks.len()].min(q.len());
+                prop_assert_eq!(q.acknowledge(ack), ack);
+                una += ack;
+                prop_assert!(q.len() <= q.capacity());
+            }
+        }
+    }
+}
