@@ -12,11 +12,6 @@ use std::ops::{Add, AddAssign, Sub};
 pub struct Seq(pub u32);
 
 impl Seq {
-    /// The number `n` bytes after this one.
-    pub fn add(self, n: usize) -> Seq {
-        Seq(self.0.wrapping_add(n as u32))
-    }
-
     /// Bytes from `earlier` up to this number; zero if `earlier` is not
     /// before it.
     pub fn since(self, earlier: Seq) -> usize {
@@ -65,14 +60,15 @@ impl Ord for Seq {
 
 impl Add<usize> for Seq {
     type Output = Seq;
+    /// The number `n` bytes after this one.
     fn add(self, n: usize) -> Seq {
-        Seq::add(self, n)
+        Seq(self.0.wrapping_add(n as u32))
     }
 }
 
 impl AddAssign<usize> for Seq {
     fn add_assign(&mut self, n: usize) {
-        *self = Seq::add(*self, n);
+        *self = *self + n;
     }
 }
 
