@@ -5,5 +5,6 @@
 //! the sender's SACK scoreboard (RFC 6675).
 
 pub mod isn;
+pub mod options;
 pub mod send_buffer;
 pub mod seq;
