@@ -8,3 +8,4 @@ pub mod isn;
 pub mod options;
 pub mod send_buffer;
 pub mod seq;
+pub mod timers;
