@@ -6,6 +6,8 @@
 
 pub mod isn;
 pub mod options;
+pub mod rules;
 pub mod send_buffer;
 pub mod seq;
+pub mod state;
 pub mod timers;
