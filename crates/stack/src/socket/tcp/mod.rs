@@ -4,9 +4,11 @@
 //! CUBIC), the receive-side reassembler with SACK blocks (RFC 2018) and
 //! the sender's SACK scoreboard (RFC 6675).
 
+pub mod assembler;
 pub mod isn;
 pub mod options;
 pub mod rules;
+pub mod scoreboard;
 pub mod send_buffer;
 pub mod seq;
 pub mod state;
