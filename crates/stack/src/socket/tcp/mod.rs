@@ -5,8 +5,10 @@
 //! the sender's SACK scoreboard (RFC 6675).
 
 pub mod assembler;
+pub mod congestion;
 pub mod isn;
 pub mod options;
+pub mod rtt;
 pub mod rules;
 pub mod scoreboard;
 pub mod send_buffer;
