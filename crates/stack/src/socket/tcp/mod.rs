@@ -6,6 +6,7 @@
 
 pub mod assembler;
 pub mod congestion;
+pub mod connection;
 pub mod isn;
 pub mod options;
 pub mod rtt;

@@ -1,0 +1,895 @@
+//! One TCP connection's state machine (RFC 9293 §3.10): opening (active,
+//! passive and simultaneous), data transfer with the send queue, the
+//! reassembler, the retransmission timer and congestion control, closing
+//! through TIME-WAIT, and the RST/SYN/ACK rules of RFC 5961.
+//!
+//! The connection is pure: it is handed arriving segments and the time,
+//! and asked for the segments to send. It never reads a clock or touches
+//! a link. Loss recovery here is by retransmission timeout (go-back-N from
+//! SND.UNA); fast retransmit with the SACK scoreboard builds on it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use probe::Flow;
+use wire::tcp::{TcpFlags, TcpRepr, TcpUnknownOptions, MAX_SACK_BLOCKS};
+
+use super::assembler::{Assembler, AssemblerConfig};
+use super::congestion::{CongestionConfig, CongestionControl, Controller};
+use super::options::{self, LocalOptions, Negotiated};
+use super::rtt::{KarnSampler, RttConfig, RttEstimator, TimestampClock};
+use super::rules::{self, ChallengeLimiter, RstVerdict};
+use super::send_buffer::SendBuffer;
+use super::seq::Seq;
+use super::state::State;
+use super::timers::{Timer, Timers};
+use crate::buffer::{PacketError, Pool, Segment};
+use crate::time::Instant;
+
+/// A connection's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct TcpConfig {
+    /// Bytes the send queue holds (SO_SNDBUF).
+    pub send_buffer: usize,
+    /// Bytes the receive buffer holds (SO_RCVBUF); bounds the window.
+    pub recv_buffer: usize,
+    pub sack: bool,
+    pub timestamps: bool,
+    /// TCP_NODELAY: send small segments while data is in flight (no
+    /// Nagle, RFC 9293 §3.7.4).
+    pub nodelay: bool,
+    /// The longest an ACK is delayed (RFC 9293 §3.8.6.3: < 0.5 s).
+    pub delayed_ack: Duration,
+    /// How long TIME-WAIT lasts: 2·MSL (RFC 9293 §3.4.2).
+    pub time_wait: Duration,
+    /// Retransmissions of one segment before the connection is dropped
+    /// (RFC 9293 §3.8.3, R2).
+    pub max_retries: u32,
+    pub rtt: RttConfig,
+    pub congestion: CongestionConfig,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        Self {
+            send_buffer: 256 * 1024,
+            recv_buffer: 256 * 1024,
+            sack: true,
+            timestamps: true,
+            nodelay: false,
+            delayed_ack: Duration::from_millis(40),
+            time_wait: Duration::from_secs(60),
+            max_retries: 15,
+            rtt: RttConfig::default(),
+            congestion: CongestionConfig::default(),
+        }
+    }
+}
+
+/// Why a connection ended abnormally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("the peer reset the connection")]
+    Reset,
+    #[error("the peer refused the connection")]
+    Refused,
+    #[error("the connection timed out")]
+    TimedOut,
+}
+
+/// A segment to send: the header and its payload, referenced from the
+/// send queue.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub repr: TcpRepr,
+    pub payload: Vec<Segment>,
+}
+
+/// What an arriving segment asks of the caller beyond its own effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Nothing,
+    /// Send this RST (no connection state involved).
+    Rst(TcpRepr),
+}
+
+/// Counters of one connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpCounters {
+    pub segments_sent: u64,
+    pub segments_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_retransmitted: u64,
+    pub retransmission_timeouts: u64,
+    pub challenge_acks: u64,
+    pub dropped_unacceptable: u64,
+    pub dropped_paws: u64,
+}
+
+/// A TCP connection.
+#[derive(Debug)]
+pub struct Connection {
+    config: TcpConfig,
+    state: State,
+    local: SocketAddr,
+    remote: SocketAddr,
+    error: Option<ConnectionError>,
+
+    iss: Seq,
+    snd_una: Seq,
+    snd_nxt: Seq,
+    /// The highest sequence number sent plus one (SND.NXT before a
+    /// go-back retransmission rewound SND.NXT).
+    snd_max: Seq,
+    snd_wnd: usize,
+    snd_wl1: Seq,
+    snd_wl2: Seq,
+    max_snd_wnd: usize,
+    send: SendBuffer,
+    /// One past the last byte the application queued: our FIN's sequence
+    /// number once it is queued.
+    data_end: Seq,
+    /// The application closed its direction: a FIN follows the data.
+    fin_queued: bool,
+
+    irs: Seq,
+    recv: Assembler,
+    /// The peer's FIN, once seen (possibly ahead of missing data).
+    peer_fin: Option<Seq>,
+    /// The peer's FIN has been consumed: RCV.NXT is one past the data.
+    fin_received: bool,
+
+    local_options: LocalOptions,
+    negotiated: Option<Negotiated>,
+    ts_clock: TimestampClock,
+    ts_recent: u32,
+    ts_recent_at: Instant,
+
+    rtt: RttEstimator,
+    karn: KarnSampler,
+    cc: Controller,
+    timers: Timers,
+    retries: u32,
+
+    /// An ACK is owed now.
+    ack_now: bool,
+    /// Full-sized segments received since the last ACK (RFC 9293
+    /// §3.8.6.3: ACK at least every second one).
+    unacked_segments: u32,
+    counters: TcpCounters,
+    flow: Flow,
+}
+
+impl Connection {
+    fn new(
+        config: TcpConfig,
+        local: SocketAddr,
+        remote: SocketAddr,
+        iss: Seq,
+        mss: u16,
+        now: Instant,
+        flow: Flow,
+    ) -> Self {
+        let recv_buffer = config.recv_buffer.clamp(1, super::assembler::MAX_CAPACITY);
+        let mut recv = Assembler::new(AssemblerConfig {
+            capacity: recv_buffer,
+            ..AssemblerConfig::default()
+        })
+        .unwrap_or_else(|_| Assembler::new(AssemblerConfig::default()).expect("default config"));
+        recv.set_flow(flow);
+        let local_options = LocalOptions {
+            mss,
+            window_shift: options::window_shift_for(recv_buffer),
+            sack: config.sack,
+            timestamps: config.timestamps,
+        };
+        Self {
+            config,
+            state: State::Closed,
+            local,
+            remote,
+            error: None,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            snd_wnd: 0,
+            snd_wl1: Seq(0),
+            snd_wl2: Seq(0),
+            max_snd_wnd: 0,
+            send: SendBuffer::new(config.send_buffer),
+            data_end: iss + 1,
+            fin_queued: false,
+            irs: Seq(0),
+            recv,
+            peer_fin: None,
+            fin_received: false,
+            local_options,
+            negotiated: None,
+            ts_clock: TimestampClock::new(Duration::from_millis(1), iss.0),
+            ts_recent: 0,
+            ts_recent_at: now,
+            rtt: RttEstimator::new(config.rtt),
+            karn: KarnSampler::new(),
+            cc: Controller::new(&config.congestion, usize::from(mss.max(1))),
+            timers: Timers::default(),
+            retries: 0,
+            ack_now: false,
+            unacked_segments: 0,
+            counters: TcpCounters::default(),
+            flow,
+        }
+    }
+
+    /// An active open (RFC 9293 §3.10.1): SYN-SENT, the SYN goes out at
+    /// the next [`poll_output`](Self::poll_output). `mss` is the MSS
+    /// option for the outgoing interface.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(
+        config: TcpConfig,
+        local: SocketAddr,
+        remote: SocketAddr,
+        iss: Seq,
+        mss: u16,
+        now: Instant,
+        flow: Flow,
+    ) -> Self {
+        let mut c = Self::new(config, local, remote, iss, mss, now, flow);
+        c.state = State::SynSent;
+        c
+    }
+
+    /// A passive open: a listener received `syn` (RFC 9293 §3.10.7.2,
+    /// "LISTEN", third check). SYN-RECEIVED; the SYN-ACK goes out next.
+    #[allow(clippy::too_many_arguments)]
+    pub fn accept(
+        config: TcpConfig,
+        local: SocketAddr,
+        remote: SocketAddr,
+        syn: &TcpRepr,
+        iss: Seq,
+        mss: u16,
+        now: Instant,
+        flow: Flow,
+    ) -> Self {
+        let mut c = Self::new(config, local, remote, iss, mss, now, flow);
+        c.take_syn(syn, now);
+        c.state = State::SynReceived;
+        c
+    }
+
+    // ----- What the application sees ---------------------------------------
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn error(&self) -> Option<ConnectionError> {
+        self.error
+    }
+
+    pub fn local(&self) -> SocketAddr {
+        self.local
+    }
+
+    pub fn remote(&self) -> SocketAddr {
+        self.remote
+    }
+
+    pub fn counters(&self) -> TcpCounters {
+        self.counters
+    }
+
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.negotiated
+    }
+
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    pub fn congestion(&self) -> &Controller {
+        &self.cc
+    }
+
+    /// Queues application bytes; returns how many were taken (0 when the
+    /// send queue is full). Only in states that may send.
+    pub fn send(&mut self, pool: &Pool, data: &[u8]) -> Result<usize, PacketError> {
+        if !(self.state.can_send()
+            || self.state == State::SynSent
+            || self.state == State::SynReceived)
+            || self.fin_queued
+        {
+            return Ok(0);
+        }
+        let taken = self.send.write(pool, self.flow, data)?;
+        self.data_end += taken;
+        Ok(taken)
+    }
+
+    /// Room in the send queue.
+    pub fn send_room(&self) -> usize {
+        if self.fin_queued {
+            0
+        } else {
+            self.send.free()
+        }
+    }
+
+    /// Copies received in-order bytes out; opening the window may owe
+    /// the peer a window update.
+    pub fn recv(&mut self, out: &mut [u8]) -> usize {
+        let before = self.recv.window();
+        let n = self.recv.read(out);
+        // RFC 9293 §3.8.6.2.2: tell the peer once the window opened by at
+        // least one MSS or half the buffer (receiver-side SWS avoidance).
+        let mss = usize::from(self.local_options.mss).max(1);
+        if before < mss && self.recv.window() >= mss.min(self.recv.capacity() / 2) {
+            self.ack_now = true;
+        }
+        n
+    }
+
+    /// Bytes ready for [`recv`](Self::recv).
+    pub fn readable(&self) -> usize {
+        self.recv.readable()
+    }
+
+    /// True once the peer's FIN has arrived and every byte before it has
+    /// been read: reads will return nothing more.
+    pub fn at_eof(&self) -> bool {
+        self.fin_received && self.recv.readable() == 0
+    }
+
+    /// Closes our direction (RFC 9293 §3.10.4): a FIN follows the queued
+    /// data.
+    pub fn close(&mut self) {
+        match self.state {
+            State::SynSent => self.state = State::Closed,
+            State::SynReceived | State::Established => {
+                self.fin_queued = true;
+                self.state = State::FinWait1;
+            }
+            State::CloseWait => {
+                self.fin_queued = true;
+                self.state = State::LastAck;
+            }
+            _ => {}
+        }
+    }
+
+    /// Aborts (RFC 9293 §3.10.5): the RST to send, if the peer knows of
+    /// the connection.
+    pub fn abort(&mut self) -> Option<TcpRepr> {
+        let rst = self.state.is_synchronized() || self.state == State::SynReceived;
+        self.state = State::Closed;
+        rst.then(|| self.bare(self.snd_nxt, None, TcpFlags::RST))
+    }
+
+    // ----- Arriving segments -----------------------------------------------
+
+    /// Processes an arriving segment (RFC 9293 §3.10.7), its payload
+    /// already checked against the checksum.
+    pub fn input(
+        &mut self,
+        now: Instant,
+        seg: &TcpRepr,
+        payload: &[u8],
+        challenges: &mut ChallengeLimiter,
+    ) -> Reply {
+        self.counters.segments_received += 1;
+        match self.state {
+            State::Closed | State::Listen => Reply::Nothing,
+            State::SynSent => self.input_syn_sent(now, seg),
+            _ => self.input_synchronizing(now, seg, payload, challenges),
+        }
+    }
+
+    /// SYN-SENT (§3.10.7.3).
+    fn input_syn_sent(&mut self, now: Instant, seg: &TcpRepr) -> Reply {
+        let ack = seg.ack_number.map(Seq);
+        if let Some(ack) = ack {
+            if ack <= self.iss || ack > self.snd_max {
+                if seg.flags.contains(TcpFlags::RST) {
+                    return Reply::Nothing;
+                }
+                return Reply::Rst(self.bare(ack, None, TcpFlags::RST));
+            }
+        }
+        if seg.flags.contains(TcpFlags::RST) {
+            if ack.is_some() {
+                self.fail(ConnectionError::Refused);
+            }
+            return Reply::Nothing;
+        }
+        if !seg.flags.contains(TcpFlags::SYN) {
+            return Reply::Nothing;
+        }
+        self.take_syn(seg, now);
+        match ack {
+            Some(ack) => {
+                self.take_ack_of_syn(ack, seg, now);
+                self.state = State::Established;
+                self.ack_now = true;
+            }
+            None => {
+                // Simultaneous open (§3.5, Figure 8): answer with SYN-ACK.
+                self.state = State::SynReceived;
+                self.snd_nxt = self.iss;
+            }
+        }
+        Reply::Nothing
+    }
+
+    /// Records the peer's SYN: IRS, RCV.NXT and the negotiated options.
+    fn take_syn(&mut self, syn: &TcpRepr, now: Instant) {
+        self.irs = Seq(syn.seq_number);
+        self.recv.start(self.irs + 1);
+        let ipv6 = self.remote.is_ipv6();
+        let negotiated = options::negotiate(
+            &self.local_options,
+            syn,
+            ipv6,
+            usize::from(self.local_options.mss),
+        );
+        self.cc.set_mss(negotiated.send_mss);
+        if let (true, Some((tsval, _))) = (negotiated.timestamps, syn.timestamps) {
+            self.ts_recent = tsval;
+            self.ts_recent_at = now;
+        }
+        self.negotiated = Some(negotiated);
+        // The window in a SYN is never scaled (RFC 7323 §2.2).
+        self.snd_wnd = usize::from(syn.window_len);
+        self.max_snd_wnd = self.snd_wnd;
+        self.snd_wl1 = self.irs;
+    }
+
+    /// Our SYN is acknowledged.
+    fn take_ack_of_syn(&mut self, ack: Seq, seg: &TcpRepr, now: Instant) {
+        self.snd_una = ack;
+        self.snd_wl2 = ack;
+        self.timers.cancel(Timer::Retransmit);
+        self.retries = 0;
+        if let Some(rtt) = self.karn.on_ack(ack, now) {
+            self.rtt.sample(rtt);
+        }
+        if seg.flags.contains(TcpFlags::SYN) {
+            self.snd_wnd = usize::from(seg.window_len);
+        } else {
+            self.snd_wnd = self.scaled_window(seg.window_len);
+            self.snd_wl1 = Seq(seg.seq_number);
+        }
+        self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
+    }
+
+    fn scaled_window(&self, field: u16) -> usize {
+        let shift = self.negotiated.map_or(0, |n| n.send_window_shift);
+        usize::from(field) << shift
+    }
+
+    /// Every state from SYN-RECEIVED on (§3.10.7.4).
+    fn input_synchronizing(
+        &mut self,
+        now: Instant,
+        seg: &TcpRepr,
+        payload: &[u8],
+        challenges: &mut ChallengeLimiter,
+    ) -> Reply {
+        let seq = Seq(seg.seq_number);
+        let seg_len = seg.segment_len();
+        let rcv_nxt = self.rcv_nxt();
+        let rcv_wnd = self.recv.window();
+
+        // PAWS (RFC 7323 §5.3) before the sequence check.
+        let timestamps = self.negotiated.is_some_and(|n| n.timestamps);
+        if timestamps && !seg.flags.contains(TcpFlags::RST) {
+            if let Some((tsval, _)) = seg.timestamps {
+                let idle = now.saturating_duration_since(self.ts_recent_at);
+                if options::paws_rejects(self.ts_recent, idle, tsval) {
+                    self.counters.dropped_paws += 1;
+                    self.ack_now = true;
+                    return Reply::Nothing;
+                }
+            }
+        }
+
+        // First: sequence acceptability.
+        if !rules::acceptable(seq, seg_len, rcv_nxt, rcv_wnd) {
+            self.counters.dropped_unacceptable += 1;
+            if !seg.flags.contains(TcpFlags::RST) {
+                self.ack_now = true;
+            }
+            return Reply::Nothing;
+        }
+
+        // Second: RST (RFC 5961 §3.2).
+        if seg.flags.contains(TcpFlags::RST) {
+            match rules::rst_verdict(seq, rcv_nxt, rcv_wnd) {
+                RstVerdict::Reset => {
+                    let error = if self.state == State::SynReceived {
+                        ConnectionError::Refused
+                    } else {
+                        ConnectionError::Reset
+                    };
+                    self.fail(error);
+                }
+                RstVerdict::Challenge => self.challenge(now, challenges),
+                RstVerdict::Drop => {}
+            }
+            return Reply::Nothing;
+        }
+
+        // Fourth: a SYN in a synchronized state is answered with a
+        // challenge ACK and otherwise ignored (RFC 5961 §4.2).
+        if seg.flags.contains(TcpFlags::SYN) && self.state != State::SynReceived {
+            self.challenge(now, challenges);
+            return Reply::Nothing;
+        }
+
+        // Fifth: the ACK field.
+        let Some(ack) = seg.ack_number.map(Seq) else {
+            return Reply::Nothing;
+        };
+        if self.state == State::SynReceived {
+            if self.snd_una < ack && ack <= self.snd_max {
+                self.take_ack_of_syn(ack, seg, now);
+                self.state = if self.fin_queued {
+                    State::FinWait1
+                } else {
+                    State::Established
+                };
+            } else {
+                return Reply::Rst(self.bare(ack, None, TcpFlags::RST));
+            }
+        }
+        if !rules::ack_acceptable(ack, self.snd_una, self.snd_max, self.max_snd_wnd) {
+            // RFC 5961 §5.2: too old or not yet sent: ACK and drop.
+            self.ack_now = true;
+            return Reply::Nothing;
+        }
+        self.take_ack(now, seq, ack, seg);
+
+        // Timestamps: update TS.Recent for segments covering RCV.NXT
+        // (RFC 7323 §4.3).
+        if let (true, Some((tsval, _))) = (timestamps, seg.timestamps) {
+            if seq <= rcv_nxt {
+                self.ts_recent = tsval;
+                self.ts_recent_at = now;
+            }
+        }
+
+        // Seventh: the payload.
+        if !payload.is_empty() && self.state.can_receive() {
+            self.take_payload(seq, payload);
+        }
+
+        // Eighth: FIN.
+        if seg.flags.contains(TcpFlags::FIN) {
+            self.peer_fin.get_or_insert(seq + payload.len());
+            self.ack_now = true;
+        }
+        self.try_consume_fin(now);
+        Reply::Nothing
+    }
+
+    fn challenge(&mut self, now: Instant, challenges: &mut ChallengeLimiter) {
+        if challenges.allow(now) {
+            self.counters.challenge_acks += 1;
+            self.ack_now = true;
+        }
+    }
+
+    /// An acceptable ACK (§3.10.7.4, fifth check, ESTABLISHED and on).
+    fn take_ack(&mut self, now: Instant, seq: Seq, ack: Seq, seg: &TcpRepr) {
+        if ack > self.snd_una {
+            let acked = ack.since(self.snd_una);
+            // Bytes of data acknowledged: not the SYN, not our FIN.
+            let data_start = self.iss + 1;
+            let data_acked = ack.min(self.data_end).since(self.snd_una.max(data_start));
+            self.send.acknowledge(data_acked);
+            let fin_acked = self.fin_queued && ack == self.data_end + 1;
+            self.snd_una = ack;
+            if self.snd_nxt < ack {
+                self.snd_nxt = ack;
+            }
+            self.retries = 0;
+            let sample = self
+                .timestamp_sample(now, seg)
+                .or_else(|| self.karn.on_ack(ack, now));
+            if let Some(rtt) = sample {
+                self.rtt.sample(rtt);
+            }
+            let flight = self.snd_max.since(self.snd_una);
+            self.cc.on_ack(now, acked, flight, self.rtt.srtt());
+            // RFC 6298 §5.2 and §5.3: stop the timer when all is
+            // acknowledged, otherwise restart it.
+            if self.snd_una == self.snd_max {
+                self.timers.cancel(Timer::Retransmit);
+            } else {
+                self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+            }
+            if fin_acked {
+                self.our_fin_acked(now);
+            }
+        }
+        // The send window (§3.10.7.4: only from segments no older than the
+        // last window update).
+        if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
+            self.snd_wnd = self.scaled_window(seg.window_len);
+            self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
+            self.snd_wl1 = seq;
+            self.snd_wl2 = ack;
+        }
+    }
+
+    fn timestamp_sample(&self, now: Instant, seg: &TcpRepr) -> Option<Duration> {
+        if !self.negotiated.is_some_and(|n| n.timestamps) {
+            return None;
+        }
+        seg.timestamps
+            .and_then(|(_, tsecr)| self.ts_clock.rtt_sample(now, tsecr))
+    }
+
+    fn our_fin_acked(&mut self, now: Instant) {
+        match self.state {
+            State::FinWait1 => self.state = State::FinWait2,
+            State::Closing => self.enter_time_wait(now),
+            State::LastAck => self.state = State::Closed,
+            _ => {}
+        }
+    }
+
+    fn take_payload(&mut self, seq: Seq, payload: &[u8]) {
+        let outcome = self.recv.write(seq, payload);
+        if outcome.advanced == 0 || outcome.fills_gap || self.recv.has_holes() {
+            // Out of order, duplicate or filling a gap: ACK at once (RFC
+            // 5681 §4.2), so the sender's duplicate ACKs flow.
+            self.ack_now = true;
+        } else {
+            // In order: ACK every second segment (RFC 9293 §3.8.6.3 asks
+            // for at least every second full-sized one; the sender's
+            // segment size after options is not known here, so every
+            // data segment counts), otherwise within the delayed-ACK time.
+            self.unacked_segments += 1;
+            if self.unacked_segments >= 2 {
+                self.ack_now = true;
+            }
+        }
+    }
+
+    /// Consumes the peer's FIN once every byte before it has arrived.
+    fn try_consume_fin(&mut self, now: Instant) {
+        let Some(fin) = self.peer_fin else { return };
+        if self.fin_received || self.recv.rcv_nxt() != fin {
+            return;
+        }
+        self.fin_received = true;
+        self.ack_now = true;
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 => {
+                if self.snd_una == self.data_end + 1 {
+                    self.enter_time_wait(now);
+                } else {
+                    self.state = State::Closing;
+                }
+            }
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.timers.cancel(Timer::Retransmit);
+        self.timers.set(Timer::Linger, now + self.config.time_wait);
+    }
+
+    fn fail(&mut self, error: ConnectionError) {
+        self.error = Some(error);
+        self.state = State::Closed;
+        self.timers = Timers::default();
+    }
+
+    // ----- Sequence-space bookkeeping --------------------------------------
+
+    /// RCV.NXT: past the in-order data, and the peer's FIN once taken.
+    fn rcv_nxt(&self) -> Seq {
+        self.recv.rcv_nxt() + usize::from(self.fin_received)
+    }
+
+    // ----- Timers and output -----------------------------------------------
+
+    /// When the connection next needs attention.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// Handles every timer due at `now`.
+    pub fn poll_timers(&mut self, now: Instant) {
+        while let Some(timer) = self.timers.pop_expired(now) {
+            match timer {
+                Timer::Retransmit => self.on_retransmit_timeout(now),
+                Timer::DelayedAck => self.ack_now = true,
+                Timer::Linger => self.state = State::Closed,
+                Timer::Persist | Timer::Keepalive => {}
+            }
+        }
+    }
+
+    /// RFC 6298 §5.4–5.7: back off, shrink the window (RFC 5681 §3.1) and
+    /// resend from SND.UNA.
+    fn on_retransmit_timeout(&mut self, now: Instant) {
+        if self.snd_una == self.snd_max {
+            return;
+        }
+        self.retries += 1;
+        if self.retries > self.config.max_retries {
+            self.fail(ConnectionError::TimedOut);
+            return;
+        }
+        self.counters.retransmission_timeouts += 1;
+        self.rtt.on_timeout();
+        self.karn.on_retransmit();
+        let flight = self.snd_max.since(self.snd_una);
+        self.cc.on_retransmission_timeout(now, flight);
+        self.snd_nxt = self.snd_una;
+        self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+    }
+
+    /// The next segment to send at `now`, if any: SYN or SYN-ACK, data
+    /// within the send and congestion windows, FIN, or a bare ACK.
+    pub fn poll_output(&mut self, now: Instant) -> Option<Outgoing> {
+        let out = match self.state {
+            State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
+            State::SynSent | State::SynReceived => self.output_syn(now),
+            _ => self.output_data(now).or_else(|| self.take_ack_only(now)),
+        };
+        if let Some(out) = &out {
+            self.counters.segments_sent += 1;
+            if out.repr.ack_number.is_some() {
+                self.ack_now = false;
+                self.unacked_segments = 0;
+                self.timers.cancel(Timer::DelayedAck);
+            }
+        }
+        if self.unacked_segments > 0 && !self.timers.is_armed(Timer::DelayedAck) {
+            self.timers
+                .set(Timer::DelayedAck, now + self.config.delayed_ack);
+        }
+        out
+    }
+
+    fn output_syn(&mut self, now: Instant) -> Option<Outgoing> {
+        if self.snd_nxt != self.iss {
+            return self.take_ack_only(now);
+        }
+        let ack = (self.state == State::SynReceived).then(|| self.rcv_nxt());
+        let mut repr = self.bare(self.iss, ack, TcpFlags::SYN);
+        repr.max_seg_size = Some(self.local_options.mss);
+        repr.window_scale = Some(self.local_options.window_shift);
+        // A SYN's window is not scaled (RFC 7323 §2.2).
+        repr.window_len = self.recv.window().min(usize::from(u16::MAX)) as u16;
+        repr.sack_permitted =
+            self.local_options.sack && (ack.is_none() || self.negotiated.is_some_and(|n| n.sack));
+        let offer_ts = self.local_options.timestamps
+            && (ack.is_none() || self.negotiated.is_some_and(|n| n.timestamps));
+        repr.timestamps = offer_ts.then(|| (self.ts_clock.tsval(now), self.ts_recent));
+        if ack.is_none() {
+            repr.timestamps = repr.timestamps.map(|(v, _)| (v, 0));
+        }
+        self.snd_nxt = self.iss + 1;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        if self.karn.on_send(self.snd_nxt, now) {
+            // Timing the SYN.
+        }
+        self.timers
+            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+        Some(Outgoing {
+            repr,
+            payload: Vec::new(),
+        })
+    }
+
+    fn output_data(&mut self, now: Instant) -> Option<Outgoing> {
+        let data_start = self.iss + 1;
+        let data_end = self.data_end;
+        let unsent = data_end.since(self.snd_nxt);
+        let flight = self.snd_nxt.since(self.snd_una);
+        let window = self.snd_wnd.min(self.cc.cwnd());
+        let room = window.saturating_sub(flight);
+        let mss = self
+            .negotiated
+            .map_or(usize::from(self.local_options.mss), |n| n.send_mss);
+        let mut len = unsent.min(mss).min(room);
+        // Nagle (RFC 9293 §3.7.4): hold a small segment while data is
+        // unacknowledged, unless it is the last before our FIN.
+        if len > 0 && len < mss && flight > 0 && !self.config.nodelay && !self.fin_queued {
+            len = 0;
+        }
+        let fin = self.fin_queued && self.snd_nxt + len == data_end && self.state.fin_queued();
+        if len == 0 && !(fin && self.snd_nxt == data_end) {
+            return None;
+        }
+        let offset = self.snd_nxt.since(self.snd_una.max(data_start));
+        let payload = self.send.segments(offset, len);
+        let mut flags = TcpFlags::empty();
+        if fin {
+            flags.insert(TcpFlags::FIN);
+        }
+        if len > 0 && self.snd_nxt + len == data_end {
+            flags.insert(TcpFlags::PSH);
+        }
+        let mut repr = self.bare(self.snd_nxt, Some(self.rcv_nxt()), flags);
+        repr.payload_len = len;
+        self.decorate(&mut repr, now);
+        let seq = self.snd_nxt;
+        self.snd_nxt = seq + len + usize::from(fin);
+        if self.snd_nxt > self.snd_max {
+            self.karn.on_send(self.snd_nxt, now);
+            self.snd_max = self.snd_nxt;
+            self.counters.bytes_sent += len as u64;
+        } else {
+            self.counters.bytes_retransmitted += len as u64;
+        }
+        self.timers
+            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+        Some(Outgoing { repr, payload })
+    }
+
+    fn take_ack_only(&mut self, now: Instant) -> Option<Outgoing> {
+        if !self.ack_now || self.state == State::Closed || self.state == State::SynSent {
+            return None;
+        }
+        let mut repr = self.bare(self.snd_nxt, Some(self.rcv_nxt()), TcpFlags::empty());
+        self.decorate(&mut repr, now);
+        Some(Outgoing {
+            repr,
+            payload: Vec::new(),
+        })
+    }
+
+    /// Window, timestamps and SACK blocks of a non-SYN segment.
+    fn decorate(&mut self, repr: &mut TcpRepr, now: Instant) {
+        let negotiated = self.negotiated.unwrap_or(Negotiated {
+            send_mss: usize::from(self.local_options.mss),
+            send_window_shift: 0,
+            recv_window_shift: 0,
+            sack: false,
+            timestamps: false,
+        });
+        let window = self.recv.window() >> negotiated.recv_window_shift;
+        repr.window_len = window.min(usize::from(u16::MAX)) as u16;
+        if negotiated.timestamps {
+            repr.timestamps = Some((self.ts_clock.tsval(now), self.ts_recent));
+        }
+        if negotiated.sack && self.recv.has_holes() {
+            let max = if negotiated.timestamps {
+                wire::tcp::MAX_SACK_BLOCKS_WITH_TIMESTAMPS
+            } else {
+                MAX_SACK_BLOCKS
+            };
+            repr.sack_ranges = self.recv.sack_blocks(max).to_wire();
+        }
+    }
+
+    /// A header with the connection's ports and nothing else.
+    fn bare(&self, seq: Seq, ack: Option<Seq>, flags: TcpFlags) -> TcpRepr {
+        TcpRepr {
+            src_port: self.local.port(),
+            dst_port: self.remote.port(),
+            seq_number: seq.0,
+            ack_number: ack.map(|a| a.0),
+            flags,
+            window_len: 0,
+            urgent_pointer: 0,
+            max_seg_size: None,
+            window_scale: None,
+            sack_permitted: false,
+            sack_ranges: [None; MAX_SACK_BLOCKS],
+            timestamps: None,
+            unknown_options: TcpUnknownOptions::default(),
+            payload_len: 0,
+        }
+    }
+}
