@@ -32,6 +32,10 @@ struct Net {
     loss_every: u64,
     sent: u64,
     dropped: u64,
+    /// Drop B's next segment that carries no data (a window update).
+    drop_next_ack_from_b: bool,
+    /// The passive end's settings.
+    b_config: TcpConfig,
     a_to_b: Direction,
     b_to_a: Direction,
     limiter: ChallengeLimiter,
@@ -45,6 +49,8 @@ impl Net {
             loss_every,
             sent: 0,
             dropped: 0,
+            drop_next_ack_from_b: false,
+            b_config: config(),
             a_to_b: Direction::default(),
             b_to_a: Direction::default(),
             limiter: ChallengeLimiter::default(),
@@ -132,7 +138,7 @@ fn run(
                 }
                 None if repr.flags.contains(TcpFlags::SYN) && repr.ack_number.is_none() => {
                     *b = Some(Connection::accept(
-                        config(),
+                        net.b_config,
                         addr(B),
                         addr(A),
                         &repr,
@@ -358,4 +364,46 @@ fn in_window_rst_and_syn_get_challenge_acks_and_exact_rst_resets() {
     b.input(now, &rst, &[], &mut net.limiter);
     assert_eq!(b.state(), State::Closed);
     assert_eq!(b.error(), Some(ConnectionError::Reset));
+}
+
+#[test]
+fn a_zero_window_is_probed_until_a_lost_window_update_is_repeated() {
+    let mut net = Net::new(1, 0);
+    net.b_config.recv_buffer = 16 * 1024;
+    let pool = pool();
+    let mut a = client(3);
+    let mut b = None;
+    let data = pattern(100_000);
+    let mut written = 0;
+    let received = std::cell::RefCell::new(Vec::new());
+    let mut buf = vec![0u8; 65536];
+    let start = net.now;
+    run(
+        &mut net,
+        &mut a,
+        &mut b,
+        Duration::from_secs(120),
+        |net, a, b| {
+            let Some(b) = b.as_mut() else { return };
+            if written < data.len() && a.state() == State::Established {
+                written += a.send(&pool, &data[written..]).unwrap_or(0);
+            }
+            // The reader sleeps for 3 s, letting the window close; its
+            // first window update after waking is lost.
+            if net.now >= start + Duration::from_secs(3) {
+                let mut received = received.borrow_mut();
+                if b.readable() > 0 && received.is_empty() {
+                    net.drop_next_ack_from_b = true;
+                }
+                let n = b.recv(&mut buf);
+                received.extend_from_slice(&buf[..n]);
+            }
+        },
+        |_, _| received.borrow().len() == data.len(),
+    );
+    let received = received.into_inner();
+    assert_eq!(received.len(), data.len());
+    assert!(received == data);
+    assert!(a.counters().window_probes > 0, "{:?}", a.counters());
+    assert_eq!(a.counters().retransmission_timeouts, 0);
 }

@@ -104,6 +104,7 @@ pub struct TcpCounters {
     pub challenge_acks: u64,
     pub dropped_unacceptable: u64,
     pub dropped_paws: u64,
+    pub window_probes: u64,
 }
 
 /// A TCP connection.
@@ -153,6 +154,11 @@ pub struct Connection {
 
     /// An ACK is owed now.
     ack_now: bool,
+    /// The persist timer fired: a zero-window probe is owed.
+    probe_due: bool,
+    /// Persist intervals doubled so far (RFC 9293 §3.8.6.1: exponential
+    /// backoff, no limit on the number of probes).
+    persist_backoff: u32,
     /// Full-sized segments received since the last ACK (RFC 9293
     /// §3.8.6.3: ACK at least every second one).
     unacked_segments: u32,
@@ -215,6 +221,8 @@ impl Connection {
             timers: Timers::default(),
             retries: 0,
             ack_now: false,
+            probe_due: false,
+            persist_backoff: 0,
             unacked_segments: 0,
             counters: TcpCounters::default(),
             flow,
@@ -619,6 +627,11 @@ impl Connection {
             self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
             self.snd_wl1 = seq;
             self.snd_wl2 = ack;
+            if self.snd_wnd > 0 {
+                self.timers.cancel(Timer::Persist);
+                self.probe_due = false;
+                self.persist_backoff = 0;
+            }
         }
     }
 
@@ -712,7 +725,8 @@ impl Connection {
                 Timer::Retransmit => self.on_retransmit_timeout(now),
                 Timer::DelayedAck => self.ack_now = true,
                 Timer::Linger => self.state = State::Closed,
-                Timer::Persist | Timer::Keepalive => {}
+                Timer::Persist => self.probe_due = true,
+                Timer::Keepalive => {}
             }
         }
     }
@@ -743,7 +757,10 @@ impl Connection {
         let out = match self.state {
             State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
             State::SynSent | State::SynReceived => self.output_syn(now),
-            _ => self.output_data(now).or_else(|| self.take_ack_only(now)),
+            _ => self
+                .output_data(now)
+                .or_else(|| self.output_window_probe(now))
+                .or_else(|| self.take_ack_only(now)),
         };
         if let Some(out) = &out {
             self.counters.segments_sent += 1;
@@ -809,6 +826,16 @@ impl Connection {
         }
         let fin = self.fin_queued && self.snd_nxt + len == data_end && self.state.fin_queued();
         if len == 0 && !(fin && self.snd_nxt == data_end) {
+            // Data waits on a zero window with nothing in flight to bring
+            // an update: start probing (RFC 9293 §3.8.6.1).
+            if unsent > 0 && flight == 0 && self.snd_wnd == 0 {
+                let interval = self
+                    .rtt
+                    .rto()
+                    .saturating_mul(1 << self.persist_backoff.min(16))
+                    .min(self.config.rtt.max_rto);
+                self.timers.set_if_idle(Timer::Persist, now + interval);
+            }
             return None;
         }
         let offset = self.snd_nxt.since(self.snd_una.max(data_start));
@@ -835,6 +862,26 @@ impl Connection {
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
         Some(Outgoing { repr, payload })
+    }
+
+    /// A zero-window probe: a segment one below SND.UNA, which the peer
+    /// must answer with an ACK carrying its current window (as Linux
+    /// probes; it disturbs no sequence state, so a peer that keeps
+    /// answering is probed forever, never timed out).
+    fn output_window_probe(&mut self, now: Instant) -> Option<Outgoing> {
+        if !self.probe_due {
+            return None;
+        }
+        self.probe_due = false;
+        self.persist_backoff = self.persist_backoff.saturating_add(1);
+        let seq = Seq(self.snd_una.0.wrapping_sub(1));
+        let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
+        self.decorate(&mut repr, now);
+        self.counters.window_probes += 1;
+        Some(Outgoing {
+            repr,
+            payload: Vec::new(),
+        })
     }
 
     fn take_ack_only(&mut self, now: Instant) -> Option<Outgoing> {
