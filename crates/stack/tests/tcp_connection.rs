@@ -248,8 +248,9 @@ fn loss_is_repaired_by_retransmission_and_sequence_numbers_wrap() {
     let (received, a, _) = transfer(&mut net, &data, u32::MAX - 1000);
     assert!(net.dropped > 0);
     assert!(received == data, "payload differs after loss");
-    assert!(a.counters().retransmission_timeouts > 0);
-    assert!(a.counters().bytes_retransmitted > 0);
+    let counters = a.counters();
+    assert!(counters.fast_retransmits + counters.retransmission_timeouts > 0);
+    assert!(counters.bytes_retransmitted > 0);
 }
 
 #[test]
@@ -406,4 +407,31 @@ fn a_zero_window_is_probed_until_a_lost_window_update_is_repeated() {
     assert!(received == data);
     assert!(a.counters().window_probes > 0, "{:?}", a.counters());
     assert_eq!(a.counters().retransmission_timeouts, 0);
+}
+
+/// Moves `len` bytes with every `loss_every`-th segment lost, with or
+/// without SACK; returns the sender's counters.
+fn lossy_transfer(
+    len: usize,
+    loss_every: u64,
+    sack: bool,
+) -> stack::socket::tcp::connection::TcpCounters {
+    let mut net = Net::new(5, loss_every);
+    net.b_config.sack = sack;
+    let data = pattern(len);
+    let (received, a, _) = transfer(&mut net, &data, 77);
+    assert!(received == data, "payload differs (sack {sack})");
+    a.counters()
+}
+
+#[test]
+fn fast_retransmit_repairs_most_losses_with_and_without_sack() {
+    for sack in [true, false] {
+        let counters = lossy_transfer(2_000_000, 50, sack);
+        assert!(counters.fast_recoveries > 0, "sack {sack}: {counters:?}");
+        assert!(
+            counters.retransmission_timeouts * 4 < counters.fast_recoveries,
+            "sack {sack}: timeouts should be the exception: {counters:?}"
+        );
+    }
 }

@@ -5,8 +5,11 @@
 //!
 //! The connection is pure: it is handed arriving segments and the time,
 //! and asked for the segments to send. It never reads a clock or touches
-//! a link. Loss recovery here is by retransmission timeout (go-back-N from
-//! SND.UNA); fast retransmit with the SACK scoreboard builds on it.
+//! a link. Loss is recovered by fast retransmit: with SACK, RFC 6675's
+//! scoreboard picks what to resend and the pipe paces it; without, the
+//! RFC 6582 NewReno rules resend the segment at SND.UNA after three
+//! duplicate ACKs and after each partial ACK. The retransmission timeout
+//! (go-back-N from SND.UNA) is the last resort.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -14,17 +17,22 @@ use std::time::Duration;
 use probe::Flow;
 use wire::tcp::{TcpFlags, TcpRepr, TcpUnknownOptions, MAX_SACK_BLOCKS};
 
-use super::assembler::{Assembler, AssemblerConfig};
+use super::assembler::{Assembler, AssemblerConfig, SackBlocks};
 use super::congestion::{CongestionConfig, CongestionControl, Controller};
 use super::options::{self, LocalOptions, Negotiated};
 use super::rtt::{KarnSampler, RttConfig, RttEstimator, TimestampClock};
 use super::rules::{self, ChallengeLimiter, RstVerdict};
+use super::scoreboard::{NextSeg, NextSegQuery, Scoreboard, DUP_THRESH};
 use super::send_buffer::SendBuffer;
 use super::seq::Seq;
 use super::state::State;
 use super::timers::{Timer, Timers};
 use crate::buffer::{PacketError, Pool, Segment};
 use crate::time::Instant;
+
+/// The most immediate ACKs a connection owes at once (one per
+/// out-of-order segment of a burst).
+const MAX_OWED_ACKS: u32 = 64;
 
 /// A connection's settings.
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +113,24 @@ pub struct TcpCounters {
     pub dropped_unacceptable: u64,
     pub dropped_paws: u64,
     pub window_probes: u64,
+    /// Loss recovery episodes entered by duplicate ACKs or SACK.
+    pub fast_recoveries: u64,
+    /// Segments resent by fast retransmit (not by timeout).
+    pub fast_retransmits: u64,
+}
+
+/// A loss recovery episode (RFC 6675 §5, RFC 6582 §3.2).
+#[derive(Debug, Clone, Copy)]
+struct Recovery {
+    /// RecoveryPoint: SND.MAX when the episode began; an ACK beyond it
+    /// ends the episode.
+    point: Seq,
+    /// HighRxt + 1: the end of the highest retransmission.
+    high_rxt: Seq,
+    /// RescueRxt + 1, once the rescue retransmission went out.
+    rescue_rxt: Option<Seq>,
+    /// Without SACK: the segment at SND.UNA is owed a retransmission.
+    resend_head: bool,
 }
 
 /// A TCP connection.
@@ -149,11 +175,18 @@ pub struct Connection {
     rtt: RttEstimator,
     karn: KarnSampler,
     cc: Controller,
+    scoreboard: Scoreboard,
+    dup_acks: usize,
+    recovery: Option<Recovery>,
     timers: Timers,
     retries: u32,
 
     /// An ACK is owed now.
     ack_now: bool,
+    /// Further immediate ACKs owed, one per out-of-order or duplicate
+    /// segment (RFC 5681 §4.2: each is answered, so the sender counts
+    /// duplicate ACKs), at most [`MAX_OWED_ACKS`].
+    owed_acks: u32,
     /// The persist timer fired: a zero-window probe is owed.
     probe_due: bool,
     /// Persist intervals doubled so far (RFC 9293 §3.8.6.1: exponential
@@ -218,9 +251,14 @@ impl Connection {
             rtt: RttEstimator::new(config.rtt),
             karn: KarnSampler::new(),
             cc: Controller::new(&config.congestion, usize::from(mss.max(1))),
+            scoreboard: Scoreboard::new(usize::from(mss.max(1)), 32)
+                .expect("a non-zero MSS and a small range cap are valid"),
+            dup_acks: 0,
+            recovery: None,
             timers: Timers::default(),
             retries: 0,
             ack_now: false,
+            owed_acks: 0,
             probe_due: false,
             persist_backoff: 0,
             unacked_segments: 0,
@@ -441,6 +479,7 @@ impl Connection {
             usize::from(self.local_options.mss),
         );
         self.cc.set_mss(negotiated.send_mss);
+        self.scoreboard.set_smss(negotiated.send_mss);
         if let (true, Some((tsval, _))) = (negotiated.timestamps, syn.timestamps) {
             self.ts_recent = tsval;
             self.ts_recent_at = now;
@@ -589,8 +628,11 @@ impl Connection {
 
     /// An acceptable ACK (§3.10.7.4, fifth check, ESTABLISHED and on).
     fn take_ack(&mut self, now: Instant, seq: Seq, ack: Seq, seg: &TcpRepr) {
-        if ack > self.snd_una {
-            let acked = ack.since(self.snd_una);
+        let sack = self.negotiated.is_some_and(|n| n.sack);
+        let window_before = self.snd_wnd;
+        let advanced = ack > self.snd_una;
+        let acked = ack.since(self.snd_una);
+        if advanced {
             // Bytes of data acknowledged: not the SYN, not our FIN.
             let data_start = self.iss + 1;
             let data_acked = ack.min(self.data_end).since(self.snd_una.max(data_start));
@@ -620,6 +662,15 @@ impl Connection {
                 self.our_fin_acked(now);
             }
         }
+        let newly_sacked = if sack {
+            let blocks = SackBlocks::from_wire(&seg.sack_ranges);
+            self.scoreboard
+                .update(self.snd_una, self.snd_max, blocks.as_slice())
+                .is_duplicate_ack()
+        } else {
+            false
+        };
+        self.detect_loss(now, ack, acked, advanced, newly_sacked, seg, window_before);
         // The send window (§3.10.7.4: only from segments no older than the
         // last window update).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
@@ -632,6 +683,82 @@ impl Connection {
                 self.probe_due = false;
                 self.persist_backoff = 0;
             }
+        }
+    }
+
+    /// Duplicate ACKs, entering and leaving loss recovery (RFC 6675 §5
+    /// with SACK, RFC 6582 §3.2 without).
+    #[allow(clippy::too_many_arguments)]
+    fn detect_loss(
+        &mut self,
+        now: Instant,
+        ack: Seq,
+        acked: usize,
+        advanced: bool,
+        newly_sacked: bool,
+        seg: &TcpRepr,
+        window_before: usize,
+    ) {
+        let sack = self.negotiated.is_some_and(|n| n.sack);
+        let flight = self.snd_max.since(self.snd_una);
+        if advanced {
+            self.dup_acks = 0;
+            if let Some(recovery) = &mut self.recovery {
+                if ack >= recovery.point {
+                    // A full acknowledgment ends the episode.
+                    self.recovery = None;
+                    self.cc.on_recovery_exit(now, flight);
+                } else if !sack {
+                    // NewReno partial ACK (RFC 6582 §3.2 step 3): the next
+                    // hole is at SND.UNA; deflate the window by what left.
+                    recovery.resend_head = true;
+                    self.cc.on_partial_ack(acked);
+                }
+            }
+            return;
+        }
+        // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new
+        // data; RFC 5681 §2: without, one that changes nothing while data
+        // is outstanding.
+        let duplicate = if sack {
+            newly_sacked
+        } else {
+            seg.payload_len == 0
+                && self.snd_una != self.snd_max
+                && self.scaled_window(seg.window_len) == window_before
+                && !seg.flags.contains(TcpFlags::SYN)
+                && !seg.flags.contains(TcpFlags::FIN)
+        };
+        if !duplicate {
+            return;
+        }
+        self.dup_acks += 1;
+        if self.recovery.is_some() {
+            if !sack {
+                // RFC 5681 §3.2 step 4: inflate by one segment.
+                self.cc.on_duplicate_acks(1);
+            }
+            return;
+        }
+        let enter = if sack {
+            self.scoreboard
+                .should_enter_recovery(self.dup_acks, self.snd_una)
+        } else {
+            self.dup_acks >= DUP_THRESH
+        };
+        if enter {
+            self.counters.fast_recoveries += 1;
+            self.cc.on_congestion_event(now, flight);
+            if !sack {
+                self.cc.on_duplicate_acks(DUP_THRESH);
+            }
+            self.karn.on_retransmit();
+            self.recovery = Some(Recovery {
+                point: self.snd_max,
+                high_rxt: self.snd_una,
+                rescue_rxt: None,
+                resend_head: true,
+            });
         }
     }
 
@@ -656,7 +783,11 @@ impl Connection {
         let outcome = self.recv.write(seq, payload);
         if outcome.advanced == 0 || outcome.fills_gap || self.recv.has_holes() {
             // Out of order, duplicate or filling a gap: ACK at once (RFC
-            // 5681 §4.2), so the sender's duplicate ACKs flow.
+            // 5681 §4.2), once per segment, so the sender's duplicate ACKs
+            // flow even when several arrive together.
+            if self.ack_now {
+                self.owed_acks = (self.owed_acks + 1).min(MAX_OWED_ACKS);
+            }
             self.ack_now = true;
         } else {
             // In order: ACK every second segment (RFC 9293 §3.8.6.3 asks
@@ -747,6 +878,11 @@ impl Connection {
         self.karn.on_retransmit();
         let flight = self.snd_max.since(self.snd_una);
         self.cc.on_retransmission_timeout(now, flight);
+        // RFC 6675 §5.1: after a timeout the SACK information may be
+        // stale (the receiver may renege); start over from SND.UNA.
+        self.scoreboard.clear();
+        self.recovery = None;
+        self.dup_acks = 0;
         self.snd_nxt = self.snd_una;
         self.timers.set(Timer::Retransmit, now + self.rtt.rto());
     }
@@ -758,14 +894,16 @@ impl Connection {
             State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
             State::SynSent | State::SynReceived => self.output_syn(now),
             _ => self
-                .output_data(now)
+                .output_recovery(now)
+                .or_else(|| self.output_data(now))
                 .or_else(|| self.output_window_probe(now))
                 .or_else(|| self.take_ack_only(now)),
         };
         if let Some(out) = &out {
             self.counters.segments_sent += 1;
             if out.repr.ack_number.is_some() {
-                self.ack_now = false;
+                self.ack_now = self.owed_acks > 0;
+                self.owed_acks = self.owed_acks.saturating_sub(1);
                 self.unacked_segments = 0;
                 self.timers.cancel(Timer::DelayedAck);
             }
@@ -814,7 +952,18 @@ impl Connection {
         let unsent = data_end.since(self.snd_nxt);
         let flight = self.snd_nxt.since(self.snd_una);
         let window = self.snd_wnd.min(self.cc.cwnd());
-        let room = window.saturating_sub(flight);
+        let room = match self.recovery {
+            // In recovery the pipe, not the flight, meters new data (RFC
+            // 6675 §5 step (C)); the peer's window still bounds it.
+            Some(r) if self.negotiated.is_some_and(|n| n.sack) => {
+                let pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, r.high_rxt);
+                self.cc
+                    .cwnd()
+                    .saturating_sub(pipe)
+                    .min(self.snd_wnd.saturating_sub(flight))
+            }
+            _ => window.saturating_sub(flight),
+        };
         let mss = self
             .negotiated
             .map_or(usize::from(self.local_options.mss), |n| n.send_mss);
@@ -862,6 +1011,79 @@ impl Connection {
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
         Some(Outgoing { repr, payload })
+    }
+
+    /// A fast retransmission, if one is due: with SACK, whatever NextSeg
+    /// picks while the pipe leaves a segment's room under cwnd (RFC 6675
+    /// §5 step (C)); without, the segment at SND.UNA once per dup-ACK
+    /// threshold and per partial ACK (RFC 6582 §3.2).
+    fn output_recovery(&mut self, now: Instant) -> Option<Outgoing> {
+        let mut recovery = self.recovery?;
+        let mss = self.send_mss();
+        let (start, len) = if self.negotiated.is_some_and(|n| n.sack) {
+            let pipe = self
+                .scoreboard
+                .pipe(self.snd_una, self.snd_max, recovery.high_rxt);
+            if self.cc.cwnd() < pipe + mss {
+                return None;
+            }
+            let query = NextSegQuery {
+                snd_una: self.snd_una,
+                snd_max: self.snd_max,
+                high_rxt: recovery.high_rxt,
+                rescue_rxt: recovery.rescue_rxt,
+                new_data: 0,
+            };
+            match self.scoreboard.next_seg(&query) {
+                NextSeg::Lost { start, len } | NextSeg::Unsacked { start, len } => {
+                    let len = len.min(mss);
+                    recovery.high_rxt = recovery.high_rxt.max(start + len);
+                    (start, len)
+                }
+                NextSeg::Rescue { start, len } => {
+                    recovery.rescue_rxt = Some(recovery.point);
+                    (start, len.min(mss))
+                }
+                NextSeg::NewData { .. } | NextSeg::Nothing => return None,
+            }
+        } else {
+            if !recovery.resend_head {
+                return None;
+            }
+            recovery.resend_head = false;
+            (self.snd_una, mss)
+        };
+        self.recovery = Some(recovery);
+        let out = self.retransmission(now, start, len)?;
+        self.counters.fast_retransmits += 1;
+        Some(out)
+    }
+
+    /// Resends the data bytes `start..start + len` (clamped to what was
+    /// sent) without moving SND.NXT.
+    fn retransmission(&mut self, now: Instant, start: Seq, len: usize) -> Option<Outgoing> {
+        let data_start = self.iss + 1;
+        let start = start.max(self.snd_una).max(data_start);
+        let end = (start + len).min(self.snd_max).min(self.data_end);
+        let len = end.since(start);
+        if len == 0 {
+            return None;
+        }
+        let offset = start.since(self.snd_una.max(data_start));
+        let payload = self.send.segments(offset, len);
+        let mut repr = self.bare(start, Some(self.rcv_nxt()), TcpFlags::empty());
+        repr.payload_len = len;
+        self.decorate(&mut repr, now);
+        self.karn.on_retransmit();
+        self.counters.bytes_retransmitted += len as u64;
+        self.timers
+            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+        Some(Outgoing { repr, payload })
+    }
+
+    fn send_mss(&self) -> usize {
+        self.negotiated
+            .map_or(usize::from(self.local_options.mss), |n| n.send_mss)
     }
 
     /// A zero-window probe: a segment one below SND.UNA, which the peer
