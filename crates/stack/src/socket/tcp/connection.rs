@@ -304,6 +304,51 @@ impl Connection {
         c
     }
 
+    /// A connection a listener rebuilds from a valid SYN cookie (RFC 4987
+    /// §3.6) when the handshake's final ACK arrives: ESTABLISHED at once,
+    /// with the peer's MSS from the cookie and none of the options a
+    /// cookie cannot carry (window scaling, SACK, timestamps).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_cookie(
+        config: TcpConfig,
+        local: SocketAddr,
+        remote: SocketAddr,
+        iss: Seq,
+        irs: Seq,
+        peer_mss: usize,
+        ack: &TcpRepr,
+        mss: u16,
+        now: Instant,
+        flow: Flow,
+    ) -> Self {
+        let mut c = Self::new(config, local, remote, iss, mss, now, flow);
+        c.irs = irs;
+        c.recv.start(irs + 1);
+        c.local_options.window_shift = 0;
+        c.local_options.sack = false;
+        c.local_options.timestamps = false;
+        let send_mss = peer_mss.min(usize::from(mss)).max(1);
+        c.negotiated = Some(Negotiated {
+            send_mss,
+            send_window_shift: 0,
+            recv_window_shift: 0,
+            sack: false,
+            timestamps: false,
+        });
+        c.cc.set_mss(send_mss);
+        c.scoreboard.set_smss(send_mss);
+        c.snd_una = iss + 1;
+        c.snd_nxt = iss + 1;
+        c.snd_max = iss + 1;
+        c.data_end = iss + 1;
+        c.snd_wnd = usize::from(ack.window_len);
+        c.max_snd_wnd = c.snd_wnd;
+        c.snd_wl1 = Seq(ack.seq_number);
+        c.snd_wl2 = iss + 1;
+        c.state = State::Established;
+        c
+    }
+
     // ----- What the application sees ---------------------------------------
 
     pub fn state(&self) -> State {

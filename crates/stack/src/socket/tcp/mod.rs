@@ -8,6 +8,7 @@ pub mod assembler;
 pub mod congestion;
 pub mod connection;
 pub mod isn;
+pub mod listener;
 pub mod options;
 pub mod rtt;
 pub mod rules;

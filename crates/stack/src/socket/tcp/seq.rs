@@ -12,6 +12,11 @@ use std::ops::{Add, AddAssign, Sub};
 pub struct Seq(pub u32);
 
 impl Seq {
+    /// The next sequence number.
+    pub fn add_one(self) -> Seq {
+        Seq(self.0.wrapping_add(1))
+    }
+
     /// Bytes from `earlier` up to this number; zero if `earlier` is not
     /// before it.
     pub fn since(self, earlier: Seq) -> usize {
