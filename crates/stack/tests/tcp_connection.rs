@@ -435,3 +435,53 @@ fn fast_retransmit_repairs_most_losses_with_and_without_sack() {
         );
     }
 }
+
+#[test]
+fn keepalive_probes_an_idle_peer_and_drops_a_silent_one() {
+    use stack::socket::tcp::connection::Keepalive;
+    let mut net = Net::new(1, 0);
+    let keepalive = TcpConfig {
+        keepalive: Some(Keepalive {
+            idle: Duration::from_secs(10),
+            interval: Duration::from_secs(1),
+            count: 3,
+        }),
+        ..config()
+    };
+    let mut a = Connection::connect(
+        keepalive,
+        addr(A),
+        addr(B),
+        Seq(50),
+        MSS,
+        net.now,
+        Flow::untraced(1),
+    );
+    let mut b = None;
+    // 35 s of silence from the application: the peer answers each probe.
+    run(
+        &mut net,
+        &mut a,
+        &mut b,
+        Duration::from_secs(35),
+        |_, _, _| {},
+        |_, _| false,
+    );
+    assert_eq!(a.state(), State::Established);
+    let answered = a.counters().keepalive_probes;
+    assert!(answered >= 3, "{:?}", a.counters());
+    // Now the peer goes silent (every segment lost): idle, three probes,
+    // then the connection is dropped.
+    net.loss_every = 1;
+    run(
+        &mut net,
+        &mut a,
+        &mut b,
+        Duration::from_secs(20),
+        |_, _, _| {},
+        |a, _| a.state() == State::Closed,
+    );
+    assert_eq!(a.state(), State::Closed);
+    assert_eq!(a.error(), Some(ConnectionError::TimedOut));
+    assert_eq!(a.counters().keepalive_probes, answered + 3);
+}

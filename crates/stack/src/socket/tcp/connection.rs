@@ -53,8 +53,33 @@ pub struct TcpConfig {
     /// Retransmissions of one segment before the connection is dropped
     /// (RFC 9293 §3.8.3, R2).
     pub max_retries: u32,
+    /// Keep-alive probing (SO_KEEPALIVE), off by default (RFC 9293
+    /// §3.8.4: it MUST default to off).
+    pub keepalive: Option<Keepalive>,
     pub rtt: RttConfig,
     pub congestion: CongestionConfig,
+}
+
+/// When an idle connection is probed (RFC 1122 §4.2.3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Silence before the first probe (RFC 9293 §3.8.4: no less than two
+    /// hours by default; settable).
+    pub idle: Duration,
+    /// Between unanswered probes.
+    pub interval: Duration,
+    /// Unanswered probes before the connection is dropped.
+    pub count: u32,
+}
+
+impl Default for Keepalive {
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(2 * 3600),
+            interval: Duration::from_secs(75),
+            count: 9,
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -68,6 +93,7 @@ impl Default for TcpConfig {
             delayed_ack: Duration::from_millis(40),
             time_wait: Duration::from_secs(60),
             max_retries: 15,
+            keepalive: None,
             rtt: RttConfig::default(),
             congestion: CongestionConfig::default(),
         }
@@ -113,6 +139,7 @@ pub struct TcpCounters {
     pub dropped_unacceptable: u64,
     pub dropped_paws: u64,
     pub window_probes: u64,
+    pub keepalive_probes: u64,
     /// Loss recovery episodes entered by duplicate ACKs or SACK.
     pub fast_recoveries: u64,
     /// Segments resent by fast retransmit (not by timeout).
@@ -189,6 +216,10 @@ pub struct Connection {
     owed_acks: u32,
     /// The persist timer fired: a zero-window probe is owed.
     probe_due: bool,
+    /// The keep-alive timer fired: a keep-alive probe is owed.
+    keepalive_due: bool,
+    /// Keep-alive probes sent since the peer was last heard.
+    keepalive_probes: u32,
     /// Persist intervals doubled so far (RFC 9293 §3.8.6.1: exponential
     /// backoff, no limit on the number of probes).
     persist_backoff: u32,
@@ -260,6 +291,8 @@ impl Connection {
             ack_now: false,
             owed_acks: 0,
             probe_due: false,
+            keepalive_due: false,
+            keepalive_probes: 0,
             persist_backoff: 0,
             unacked_segments: 0,
             counters: TcpCounters::default(),
@@ -346,6 +379,7 @@ impl Connection {
         c.snd_wl1 = Seq(ack.seq_number);
         c.snd_wl2 = iss + 1;
         c.state = State::Established;
+        c.heard_from_peer(now);
         c
     }
 
@@ -502,6 +536,7 @@ impl Connection {
                 self.take_ack_of_syn(ack, seg, now);
                 self.state = State::Established;
                 self.ack_now = true;
+                self.heard_from_peer(now);
             }
             None => {
                 // Simultaneous open (§3.5, Figure 8): answer with SYN-ACK.
@@ -561,6 +596,45 @@ impl Connection {
 
     /// Every state from SYN-RECEIVED on (§3.10.7.4).
     fn input_synchronizing(
+        &mut self,
+        now: Instant,
+        seg: &TcpRepr,
+        payload: &[u8],
+        challenges: &mut ChallengeLimiter,
+    ) -> Reply {
+        let reply = self.input_checked(now, seg, payload, challenges);
+        self.heard_from_peer(now);
+        reply
+    }
+
+    /// The peer is alive: restart the keep-alive clock.
+    fn heard_from_peer(&mut self, now: Instant) {
+        self.keepalive_probes = 0;
+        self.keepalive_due = false;
+        match self.config.keepalive {
+            Some(keepalive) if self.state.is_synchronized() && self.state != State::TimeWait => {
+                self.timers.set(Timer::Keepalive, now + keepalive.idle);
+            }
+            _ => self.timers.cancel(Timer::Keepalive),
+        }
+    }
+
+    /// RFC 1122 §4.2.3.6: probe, and give up after `count` unanswered
+    /// probes.
+    fn on_keepalive_timeout(&mut self, now: Instant) {
+        let Some(keepalive) = self.config.keepalive else {
+            return;
+        };
+        if self.keepalive_probes >= keepalive.count {
+            self.fail(ConnectionError::TimedOut);
+            return;
+        }
+        self.keepalive_probes += 1;
+        self.keepalive_due = true;
+        self.timers.set(Timer::Keepalive, now + keepalive.interval);
+    }
+
+    fn input_checked(
         &mut self,
         now: Instant,
         seg: &TcpRepr,
@@ -902,7 +976,7 @@ impl Connection {
                 Timer::DelayedAck => self.ack_now = true,
                 Timer::Linger => self.state = State::Closed,
                 Timer::Persist => self.probe_due = true,
-                Timer::Keepalive => {}
+                Timer::Keepalive => self.on_keepalive_timeout(now),
             }
         }
     }
@@ -942,6 +1016,7 @@ impl Connection {
                 .output_recovery(now)
                 .or_else(|| self.output_data(now))
                 .or_else(|| self.output_window_probe(now))
+                .or_else(|| self.output_keepalive(now))
                 .or_else(|| self.take_ack_only(now)),
         };
         if let Some(out) = &out {
@@ -1145,6 +1220,23 @@ impl Connection {
         let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
         self.decorate(&mut repr, now);
         self.counters.window_probes += 1;
+        Some(Outgoing {
+            repr,
+            payload: Vec::new(),
+        })
+    }
+
+    /// A keep-alive probe: SEG.SEQ = SND.NXT - 1 and no data (RFC 1122
+    /// §4.2.3.6), which the peer answers with an ACK.
+    fn output_keepalive(&mut self, now: Instant) -> Option<Outgoing> {
+        if !self.keepalive_due {
+            return None;
+        }
+        self.keepalive_due = false;
+        let seq = Seq(self.snd_nxt.0.wrapping_sub(1));
+        let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
+        self.decorate(&mut repr, now);
+        self.counters.keepalive_probes += 1;
         Some(Outgoing {
             repr,
             payload: Vec::new(),
