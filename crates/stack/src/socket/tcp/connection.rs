@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use probe::Flow;
-use wire::tcp::{TcpFlags, TcpRepr, TcpUnknownOptions, MAX_SACK_BLOCKS};
+use wire::tcp::{TcpFlags, TcpRepr, MAX_SACK_BLOCKS};
 
 use super::assembler::{Assembler, AssemblerConfig, SackBlocks};
 use super::congestion::{CongestionConfig, CongestionControl, Controller};
@@ -1281,21 +1281,6 @@ impl Connection {
 
     /// A header with the connection's ports and nothing else.
     fn bare(&self, seq: Seq, ack: Option<Seq>, flags: TcpFlags) -> TcpRepr {
-        TcpRepr {
-            src_port: self.local.port(),
-            dst_port: self.remote.port(),
-            seq_number: seq.0,
-            ack_number: ack.map(|a| a.0),
-            flags,
-            window_len: 0,
-            urgent_pointer: 0,
-            max_seg_size: None,
-            window_scale: None,
-            sack_permitted: false,
-            sack_ranges: [None; MAX_SACK_BLOCKS],
-            timestamps: None,
-            unknown_options: TcpUnknownOptions::default(),
-            payload_len: 0,
-        }
+        super::bare_header(self.local.port(), self.remote.port(), seq, ack, flags)
     }
 }

@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use probe::Flow;
-use wire::tcp::{TcpFlags, TcpRepr, TcpUnknownOptions, MAX_SACK_BLOCKS};
+use wire::tcp::{TcpFlags, TcpRepr};
 
 use super::connection::{Connection, Outgoing, TcpConfig};
 use super::isn::IsnGenerator;
@@ -291,22 +291,7 @@ impl Listener {
     }
 
     fn bare(&self, remote: SocketAddr, seq: Seq, ack: Option<Seq>, flags: TcpFlags) -> TcpRepr {
-        TcpRepr {
-            src_port: self.local.port(),
-            dst_port: remote.port(),
-            seq_number: seq.0,
-            ack_number: ack.map(|a| a.0),
-            flags,
-            window_len: 0,
-            urgent_pointer: 0,
-            max_seg_size: None,
-            window_scale: None,
-            sack_permitted: false,
-            sack_ranges: [None; MAX_SACK_BLOCKS],
-            timestamps: None,
-            unknown_options: TcpUnknownOptions::default(),
-            payload_len: 0,
-        }
+        super::bare_header(self.local.port(), remote.port(), seq, ack, flags)
     }
 
     /// What the half-open and not-yet-accepted connections send: SYN-ACKs,

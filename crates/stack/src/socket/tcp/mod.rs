@@ -17,3 +17,32 @@ pub mod send_buffer;
 pub mod seq;
 pub mod state;
 pub mod timers;
+
+use wire::tcp::{TcpFlags, TcpRepr, TcpUnknownOptions, MAX_SACK_BLOCKS};
+
+/// A header between two ports with the given numbers and flags, and no
+/// window, options or payload: what every segment starts from.
+pub fn bare_header(
+    src_port: u16,
+    dst_port: u16,
+    seq: seq::Seq,
+    ack: Option<seq::Seq>,
+    flags: TcpFlags,
+) -> TcpRepr {
+    TcpRepr {
+        src_port,
+        dst_port,
+        seq_number: seq.0,
+        ack_number: ack.map(|a| a.0),
+        flags,
+        window_len: 0,
+        urgent_pointer: 0,
+        max_seg_size: None,
+        window_scale: None,
+        sack_permitted: false,
+        sack_ranges: [None; MAX_SACK_BLOCKS],
+        timestamps: None,
+        unknown_options: TcpUnknownOptions::default(),
+        payload_len: 0,
+    }
+}
