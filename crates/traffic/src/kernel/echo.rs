@@ -144,18 +144,7 @@ fn exchange_tcp(
     addr: SocketAddr,
     pattern: &Pattern,
 ) -> Result<Exchanges, TrafficError> {
-    let socket = socket::open(Protocol::Tcp, addr, spec.sockbuf)?;
-    socket
-        .set_tcp_nodelay(true)
-        .map_err(|e| TrafficError::io("set TCP_NODELAY", e))?;
-    socket
-        .connect_timeout(&addr.into(), spec.timeout)
-        .map_err(|e| peer_error(e, addr, spec.timeout))?;
-    let facts = SocketFacts {
-        granted: socket::granted(&socket),
-        congestion_control: socket::congestion_control(&socket),
-    };
-    let mut stream: TcpStream = socket.into();
+    let (mut stream, facts) = super::stream::connect(addr, spec.sockbuf, true, spec.timeout)?;
     stream
         .set_read_timeout(Some(spec.timeout))
         .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;

@@ -132,6 +132,29 @@ pub(super) fn accept(listening: Listening, timeout: Duration) -> Result<TcpStrea
     }
 }
 
+/// Opens a TCP connection to `dest` with the given buffer sizes and
+/// TCP_NODELAY, waiting at most `timeout`; also what the socket was
+/// granted.
+pub(super) fn connect(
+    dest: SocketAddr,
+    sockbuf: Option<usize>,
+    nodelay: bool,
+    timeout: Duration,
+) -> Result<(TcpStream, SocketFacts), TrafficError> {
+    let socket: Socket = socket::open(Protocol::Tcp, dest, sockbuf)?;
+    socket
+        .set_tcp_nodelay(nodelay)
+        .map_err(|e| TrafficError::io("set TCP_NODELAY", e))?;
+    socket
+        .connect_timeout(&dest.into(), timeout)
+        .map_err(|e| peer_error(e, dest, timeout))?;
+    let facts = SocketFacts {
+        granted: socket::granted(&socket),
+        congestion_control: socket::congestion_control(&socket),
+    };
+    Ok((socket.into(), facts))
+}
+
 /// Connects to `dest` and writes `count` buffers of `len` pattern bytes.
 pub fn transmit(
     spec: &TransferSpec,
@@ -139,18 +162,7 @@ pub fn transmit(
     pattern: &Pattern,
     meter: &Meter,
 ) -> Result<(SenderSide, SocketFacts), TrafficError> {
-    let socket: Socket = socket::open(Protocol::Tcp, dest, spec.sockbuf)?;
-    socket
-        .set_tcp_nodelay(spec.nodelay)
-        .map_err(|e| TrafficError::io("set TCP_NODELAY", e))?;
-    socket
-        .connect_timeout(&dest.into(), spec.timeout)
-        .map_err(|e| peer_error(e, dest, spec.timeout))?;
-    let facts = SocketFacts {
-        granted: socket::granted(&socket),
-        congestion_control: socket::congestion_control(&socket),
-    };
-    let mut stream: TcpStream = socket.into();
+    let (mut stream, facts) = connect(dest, spec.sockbuf, spec.nodelay, spec.timeout)?;
     stream
         .set_write_timeout(Some(spec.timeout))
         .map_err(|e| TrafficError::io("set SO_SNDTIMEO", e))?;

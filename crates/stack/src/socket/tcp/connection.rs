@@ -1216,14 +1216,8 @@ impl Connection {
         }
         self.probe_due = false;
         self.persist_backoff = self.persist_backoff.saturating_add(1);
-        let seq = Seq(self.snd_una.0.wrapping_sub(1));
-        let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
-        self.decorate(&mut repr, now);
         self.counters.window_probes += 1;
-        Some(Outgoing {
-            repr,
-            payload: Vec::new(),
-        })
+        Some(self.probe(now, Seq(self.snd_una.0.wrapping_sub(1))))
     }
 
     /// A keep-alive probe: SEG.SEQ = SND.NXT - 1 and no data (RFC 1122
@@ -1233,14 +1227,19 @@ impl Connection {
             return None;
         }
         self.keepalive_due = false;
-        let seq = Seq(self.snd_nxt.0.wrapping_sub(1));
+        self.counters.keepalive_probes += 1;
+        Some(self.probe(now, Seq(self.snd_nxt.0.wrapping_sub(1))))
+    }
+
+    /// A data-less segment at an already-acknowledged `seq`: the peer
+    /// cannot accept it and answers with an ACK carrying its state.
+    fn probe(&mut self, now: Instant, seq: Seq) -> Outgoing {
         let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
         self.decorate(&mut repr, now);
-        self.counters.keepalive_probes += 1;
-        Some(Outgoing {
+        Outgoing {
             repr,
             payload: Vec::new(),
-        })
+        }
     }
 
     fn take_ack_only(&mut self, now: Instant) -> Option<Outgoing> {
