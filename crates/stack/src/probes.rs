@@ -58,6 +58,20 @@ probe::locations! {
     SOCKET_RECV_ENTER = ("socket.recv.enter", Layer::Socket, Kind::SpanEnter, Category::Socket, None);
     SOCKET_RECV_EXIT = ("socket.recv.exit", Layer::Socket, Kind::SpanExit, Category::Socket, None);
 
+    // TCP: output (segment built), input (segment demultiplexed and
+    // processed), ACK processing within input, timer handling, and each
+    // retransmitted segment (`aux` 0: fast retransmit, 1: after a
+    // timeout).
+    TCP_OUTPUT_ENTER = ("tcp.output.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
+    TCP_OUTPUT_EXIT = ("tcp.output.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
+    TCP_INPUT_ENTER = ("tcp.input.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None);
+    TCP_INPUT_EXIT = ("tcp.input.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None);
+    TCP_ACK_ENTER = ("tcp.ack.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None);
+    TCP_ACK_EXIT = ("tcp.ack.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None);
+    TCP_TIMER_ENTER = ("tcp.timer.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
+    TCP_TIMER_EXIT = ("tcp.timer.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
+    TCP_RETRANSMIT = ("tcp.retransmit", Layer::Transport, Kind::Point, Category::ProtocolSend, None);
+
     // Cost centres of the network and transport layers.
     CHECKSUM_ENTER = ("checksum.enter", Layer::Transport, Kind::SpanEnter, Category::Checksum, None);
     CHECKSUM_EXIT = ("checksum.exit", Layer::Transport, Kind::SpanExit, Category::Checksum, None);

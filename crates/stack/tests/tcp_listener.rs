@@ -79,6 +79,7 @@ impl Rig {
                 None => {
                     if let ListenerReply::Send(reply) = self.listener.input(
                         now,
+                        addr(SERVER),
                         addr(CLIENT),
                         &out.repr,
                         &payload,
@@ -90,7 +91,7 @@ impl Rig {
             }
         }
         self.listener.poll_timers(now);
-        while let Some((_, out)) = self.listener.poll_output(now) {
+        while let Some((_, _, out)) = self.listener.poll_output(now) {
             to_client.push((out.repr, Vec::new()));
         }
         if self.server.is_none() {
@@ -197,7 +198,9 @@ fn a_syn_flood_fills_only_the_half_open_queue_and_cookies_let_a_client_in() {
     for i in 0..50 {
         let (remote, syn) = spoofed_syn(i);
         let now = rig.now;
-        let reply = rig.listener.input(now, remote, &syn, &[], &mut rig.limiter);
+        let reply = rig
+            .listener
+            .input(now, addr(SERVER), remote, &syn, &[], &mut rig.limiter);
         if i >= 4 {
             let ListenerReply::Send(syn_ack) = reply else {
                 panic!("no cookie for SYN {i}");
@@ -226,7 +229,9 @@ fn a_forged_ack_gets_a_reset_not_a_connection() {
     ack.ack_number = Some(0x1234_5678);
     ack.seq_number = 99;
     let now = rig.now;
-    let reply = rig.listener.input(now, remote, &ack, &[], &mut rig.limiter);
+    let reply = rig
+        .listener
+        .input(now, addr(SERVER), remote, &ack, &[], &mut rig.limiter);
     let ListenerReply::Send(rst) = reply else {
         panic!("no RST");
     };
@@ -242,7 +247,8 @@ fn half_open_connections_that_never_complete_are_forgotten() {
     for i in 0..3 {
         let (remote, syn) = spoofed_syn(i);
         let now = rig.now;
-        rig.listener.input(now, remote, &syn, &[], &mut rig.limiter);
+        rig.listener
+            .input(now, addr(SERVER), remote, &syn, &[], &mut rig.limiter);
     }
     assert_eq!(rig.listener.half_open_len(), 3);
     // SYN-ACKs are retransmitted with backoff until the retry limit.

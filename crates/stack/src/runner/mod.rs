@@ -10,6 +10,7 @@
 //! ([`NetworkBuilder`]): one virtual wire per topology wire, an optional
 //! pcapng capture per interface, and a host per node.
 
+pub mod blocking;
 mod simulator;
 pub mod threaded;
 

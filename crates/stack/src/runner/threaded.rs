@@ -203,6 +203,9 @@ fn counters_since(before: &HostCounters, after: &HostCounters) -> HostCounters {
         udp_received,
         udp_sent,
         link_received,
-        link_sent
+        link_sent,
+        tcp_received,
+        tcp_sent,
+        tcp_resets_sent
     )
 }

@@ -151,6 +151,7 @@ impl Host {
         match protocol {
             IpProtocol::Icmp => self.icmpv4_input(now, meta, packet, pos),
             IpProtocol::Udp => self.udp_input(now, IpMeta::V4(meta), packet, pos),
+            IpProtocol::Tcp => self.tcp_input(now, IpMeta::V4(meta), packet, pos),
             other => {
                 if self.raw_deliver(RawFamily::Ipv4, other, &IpMeta::V4(meta), &packet, pos) {
                     return;

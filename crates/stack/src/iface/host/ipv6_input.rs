@@ -220,6 +220,11 @@ impl Host {
                     self.udp_input(now, super::transport::IpMeta::V6(meta), packet, pos);
                     return;
                 }
+                IpProtocol::Tcp => {
+                    self.counters.ipv6_delivered += 1;
+                    self.tcp_input(now, super::transport::IpMeta::V6(meta), packet, pos);
+                    return;
+                }
                 IpProtocol::Ipv6NoNxt => {
                     self.count_drop("ipv6_no_next_header");
                     return;

@@ -33,6 +33,8 @@ mod ipv6_input;
 mod ipv6_output;
 mod link_sockets;
 mod ndisc;
+mod tcp;
+mod tcp_api;
 mod transport;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -43,9 +45,11 @@ use probe::Flow;
 use wire::ethernet::EthernetAddress;
 use wire::ip::IpProtocol;
 
+pub use crate::socket::tcp::sockets::TcpHandle;
 pub use dump::{HostState, InterfaceState};
 use link_sockets::FrameAddresses;
 pub use link_sockets::LinkOpenError;
+pub use tcp_api::{TcpError, TcpReadiness};
 
 use crate::buffer::{Packet, Pool, PoolConfig, PoolConfigError};
 use crate::iface::address::{AddressConfig, InterfaceAddresses};
@@ -62,6 +66,9 @@ use crate::iface::route::{
 };
 use crate::phy::Link;
 use crate::random::SplitMix64;
+use crate::socket::tcp::isn::IsnGenerator;
+use crate::socket::tcp::rules::ChallengeLimiter;
+use crate::socket::tcp::sockets::TcpSockets;
 use crate::socket::{
     LinkConfig, LinkSocket, RawConfig, RawFamily, RawSocket, SendError, UdpConfig, UdpSocket,
 };
@@ -176,6 +183,12 @@ pub struct HostCounters {
     pub link_received: u64,
     /// Frames taken from link-level sockets' send queues.
     pub link_sent: u64,
+    /// TCP segments that passed the checksum and header checks.
+    pub tcp_received: u64,
+    /// TCP segments sent (every kind, retransmissions included).
+    pub tcp_sent: u64,
+    /// Resets sent for segments that found no socket.
+    pub tcp_resets_sent: u64,
 }
 
 /// A packet on the IP input queue.
@@ -227,6 +240,17 @@ pub struct Host {
     udp: Vec<UdpSocket>,
     raw: Vec<RawSocket>,
     link: Vec<LinkSocket>,
+    tcp: TcpSockets,
+    /// The RFC 6528 secret behind ISNs and SYN cookies.
+    tcp_isn: IsnGenerator,
+    /// RFC 5961 §7: one challenge-ACK budget for the host.
+    tcp_challenges: ChallengeLimiter,
+    /// An application call or a spent output budget left TCP segments to
+    /// send: the next poll is due now.
+    tcp_output_pending: bool,
+    /// The time of the latest poll: what application calls between polls
+    /// take as "now".
+    clock: Instant,
     rng: SplitMix64,
     next_flow: u32,
     flow_base: u32,
@@ -315,6 +339,11 @@ impl Host {
             udp: Vec::new(),
             raw: Vec::new(),
             link: Vec::new(),
+            tcp: TcpSockets::default(),
+            tcp_isn: IsnGenerator::new([0, 0]),
+            tcp_challenges: ChallengeLimiter::default(),
+            tcp_output_pending: false,
+            clock: Instant::ZERO,
             rng,
             next_flow: 1,
             flow_base: config.flow_base,
@@ -325,6 +354,7 @@ impl Host {
             scratch: vec![0; 65_536 + 64],
         };
         host.ipv4_ident = host.rng.next_u64() as u16;
+        host.tcp_isn = IsnGenerator::new([host.rng.next_u64(), host.rng.next_u64()]);
         host.add_connected_routes()?;
         for route in routes {
             host.add_static_route(*route)?;
@@ -633,6 +663,7 @@ impl Host {
                 .udp
                 .iter()
                 .any(|s| s.local().is_some_and(|l| l.port() == port))
+                && !self.tcp.port_in_use(port)
             {
                 return port;
             }
@@ -644,6 +675,7 @@ impl Host {
 
     /// Does everything due at `now` (see the module docs).
     pub fn poll(&mut self, now: Instant) {
+        self.clock = self.clock.max(now);
         if !self.started {
             self.start(now);
         }
@@ -673,6 +705,7 @@ impl Host {
             || self.raw.iter().any(|s| s.send_queue_len() > 0)
             || self.link.iter().any(|s| s.send_queue_len() > 0)
             || self.interfaces.iter().any(|i| i.queued() > 0)
+            || self.tcp_output_pending
         {
             return Some(now);
         }
@@ -696,6 +729,7 @@ impl Host {
         consider(self.routes4.next_deadline());
         consider(self.dest6.next_deadline());
         consider(self.dest4.next_deadline());
+        consider(self.tcp_next_deadline());
         next.map(|t| t.max(now))
     }
 
@@ -779,6 +813,7 @@ impl Host {
         for index in 0..self.link.len() {
             self.link_socket_output(index);
         }
+        self.tcp_output(now);
     }
 
     fn poll_timers(&mut self, now: Instant) {
@@ -806,6 +841,10 @@ impl Host {
         let _ = self.routes4.poll(now);
         let _ = self.dest6.poll(now);
         let _ = self.dest4.poll(now);
+        self.tcp_timers(now);
+        // What the timers made due (retransmissions, delayed ACKs, probes)
+        // leaves in this poll.
+        self.tcp_output(now);
     }
 
     // ----- Link input ------------------------------------------------------

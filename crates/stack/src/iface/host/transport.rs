@@ -28,17 +28,25 @@ pub(crate) enum IpMeta {
 }
 
 impl IpMeta {
-    fn src(&self) -> IpAddr {
+    pub(super) fn src(&self) -> IpAddr {
         match self {
             IpMeta::V6(m) => IpAddr::V6(m.src),
             IpMeta::V4(m) => IpAddr::V4(m.src),
         }
     }
 
-    fn dst(&self) -> IpAddr {
+    pub(super) fn dst(&self) -> IpAddr {
         match self {
             IpMeta::V6(m) => IpAddr::V6(m.dst),
             IpMeta::V4(m) => IpAddr::V4(m.dst),
+        }
+    }
+
+    /// Arrived as link-layer multicast or broadcast.
+    pub(super) fn link_multicast(&self) -> bool {
+        match self {
+            IpMeta::V6(m) => m.link_multicast,
+            IpMeta::V4(m) => m.link_multicast,
         }
     }
 

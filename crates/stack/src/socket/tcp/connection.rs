@@ -28,6 +28,7 @@ use super::seq::Seq;
 use super::state::State;
 use super::timers::{Timer, Timers};
 use crate::buffer::{PacketError, Pool, Segment};
+use crate::probes::{TCP_ACK_ENTER, TCP_ACK_EXIT, TCP_RETRANSMIT};
 use crate::time::Instant;
 
 /// The most immediate ACKs a connection owes at once (one per
@@ -432,6 +433,36 @@ impl Connection {
         Ok(taken)
     }
 
+    /// Bytes in the send queue: unacknowledged and unsent.
+    pub fn send_queued(&self) -> usize {
+        self.send.len()
+    }
+
+    /// Lowers the send MSS to what the path carries: `path_mss` is the
+    /// path MTU less the IP and TCP headers (RFC 9293 §3.7.1: the
+    /// effective send MSS is bounded by the path MTU, RFC 8201 / RFC
+    /// 1191); the timestamp option's bytes come off it too. A larger
+    /// value changes nothing.
+    pub fn clamp_to_path_mss(&mut self, path_mss: usize) {
+        if let Some(n) = &mut self.negotiated {
+            let options = if n.timestamps {
+                options::TIMESTAMPS_OPTION
+            } else {
+                0
+            };
+            let mss = path_mss.saturating_sub(options).max(1);
+            if mss < n.send_mss {
+                n.send_mss = mss;
+                self.cc.set_mss(mss);
+                self.scoreboard.set_smss(mss);
+            }
+        }
+    }
+
+    pub fn flow(&self) -> Flow {
+        self.flow
+    }
+
     /// Room in the send queue.
     pub fn send_room(&self) -> usize {
         if self.fin_queued {
@@ -747,6 +778,13 @@ impl Connection {
 
     /// An acceptable ACK (§3.10.7.4, fifth check, ESTABLISHED and on).
     fn take_ack(&mut self, now: Instant, seq: Seq, ack: Seq, seg: &TcpRepr) {
+        let _span = probe::span(
+            TCP_ACK_ENTER,
+            TCP_ACK_EXIT,
+            ack.since(self.snd_una) as u32,
+            self.flow,
+            0,
+        );
         let sack = self.negotiated.is_some_and(|n| n.sack);
         let window_before = self.snd_wnd;
         let advanced = ack > self.snd_una;
@@ -993,6 +1031,12 @@ impl Connection {
             return;
         }
         self.counters.retransmission_timeouts += 1;
+        probe::record(
+            TCP_RETRANSMIT,
+            self.snd_max.since(self.snd_una) as u32,
+            self.flow,
+            1,
+        );
         self.rtt.on_timeout();
         self.karn.on_retransmit();
         let flight = self.snd_max.since(self.snd_una);
@@ -1176,6 +1220,7 @@ impl Connection {
         self.recovery = Some(recovery);
         let out = self.retransmission(now, start, len)?;
         self.counters.fast_retransmits += 1;
+        probe::record(TCP_RETRANSMIT, out.repr.payload_len as u32, self.flow, 0);
         Some(out)
     }
 

@@ -88,7 +88,9 @@ pub struct Listener {
     config: ListenerConfig,
     mss: u16,
     keys: IsnGenerator,
-    half_open: HashMap<SocketAddr, Connection>,
+    /// Keyed by (local, remote): a wildcard listener hears on every
+    /// address of its family.
+    half_open: HashMap<(SocketAddr, SocketAddr), Connection>,
     ready: VecDeque<Connection>,
     counters: ListenerCounters,
     flow: Flow,
@@ -120,6 +122,10 @@ impl Listener {
         self.local
     }
 
+    pub fn flow(&self) -> Flow {
+        self.flow
+    }
+
     pub fn counters(&self) -> ListenerCounters {
         self.counters
     }
@@ -133,28 +139,44 @@ impl Listener {
         self.ready.pop_front()
     }
 
+    /// Every connection held, half-open or established (the listener is
+    /// closing: the caller resets them).
+    pub fn take_all(&mut self) -> Vec<Connection> {
+        let mut all: Vec<Connection> = self.half_open.drain().map(|(_, c)| c).collect();
+        all.extend(self.ready.drain(..));
+        all
+    }
+
     pub fn pending(&self) -> usize {
         self.ready.len()
     }
 
-    /// A segment from `remote` to the listening address (RFC 9293
-    /// §3.10.7.2, LISTEN).
+    /// A segment from `remote` to `local`, an address the listener covers
+    /// (RFC 9293 §3.10.7.2, LISTEN). Connections it opens are bound to
+    /// `local`, never to the wildcard.
+    #[allow(clippy::too_many_arguments)]
     pub fn input(
         &mut self,
         now: Instant,
+        local: SocketAddr,
         remote: SocketAddr,
         seg: &TcpRepr,
         payload: &[u8],
         challenges: &mut ChallengeLimiter,
     ) -> ListenerReply {
-        if let Some(conn) = self.half_open.get_mut(&remote) {
+        let key = (local, remote);
+        if let Some(conn) = self.half_open.get_mut(&key) {
             conn.input(now, seg, payload, challenges);
-            self.promote(remote);
+            self.promote(key);
             return ListenerReply::Nothing;
         }
         // Established but not yet accepted: the connection is live (it
         // receives and acknowledges) while it waits for the application.
-        if let Some(conn) = self.ready.iter_mut().find(|c| c.remote() == remote) {
+        if let Some(conn) = self
+            .ready
+            .iter_mut()
+            .find(|c| c.remote() == remote && c.local() == local)
+        {
             conn.input(now, seg, payload, challenges);
             return ListenerReply::Nothing;
         }
@@ -166,18 +188,17 @@ impl Listener {
             if flags.contains(TcpFlags::SYN) {
                 return ListenerReply::Send(self.rst(remote, seg, Seq(ack)));
             }
-            return self.cookie_ack(now, remote, seg, payload, Seq(ack), challenges);
+            return self.cookie_ack(now, key, seg, payload, Seq(ack), challenges);
         }
         if !flags.contains(TcpFlags::SYN) {
             return ListenerReply::Nothing;
         }
         self.counters.syns += 1;
         if self.half_open.len() < self.config.half_open {
-            let iss = self.keys.isn(now, self.local, remote);
-            let conn = Connection::accept(
-                self.tcp, self.local, remote, seg, iss, self.mss, now, self.flow,
-            );
-            self.half_open.insert(remote, conn);
+            let iss = self.keys.isn(now, local, remote);
+            let conn =
+                Connection::accept(self.tcp, local, remote, seg, iss, self.mss, now, self.flow);
+            self.half_open.insert(key, conn);
             return ListenerReply::Nothing;
         }
         if !self.config.syn_cookies {
@@ -185,22 +206,22 @@ impl Listener {
             return ListenerReply::Nothing;
         }
         self.counters.cookies_sent += 1;
-        ListenerReply::Send(self.cookie_syn_ack(now, remote, seg))
+        ListenerReply::Send(self.cookie_syn_ack(now, key, seg))
     }
 
     /// Moves a half-open connection that completed its handshake to the
     /// accept queue (or drops one that died).
-    fn promote(&mut self, remote: SocketAddr) {
-        let Some(conn) = self.half_open.get(&remote) else {
+    fn promote(&mut self, key: (SocketAddr, SocketAddr)) {
+        let Some(conn) = self.half_open.get(&key) else {
             return;
         };
         match conn.state() {
             State::SynReceived => {}
             State::Closed => {
-                self.half_open.remove(&remote);
+                self.half_open.remove(&key);
             }
             _ if self.ready.len() < self.config.backlog => {
-                if let Some(conn) = self.half_open.remove(&remote) {
+                if let Some(conn) = self.half_open.remove(&key) {
                     self.ready.push_back(conn);
                 }
             }
@@ -212,19 +233,30 @@ impl Listener {
         (now.as_nanos() / 1_000_000_000 / COOKIE_TICK_SECS) as u32
     }
 
-    fn cookie(&self, remote: SocketAddr, t: u32, mss_index: u32, client_isn: u32) -> u32 {
+    fn cookie(
+        &self,
+        (local, remote): (SocketAddr, SocketAddr),
+        t: u32,
+        mss_index: u32,
+        client_isn: u32,
+    ) -> u32 {
         let hash = self
             .keys
-            .hash(self.local, remote, t.wrapping_mul(0x9E37_79B9) ^ client_isn);
+            .hash(local, remote, t.wrapping_mul(0x9E37_79B9) ^ client_isn);
         ((t & 31) << 27) | ((mss_index & 7) << 24) | (hash & 0x00FF_FFFF)
     }
 
-    fn cookie_syn_ack(&self, now: Instant, remote: SocketAddr, syn: &TcpRepr) -> TcpRepr {
+    fn cookie_syn_ack(
+        &self,
+        now: Instant,
+        key: (SocketAddr, SocketAddr),
+        syn: &TcpRepr,
+    ) -> TcpRepr {
         let peer_mss = syn.max_seg_size.unwrap_or(COOKIE_MSS[0]);
         let mss_index = COOKIE_MSS.iter().rposition(|&m| m <= peer_mss).unwrap_or(0) as u32;
-        let iss = self.cookie(remote, Self::counter(now), mss_index, syn.seq_number);
+        let iss = self.cookie(key, Self::counter(now), mss_index, syn.seq_number);
         let mut repr = self.bare(
-            remote,
+            key.1,
             Seq(iss),
             Some(Seq(syn.seq_number).add_one()),
             TcpFlags::SYN,
@@ -239,12 +271,13 @@ impl Listener {
     fn cookie_ack(
         &mut self,
         now: Instant,
-        remote: SocketAddr,
+        key: (SocketAddr, SocketAddr),
         seg: &TcpRepr,
         payload: &[u8],
         ack: Seq,
         challenges: &mut ChallengeLimiter,
     ) -> ListenerReply {
+        let (local, remote) = key;
         let cookie = Seq(ack.0.wrapping_sub(1));
         let client_isn = seg.seq_number.wrapping_sub(1);
         let t_now = Self::counter(now);
@@ -252,7 +285,7 @@ impl Listener {
             && [t_now, t_now.wrapping_sub(1)].iter().any(|&t| {
                 let mss_index = (cookie.0 >> 24) & 7;
                 (cookie.0 >> 27) == (t & 31)
-                    && self.cookie(remote, t, mss_index, client_isn) == cookie.0
+                    && self.cookie(key, t, mss_index, client_isn) == cookie.0
             });
         if !valid {
             if self.config.syn_cookies {
@@ -268,7 +301,7 @@ impl Listener {
         let peer_mss = usize::from(COOKIE_MSS[((cookie.0 >> 24) & 7) as usize]);
         let mut conn = Connection::from_cookie(
             self.tcp,
-            self.local,
+            local,
             remote,
             cookie,
             Seq(client_isn),
@@ -294,13 +327,17 @@ impl Listener {
         super::bare_header(self.local.port(), remote.port(), seq, ack, flags)
     }
 
-    /// What the half-open and not-yet-accepted connections send: SYN-ACKs,
-    /// retransmissions, ACKs.
-    pub fn poll_output(&mut self, now: Instant) -> Option<(SocketAddr, Outgoing)> {
+    /// What the half-open and not-yet-accepted connections send (SYN-ACKs,
+    /// retransmissions, ACKs), with the connection's local and remote
+    /// addresses.
+    pub fn poll_output(&mut self, now: Instant) -> Option<(SocketAddr, SocketAddr, Outgoing)> {
         self.half_open
             .values_mut()
             .chain(self.ready.iter_mut())
-            .find_map(|conn| conn.poll_output(now).map(|out| (conn.remote(), out)))
+            .find_map(|conn| {
+                conn.poll_output(now)
+                    .map(|out| (conn.local(), conn.remote(), out))
+            })
     }
 
     /// Runs the held connections' timers; forgets half-open ones that

@@ -15,6 +15,7 @@ pub mod rules;
 pub mod scoreboard;
 pub mod send_buffer;
 pub mod seq;
+pub mod sockets;
 pub mod state;
 pub mod timers;
 

@@ -1,0 +1,452 @@
+//! TCP in the host: segments in (checksum, demultiplexing to a connection
+//! or listener, RST for a closed port), segments out (header into the
+//! packet's headroom, payload referenced from the send queue, checksum
+//! across the segments, IP output), timers, and the stream-queue probes.
+
+use std::net::{IpAddr, SocketAddr};
+
+use probe::Flow;
+use wire::checksum;
+use wire::ip::{ChecksumMode, IpProtocol};
+use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
+
+use super::ipv4::Ipv4Send;
+use super::ipv6_input::read_at;
+use super::ipv6_output::Ipv6Send;
+use super::transport::{sum_range, IpMeta};
+use super::Host;
+use crate::buffer::Packet;
+use crate::probes::{
+    CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER,
+    TCP_INPUT_EXIT, TCP_OUTPUT_ENTER, TCP_OUTPUT_EXIT, TCP_TIMER_ENTER, TCP_TIMER_EXIT,
+};
+use crate::socket::tcp::connection::{Outgoing, Reply};
+use crate::socket::tcp::listener::ListenerReply;
+use crate::socket::tcp::options;
+use crate::socket::tcp::seq::Seq;
+use crate::socket::tcp::sockets::{Demux, TcpSocket};
+use crate::socket::tcp::state::State;
+use crate::time::Instant;
+
+/// Segments one connection sends per poll at most, so one fast sender
+/// cannot starve the host's other work (the rest go at the next poll).
+const OUTPUT_BUDGET: usize = 64;
+
+impl Host {
+    /// A TCP segment at `pos` of a packet for us.
+    pub(super) fn tcp_input(&mut self, now: Instant, meta: IpMeta, packet: Packet, pos: usize) {
+        let _span = probe::span(
+            TCP_INPUT_ENTER,
+            TCP_INPUT_EXIT,
+            packet.len() as u32,
+            packet.flow(),
+            0,
+        );
+        let Some(total) = packet.len().checked_sub(pos) else {
+            self.count_drop("tcp_truncated");
+            return;
+        };
+        let (src, dst) = (meta.src(), meta.dst());
+        {
+            let _span = probe::span(
+                CHECKSUM_ENTER,
+                CHECKSUM_EXIT,
+                total as u32,
+                packet.flow(),
+                0,
+            );
+            let pseudo = pseudo_header(src, dst, total);
+            if checksum::add(pseudo, sum_range(&packet, pos, total)) != 0xffff {
+                self.count_drop("tcp_bad_checksum");
+                return;
+            }
+        }
+        // Pull up the header (options included) to parse it.
+        let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
+        let Some(fixed) = read_at(&packet, pos, wire::tcp::HEADER_LEN, &mut scratch) else {
+            self.count_drop("tcp_truncated");
+            return;
+        };
+        let header_len = usize::from(fixed[12] >> 4) * 4;
+        if header_len < wire::tcp::HEADER_LEN || header_len > total {
+            self.count_drop("tcp_bad_header_length");
+            return;
+        }
+        let Some(header) = read_at(&packet, pos, header_len, &mut scratch) else {
+            self.count_drop("tcp_truncated");
+            return;
+        };
+        let Ok(view) = TcpPacket::new_checked(header) else {
+            self.count_drop("tcp_malformed");
+            return;
+        };
+        let mut repr = match TcpRepr::parse(&view, &src, &dst, ChecksumMode::Skip) {
+            Ok(repr) => repr,
+            Err(_) => {
+                self.count_drop("tcp_malformed");
+                return;
+            }
+        };
+        repr.payload_len = total - header_len;
+        self.counters.tcp_received += 1;
+        let local = SocketAddr::new(dst, repr.dst_port);
+        let remote = SocketAddr::new(src, repr.src_port);
+        // RFC 9293 §3.9.1.2 / RFC 1122 §4.2.3.10: TCP is unicast only;
+        // nothing addressed to a group or a broadcast is processed or
+        // answered.
+        if meta.link_multicast() || is_multicast_or_broadcast(dst) {
+            self.count_drop("tcp_not_unicast");
+            return;
+        }
+        // The payload, contiguous: in place for an unfragmented packet,
+        // else gathered into the host's scratch buffer.
+        let payload_at = pos + header_len;
+        let mut gathered = std::mem::take(&mut self.scratch);
+        let payload: &[u8] = match contiguous(&packet, payload_at, repr.payload_len) {
+            Some(bytes) => bytes,
+            None => {
+                let n = packet.copy_out(payload_at, &mut gathered[..repr.payload_len]);
+                &gathered[..n]
+            }
+        };
+        self.tcp_deliver(now, local, remote, &repr, payload, packet.flow());
+        self.scratch = gathered;
+    }
+
+    /// Hands a parsed segment to its socket and sends what it asks for.
+    fn tcp_deliver(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        seg: &TcpRepr,
+        payload: &[u8],
+        flow: Flow,
+    ) {
+        match self.tcp.demux(local, remote) {
+            Demux::Connection(index) => {
+                let Some(slot) = self.tcp.get_mut(index) else {
+                    return;
+                };
+                let TcpSocket::Connection(conn) = &mut slot.socket else {
+                    return;
+                };
+                let reply = conn.input(now, seg, payload, &mut self.tcp_challenges);
+                let flow = conn.flow();
+                self.tcp_observe(index);
+                if let Reply::Rst(rst) = reply {
+                    self.tcp_emit(now, flow, local, remote, rst, Vec::new());
+                }
+            }
+            Demux::Listener(index) => {
+                let Some(slot) = self.tcp.get_mut(index) else {
+                    return;
+                };
+                let TcpSocket::Listener(listener) = &mut slot.socket else {
+                    return;
+                };
+                let reply =
+                    listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
+                let flow = listener.flow();
+                if let ListenerReply::Send(repr) = reply {
+                    self.tcp_emit(now, flow, local, remote, repr, Vec::new());
+                }
+            }
+            Demux::None => {
+                self.count_drop("tcp_no_socket");
+                if let Some(rst) = reset_for_closed(seg) {
+                    self.counters.tcp_resets_sent += 1;
+                    self.tcp_emit(now, flow, local, remote, rst, Vec::new());
+                }
+            }
+        }
+    }
+
+    /// Records the stream-queue probes for what changed in a connection's
+    /// queues since it was last looked at: bytes the peer acknowledged
+    /// left the send queue, bytes that arrived in order joined the receive
+    /// queue. Frees a released connection that reached CLOSED.
+    pub(super) fn tcp_observe(&mut self, index: usize) {
+        let Some(slot) = self.tcp.get_mut(index) else {
+            return;
+        };
+        let TcpSocket::Connection(conn) = &slot.socket else {
+            return;
+        };
+        let flow = conn.flow();
+        let marks = &mut slot.marks;
+        let queued = conn.send_queued();
+        if queued < marks.send_queued {
+            let acked = marks.send_queued - queued;
+            marks.acked += acked as u64;
+            probe::record(SEND_QUEUE_DEQUEUE, probe_len(acked), flow, marks.acked);
+        }
+        marks.send_queued = queued;
+        let readable = conn.readable();
+        if readable > marks.readable {
+            let arrived = readable - marks.readable;
+            marks.delivered += arrived as u64;
+            probe::record(
+                RECV_QUEUE_ENQUEUE,
+                probe_len(arrived),
+                flow,
+                marks.delivered,
+            );
+        }
+        marks.readable = readable;
+        if conn.state() == State::Closed {
+            let released = slot.released;
+            self.tcp.unregister(index);
+            if released {
+                self.tcp.remove(index);
+            }
+        }
+    }
+
+    /// Sends what every TCP socket has to send.
+    pub(super) fn tcp_output(&mut self, now: Instant) {
+        self.tcp_output_pending = false;
+        for index in 0..self.tcp.slot_count() {
+            for sent in 0..=OUTPUT_BUDGET {
+                if sent == OUTPUT_BUDGET {
+                    self.tcp_output_pending = true;
+                    break;
+                }
+                let Some(slot) = self.tcp.get_mut(index) else {
+                    break;
+                };
+                let (flow, local, remote, out) = match &mut slot.socket {
+                    TcpSocket::Connection(conn) => {
+                        let Some(out) = conn.poll_output(now) else {
+                            break;
+                        };
+                        (conn.flow(), conn.local(), conn.remote(), out)
+                    }
+                    TcpSocket::Listener(listener) => {
+                        let Some((local, remote, out)) = listener.poll_output(now) else {
+                            break;
+                        };
+                        (listener.flow(), local, remote, out)
+                    }
+                };
+                let Outgoing { repr, payload } = out;
+                self.tcp_emit(now, flow, local, remote, repr, payload);
+            }
+            self.tcp_observe(index);
+        }
+    }
+
+    /// Runs the timers that are due.
+    pub(super) fn tcp_timers(&mut self, now: Instant) {
+        for index in 0..self.tcp.slot_count() {
+            let Some(slot) = self.tcp.get_mut(index) else {
+                continue;
+            };
+            match &mut slot.socket {
+                TcpSocket::Connection(conn) => {
+                    if conn.next_deadline().is_some_and(|t| t <= now) {
+                        let _span = probe::span(TCP_TIMER_ENTER, TCP_TIMER_EXIT, 0, conn.flow(), 0);
+                        conn.poll_timers(now);
+                    }
+                }
+                TcpSocket::Listener(listener) => {
+                    if listener.next_deadline().is_some_and(|t| t <= now) {
+                        let _span =
+                            probe::span(TCP_TIMER_ENTER, TCP_TIMER_EXIT, 0, listener.flow(), 1);
+                        listener.poll_timers(now);
+                    }
+                }
+            }
+            self.tcp_observe(index);
+        }
+    }
+
+    /// The earliest TCP timer.
+    pub(super) fn tcp_next_deadline(&self) -> Option<Instant> {
+        self.tcp
+            .indices()
+            .filter_map(|i| match &self.tcp.get(i)?.socket {
+                TcpSocket::Connection(c) => c.next_deadline(),
+                TcpSocket::Listener(l) => l.next_deadline(),
+            })
+            .min()
+    }
+
+    /// Builds and sends one segment: the header goes into the headroom of
+    /// a packet whose payload is the send queue's shared segments, and the
+    /// checksum is summed across them (no copy of the payload here).
+    pub(super) fn tcp_emit(
+        &mut self,
+        now: Instant,
+        flow: Flow,
+        local: SocketAddr,
+        remote: SocketAddr,
+        repr: TcpRepr,
+        payload: Vec<crate::buffer::Segment>,
+    ) {
+        let _span = probe::span(
+            TCP_OUTPUT_ENTER,
+            TCP_OUTPUT_EXIT,
+            repr.payload_len as u32,
+            flow,
+            0,
+        );
+        let (src, dst) = (local.ip(), remote.ip());
+        let Ok(mut packet) = Packet::new(&self.pool, flow) else {
+            self.count_drop("tcp_no_buffer");
+            return;
+        };
+        for segment in payload {
+            packet.append_segment(segment);
+        }
+        if packet.len() != repr.payload_len {
+            self.count_drop("tcp_payload_mismatch");
+            return;
+        }
+        let header_len = repr.header_len();
+        let total = header_len + repr.payload_len;
+        let mut header = [0u8; wire::tcp::MAX_HEADER_LEN];
+        let Some(header) = header.get_mut(..header_len) else {
+            self.count_drop("tcp_emit_failed");
+            return;
+        };
+        let mut header_only = repr;
+        header_only.payload_len = 0;
+        let mut view = TcpPacket::new_unchecked(&mut header[..]);
+        if header_only
+            .emit(&mut view, &src, &dst, 0, |_| {}, ChecksumMode::Skip)
+            .is_err()
+        {
+            self.count_drop("tcp_emit_failed");
+            return;
+        }
+        {
+            // The header is a whole number of 32-bit words, so the
+            // payload's sum joins it without a byte swap.
+            let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, total as u32, flow, 0);
+            let sum = checksum::combine(&[
+                pseudo_header(src, dst, total),
+                checksum::sum(header),
+                sum_range(&packet, 0, repr.payload_len),
+            ]);
+            header[16..18].copy_from_slice(&checksum::finish(sum).to_be_bytes());
+        }
+        let Ok(room) = packet.prepend(header_len) else {
+            self.count_drop("tcp_no_headroom");
+            return;
+        };
+        room.copy_from_slice(header);
+        self.counters.tcp_sent += 1;
+        match (src, dst) {
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                let Some(route) = self.ipv6_route(now, dst, None, flow) else {
+                    self.count_drop("tcp_no_route");
+                    return;
+                };
+                self.tcp_clamp_to_path(local, remote, route.mtu, true);
+                let hop_limit = self.interfaces[route.interface.0].v6.hop_limit;
+                self.ipv6_output(
+                    now,
+                    route,
+                    Ipv6Send {
+                        src,
+                        dst,
+                        next_header: IpProtocol::Tcp,
+                        hop_limit,
+                        router_alert: false,
+                    },
+                    packet,
+                );
+            }
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                let Some(route) = self.ipv4_route(now, dst, flow) else {
+                    self.count_drop("tcp_no_route");
+                    return;
+                };
+                self.tcp_clamp_to_path(local, remote, route.mtu, false);
+                self.ipv4_output(
+                    now,
+                    route,
+                    Ipv4Send {
+                        src,
+                        dst,
+                        protocol: IpProtocol::Tcp,
+                        ttl: super::DEFAULT_HOP_LIMIT,
+                        // RFC 1191 §3: TCP discovers the path MTU.
+                        dont_frag: true,
+                    },
+                    packet,
+                );
+            }
+            _ => self.count_drop("tcp_family_mismatch"),
+        }
+    }
+
+    /// Lowers a connection's send MSS when the path MTU (learned from
+    /// Packet Too Big / Fragmentation Needed) is below what it uses.
+    fn tcp_clamp_to_path(&mut self, local: SocketAddr, remote: SocketAddr, mtu: usize, v6: bool) {
+        if let Demux::Connection(index) = self.tcp.demux(local, remote) {
+            if let Some(slot) = self.tcp.get_mut(index) {
+                if let TcpSocket::Connection(conn) = &mut slot.socket {
+                    conn.clamp_to_path_mss(usize::from(options::mss_for_mtu(mtu, v6)));
+                }
+            }
+        }
+    }
+}
+
+/// RFC 9293 §3.10.7.1, CLOSED: the reset answering a segment for no
+/// connection, or none for a reset.
+pub(super) fn reset_for_closed(seg: &TcpRepr) -> Option<TcpRepr> {
+    if seg.flags.contains(TcpFlags::RST) {
+        return None;
+    }
+    let (src, dst) = (seg.dst_port, seg.src_port);
+    Some(match seg.ack_number {
+        // <SEQ=SEG.ACK><CTL=RST>
+        Some(ack) => crate::socket::tcp::bare_header(src, dst, Seq(ack), None, TcpFlags::RST),
+        // <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>
+        None => crate::socket::tcp::bare_header(
+            src,
+            dst,
+            Seq(0),
+            Some(Seq(seg.seq_number) + seg.segment_len()),
+            TcpFlags::RST,
+        ),
+    })
+}
+
+fn pseudo_header(src: IpAddr, dst: IpAddr, len: usize) -> u16 {
+    match (src, dst) {
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            checksum::pseudo_header_v6(s, d, IpProtocol::Tcp.into(), len as u32)
+        }
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            checksum::pseudo_header_v4(s, d, IpProtocol::Tcp.into(), len as u16)
+        }
+        _ => 0,
+    }
+}
+
+fn is_multicast_or_broadcast(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V6(a) => a.is_multicast(),
+        IpAddr::V4(a) => a.is_multicast() || a.is_broadcast(),
+    }
+}
+
+/// `len` bytes at `at` when they lie in one part of the packet.
+fn contiguous(packet: &Packet, at: usize, len: usize) -> Option<&[u8]> {
+    let mut skip = at;
+    for part in packet.parts() {
+        if skip < part.len() {
+            return part.get(skip..skip + len);
+        }
+        skip -= part.len();
+    }
+    (len == 0).then_some(&[][..])
+}
+
+fn probe_len(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}

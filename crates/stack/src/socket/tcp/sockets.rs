@@ -1,0 +1,238 @@
+//! A host's TCP sockets: a slab of listeners and connections behind
+//! generation-checked handles, and the demultiplexing tables that map an
+//! arriving segment to its socket (RFC 9293 §3.10.7: the connection of
+//! the exact 4-tuple first, else a listener on the local address, else
+//! a wildcard listener on the port).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use super::connection::Connection;
+use super::listener::Listener;
+use super::state::State;
+
+/// The most TCP sockets (listeners, connections, and closed connections
+/// still lingering in TIME-WAIT) a host holds.
+pub const MAX_SOCKETS: usize = 65_536;
+
+/// A TCP socket of a host. A handle outlives its socket safely: once the
+/// slot is reused, the old handle no longer matches its generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TcpHandle {
+    index: u32,
+    generation: u32,
+}
+
+/// What a slot holds.
+#[derive(Debug)]
+pub enum TcpSocket {
+    Listener(Box<Listener>),
+    Connection(Box<Connection>),
+}
+
+/// Byte-stream positions behind the queue probes: a stream queue's
+/// enqueue and dequeue events carry the stream offset they reach as
+/// `aux`, so analysis pairs a write with the ACK that covers it (and an
+/// arrival with the read that drains it) without per-message state here.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StreamMarks {
+    /// Bytes in the send queue when last looked at.
+    pub send_queued: usize,
+    /// Bytes the application wrote, in total.
+    pub written: u64,
+    /// Bytes the peer acknowledged, in total.
+    pub acked: u64,
+    /// Bytes readable when last looked at.
+    pub readable: usize,
+    /// Bytes that became readable, in total.
+    pub delivered: u64,
+    /// Bytes the application read, in total.
+    pub read: u64,
+}
+
+#[derive(Debug)]
+pub struct Slot {
+    pub socket: TcpSocket,
+    /// The application gave the handle up: the slot is freed once the
+    /// connection reaches CLOSED.
+    pub released: bool,
+    pub marks: StreamMarks,
+}
+
+/// Where an arriving segment goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Demux {
+    Connection(usize),
+    Listener(usize),
+    None,
+}
+
+/// The slab and its lookup tables.
+#[derive(Debug, Default)]
+pub struct TcpSockets {
+    slots: Vec<Option<Slot>>,
+    generations: Vec<u32>,
+    free: Vec<usize>,
+    connections: HashMap<(SocketAddr, SocketAddr), usize>,
+    listeners: HashMap<SocketAddr, usize>,
+}
+
+impl TcpSockets {
+    /// Stores `socket`, registering it for demultiplexing; `None` when
+    /// [`MAX_SOCKETS`] are in use.
+    pub fn insert(&mut self, socket: TcpSocket) -> Option<TcpHandle> {
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None if self.slots.len() < MAX_SOCKETS => {
+                self.slots.push(None);
+                self.generations.push(0);
+                self.slots.len() - 1
+            }
+            None => return None,
+        };
+        match &socket {
+            TcpSocket::Listener(l) => {
+                self.listeners.insert(l.local(), index);
+            }
+            TcpSocket::Connection(c) => {
+                self.connections.insert((c.local(), c.remote()), index);
+            }
+        }
+        self.slots[index] = Some(Slot {
+            socket,
+            released: false,
+            marks: StreamMarks::default(),
+        });
+        Some(TcpHandle {
+            index: index as u32,
+            generation: self.generations[index],
+        })
+    }
+
+    /// The slot index of a live handle.
+    pub fn index(&self, handle: TcpHandle) -> Option<usize> {
+        let index = handle.index as usize;
+        (self.generations.get(index) == Some(&handle.generation)
+            && self.slots.get(index).is_some_and(Option::is_some))
+        .then_some(index)
+    }
+
+    pub fn get(&self, index: usize) -> Option<&Slot> {
+        self.slots.get(index).and_then(Option::as_ref)
+    }
+
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut Slot> {
+        self.slots.get_mut(index).and_then(Option::as_mut)
+    }
+
+    /// Frees a slot and its table entries; its handles go stale.
+    pub fn remove(&mut self, index: usize) -> Option<TcpSocket> {
+        let slot = self.slots.get_mut(index)?.take()?;
+        match &slot.socket {
+            TcpSocket::Listener(l) => {
+                self.listeners.remove(&l.local());
+            }
+            TcpSocket::Connection(c) => {
+                let key = (c.local(), c.remote());
+                if self.connections.get(&key) == Some(&index) {
+                    self.connections.remove(&key);
+                }
+            }
+        }
+        self.generations[index] = self.generations[index].wrapping_add(1);
+        self.free.push(index);
+        Some(slot.socket)
+    }
+
+    /// Forgets a connection's 4-tuple (it reached CLOSED): later segments
+    /// find no connection and are answered as for a closed port.
+    pub fn unregister(&mut self, index: usize) {
+        if let Some(Some(Slot {
+            socket: TcpSocket::Connection(c),
+            ..
+        })) = self.slots.get(index)
+        {
+            let key = (c.local(), c.remote());
+            if self.connections.get(&key) == Some(&index) {
+                self.connections.remove(&key);
+            }
+        }
+    }
+
+    /// The socket for a segment from `remote` to `local`.
+    pub fn demux(&self, local: SocketAddr, remote: SocketAddr) -> Demux {
+        if let Some(&index) = self.connections.get(&(local, remote)) {
+            return Demux::Connection(index);
+        }
+        if let Some(&index) = self.listeners.get(&local) {
+            return Demux::Listener(index);
+        }
+        let any = SocketAddr::new(unspecified_like(local), local.port());
+        match self.listeners.get(&any) {
+            Some(&index) => Demux::Listener(index),
+            None => Demux::None,
+        }
+    }
+
+    /// Whether a listener holds `local` exactly, or the wildcard and
+    /// `local` overlap on the port (RFC 9293 §3.9.1.2 leaves binding rules
+    /// to the implementation; like BSD without SO_REUSEADDR, one listener
+    /// per port and family).
+    pub fn listening_on(&self, local: SocketAddr) -> bool {
+        self.listeners.keys().any(|l| {
+            l.port() == local.port()
+                && l.is_ipv4() == local.is_ipv4()
+                && (l.ip() == local.ip() || l.ip().is_unspecified() || local.ip().is_unspecified())
+        })
+    }
+
+    /// Whether any socket uses `port` locally.
+    pub fn port_in_use(&self, port: u16) -> bool {
+        self.listeners.keys().any(|l| l.port() == port)
+            || self.connections.keys().any(|(l, _)| l.port() == port)
+    }
+
+    /// Whether a connection holds this 4-tuple.
+    pub fn connected(&self, local: SocketAddr, remote: SocketAddr) -> bool {
+        self.connections.contains_key(&(local, remote))
+    }
+
+    /// One past the highest slot index (slots below may be free).
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Indices of every slot in use.
+    pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|_| i))
+    }
+
+    /// Sockets in use.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Connections in `state`, accepted or not (listeners' held ones
+    /// excluded).
+    pub fn count_in(&self, state: State) -> usize {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|s| matches!(&s.socket, TcpSocket::Connection(c) if c.state() == state))
+            .count()
+    }
+}
+
+fn unspecified_like(addr: SocketAddr) -> std::net::IpAddr {
+    match addr {
+        SocketAddr::V4(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    }
+}

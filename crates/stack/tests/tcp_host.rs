@@ -1,0 +1,280 @@
+//! TCP through the host: connections between host-a and host-b across the
+//! default network's router, over IPv6 and IPv4, with the socket API
+//! (listen / connect / accept / send / recv / shutdown / close) and the
+//! blocking calls; RST for closed ports; sockets freed after TIME-WAIT.
+
+mod network_support;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use network_support::*;
+use stack::iface::host::{Host, TcpError, TcpHandle};
+use stack::runner::{blocking, Simulator};
+use stack::socket::tcp::connection::{ConnectionError, TcpConfig};
+use stack::socket::tcp::listener::ListenerConfig;
+use stack::socket::tcp::state::State;
+use stack::topology::Topology;
+
+const PORT: u16 = 5001;
+
+fn network() -> Simulator {
+    let mut sim = Simulator::new(&Topology::default_network(), None).unwrap();
+    // Until SLAAC has given both hosts a global address (DAD included).
+    let ready = sim.run_until_with(Duration::from_secs(60), |sim| {
+        ["host-a", "host-b"]
+            .iter()
+            .all(|n| !sim.host(n).unwrap().global_ipv6_addresses().is_empty())
+    });
+    assert!(ready, "SLAAC did not finish");
+    sim
+}
+
+fn address_of(sim: &Simulator, name: &str, v6: bool) -> IpAddr {
+    let h = sim.host(name).unwrap();
+    if v6 {
+        IpAddr::V6(h.global_ipv6_addresses()[0])
+    } else {
+        IpAddr::V4(h.ipv4_addresses()[0])
+    }
+}
+
+fn listen(sim: &mut Simulator, name: &str, v6: bool) -> TcpHandle {
+    let any: IpAddr = if v6 {
+        "::".parse().unwrap()
+    } else {
+        "0.0.0.0".parse().unwrap()
+    };
+    host_mut(sim, name)
+        .tcp_listen(
+            SocketAddr::new(any, PORT),
+            TcpConfig::default(),
+            ListenerConfig::default(),
+        )
+        .unwrap()
+}
+
+/// A deterministic, non-repeating-looking byte pattern.
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ seed)
+        .collect()
+}
+
+/// Moves `up` from a to b and `down` from b to a at once, both then
+/// closing; returns what each side received.
+fn exchange(
+    sim: &mut Simulator,
+    (a, ha): (&str, TcpHandle),
+    (b, hb): (&str, TcpHandle),
+    up: &[u8],
+    down: &[u8],
+    limit: Duration,
+) -> (Vec<u8>, Vec<u8>) {
+    struct Side {
+        sent: usize,
+        shut: bool,
+        got: Vec<u8>,
+        eof: bool,
+    }
+    let mut sides = [
+        Side {
+            sent: 0,
+            shut: false,
+            got: Vec::new(),
+            eof: false,
+        },
+        Side {
+            sent: 0,
+            shut: false,
+            got: Vec::new(),
+            eof: false,
+        },
+    ];
+    let mut buf = vec![0u8; 32 * 1024];
+    let done = sim.run_until_with(limit, |sim| {
+        for (i, (name, handle, data)) in [(a, ha, up), (b, hb, down)].into_iter().enumerate() {
+            let side = &mut sides[i];
+            let h = host_mut(sim, name);
+            while side.sent < data.len() {
+                match h.tcp_send(handle, &data[side.sent..]) {
+                    Ok(n) => side.sent += n,
+                    Err(TcpError::WouldBlock) => break,
+                    Err(e) => panic!("{name}: send failed: {e}"),
+                }
+            }
+            if side.sent == data.len() && !side.shut {
+                h.tcp_shutdown(handle).unwrap();
+                side.shut = true;
+            }
+            while !side.eof {
+                match h.tcp_recv(handle, &mut buf) {
+                    Ok(0) => side.eof = true,
+                    Ok(n) => side.got.extend_from_slice(&buf[..n]),
+                    Err(TcpError::WouldBlock) => break,
+                    Err(e) => panic!("{name}: recv failed: {e}"),
+                }
+            }
+        }
+        sides.iter().all(|s| s.shut && s.eof)
+    });
+    assert!(
+        done,
+        "exchange did not finish in {limit:?}: a sent {} got {}, b sent {} got {}",
+        sides[0].sent,
+        sides[0].got.len(),
+        sides[1].sent,
+        sides[1].got.len()
+    );
+    let [sa, sb] = sides;
+    (sb.got, sa.got)
+}
+
+fn transfer_both_ways(v6: bool) {
+    let mut sim = network();
+    let listener = listen(&mut sim, "host-b", v6);
+    let remote = SocketAddr::new(address_of(&sim, "host-b", v6), PORT);
+    let client = blocking::connect(
+        &mut sim,
+        "host-a",
+        remote,
+        TcpConfig::default(),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let server = blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(5)).unwrap();
+    let up = pattern(1 << 20, 1);
+    let down = pattern(700_000, 2);
+    let (at_b, at_a) = exchange(
+        &mut sim,
+        ("host-a", client),
+        ("host-b", server),
+        &up,
+        &down,
+        Duration::from_secs(60),
+    );
+    assert!(
+        at_b == up,
+        "host-b received {} bytes, not the {} sent",
+        at_b.len(),
+        up.len()
+    );
+    assert!(
+        at_a == down,
+        "host-a received {} bytes, not the {} sent",
+        at_a.len(),
+        down.len()
+    );
+    let conn = sim.host("host-a").unwrap().tcp_connection(client).unwrap();
+    let negotiated = conn.negotiated().unwrap();
+    assert!(negotiated.sack && negotiated.timestamps);
+    // MTU 1500 less IP, TCP and the timestamp option.
+    let ip = if v6 { 40 } else { 20 };
+    assert_eq!(negotiated.send_mss, 1500 - ip - 20 - 12);
+    for (name, handle) in [("host-a", client), ("host-b", server)] {
+        host_mut(&mut sim, name).tcp_close(handle).unwrap();
+    }
+    // After 2·MSL both ends have let go of everything but the listener.
+    sim.run_for(Duration::from_secs(125));
+    assert_eq!(sim.host("host-a").unwrap().tcp_socket_count(), 0);
+    assert_eq!(sim.host("host-b").unwrap().tcp_socket_count(), 1);
+    for name in ["host-a", "host-b"] {
+        let h = sim.host(name).unwrap();
+        assert_eq!(drops(h, "tcp_bad_checksum"), 0, "{name}");
+        assert!(h.counters().tcp_sent > 100 && h.counters().tcp_received > 100);
+    }
+}
+
+fn drops(h: &Host, reason: &str) -> u64 {
+    h.drops().get(reason).copied().unwrap_or(0)
+}
+
+#[test]
+fn a_megabyte_each_way_over_ipv6() {
+    transfer_both_ways(true);
+}
+
+#[test]
+fn a_megabyte_each_way_over_ipv4() {
+    transfer_both_ways(false);
+}
+
+#[test]
+fn a_closed_port_refuses_with_a_reset() {
+    let mut sim = network();
+    for v6 in [true, false] {
+        let remote = SocketAddr::new(address_of(&sim, "host-b", v6), 4444);
+        let err = blocking::connect(
+            &mut sim,
+            "host-a",
+            remote,
+            TcpConfig::default(),
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            blocking::BlockingError::Tcp(TcpError::Connection(ConnectionError::Refused))
+        );
+    }
+    assert_eq!(sim.host("host-b").unwrap().counters().tcp_resets_sent, 2);
+}
+
+#[test]
+fn listeners_refuse_duplicates_and_foreign_addresses() {
+    let mut sim = network();
+    listen(&mut sim, "host-b", true);
+    let h = host_mut(&mut sim, "host-b");
+    let again = h.tcp_listen(
+        SocketAddr::new("::".parse().unwrap(), PORT),
+        TcpConfig::default(),
+        ListenerConfig::default(),
+    );
+    assert!(matches!(again, Err(TcpError::AddressInUse(_))));
+    let foreign = h.tcp_listen(
+        SocketAddr::new("2001:db8:ffff::1".parse().unwrap(), 80),
+        TcpConfig::default(),
+        ListenerConfig::default(),
+    );
+    assert!(matches!(foreign, Err(TcpError::AddressNotLocal(_))));
+    // The IPv4 wildcard on the same port is a different family: allowed.
+    assert!(h
+        .tcp_listen(
+            SocketAddr::new("0.0.0.0".parse().unwrap(), PORT),
+            TcpConfig::default(),
+            ListenerConfig::default()
+        )
+        .is_ok());
+}
+
+#[test]
+fn handles_go_stale_once_their_socket_is_gone() {
+    let mut sim = network();
+    let listener = listen(&mut sim, "host-b", true);
+    let remote = SocketAddr::new(address_of(&sim, "host-b", true), PORT);
+    let client = blocking::connect(
+        &mut sim,
+        "host-a",
+        remote,
+        TcpConfig::default(),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let server = blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(5)).unwrap();
+    host_mut(&mut sim, "host-a").tcp_abort(client).unwrap();
+    assert_eq!(
+        host_mut(&mut sim, "host-a").tcp_send(client, b"x"),
+        Err(TcpError::InvalidHandle)
+    );
+    sim.run_for(Duration::from_millis(50));
+    // The reset reached the server: its reads report it.
+    let mut buf = [0u8; 8];
+    assert_eq!(
+        host_mut(&mut sim, "host-b").tcp_recv(server, &mut buf),
+        Err(TcpError::Connection(ConnectionError::Reset))
+    );
+    assert_eq!(
+        host_mut(&mut sim, "host-b").tcp_state(server),
+        Ok(State::Closed)
+    );
+}
