@@ -11,7 +11,9 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use traffic::kernel::KernelPath;
 use traffic::spec::{Family, Protocol, StackKind};
-use traffic::sweep::{self, axis, table, text, Amount, Grid, Mode, Settings, Targets};
+use traffic::sweep::{
+    self, axis, table, text, Amount, Grid, Mode, Settings, Targets, DELAY_EXCHANGES,
+};
 use traffic::units;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -33,7 +35,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LIST", default_value = "16,64,256,1K,4K,16K")]
     sizes: String,
     /// Bytes per flow and repetition; count = ceil(BYTES / size), as the
-    /// XTP study sent 2 MB per point [default: 2M].
+    /// XTP study sent 2 MB per point [default: 2M; in delay mode, at most
+    /// 10000 exchanges].
     #[arg(long, value_name = "BYTES", conflicts_with = "count")]
     total: Option<String>,
     /// Writes (throughput) or exchanges (delay) per flow and repetition,
@@ -143,7 +146,13 @@ impl SweepArgs {
                 0 => bail!("--total must be at least 1 byte"),
                 bytes => Amount::Total(bytes),
             },
-            (None, None) => Amount::Total(2 << 20),
+            (None, None) => match self.mode {
+                ModeArg::Throughput => Amount::Total(2 << 20),
+                ModeArg::Delay => Amount::TotalUpTo {
+                    total: 2 << 20,
+                    max: DELAY_EXCHANGES,
+                },
+            },
         };
         if !(self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 86_400.0) {
             bail!(

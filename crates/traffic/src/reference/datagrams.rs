@@ -1,5 +1,6 @@
-//! Datagram transfers on the reference stack — UDP, or link-level frames
-//! of Ethertype 0x88B5 — with the same datagrams, sentinels and checks as
+//! Transfers on the reference stack: the run of one or more flows, and
+//! the datagram flows — UDP, or link-level frames of Ethertype 0x88B5 —
+//! with the same datagrams, sentinels and checks as
 //! the kernel target (`kernel::udp`), sent and received by workloads on
 //! the sender's and receiver's host threads.
 
@@ -55,30 +56,56 @@ pub(super) fn run(
         let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
         let meter = Arc::new(Meter::default());
         let outcome: Shared = Arc::new(Outcome::default());
-        let (transport, granted) = Transport::for_spec(&spec);
-        flow.target.sockbuf_granted = granted;
+        let (receiving, sending) = if spec.protocol == Protocol::Tcp {
+            let (config, granted) = super::stream::tcp_config(&spec);
+            flow.target.sockbuf_granted = granted;
+            flow.target.congestion_control = Some(super::stream::algorithm_name(&config).into());
+            (
+                super::stream::receiver(
+                    spec.clone(),
+                    config,
+                    pattern.clone(),
+                    meter.clone(),
+                    outcome.clone(),
+                ),
+                super::stream::sender(
+                    spec.clone(),
+                    config,
+                    pattern,
+                    meter.clone(),
+                    outcome.clone(),
+                ),
+            )
+        } else {
+            let (transport, granted) = Transport::for_spec(&spec);
+            flow.target.sockbuf_granted = granted;
+            (
+                receiver(
+                    spec.clone(),
+                    transport,
+                    flow.ends.receiver_interface.clone(),
+                    pattern.clone(),
+                    meter.clone(),
+                    outcome.clone(),
+                ),
+                sender(
+                    spec.clone(),
+                    transport,
+                    flow.ends.sender_interface.clone(),
+                    pattern,
+                    meter.clone(),
+                    outcome.clone(),
+                ),
+            )
+        };
         per_host
             .entry(flow.ends.receiver.clone())
             .or_default()
-            .push(receiver(
-                spec.clone(),
-                transport,
-                flow.ends.receiver_interface.clone(),
-                pattern.clone(),
-                meter.clone(),
-                outcome.clone(),
-            ));
+            .push(receiving);
         per_host
             .entry(flow.ends.sender.clone())
             .or_default()
-            .push(sender(
-                spec.clone(),
-                transport,
-                flow.ends.sender_interface.clone(),
-                pattern,
-                meter.clone(),
-                outcome.clone(),
-            ));
+            .push(sending);
         let recorder = spec
             .interval
             .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));

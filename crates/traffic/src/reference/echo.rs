@@ -1,6 +1,6 @@
 //! Delay mode on the reference stack: the client host sends one echo
 //! datagram (UDP, or a link-level frame to its neighbour) at a time and
-//! times the answer the server host returns. Both run as workloads of the
+//! times the answer the server host returns (TCP: `stream_echo`). Both run as workloads of the
 //! threaded runner, on the real clock.
 
 use std::collections::BTreeMap;
@@ -18,11 +18,11 @@ use crate::echo::{answer_wait, EchoReport};
 use crate::error::TrafficError;
 use crate::kernel::pattern_for;
 use crate::pattern::Pattern;
-use crate::spec::{EchoSpec, TransferSpec};
+use crate::spec::{EchoSpec, Protocol, TransferSpec};
 
 /// The client's result: round trips, lost and corrupted answers.
-type ClientResult = (Vec<u64>, u64, u64);
-type Shared = Arc<Outcome<ClientResult, ()>>;
+pub(super) type ClientResult = (Vec<u64>, u64, u64);
+pub(super) type Shared = Arc<Outcome<ClientResult, ()>>;
 
 /// Runs `spec.count` exchanges between the topology's first and last host
 /// (UDP) or the first host and its neighbour (raw).
@@ -31,30 +31,42 @@ pub fn run_pair(spec: &EchoSpec, topology: Option<&Path>) -> Result<EchoReport, 
     let topology = super::load(topology)?;
     let (ends, mut target) = plan(spec.protocol, spec.len, &topology)?;
     let transfer = spec.as_transfer();
-    let (transport, granted) = Transport::for_spec(&transfer);
-    target.sockbuf_granted = granted;
     let pattern = Arc::new(pattern_for(spec.len));
     let outcome: Shared = Arc::new(Outcome::default());
+    let (server, client) = if spec.protocol == Protocol::Tcp {
+        // Nagle off on both ends, as the kernel target sets TCP_NODELAY.
+        let (config, granted) = super::stream::tcp_config(&TransferSpec {
+            nodelay: true,
+            ..transfer.clone()
+        });
+        target.sockbuf_granted = granted;
+        target.congestion_control = Some(super::stream::algorithm_name(&config).into());
+        (
+            super::stream_echo::server(transfer.clone(), config, outcome.clone()),
+            super::stream_echo::client(spec.clone(), config, pattern, outcome.clone()),
+        )
+    } else {
+        let (transport, granted) = Transport::for_spec(&transfer);
+        target.sockbuf_granted = granted;
+        (
+            server(
+                transfer.clone(),
+                transport,
+                ends.receiver_interface.clone(),
+                outcome.clone(),
+            ),
+            client(
+                spec.clone(),
+                transport,
+                ends.sender_interface.clone(),
+                pattern,
+                outcome.clone(),
+            ),
+        )
+    };
     let mut workloads: BTreeMap<String, WorkloadFactory> = BTreeMap::new();
-    workloads.insert(
-        ends.receiver.clone(),
-        server(
-            transfer.clone(),
-            transport,
-            ends.receiver_interface.clone(),
-            outcome.clone(),
-        ),
-    );
-    workloads.insert(
-        ends.sender.clone(),
-        client(
-            spec.clone(),
-            transport,
-            ends.sender_interface.clone(),
-            pattern,
-            outcome.clone(),
-        ),
-    );
+    workloads.insert(ends.receiver.clone(), server);
+    workloads.insert(ends.sender.clone(), client);
     threaded::run(
         &topology,
         Duration::ZERO,

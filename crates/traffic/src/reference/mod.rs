@@ -7,6 +7,8 @@
 
 mod datagrams;
 pub mod echo;
+mod stream;
+mod stream_echo;
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -163,13 +165,6 @@ fn plan(
     len: usize,
     topology: &Topology,
 ) -> Result<(Endpoints, Environment), TrafficError> {
-    if protocol == Protocol::Tcp {
-        return Err(TrafficError::Unsupported(
-            "the reference stack has no TCP yet: use -u (UDP) or --raw (link-level frames), \
-             or --stack kernel for TCP"
-                .into(),
-        ));
-    }
     let (ends, path) = if protocol == Protocol::Raw {
         let ends = neighbours(topology)?;
         let path = format!(
