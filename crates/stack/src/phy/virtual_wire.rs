@@ -38,6 +38,9 @@ use crate::time::Instant;
 /// slots up front, so the bound keeps a typo from allocating gigabytes.
 pub const MAX_QUEUE_FRAMES: usize = 1 << 20;
 
+/// Frame buffers kept for reuse per direction at most.
+const RECYCLED_BUFFERS: usize = 256;
+
 /// How a virtual wire behaves, the same in both directions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WireConfig {
@@ -162,6 +165,11 @@ impl VirtualWire {
 #[derive(Debug)]
 struct Lane {
     queue: ArrayQueue<InFlight>,
+    /// Frame buffers the receiver is done with, back to the sender for
+    /// reuse: without it every frame is allocated on one thread and freed
+    /// on another, and the allocator's cross-thread locking costs more
+    /// than the copy.
+    recycled: ArrayQueue<Vec<u8>>,
     /// Frames pushed by the sender and not yet received (dropped or
     /// delivered) by the receiver. Only the sender increments it and only
     /// the receiver decrements it, so the sender's check-then-push cannot
@@ -173,6 +181,7 @@ impl Lane {
     fn new(capacity: usize) -> Self {
         Self {
             queue: ArrayQueue::new(capacity),
+            recycled: ArrayQueue::new(capacity.min(RECYCLED_BUFFERS)),
             in_flight: AtomicUsize::new(0),
         }
     }
@@ -339,7 +348,9 @@ impl Link for WireEnd {
             return Ok(());
         }
 
-        let mut bytes = Vec::with_capacity(len);
+        let mut bytes = self.tx.lane.recycled.pop().unwrap_or_default();
+        bytes.clear();
+        bytes.reserve(len);
         for part in parts {
             bytes.extend_from_slice(part);
         }
@@ -375,7 +386,10 @@ impl Link for WireEnd {
         while pending.peek().is_some_and(|next| next.0.arrival <= now) {
             let Reverse(frame) = pending.pop()?;
             lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
-            if let Some(len) = super::deliver(&frame.bytes, buf, &mut self.stats) {
+            let delivered = super::deliver(&frame.bytes, buf, &mut self.stats);
+            // A full recycling queue just lets the buffer go.
+            let _ = lane.recycled.push(frame.bytes);
+            if let Some(len) = delivered {
                 return Some(len);
             }
         }

@@ -135,7 +135,7 @@ impl Host {
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    self.tcp_emit(now, flow, local, remote, rst, Vec::new());
+                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new(), None);
                 }
             }
             Demux::Listener(index) => {
@@ -149,14 +149,14 @@ impl Host {
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    self.tcp_emit(now, flow, local, remote, repr, Vec::new());
+                    self.tcp_emit(now, flow, (local, remote), repr, Vec::new(), None);
                 }
             }
             Demux::None => {
                 self.count_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    self.tcp_emit(now, flow, local, remote, rst, Vec::new());
+                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new(), None);
                 }
             }
         }
@@ -215,22 +215,22 @@ impl Host {
                 let Some(slot) = self.tcp.get_mut(index) else {
                     break;
                 };
-                let (flow, local, remote, out) = match &mut slot.socket {
+                let (flow, local, remote, out, connection) = match &mut slot.socket {
                     TcpSocket::Connection(conn) => {
                         let Some(out) = conn.poll_output(now) else {
                             break;
                         };
-                        (conn.flow(), conn.local(), conn.remote(), out)
+                        (conn.flow(), conn.local(), conn.remote(), out, Some(index))
                     }
                     TcpSocket::Listener(listener) => {
                         let Some((local, remote, out)) = listener.poll_output(now) else {
                             break;
                         };
-                        (listener.flow(), local, remote, out)
+                        (listener.flow(), local, remote, out, None)
                     }
                 };
                 let Outgoing { repr, payload } = out;
-                self.tcp_emit(now, flow, local, remote, repr, payload);
+                self.tcp_emit(now, flow, (local, remote), repr, payload, connection);
             }
             self.tcp_observe(index);
         }
@@ -279,10 +279,10 @@ impl Host {
         &mut self,
         now: Instant,
         flow: Flow,
-        local: SocketAddr,
-        remote: SocketAddr,
+        (local, remote): (SocketAddr, SocketAddr),
         repr: TcpRepr,
         payload: Vec<crate::buffer::Segment>,
+        connection: Option<usize>,
     ) {
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -343,7 +343,7 @@ impl Host {
                     self.count_drop("tcp_no_route");
                     return;
                 };
-                self.tcp_clamp_to_path(local, remote, route.mtu, true);
+                self.tcp_clamp_to_path(connection, route.mtu, true);
                 let hop_limit = self.interfaces[route.interface.0].v6.hop_limit;
                 self.ipv6_output(
                     now,
@@ -363,7 +363,7 @@ impl Host {
                     self.count_drop("tcp_no_route");
                     return;
                 };
-                self.tcp_clamp_to_path(local, remote, route.mtu, false);
+                self.tcp_clamp_to_path(connection, route.mtu, false);
                 self.ipv4_output(
                     now,
                     route,
@@ -384,13 +384,10 @@ impl Host {
 
     /// Lowers a connection's send MSS when the path MTU (learned from
     /// Packet Too Big / Fragmentation Needed) is below what it uses.
-    fn tcp_clamp_to_path(&mut self, local: SocketAddr, remote: SocketAddr, mtu: usize, v6: bool) {
-        if let Demux::Connection(index) = self.tcp.demux(local, remote) {
-            if let Some(slot) = self.tcp.get_mut(index) {
-                if let TcpSocket::Connection(conn) = &mut slot.socket {
-                    conn.clamp_to_path_mss(usize::from(options::mss_for_mtu(mtu, v6)));
-                }
-            }
+    fn tcp_clamp_to_path(&mut self, connection: Option<usize>, mtu: usize, v6: bool) {
+        let slot = connection.and_then(|index| self.tcp.get_mut(index));
+        if let Some(TcpSocket::Connection(conn)) = slot.map(|s| &mut s.socket) {
+            conn.clamp_to_path_mss(usize::from(options::mss_for_mtu(mtu, v6)));
         }
     }
 }

@@ -178,8 +178,9 @@ impl Host {
         if let Some(error) = conn.error() {
             return Err(TcpError::Connection(error));
         }
-        if !(conn.state().can_send() || matches!(conn.state(), State::SynSent | State::SynReceived))
-            || conn.send_room() == 0 && conn.state().fin_queued()
+        if conn.send_closed()
+            || !(conn.state().can_send()
+                || matches!(conn.state(), State::SynSent | State::SynReceived))
         {
             return Err(TcpError::Shutdown);
         }
@@ -289,18 +290,21 @@ impl Host {
     /// Resets the connection (RFC 9293 §3.10.5) and gives up the handle.
     pub fn tcp_abort(&mut self, handle: TcpHandle) -> Result<(), TcpError> {
         let index = self.tcp.index(handle).ok_or(TcpError::InvalidHandle)?;
-        let Some(TcpSocket::Connection(mut conn)) = self.tcp.remove(index) else {
+        if let Some(TcpSocket::Listener(_)) = self.tcp.get(index).map(|s| &s.socket) {
             return Err(TcpError::IsListener);
+        }
+        let Some(TcpSocket::Connection(mut conn)) = self.tcp.remove(index) else {
+            return Err(TcpError::InvalidHandle);
         };
         if let Some(rst) = conn.abort() {
             let now = self.clock;
             self.tcp_emit(
                 now,
                 conn.flow(),
-                conn.local(),
-                conn.remote(),
+                (conn.local(), conn.remote()),
                 rst,
                 Vec::new(),
+                None,
             );
         }
         Ok(())
@@ -316,10 +320,10 @@ impl Host {
                 self.tcp_emit(
                     now,
                     conn.flow(),
-                    conn.local(),
-                    conn.remote(),
+                    (conn.local(), conn.remote()),
                     rst,
                     Vec::new(),
+                    None,
                 );
             }
         }

@@ -433,6 +433,12 @@ impl Connection {
         Ok(taken)
     }
 
+    /// The application closed the sending direction (a FIN is queued or
+    /// sent).
+    pub fn send_closed(&self) -> bool {
+        self.fin_queued
+    }
+
     /// Bytes in the send queue: unacknowledged and unsent.
     pub fn send_queued(&self) -> usize {
         self.send.len()
@@ -501,7 +507,15 @@ impl Connection {
     /// data.
     pub fn close(&mut self) {
         match self.state {
-            State::SynSent => self.state = State::Closed,
+            // RFC 9293 §3.10.4: with nothing queued, a CLOSE in SYN-SENT
+            // deletes the connection; with data queued, the FIN waits
+            // for the handshake, as the RFC has it for SYN-RECEIVED, so a
+            // connect-write-shutdown sequence loses nothing.
+            State::SynSent if self.data_end == self.iss + 1 => {
+                self.state = State::Closed;
+                self.timers = Timers::default();
+            }
+            State::SynSent => self.fin_queued = true,
             State::SynReceived | State::Established => {
                 self.fin_queued = true;
                 self.state = State::FinWait1;
@@ -519,7 +533,12 @@ impl Connection {
     pub fn abort(&mut self) -> Option<TcpRepr> {
         let rst = self.state.is_synchronized() || self.state == State::SynReceived;
         self.state = State::Closed;
-        rst.then(|| self.bare(self.snd_nxt, None, TcpFlags::RST))
+        self.timers = Timers::default();
+        // <SEQ=SND.NXT> (RFC 9293 §3.10.5) is the highest sequence sent,
+        // SND.MAX here: after a timeout rewound SND.NXT, a RST numbered
+        // there could fall below the peer's window and be ignored (RFC
+        // 5961 §3.2).
+        rst.then(|| self.bare(self.snd_max, None, TcpFlags::RST))
     }
 
     // ----- Arriving segments -----------------------------------------------
@@ -565,7 +584,11 @@ impl Connection {
         match ack {
             Some(ack) => {
                 self.take_ack_of_syn(ack, seg, now);
-                self.state = State::Established;
+                self.state = if self.fin_queued {
+                    State::FinWait1
+                } else {
+                    State::Established
+                };
                 self.ack_now = true;
                 self.heard_from_peer(now);
             }
@@ -1128,9 +1151,7 @@ impl Connection {
             }
             _ => window.saturating_sub(flight),
         };
-        let mss = self
-            .negotiated
-            .map_or(usize::from(self.local_options.mss), |n| n.send_mss);
+        let mss = self.payload_mss();
         let mut len = unsent.min(mss).min(room);
         // Nagle (RFC 9293 §3.7.4): hold a small segment while data is
         // unacknowledged, unless it is the last before our FIN.
@@ -1183,7 +1204,7 @@ impl Connection {
     /// threshold and per partial ACK (RFC 6582 §3.2).
     fn output_recovery(&mut self, now: Instant) -> Option<Outgoing> {
         let mut recovery = self.recovery?;
-        let mss = self.send_mss();
+        let mss = self.payload_mss();
         let (start, len) = if self.negotiated.is_some_and(|n| n.sack) {
             let pipe = self
                 .scoreboard
@@ -1251,6 +1272,32 @@ impl Connection {
             .map_or(usize::from(self.local_options.mss), |n| n.send_mss)
     }
 
+    /// The most payload a data segment sent now may carry: the send MSS
+    /// less the SACK option [`decorate`](Self::decorate) will add. The MSS
+    /// counts no options, so "the sender MUST reduce the TCP data length
+    /// to account for any IP or TCP options that it is including" (RFC
+    /// 6691 §2, RFC 9293 §3.7.1); the timestamp option is already off
+    /// the send MSS. Without this, a segment that piggybacks SACK blocks
+    /// (data flowing both ways with holes) exceeds the path MTU: IPv4
+    /// with DF drops it at the source, IPv6 fragments it.
+    fn payload_mss(&self) -> usize {
+        let mss = self.send_mss();
+        match self.negotiated {
+            Some(n) if n.sack && self.recv.has_holes() => {
+                let max = if n.timestamps {
+                    wire::tcp::MAX_SACK_BLOCKS_WITH_TIMESTAMPS
+                } else {
+                    MAX_SACK_BLOCKS
+                };
+                // A block per out-of-order range, plus a D-SACK block at
+                // most; each 8 bytes, after two NOPs, kind and length.
+                let blocks = (self.recv.hole_count() + 1).min(max);
+                mss.saturating_sub(4 + 8 * blocks).max(1)
+            }
+            _ => mss,
+        }
+    }
+
     /// A zero-window probe: a segment one below SND.UNA, which the peer
     /// must answer with an ACK carrying its current window (as Linux
     /// probes; it disturbs no sequence state, so a peer that keeps
@@ -1291,7 +1338,15 @@ impl Connection {
         if !self.ack_now || self.state == State::Closed || self.state == State::SynSent {
             return None;
         }
-        let mut repr = self.bare(self.snd_nxt, Some(self.rcv_nxt()), TcpFlags::empty());
+        // A bare ACK carries SND.MAX, not SND.NXT: a retransmission
+        // timeout rewinds SND.NXT to SND.UNA (go-back-N), and an ACK
+        // numbered there lies below the peer's RCV.NXT once the peer has
+        // the data whose ACKs were lost, so the peer finds it unacceptable
+        // and drops it unread (RFC 9293 §3.10.7.4) — with data flowing
+        // both ways, both ends then back off forever, each dropping the
+        // other's ACKs. (BSD's tcp_output likewise numbers pure ACKs with
+        // snd_max.)
+        let mut repr = self.bare(self.snd_max, Some(self.rcv_nxt()), TcpFlags::empty());
         self.decorate(&mut repr, now);
         Some(Outgoing {
             repr,
