@@ -278,3 +278,110 @@ fn handles_go_stale_once_their_socket_is_gone() {
         Ok(State::Closed)
     );
 }
+
+#[test]
+fn simultaneous_close_passes_through_closing_to_time_wait() {
+    let mut sim = network();
+    let listener = listen(&mut sim, "host-b", true);
+    let remote = SocketAddr::new(address_of(&sim, "host-b", true), PORT);
+    let config = TcpConfig {
+        time_wait: Duration::from_secs(2),
+        ..TcpConfig::default()
+    };
+    let client =
+        blocking::connect(&mut sim, "host-a", remote, config, Duration::from_secs(5)).unwrap();
+    let server = blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(5)).unwrap();
+    // Both FINs leave in the same instant: each crosses the other's.
+    host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
+    host_mut(&mut sim, "host-b").tcp_shutdown(server).unwrap();
+    let mut seen_closing = [false; 2];
+    let both_time_wait = sim.run_until_with(Duration::from_secs(1), |sim| {
+        let states = [
+            sim.host("host-a").unwrap().tcp_state(client).unwrap(),
+            sim.host("host-b").unwrap().tcp_state(server).unwrap(),
+        ];
+        for (seen, state) in seen_closing.iter_mut().zip(states) {
+            *seen |= state == State::Closing;
+        }
+        states.iter().all(|s| *s == State::TimeWait)
+    });
+    assert!(both_time_wait);
+    assert_eq!(seen_closing, [true, true], "RFC 9293 §3.6, Figure 13");
+    // TIME-WAIT lasts its 2 s, then the connections are gone.
+    sim.run_for(Duration::from_millis(1900));
+    assert_eq!(
+        sim.host("host-a").unwrap().tcp_state(client),
+        Ok(State::TimeWait)
+    );
+    sim.run_for(Duration::from_millis(200));
+    assert_eq!(
+        sim.host("host-a").unwrap().tcp_state(client),
+        Ok(State::Closed)
+    );
+}
+
+/// host-a — r1 — r2 — host-b with a 1280-byte MTU between the routers:
+/// both hosts' links carry 1500, so only the path MTU can tell them.
+fn narrow_middle() -> Simulator {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../topologies/two-routers.toml"
+    ))
+    .unwrap()
+    .replace(
+        "name = \"eth1\"\nipv4 = \"203.0.113.1/24\"",
+        "name = \"eth1\"\nmtu = 1280\nipv4 = \"203.0.113.1/24\"",
+    )
+    .replace(
+        "name = \"eth0\"\nipv4 = \"203.0.113.2/24\"",
+        "name = \"eth0\"\nmtu = 1280\nipv4 = \"203.0.113.2/24\"",
+    );
+    let mut sim = Simulator::new(&Topology::from_toml_str(&text).unwrap(), None).unwrap();
+    assert!(sim.run_until_with(Duration::from_secs(60), |sim| {
+        ["host-a", "host-b"]
+            .iter()
+            .all(|n| !sim.host(n).unwrap().global_ipv6_addresses().is_empty())
+    }));
+    sim
+}
+
+#[test]
+fn the_send_mss_follows_the_path_mtu() {
+    for v6 in [true, false] {
+        let mut sim = narrow_middle();
+        let listener = listen(&mut sim, "host-b", v6);
+        let remote = SocketAddr::new(address_of(&sim, "host-b", v6), PORT);
+        let client = blocking::connect(
+            &mut sim,
+            "host-a",
+            remote,
+            TcpConfig::default(),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let server =
+            blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(10)).unwrap();
+        let ip = if v6 { 40 } else { 20 };
+        let mss = |sim: &Simulator| {
+            let c = sim.host("host-a").unwrap().tcp_connection(client).unwrap();
+            c.negotiated().unwrap().send_mss
+        };
+        // Both ends offered MSS for 1500-byte links.
+        assert_eq!(mss(&sim), 1500 - ip - 20 - 12);
+        let data = pattern(300_000, 9);
+        blocking::write_all(&mut sim, "host-a", client, &data, Duration::from_secs(60)).unwrap();
+        host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
+        let got =
+            blocking::read_to_end(&mut sim, "host-b", server, Duration::from_secs(120)).unwrap();
+        assert!(got == data, "got {} of {} bytes", got.len(), data.len());
+        // Packet Too Big (RFC 8201) or Fragmentation Needed (RFC 1191)
+        // lowered the path MTU, and the connection's segments with it.
+        assert_eq!(mss(&sim), 1280 - ip - 20 - 12, "IPv6: {v6}");
+        let r1 = sim.host("r1").unwrap().counters();
+        assert!(r1.icmpv6_errors_sent + r1.icmpv4_errors_sent >= 1);
+        assert_eq!(
+            sim.host("host-a").unwrap().counters().ipv6_fragments_sent,
+            0
+        );
+    }
+}

@@ -121,6 +121,7 @@ impl Host {
                 let _ = self
                     .dest4
                     .on_packet_too_big(now, dst, u32::from(next_hop_mtu));
+                self.path_mtu_changes += 1;
             }
             _ => {}
         }

@@ -131,6 +131,7 @@ impl Host {
                 if let Some(dst) = invoking_destination(invoking) {
                     let mtu = mtu.max(wire::ipv6::MIN_MTU as u32);
                     let _ = self.dest6.on_packet_too_big(now, dst, mtu);
+                    self.path_mtu_changes += 1;
                 }
             }
             Icmpv6Repr::Ndisc(message) => self.ndisc_input(now, meta, message),

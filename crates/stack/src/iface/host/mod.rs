@@ -248,6 +248,9 @@ pub struct Host {
     /// An application call or a spent output budget left TCP segments to
     /// send: the next poll is due now.
     tcp_output_pending: bool,
+    /// Packet Too Big / Fragmentation Needed messages taken: a TCP
+    /// connection rechecks its path MTU when this moves.
+    path_mtu_changes: u64,
     /// The time of the latest poll: what application calls between polls
     /// take as "now".
     clock: Instant,
@@ -343,6 +346,7 @@ impl Host {
             tcp_isn: IsnGenerator::new([0, 0]),
             tcp_challenges: ChallengeLimiter::default(),
             tcp_output_pending: false,
+            path_mtu_changes: 0,
             clock: Instant::ZERO,
             rng,
             next_flow: 1,

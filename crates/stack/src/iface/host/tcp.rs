@@ -135,7 +135,7 @@ impl Host {
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new(), None);
+                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new());
                 }
             }
             Demux::Listener(index) => {
@@ -149,14 +149,14 @@ impl Host {
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    self.tcp_emit(now, flow, (local, remote), repr, Vec::new(), None);
+                    self.tcp_emit(now, flow, (local, remote), repr, Vec::new());
                 }
             }
             Demux::None => {
                 self.count_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new(), None);
+                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new());
                 }
             }
         }
@@ -207,6 +207,7 @@ impl Host {
     pub(super) fn tcp_output(&mut self, now: Instant) {
         self.tcp_output_pending = false;
         for index in 0..self.tcp.slot_count() {
+            self.tcp_clamp_to_path(now, index);
             for sent in 0..=OUTPUT_BUDGET {
                 if sent == OUTPUT_BUDGET {
                     self.tcp_output_pending = true;
@@ -215,22 +216,22 @@ impl Host {
                 let Some(slot) = self.tcp.get_mut(index) else {
                     break;
                 };
-                let (flow, local, remote, out, connection) = match &mut slot.socket {
+                let (flow, local, remote, out) = match &mut slot.socket {
                     TcpSocket::Connection(conn) => {
                         let Some(out) = conn.poll_output(now) else {
                             break;
                         };
-                        (conn.flow(), conn.local(), conn.remote(), out, Some(index))
+                        (conn.flow(), conn.local(), conn.remote(), out)
                     }
                     TcpSocket::Listener(listener) => {
                         let Some((local, remote, out)) = listener.poll_output(now) else {
                             break;
                         };
-                        (listener.flow(), local, remote, out, None)
+                        (listener.flow(), local, remote, out)
                     }
                 };
                 let Outgoing { repr, payload } = out;
-                self.tcp_emit(now, flow, (local, remote), repr, payload, connection);
+                self.tcp_emit(now, flow, (local, remote), repr, payload);
             }
             self.tcp_observe(index);
         }
@@ -282,7 +283,6 @@ impl Host {
         (local, remote): (SocketAddr, SocketAddr),
         repr: TcpRepr,
         payload: Vec<crate::buffer::Segment>,
-        connection: Option<usize>,
     ) {
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -343,7 +343,6 @@ impl Host {
                     self.count_drop("tcp_no_route");
                     return;
                 };
-                self.tcp_clamp_to_path(connection, route.mtu, true);
                 let hop_limit = self.interfaces[route.interface.0].v6.hop_limit;
                 self.ipv6_output(
                     now,
@@ -363,7 +362,6 @@ impl Host {
                     self.count_drop("tcp_no_route");
                     return;
                 };
-                self.tcp_clamp_to_path(connection, route.mtu, false);
                 self.ipv4_output(
                     now,
                     route,
@@ -383,11 +381,31 @@ impl Host {
     }
 
     /// Lowers a connection's send MSS when the path MTU (learned from
-    /// Packet Too Big / Fragmentation Needed) is below what it uses.
-    fn tcp_clamp_to_path(&mut self, connection: Option<usize>, mtu: usize, v6: bool) {
-        let slot = connection.and_then(|index| self.tcp.get_mut(index));
-        if let Some(TcpSocket::Connection(conn)) = slot.map(|s| &mut s.socket) {
-            conn.clamp_to_path_mss(usize::from(options::mss_for_mtu(mtu, v6)));
+    /// Packet Too Big / Fragmentation Needed) is below what it uses; done
+    /// before its segments are built, so none needs fragmenting. Checked
+    /// once the handshake is done and again whenever a path MTU changed.
+    fn tcp_clamp_to_path(&mut self, now: Instant, index: usize) {
+        let changes = self.path_mtu_changes;
+        let Some(slot) = self.tcp.get_mut(index) else {
+            return;
+        };
+        let TcpSocket::Connection(conn) = &slot.socket else {
+            return;
+        };
+        if !conn.state().is_synchronized() || slot.path_mtu_seen == Some(changes) {
+            return;
+        }
+        slot.path_mtu_seen = Some(changes);
+        let (flow, remote) = (conn.flow(), conn.remote().ip());
+        let mtu = match remote {
+            IpAddr::V6(dst) => self.ipv6_route(now, dst, None, flow).map(|r| r.mtu),
+            IpAddr::V4(dst) => self.ipv4_route(now, dst, flow).map(|r| r.mtu),
+        };
+        let Some(mtu) = mtu else {
+            return;
+        };
+        if let Some(TcpSocket::Connection(conn)) = self.tcp.get_mut(index).map(|s| &mut s.socket) {
+            conn.clamp_to_path_mss(usize::from(options::mss_for_mtu(mtu, remote.is_ipv6())));
         }
     }
 }

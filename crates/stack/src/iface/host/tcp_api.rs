@@ -304,7 +304,6 @@ impl Host {
                 (conn.local(), conn.remote()),
                 rst,
                 Vec::new(),
-                None,
             );
         }
         Ok(())
@@ -323,7 +322,6 @@ impl Host {
                     (conn.local(), conn.remote()),
                     rst,
                     Vec::new(),
-                    None,
                 );
             }
         }

@@ -57,6 +57,9 @@ pub struct Slot {
     /// connection reaches CLOSED.
     pub released: bool,
     pub marks: StreamMarks,
+    /// The host's count of path-MTU changes when this connection last
+    /// checked its path MTU (`None`: not yet).
+    pub path_mtu_seen: Option<u64>,
 }
 
 /// Where an arriving segment goes.
@@ -102,6 +105,7 @@ impl TcpSockets {
             socket,
             released: false,
             marks: StreamMarks::default(),
+            path_mtu_seen: None,
         });
         Some(TcpHandle {
             index: index as u32,
