@@ -10,11 +10,13 @@
 //! * `1`: a raw frame as given;
 //! * `2..=127`: an IPv6 packet around the rest: addresses picked by the
 //!   next two bytes, then next header and hop limit, with a correct payload
-//!   length and (for ICMPv6 and UDP as the first header) a correct
-//!   checksum, so the fuzzer reaches the extension headers, ND, MLD and
-//!   UDP instead of stopping at the checks;
+//!   length and (for ICMPv6, UDP and TCP as the first header) a correct
+//!   checksum, so the fuzzer reaches the extension headers, ND, MLD, UDP
+//!   and TCP (a listener on port 5001, a connection opening to
+//!   2001:db8::2 port 80) instead of stopping at the checks;
 //! * `128..=255`: likewise an IPv4 packet (protocol, TTL, flags from the
-//!   rest), with correct lengths and header checksum.
+//!   rest), with correct lengths and header checksum, and a correct TCP
+//!   checksum for protocol 6.
 
 #![no_main]
 
@@ -26,6 +28,8 @@ use stack::buffer::PoolConfig;
 use stack::iface::host::{Host, HostConfig, InterfaceConfig};
 use stack::iface::route::InterfaceId;
 use stack::phy::{Link, VirtualWire, WireConfig};
+use stack::socket::tcp::connection::TcpConfig;
+use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::{RawFamily, UdpConfig};
 use stack::time::Instant;
 use stack::topology::{Ipv4Cidr, Ipv6Cidr};
@@ -71,6 +75,20 @@ fuzz_target!(|data: &[u8]| {
             .unwrap_or(now + Duration::from_secs(3))
             .max(now + Duration::from_millis(1));
     }
+    let mut listeners = Vec::new();
+    for any in [
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+    ] {
+        let local = SocketAddr::new(any, 5001);
+        if let Ok(l) = host.tcp_listen(local, TcpConfig::default(), ListenerConfig::default()) {
+            listeners.push(l);
+        }
+    }
+    let mut connections: Vec<_> = host
+        .tcp_connect("[2001:db8::2]:80".parse().unwrap(), TcpConfig::default())
+        .into_iter()
+        .collect();
     while rest.len() >= 2 {
         let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
         let frame = build_frame(&rest[2..2 + len]);
@@ -81,7 +99,22 @@ fuzz_target!(|data: &[u8]| {
         while host.udp(udp).recv().is_some() {}
         while host.raw(raw).recv().is_some() {}
         while host.link(link).recv().is_some() {}
+        for &l in &listeners {
+            // At most a few accepted connections stay open: the rest are
+            // closed at once, as a busy server would.
+            while let Ok(c) = host.tcp_accept(l) {
+                if connections.len() < 8 {
+                    connections.push(c);
+                } else {
+                    let _ = host.tcp_close(c);
+                }
+            }
+        }
         let mut sink = [0u8; 2048];
+        for &c in &connections {
+            while matches!(host.tcp_recv(c, &mut sink), Ok(n) if n > 0) {}
+            let _ = host.tcp_send(c, b"reply");
+        }
         while theirs.receive(now, &mut sink).is_some() {}
     }
     // Let every timer fire: reassembly (60 s), NUD, DAD, MLD.
@@ -90,6 +123,8 @@ fuzz_target!(|data: &[u8]| {
         host.poll(now);
     }
     assert!(host.pool().in_use() <= 128);
+    // Half-open and accepted connections are bounded by the listener.
+    assert!(host.tcp_socket_count() <= 2 + 8 + 1 + 2 * 128);
 });
 
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
@@ -153,6 +188,7 @@ fn build_frame(input: &[u8]) -> Vec<u8> {
             let sum_at = match *next {
                 58 => Some(2),
                 17 => Some(6),
+                6 => Some(16),
                 _ => None,
             };
             if let Some(at) = sum_at.filter(|at| payload.len() >= at + 2) {
@@ -189,7 +225,21 @@ fn build_frame(input: &[u8]) -> Vec<u8> {
             ip.extend_from_slice(&v4_address(*b).octets());
             let sum = wire::checksum::checksum(&ip);
             ip[10..12].copy_from_slice(&sum.to_be_bytes());
-            ip.extend_from_slice(payload);
+            let mut payload = payload.to_vec();
+            if *protocol == 6 && payload.len() >= 18 {
+                payload[16..18].fill(0);
+                let sum = wire::checksum::add(
+                    wire::checksum::pseudo_header_v4(
+                        v4_address(*a),
+                        v4_address(*b),
+                        6,
+                        payload.len() as u16,
+                    ),
+                    wire::checksum::sum(&payload),
+                );
+                payload[16..18].copy_from_slice(&wire::checksum::finish(sum).to_be_bytes());
+            }
+            ip.extend_from_slice(&payload);
             ethernet(MAC.0, 0x0800, &ip)
         }
     }

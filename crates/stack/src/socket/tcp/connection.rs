@@ -171,6 +171,8 @@ pub struct Connection {
     error: Option<ConnectionError>,
 
     iss: Seq,
+    /// Our SYN has been acknowledged: SND.UNA is past it for good.
+    syn_acked: bool,
     snd_una: Seq,
     snd_nxt: Seq,
     /// The highest sequence number sent plus one (SND.NXT before a
@@ -261,6 +263,7 @@ impl Connection {
             remote,
             error: None,
             iss,
+            syn_acked: false,
             snd_una: iss,
             snd_nxt: iss,
             snd_max: iss,
@@ -372,6 +375,7 @@ impl Connection {
         c.cc.set_mss(send_mss);
         c.scoreboard.set_smss(send_mss);
         c.snd_una = iss + 1;
+        c.syn_acked = true;
         c.snd_nxt = iss + 1;
         c.snd_max = iss + 1;
         c.data_end = iss + 1;
@@ -628,6 +632,7 @@ impl Connection {
     /// Our SYN is acknowledged.
     fn take_ack_of_syn(&mut self, ack: Seq, seg: &TcpRepr, now: Instant) {
         self.snd_una = ack;
+        self.syn_acked = true;
         self.snd_wl2 = ack;
         self.timers.cancel(Timer::Retransmit);
         self.retries = 0;
@@ -814,8 +819,7 @@ impl Connection {
         let acked = ack.since(self.snd_una);
         if advanced {
             // Bytes of data acknowledged: not the SYN, not our FIN.
-            let data_start = self.iss + 1;
-            let data_acked = ack.min(self.data_end).since(self.snd_una.max(data_start));
+            let data_acked = ack.min(self.data_end).since(self.data_una());
             self.send.acknowledge(data_acked);
             let fin_acked = self.fin_queued && ack == self.data_end + 1;
             self.snd_una = ack;
@@ -1018,6 +1022,18 @@ impl Connection {
     // ----- Sequence-space bookkeeping --------------------------------------
 
     /// RCV.NXT: past the in-order data, and the peer's FIN once taken.
+    /// The sequence number of the first data byte the send queue holds:
+    /// SND.UNA once our SYN is acknowledged, ISS + 1 before. A flag, not a
+    /// comparison with ISS + 1: modulo 2^32 that comparison flips once
+    /// 2^31 bytes have gone by.
+    fn data_una(&self) -> Seq {
+        if self.syn_acked {
+            self.snd_una
+        } else {
+            self.iss + 1
+        }
+    }
+
     fn rcv_nxt(&self) -> Seq {
         self.recv.rcv_nxt() + usize::from(self.fin_received)
     }
@@ -1134,7 +1150,6 @@ impl Connection {
     }
 
     fn output_data(&mut self, now: Instant) -> Option<Outgoing> {
-        let data_start = self.iss + 1;
         let data_end = self.data_end;
         let unsent = data_end.since(self.snd_nxt);
         let flight = self.snd_nxt.since(self.snd_una);
@@ -1172,7 +1187,7 @@ impl Connection {
             }
             return None;
         }
-        let offset = self.snd_nxt.since(self.snd_una.max(data_start));
+        let offset = self.snd_nxt.since(self.data_una());
         let payload = self.send.segments(offset, len);
         let mut flags = TcpFlags::empty();
         if fin {
@@ -1248,14 +1263,13 @@ impl Connection {
     /// Resends the data bytes `start..start + len` (clamped to what was
     /// sent) without moving SND.NXT.
     fn retransmission(&mut self, now: Instant, start: Seq, len: usize) -> Option<Outgoing> {
-        let data_start = self.iss + 1;
-        let start = start.max(self.snd_una).max(data_start);
+        let start = start.max(self.data_una());
         let end = (start + len).min(self.snd_max).min(self.data_end);
         let len = end.since(start);
         if len == 0 {
             return None;
         }
-        let offset = start.since(self.snd_una.max(data_start));
+        let offset = start.since(self.data_una());
         let payload = self.send.segments(offset, len);
         let mut repr = self.bare(start, Some(self.rcv_nxt()), TcpFlags::empty());
         repr.payload_len = len;
@@ -1381,5 +1395,84 @@ impl Connection {
     /// A header with the connection's ports and nothing else.
     fn bare(&self, seq: Seq, ack: Option<Seq>, flags: TcpFlags) -> TcpRepr {
         super::bare_header(self.local.port(), self.remote.port(), seq, ack, flags)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::PoolConfig;
+
+    /// An established connection whose SND.UNA is `distance` bytes past
+    /// its ISS, as after a long transfer (white-box: a real one would
+    /// have to move gigabytes first).
+    fn after(distance: usize) -> (Connection, Pool) {
+        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let local = "[2001:db8::a]:40000".parse().unwrap();
+        let remote = "[2001:db8::b]:5001".parse().unwrap();
+        let mut c = Connection::connect(
+            TcpConfig::default(),
+            local,
+            remote,
+            Seq(0x8000_0000),
+            1440,
+            Instant::ZERO,
+            Flow::untraced(1),
+        );
+        c.state = State::Established;
+        c.syn_acked = true;
+        c.negotiated = Some(Negotiated {
+            send_mss: 1428,
+            send_window_shift: 0,
+            recv_window_shift: 0,
+            sack: true,
+            timestamps: false,
+        });
+        let una = c.iss + 1 + distance;
+        (c.snd_una, c.snd_nxt, c.snd_max, c.data_end) = (una, una, una, una);
+        c.snd_wnd = 65_535;
+        (c, pool)
+    }
+
+    #[test]
+    fn data_is_found_however_far_the_stream_has_gone() {
+        // Past 2^31 bytes, ISS + 1 compares as *after* SND.UNA modulo
+        // 2^32: the send queue's offsets must not depend on it.
+        for distance in [
+            0usize,
+            1 << 20,
+            (1 << 31) - 1,
+            1 << 31,
+            (1 << 31) + 7,
+            u32::MAX as usize,
+        ] {
+            let (mut c, pool) = after(distance);
+            let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+            assert_eq!(c.send(&pool, &data).unwrap(), 3000);
+            let out = c.poll_output(Instant::ZERO).expect("a segment");
+            let payload: Vec<u8> = out
+                .payload
+                .iter()
+                .flat_map(|s| s.as_slice().to_vec())
+                .collect();
+            assert_eq!(out.repr.seq_number, c.snd_una.0, "distance {distance}");
+            assert_eq!(payload.len(), out.repr.payload_len);
+            assert_eq!(payload[..], data[..payload.len()], "distance {distance}");
+            // An ACK of the first segment frees exactly its bytes.
+            let mut ack = bare_ack(&c, out.repr.seq_number.wrapping_add(payload.len() as u32));
+            ack.window_len = 65_535;
+            c.input(Instant::ZERO, &ack, &[], &mut ChallengeLimiter::default());
+            assert_eq!(c.send_queued(), 3000 - payload.len(), "distance {distance}");
+        }
+    }
+
+    fn bare_ack(c: &Connection, ack: u32) -> TcpRepr {
+        super::super::bare_header(
+            c.remote.port(),
+            c.local.port(),
+            c.recv.rcv_nxt(),
+            Some(Seq(ack)),
+            TcpFlags::empty(),
+        )
     }
 }
