@@ -25,6 +25,6 @@ pub mod text;
 mod fixtures;
 
 pub use outcome::PointResult;
-pub use points::{Amount, Grid, DELAY_EXCHANGES, Mode, Point};
+pub use points::{Amount, Grid, Mode, Point, DELAY_EXCHANGES};
 pub use run::{run, Failure, Outcome, Progress, Settings};
 pub use target::Targets;
