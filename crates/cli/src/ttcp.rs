@@ -204,10 +204,13 @@ fn print_human(report: &TransferReport) {
     let end = &report.end;
     let cpu = &end.cpu_utilization_percent;
     if let Some(sent) = &end.sum_sent {
-        let what = match sent.packets {
+        let mut what = match sent.packets {
             Some(p) => format!("{p} datagrams"),
             None => format!("{} writes", report.start.test_start.count),
         };
+        if let Some(r) = sent.retransmits {
+            what.push_str(&format!(", {r} retransmitted segments"));
+        }
         println!(
             "ttcp-t: {} bytes in {:.3} s = {}, {what}, cpu {:.0}% (user {:.0}%, sys {:.0}%)",
             sent.bytes,

@@ -55,6 +55,11 @@ fn reference_stack_tcp_is_byte_exact_over_both_families() {
         }
         assert!(received["bits_per_second"].as_f64().unwrap() > 0.0);
         assert_eq!(report["start"]["test_start"]["protocol"], "tcp");
+        // The stack's own count, as iperf3 reports the kernel's.
+        assert!(
+            report["end"]["sum_sent"]["retransmits"].is_u64(),
+            "{family}"
+        );
     }
 }
 

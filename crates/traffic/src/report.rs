@@ -22,6 +22,8 @@ pub struct SenderSide {
     /// From the first write to the last write's return.
     pub elapsed: Duration,
     pub cpu: CpuUsage,
+    /// TCP segments the sender's stack sent again, when it says.
+    pub retransmits: Option<u64>,
 }
 
 /// What the receiver checked.
@@ -98,6 +100,10 @@ pub struct SentSum {
     /// Data datagrams sent (UDP and raw).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
+    /// TCP: segments retransmitted (iperf3's field; the kernel's
+    /// `tcpi_total_retrans`, the reference stack's counter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -168,6 +174,7 @@ impl SentSum {
             bytes: side.bytes,
             bits_per_second: rate(side.bytes, side.elapsed),
             packets: datagram_protocol.then_some(side.datagrams),
+            retransmits: side.retransmits,
         }
     }
 }

@@ -32,6 +32,12 @@ fn kernel_tcp_is_byte_exact_and_reported_like_iperf3() {
         let v = json(&report);
         let end = &v["end"];
         assert_eq!(end["sum_sent"]["bytes"], 5_000_000);
+        // TCP_INFO's count (loopback loses nothing, but the field is there).
+        assert!(
+            end["sum_sent"]["retransmits"].is_u64(),
+            "{}",
+            end["sum_sent"]
+        );
         assert_eq!(end["sum_received"]["bytes"], 5_000_000);
         assert_eq!(end["sum_received"]["corrupted_bytes"], 0);
         assert!(end["sum_received"]["bits_per_second"].as_f64().unwrap() > 0.0);

@@ -452,6 +452,7 @@ fn transmit(
             datagrams: spec.count,
             elapsed,
             cpu,
+            retransmits: None,
         },
         facts,
     ))

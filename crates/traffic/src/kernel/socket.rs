@@ -88,6 +88,31 @@ pub fn granted(socket: &Socket) -> GrantedBuffers {
 }
 
 /// The TCP congestion control a socket uses.
+/// The kernel's count of segments a TCP socket retransmitted
+/// (`tcpi_total_retrans` of `TCP_INFO`), if it answers.
+pub fn total_retransmits(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
+    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` is writable for `len` bytes, and the descriptor is
+    // open for the call: `socket` borrows its owner.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: zero-initialised plain integers, filled (partly or wholly)
+    // by the kernel: every bit pattern is a valid `tcp_info`.
+    let info = unsafe { info.assume_init() };
+    Some(u64::from(info.tcpi_total_retrans))
+}
+
 pub fn congestion_control(socket: &Socket) -> Option<String> {
     socket.tcp_congestion().ok().map(|name| {
         String::from_utf8_lossy(&name)

@@ -199,12 +199,14 @@ pub fn transmit(
         .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
     let mut sink = [0u8; 64];
     while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+    let retransmits = socket::total_retransmits(&stream);
     Ok((
         SenderSide {
             bytes: offset,
             datagrams: 0,
             elapsed,
             cpu,
+            retransmits,
         },
         facts,
     ))

@@ -197,6 +197,7 @@ pub fn transmit(
             datagrams: spec.count,
             elapsed,
             cpu,
+            retransmits: None,
         },
         facts,
     ))

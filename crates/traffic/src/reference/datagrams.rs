@@ -435,6 +435,7 @@ fn sender(
                         datagrams: state.seq,
                         elapsed: state.elapsed,
                         cpu: state.cpu_usage,
+                        retransmits: None,
                     };
                     *outcome.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok(side));
                     Progress::Done

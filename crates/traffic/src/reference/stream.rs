@@ -362,6 +362,7 @@ pub(super) fn sender(
                         datagrams: 0,
                         elapsed: started.elapsed(),
                         cpu: cpu.stop(),
+                        retransmits: None,
                     };
                     if let Err(e) = host.tcp_shutdown(conn) {
                         return finish(&outcome.sender, Err(stack_error("shutdown", e)));
@@ -376,8 +377,14 @@ pub(super) fn sender(
                     let conn = *conn;
                     match host.tcp_recv(conn, &mut sink) {
                         Ok(0) | Err(TcpError::Connection(_)) => {
+                            let mut side = side.clone();
+                            // Counted to the end: retransmissions go on
+                            // after the last write.
+                            side.retransmits = host
+                                .tcp_connection(conn)
+                                .map(|c| c.counters().segments_retransmitted);
                             let _ = host.tcp_close(conn);
-                            return finish(&outcome.sender, Ok(side.clone()));
+                            return finish(&outcome.sender, Ok(side));
                         }
                         Ok(_) | Err(TcpError::WouldBlock) => {}
                         Err(e) => return finish(&outcome.sender, Err(stack_error("close", e))),

@@ -50,6 +50,7 @@ fn report(
             datagrams: 0,
             elapsed: second,
             cpu: Default::default(),
+            retransmits: None,
         }),
         Some(&ReceiverSide {
             bytes: received,

@@ -35,6 +35,15 @@ use crate::time::Instant;
 /// out-of-order segment of a burst).
 const MAX_OWED_ACKS: u32 = 64;
 
+/// Out-of-order ranges a receive buffer (or SACKed ranges a send buffer)
+/// of `bytes` may hold: one per two segments of the smallest common MSS,
+/// as a burst of tail drops alternates kept and lost segments, between 32
+/// and 1024. Too few and the receiver must drop data it could keep, the
+/// sender's SACK view falls behind and recovery ends in a timeout.
+fn ranges_for(bytes: usize) -> usize {
+    (bytes / (2 * 536)).clamp(32, 1024)
+}
+
 /// A connection's settings.
 #[derive(Debug, Clone, Copy)]
 pub struct TcpConfig {
@@ -135,6 +144,9 @@ pub struct TcpCounters {
     pub segments_received: u64,
     pub bytes_sent: u64,
     pub bytes_retransmitted: u64,
+    /// Segments sent again, by fast retransmit or after a timeout (what
+    /// iperf3 reports as `retransmits`).
+    pub segments_retransmitted: u64,
     pub retransmission_timeouts: u64,
     pub challenge_acks: u64,
     pub dropped_unacceptable: u64,
@@ -246,6 +258,7 @@ impl Connection {
         let recv_buffer = config.recv_buffer.clamp(1, super::assembler::MAX_CAPACITY);
         let mut recv = Assembler::new(AssemblerConfig {
             capacity: recv_buffer,
+            max_ranges: ranges_for(recv_buffer),
             ..AssemblerConfig::default()
         })
         .unwrap_or_else(|_| Assembler::new(AssemblerConfig::default()).expect("default config"));
@@ -286,7 +299,7 @@ impl Connection {
             rtt: RttEstimator::new(config.rtt),
             karn: KarnSampler::new(),
             cc: Controller::new(&config.congestion, usize::from(mss.max(1))),
-            scoreboard: Scoreboard::new(usize::from(mss.max(1)), 32)
+            scoreboard: Scoreboard::new(usize::from(mss.max(1)), ranges_for(config.send_buffer))
                 .expect("a non-zero MSS and a small range cap are valid"),
             dup_acks: 0,
             recovery: None,
@@ -1207,6 +1220,7 @@ impl Connection {
             self.counters.bytes_sent += len as u64;
         } else {
             self.counters.bytes_retransmitted += len as u64;
+            self.counters.segments_retransmitted += 1;
         }
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
@@ -1276,6 +1290,7 @@ impl Connection {
         self.decorate(&mut repr, now);
         self.karn.on_retransmit();
         self.counters.bytes_retransmitted += len as u64;
+        self.counters.segments_retransmitted += 1;
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
         Some(Outgoing { repr, payload })
