@@ -54,6 +54,24 @@ fn listen(sim: &mut Simulator, name: &str, v6: bool) -> TcpHandle {
         .unwrap()
 }
 
+/// A connection from host-a to a listener on host-b, both ends with
+/// `config`: (client, server).
+fn connected(sim: &mut Simulator, v6: bool, config: TcpConfig) -> (TcpHandle, TcpHandle) {
+    let any: IpAddr = if v6 { "::" } else { "0.0.0.0" }.parse().unwrap();
+    let listener = host_mut(sim, "host-b")
+        .tcp_listen(
+            SocketAddr::new(any, PORT),
+            config,
+            ListenerConfig::default(),
+        )
+        .unwrap();
+    let remote = SocketAddr::new(address_of(sim, "host-b", v6), PORT);
+    let limit = Duration::from_secs(10);
+    let client = blocking::connect(sim, "host-a", remote, config, limit).unwrap();
+    let server = blocking::accept(sim, "host-b", listener, limit).unwrap();
+    (client, server)
+}
+
 /// A deterministic, non-repeating-looking byte pattern.
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -132,17 +150,7 @@ fn exchange(
 
 fn transfer_both_ways(v6: bool) {
     let mut sim = network();
-    let listener = listen(&mut sim, "host-b", v6);
-    let remote = SocketAddr::new(address_of(&sim, "host-b", v6), PORT);
-    let client = blocking::connect(
-        &mut sim,
-        "host-a",
-        remote,
-        TcpConfig::default(),
-        Duration::from_secs(5),
-    )
-    .unwrap();
-    let server = blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(5)).unwrap();
+    let (client, server) = connected(&mut sim, v6, TcpConfig::default());
     let up = pattern(1 << 20, 1);
     let down = pattern(700_000, 2);
     let (at_b, at_a) = exchange(
@@ -250,17 +258,7 @@ fn listeners_refuse_duplicates_and_foreign_addresses() {
 #[test]
 fn handles_go_stale_once_their_socket_is_gone() {
     let mut sim = network();
-    let listener = listen(&mut sim, "host-b", true);
-    let remote = SocketAddr::new(address_of(&sim, "host-b", true), PORT);
-    let client = blocking::connect(
-        &mut sim,
-        "host-a",
-        remote,
-        TcpConfig::default(),
-        Duration::from_secs(5),
-    )
-    .unwrap();
-    let server = blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(5)).unwrap();
+    let (client, server) = connected(&mut sim, true, TcpConfig::default());
     host_mut(&mut sim, "host-a").tcp_abort(client).unwrap();
     assert_eq!(
         host_mut(&mut sim, "host-a").tcp_send(client, b"x"),
@@ -282,15 +280,11 @@ fn handles_go_stale_once_their_socket_is_gone() {
 #[test]
 fn simultaneous_close_passes_through_closing_to_time_wait() {
     let mut sim = network();
-    let listener = listen(&mut sim, "host-b", true);
-    let remote = SocketAddr::new(address_of(&sim, "host-b", true), PORT);
     let config = TcpConfig {
         time_wait: Duration::from_secs(2),
         ..TcpConfig::default()
     };
-    let client =
-        blocking::connect(&mut sim, "host-a", remote, config, Duration::from_secs(5)).unwrap();
-    let server = blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(5)).unwrap();
+    let (client, server) = connected(&mut sim, true, config);
     // Both FINs leave in the same instant: each crosses the other's.
     host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
     host_mut(&mut sim, "host-b").tcp_shutdown(server).unwrap();
@@ -349,18 +343,7 @@ fn narrow_middle() -> Simulator {
 fn the_send_mss_follows_the_path_mtu() {
     for v6 in [true, false] {
         let mut sim = narrow_middle();
-        let listener = listen(&mut sim, "host-b", v6);
-        let remote = SocketAddr::new(address_of(&sim, "host-b", v6), PORT);
-        let client = blocking::connect(
-            &mut sim,
-            "host-a",
-            remote,
-            TcpConfig::default(),
-            Duration::from_secs(10),
-        )
-        .unwrap();
-        let server =
-            blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(10)).unwrap();
+        let (client, server) = connected(&mut sim, v6, TcpConfig::default());
         let ip = if v6 { 40 } else { 20 };
         let mss = |sim: &Simulator| {
             let c = sim.host("host-a").unwrap().tcp_connection(client).unwrap();
@@ -394,22 +377,12 @@ fn a_tail_drop_burst_is_repaired_by_sack_without_a_timeout() {
     // segment and the sender's scoreboard every SACKed range, or recovery
     // stalls until the retransmission timer fires.
     let mut sim = network();
-    let remote = SocketAddr::new(address_of(&sim, "host-b", true), PORT);
     let config = TcpConfig {
         send_buffer: 4 << 20,
         recv_buffer: 4 << 20,
         ..TcpConfig::default()
     };
-    let listener = host_mut(&mut sim, "host-b")
-        .tcp_listen(
-            SocketAddr::new("::".parse().unwrap(), PORT),
-            config,
-            ListenerConfig::default(),
-        )
-        .unwrap();
-    let client =
-        blocking::connect(&mut sim, "host-a", remote, config, Duration::from_secs(5)).unwrap();
-    let server = blocking::accept(&mut sim, "host-b", listener, Duration::from_secs(5)).unwrap();
+    let (client, server) = connected(&mut sim, true, config);
     let data = pattern(24 << 20, 5);
     let start = sim.now();
     let (up, _) = exchange(

@@ -15,7 +15,7 @@ use crate::probes::{
 use crate::socket::tcp::connection::{Connection, ConnectionError, TcpConfig};
 use crate::socket::tcp::listener::{Listener, ListenerConfig};
 use crate::socket::tcp::options;
-use crate::socket::tcp::sockets::{TcpHandle, TcpSocket};
+use crate::socket::tcp::sockets::{StreamMarks, TcpHandle, TcpSocket};
 use crate::socket::tcp::state::State;
 
 /// Why a TCP call failed.
@@ -160,20 +160,14 @@ impl Host {
     /// Queues bytes for sending; returns how many the send queue took (at
     /// least one, or `WouldBlock` when it is full).
     pub fn tcp_send(&mut self, handle: TcpHandle, data: &[u8]) -> Result<usize, TcpError> {
-        let index = self.tcp.index(handle).ok_or(TcpError::InvalidHandle)?;
         let pool = self.pool.clone();
-        let Some(slot) = self.tcp.get_mut(index) else {
-            return Err(TcpError::InvalidHandle);
-        };
-        let TcpSocket::Connection(conn) = &mut slot.socket else {
-            return Err(TcpError::IsListener);
-        };
+        let (conn, marks) = self.tcp_stream(handle)?;
         let _span = probe::span(
             SOCKET_SEND_ENTER,
             SOCKET_SEND_EXIT,
             probe_len(data.len()),
             conn.flow(),
-            slot.marks.written,
+            marks.written,
         );
         if let Some(error) = conn.error() {
             return Err(TcpError::Connection(error));
@@ -194,13 +188,13 @@ impl Host {
                 Err(TcpError::WouldBlock)
             };
         }
-        slot.marks.written += taken as u64;
-        slot.marks.send_queued += taken;
+        marks.written += taken as u64;
+        marks.send_queued += taken;
         probe::record(
             SEND_QUEUE_ENQUEUE,
             probe_len(taken),
             conn.flow(),
-            slot.marks.written,
+            marks.written,
         );
         self.tcp_output_pending = true;
         Ok(taken)
@@ -210,30 +204,19 @@ impl Host {
     /// closed and everything before its FIN was read), `WouldBlock` means
     /// nothing has arrived yet.
     pub fn tcp_recv(&mut self, handle: TcpHandle, out: &mut [u8]) -> Result<usize, TcpError> {
-        let index = self.tcp.index(handle).ok_or(TcpError::InvalidHandle)?;
-        let Some(slot) = self.tcp.get_mut(index) else {
-            return Err(TcpError::InvalidHandle);
-        };
-        let TcpSocket::Connection(conn) = &mut slot.socket else {
-            return Err(TcpError::IsListener);
-        };
+        let (conn, marks) = self.tcp_stream(handle)?;
         let _span = probe::span(
             SOCKET_RECV_ENTER,
             SOCKET_RECV_EXIT,
             probe_len(out.len()),
             conn.flow(),
-            slot.marks.read,
+            marks.read,
         );
         let n = conn.recv(out);
         if n > 0 {
-            slot.marks.read += n as u64;
-            slot.marks.readable = conn.readable();
-            probe::record(
-                RECV_QUEUE_DEQUEUE,
-                probe_len(n),
-                conn.flow(),
-                slot.marks.read,
-            );
+            marks.read += n as u64;
+            marks.readable = conn.readable();
+            probe::record(RECV_QUEUE_DEQUEUE, probe_len(n), conn.flow(), marks.read);
             // Reading opens the window: an update may be owed.
             self.tcp_output_pending = true;
             return Ok(n);
@@ -386,6 +369,19 @@ impl Host {
     /// TCP sockets the host holds, lingering closed ones included.
     pub fn tcp_socket_count(&self) -> usize {
         self.tcp.len()
+    }
+
+    /// A connection and its stream marks, for the data calls.
+    fn tcp_stream(
+        &mut self,
+        handle: TcpHandle,
+    ) -> Result<(&mut Connection, &mut StreamMarks), TcpError> {
+        let index = self.tcp.index(handle).ok_or(TcpError::InvalidHandle)?;
+        let slot = self.tcp.get_mut(index).ok_or(TcpError::InvalidHandle)?;
+        match &mut slot.socket {
+            TcpSocket::Connection(conn) => Ok((conn, &mut slot.marks)),
+            TcpSocket::Listener(_) => Err(TcpError::IsListener),
+        }
     }
 
     fn tcp_connection_mut(&mut self, handle: TcpHandle) -> Result<&mut Connection, TcpError> {
