@@ -171,13 +171,22 @@ fn pool_in_use(sim: &Simulator) -> usize {
     sim.hosts().iter().map(|h| h.pool().in_use()).sum()
 }
 
-fn soak(rounds_or_time: impl Fn(usize, Duration) -> bool, bytes: usize) -> usize {
+/// What a soak saw: rounds run, resident bytes after round 10 and at
+/// most after it.
+struct Soaked {
+    rounds: usize,
+    warm_rss: u64,
+    peak_rss: u64,
+}
+
+fn soak(rounds_or_time: impl Fn(usize, Duration) -> bool, bytes: usize) -> Soaked {
     let mut sim = network();
     let listeners = listen(&mut sim);
     let start = Instant::now();
     round(&mut sim, &listeners, 0, bytes);
     let mut rounds = 1;
     let mut warm_rss = None;
+    let mut peak_rss = 0;
     while rounds_or_time(rounds, start.elapsed()) {
         round(&mut sim, &listeners, rounds, bytes);
         rounds += 1;
@@ -199,19 +208,24 @@ fn soak(rounds_or_time: impl Fn(usize, Duration) -> bool, bytes: usize) -> usize
         }
         if let Some(warm) = warm_rss {
             let now = resident_bytes();
+            peak_rss = peak_rss.max(now);
             assert!(
                 now <= warm + warm / 10 + (4 << 20),
                 "resident memory grew from {warm} to {now} bytes by round {rounds}"
             );
         }
     }
-    rounds
+    Soaked {
+        rounds,
+        warm_rss: warm_rss.unwrap_or(0),
+        peak_rss,
+    }
 }
 
 #[test]
 fn rounds_of_connections_leave_nothing_behind() {
-    let rounds = soak(|done, _| done < 12, 40_000);
-    assert_eq!(rounds, 12);
+    let soaked = soak(|done, _| done < 12, 40_000);
+    assert_eq!(soaked.rounds, 12);
 }
 
 #[test]
@@ -222,12 +236,13 @@ fn a_long_soak_grows_no_memory() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(600);
     let limit = Duration::from_secs(secs);
-    let rss_before = resident_bytes();
-    let rounds = soak(|_, elapsed| elapsed < limit, 1 << 20);
+    let soaked = soak(|_, elapsed| elapsed < limit, 1 << 20);
     println!(
-        "soak: {rounds} rounds of {PARALLEL} connections x 1 MiB each way in {secs} s; \
-         resident {} MiB before, {} MiB after",
-        rss_before >> 20,
-        resident_bytes() >> 20
+        "soak: {} rounds of {PARALLEL} connections x 1 MiB each way in {secs} s; \
+         resident {:.1} MiB after round 10, at most {:.1} MiB after it, {:.1} MiB at the end",
+        soaked.rounds,
+        soaked.warm_rss as f64 / 1048576.0,
+        soaked.peak_rss as f64 / 1048576.0,
+        resident_bytes() as f64 / 1048576.0,
     );
 }
