@@ -781,8 +781,9 @@ impl Connection {
             }
         }
         if !rules::ack_acceptable(ack, self.snd_una, self.snd_max, self.max_snd_wnd) {
-            // RFC 5961 §5.2: too old or not yet sent: ACK and drop.
-            self.ack_now = true;
+            // RFC 5961 §5.2: too old or not yet sent: ACK and drop. The
+            // ACK is a challenge ACK, under the §7 limit like the others.
+            self.challenge(now, challenges);
             return Reply::Nothing;
         }
         self.take_ack(now, seq, ack, seg);
