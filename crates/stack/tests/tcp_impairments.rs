@@ -6,7 +6,7 @@
 //! scaled past 4 MiB on a long fat path, and three regressions the matrix
 //! found, pinned down connection to connection.
 //!
-//! `cargo test` runs 18 seeds (every profile twice); the full 100-seed
+//! `cargo test` runs 9 seeds (every profile once); the full 100-seed
 //! matrix takes minutes in the debug profile and seconds in release:
 //!
 //! ```text
@@ -581,11 +581,11 @@ fn run_matrix(seeds: impl Iterator<Item = u64>) {
     );
 }
 
-/// 18 seeds: every profile twice, once per IP family, with CUBIC and
-/// NewReno, SACK on and off varying across the runs.
+/// 9 seeds: every profile once, the IP family, CUBIC or NewReno and SACK
+/// on or off varying across them (CI runs all 100 in release).
 #[test]
 fn every_impairment_profile_moves_4_mib_each_way_byte_exact() {
-    run_matrix(0..18);
+    run_matrix(0..9);
 }
 
 /// The issue's full matrix: 100 seeds. Too slow for the debug-profile

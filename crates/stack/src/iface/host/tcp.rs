@@ -105,6 +105,11 @@ impl Host {
         let payload: &[u8] = match contiguous(&packet, payload_at, repr.payload_len) {
             Some(bytes) => bytes,
             None => {
+                // An IP payload is at most 65 535 bytes: the scratch holds
+                // it (grown here only if a caller had taken it).
+                if gathered.len() < repr.payload_len {
+                    gathered.resize(repr.payload_len, 0);
+                }
                 let n = packet.copy_out(payload_at, &mut gathered[..repr.payload_len]);
                 &gathered[..n]
             }
