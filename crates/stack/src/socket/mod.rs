@@ -64,7 +64,7 @@ pub struct SocketCounters {
 }
 
 /// A probe's `len` field: saturates instead of wrapping.
-fn probe_len(len: usize) -> u32 {
+pub(crate) fn probe_len(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 

@@ -296,7 +296,8 @@ impl Channel {
     }
 }
 
-fn unspecified(family: Family) -> IpAddr {
+/// The unspecified address of `family`: a receiver's wildcard bind.
+pub(super) fn unspecified(family: Family) -> IpAddr {
     match family {
         Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),

@@ -4,7 +4,7 @@
 //! delay mode's echo (one `len`-byte request at a time, answered whole).
 //! The same checks and figures as the kernel target (`kernel::stream`).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use stack::socket::tcp::congestion::Algorithm;
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
 
-use super::datagrams::{failed, PeerAddr, ADDRESS_GRACE};
+use super::datagrams::{failed, unspecified, PeerAddr, ADDRESS_GRACE};
 use super::{address_of, Outcome, Shared};
 use crate::cpu::{CpuMeter, CpuUsage};
 use crate::env::GrantedBuffers;
@@ -22,7 +22,7 @@ use crate::error::TrafficError;
 use crate::meter::Meter;
 use crate::pattern::Pattern;
 use crate::report::{Received, ReceiverSide, SenderSide};
-use crate::spec::{Family, TransferSpec};
+use crate::spec::TransferSpec;
 use crate::verify::StreamVerifier;
 
 /// Socket buffers when `-b` is not given: 4 MiB each way, enough for the
@@ -52,13 +52,6 @@ pub(super) fn algorithm_name(config: &TcpConfig) -> &'static str {
     match config.congestion.algorithm {
         Algorithm::Cubic => "cubic",
         Algorithm::NewReno => "reno",
-    }
-}
-
-fn unspecified(family: Family) -> IpAddr {
-    match family {
-        Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     }
 }
 

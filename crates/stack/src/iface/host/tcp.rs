@@ -13,13 +13,14 @@ use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
 use super::ipv4::Ipv4Send;
 use super::ipv6_input::read_at;
 use super::ipv6_output::Ipv6Send;
-use super::transport::{sum_range, IpMeta};
+use super::transport::{pseudo_header, sum_range, IpMeta};
 use super::Host;
 use crate::buffer::Packet;
 use crate::probes::{
     CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER,
     TCP_INPUT_EXIT, TCP_OUTPUT_ENTER, TCP_OUTPUT_EXIT, TCP_TIMER_ENTER, TCP_TIMER_EXIT,
 };
+use crate::socket::probe_len;
 use crate::socket::tcp::connection::{Outgoing, Reply};
 use crate::socket::tcp::listener::ListenerReply;
 use crate::socket::tcp::options;
@@ -55,7 +56,7 @@ impl Host {
                 packet.flow(),
                 0,
             );
-            let pseudo = pseudo_header(src, dst, total);
+            let pseudo = pseudo_header(src, dst, IpProtocol::Tcp, total);
             if checksum::add(pseudo, sum_range(&packet, pos, total)) != 0xffff {
                 self.count_drop("tcp_bad_checksum");
                 return;
@@ -330,7 +331,7 @@ impl Host {
             // payload's sum joins it without a byte swap.
             let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, total as u32, flow, 0);
             let sum = checksum::combine(&[
-                pseudo_header(src, dst, total),
+                pseudo_header(src, dst, IpProtocol::Tcp, total),
                 checksum::sum(header),
                 sum_range(&packet, 0, repr.payload_len),
             ]);
@@ -436,18 +437,6 @@ pub(super) fn reset_for_closed(seg: &TcpRepr) -> Option<TcpRepr> {
     })
 }
 
-fn pseudo_header(src: IpAddr, dst: IpAddr, len: usize) -> u16 {
-    match (src, dst) {
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            checksum::pseudo_header_v6(s, d, IpProtocol::Tcp.into(), len as u32)
-        }
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            checksum::pseudo_header_v4(s, d, IpProtocol::Tcp.into(), len as u16)
-        }
-        _ => 0,
-    }
-}
-
 fn is_multicast_or_broadcast(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V6(a) => a.is_multicast(),
@@ -465,8 +454,4 @@ fn contiguous(packet: &Packet, at: usize, len: usize) -> Option<&[u8]> {
         skip -= part.len();
     }
     (len == 0).then_some(&[][..])
-}
-
-fn probe_len(len: usize) -> u32 {
-    u32::try_from(len).unwrap_or(u32::MAX)
 }

@@ -12,6 +12,7 @@ use crate::probes::{
     RECV_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE, SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER,
     SOCKET_SEND_EXIT,
 };
+use crate::socket::probe_len;
 use crate::socket::tcp::connection::{Connection, ConnectionError, TcpConfig};
 use crate::socket::tcp::listener::{Listener, ListenerConfig};
 use crate::socket::tcp::options;
@@ -276,37 +277,28 @@ impl Host {
         if let Some(TcpSocket::Listener(_)) = self.tcp.get(index).map(|s| &s.socket) {
             return Err(TcpError::IsListener);
         }
-        let Some(TcpSocket::Connection(mut conn)) = self.tcp.remove(index) else {
+        let Some(TcpSocket::Connection(conn)) = self.tcp.remove(index) else {
             return Err(TcpError::InvalidHandle);
         };
-        if let Some(rst) = conn.abort() {
-            let now = self.clock;
-            self.tcp_emit(
-                now,
-                conn.flow(),
-                (conn.local(), conn.remote()),
-                rst,
-                Vec::new(),
-            );
-        }
+        self.tcp_reset(*conn);
         Ok(())
+    }
+
+    /// Aborts a connection the host no longer holds, sending its RST if
+    /// the peer knows of it.
+    fn tcp_reset(&mut self, mut conn: Connection) {
+        if let Some(rst) = conn.abort() {
+            let ends = (conn.local(), conn.remote());
+            self.tcp_emit(self.clock, conn.flow(), ends, rst, Vec::new());
+        }
     }
 
     fn tcp_close_listener(&mut self, index: usize) -> Result<(), TcpError> {
         let Some(TcpSocket::Listener(mut listener)) = self.tcp.remove(index) else {
             return Err(TcpError::InvalidHandle);
         };
-        let now = self.clock;
-        for mut conn in listener.take_all() {
-            if let Some(rst) = conn.abort() {
-                self.tcp_emit(
-                    now,
-                    conn.flow(),
-                    (conn.local(), conn.remote()),
-                    rst,
-                    Vec::new(),
-                );
-            }
+        for conn in listener.take_all() {
+            self.tcp_reset(conn);
         }
         Ok(())
     }
@@ -431,8 +423,4 @@ impl Host {
             }
         })
     }
-}
-
-fn probe_len(len: usize) -> u32 {
-    u32::try_from(len).unwrap_or(u32::MAX)
 }

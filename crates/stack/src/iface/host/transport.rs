@@ -87,7 +87,9 @@ pub(crate) fn sum_range(packet: &Packet, start: usize, len: usize) -> u16 {
     total
 }
 
-fn pseudo_header(src: IpAddr, dst: IpAddr, protocol: IpProtocol, len: usize) -> u16 {
+/// The upper-layer pseudo-header's sum for either family (RFC 8200 §8.1,
+/// RFC 793 §3.1).
+pub(super) fn pseudo_header(src: IpAddr, dst: IpAddr, protocol: IpProtocol, len: usize) -> u16 {
     match (src, dst) {
         (IpAddr::V6(s), IpAddr::V6(d)) => {
             checksum::pseudo_header_v6(s, d, protocol.into(), len as u32)

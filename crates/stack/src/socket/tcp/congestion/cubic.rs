@@ -265,29 +265,7 @@ impl CongestionControl for Cubic {
         self.epoch = None;
     }
 
-    fn cwnd(&self) -> usize {
-        self.w.cwnd
-    }
-
-    fn ssthresh(&self) -> usize {
-        self.w.ssthresh
-    }
-
-    fn mss(&self) -> usize {
-        self.w.smss
-    }
-
-    fn in_slow_start(&self) -> bool {
-        self.w.in_slow_start()
-    }
-
-    fn in_recovery(&self) -> bool {
-        self.w.in_recovery
-    }
-
-    fn stats(&self) -> CongestionStats {
-        self.w.stats
-    }
+    window_accessors!();
 }
 
 #[cfg(test)]

@@ -36,6 +36,36 @@
 //! reasoning), so an idle or slow application cannot bank a window the
 //! path never carried.
 
+/// The read-only half of [`CongestionControl`], the same for every
+/// controller: each answers from its `w: Window`.
+macro_rules! window_accessors {
+    () => {
+        fn cwnd(&self) -> usize {
+            self.w.cwnd
+        }
+
+        fn ssthresh(&self) -> usize {
+            self.w.ssthresh
+        }
+
+        fn mss(&self) -> usize {
+            self.w.smss
+        }
+
+        fn in_slow_start(&self) -> bool {
+            self.w.in_slow_start()
+        }
+
+        fn in_recovery(&self) -> bool {
+            self.w.in_recovery
+        }
+
+        fn stats(&self) -> CongestionStats {
+            self.w.stats
+        }
+    };
+}
+
 pub mod cubic;
 pub mod newreno;
 
