@@ -1,6 +1,7 @@
 //! `stackscope`: measure where time goes inside a network protocol stack.
 
 mod calibrate;
+mod experiment;
 mod network;
 mod sweep;
 mod throughput;
@@ -24,6 +25,28 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the classic studies' experiments on the reference stack and
+    /// write a report: the main job.
+    ///
+    /// Runs every built-in recipe (today: xie1999, the IPv6 study's start
+    /// and stop latency, throughput and cost shares for TCP and UDP over
+    /// IPv6 on Fast Ethernet) on the embedded virtual network: no root, no
+    /// setup. Writes results/<UTC timestamp>/ (or --out DIR):
+    ///   report.html      plots (inline SVG) and tables; opens offline
+    ///   summary.json     every figure: per-size latencies, trend lines
+    ///                    (slope, intercept, R²), category shares, CPU
+    ///                    shares, probe drops and overhead
+    ///   *-sizes.csv      per message size; *-cpu.csv: per function
+    ///   timeline.json    Perfetto / Chrome trace of the first run
+    ///                    (timelines/ has every run's)
+    ///   traces/          probe traces (stackscope trace info FILE)
+    ///   pcap/            pcapng capture of every interface
+    /// A progress bar on stderr shows the messages sent so far.
+    #[command(verbatim_doc_comment)]
+    Lab(experiment::LabArgs),
+    /// Run one experiment recipe (a TOML file, see experiments/) and write
+    /// its report, as `lab` does for the built-in ones.
+    Run(experiment::RunArgs),
     /// Measure the figures every measurement rests on: counter frequency,
     /// probe cost and overhead, checksum and memcpy throughput.
     ///
@@ -130,6 +153,8 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
+        Command::Lab(args) => experiment::lab(args),
+        Command::Run(args) => experiment::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Ping(args) => network::ping(args),

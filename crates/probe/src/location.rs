@@ -99,6 +99,9 @@ named_enum! {
         DataMove = "data_move",
         Buffer = "buffer",
         Fragmentation = "fragmentation",
+        /// Putting fragments back together (the receive side's
+        /// counterpart of `fragmentation`).
+        Reassembly = "reassembly",
         ProtocolSend = "protocol_send",
         ProtocolReceive = "protocol_receive",
         DataStructure = "data_structure",

@@ -77,12 +77,19 @@ probe::locations! {
     CHECKSUM_EXIT = ("checksum.exit", Layer::Transport, Kind::SpanExit, Category::Checksum, None);
     FRAGMENT_ENTER = ("ip.fragment.enter", Layer::Network, Kind::SpanEnter, Category::Fragmentation, None);
     FRAGMENT_EXIT = ("ip.fragment.exit", Layer::Network, Kind::SpanExit, Category::Fragmentation, None);
-    REASSEMBLE_ENTER = ("ip.reassemble.enter", Layer::Network, Kind::SpanEnter, Category::Fragmentation, None);
-    REASSEMBLE_EXIT = ("ip.reassemble.exit", Layer::Network, Kind::SpanExit, Category::Fragmentation, None);
+    REASSEMBLE_ENTER = ("ip.reassemble.enter", Layer::Network, Kind::SpanEnter, Category::Reassembly, None);
+    REASSEMBLE_EXIT = ("ip.reassemble.exit", Layer::Network, Kind::SpanExit, Category::Reassembly, None);
     ROUTE_LOOKUP_ENTER = ("route.lookup.enter", Layer::Network, Kind::SpanEnter, Category::DataStructure, None);
     ROUTE_LOOKUP_EXIT = ("route.lookup.exit", Layer::Network, Kind::SpanExit, Category::DataStructure, None);
     NEIGHBOR_LOOKUP_ENTER = ("neighbor.lookup.enter", Layer::Network, Kind::SpanEnter, Category::DataStructure, None);
     NEIGHBOR_LOOKUP_EXIT = ("neighbor.lookup.exit", Layer::Network, Kind::SpanExit, Category::DataStructure, None);
+
+    /// The application's message boundaries, for analysis that measures
+    /// per message (the traffic tools record them): a message of `len`
+    /// bytes about to be written (`aux`: its number), and received whole
+    /// by the peer's application (`aux`: the same number).
+    APP_MESSAGE_SEND = ("app.message.send", Layer::App, Kind::Point, Category::None, None);
+    APP_MESSAGE_RECEIVED = ("app.message.received", Layer::App, Kind::Point, Category::None, None);
 
     /// A received packet carried the trace option: its flow is traced from
     /// here on (`aux` is the sender's flow id).

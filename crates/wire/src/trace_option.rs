@@ -18,6 +18,12 @@ pub const IPV6_OPTION_TYPE: u8 = 0x1e;
 pub const IPV4_OPTION_TYPE: u8 = 0x9e;
 /// Bytes of option data.
 pub const DATA_LEN: usize = 4;
+/// Bytes a traced IPv6 packet grows by: a Destination Options header
+/// holding just the option (2 + 2 + 4).
+pub const IPV6_HEADER_LEN: usize = 8;
+/// Bytes a traced IPv4 header grows by: the 6-byte option padded to a
+/// multiple of four (RFC 791 §3.1).
+pub const IPV4_OPTIONS_LEN: usize = 8;
 
 /// A parsed trace option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -42,6 +42,30 @@ pub struct HostReport {
     pub polls: u64,
     /// Time from the common start to the thread's end.
     pub elapsed: Duration,
+    /// The probe records of the measured part, when the run was traced.
+    pub trace: Option<ThreadTrace>,
+}
+
+/// One host thread's probe records (DESIGN.md, "Probe events").
+#[derive(Debug, Clone)]
+pub struct ThreadTrace {
+    /// The thread number stamped in every record.
+    pub thread: u16,
+    pub records: Vec<probe::Record>,
+    /// Events lost because the ring was full.
+    pub dropped: u64,
+}
+
+/// How to run: plain, or recording every host thread's probes.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Writes a pcapng capture of every interface into this directory.
+    pub pcap_dir: Option<std::path::PathBuf>,
+    /// Records per host thread's ring; `Some` traces the run. The ring is
+    /// allocated before warm-up and emptied when measuring begins, so the
+    /// trace holds the measured part only. What is recorded follows the
+    /// global gate ([`probe::set_mode`]), which the caller sets.
+    pub trace_capacity: Option<usize>,
 }
 
 /// Runs every node of `topology` on its own thread for `warmup` (address
@@ -53,9 +77,20 @@ pub fn run(
     topology: &Topology,
     warmup: Duration,
     duration: Duration,
-    mut workloads: BTreeMap<String, WorkloadFactory>,
+    workloads: BTreeMap<String, WorkloadFactory>,
 ) -> Result<Vec<HostReport>, BuildError> {
-    let mut builder = NetworkBuilder::new(topology, None)?;
+    run_with(topology, warmup, duration, workloads, RunOptions::default())
+}
+
+/// [`run`] with options: tracing the hosts' probes.
+pub fn run_with(
+    topology: &Topology,
+    warmup: Duration,
+    duration: Duration,
+    mut workloads: BTreeMap<String, WorkloadFactory>,
+    options: RunOptions,
+) -> Result<Vec<HostReport>, BuildError> {
+    let mut builder = NetworkBuilder::new(topology, options.pcap_dir.as_deref())?;
     let nodes = topology.nodes().len();
     let start = Arc::new(Barrier::new(nodes));
     let measure = Arc::new(Barrier::new(nodes));
@@ -75,7 +110,11 @@ pub fn run(
         let has_work = factory.is_some();
         let (start, measure) = (Arc::clone(&start), Arc::clone(&measure));
         let running = Arc::clone(&running);
+        let trace_capacity = options.trace_capacity;
         threads.push(std::thread::spawn(move || {
+            if let Some(capacity) = trace_capacity {
+                probe::init_thread(capacity);
+            }
             let host = build_host(&topology, index, interfaces);
             // Every thread reaches the barriers, even one whose host failed
             // to build, so the others are not left waiting.
@@ -109,6 +148,9 @@ pub fn run(
                     }
                 }
             };
+            if trace_capacity.is_some() {
+                probe::reset_thread();
+            }
             let drops_before = host.drops().clone();
             let before = *host.counters();
             let began = clock.elapsed();
@@ -146,6 +188,11 @@ pub fn run(
                     .collect(),
                 polls,
                 elapsed: clock.elapsed() - began,
+                trace: trace_capacity.map(|_| ThreadTrace {
+                    thread: probe::thread_id(),
+                    records: probe::drain_thread(),
+                    dropped: probe::dropped(),
+                }),
             })
         }));
     }

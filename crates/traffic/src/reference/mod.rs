@@ -7,6 +7,7 @@
 
 mod datagrams;
 pub mod echo;
+pub mod messages;
 mod stream;
 mod stream_echo;
 

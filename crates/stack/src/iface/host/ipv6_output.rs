@@ -159,10 +159,10 @@ impl Host {
         self.counters.ipv6_sent += 1;
         let mut next_header = send.next_header;
         // A traced flow carries the trace destination option so the
-        // receiver traces it too (DESIGN.md, "Probe events"): 8 bytes, the
-        // option's 6 and a PadN of 2... here exactly 2 + 6.
+        // receiver traces it too (DESIGN.md, "Probe events"): a header of
+        // exactly 2 + 6 bytes, no padding needed.
         if flow.traced {
-            let Ok(header) = payload.prepend(8) else {
+            let Ok(header) = payload.prepend(wire::trace_option::IPV6_HEADER_LEN) else {
                 self.count_drop("ipv6_no_headroom");
                 return;
             };

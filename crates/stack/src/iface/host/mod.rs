@@ -991,13 +991,25 @@ fn carries_ip(medium: crate::phy::Medium, frame: &[u8]) -> bool {
 
 /// The flow a received packet belongs to when it carries the trace option
 /// where senders put it: an IPv6 Destination Options header right after
-/// the fixed header with the option first, or an IPv4 header whose options
-/// start with it. Classifying at the link lets every receive-side probe,
+/// the fixed header (or after the Fragment header of a first fragment)
+/// with the option first, or an IPv4 header whose options start with it. Classifying at the link lets every receive-side probe,
 /// the IP input queue's included, record the traced flow; IP input still
 /// parses the option properly.
 fn traced_flow(ip: &[u8]) -> Option<Flow> {
+    const FRAGMENT_HEADER_LEN: usize = 8;
+    let first_fragment = |ip: &[u8]| {
+        // The option is in the fragmentable part (RFC 8200 §4.5), so of a
+        // fragmented datagram only the first fragment shows it.
+        let fragment =
+            ip.get(wire::ipv6::HEADER_LEN..wire::ipv6::HEADER_LEN + FRAGMENT_HEADER_LEN)?;
+        let offset = u16::from_be_bytes([fragment[2], fragment[3]]) >> 3;
+        (offset == 0 && fragment[0] == u8::from(IpProtocol::Ipv6Opts)).then_some(())
+    };
     let (version, at) = match ip.first()? >> 4 {
         6 if ip.get(6) == Some(&u8::from(IpProtocol::Ipv6Opts)) => (6, wire::ipv6::HEADER_LEN + 2),
+        6 if ip.get(6) == Some(&u8::from(IpProtocol::Ipv6Frag)) && first_fragment(ip).is_some() => {
+            (6, wire::ipv6::HEADER_LEN + FRAGMENT_HEADER_LEN + 2)
+        }
         4 if ip.first()? & 0x0f > 5 => (4, wire::ipv4::HEADER_LEN),
         _ => return None,
     };

@@ -410,8 +410,17 @@ impl Host {
         let Some(mtu) = mtu else {
             return;
         };
+        // A traced flow's packets carry the trace option: leave room for
+        // it, or every full-sized segment would be fragmented in two.
+        let trace_option = match (flow.traced, remote) {
+            (false, _) => 0,
+            (true, IpAddr::V6(_)) => wire::trace_option::IPV6_HEADER_LEN,
+            (true, IpAddr::V4(_)) => wire::trace_option::IPV4_OPTIONS_LEN,
+        };
+        let mss =
+            usize::from(options::mss_for_mtu(mtu, remote.is_ipv6())).saturating_sub(trace_option);
         if let Some(TcpSocket::Connection(conn)) = self.tcp.get_mut(index).map(|s| &mut s.socket) {
-            conn.clamp_to_path_mss(usize::from(options::mss_for_mtu(mtu, remote.is_ipv6())));
+            conn.clamp_to_path_mss(mss);
         }
     }
 }

@@ -303,6 +303,23 @@ impl Host {
         Ok(())
     }
 
+    /// Traces a connection or listener (`SO_LOG`): see
+    /// [`Connection::set_traced`](crate::socket::tcp::connection::Connection::set_traced).
+    pub fn tcp_set_traced(&mut self, handle: TcpHandle, traced: bool) -> Result<(), TcpError> {
+        let index = self.tcp.index(handle).ok_or(TcpError::InvalidHandle)?;
+        let Some(slot) = self.tcp.get_mut(index) else {
+            return Err(TcpError::InvalidHandle);
+        };
+        // The trace option takes room from every segment: clamp again.
+        slot.path_mtu_seen = None;
+        match Some(&mut slot.socket) {
+            Some(TcpSocket::Connection(c)) => c.set_traced(traced),
+            Some(TcpSocket::Listener(l)) => l.set_traced(traced),
+            None => return Err(TcpError::InvalidHandle),
+        }
+        Ok(())
+    }
+
     /// The connection's state (a listener is LISTEN).
     pub fn tcp_state(&self, handle: TcpHandle) -> Result<State, TcpError> {
         let index = self.tcp.index(handle).ok_or(TcpError::InvalidHandle)?;

@@ -486,6 +486,14 @@ impl Connection {
         self.flow
     }
 
+    /// Traces this connection's probes (the SunOS study's `SO_LOG`): with
+    /// the gate in mode `traced_flows` only traced flows record, and its
+    /// packets carry the trace option so the peer traces them too.
+    pub fn set_traced(&mut self, traced: bool) {
+        self.flow.traced = traced;
+        self.recv.set_flow(self.flow);
+    }
+
     /// Room in the send queue.
     pub fn send_room(&self) -> usize {
         if self.fin_queued {

@@ -126,6 +126,11 @@ impl Listener {
         self.flow
     }
 
+    /// Traces the listener and the connections it accepts from now on.
+    pub fn set_traced(&mut self, traced: bool) {
+        self.flow.traced = traced;
+    }
+
     pub fn counters(&self) -> ListenerCounters {
         self.counters
     }

@@ -1,0 +1,39 @@
+//! Analysis: from probe traces and traffic results to the figures the
+//! source studies computed by hand (DESIGN.md, "Analysis and report").
+//!
+//! * [`view`]: a trace indexed by location name and thread;
+//! * [`spans`]: nested spans per thread with the probe overhead removed;
+//! * [`messages`]: start and stop latency per message on the send and
+//!   receive paths, with the cost categories inside them;
+//! * [`profile`]: exclusive time per function and category (CPU shares);
+//! * [`sweep`]: per-size figures over a sweep of message sizes;
+//! * [`trend`]: least-squares trend lines and steps at MTU multiples.
+
+pub mod messages;
+pub mod profile;
+pub mod spans;
+pub mod sweep;
+pub mod trend;
+pub mod view;
+
+use std::collections::BTreeMap;
+
+pub use messages::{MessageLatency, Messages, PathLatency};
+pub use view::TraceView;
+
+/// Why a trace could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("unusable trace: {0}")]
+    Trace(String),
+    #[error("the trace's location table has no `{0}`: was it recorded by the reference stack?")]
+    MissingLocation(String),
+}
+
+/// Spans of every thread of a trace.
+pub fn all_spans(view: &TraceView) -> BTreeMap<u16, spans::ThreadSpans> {
+    view.threads
+        .iter()
+        .map(|(&thread, records)| (thread, spans::rebuild(view, records)))
+        .collect()
+}

@@ -1,0 +1,186 @@
+//! A sweep of message sizes: per size, the mean latencies, throughput and
+//! category times over its repetitions; over the sweep, the trend lines in
+//! the IPv6 study's units (`000_…` Table 5a: x in thousands of bytes, y
+//! in microseconds; throughput: x in hundreds of bytes, y in KB/s, a
+//! power law) and the steps at multiples of the path's segment size.
+
+use std::collections::BTreeMap;
+
+use probe::Category;
+use serde::Serialize;
+
+use crate::messages::{Messages, PathLatency};
+use crate::trend::{self, Fit, StepReport};
+
+/// Mean, spread and range of one figure over a size's repetitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Stat {
+    pub mean: f64,
+    pub stdev: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: u32,
+}
+
+impl Stat {
+    pub fn of(values: &[f64]) -> Option<Stat> {
+        let values: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let n = values.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let var = if n > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
+        Some(Stat {
+            mean,
+            stdev: var.sqrt(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            n: n as u32,
+        })
+    }
+}
+
+/// One path's figures at one size, in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PathFigures {
+    pub start_us: Stat,
+    pub stop_us: Stat,
+    /// Payload / stop latency, KB/s (1 KB = 1000 bytes, as the study).
+    pub throughput_kbps: f64,
+    pub frames: f64,
+    /// Mean time per message per category, µs; `other` is time in no span.
+    pub categories_us: BTreeMap<Category, f64>,
+    pub other_us: f64,
+}
+
+/// One message size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SizePoint {
+    pub size: u32,
+    /// Messages of this size that were sent; of those, measured on each path.
+    pub messages: u32,
+    pub send: Option<PathFigures>,
+    pub receive: Option<PathFigures>,
+    pub one_way_us: Option<Stat>,
+}
+
+/// Per size, in increasing size.
+pub fn by_size(messages: &Messages) -> Vec<SizePoint> {
+    let mut groups: BTreeMap<u32, Vec<&crate::messages::MessageLatency>> = BTreeMap::new();
+    for m in &messages.messages {
+        groups.entry(m.size).or_default().push(m);
+    }
+    groups
+        .into_iter()
+        .map(|(size, group)| {
+            let send: Vec<&PathLatency> = group.iter().filter_map(|m| m.send.as_ref()).collect();
+            let receive: Vec<&PathLatency> =
+                group.iter().filter_map(|m| m.receive.as_ref()).collect();
+            let one_way: Vec<f64> = group
+                .iter()
+                .filter_map(|m| m.one_way_ns.map(|ns| ns / 1e3))
+                .collect();
+            SizePoint {
+                size,
+                messages: group.len() as u32,
+                send: path_figures(size, &send),
+                receive: path_figures(size, &receive),
+                one_way_us: Stat::of(&one_way),
+            }
+        })
+        .collect()
+}
+
+fn path_figures(size: u32, paths: &[&PathLatency]) -> Option<PathFigures> {
+    let start: Vec<f64> = paths.iter().map(|p| p.start_ns / 1e3).collect();
+    let stop: Vec<f64> = paths.iter().map(|p| p.stop_ns / 1e3).collect();
+    let start_us = Stat::of(&start)?;
+    let stop_us = Stat::of(&stop)?;
+    let n = paths.len() as f64;
+    let mut categories_us: BTreeMap<Category, f64> = BTreeMap::new();
+    for p in paths {
+        for (&c, &ns) in &p.categories.by_category {
+            *categories_us.entry(c).or_default() += ns / 1e3 / n;
+        }
+    }
+    Some(PathFigures {
+        throughput_kbps: if stop_us.mean > 0.0 {
+            f64::from(size) / 1e3 / (stop_us.mean / 1e6)
+        } else {
+            0.0
+        },
+        frames: paths.iter().map(|p| f64::from(p.frames)).sum::<f64>() / n,
+        other_us: paths.iter().map(|p| p.categories.other / 1e3).sum::<f64>() / n,
+        categories_us,
+        start_us,
+        stop_us,
+    })
+}
+
+/// Trend lines of one path over a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathTrends {
+    /// y = a·x + b, x in thousands of bytes, y in µs.
+    pub start: Option<Fit>,
+    pub stop: Option<Fit>,
+    /// y = a·x^b, x in hundreds of bytes, y in KB/s.
+    pub throughput: Option<Fit>,
+    /// Steps of the stop latency at multiples of the segment payload.
+    pub stop_steps: Option<StepReport>,
+    /// Mean share of the stop latency per category over the sizes.
+    pub category_shares: BTreeMap<Category, f64>,
+    pub other_share: f64,
+}
+
+/// Trend lines for the send and receive paths. `segment` is the payload
+/// one packet carries on the path (steps are looked for at its multiples).
+pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> PathTrends {
+    let path = |p: &SizePoint| {
+        if receive {
+            p.receive.clone()
+        } else {
+            p.send.clone()
+        }
+    };
+    let series = |f: &dyn Fn(&PathFigures) -> f64, x_unit: f64| -> Vec<(f64, f64)> {
+        points
+            .iter()
+            .filter_map(|p| path(p).map(|fig| (f64::from(p.size) / x_unit, f(&fig))))
+            .collect()
+    };
+    let start = series(&|f| f.start_us.mean, 1000.0);
+    let stop = series(&|f| f.stop_us.mean, 1000.0);
+    let throughput = series(&|f| f.throughput_kbps, 100.0);
+    let stop_bytes = series(&|f| f.stop_us.mean, 1.0);
+    let mut shares: BTreeMap<Category, f64> = BTreeMap::new();
+    let mut other = 0.0;
+    let mut counted = 0.0;
+    for p in points {
+        let Some(fig) = path(p) else { continue };
+        if fig.stop_us.mean <= 0.0 {
+            continue;
+        }
+        counted += 1.0;
+        for (&c, &us) in &fig.categories_us {
+            *shares.entry(c).or_default() += us / fig.stop_us.mean;
+        }
+        other += fig.other_us / fig.stop_us.mean;
+    }
+    if counted > 0.0 {
+        shares.values_mut().for_each(|v| *v /= counted);
+        other /= counted;
+    }
+    PathTrends {
+        start: trend::linear(&start),
+        stop: trend::linear(&stop),
+        throughput: trend::power(&throughput),
+        stop_steps: segment.map(|s| trend::steps_at_multiples(&stop_bytes, s)),
+        category_shares: shares,
+        other_share: other,
+    }
+}

@@ -1,0 +1,225 @@
+//! `stackscope lab` and `stackscope run FILE`: experiments as recipes,
+//! run on the embedded virtual network, analysed, and written as a report.
+
+pub mod recipe;
+mod run;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use recipe::Recipe;
+use report::model::{Calibration, Report};
+
+/// The recipes `stackscope lab` runs, built in so it needs no files. The
+/// same text is in `experiments/`.
+const LAB_RECIPES: &[(&str, &str)] = &[(
+    "experiments/xie1999.toml",
+    include_str!("../../../../experiments/xie1999.toml"),
+)];
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Coarser sweeps and fewer repetitions (under two minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Directory for the results (default: results/<UTC timestamp>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The recipe (TOML; see experiments/).
+    #[arg(value_name = "FILE")]
+    recipe: PathBuf,
+    /// Use the recipe's quick sweeps.
+    #[arg(long)]
+    quick: bool,
+    /// Directory for the results (default: results/<UTC timestamp>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub fn lab(args: &LabArgs) -> Result<()> {
+    let recipes = LAB_RECIPES
+        .iter()
+        .map(|(file, text)| recipe::parse(file, text).map_err(anyhow::Error::from))
+        .collect::<Result<Vec<_>>>()?;
+    execute(&recipes, args.quick, args.out.as_deref(), "stackscope lab")
+}
+
+pub fn run(args: &RunArgs) -> Result<()> {
+    let recipe = recipe::load(&args.recipe)?;
+    execute(
+        &[recipe],
+        args.quick,
+        args.out.as_deref(),
+        &format!("stackscope run {}", args.recipe.display()),
+    )
+}
+
+fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -> Result<()> {
+    if !probe::ENABLED {
+        bail!("this build has probes compiled out (--no-default-features): experiments need them");
+    }
+    let began = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let dir = match out {
+        Some(dir) => dir.to_path_buf(),
+        None => Path::new("results").join(timestamp(began.as_secs())),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let full_command = format!("{command}{}", if quick { " --quick" } else { "" });
+    eprintln!("stackscope: calibrating the counter and the probe overhead");
+    let calibration = calibrate();
+    let total: u64 = recipes.iter().map(|r| run::messages_in(r, quick)).sum();
+    let bar = progress_bar(total);
+    let progress = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (bar, progress, done) = (bar.clone(), Arc::clone(&progress), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                bar.set_position(progress.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let mut experiments = Vec::with_capacity(recipes.len());
+    let mut failure = None;
+    for recipe in recipes {
+        bar.set_message(recipe.name.clone());
+        match run::run_recipe(recipe, quick, &calibration, &dir, &progress) {
+            Ok(exp) => experiments.push(exp),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    bar.finish_and_clear();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let environment = traffic::env::Environment::detect(
+        traffic::spec::StackKind::Ref,
+        "reference stack on the threaded runner",
+    );
+    let report = Report {
+        title: format!("stackscope: {full_command}"),
+        generated_unix: began.as_secs(),
+        quick,
+        command: full_command.clone(),
+        machine: serde_json::to_value(&environment).unwrap_or_default(),
+        calibration,
+        experiments,
+    };
+    report::write(&dir, &report)?;
+    copy_primary_timeline(&dir, &report)?;
+    println!("{}", summary_text(&report));
+    println!("report: {}", dir.join("report.html").display());
+    Ok(())
+}
+
+/// `timeline.json` beside the report: the first run's timeline (every
+/// run's is under `timelines/`).
+fn copy_primary_timeline(dir: &Path, report: &Report) -> Result<()> {
+    if let Some(run) = report.experiments.first().and_then(|e| e.runs.first()) {
+        std::fs::copy(dir.join(&run.files.timeline), dir.join("timeline.json"))
+            .context("writing timeline.json")?;
+    }
+    Ok(())
+}
+
+/// The trend lines, one line per run path, for the terminal.
+fn summary_text(report: &Report) -> String {
+    let mut lines = Vec::new();
+    for exp in &report.experiments {
+        for run in &exp.runs {
+            for (path, trends) in [("send", &run.send), ("receive", &run.receive)] {
+                let line = |fit: &Option<analysis::trend::Fit>| {
+                    fit.map_or("-".to_string(), |f| {
+                        format!("{} (R² {:.3})", f.formula("KB", "µs"), f.r2)
+                    })
+                };
+                lines.push(format!(
+                    "{}/{} {path}: start {}; stop {}",
+                    exp.name,
+                    run.id,
+                    line(&trends.start),
+                    line(&trends.stop)
+                ));
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+fn calibrate() -> Calibration {
+    let counter_hz = probe::clock::calibrate(Duration::from_millis(200));
+    let overhead_cycles = probe::calibrate::overhead(4096).median_cycles;
+    Calibration {
+        counter_hz,
+        overhead_cycles,
+        overhead_ns: probe::clock::cycles_to_ns(overhead_cycles, counter_hz),
+    }
+}
+
+/// `YYYYMMDD-HHMMSS` (UTC) for `secs` since the epoch.
+fn timestamp(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} messages, {elapsed} (eta {eta})  {wide_msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_utc_civil_dates() {
+        assert_eq!(timestamp(0), "19700101-000000");
+        // 2026-11-22 15:36:06 UTC.
+        assert_eq!(timestamp(1_795_361_766), "20261122-153606");
+        // A leap day.
+        assert_eq!(timestamp(951_782_400), "20000229-000000");
+    }
+}

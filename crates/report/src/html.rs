@@ -1,0 +1,368 @@
+//! `report.html`: one self-contained page (styles and plots inline, no
+//! script, nothing fetched), a section per experiment and run.
+
+use std::fmt::Write;
+
+use analysis::sweep::{PathFigures, PathTrends, SizePoint};
+use analysis::trend::Fit;
+use probe::Category;
+
+use crate::model::{MessagesRun, Report};
+use crate::plot::{self, BarChart, Series, StackedChart, Style, XyChart};
+
+/// Escapes text for HTML content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.6em}\
+table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
+th{background:#f4f4f4}td.l,th.l{text-align:left}.note{color:#555;font-size:.92em}\
+.plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{max-width:100%;height:auto;border:1px solid #eee}\
+code{background:#f4f4f4;padding:0 .2em}";
+
+/// The whole page.
+pub fn render(report: &Report) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>",
+        escape(&report.title)
+    );
+    let _ = write!(h, "<h1>{}</h1>", escape(&report.title));
+    let c = &report.calibration;
+    let _ = write!(
+        h,
+        "<p class=\"note\">Command: <code>{}</code>{}. Counter {:.4} GHz; one probe costs {:.1} cycles ({:.1} ns), subtracted once per probe inside every latency and span. Machine: <code>{}</code>.</p>",
+        escape(&report.command),
+        if report.quick { " (quick: coarser sweeps)" } else { "" },
+        c.counter_hz / 1e9,
+        c.overhead_cycles,
+        c.overhead_ns,
+        escape(&report.machine.to_string()),
+    );
+    h.push_str("<p>Files beside this page: <code>summary.json</code> (every figure), a CSV per table, <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and pcapng captures.</p>");
+    for exp in &report.experiments {
+        let _ = write!(
+            h,
+            "<h2>{}</h2><p>{} <span class=\"note\">Source: <code>{}</code>; recipe <code>{}</code>.</span></p>",
+            escape(&exp.title),
+            escape(&exp.description),
+            escape(&exp.source),
+            escape(&exp.name)
+        );
+        for run in &exp.runs {
+            run_section(&mut h, &exp.name, run);
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
+    let _ = write!(
+        h,
+        "<h3>{experiment} / {}: {} over {} on {}</h3>",
+        escape(&run.id),
+        escape(&run.protocol),
+        escape(&run.family),
+        escape(&run.link)
+    );
+    let _ = write!(
+        h,
+        "<p class=\"note\">{} sizes × {} repetitions after {} warm-up messages; {} of {} messages delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it.</p>",
+        run.points.len(),
+        run.reps,
+        run.warmup,
+        run.delivered,
+        run.sent,
+        run.probes.records,
+        run.probes.dropped,
+        run.probes.unmatched_exits,
+        run.probes.unclosed_spans,
+        run.probes.probes_per_message,
+        run.probes.overhead_per_message_ns / 1e3,
+    );
+    trend_table(h, run);
+    h.push_str("<div class=\"plots\">");
+    for (path, trends, receive) in [("send", &run.send, false), ("receive", &run.receive, true)] {
+        h.push_str(&plot::xy_chart(&latency_chart(run, path, trends, receive)));
+    }
+    h.push_str(&plot::xy_chart(&throughput_chart(run)));
+    h.push_str(&plot::stacked_chart(&shares_chart(run, false)));
+    if let Some(profile) = &run.sender_profile {
+        h.push_str(&plot::bar_chart(&BarChart {
+            title: format!("{}: sender CPU share per function", run.id),
+            value_label: "% of the thread's time in the stack".into(),
+            bars: profile
+                .functions
+                .iter()
+                .take(15)
+                .map(|f| (f.name.clone(), f.share_of_stack * 100.0))
+                .collect(),
+        }));
+    }
+    h.push_str("</div>");
+    share_table(h, run);
+    cpu_table(h, run);
+}
+
+fn fit_cell(fit: &Option<Fit>, x: &str, y: &str) -> String {
+    match fit {
+        Some(f) => format!(
+            "<td class=\"l\">{}</td><td>{:.4}</td><td>{}</td>",
+            escape(&f.formula(x, y)),
+            f.r2,
+            f.n
+        ),
+        None => "<td class=\"l\">(too few points)</td><td></td><td></td>".into(),
+    }
+}
+
+fn trend_table(h: &mut String, run: &MessagesRun) {
+    h.push_str("<table><tr><th class=\"l\">trend line</th><th class=\"l\">formula (x: thousands of bytes, y: µs)</th><th>R²</th><th>points</th></tr>");
+    for (name, fit) in [
+        ("send start latency", &run.send.start),
+        ("send stop latency", &run.send.stop),
+        ("receive start latency", &run.receive.start),
+        ("receive stop latency", &run.receive.stop),
+    ] {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{name}</td>{}</tr>",
+            fit_cell(fit, "KB", "µs")
+        );
+    }
+    let _ = write!(
+        h,
+        "<tr><td class=\"l\">send payload throughput (x: hundreds of bytes, y: KB/s)</td>{}</tr></table>",
+        fit_cell(&run.send.throughput, "100 B", "KB/s")
+    );
+    if let Some(steps) = &run.send.stop_steps {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Steps in the send stop latency at multiples of {:.0} bytes (one packet's payload): {} of {} boundaries show a significant rise (≥ 3 residual standard errors).</p>",
+            steps.period, steps.significant, steps.tested
+        );
+    }
+}
+
+fn path_of(p: &SizePoint, receive: bool) -> Option<&PathFigures> {
+    if receive {
+        p.receive.as_ref()
+    } else {
+        p.send.as_ref()
+    }
+}
+
+fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bool) -> XyChart {
+    let points = |f: &dyn Fn(&PathFigures) -> f64| -> Vec<(f64, f64)> {
+        run.points
+            .iter()
+            .filter_map(|p| path_of(p, receive).map(|fig| (f64::from(p.size), f(fig))))
+            .collect()
+    };
+    let mut series = vec![
+        Series {
+            name: format!("{path} start latency"),
+            points: points(&|f| f.start_us.mean),
+            style: Style::Points,
+        },
+        Series {
+            name: format!("{path} stop latency"),
+            points: points(&|f| f.stop_us.mean),
+            style: Style::Points,
+        },
+    ];
+    let (lo, hi) = size_range(run);
+    for (name, fit) in [("start trend", &trends.start), ("stop trend", &trends.stop)] {
+        if let Some(fit) = fit {
+            series.push(Series {
+                name: format!("{name}: {}", fit.formula("KB", "µs")),
+                points: (0..=50)
+                    .map(|i| {
+                        let x = lo + (hi - lo) * f64::from(i) / 50.0;
+                        (x, fit.eval(x / 1000.0))
+                    })
+                    .collect(),
+                style: Style::Dashed,
+            });
+        }
+    }
+    XyChart {
+        title: format!("{}: {path} path latency vs payload size", run.id),
+        x_label: "payload (bytes)".into(),
+        y_label: "latency (µs)".into(),
+        series,
+        log_x: false,
+        log_y: false,
+    }
+}
+
+fn size_range(run: &MessagesRun) -> (f64, f64) {
+    let lo = run.points.first().map_or(0.0, |p| f64::from(p.size));
+    let hi = run.points.last().map_or(1.0, |p| f64::from(p.size));
+    (lo, hi.max(lo + 1.0))
+}
+
+fn throughput_chart(run: &MessagesRun) -> XyChart {
+    let mut series = vec![Series {
+        name: "payload / send stop latency".into(),
+        points: run
+            .points
+            .iter()
+            .filter_map(|p| {
+                p.send
+                    .as_ref()
+                    .map(|f| (f64::from(p.size), f.throughput_kbps))
+            })
+            .collect(),
+        style: Style::Line,
+    }];
+    if let Some(fit) = &run.send.throughput {
+        let (lo, hi) = size_range(run);
+        series.push(Series {
+            name: format!("trend: {}", fit.formula("100 B", "KB/s")),
+            points: (0..=50)
+                .map(|i| {
+                    let x = lo + (hi - lo) * f64::from(i) / 50.0;
+                    (x, fit.eval(x / 100.0))
+                })
+                .collect(),
+            style: Style::Dashed,
+        });
+    }
+    XyChart {
+        title: format!("{}: payload throughput vs size (send path)", run.id),
+        x_label: "payload (bytes)".into(),
+        y_label: "throughput (KB/s)".into(),
+        series,
+        log_x: false,
+        log_y: false,
+    }
+}
+
+fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
+    let x: Vec<f64> = run
+        .points
+        .iter()
+        .filter(|p| path_of(p, receive).is_some())
+        .map(|p| f64::from(p.size))
+        .collect();
+    let share = |p: &SizePoint, c: Option<Category>| -> f64 {
+        let Some(f) = path_of(p, receive) else {
+            return 0.0;
+        };
+        if f.stop_us.mean <= 0.0 {
+            return 0.0;
+        }
+        let us = match c {
+            Some(c) => f.categories_us.get(&c).copied().unwrap_or(0.0),
+            None => f.other_us,
+        };
+        100.0 * us / f.stop_us.mean
+    };
+    let mut layers: Vec<(String, Vec<f64>)> = Category::ALL
+        .iter()
+        .filter(|&&c| c != Category::None)
+        .map(|&c| {
+            (
+                c.as_str().to_string(),
+                run.points
+                    .iter()
+                    .filter(|p| path_of(p, receive).is_some())
+                    .map(|p| share(p, Some(c)))
+                    .collect::<Vec<f64>>(),
+            )
+        })
+        .filter(|(_, v)| v.iter().any(|&s| s > 0.0))
+        .collect();
+    layers.push((
+        "other (no span)".into(),
+        run.points
+            .iter()
+            .filter(|p| path_of(p, receive).is_some())
+            .map(|p| share(p, None))
+            .collect(),
+    ));
+    StackedChart {
+        title: format!(
+            "{}: share of {} stop latency per category",
+            run.id,
+            if receive { "receive" } else { "send" }
+        ),
+        x_label: "payload (bytes)".into(),
+        y_label: "% of stop latency".into(),
+        x,
+        layers,
+    }
+}
+
+fn share_table(h: &mut String, run: &MessagesRun) {
+    h.push_str("<table><tr><th class=\"l\">category</th><th>share of send stop latency</th><th>share of receive stop latency</th></tr>");
+    for c in Category::ALL {
+        let s = run.send.category_shares.get(c).copied().unwrap_or(0.0);
+        let r = run.receive.category_shares.get(c).copied().unwrap_or(0.0);
+        if s == 0.0 && r == 0.0 {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{:.1} %</td><td>{:.1} %</td></tr>",
+            c.as_str(),
+            s * 100.0,
+            r * 100.0
+        );
+    }
+    let _ = write!(
+        h,
+        "<tr><td class=\"l\">other (in no span: application, poll loop, waiting)</td><td>{:.1} %</td><td>{:.1} %</td></tr></table>",
+        run.send.other_share * 100.0,
+        run.receive.other_share * 100.0
+    );
+    h.push_str("<p class=\"note\">Mean over the sizes of each category's exclusive time inside the message's window divided by its stop latency.</p>");
+}
+
+fn cpu_table(h: &mut String, run: &MessagesRun) {
+    for (role, profile) in [
+        ("sender", &run.sender_profile),
+        ("receiver", &run.receiver_profile),
+    ] {
+        let Some(p) = profile else { continue };
+        let _ = write!(
+            h,
+            "<table><tr><th class=\"l\">{role}: function (≥ 1 % of stack time)</th><th class=\"l\">category</th><th>calls</th><th>exclusive µs</th><th>% of stack</th><th>% of wall</th></tr>"
+        );
+        for f in p.functions.iter().filter(|f| f.share_of_stack >= 0.01) {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td></tr>",
+                escape(&f.name),
+                f.category,
+                f.calls,
+                f.exclusive_ns / 1e3,
+                f.share_of_stack * 100.0,
+                f.share_of_wall * 100.0
+            );
+        }
+        h.push_str("</table>");
+    }
+    let c = &run.cpu;
+    let _ = write!(
+        h,
+        "<p class=\"note\">Process CPU over {:.2} s: sender thread {:.2} s user + {:.2} s system, receiver thread {:.2} s user + {:.2} s system (the threads busy-poll their hosts).</p>",
+        c.wall_s, c.sender_user_s, c.sender_system_s, c.receiver_user_s, c.receiver_system_s
+    );
+}

@@ -1,0 +1,91 @@
+//! The horizontal bar chart: one labelled bar per entry, top to bottom.
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::axis::{extent, fmt_sig, to_axis, Axis};
+use super::frame::{
+    anchored, chart, colour, no_data, render, truncate, MUTED, TICK_CHAR_W, TICK_SIZE,
+};
+use super::{BarChart, HEIGHT, MAX_BARS, MAX_BAR_CHART_HEIGHT, WIDTH};
+
+/// Longest bar label shown, in characters.
+const MAX_NAME: usize = 40;
+/// Height of the note saying how many bars were left out.
+const NOTE_H: u32 = 24;
+
+/// The chart's height for `n` bars: [`HEIGHT`] at least, about 22 pixels a
+/// bar, at most [`MAX_BAR_CHART_HEIGHT`].
+fn height_for(n: usize) -> u32 {
+    (110 + 22 * n.min(MAX_BARS) as u32).clamp(HEIGHT, MAX_BAR_CHART_HEIGHT)
+}
+
+pub(crate) fn draw(c: &BarChart) -> String {
+    let bars: Vec<(&str, f64)> = c
+        .bars
+        .iter()
+        .filter(|(_, v)| to_axis(false, *v).is_some())
+        .map(|(name, v)| (name.as_str(), *v))
+        .collect();
+    let hidden = bars.len().saturating_sub(MAX_BARS);
+    let bars = &bars[..bars.len().min(MAX_BARS)];
+    let n = bars.len();
+    let height = height_for(n);
+    render((WIDTH, height), &c.title, |root| {
+        let Some((vmin, vmax)) = extent(bars.iter().map(|b| b.1)) else {
+            return no_data(root, &c.title, &c.value_label, "");
+        };
+        // From 0 to the extremes, with room for the value printed past the
+        // end of each bar.
+        let (mut lo, mut hi) = (vmin.min(0.0), vmax.max(0.0));
+        let span = hi - lo;
+        if vmax > 0.0 {
+            hi += span * 0.12;
+        }
+        if vmin < 0.0 {
+            lo -= span * 0.12;
+        }
+        let x = Axis::exact(false, lo, hi, 6);
+        // Category 0 is drawn at the bottom: list the names bottom-up.
+        let names: Vec<String> = bars
+            .iter()
+            .rev()
+            .map(|(name, _)| truncate(name, MAX_NAME))
+            .collect();
+        let widest = names.iter().map(|s| s.chars().count()).max().unwrap_or(1);
+        let y = Axis::categories(names);
+
+        let area = if hidden > 0 {
+            let (upper, lower) = root.split_vertically(height - NOTE_H);
+            lower.draw(&Text::new(
+                format!("… and {hidden} more not shown"),
+                (16, (NOTE_H / 2) as i32),
+                anchored(TICK_SIZE, HPos::Left, VPos::Center).color(&MUTED),
+            ))?;
+            upper
+        } else {
+            root.clone()
+        };
+        let y_area = (widest as f64 * TICK_CHAR_W) as u32 + 16;
+        let mut chart = chart(&area, &c.title, &x, &y, &c.value_label, "", y_area)?;
+
+        let col = colour(0);
+        for (i, &(_, v)) in bars.iter().enumerate() {
+            let yc = (n - 1 - i) as f64;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, yc - 0.34), (v, yc + 0.34)],
+                col.filled(),
+            )))?;
+            let (dx, h) = if v >= 0.0 {
+                (5, HPos::Left)
+            } else {
+                (-5, HPos::Right)
+            };
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((v, yc))
+                    + Text::new(fmt_sig(v, 3), (dx, 0), anchored(TICK_SIZE, h, VPos::Center)),
+            ))?;
+        }
+        Ok(())
+    })
+}

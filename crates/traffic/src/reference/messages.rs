@@ -1,0 +1,621 @@
+//! Traced single messages on the reference stack: the IPv6 study's
+//! measurement (`000_…` §4.3, ch. 5). The sender writes one message of
+//! each size at a time and waits until the receiver's application has it
+//! whole before the next, so every message crosses an idle stack and its
+//! start and stop latency are its own. Both sockets are traced; the run
+//! returns every host thread's probe records with the message boundaries
+//! (`app.message.send` / `app.message.received`) for the analysis.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use probe::Flow;
+use stack::iface::host::{Host, TcpError, TcpHandle, UdpHandle};
+use stack::probes::{APP_MESSAGE_RECEIVED, APP_MESSAGE_SEND};
+use stack::runner::threaded::{self, Progress, RunOptions, Workload, WorkloadFactory};
+use stack::socket::tcp::connection::TcpConfig;
+use stack::socket::tcp::listener::ListenerConfig;
+use stack::socket::udp::UdpConfig;
+use stack::topology::Topology;
+
+use super::datagrams::unspecified;
+use super::{address_of, hosts};
+use crate::cpu::{CpuMeter, CpuUsage};
+use crate::error::TrafficError;
+use crate::spec::{Family, Protocol};
+
+/// What to send.
+#[derive(Debug, Clone)]
+pub struct MessagesSpec {
+    /// TCP or UDP.
+    pub protocol: Protocol,
+    pub family: Family,
+    /// Message sizes in bytes, in the order they are sent; each is sent
+    /// `reps` times in a row.
+    pub sizes: Vec<usize>,
+    pub reps: u32,
+    /// TCP send and receive buffers (the default is 4 MiB each way).
+    pub sockbuf: Option<usize>,
+    pub port: u16,
+    /// How long the sender waits for the receiver to have a message
+    /// before counting it lost and going on.
+    pub wait: Duration,
+    /// Records each host thread's ring holds.
+    pub trace_capacity: usize,
+    /// What records: `all` also catches what a traced flow's option does
+    /// not mark (an IPv6 datagram's later fragments carry it only once
+    /// reassembled: the option sits in the fragmentable part, RFC 8200
+    /// §4.5), `traced_flows` only the two sockets' flows.
+    pub gate: probe::Mode,
+    /// Writes every interface's pcapng capture into this directory.
+    pub pcap_dir: Option<std::path::PathBuf>,
+    /// Messages of the largest size sent first and left out of the
+    /// figures: the first messages pay for cold caches and a congestion
+    /// window still opening.
+    pub warmup: u32,
+    /// Counts messages as they finish (for a progress bar).
+    pub progress: Option<Arc<AtomicU64>>,
+}
+
+/// Largest message: a UDP datagram's payload over IPv6 without jumbograms.
+pub const MAX_MESSAGE: usize = 65_527;
+
+impl MessagesSpec {
+    /// Refuses what cannot run, in words.
+    pub fn validate(&self) -> Result<(), TrafficError> {
+        if !matches!(self.protocol, Protocol::Tcp | Protocol::Udp) {
+            return Err(TrafficError::Invalid(
+                "traced messages run over TCP or UDP".into(),
+            ));
+        }
+        if self.sizes.is_empty() || self.reps == 0 {
+            return Err(TrafficError::Invalid(
+                "traced messages need at least one size and one repetition".into(),
+            ));
+        }
+        let max = match (self.protocol, self.family) {
+            (Protocol::Udp, Family::V4) => 65_507,
+            _ => MAX_MESSAGE,
+        };
+        if let Some(&bad) = self.sizes.iter().find(|&&s| s == 0 || s > max) {
+            return Err(TrafficError::Invalid(format!(
+                "message size {bad} is outside 1..={max} for {:?} over {}",
+                self.protocol, self.family
+            )));
+        }
+        Ok(())
+    }
+
+    fn messages(&self) -> u64 {
+        self.sizes.len() as u64 * u64::from(self.reps) + u64::from(self.warmup)
+    }
+
+    /// Every message in sending order: (size, repetition, warm-up).
+    fn plan(&self) -> Vec<(usize, u32, bool)> {
+        let largest = self.sizes.iter().copied().max().unwrap_or(1);
+        (0..self.warmup)
+            .map(|rep| (largest, rep, true))
+            .chain(
+                self.sizes
+                    .iter()
+                    .flat_map(|&size| (0..self.reps).map(move |rep| (size, rep, false))),
+            )
+            .collect()
+    }
+}
+
+/// One message as the application saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageOutcome {
+    /// Its number (`aux` of its `app.message.*` records).
+    pub index: u64,
+    pub size: usize,
+    pub rep: u32,
+    /// The receiver had it whole before the wait ran out.
+    pub delivered: bool,
+    /// A warm-up message, not part of the figures.
+    pub warmup: bool,
+}
+
+/// One host thread of the run.
+#[derive(Debug, Clone)]
+pub struct TracedThread {
+    pub host: String,
+    pub thread: u16,
+    pub records: Vec<probe::Record>,
+    pub dropped: u64,
+}
+
+/// Everything the run produced.
+#[derive(Debug, Clone)]
+pub struct MessagesRun {
+    pub sender: String,
+    pub receiver: String,
+    /// The sender's socket's flow id (what its packets carry).
+    pub sender_flow: u32,
+    pub receiver_flow: u32,
+    pub outcomes: Vec<MessageOutcome>,
+    pub threads: Vec<TracedThread>,
+    /// CPU of the sender's and the receiver's thread over the messages.
+    pub sender_cpu: CpuUsage,
+    pub receiver_cpu: CpuUsage,
+    pub elapsed: Duration,
+}
+
+impl MessagesRun {
+    /// The run as a self-describing trace file: the stack's location
+    /// table, every thread's records (each thread's in order), the clock
+    /// and probe overhead the caller measured, and a JSON description
+    /// naming each thread's host and role.
+    pub fn trace(&self, counter_hz: f64, overhead_cycles: f64, run: &str) -> probe::Trace {
+        let threads: serde_json::Map<String, serde_json::Value> = self
+            .threads
+            .iter()
+            .map(|t| {
+                let role = if t.host == self.sender {
+                    "sender"
+                } else if t.host == self.receiver {
+                    "receiver"
+                } else {
+                    "forwarder"
+                };
+                (
+                    t.thread.to_string(),
+                    serde_json::json!({ "host": t.host, "role": role }),
+                )
+            })
+            .collect();
+        let description = serde_json::json!({
+            "stack": "reference",
+            "run": run,
+            "threads": threads,
+        });
+        let records: Vec<probe::Record> = self
+            .threads
+            .iter()
+            .flat_map(|t| t.records.iter().copied())
+            .collect();
+        let dropped = self.threads.iter().map(|t| t.dropped).sum();
+        probe::Trace::new(
+            probe::TraceHeader::new(
+                counter_hz,
+                overhead_cycles,
+                dropped,
+                description.to_string(),
+            ),
+            stack::probes::LOCATIONS,
+            records,
+        )
+    }
+}
+
+/// What crosses between the two host threads.
+#[derive(Default)]
+struct Shared {
+    receiver_addr: OnceLock<SocketAddr>,
+    /// Messages the receiver has whole, counted in order.
+    received: AtomicU64,
+    /// Set by either side on failure or by the sender when finished.
+    stop: AtomicBool,
+    error: Mutex<Option<TrafficError>>,
+    outcomes: Mutex<Vec<MessageOutcome>>,
+    flows: Mutex<(u32, u32)>,
+    cpu: Mutex<(CpuUsage, CpuUsage)>,
+}
+
+impl Shared {
+    fn fail(&self, error: TrafficError) -> Progress {
+        let mut slot = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(error);
+        self.stop.store(true, Ordering::Release);
+        Progress::Done
+    }
+}
+
+/// Runs the messages between the first and last host of `topology` with
+/// probes gated by `spec.gate`, and returns the records. The global
+/// gate is restored afterwards.
+pub fn run(topology: &Topology, spec: &MessagesSpec) -> Result<MessagesRun, TrafficError> {
+    spec.validate()?;
+    let ends = hosts(topology)?;
+    let shared = Arc::new(Shared::default());
+    let mut workloads = std::collections::BTreeMap::new();
+    workloads.insert(
+        ends.sender.clone(),
+        sender(spec.clone(), Arc::clone(&shared)),
+    );
+    workloads.insert(
+        ends.receiver.clone(),
+        receiver(spec.clone(), Arc::clone(&shared)),
+    );
+    // Address configuration and the connection happen inside the run;
+    // the limit covers them and every message's wait, generously.
+    let limit = Duration::from_secs(30)
+        + spec
+            .wait
+            .saturating_mul(u32::try_from(spec.messages()).unwrap_or(u32::MAX));
+    let previous = probe::mode();
+    probe::set_mode(spec.gate);
+    let began = Instant::now();
+    let reports = threaded::run_with(
+        topology,
+        Duration::ZERO,
+        limit,
+        workloads,
+        RunOptions {
+            trace_capacity: Some(spec.trace_capacity),
+            pcap_dir: spec.pcap_dir.clone(),
+        },
+    );
+    let elapsed = began.elapsed();
+    probe::set_mode(previous);
+    let reports =
+        reports.map_err(|e| TrafficError::Invalid(format!("building the network: {e}")))?;
+    if let Some(error) = shared
+        .error
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        return Err(error);
+    }
+    let outcomes = std::mem::take(&mut *shared.outcomes.lock().unwrap_or_else(|e| e.into_inner()));
+    if (outcomes.len() as u64) < spec.messages() {
+        return Err(TrafficError::timeout(
+            limit,
+            format!(
+                "sending traced messages ({} of {} sent)",
+                outcomes.len(),
+                spec.messages()
+            ),
+        ));
+    }
+    let (sender_flow, receiver_flow) = *shared.flows.lock().unwrap_or_else(|e| e.into_inner());
+    let (sender_cpu, receiver_cpu) = *shared.cpu.lock().unwrap_or_else(|e| e.into_inner());
+    let threads = reports
+        .into_iter()
+        .filter_map(|r| {
+            r.trace.map(|t| TracedThread {
+                host: r.name,
+                thread: t.thread,
+                records: t.records,
+                dropped: t.dropped,
+            })
+        })
+        .collect();
+    Ok(MessagesRun {
+        sender: ends.sender,
+        receiver: ends.receiver,
+        sender_flow,
+        receiver_flow,
+        outcomes,
+        threads,
+        sender_cpu,
+        receiver_cpu,
+        elapsed,
+    })
+}
+
+/// The sender's socket, once it can send.
+enum Socket {
+    Tcp(TcpHandle),
+    Udp(UdpHandle, SocketAddr),
+}
+
+fn sender(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
+    Box::new(move |_host: &mut Host| -> Workload {
+        let pattern: Vec<u8> = (0..spec.sizes.iter().copied().max().unwrap_or(0))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let plan = spec.plan();
+        let began = Instant::now();
+        let mut socket: Option<Socket> = None;
+        let mut connecting: Option<TcpHandle> = None;
+        let mut next = 0usize;
+        // The message being written: bytes taken so far, when it began.
+        let mut writing: Option<(usize, Instant)> = None;
+        let mut cpu: Option<CpuMeter> = None;
+        Box::new(move |host: &mut Host, _now| {
+            if shared.stop.load(Ordering::Acquire) {
+                return Progress::Done;
+            }
+            let Some(sock) = socket.as_ref() else {
+                if began.elapsed() > Duration::from_secs(20) {
+                    return shared.fail(TrafficError::timeout(
+                        Duration::from_secs(20),
+                        "waiting for both hosts' addresses and the connection",
+                    ));
+                }
+                match open(host, &spec, &shared, &mut connecting) {
+                    Ok(Some(s)) => {
+                        cpu = Some(CpuMeter::start());
+                        socket = Some(s);
+                    }
+                    Ok(None) => {}
+                    Err(e) => return shared.fail(e),
+                }
+                return Progress::Running;
+            };
+            let Some(&(size, rep, warmup)) = plan.get(next) else {
+                if let Some(meter) = cpu.take() {
+                    shared.cpu.lock().unwrap_or_else(|e| e.into_inner()).0 = meter.stop();
+                }
+                shared.stop.store(true, Ordering::Release);
+                return Progress::Done;
+            };
+            let index = next as u64;
+            match writing {
+                None => {
+                    let flow = socket_flow(host, sock);
+                    probe::record(APP_MESSAGE_SEND, size as u32, flow, index);
+                    writing = Some((0, Instant::now()));
+                    if let Err(e) = write_some(host, sock, &pattern[..size], &mut writing) {
+                        return shared.fail(e);
+                    }
+                }
+                Some((taken, since)) if taken < size => {
+                    if since.elapsed() > spec.wait {
+                        return shared.fail(TrafficError::timeout(
+                            spec.wait,
+                            format!("writing message {index} ({size} bytes)"),
+                        ));
+                    }
+                    if let Err(e) = write_some(host, sock, &pattern[..size], &mut writing) {
+                        return shared.fail(e);
+                    }
+                }
+                Some((_, since)) => {
+                    let delivered = shared.received.load(Ordering::Acquire) > index;
+                    let timed_out = since.elapsed() > spec.wait;
+                    if delivered || timed_out {
+                        if timed_out && spec.protocol == Protocol::Tcp {
+                            return shared.fail(TrafficError::timeout(
+                                spec.wait,
+                                format!("the receiver reading message {index} ({size} bytes)"),
+                            ));
+                        }
+                        shared
+                            .outcomes
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(MessageOutcome {
+                                index,
+                                size,
+                                rep,
+                                delivered,
+                                warmup,
+                            });
+                        if !delivered {
+                            // A lost datagram: the receiver counts from here.
+                            shared.received.store(index + 1, Ordering::Release);
+                        }
+                        writing = None;
+                        next += 1;
+                        if let Some(progress) = &spec.progress {
+                            progress.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            Progress::Running
+        })
+    })
+}
+
+/// Opens the sender's socket once both ends have addresses.
+fn open(
+    host: &mut Host,
+    spec: &MessagesSpec,
+    shared: &Shared,
+    connecting: &mut Option<TcpHandle>,
+) -> Result<Option<Socket>, TrafficError> {
+    let (Some(_), Some(&dest)) = (address_of(host, spec.family), shared.receiver_addr.get()) else {
+        return Ok(None);
+    };
+    match spec.protocol {
+        Protocol::Tcp => {
+            let handle = match *connecting {
+                Some(h) => h,
+                None => {
+                    let h = host
+                        .tcp_connect(dest, tcp_config(spec))
+                        .map_err(|e| tcp_error(&format!("connect to {dest}"), e))?;
+                    host.tcp_set_traced(h, true)
+                        .map_err(|e| tcp_error("trace", e))?;
+                    *connecting = Some(h);
+                    h
+                }
+            };
+            let ready = host
+                .tcp_readiness(handle)
+                .map_err(|e| tcp_error("connect", e))?;
+            if let Some(e) = ready.error {
+                return Err(TrafficError::Invalid(format!("connect to {dest}: {e}")));
+            }
+            if !ready.established {
+                return Ok(None);
+            }
+            let flow = host
+                .tcp_connection(handle)
+                .map(|c| c.flow().id)
+                .unwrap_or(0);
+            shared.flows.lock().unwrap_or_else(|e| e.into_inner()).0 = flow;
+            Ok(Some(Socket::Tcp(handle)))
+        }
+        _ => {
+            let handle = host.udp_open(UdpConfig::default());
+            host.udp(handle).set_traced(true);
+            host.udp_bind(handle, SocketAddr::new(unspecified(spec.family), 0));
+            shared.flows.lock().unwrap_or_else(|e| e.into_inner()).0 = host.udp(handle).flow().id;
+            Ok(Some(Socket::Udp(handle, dest)))
+        }
+    }
+}
+
+fn socket_flow(host: &mut Host, socket: &Socket) -> Flow {
+    match *socket {
+        Socket::Tcp(h) => host
+            .tcp_connection(h)
+            .map_or(Flow::untraced(0), |c| c.flow()),
+        Socket::Udp(h, _) => host.udp(h).flow(),
+    }
+}
+
+/// Writes what the socket takes of the current message.
+fn write_some(
+    host: &mut Host,
+    socket: &Socket,
+    message: &[u8],
+    writing: &mut Option<(usize, Instant)>,
+) -> Result<(), TrafficError> {
+    let Some((taken, _)) = writing.as_mut() else {
+        return Ok(());
+    };
+    match *socket {
+        Socket::Tcp(h) => match host.tcp_send(h, &message[*taken..]) {
+            Ok(n) => *taken += n,
+            Err(TcpError::WouldBlock) => {}
+            Err(e) => return Err(tcp_error("send", e)),
+        },
+        Socket::Udp(h, dest) => match host.udp_send_to(h, message, dest) {
+            Ok(()) => *taken = message.len(),
+            // A full send queue empties at the next poll.
+            Err(stack::socket::SendError::QueueFull) => {}
+            Err(e) => return Err(TrafficError::Invalid(format!("UDP send to {dest}: {e}"))),
+        },
+    }
+    Ok(())
+}
+
+fn receiver(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
+    Box::new(move |host: &mut Host| -> Workload {
+        let local = SocketAddr::new(unspecified(spec.family), spec.port);
+        enum Side {
+            Listening(TcpHandle),
+            Tcp(TcpHandle),
+            Udp(UdpHandle),
+        }
+        let side = match spec.protocol {
+            Protocol::Tcp => {
+                match host.tcp_listen(local, tcp_config(&spec), ListenerConfig::default()) {
+                    Ok(l) => {
+                        let _ = host.tcp_set_traced(l, true);
+                        Side::Listening(l)
+                    }
+                    Err(e) => {
+                        return fail_factory(&shared, tcp_error(&format!("listen on {local}"), e))
+                    }
+                }
+            }
+            _ => {
+                let h = host.udp_open(UdpConfig {
+                    recv_queue_bytes: 4 << 20,
+                    ..UdpConfig::default()
+                });
+                host.udp(h).set_traced(true);
+                host.udp_bind(h, local);
+                shared.flows.lock().unwrap_or_else(|e| e.into_inner()).1 = host.udp(h).flow().id;
+                Side::Udp(h)
+            }
+        };
+        let mut side = side;
+        let sizes: Vec<usize> = spec.plan().into_iter().map(|(size, _, _)| size).collect();
+        let mut buf = vec![0u8; MAX_MESSAGE.max(64 * 1024)];
+        // Bytes of the current message read so far (TCP).
+        let mut have = 0usize;
+        let mut cpu: Option<CpuMeter> = None;
+        Box::new(move |host: &mut Host, _now| {
+            if shared.stop.load(Ordering::Acquire) {
+                if let Some(meter) = cpu.take() {
+                    shared.cpu.lock().unwrap_or_else(|e| e.into_inner()).1 = meter.stop();
+                }
+                return Progress::Done;
+            }
+            if shared.receiver_addr.get().is_none() {
+                if let Some(ip) = address_of(host, spec.family) {
+                    let _ = shared.receiver_addr.set(SocketAddr::new(ip, spec.port));
+                }
+            }
+            let expected = shared.received.load(Ordering::Acquire);
+            let Some(&size) = sizes.get(expected as usize) else {
+                return Progress::Running;
+            };
+            match &mut side {
+                Side::Listening(l) => match host.tcp_accept(*l) {
+                    Ok(conn) => {
+                        let flow = host.tcp_connection(conn).map(|c| c.flow().id).unwrap_or(0);
+                        shared.flows.lock().unwrap_or_else(|e| e.into_inner()).1 = flow;
+                        cpu = Some(CpuMeter::start());
+                        side = Side::Tcp(conn);
+                    }
+                    Err(TcpError::WouldBlock) => {}
+                    Err(e) => return shared.fail(tcp_error("accept", e)),
+                },
+                Side::Tcp(conn) => loop {
+                    let want = size - have;
+                    match host.tcp_recv(*conn, &mut buf[..want]) {
+                        Ok(0) => {
+                            return shared.fail(TrafficError::Invalid(
+                                "the sender closed the connection early".into(),
+                            ))
+                        }
+                        Ok(n) => {
+                            have += n;
+                            if have == size {
+                                have = 0;
+                                let flow = host
+                                    .tcp_connection(*conn)
+                                    .map_or(Flow::untraced(0), |c| c.flow());
+                                probe::record(APP_MESSAGE_RECEIVED, size as u32, flow, expected);
+                                shared.received.store(expected + 1, Ordering::Release);
+                                break;
+                            }
+                        }
+                        Err(TcpError::WouldBlock) => break,
+                        Err(e) => return shared.fail(tcp_error("receive", e)),
+                    }
+                },
+                Side::Udp(h) => {
+                    if cpu.is_none() {
+                        cpu = Some(CpuMeter::start());
+                    }
+                    while let Some((n, _)) = host.udp(*h).recv_from(&mut buf) {
+                        // Only the expected size counts: a late copy of a
+                        // message given up on is not the next one.
+                        let now_expected = shared.received.load(Ordering::Acquire);
+                        if sizes.get(now_expected as usize) == Some(&n) {
+                            let flow = host.udp(*h).flow();
+                            probe::record(APP_MESSAGE_RECEIVED, n as u32, flow, now_expected);
+                            shared.received.store(now_expected + 1, Ordering::Release);
+                        }
+                    }
+                }
+            }
+            Progress::Running
+        })
+    })
+}
+
+fn fail_factory(shared: &Arc<Shared>, error: TrafficError) -> Workload {
+    shared.fail(error);
+    Box::new(|_, _| Progress::Done)
+}
+
+/// Nagle off: with it on, a message's first segment would wait for the
+/// ACK of the previous message's last one, and the start latency would
+/// measure the peer's delayed-ACK timer instead of the stack.
+fn tcp_config(spec: &MessagesSpec) -> TcpConfig {
+    let size = spec.sockbuf.unwrap_or(super::stream::DEFAULT_BUFFER);
+    TcpConfig {
+        send_buffer: size,
+        recv_buffer: size,
+        nodelay: true,
+        ..TcpConfig::default()
+    }
+}
+
+fn tcp_error(what: &str, e: TcpError) -> TrafficError {
+    TrafficError::Invalid(format!("{what}: {e}"))
+}
