@@ -364,3 +364,110 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
         + 1;
     (line, column)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+title = "T"
+source = "000_x.txt"
+
+[[run]]
+id = "tcp"
+kind = "messages"
+protocol = "tcp"
+link = "fast-ethernet"
+sizes = "100..1000:100"
+reps = 2
+"#;
+
+    fn error(text: &str) -> RecipeError {
+        parse("exp.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn a_good_recipe_expands_its_sweep() {
+        let r = parse("exp.toml", GOOD).unwrap();
+        let run = &r.runs[0];
+        assert_eq!(run.sizes, (1..=10).map(|i| i * 100).collect::<Vec<_>>());
+        assert_eq!(run.quick_sizes, run.sizes);
+        assert_eq!((run.reps, run.quick_reps, run.warmup), (2, 1, 0));
+        assert_eq!(run.family, Family::V6);
+        assert_eq!(run.link, Link::FastEthernet);
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_with_its_line() {
+        let e = error(&GOOD.replace("reps = 2", "reps = 2\nrepz = 3"));
+        assert_eq!((e.file.as_str(), e.line), ("exp.toml", 13));
+        assert!(e.message.contains("repz"), "{e}");
+        assert!(e.to_string().starts_with("exp.toml:13:"), "{e}");
+    }
+
+    #[test]
+    fn an_impossible_sweep_is_refused_at_its_key() {
+        let e = error(&GOOD.replace("100..1000:100", "1000..100:100"));
+        assert_eq!(e.line, 11);
+        assert!(e.message.contains("backwards"), "{e}");
+        let e = error(&GOOD.replace("100..1000:100", "0..1000:100"));
+        assert!(e.message.contains("0 bytes"), "{e}");
+        let e = error(&GOOD.replace("100..1000:100", "1..100000"));
+        assert!(e.message.contains("largest"), "{e}");
+        let e = error(&GOOD.replace("reps = 2", "reps = 0"));
+        assert_eq!(e.line, 12);
+        let e = error(
+            &GOOD
+                .replace("100..1000:100", "1..60000")
+                .replace("reps = 2", "reps = 2000"),
+        );
+        assert!(e.message.contains("at most"), "{e}");
+    }
+
+    #[test]
+    fn bad_names_and_values_say_what_is_allowed() {
+        let e = error(&GOOD.replace("\"fast-ethernet\"", "\"token-ring\""));
+        assert!(e.message.contains("fast-ethernet, unlimited"), "{e}");
+        assert_eq!(e.line, 10);
+        let e = error(&GOOD.replace("\"tcp\"\nlink", "\"xtp\"\nlink"));
+        assert!(e.message.contains("tcp, udp"), "{e}");
+        let e = error(&GOOD.replace("name = \"t\"", "name = \"../x\""));
+        assert!(e.message.contains("names files"), "{e}");
+        let e = error(&format!("{GOOD}\n[[run]]\nid = \"tcp\"\nkind = \"messages\"\nprotocol = \"udp\"\nlink = \"unlimited\"\nsizes = \"100\"\n"));
+        assert!(e.message.contains("used twice"), "{e}");
+    }
+
+    #[test]
+    fn udp_over_ipv4_stops_at_its_largest_datagram() {
+        let e = error(
+            &GOOD
+                .replace("\"tcp\"\nlink", "\"udp\"\nfamily = \"ipv4\"\nlink")
+                .replace("100..1000:100", "65520"),
+        );
+        assert!(e.message.contains("65507"), "{e}");
+    }
+
+    #[test]
+    fn the_lab_recipes_parse() {
+        for (file, text) in super::super::LAB_RECIPES {
+            parse(file, text).unwrap();
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_text_makes_the_parser_panic(text in "\\PC{0,400}") {
+            let _ = parse("fuzz.toml", &text);
+        }
+
+        #[test]
+        fn no_line_of_a_good_recipe_breaks_it_into_a_panic(cut in 0usize..GOOD.len(), junk in "[ -~]{0,12}") {
+            let mut text = GOOD.to_string();
+            if text.is_char_boundary(cut) {
+                text.insert_str(cut, &junk);
+            }
+            let _ = parse("fuzz.toml", &text);
+        }
+    }
+}

@@ -237,7 +237,9 @@ pub(crate) fn nice_step(raw: f64) -> f64 {
 /// Multiples of a nice step inside `lo..=hi`; returns the ticks and the step.
 fn linear_ticks(lo: f64, hi: f64, target: usize) -> (Vec<f64>, f64) {
     let step = nice_step((hi - lo) / target as f64);
-    let (k0, k1) = ((lo / step).ceil(), (hi / step).floor());
+    // A tick a rounding error outside the range still counts (0.7 / 0.1 is
+    // 6.999...); it is clamped onto the edge.
+    let (k0, k1) = ((lo / step - 1e-9).ceil(), (hi / step + 1e-9).floor());
     if !(k0.is_finite() && k1.is_finite()) || k1 < k0 || k1 - k0 > 1000.0 {
         return (vec![lo, hi], (hi - lo).max(f64::MIN_POSITIVE));
     }
@@ -311,7 +313,7 @@ fn fmt_sci(v: f64, decimals: usize) -> String {
 }
 
 fn is_sci(a: f64) -> bool {
-    a >= 1e6 || a < 1e-4
+    !(1e-4..1e6).contains(&a)
 }
 
 /// A tick label for a value on an axis whose ticks are `step` apart: as
@@ -325,11 +327,13 @@ pub(crate) fn fmt_with_step(v: f64, step: f64) -> String {
     if !v.is_finite() {
         return String::new();
     }
-    if v == 0.0 || v.abs() < step * 1e-9 {
+    if v == 0.0 || v.abs() < step * 1e-6 {
         return "0".to_string();
     }
     let a = v.abs();
-    if is_sci(a) {
+    // Scientific for large values, and for small ones on a fine axis (a
+    // coarse axis shows them as 0.0).
+    if a >= 1e6 || (step < 1e-4 && a < 1e-2) {
         let decimals = (a.log10().floor() - step.log10().floor()).clamp(0.0, 12.0) as usize;
         return fmt_sci(v, decimals);
     }

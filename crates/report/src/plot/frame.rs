@@ -24,9 +24,9 @@ pub(crate) const TITLE_SIZE: f64 = 21.0; // ~17 px
 pub(crate) const LABEL_SIZE: f64 = 16.0; // ~13 px
 pub(crate) const TICK_SIZE: f64 = 15.0; // ~12 px
 /// Rough width of one character of a ~13 px sans-serif label, in pixels.
-pub(crate) const CHAR_W: f64 = 7.0;
+pub(crate) const CHAR_W: f64 = 8.0;
 /// Rough width of one character of a ~12 px tick label, in pixels.
-pub(crate) const TICK_CHAR_W: f64 = 6.6;
+pub(crate) const TICK_CHAR_W: f64 = 7.6;
 
 pub(crate) const TEXT: RGBColor = RGBColor(0x33, 0x33, 0x33);
 pub(crate) const AXIS: RGBColor = RGBColor(0x66, 0x66, 0x66);
@@ -335,5 +335,44 @@ pub(crate) fn with_legend<'b>(
             legend.draw(&lower)?;
             Ok(upper)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_is_escaped_svg() {
+        let svg = fallback((720, 420), "a <b> & \"c\"");
+        assert!(svg.starts_with("<svg width=\"720\" height=\"420\" viewBox=\"0 0 720 420\""));
+        assert!(svg.contains("a &lt;b&gt; &amp; &quot;c&quot;"));
+        assert!(svg.contains(">no data</text>"));
+        assert!(svg.ends_with("</svg>"));
+    }
+
+    #[test]
+    fn truncation_marks_the_cut() {
+        assert_eq!(truncate("abcdef", 6), "abcdef");
+        assert_eq!(truncate("abcdefg", 6), "abcde…");
+        assert_eq!(truncate("ééééééé", 3), "éé…");
+    }
+
+    #[test]
+    fn legend_wraps_and_summarises() {
+        let names: Vec<String> = (0..100).map(|i| format!("entry {i}")).collect();
+        let entries = names.iter().map(|n| (Swatch::None, n.as_str())).collect();
+        let legend = Legend::new(entries, 720);
+        assert_eq!(legend.rows, MAX_LEGEND_ROWS);
+        let last = legend.placed.last().unwrap();
+        assert!(
+            last.1.starts_with('+') && last.1.ends_with(" more"),
+            "{}",
+            last.1
+        );
+        assert!(legend.placed.iter().all(|p| p.3 >= 0 && p.3 < 720 - 32));
+        let one = Legend::new(vec![(Swatch::None, "x")], 720);
+        assert_eq!(one.rows, 1);
+        assert_eq!(one.placed.len(), 1);
     }
 }

@@ -164,6 +164,10 @@ impl<L: Link> Link for Captured<L> {
         self.inner.next_arrival()
     }
 
+    fn may_receive(&self, now: Instant) -> bool {
+        self.inner.may_receive(now)
+    }
+
     fn stats(&self) -> LinkStats {
         self.inner.stats()
     }

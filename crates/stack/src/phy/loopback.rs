@@ -114,6 +114,10 @@ impl Link for Loopback {
         self.queue.front().map(|next| next.sent_at)
     }
 
+    fn may_receive(&self, now: Instant) -> bool {
+        self.next_arrival().is_some_and(|arrival| arrival <= now)
+    }
+
     fn stats(&self) -> LinkStats {
         self.stats
     }

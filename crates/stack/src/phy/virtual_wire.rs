@@ -404,6 +404,10 @@ impl Link for WireEnd {
         pending.peek().map(|next| next.0.arrival)
     }
 
+    fn may_receive(&self, now: Instant) -> bool {
+        self.next_arrival().is_some_and(|arrival| arrival <= now)
+    }
+
     fn stats(&self) -> LinkStats {
         self.stats
     }

@@ -783,6 +783,9 @@ impl Host {
             for _ in 0..RECEIVE_BUDGET {
                 let interface = &mut self.interfaces[index];
                 let link = &mut interface.link;
+                if !link.may_receive(now) {
+                    break;
+                }
                 let packet = match Packet::receive(&pool, Flow::NONE, |buf| link.receive(now, buf))
                 {
                     Ok(Some(packet)) => packet,

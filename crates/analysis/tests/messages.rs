@@ -1,0 +1,327 @@
+//! The analysis on hand-built traces whose answers are known: spans with
+//! the probe overhead removed, and per-message start and stop latency on
+//! both paths with the cost categories inside them.
+
+use analysis::messages::analyse;
+use analysis::{all_spans, TraceView};
+use probe::{Category, Kind, Layer, Location, Record, Trace, TraceHeader};
+
+/// A small location table shaped like the reference stack's (analysis
+/// finds locations by name, so the numbers here differ on purpose).
+const LOCATIONS: &[Location] = &[
+    loc(
+        "app.message.send",
+        Layer::App,
+        Kind::Point,
+        Category::None,
+        None,
+    ),
+    loc(
+        "app.message.received",
+        Layer::App,
+        Kind::Point,
+        Category::None,
+        None,
+    ),
+    loc(
+        "socket.send.enter",
+        Layer::Socket,
+        Kind::SpanEnter,
+        Category::Socket,
+        None,
+    ),
+    loc(
+        "socket.send.exit",
+        Layer::Socket,
+        Kind::SpanExit,
+        Category::Socket,
+        None,
+    ),
+    loc(
+        "tcp.output.enter",
+        Layer::Transport,
+        Kind::SpanEnter,
+        Category::ProtocolSend,
+        None,
+    ),
+    loc(
+        "tcp.output.exit",
+        Layer::Transport,
+        Kind::SpanExit,
+        Category::ProtocolSend,
+        None,
+    ),
+    loc(
+        "checksum.enter",
+        Layer::Transport,
+        Kind::SpanEnter,
+        Category::Checksum,
+        None,
+    ),
+    loc(
+        "checksum.exit",
+        Layer::Transport,
+        Kind::SpanExit,
+        Category::Checksum,
+        None,
+    ),
+    loc(
+        "iface.queue.enqueue",
+        Layer::Link,
+        Kind::Enqueue,
+        Category::Link,
+        Some("interface"),
+    ),
+    loc(
+        "iface.queue.dequeue",
+        Layer::Link,
+        Kind::Dequeue,
+        Category::Link,
+        Some("interface"),
+    ),
+    loc(
+        "link.transmit.enter",
+        Layer::Link,
+        Kind::SpanEnter,
+        Category::Link,
+        None,
+    ),
+    loc(
+        "link.transmit.exit",
+        Layer::Link,
+        Kind::SpanExit,
+        Category::Link,
+        None,
+    ),
+    loc(
+        "link.receive.enter",
+        Layer::Link,
+        Kind::SpanEnter,
+        Category::Link,
+        None,
+    ),
+    loc(
+        "link.receive.exit",
+        Layer::Link,
+        Kind::SpanExit,
+        Category::Link,
+        None,
+    ),
+    loc(
+        "socket.recv_queue.enqueue",
+        Layer::Socket,
+        Kind::Enqueue,
+        Category::Socket,
+        Some("receive_socket"),
+    ),
+];
+
+const fn loc(
+    name: &'static str,
+    layer: Layer,
+    kind: Kind,
+    category: Category,
+    queue: Option<&'static str>,
+) -> Location {
+    Location {
+        name,
+        layer,
+        kind,
+        category,
+        queue,
+    }
+}
+
+fn at(name: &str) -> u16 {
+    LOCATIONS.iter().position(|l| l.name == name).unwrap() as u16
+}
+
+/// Builds records of one thread: (name, tsc, len, flow, aux).
+fn records(thread: u16, events: &[(&str, u64, u32, u32, u64)]) -> Vec<Record> {
+    events
+        .iter()
+        .map(|&(name, tsc, len, flow, aux)| {
+            Record::new(tsc, probe::Loc(at(name)), len, flow, aux, thread)
+        })
+        .collect()
+}
+
+/// A 1 GHz counter (1 cycle = 1 ns) and a probe overhead of `overhead`.
+fn view(overhead: f64, records: Vec<Record>) -> TraceView {
+    let trace = Trace::new(
+        TraceHeader::new(1e9, overhead, 0, "test"),
+        LOCATIONS,
+        records,
+    );
+    TraceView::new(&trace).unwrap()
+}
+
+const FLOW: u32 = 7;
+const PEER: u32 = 9;
+
+/// One 3000-byte message, sent as two segments, and an ACK-only segment
+/// (no payload) queued between them that must not count.
+fn sender() -> Vec<Record> {
+    records(
+        1,
+        &[
+            ("app.message.send", 1_000, 3000, FLOW, 0),
+            ("socket.send.enter", 1_100, 3000, FLOW, 0),
+            ("socket.send.exit", 1_300, 3000, FLOW, 3000),
+            // First segment: output 1 500..2 100 with a checksum inside.
+            ("tcp.output.enter", 1_500, 1500, FLOW, 0),
+            ("checksum.enter", 1_600, 1500, FLOW, 0),
+            ("checksum.exit", 1_800, 1500, FLOW, 0),
+            ("iface.queue.enqueue", 2_000, 1574, FLOW, 0),
+            ("tcp.output.exit", 2_100, 1500, FLOW, 0),
+            // A bare ACK of the same flow: no payload.
+            ("tcp.output.enter", 2_200, 0, FLOW, 0),
+            ("iface.queue.enqueue", 2_300, 74, FLOW, 0),
+            ("tcp.output.exit", 2_400, 0, FLOW, 0),
+            // Second segment.
+            ("tcp.output.enter", 2_500, 1500, FLOW, 0),
+            ("iface.queue.enqueue", 2_600, 1574, FLOW, 0),
+            ("tcp.output.exit", 2_700, 1500, FLOW, 0),
+            // The interface sends all three in order.
+            ("iface.queue.dequeue", 3_000, 1574, FLOW, 0),
+            ("link.transmit.enter", 3_100, 1574, FLOW, 0),
+            ("link.transmit.exit", 3_400, 1574, FLOW, 0),
+            ("iface.queue.dequeue", 3_500, 74, FLOW, 0),
+            ("link.transmit.enter", 3_600, 74, FLOW, 0),
+            ("link.transmit.exit", 3_700, 74, FLOW, 0),
+            ("iface.queue.dequeue", 3_800, 1574, FLOW, 0),
+            ("link.transmit.enter", 3_900, 1574, FLOW, 0),
+            ("link.transmit.exit", 4_200, 1574, FLOW, 0),
+        ],
+    )
+}
+
+fn receiver() -> Vec<Record> {
+    records(
+        2,
+        &[
+            // Something of another flow first: not the message.
+            ("link.receive.enter", 4_000, 74, 99, 0),
+            ("link.receive.exit", 4_050, 74, 99, 0),
+            ("link.receive.enter", 5_000, 1574, FLOW, 0),
+            ("socket.recv_queue.enqueue", 5_400, 1500, PEER, 1500),
+            ("link.receive.exit", 5_500, 1574, FLOW, 0),
+            ("link.receive.enter", 6_000, 1574, FLOW, 0),
+            ("socket.recv_queue.enqueue", 6_300, 1500, PEER, 3000),
+            ("link.receive.exit", 6_400, 1574, FLOW, 0),
+            ("app.message.received", 7_000, 3000, PEER, 0),
+        ],
+    )
+}
+
+#[test]
+fn spans_take_one_overhead_per_probe_out() {
+    let mut all = sender();
+    all.extend(receiver());
+    let v = view(10.0, all);
+    let spans = all_spans(&v);
+    let sender = &spans[&1];
+    let first_output = sender
+        .spans
+        .iter()
+        .find(|s| s.enter == at("tcp.output.enter"))
+        .unwrap();
+    // 600 cycles between enter and exit, 4 records apart: 600 - 4·10.
+    assert_eq!(first_output.inclusive, 560.0);
+    // Its checksum child: 200 - 1·10 = 190; exclusive 560 - 190.
+    assert_eq!(first_output.exclusive, 370.0);
+    let checksum = sender
+        .spans
+        .iter()
+        .find(|s| s.enter == at("checksum.enter"))
+        .unwrap();
+    assert_eq!(checksum.inclusive, 190.0);
+    assert_eq!(checksum.depth, 1);
+    assert_eq!(sender.unmatched_exits, 0);
+    assert_eq!(sender.unclosed, 0);
+}
+
+#[test]
+fn the_send_path_runs_from_the_first_write_to_the_payload_frames() {
+    let mut all = sender();
+    all.extend(receiver());
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v)).unwrap();
+    assert_eq!(found.sender_thread, Some(1));
+    assert_eq!(found.receiver_thread, Some(2));
+    let m = &found.messages[0];
+    assert_eq!((m.index, m.size), (0, 3000));
+    let send = m.send.as_ref().unwrap();
+    // First byte enters at 1 100; the first payload frame starts at 3 100
+    // and the last payload frame (not the ACK) ends at 4 200.
+    assert_eq!(send.start_ns, 2_000.0);
+    assert_eq!(send.stop_ns, 3_100.0);
+    assert_eq!(send.frames, 2);
+    let c = &send.categories.by_category;
+    assert_eq!(c[&Category::Checksum], 200.0);
+    // Three outputs (600 + 200 + 200) less the checksum inside the first.
+    assert_eq!(c[&Category::ProtocolSend], 800.0);
+    // Three transmissions: 300 + 100 + 300.
+    assert_eq!(c[&Category::Link], 700.0);
+    assert_eq!(c[&Category::Socket], 200.0);
+    // The rest of the 3 100 ns is in no span.
+    assert_eq!(
+        send.categories.other,
+        3_100.0 - 200.0 - 800.0 - 700.0 - 200.0
+    );
+}
+
+#[test]
+fn the_receive_path_runs_from_the_first_frame_of_the_flow_to_the_socket() {
+    let mut all = sender();
+    all.extend(receiver());
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v)).unwrap();
+    let m = &found.messages[0];
+    let receive = m.receive.as_ref().unwrap();
+    // The other flow's frame at 4 000 is not the message's first.
+    assert_eq!(receive.start_ns, 400.0);
+    assert_eq!(receive.stop_ns, 1_300.0);
+    assert_eq!(receive.frames, 2);
+    // From the first byte into the sender (1 100) to the last into the
+    // receiver's socket (6 300): one counter on one machine.
+    assert_eq!(m.one_way_ns, Some(5_200.0));
+}
+
+#[test]
+fn latencies_lose_one_overhead_per_record_between_their_ends() {
+    let mut all = sender();
+    all.extend(receiver());
+    let v = view(10.0, all);
+    let found = analyse(&v, &all_spans(&v)).unwrap();
+    let send = found.messages[0].send.as_ref().unwrap();
+    // socket.send.enter is record 1, the first link.transmit.enter record
+    // 15, the last link.transmit.exit record 22.
+    assert_eq!(send.start_ns, 2_000.0 - 14.0 * 10.0);
+    assert_eq!(send.stop_ns, 3_100.0 - 21.0 * 10.0);
+    assert_eq!(send.probes, 21);
+}
+
+#[test]
+fn a_trace_without_the_message_marks_has_no_messages() {
+    let mut all = sender();
+    all.retain(|r| r.loc != at("app.message.send"));
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v)).unwrap();
+    assert!(found.messages.is_empty());
+}
+
+#[test]
+fn a_table_without_the_sites_is_refused_by_name() {
+    const OTHER: &[Location] = &[loc(
+        "something.else",
+        Layer::App,
+        Kind::Point,
+        Category::None,
+        None,
+    )];
+    let trace = Trace::new(TraceHeader::new(1e9, 0.0, 0, "x"), OTHER, Vec::new());
+    let v = TraceView::new(&trace).unwrap();
+    let err = analyse(&v, &all_spans(&v)).unwrap_err().to_string();
+    assert!(err.contains("app.message.send"), "{err}");
+}
