@@ -93,6 +93,7 @@ impl Bench {
             ipv4: None,
             ipv6: vec![Ipv6Cidr::new(host_addr(), 64).unwrap()],
             advertise: Vec::new(),
+            dad_transmits: None,
         };
         let mut config = HostConfig::new("host", router);
         config.seed = 1;

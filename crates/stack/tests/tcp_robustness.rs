@@ -672,6 +672,7 @@ fn restart(sim: &mut Simulator, name: &str) {
         ipv4: spec.ipv4,
         ipv6: spec.ipv6.clone(),
         advertise: Vec::new(),
+        dad_transmits: None,
     };
     *h = Host::new(config, vec![interface], &routes).unwrap();
 }

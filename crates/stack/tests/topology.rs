@@ -17,7 +17,13 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-const EXAMPLES: [&str; 3] = ["default.toml", "two-routers.toml", "impaired.toml"];
+const EXAMPLES: [&str; 5] = [
+    "default.toml",
+    "two-routers.toml",
+    "impaired.toml",
+    "fast-ethernet.toml",
+    "unlimited.toml",
+];
 
 #[test]
 fn the_default_network_is_host_router_host() {
@@ -80,6 +86,46 @@ fn printing_and_reading_back_gives_the_same_topology() {
         let printed = topology.to_toml_string();
         assert_eq!(Topology::from_toml_str(&printed), Ok(topology), "{printed}");
     }
+}
+
+#[test]
+fn dad_transmits_zero_makes_static_addresses_usable_at_once() {
+    let topology = Topology::load(example("fast-ethernet.toml")).unwrap();
+    for host in topology.hosts() {
+        assert_eq!(host.interfaces[0].dad_transmits, Some(0), "{}", host.name);
+    }
+    let mut sim = stack::runner::Simulator::new(&topology, None).unwrap();
+    sim.run_for(Duration::from_millis(1));
+    let now = sim.now();
+    let state = sim.host("host-a").unwrap().state(now);
+    let nte = |address: &str| {
+        state.interfaces[0]
+            .ntes
+            .iter()
+            .find(|n| n.address == address)
+            .unwrap_or_else(|| panic!("{address} in {:?}", state.interfaces[0].ntes))
+            .clone()
+    };
+    // No solicitation was sent and the address is preferred 1 ms in; with
+    // the default (one transmit) it would stay tentative for a second.
+    let static_address = nte("2001:db8:1::a");
+    assert_eq!(static_address.state, "PREFERRED");
+    assert_eq!(static_address.dad_transmits, 0);
+
+    let with_dad = std::fs::read_to_string(example("fast-ethernet.toml"))
+        .unwrap()
+        .replace("dad_transmits = 0\n", "");
+    let topology = Topology::from_toml_str(&with_dad).unwrap();
+    assert_eq!(topology.hosts().next().unwrap().interfaces[0].dad_transmits, None);
+    let mut sim = stack::runner::Simulator::new(&topology, None).unwrap();
+    sim.run_for(Duration::from_millis(1));
+    let state = sim.host("host-a").unwrap().state(sim.now());
+    let tentative = state.interfaces[0]
+        .ntes
+        .iter()
+        .find(|n| n.address == "2001:db8:1::a")
+        .unwrap();
+    assert_eq!(tentative.state, "TENTATIVE");
 }
 
 #[test]

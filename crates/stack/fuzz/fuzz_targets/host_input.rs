@@ -55,6 +55,7 @@ fuzz_target!(|data: &[u8]| {
         ipv4: Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 1), 24),
         ipv6: vec![Ipv6Cidr::new("2001:db8::1".parse().unwrap(), 64).unwrap()],
         advertise: Vec::new(),
+        dad_transmits: None,
     };
     let Ok(mut host) = Host::new(config, vec![interface], &[]) else {
         return;

@@ -94,6 +94,7 @@ impl NetworkBuilder {
                     mac: spec.mac,
                     ipv4: spec.ipv4,
                     ipv6: spec.ipv6.clone(),
+                    dad_transmits: spec.dad_transmits,
                     advertise: spec
                         .advertise
                         .iter()

@@ -51,6 +51,8 @@ pub(super) struct InterfaceFile {
     pub ipv6: Vec<Ipv6Cidr>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advertise: Vec<AdvertiseFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dad_transmits: Option<u32>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -163,6 +165,7 @@ impl InterfaceFile {
                 .iter()
                 .map(AdvertiseFile::from)
                 .collect(),
+            dad_transmits: interface.dad_transmits,
         }
     }
 }

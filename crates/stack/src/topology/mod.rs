@@ -19,6 +19,7 @@
 //! name = "eth0"
 //! mac = "02:00:5e:00:53:01"       # default: derived from the names
 //! mtu = 1500                      # default 1500, at least 1280
+//! dad_transmits = 0               # RFC 4862 DupAddrDetectTransmits, default 1
 //! ipv4 = "192.0.2.1/24"
 //! ipv6 = ["2001:db8:a::1/64"]
 //! [[router.interface.advertise]]
@@ -142,6 +143,8 @@ pub struct InterfaceSpec {
     pub ipv6: Vec<Ipv6Cidr>,
     /// Prefixes put in router advertisements (routers only).
     pub advertise: Vec<PrefixAdvertisement>,
+    /// DupAddrDetectTransmits (RFC 4862 §5.1); `None` for the default, 1.
+    pub dad_transmits: Option<u32>,
 }
 
 /// A Prefix Information option a router sends (RFC 4861 §4.6.2).

@@ -329,6 +329,7 @@ fn interface_from_file(
         ipv4: interface.ipv4,
         ipv6: interface.ipv6.clone(),
         advertise,
+        dad_transmits: interface.dad_transmits,
     })
 }
 

@@ -542,6 +542,7 @@ pub fn build_host(
             .map(|c| c.parse::<Ipv4Cidr>().expect("IPv4 CIDR")),
         ipv6,
         advertise,
+        dad_transmits: None,
     };
     Host::new(config, vec![interface], routes).expect("build host")
 }

@@ -124,6 +124,9 @@ pub struct InterfaceConfig {
     pub ipv6: Vec<Ipv6Cidr>,
     /// Prefixes to advertise (router mode).
     pub advertise: Vec<AdvertisedPrefix>,
+    /// DupAddrDetectTransmits (RFC 4862 §5.1) when not the default of 1;
+    /// 0 disables DAD, so addresses are usable at once.
+    pub dad_transmits: Option<u32>,
 }
 
 /// A static route: `to` via the neighbour `via`.
@@ -283,6 +286,9 @@ impl Host {
                 random_seed: Some(rng.next_u64()),
                 // Routers do not solicit (RFC 4861 §6.3.7 is for hosts).
                 solicit_routers: !config.router,
+                dup_addr_detect_transmits: spec
+                    .dad_transmits
+                    .unwrap_or(AddressConfig::default().dup_addr_detect_transmits),
                 ..AddressConfig::default()
             };
             let neighbor = NeighborConfig {
