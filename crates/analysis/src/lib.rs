@@ -7,10 +7,19 @@
 //!   receive paths, with the cost categories inside them;
 //! * [`profile`]: exclusive time per function and category (CPU shares);
 //! * [`sweep`]: per-size figures over a sweep of message sizes;
-//! * [`trend`]: least-squares trend lines and steps at MTU multiples.
+//! * [`trend`]: least-squares trend lines and steps at MTU multiples;
+//! * [`queues`]: the four IPC queues' length over time, delay and rates
+//!   (the SunOS study's queue figures);
+//! * [`histogram`]: log-binned histograms with order statistics, and the
+//!   per-layer processing-delay histograms of the spans;
+//! * [`callpath`]: the common call path of one message as a tree with
+//!   times (the IPv6 study's Figures 4.6 and 4.7).
 
+pub mod callpath;
+pub mod histogram;
 pub mod messages;
 pub mod profile;
+pub mod queues;
 pub mod spans;
 pub mod sweep;
 pub mod trend;

@@ -97,7 +97,7 @@ pub struct SweepArgs {
     out: Option<PathBuf>,
 }
 
-fn protocol(name: &str) -> Option<Protocol> {
+pub(crate) fn protocol(name: &str) -> Option<Protocol> {
     match name {
         "tcp" => Some(Protocol::Tcp),
         "udp" => Some(Protocol::Udp),
@@ -106,7 +106,7 @@ fn protocol(name: &str) -> Option<Protocol> {
     }
 }
 
-fn stack(name: &str) -> Option<StackKind> {
+pub(crate) fn stack(name: &str) -> Option<StackKind> {
     match name {
         "kernel" => Some(StackKind::Kernel),
         "ref" => Some(StackKind::Ref),
@@ -114,7 +114,7 @@ fn stack(name: &str) -> Option<StackKind> {
     }
 }
 
-fn family(name: &str) -> Option<Family> {
+pub(crate) fn family(name: &str) -> Option<Family> {
     match name {
         "4" | "ipv4" => Some(Family::V4),
         "6" | "ipv6" => Some(Family::V6),

@@ -66,6 +66,9 @@ pub fn render(report: &Report) -> String {
         for run in &exp.runs {
             run_section(&mut h, &exp.name, run);
         }
+        for sweep in &exp.sweeps {
+            crate::sweep_html::section(&mut h, &exp.name, sweep);
+        }
     }
     h.push_str("</body></html>\n");
     h
@@ -80,6 +83,9 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
         escape(&run.family),
         escape(&run.link)
     );
+    if !run.title.is_empty() {
+        let _ = write!(h, "<p>{}</p>", escape(&run.title));
+    }
     let _ = write!(
         h,
         "<p class=\"note\">{} sizes × {} repetitions after {} warm-up messages; {} of {} messages delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it.</p>",
@@ -95,12 +101,19 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
         run.probes.probes_per_message,
         run.probes.overhead_per_message_ns / 1e3,
     );
-    trend_table(h, run);
-    h.push_str("<div class=\"plots\">");
-    for (path, trends, receive) in [("send", &run.send, false), ("receive", &run.receive, true)] {
-        h.push_str(&plot::xy_chart(&latency_chart(run, path, trends, receive)));
+    let sweep = run.points.len() >= 2;
+    if sweep {
+        trend_table(h, run);
     }
-    h.push_str(&plot::xy_chart(&throughput_chart(run)));
+    per_size_table(h, run);
+    h.push_str("<div class=\"plots\">");
+    if sweep {
+        for (path, trends, receive) in [("send", &run.send, false), ("receive", &run.receive, true)]
+        {
+            h.push_str(&plot::xy_chart(&latency_chart(run, path, trends, receive)));
+        }
+        h.push_str(&plot::xy_chart(&throughput_chart(run)));
+    }
     h.push_str(&plot::stacked_chart(&shares_chart(run, false)));
     if let Some(profile) = &run.sender_profile {
         h.push_str(&plot::bar_chart(&BarChart {
@@ -117,6 +130,62 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     h.push_str("</div>");
     share_table(h, run);
     cpu_table(h, run);
+    if !run.components.rows.is_empty() {
+        crate::sweep_html::table_html(h, &run.components);
+    }
+    if let Some(tree) = &run.call_tree {
+        h.push_str(&crate::queues_html::call_tree(
+            &format!("{}: the common send path of one message", run.id),
+            tree,
+        ));
+    }
+    for (side, layers) in [
+        ("sender", &run.sender_layers),
+        ("receiver", &run.receiver_layers),
+    ] {
+        if !layers.is_empty() {
+            h.push_str(&crate::queues_html::span_histograms(
+                &format!("{}: processing time per layer, {side}", run.id),
+                layers,
+            ));
+        }
+    }
+    // A sweep's queues in a table; a run of a few sizes (a focused
+    // experiment) with every queue's plots.
+    if run.points.len() <= 4 {
+        h.push_str(&crate::queues_html::queues(&run.queues));
+    } else {
+        h.push_str(&crate::queues_html::queue_table(&run.queues));
+    }
+}
+
+/// Each size's mean latencies, for runs of a few sizes (a sweep's are in
+/// its CSV and plots).
+fn per_size_table(h: &mut String, run: &MessagesRun) {
+    if run.points.len() > 4 {
+        return;
+    }
+    h.push_str("<table><tr><th class=\"l\">size B</th><th>messages</th><th>send start µs</th><th>send stop µs</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send KB/s</th></tr>");
+    let stat = |s: Option<&analysis::sweep::Stat>| {
+        s.map_or("-".to_string(), |s| {
+            format!("{:.1} ± {:.1}", s.mean, s.stdev)
+        })
+    };
+    for p in &run.points {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            p.size,
+            p.messages,
+            stat(p.send.as_ref().map(|f| &f.start_us)),
+            stat(p.send.as_ref().map(|f| &f.stop_us)),
+            stat(p.receive.as_ref().map(|f| &f.start_us)),
+            stat(p.receive.as_ref().map(|f| &f.stop_us)),
+            stat(p.one_way_us.as_ref()),
+            p.send.as_ref().map_or("-".into(), |f| format!("{:.0}", f.throughput_kbps)),
+        );
+    }
+    h.push_str("</table>");
 }
 
 fn fit_cell(fit: &Option<Fit>, x: &str, y: &str) -> String {

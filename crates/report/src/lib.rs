@@ -2,9 +2,12 @@
 //! tables, the probe traces, `timeline.json` and pcapng captures
 //! (DESIGN.md, "Analysis and report").
 
+pub mod capture;
 pub mod html;
 pub mod model;
 pub mod plot;
+pub mod queues_html;
+mod sweep_html;
 pub mod tables;
 
 use std::fs::File;

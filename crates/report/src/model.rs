@@ -1,7 +1,10 @@
 //! What a report holds: the figures of every experiment run, as
 //! `summary.json` serialises them and the HTML and CSV present them.
 
+use analysis::callpath::CallTree;
+use analysis::histogram::SpanHistograms;
 use analysis::profile::ThreadProfile;
+use analysis::queues::{QueueCounts, QueueStats, QueueTrace, Rates};
 use analysis::sweep::{PathTrends, SizePoint};
 use serde::Serialize;
 
@@ -18,6 +21,8 @@ pub struct Report {
     pub machine: serde_json::Value,
     pub calibration: Calibration,
     pub experiments: Vec<Experiment>,
+    /// What went into `trace.pcapng`, if any run captured packets.
+    pub capture: Option<crate::capture::MergeStats>,
 }
 
 /// The clock and probe cost every figure rests on.
@@ -38,12 +43,16 @@ pub struct Experiment {
     pub source: String,
     pub description: String,
     pub runs: Vec<MessagesRun>,
+    /// Throughput and delay sweeps.
+    pub sweeps: Vec<SweepRun>,
 }
 
 /// One run of traced single messages over a sweep of sizes.
 #[derive(Debug, Clone, Serialize)]
 pub struct MessagesRun {
     pub id: String,
+    /// The recipe's caption for the run (may be empty).
+    pub title: String,
     pub protocol: String,
     pub family: String,
     pub link: String,
@@ -64,8 +73,31 @@ pub struct MessagesRun {
     pub receiver_profile: Option<ThreadProfile>,
     pub cpu: RunCpu,
     pub probes: ProbeHealth,
+    /// The per-component delays (the SunOS study's Table 1).
+    pub components: Table,
+    /// The common call path of the measured messages' send path (the IPv6
+    /// study's Figures 4.6 / 4.7).
+    pub call_tree: Option<CallTree>,
+    /// Processing time per layer on each side.
+    pub sender_layers: Vec<SpanHistograms>,
+    pub receiver_layers: Vec<SpanHistograms>,
+    /// Every queue of every host thread; the series are drawn in the HTML
+    /// and left out of `summary.json` (see `queue_summary`).
+    #[serde(skip)]
+    pub queues: Vec<QueueTrace>,
+    pub queue_summary: Vec<QueueSummary>,
     /// Files of this run, relative to the report directory.
     pub files: RunFiles,
+}
+
+/// One queue's figures without its series.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueSummary {
+    pub queue: String,
+    pub host: String,
+    pub counts: QueueCounts,
+    pub stats: QueueStats,
+    pub rates: Rates,
 }
 
 /// Process-level CPU of the two host threads over the messages.
@@ -99,4 +131,54 @@ pub struct RunFiles {
     pub timeline: String,
     pub sizes_csv: String,
     pub cpu_csv: String,
+}
+
+/// One throughput or delay sweep: its points as `stackscope sweep` writes
+/// them, a plot and tables made for reading.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepRun {
+    pub id: String,
+    pub title: String,
+    /// `throughput` or `delay`.
+    pub mode: String,
+    pub link: String,
+    pub reps: u32,
+    /// CPU-bound background processes during the run.
+    pub load: u32,
+    /// Every point's columns by name (the sweep CSV's columns).
+    pub points: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// The plot: one series per stack / protocol / family.
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+    pub series: Vec<Series>,
+    /// The readable tables, first the points.
+    pub tables: Vec<Table>,
+    /// A point that failed and stopped the run, if one did.
+    pub failure: Option<String>,
+    /// The sweep's CSV, relative to the report directory.
+    pub csv: String,
+}
+
+/// One line of a plot: mean and, when there were repetitions, standard
+/// deviation per x.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<SeriesPoint>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SeriesPoint {
+    pub x: f64,
+    pub y: f64,
+    pub stdev: Option<f64>,
+}
+
+/// A table already formatted for reading.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Table {
+    pub caption: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
 }

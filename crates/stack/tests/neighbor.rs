@@ -35,6 +35,26 @@ fn cache() -> Cache {
     NeighborCache::new(NeighborConfig::default())
 }
 
+#[test]
+fn the_default_queue_holds_a_largest_datagrams_fragments() {
+    // 65 527 bytes of UDP over IPv6 at MTU 1500: 46 fragments of up to 1448.
+    let fragments = (65_527u32 + 8).div_ceil(1448);
+    assert_eq!(fragments, 46);
+    let mut c = cache();
+    let target = ip(1);
+    assert!(matches!(
+        c.lookup(ms(0), target, 0),
+        Resolution::Queued { dropped: None } | Resolution::Solicit { .. }
+    ));
+    for packet in 1..fragments {
+        assert_eq!(
+            c.lookup(ms(0), target, packet),
+            Resolution::Queued { dropped: None },
+            "fragment {packet}"
+        );
+    }
+}
+
 fn with_capacity(capacity: usize) -> Cache {
     NeighborCache::new(NeighborConfig {
         capacity,
@@ -150,7 +170,10 @@ fn unsolicited_na_resolves_to_stale_and_sending_the_queue_delays() {
 
 #[test]
 fn queue_overflow_drops_the_oldest() {
-    let mut c = cache(); // 3 per entry
+    let mut c = NeighborCache::new(NeighborConfig {
+        max_queued_per_entry: 3,
+        ..NeighborConfig::default()
+    });
     let target = ip(1);
     let _ = c.lookup(ms(0), target, 1);
     assert_eq!(

@@ -409,6 +409,53 @@ fn a_zero_window_is_probed_until_a_lost_window_update_is_repeated() {
     assert_eq!(a.counters().retransmission_timeouts, 0);
 }
 
+#[test]
+fn a_receive_buffer_below_one_mss_sends_one_window_update_per_read() {
+    // The SunOS study's stop-and-wait run: 1 KB socket buffers, 1024-byte
+    // messages. Reads that find nothing must not send ACKs; each read
+    // that empties the buffer sends one window update.
+    let mut net = Net::new(1, 0);
+    net.b_config.recv_buffer = 1024;
+    let pool = pool();
+    let mut a = client(5);
+    let mut b = None;
+    let messages = 20;
+    let data = pattern(1024 * messages);
+    let mut written = 0;
+    let received = std::cell::RefCell::new(Vec::new());
+    let mut buf = vec![0u8; 4096];
+    let mut empty_reads = 0u64;
+    run(
+        &mut net,
+        &mut a,
+        &mut b,
+        Duration::from_secs(60),
+        |_, a, b| {
+            if written < data.len() && a.state() == State::Established {
+                written += a.send(&pool, &data[written..]).unwrap_or(0);
+            }
+            if let Some(b) = b.as_mut() {
+                let n = b.recv(&mut buf);
+                if n == 0 {
+                    empty_reads += 1;
+                }
+                received.borrow_mut().extend_from_slice(&buf[..n]);
+            }
+        },
+        |_, _| received.borrow().len() == data.len(),
+    );
+    assert!(received.into_inner() == data);
+    assert!(empty_reads > 100, "the reader polled: {empty_reads}");
+    // B sends: the SYN-ACK, an ACK per data segment and a window update
+    // per read that emptied its buffer; an ACK per empty read would be
+    // hundreds.
+    let from_b = b.unwrap().counters().segments_sent;
+    assert!(
+        from_b <= 1 + 2 * messages as u64 + 4,
+        "B sent {from_b} segments for {messages} messages"
+    );
+}
+
 /// Moves `len` bytes with every `loss_every`-th segment lost, with or
 /// without SACK; returns the sender's counters.
 fn lossy_transfer(

@@ -116,7 +116,10 @@ fn dad_transmits_zero_makes_static_addresses_usable_at_once() {
         .unwrap()
         .replace("dad_transmits = 0\n", "");
     let topology = Topology::from_toml_str(&with_dad).unwrap();
-    assert_eq!(topology.hosts().next().unwrap().interfaces[0].dad_transmits, None);
+    assert_eq!(
+        topology.hosts().next().unwrap().interfaces[0].dad_transmits,
+        None
+    );
     let mut sim = stack::runner::Simulator::new(&topology, None).unwrap();
     sim.run_for(Duration::from_millis(1));
     let state = sim.host("host-a").unwrap().state(sim.now());

@@ -3,6 +3,7 @@
 
 pub mod recipe;
 mod run;
+mod sweep_run;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -19,10 +20,24 @@ use report::model::{Calibration, Report};
 
 /// The recipes `stackscope lab` runs, built in so it needs no files. The
 /// same text is in `experiments/`.
-const LAB_RECIPES: &[(&str, &str)] = &[(
-    "experiments/xie1999.toml",
-    include_str!("../../../../experiments/xie1999.toml"),
-)];
+const LAB_RECIPES: &[(&str, &str)] = &[
+    (
+        "experiments/xie1999.toml",
+        include_str!("../../../../experiments/xie1999.toml"),
+    ),
+    (
+        "experiments/papadopoulos1993.toml",
+        include_str!("../../../../experiments/papadopoulos1993.toml"),
+    ),
+    (
+        "experiments/taler1992.toml",
+        include_str!("../../../../experiments/taler1992.toml"),
+    ),
+    (
+        "experiments/draves1998.toml",
+        include_str!("../../../../experiments/draves1998.toml"),
+    ),
+];
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -80,7 +95,7 @@ fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -
     let full_command = format!("{command}{}", if quick { " --quick" } else { "" });
     eprintln!("stackscope: calibrating the counter and the probe overhead");
     let calibration = calibrate();
-    let total: u64 = recipes.iter().map(|r| run::messages_in(r, quick)).sum();
+    let total: u64 = recipes.iter().map(|r| run::steps_in(r, quick)).sum();
     let bar = progress_bar(total);
     let progress = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -94,10 +109,11 @@ fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -
         })
     };
     let mut experiments = Vec::with_capacity(recipes.len());
+    let mut captures = Vec::new();
     let mut failure = None;
     for recipe in recipes {
         bar.set_message(recipe.name.clone());
-        match run::run_recipe(recipe, quick, &calibration, &dir, &progress) {
+        match run::run_recipe(recipe, quick, &calibration, &dir, &progress, &mut captures) {
             Ok(exp) => experiments.push(exp),
             Err(e) => {
                 failure = Some(e);
@@ -111,6 +127,7 @@ fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -
     if let Some(e) = failure {
         return Err(e);
     }
+    let capture = merge_captures(&dir, &captures)?;
     let environment = traffic::env::Environment::detect(
         traffic::spec::StackKind::Ref,
         "reference stack on the threaded runner",
@@ -123,12 +140,39 @@ fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -
         machine: serde_json::to_value(&environment).unwrap_or_default(),
         calibration,
         experiments,
+        capture,
     };
     report::write(&dir, &report)?;
     copy_primary_timeline(&dir, &report)?;
     println!("{}", summary_text(&report));
     println!("report: {}", dir.join("report.html").display());
     Ok(())
+}
+
+/// `trace.pcapng`: every interface of every messages run in one file,
+/// runs one after the other, traced packets commented with their message.
+fn merge_captures(
+    dir: &Path,
+    captures: &[run::RunCapture],
+) -> Result<Option<report::capture::MergeStats>> {
+    if captures.is_empty() {
+        return Ok(None);
+    }
+    let inputs: Vec<report::capture::CaptureInput> = captures
+        .iter()
+        .flat_map(|c| {
+            c.files
+                .iter()
+                .map(|(path, prefix)| report::capture::CaptureInput {
+                    path: path.clone(),
+                    prefix: prefix.clone(),
+                    offset_ns: c.offset_ns,
+                    messages: Some(&c.messages),
+                })
+        })
+        .collect();
+    let stats = report::capture::merge(&inputs, &dir.join("trace.pcapng"))?;
+    Ok(Some(stats))
 }
 
 /// `timeline.json` beside the report: the first run's timeline (every
@@ -146,6 +190,31 @@ fn summary_text(report: &Report) -> String {
     let mut lines = Vec::new();
     for exp in &report.experiments {
         for run in &exp.runs {
+            if let [point] = run.points.as_slice() {
+                let mean = |f: Option<&analysis::sweep::PathFigures>, stop: bool| {
+                    f.map_or("-".to_string(), |f| {
+                        format!(
+                            "{:.1} µs",
+                            if stop {
+                                f.stop_us.mean
+                            } else {
+                                f.start_us.mean
+                            }
+                        )
+                    })
+                };
+                lines.push(format!(
+                    "{}/{} {} B: send start {}, stop {}; receive start {}, stop {}",
+                    exp.name,
+                    run.id,
+                    point.size,
+                    mean(point.send.as_ref(), false),
+                    mean(point.send.as_ref(), true),
+                    mean(point.receive.as_ref(), false),
+                    mean(point.receive.as_ref(), true),
+                ));
+                continue;
+            }
             for (path, trends) in [("send", &run.send), ("receive", &run.receive)] {
                 let line = |fit: &Option<analysis::trend::Fit>| {
                     fit.map_or("-".to_string(), |f| {
@@ -203,7 +272,7 @@ fn progress_bar(total: u64) -> ProgressBar {
     }
     let bar = ProgressBar::new(total);
     if let Ok(style) = ProgressStyle::with_template(
-        "{bar:30} {pos}/{len} messages, {elapsed} (eta {eta})  {wide_msg}",
+        "{bar:30} {pos}/{len} steps, {elapsed} (eta {eta})  {wide_msg}",
     ) {
         bar.set_style(style);
     }

@@ -5,43 +5,82 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
+use std::collections::BTreeMap;
+
+use analysis::callpath::{self, MessageSpans};
+use analysis::histogram::{self, SpanHistograms};
+use analysis::queues::{self, QueueOptions, QueueTrace};
 use analysis::{profile, spans, sweep, TraceView};
-use report::model::{Calibration, Experiment, MessagesRun, ProbeHealth, RunCpu, RunFiles};
+use report::capture::{Message, RunMessages};
+use report::model::{
+    Calibration, Experiment, MessagesRun, ProbeHealth, QueueSummary, RunCpu, RunFiles, Table,
+};
 use stack::topology::Topology;
 use traffic::reference::messages::{self, MessagesSpec};
 use traffic::spec::{Family, Protocol};
 
-use super::recipe::{Recipe, Run, RunKind};
+use super::recipe::{MessagesPlan, Plan, Recipe, Run};
+use super::sweep_run;
 
-/// Records per host thread's ring: 4 Mi records (128 MiB) holds the full
-/// sweep with room to spare; a fuller ring drops and says so.
-const TRACE_CAPACITY: usize = 4 << 20;
+/// Records per host thread's ring: 2 Mi records (64 MiB) holds the full
+/// xie1999 sweep several times over; a fuller ring drops and says so.
+const TRACE_CAPACITY: usize = 2 << 20;
+
+/// Most points of a queue's length series (peaks are kept).
+const QUEUE_POINTS: usize = 1500;
 
 /// How long the sender waits for the receiver to have one message.
 const MESSAGE_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs every run of `recipe` into `dir`; `progress` counts messages sent.
+/// A messages run's captures, merged into `trace.pcapng` once every run
+/// is done.
+pub struct RunCapture {
+    /// Each interface's pcapng and its name in the merged file.
+    pub files: Vec<(PathBuf, String)>,
+    /// The run's start, ns since the Unix epoch (the captures' clock starts
+    /// near zero with the run).
+    pub offset_ns: u64,
+    pub messages: RunMessages,
+}
+
 pub fn run_recipe(
     recipe: &Recipe,
     quick: bool,
     calibration: &Calibration,
     dir: &Path,
     progress: &Arc<AtomicU64>,
+    captures: &mut Vec<RunCapture>,
 ) -> Result<Experiment> {
-    let mut runs = Vec::with_capacity(recipe.runs.len());
+    let mut runs = Vec::new();
+    let mut sweeps = Vec::new();
     for run in &recipe.runs {
-        let figures = match run.kind {
-            RunKind::Messages => run_messages(recipe, run, quick, calibration, dir, progress)
-                .with_context(|| format!("{} / {}", recipe.name, run.id))?,
-        };
-        runs.push(figures);
+        let context = || format!("{} / {}", recipe.name, run.id);
+        match &run.plan {
+            Plan::Messages(plan) => runs.push(
+                run_messages(
+                    recipe,
+                    run,
+                    plan,
+                    quick,
+                    calibration,
+                    dir,
+                    progress,
+                    captures,
+                )
+                .with_context(context)?,
+            ),
+            Plan::Sweep(plan) => sweeps.push(
+                sweep_run::run(recipe, run, plan, quick, dir, progress).with_context(context)?,
+            ),
+        }
     }
     Ok(Experiment {
         name: recipe.name.clone(),
@@ -49,22 +88,27 @@ pub fn run_recipe(
         source: recipe.source.clone(),
         description: recipe.description.clone(),
         runs,
+        sweeps,
     })
 }
 
-/// Messages a run sends (for progress bars).
-pub fn messages_in(recipe: &Recipe, quick: bool) -> u64 {
+/// Steps a recipe takes (for progress bars): messages sent, and sweep
+/// points times repetitions.
+pub fn steps_in(recipe: &Recipe, quick: bool) -> u64 {
     recipe
         .runs
         .iter()
-        .map(|r| {
-            let (sizes, reps) = plan(r, quick);
-            sizes.len() as u64 * u64::from(reps) + u64::from(r.warmup)
+        .map(|r| match &r.plan {
+            Plan::Messages(m) => {
+                let (sizes, reps) = sizes_and_reps(m, quick);
+                sizes.len() as u64 * u64::from(reps) + u64::from(m.warmup)
+            }
+            Plan::Sweep(s) => sweep_run::steps(s, quick),
         })
         .sum()
 }
 
-fn plan(run: &Run, quick: bool) -> (&[usize], u32) {
+fn sizes_and_reps(run: &MessagesPlan, quick: bool) -> (&[usize], u32) {
     if quick {
         (&run.quick_sizes, run.quick_reps)
     } else {
@@ -76,7 +120,7 @@ fn plan(run: &Run, quick: bool) -> (&[usize], u32) {
 /// less the timestamp option and the trace option), or for UDP one
 /// fragment's share of the datagram (RFC 8200 §4.5: fragments carry a
 /// multiple of 8 bytes).
-fn segment_bytes(run: &Run, mtu: usize) -> f64 {
+fn segment_bytes(run: &MessagesPlan, mtu: usize) -> f64 {
     const TIMESTAMPS: usize = 12;
     let (ip, trace) = match run.family {
         Family::V6 => (40, wire::trace_option::IPV6_HEADER_LEN),
@@ -91,36 +135,43 @@ fn segment_bytes(run: &Run, mtu: usize) -> f64 {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_messages(
     recipe: &Recipe,
     run: &Run,
+    plan: &MessagesPlan,
     quick: bool,
     calibration: &Calibration,
     dir: &Path,
     progress: &Arc<AtomicU64>,
+    captures: &mut Vec<RunCapture>,
 ) -> Result<MessagesRun> {
     let topology = Topology::from_toml_str(run.link.topology_toml())
         .map_err(|e| anyhow::anyhow!("the {} link profile: {e}", run.link.name()))?;
-    let (sizes, reps) = plan(run, quick);
+    let (sizes, reps) = sizes_and_reps(plan, quick);
     let stem = format!("{}-{}", recipe.name, run.id);
     let pcap_dir = dir.join("pcap").join(&stem);
     std::fs::create_dir_all(&pcap_dir)
         .with_context(|| format!("creating {}", pcap_dir.display()))?;
     let spec = MessagesSpec {
-        protocol: run.protocol,
-        family: run.family,
+        protocol: plan.protocol,
+        family: plan.family,
         sizes: sizes.to_vec(),
         reps,
-        sockbuf: run.sockbuf,
+        sockbuf: plan.sockbuf,
         port: 5001,
         wait: MESSAGE_WAIT,
         trace_capacity: TRACE_CAPACITY,
         gate: probe::Mode::All,
-        pcap_dir: Some(pcap_dir),
-        warmup: run.warmup,
+        pcap_dir: Some(pcap_dir.clone()),
+        warmup: plan.warmup,
         progress: Some(Arc::clone(progress)),
     };
+    let began = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
     let result = messages::run(&topology, &spec)?;
+    captures.push(run_capture(recipe, run, &pcap_dir, began, &result)?);
     let trace = result.trace(
         calibration.counter_hz,
         calibration.overhead_cycles,
@@ -157,7 +208,7 @@ fn run_messages(
         bail!("the trace holds no measured message: were probes compiled in?");
     }
     let points = sweep::by_size(&found);
-    let segment = segment_bytes(run, 1500);
+    let segment = segment_bytes(plan, 1500);
     let thread_profile = |thread: Option<u16>| {
         thread.and_then(|t| all.get(&t).map(|s| profile::thread_profile(&view, t, s)))
     };
@@ -176,14 +227,72 @@ fn run_messages(
         all.values().fold((0, 0), |(u, c), s: &spans::ThreadSpans| {
             (u + s.unmatched_exits, c + s.unclosed)
         });
+    let host_of = |thread: u16| {
+        result
+            .threads
+            .iter()
+            .find(|t| t.thread == thread)
+            .map_or_else(|| format!("thread {thread}"), |t| t.host.clone())
+    };
+    let mut queues = queues::analyse(
+        &view,
+        &QueueOptions {
+            max_points: QUEUE_POINTS,
+            ..QueueOptions::default()
+        },
+    );
+    for q in &mut queues {
+        q.queue = format!("{} on {}", q.queue, host_of(q.thread));
+    }
+    let one_thread = |thread: Option<u16>| -> BTreeMap<u16, spans::ThreadSpans> {
+        thread
+            .and_then(|t| all.get(&t).map(|s| (t, s.clone())))
+            .into_iter()
+            .collect()
+    };
+    let sender_spans = one_thread(found.sender_thread);
+    let receiver_spans = one_thread(found.receiver_thread);
+    let layers = |spans: &BTreeMap<u16, spans::ThreadSpans>| {
+        histogram::layer_histograms(&view, spans, histogram::DEFAULT_BINS_PER_DECADE)
+    };
+    let call_tree = found.sender_thread.and_then(|t| {
+        let spans = all.get(&t)?;
+        let roots: Vec<(u64, Vec<usize>)> = callpath::message_roots(&view, spans, t, None)
+            .into_iter()
+            .filter(|(index, _)| !warmup.contains(index))
+            .collect();
+        let messages: Vec<MessageSpans> = roots
+            .iter()
+            .map(|(_, roots)| MessageSpans { spans, roots })
+            .collect();
+        (!messages.is_empty()).then(|| callpath::common_path(&view, &messages, 0.5))
+    });
+    let components = components_table(
+        &queues,
+        &histogram::function_histograms(&view, &sender_spans, histogram::DEFAULT_BINS_PER_DECADE),
+        &histogram::function_histograms(&view, &receiver_spans, histogram::DEFAULT_BINS_PER_DECADE),
+        found.sender_thread,
+        found.receiver_thread,
+    );
+    let queue_summary = queues
+        .iter()
+        .map(|q| QueueSummary {
+            queue: q.queue.clone(),
+            host: host_of(q.thread),
+            counts: q.counts,
+            stats: q.stats,
+            rates: q.rates,
+        })
+        .collect();
     let secs = |d: Duration| d.as_secs_f64();
     Ok(MessagesRun {
         id: run.id.clone(),
-        protocol: format!("{:?}", run.protocol).to_uppercase(),
-        family: run.family.to_string(),
+        title: run.title.clone().unwrap_or_default(),
+        protocol: format!("{:?}", plan.protocol).to_uppercase(),
+        family: plan.family.to_string(),
         link: run.link.name().to_string(),
         reps,
-        warmup: run.warmup,
+        warmup: plan.warmup,
         sent: measured.len() as u64,
         delivered: measured.iter().filter(|o| o.delivered).count() as u64,
         segment_bytes: segment,
@@ -207,6 +316,173 @@ fn run_messages(
             probes_per_message,
             overhead_per_message_ns: probes_per_message * calibration.overhead_ns,
         },
+        components,
+        call_tree,
+        sender_layers: layers(&sender_spans),
+        receiver_layers: layers(&receiver_spans),
+        queues,
+        queue_summary,
         files,
+    })
+}
+
+/// The delay of each component of the path, per packet or per call (the
+/// SunOS study's Table 1): the four queues from their probes, the
+/// protocol layers and the copy from their spans.
+fn components_table(
+    queues: &[QueueTrace],
+    sender: &[SpanHistograms],
+    receiver: &[SpanHistograms],
+    sender_thread: Option<u16>,
+    receiver_thread: Option<u16>,
+) -> Table {
+    let mut table = Table {
+        caption: "Delay in each component, per packet (queues) or per call (functions), as the SunOS study's Table 1".into(),
+        columns: ["component", "side", "mean µs", "median µs", "p99 µs", "samples"]
+            .map(String::from)
+            .to_vec(),
+        rows: Vec::new(),
+    };
+    let row = |name: &str, side: &str, s: Option<histogram::Summary>| {
+        s.map(|s| {
+            vec![
+                name.to_string(),
+                side.to_string(),
+                format!("{:.2}", s.mean / 1e3),
+                format!("{:.2}", s.median / 1e3),
+                format!("{:.2}", s.p99 / 1e3),
+                s.count.to_string(),
+            ]
+        })
+    };
+    let queue = |prefix: &str, thread: Option<u16>| {
+        queues
+            .iter()
+            .find(|q| q.queue.starts_with(prefix) && Some(q.thread) == thread)
+            .and_then(|q| q.stats.delay)
+    };
+    let function = |side: &[SpanHistograms], names: &[&str]| {
+        side.iter()
+            .find(|h| names.contains(&h.name.as_str()))
+            .and_then(|h| h.inclusive.summary)
+    };
+    let rows = [
+        row(
+            "send socket queue (written to acknowledged)",
+            "sender",
+            queue("send_socket ", sender_thread),
+        ),
+        row(
+            "copy from the application (data.copy)",
+            "sender",
+            function(sender, &["data.copy"]),
+        ),
+        row(
+            "protocol output (tcp.output / udp.output)",
+            "sender",
+            function(sender, &["tcp.output", "udp.output"]),
+        ),
+        row(
+            "IP output (ipv6.output / ipv4.output)",
+            "sender",
+            function(sender, &["ipv6.output", "ipv4.output"]),
+        ),
+        row(
+            "interface queue",
+            "sender",
+            queue("interface ", sender_thread),
+        ),
+        row(
+            "link transmit",
+            "sender",
+            function(sender, &["link.transmit"]),
+        ),
+        row(
+            "link receive",
+            "receiver",
+            function(receiver, &["link.receive"]),
+        ),
+        row(
+            "IP input queue",
+            "receiver",
+            queue("ip_input ", receiver_thread),
+        ),
+        row(
+            "IP input (ipv6.input / ipv4.input)",
+            "receiver",
+            function(receiver, &["ipv6.input", "ipv4.input"]),
+        ),
+        row(
+            "protocol input (tcp.input / udp.input)",
+            "receiver",
+            function(receiver, &["tcp.input", "udp.input"]),
+        ),
+        row(
+            "receive socket queue (queued to read)",
+            "receiver",
+            queue("receive_socket ", receiver_thread),
+        ),
+        row(
+            "copy to the application (data.copy)",
+            "receiver",
+            function(receiver, &["data.copy"]),
+        ),
+    ];
+    table.rows = rows.into_iter().flatten().collect();
+    table
+}
+
+/// The run's pcapng files (named `<host>-<interface>.pcapng` by the
+/// runner) and the label of each message for the packets that carry it.
+fn run_capture(
+    recipe: &Recipe,
+    run: &Run,
+    pcap_dir: &Path,
+    began_ns: u64,
+    result: &messages::MessagesRun,
+) -> Result<RunCapture> {
+    let mut files = Vec::new();
+    for entry in
+        std::fs::read_dir(pcap_dir).with_context(|| format!("reading {}", pcap_dir.display()))?
+    {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "pcapng") {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            files.push((path, format!("{}/{} {stem}", recipe.name, run.id)));
+        }
+    }
+    files.sort();
+    let messages = result
+        .outcomes
+        .iter()
+        .map(|o| Message {
+            sent_at_ns: o.sent_at_ns,
+            label: if o.warmup {
+                format!(
+                    "{}/{} warm-up message {}: {} B",
+                    recipe.name, run.id, o.index, o.size
+                )
+            } else {
+                format!(
+                    "{}/{} message {}: {} B, rep {}",
+                    recipe.name,
+                    run.id,
+                    o.index,
+                    o.size,
+                    o.rep + 1
+                )
+            },
+        })
+        .collect();
+    Ok(RunCapture {
+        files,
+        offset_ns: began_ns,
+        messages: RunMessages {
+            flows: vec![result.sender_flow, result.receiver_flow],
+            messages,
+        },
     })
 }

@@ -110,7 +110,10 @@ impl Default for NeighborConfig {
     fn default() -> Self {
         Self {
             capacity: 256,
-            max_queued_per_entry: 3,
+            // A 65 527-byte UDP datagram is 46 fragments at MTU 1500: all
+            // of them wait for resolution, not just the last three (RFC 4861
+            // §7.2.2 asks for at least one; Linux keeps 212 992 bytes).
+            max_queued_per_entry: 48,
             reachable_time: REACHABLE_TIME,
             random_seed: None,
             retrans_timer: RETRANS_TIMER,

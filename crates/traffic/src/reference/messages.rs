@@ -59,8 +59,11 @@ pub struct MessagesSpec {
     pub progress: Option<Arc<AtomicU64>>,
 }
 
-/// Largest message: a UDP datagram's payload over IPv6 without jumbograms.
+/// Largest UDP message: a datagram's payload over IPv6 without jumbograms.
 pub const MAX_MESSAGE: usize = 65_527;
+/// Largest TCP message: a stream has no datagram limit; 16 MiB keeps the
+/// sender's pattern buffer bounded.
+pub const MAX_TCP_MESSAGE: usize = 16 << 20;
 
 impl MessagesSpec {
     /// Refuses what cannot run, in words.
@@ -77,6 +80,7 @@ impl MessagesSpec {
         }
         let max = match (self.protocol, self.family) {
             (Protocol::Udp, Family::V4) => 65_507,
+            (Protocol::Tcp, _) => MAX_TCP_MESSAGE,
             _ => MAX_MESSAGE,
         };
         if let Some(&bad) = self.sizes.iter().find(|&&s| s == 0 || s > max) {
@@ -117,6 +121,10 @@ pub struct MessageOutcome {
     pub delivered: bool,
     /// A warm-up message, not part of the figures.
     pub warmup: bool,
+    /// When the application began sending it: the sender thread's runner
+    /// clock (`now` of the threaded runner, ns since the run's start), the
+    /// clock the pcapng captures' timestamps use.
+    pub sent_at_ns: u64,
 }
 
 /// One host thread of the run.
@@ -316,8 +324,10 @@ fn sender(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
         let mut next = 0usize;
         // The message being written: bytes taken so far, when it began.
         let mut writing: Option<(usize, Instant)> = None;
+        // The runner clock when the current message began.
+        let mut sent_at_ns = 0u64;
         let mut cpu: Option<CpuMeter> = None;
-        Box::new(move |host: &mut Host, _now| {
+        Box::new(move |host: &mut Host, now: stack::time::Instant| {
             if shared.stop.load(Ordering::Acquire) {
                 return Progress::Done;
             }
@@ -350,6 +360,7 @@ fn sender(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
                 None => {
                     let flow = socket_flow(host, sock);
                     probe::record(APP_MESSAGE_SEND, size as u32, flow, index);
+                    sent_at_ns = now.as_nanos();
                     writing = Some((0, Instant::now()));
                     if let Err(e) = write_some(host, sock, &pattern[..size], &mut writing) {
                         return shared.fail(e);
@@ -386,6 +397,7 @@ fn sender(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
                                 rep,
                                 delivered,
                                 warmup,
+                                sent_at_ns,
                             });
                         if !delivered {
                             // A lost datagram: the receiver counts from here.
@@ -554,7 +566,8 @@ fn receiver(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
                     Err(e) => return shared.fail(tcp_error("accept", e)),
                 },
                 Side::Tcp(conn) => loop {
-                    let want = size - have;
+                    // A message larger than the buffer is read in pieces.
+                    let want = (size - have).min(buf.len());
                     match host.tcp_recv(*conn, &mut buf[..want]) {
                         Ok(0) => {
                             return shared.fail(TrafficError::Invalid(

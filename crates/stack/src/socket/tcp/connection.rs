@@ -510,8 +510,11 @@ impl Connection {
         let n = self.recv.read(out);
         // RFC 9293 §3.8.6.2.2: tell the peer once the window opened by at
         // least one MSS or half the buffer (receiver-side SWS avoidance).
+        // Only a read that took bytes opens it: with a buffer smaller than
+        // an MSS, an empty read must not send the same ACK again.
         let mss = usize::from(self.local_options.mss).max(1);
-        if before < mss && self.recv.window() >= mss.min(self.recv.capacity() / 2) {
+        let threshold = mss.min(self.recv.capacity() / 2).max(1);
+        if n > 0 && before < threshold && self.recv.window() >= threshold {
             self.ack_now = true;
         }
         n

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Checks what `stackscope lab --quick` wrote: every file exists and parses,
+summary.json holds the figures the issue asks for, timeline.json is Chrome
+trace JSON, and tshark decodes trace.pcapng with no malformed packet."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+out = sys.argv[1]
+
+
+def fail(message):
+    print(f"check-lab: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def path(name):
+    p = os.path.join(out, name)
+    if not os.path.isfile(p) or os.path.getsize(p) == 0:
+        fail(f"{name} is missing or empty")
+    return p
+
+
+summary = json.load(open(path("summary.json")))
+experiments = {e["name"]: e for e in summary["experiments"]}
+for name in ["xie1999", "papadopoulos1993", "taler1992", "draves1998"]:
+    if name not in experiments:
+        fail(f"summary.json has no experiment {name}")
+
+xie = {r["id"]: r for r in experiments["xie1999"]["runs"]}
+for run_id in ["tcp", "udp"]:
+    run = xie.get(run_id) or fail(f"xie1999 has no {run_id} run")
+    for line in ["start", "stop"]:
+        fit = run["send"][line] or fail(f"xie1999/{run_id} has no send {line} trend line")
+        for key in ["a", "b", "r2"]:
+            if not math.isfinite(fit[key]):
+                fail(f"xie1999/{run_id} send {line}: {key} = {fit[key]}")
+        print(f"xie1999/{run_id} send {line}: y = {fit['a']:.3f}x + {fit['b']:.3f} (R² {fit['r2']:.3f})")
+    shares = run["send"]["category_shares"]
+    if not shares or not 0.0 < sum(shares.values()) <= 1.0001:
+        fail(f"xie1999/{run_id}: category shares {shares}")
+    if run["probes"]["dropped"] != 0:
+        fail(f"xie1999/{run_id}: the probe rings dropped {run['probes']['dropped']} records")
+    for f in run["files"].values():
+        path(f)
+
+for exp in summary["experiments"]:
+    for sweep in exp["sweeps"]:
+        label = f"{exp['name']}/{sweep['id']}"
+        if sweep["failure"]:
+            fail(f"{label} failed: {sweep['failure']}")
+        if not sweep["points"]:
+            fail(f"{label} has no point")
+        path(sweep["csv"])
+        print(f"{label}: {len(sweep['points'])} points")
+draves = experiments["draves1998"]["sweeps"][0]
+if not any("predict" in t["caption"] for t in draves["tables"]):
+    fail("draves1998 has no header-cost table")
+
+html = open(path("report.html"), encoding="utf-8").read()
+svgs = html.count("<svg")
+if svgs < 10:
+    fail(f"report.html has {svgs} plots")
+for remote in ["<script src", "<link ", "src=\"http", "href=\"http"]:
+    if remote in html:
+        fail(f"report.html fetches something ({remote!r}): it must be self-contained")
+print(f"report.html: {len(html)} bytes, {svgs} inline SVG plots")
+
+timeline = json.load(open(path("timeline.json")))
+events = timeline["traceEvents"] if isinstance(timeline, dict) else timeline
+if not events:
+    fail("timeline.json has no trace event")
+for e in events:
+    if "ph" not in e or (e["ph"] != "M" and "ts" not in e):
+        fail(f"timeline.json: not a Chrome trace event: {e}")
+print(f"timeline.json: {len(events)} events")
+
+pcap = path("trace.pcapng")
+decoded = subprocess.run(
+    ["tshark", "-r", pcap, "-T", "fields", "-e", "frame.number", "-e", "_ws.malformed", "-e", "frame.comment"],
+    capture_output=True, text=True, check=True,
+).stdout.splitlines()
+malformed = [l for l in decoded if len(l.split("\t")) > 1 and l.split("\t")[1]]
+if malformed:
+    fail(f"trace.pcapng: {len(malformed)} malformed packets, e.g. {malformed[0]}")
+comments = [l for l in decoded if len(l.split("\t")) > 2 and l.split("\t")[2]]
+if not decoded or not comments:
+    fail(f"trace.pcapng: {len(decoded)} packets, {len(comments)} with a comment")
+print(f"trace.pcapng: {len(decoded)} packets, none malformed, {len(comments)} named by message")
+print("check-lab: ok")

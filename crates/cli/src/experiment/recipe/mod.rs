@@ -1,0 +1,472 @@
+//! Experiment recipes: TOML files under `experiments/` that name a study,
+//! its runs, each run's link profile and sweep (DESIGN.md, "Traffic tools
+//! and experiments"). Every key is checked: an unknown key, a bad value or
+//! an impossible sweep is an error naming the file, line and key.
+
+use std::ops::Range;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use traffic::spec::{Family, Protocol};
+
+pub use sweep::{Prediction, SweepPlan, XAxis};
+
+mod sweep;
+
+/// A recipe as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecipe {
+    name: Spanned<String>,
+    title: String,
+    /// The study it reproduces (a file of `../shared/seeds/`).
+    source: String,
+    #[serde(default)]
+    description: String,
+    #[serde(rename = "run")]
+    runs: Vec<RawRun>,
+}
+
+/// One `[[run]]` as written: the keys of every kind, each checked against
+/// the run's kind after reading.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRun {
+    id: Spanned<String>,
+    /// `messages`, `throughput` or `delay`.
+    kind: Spanned<String>,
+    title: Option<String>,
+    /// A link profile (`fast-ethernet`, `unlimited`, `default`).
+    link: Spanned<String>,
+    sizes: Spanned<String>,
+    quick_sizes: Option<Spanned<String>>,
+    reps: Option<Spanned<u32>>,
+    quick_reps: Option<Spanned<u32>>,
+    // messages
+    protocol: Option<Spanned<String>>,
+    family: Option<Spanned<String>>,
+    warmup: Option<Spanned<u32>>,
+    sockbuf: Option<Spanned<String>>,
+    // throughput and delay (see sweep.rs)
+    pub(super) stacks: Option<Spanned<String>>,
+    pub(super) protocols: Option<Spanned<String>>,
+    pub(super) mix: Option<Spanned<String>>,
+    pub(super) families: Option<Spanned<String>>,
+    pub(super) sockbufs: Option<Spanned<String>>,
+    pub(super) quick_sockbufs: Option<Spanned<String>>,
+    pub(super) rates: Option<Spanned<String>>,
+    pub(super) quick_rates: Option<Spanned<String>>,
+    pub(super) total: Option<Spanned<String>>,
+    pub(super) quick_total: Option<Spanned<String>>,
+    pub(super) count: Option<Spanned<u64>>,
+    pub(super) quick_count: Option<Spanned<u64>>,
+    pub(super) circuits: Option<Spanned<u32>>,
+    pub(super) load: Option<Spanned<u32>>,
+    pub(super) x: Option<Spanned<String>>,
+    pub(super) predict: Option<Spanned<String>>,
+}
+
+/// A checked recipe.
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    pub name: String,
+    pub title: String,
+    pub source: String,
+    pub description: String,
+    pub runs: Vec<Run>,
+}
+
+/// A link profile: the topology the run uses (embedded, so the lab needs
+/// no files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Two hosts on a 100 Mbit/s wire, MTU 1500.
+    FastEthernet,
+    /// Two hosts on a wire with no rate limit, MTU 1500.
+    Unlimited,
+    /// host-a — router — host-b on 1 Gbit/s wires.
+    Default,
+}
+
+impl Link {
+    pub const NAMES: &'static str = "fast-ethernet, unlimited, default";
+
+    fn parse(name: &str) -> Option<Link> {
+        match name {
+            "fast-ethernet" => Some(Link::FastEthernet),
+            "unlimited" => Some(Link::Unlimited),
+            "default" => Some(Link::Default),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Link::FastEthernet => "fast-ethernet",
+            Link::Unlimited => "unlimited",
+            Link::Default => "default",
+        }
+    }
+
+    /// The topology file's text.
+    pub fn topology_toml(self) -> &'static str {
+        match self {
+            Link::FastEthernet => include_str!("../../../../../topologies/fast-ethernet.toml"),
+            Link::Unlimited => include_str!("../../../../../topologies/unlimited.toml"),
+            Link::Default => include_str!("../../../../../topologies/default.toml"),
+        }
+    }
+
+    /// The wire's rate in bits per second, if it has one.
+    pub fn rate_bps(self) -> Option<u64> {
+        match self {
+            Link::FastEthernet => Some(100_000_000),
+            Link::Unlimited => None,
+            Link::Default => Some(1_000_000_000),
+        }
+    }
+}
+
+/// One run of a recipe.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: String,
+    /// A caption for the report (default: from the kind and id).
+    pub title: Option<String>,
+    pub link: Link,
+    pub plan: Plan,
+}
+
+/// What a run measures.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Traced single messages over a sweep of sizes.
+    Messages(MessagesPlan),
+    /// Throughput or delay points (`stackscope sweep`'s grid).
+    Sweep(Box<SweepPlan>),
+}
+
+/// Traced single messages: start and stop latency per size.
+#[derive(Debug, Clone)]
+pub struct MessagesPlan {
+    pub protocol: Protocol,
+    pub family: Family,
+    pub sizes: Vec<usize>,
+    pub quick_sizes: Vec<usize>,
+    pub reps: u32,
+    pub quick_reps: u32,
+    pub warmup: u32,
+    pub sockbuf: Option<usize>,
+}
+
+/// A recipe that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct RecipeError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Largest size a run may ask for (a TCP message; UDP's are smaller).
+const MAX_SIZE: u64 = traffic::reference::messages::MAX_TCP_MESSAGE as u64;
+/// Most messages one run may send (sizes × repetitions).
+const MAX_MESSAGES: u64 = 100_000;
+
+/// Reads and checks the recipe at `path`.
+pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| RecipeError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(&file, &text)
+}
+
+/// Makes errors that point into one recipe's text.
+pub(super) struct Locator<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    pub(super) fn at(&self, span: Range<usize>, message: String) -> RecipeError {
+        let (line, column) = line_column(self.text, span.start);
+        RecipeError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+/// A name that becomes part of file names.
+fn file_name_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Checks recipe `text`; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
+    let loc = Locator { file, text };
+    let raw: RawRecipe = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        loc.at(span, e.message().to_string())
+    })?;
+    if raw.runs.is_empty() {
+        return Err(loc.at(0..0, "the recipe has no [[run]]".into()));
+    }
+    let name = raw.name.get_ref().clone();
+    if !file_name_safe(&name) {
+        return Err(loc.at(
+            raw.name.span(),
+            format!("name `{name}`: use letters, digits, `-` and `_` (it names files)"),
+        ));
+    }
+    let mut runs: Vec<Run> = Vec::with_capacity(raw.runs.len());
+    for run in &raw.runs {
+        let id = run.id.get_ref().clone();
+        if !file_name_safe(&id) {
+            return Err(loc.at(
+                run.id.span(),
+                format!("id `{id}`: use letters, digits, `-` and `_` (it names files)"),
+            ));
+        }
+        if runs.iter().any(|r| r.id == id) {
+            return Err(loc.at(run.id.span(), format!("id `{id}` is used twice")));
+        }
+        let link = Link::parse(run.link.get_ref()).ok_or_else(|| {
+            loc.at(
+                run.link.span(),
+                format!(
+                    "link `{}` is not one of: {}",
+                    run.link.get_ref(),
+                    Link::NAMES
+                ),
+            )
+        })?;
+        let plan = match run.kind.get_ref().as_str() {
+            "messages" => Plan::Messages(messages_plan(run, &loc)?),
+            "throughput" => Plan::Sweep(Box::new(sweep::plan(
+                run,
+                traffic::sweep::Mode::Throughput,
+                &loc,
+            )?)),
+            "delay" => Plan::Sweep(Box::new(sweep::plan(
+                run,
+                traffic::sweep::Mode::Delay,
+                &loc,
+            )?)),
+            other => {
+                return Err(loc.at(
+                    run.kind.span(),
+                    format!("kind `{other}` is not one of: messages, throughput, delay"),
+                ))
+            }
+        };
+        runs.push(Run {
+            id,
+            title: run.title.clone(),
+            link,
+            plan,
+        });
+    }
+    Ok(Recipe {
+        name,
+        title: raw.title,
+        source: raw.source,
+        description: raw.description,
+        runs,
+    })
+}
+
+/// Refuses a key that `kind` runs do not read (a silently ignored key is
+/// a wrong experiment).
+pub(super) fn refuse<T>(
+    loc: &Locator,
+    kind: &str,
+    key: &str,
+    value: &Option<Spanned<T>>,
+) -> Result<(), RecipeError> {
+    match value {
+        Some(v) => Err(loc.at(
+            v.span(),
+            format!("`{key}` does not apply to a `{kind}` run"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `reps` or `quick_reps`: at least 1.
+pub(super) fn reps_of(
+    loc: &Locator,
+    key: &str,
+    value: &Option<Spanned<u32>>,
+    default: u32,
+) -> Result<u32, RecipeError> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    match *value.get_ref() {
+        0 => Err(loc.at(
+            value.span(),
+            format!("{key} = 0: run each point at least once"),
+        )),
+        reps => Ok(reps),
+    }
+}
+
+fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeError> {
+    let kind = "messages";
+    refuse(loc, kind, "stacks", &run.stacks)?;
+    refuse(loc, kind, "protocols (use protocol)", &run.protocols)?;
+    refuse(loc, kind, "mix", &run.mix)?;
+    refuse(loc, kind, "families (use family)", &run.families)?;
+    refuse(loc, kind, "sockbufs (use sockbuf)", &run.sockbufs)?;
+    refuse(loc, kind, "quick_sockbufs", &run.quick_sockbufs)?;
+    refuse(loc, kind, "rates", &run.rates)?;
+    refuse(loc, kind, "quick_rates", &run.quick_rates)?;
+    refuse(loc, kind, "total", &run.total)?;
+    refuse(loc, kind, "quick_total", &run.quick_total)?;
+    refuse(loc, kind, "count", &run.count)?;
+    refuse(loc, kind, "quick_count", &run.quick_count)?;
+    refuse(loc, kind, "circuits", &run.circuits)?;
+    refuse(loc, kind, "load", &run.load)?;
+    refuse(loc, kind, "x", &run.x)?;
+    refuse(loc, kind, "predict", &run.predict)?;
+    let Some(protocol_key) = &run.protocol else {
+        return Err(loc.at(
+            run.kind.span(),
+            "a `messages` run needs `protocol` (tcp or udp)".into(),
+        ));
+    };
+    let protocol = match protocol_key.get_ref().as_str() {
+        "tcp" => Protocol::Tcp,
+        "udp" => Protocol::Udp,
+        other => {
+            return Err(loc.at(
+                protocol_key.span(),
+                format!("protocol `{other}` is not one of: tcp, udp"),
+            ))
+        }
+    };
+    let family = match &run.family {
+        None => Family::V6,
+        Some(f) => match f.get_ref().as_str() {
+            "ipv6" => Family::V6,
+            "ipv4" => Family::V4,
+            other => {
+                return Err(loc.at(
+                    f.span(),
+                    format!("family `{other}` is not one of: ipv6, ipv4"),
+                ))
+            }
+        },
+    };
+    let sizes_of = |key: &str, value: &Spanned<String>| {
+        sizes(key, value.get_ref()).map_err(|e| loc.at(value.span(), e))
+    };
+    let sizes = sizes_of("sizes", &run.sizes)?;
+    let quick_sizes = match &run.quick_sizes {
+        Some(q) => sizes_of("quick_sizes", q)?,
+        None => sizes.clone(),
+    };
+    let reps = reps_of(loc, "reps", &run.reps, 1)?;
+    let quick_reps = reps_of(loc, "quick_reps", &run.quick_reps, 1)?;
+    let total = sizes.len() as u64 * u64::from(reps);
+    if total > MAX_MESSAGES {
+        return Err(loc.at(
+            run.sizes.span(),
+            format!("sizes × reps = {total} messages: a run sends at most {MAX_MESSAGES}"),
+        ));
+    }
+    let sockbuf = match &run.sockbuf {
+        Some(s) => Some(
+            traffic::units::parse_size(s.get_ref())
+                .ok()
+                .filter(|&b| (1..=(64 << 20)).contains(&b))
+                .ok_or_else(|| {
+                    loc.at(
+                        s.span(),
+                        format!("sockbuf `{}`: give 1..64M bytes, e.g. 64K", s.get_ref()),
+                    )
+                })? as usize,
+        ),
+        None => None,
+    };
+    let max = match (protocol, family) {
+        (Protocol::Udp, Family::V4) => 65_507,
+        (Protocol::Udp, Family::V6) => traffic::reference::messages::MAX_MESSAGE,
+        _ => MAX_SIZE as usize,
+    };
+    for (key, list, span) in [
+        ("sizes", &sizes, run.sizes.span()),
+        (
+            "quick_sizes",
+            &quick_sizes,
+            run.quick_sizes
+                .as_ref()
+                .map_or(run.sizes.span(), |q| q.span()),
+        ),
+    ] {
+        if let Some(bad) = list.iter().find(|&&s| s > max) {
+            return Err(loc.at(
+                span,
+                format!("{key}: {bad} bytes is more than {max}, the largest {protocol:?} message over {family}"),
+            ));
+        }
+    }
+    Ok(MessagesPlan {
+        protocol,
+        family,
+        sizes,
+        quick_sizes,
+        reps,
+        quick_reps,
+        warmup: run.warmup.as_ref().map_or(0, |w| *w.get_ref()),
+        sockbuf,
+    })
+}
+
+/// A size list (`100..20000:100`, `16,64,1K`); sizes are at least 1 byte.
+fn sizes(key: &str, text: &str) -> Result<Vec<usize>, String> {
+    let values = traffic::sweep::axis::numbers(key, text, traffic::units::parse_size)?;
+    if let Some(zero) = values.iter().position(|&v| v == 0) {
+        return Err(format!(
+            "{key}: value {} is 0 bytes; sizes start at 1",
+            zero + 1
+        ));
+    }
+    if let Some(&big) = values.iter().find(|&&v| v > MAX_SIZE) {
+        return Err(format!(
+            "{key}: {big} bytes is more than the largest message, {MAX_SIZE}"
+        ));
+    }
+    Ok(values.into_iter().map(|v| v as usize).collect())
+}
+
+/// 1-based line and column of byte `offset`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rfind('\n')
+        .map_or(before.len(), |n| before.len() - n - 1)
+        + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests;

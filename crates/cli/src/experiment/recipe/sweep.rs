@@ -1,0 +1,274 @@
+//! `throughput` and `delay` runs: a grid of `stackscope sweep` points
+//! (stack × protocol or mix × family × socket buffer × offered load ×
+//! size), each repeated. Lists use the sweep flags' syntax (`tcp,udp`,
+//! `4K..64K:4K`); every point is built and validated here, so an
+//! impossible one is an error at parse time, not after an hour of runs.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use traffic::kernel::KernelPath;
+use traffic::spec::{Family, Protocol, StackKind};
+use traffic::sweep::{axis, Amount, Grid, Mode, DELAY_EXCHANGES};
+use traffic::units;
+
+use super::{refuse, reps_of, Locator, RawRun, RecipeError};
+use crate::sweep::{family, protocol, stack};
+
+/// A sweep run, full and quick.
+#[derive(Debug, Clone)]
+pub struct SweepPlan {
+    pub full: Grid,
+    pub quick: Grid,
+    pub reps: u32,
+    pub quick_reps: u32,
+    /// CPU-bound background processes during the run.
+    pub load: u32,
+    /// What the plot's x axis shows.
+    pub x: XAxis,
+    pub predict: Option<Prediction>,
+}
+
+impl SweepPlan {
+    pub fn grid(&self, quick: bool) -> &Grid {
+        if quick {
+            &self.quick
+        } else {
+            &self.full
+        }
+    }
+
+    pub fn reps(&self, quick: bool) -> u32 {
+        if quick {
+            self.quick_reps
+        } else {
+            self.reps
+        }
+    }
+}
+
+/// The x axis of a sweep's plot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XAxis {
+    Size,
+    Sockbuf,
+    Rate,
+}
+
+impl XAxis {
+    pub fn label(self) -> &'static str {
+        match self {
+            XAxis::Size => "message size (bytes)",
+            XAxis::Sockbuf => "socket buffer (bytes)",
+            XAxis::Rate => "offered load (Mbit/s)",
+        }
+    }
+}
+
+/// A figure computed beside the measured ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prediction {
+    /// TCP payload throughput on a rate-limited wire from the header
+    /// bytes each full frame carries (the MSR study's 1.4 % for IPv6
+    /// against IPv4, `003_…` §5).
+    HeaderCost,
+}
+
+/// The port sweeps start at (messages runs use 5001).
+const PORT: u16 = 5201;
+/// Every wait of a point ends after this long.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan, RecipeError> {
+    let kind = match mode {
+        Mode::Throughput => "throughput",
+        Mode::Delay => "delay",
+    };
+    refuse(loc, kind, "protocol (use protocols)", &run.protocol)?;
+    refuse(loc, kind, "family (use families)", &run.family)?;
+    refuse(loc, kind, "sockbuf (use sockbufs)", &run.sockbuf)?;
+    refuse(loc, kind, "warmup", &run.warmup)?;
+    let stacks: Vec<StackKind> = names_of(loc, "stacks", &run.stacks, "ref", stack, "kernel, ref")?;
+    let protocols: Vec<Protocol> = names_of(
+        loc,
+        "protocols",
+        &run.protocols,
+        "tcp",
+        protocol,
+        "tcp, udp, raw",
+    )?;
+    let mix = match &run.mix {
+        Some(m) => {
+            if run.protocols.is_some() {
+                return Err(loc.at(
+                    m.span(),
+                    "give `mix` (flows at once) or `protocols` (a point each), not both".into(),
+                ));
+            }
+            Some(
+                axis::names("mix", m.get_ref(), protocol, "tcp, udp, raw")
+                    .map_err(|e| loc.at(m.span(), e))?,
+            )
+        }
+        None => None,
+    };
+    let families: Vec<Family> =
+        names_of(loc, "families", &run.families, "ipv6", family, "ipv4, ipv6")?;
+    let numbers =
+        |key: &str, value: &Spanned<String>, parse_one: fn(&str) -> Result<u64, String>| {
+            axis::numbers(key, value.get_ref(), parse_one).map_err(|e| loc.at(value.span(), e))
+        };
+    let optional =
+        |key: &str, value: &Option<Spanned<String>>, parse_one: fn(&str) -> Result<u64, String>| {
+            value
+                .as_ref()
+                .map(|v| numbers(key, v, parse_one))
+                .transpose()
+                .map(Option::unwrap_or_default)
+        };
+    let sizes = numbers("sizes", &run.sizes, units::parse_size)?;
+    let quick_sizes = match &run.quick_sizes {
+        Some(q) => numbers("quick_sizes", q, units::parse_size)?,
+        None => sizes.clone(),
+    };
+    let sockbufs = optional("sockbufs", &run.sockbufs, units::parse_size)?;
+    let quick_sockbufs = match &run.quick_sockbufs {
+        Some(q) => numbers("quick_sockbufs", q, units::parse_size)?,
+        None => sockbufs.clone(),
+    };
+    let rates = optional("rates", &run.rates, units::parse_rate)?;
+    let quick_rates = match &run.quick_rates {
+        Some(q) => numbers("quick_rates", q, units::parse_rate)?,
+        None => rates.clone(),
+    };
+    let amount =
+        |total: &Option<Spanned<String>>, count: &Option<Spanned<u64>>| match (count, total) {
+            (Some(c), Some(_)) => Err(loc.at(
+                c.span(),
+                "give `count` (writes per point) or `total` (bytes per point), not both".into(),
+            )),
+            (Some(c), None) if *c.get_ref() == 0 => Err(loc.at(
+                c.span(),
+                "count = 0: a point makes at least one write".into(),
+            )),
+            (Some(c), None) => Ok(Some(Amount::Count(*c.get_ref()))),
+            (None, Some(t)) => match units::parse_size(t.get_ref()) {
+                Ok(0) => Err(loc.at(t.span(), "total must be at least 1 byte".into())),
+                Ok(bytes) => Ok(Some(match mode {
+                    Mode::Throughput => Amount::Total(bytes),
+                    Mode::Delay => Amount::TotalUpTo {
+                        total: bytes,
+                        max: DELAY_EXCHANGES,
+                    },
+                })),
+                Err(e) => Err(loc.at(t.span(), format!("total: {e}"))),
+            },
+            (None, None) => Ok(None),
+        };
+    let default_amount = match mode {
+        Mode::Throughput => Amount::Total(2 << 20),
+        Mode::Delay => Amount::TotalUpTo {
+            total: 2 << 20,
+            max: DELAY_EXCHANGES,
+        },
+    };
+    let full_amount = amount(&run.total, &run.count)?.unwrap_or(default_amount);
+    let quick_amount = amount(&run.quick_total, &run.quick_count)?.unwrap_or(full_amount);
+    let circuits = match &run.circuits {
+        Some(c) if *c.get_ref() == 0 => {
+            return Err(loc.at(c.span(), "circuits = 0: give at least 1".into()))
+        }
+        Some(c) => *c.get_ref(),
+        None => 1,
+    };
+    let load = match &run.load {
+        Some(l) if *l.get_ref() > 64 => {
+            return Err(loc.at(l.span(), "load: at most 64 background processes".into()))
+        }
+        Some(l) => *l.get_ref(),
+        None => 0,
+    };
+    let grid = |sizes: Vec<u64>, sockbufs: Vec<u64>, rates: Vec<u64>, amount: Amount| Grid {
+        mode,
+        stacks: stacks.clone(),
+        protocols: protocols.clone(),
+        mix: mix.clone(),
+        families: families.clone(),
+        sockbufs,
+        rates,
+        sizes,
+        amount,
+        circuits,
+        port: PORT,
+        timeout: TIMEOUT,
+    };
+    let full = grid(sizes, sockbufs, rates, full_amount);
+    let quick = grid(quick_sizes, quick_sockbufs, quick_rates, quick_amount);
+    for (grid, span) in [
+        (&full, run.sizes.span()),
+        (
+            &quick,
+            run.quick_sizes
+                .as_ref()
+                .map_or(run.sizes.span(), |q| q.span()),
+        ),
+    ] {
+        grid.points(KernelPath::Loopback)
+            .map_err(|e| loc.at(span, e.to_string()))?;
+    }
+    let x = match &run.x {
+        Some(x) => match x.get_ref().as_str() {
+            "size" => XAxis::Size,
+            "sockbuf" => XAxis::Sockbuf,
+            "rate" => XAxis::Rate,
+            other => {
+                return Err(loc.at(
+                    x.span(),
+                    format!("x `{other}` is not one of: size, sockbuf, rate"),
+                ))
+            }
+        },
+        None if full.rates.len() > 1 => XAxis::Rate,
+        None if full.sockbufs.len() > 1 => XAxis::Sockbuf,
+        None => XAxis::Size,
+    };
+    let predict = match &run.predict {
+        Some(p) => match p.get_ref().as_str() {
+            "header-cost" => Some(Prediction::HeaderCost),
+            other => {
+                return Err(loc.at(
+                    p.span(),
+                    format!("predict `{other}` is not one of: header-cost"),
+                ))
+            }
+        },
+        None => None,
+    };
+    Ok(SweepPlan {
+        full,
+        quick,
+        reps: reps_of(loc, "reps", &run.reps, 1)?,
+        quick_reps: reps_of(loc, "quick_reps", &run.quick_reps, 1)?,
+        load,
+        x,
+        predict,
+    })
+}
+
+/// A list of names (`tcp,udp`), or `default` when the key is absent.
+fn names_of<T>(
+    loc: &Locator,
+    key: &str,
+    value: &Option<Spanned<String>>,
+    default: &str,
+    parse_one: fn(&str) -> Option<T>,
+    expected: &str,
+) -> Result<Vec<T>, RecipeError> {
+    match value {
+        Some(v) => {
+            axis::names(key, v.get_ref(), parse_one, expected).map_err(|e| loc.at(v.span(), e))
+        }
+        None => axis::names(key, default, parse_one, expected).map_err(|e| loc.at(0..0, e)),
+    }
+}

@@ -1,0 +1,197 @@
+//! Recipe parsing: good recipes expand, bad ones name file, line and key.
+
+use super::*;
+
+const GOOD: &str = r#"
+name = "t"
+title = "T"
+source = "000_x.txt"
+
+[[run]]
+id = "tcp"
+kind = "messages"
+protocol = "tcp"
+link = "fast-ethernet"
+sizes = "100..1000:100"
+reps = 2
+"#;
+
+fn error(text: &str) -> RecipeError {
+    parse("exp.toml", text).unwrap_err()
+}
+
+#[test]
+fn a_good_recipe_expands_its_sweep() {
+    let r = parse("exp.toml", GOOD).unwrap();
+    let run = &r.runs[0];
+    assert_eq!(run.link, Link::FastEthernet);
+    let Plan::Messages(m) = &run.plan else {
+        panic!("not a messages plan")
+    };
+    assert_eq!(m.sizes, (1..=10).map(|i| i * 100).collect::<Vec<_>>());
+    assert_eq!(m.quick_sizes, m.sizes);
+    assert_eq!((m.reps, m.quick_reps, m.warmup), (2, 1, 0));
+    assert_eq!(m.family, Family::V6);
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_line() {
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nrepz = 3"));
+    assert_eq!((e.file.as_str(), e.line), ("exp.toml", 13));
+    assert!(e.message.contains("repz"), "{e}");
+    assert!(e.to_string().starts_with("exp.toml:13:"), "{e}");
+}
+
+#[test]
+fn an_impossible_sweep_is_refused_at_its_key() {
+    let e = error(&GOOD.replace("100..1000:100", "1000..100:100"));
+    assert_eq!(e.line, 11);
+    assert!(e.message.contains("backwards"), "{e}");
+    let e = error(&GOOD.replace("100..1000:100", "0..1000:100"));
+    assert!(e.message.contains("0 bytes"), "{e}");
+    let e = error(&GOOD.replace("100..1000:100", "100,20000000"));
+    assert!(e.message.contains("largest"), "{e}");
+    let e = error(&GOOD.replace("reps = 2", "reps = 0"));
+    assert_eq!(e.line, 12);
+    let e = error(
+        &GOOD
+            .replace("100..1000:100", "1..60000")
+            .replace("reps = 2", "reps = 2000"),
+    );
+    assert!(e.message.contains("at most"), "{e}");
+}
+
+#[test]
+fn bad_names_and_values_say_what_is_allowed() {
+    let e = error(&GOOD.replace("\"fast-ethernet\"", "\"token-ring\""));
+    assert!(e.message.contains("fast-ethernet, unlimited"), "{e}");
+    assert_eq!(e.line, 10);
+    let e = error(&GOOD.replace("\"tcp\"\nlink", "\"xtp\"\nlink"));
+    assert!(e.message.contains("tcp, udp"), "{e}");
+    let e = error(&GOOD.replace("name = \"t\"", "name = \"../x\""));
+    assert!(e.message.contains("names files"), "{e}");
+    let e = error(&format!("{GOOD}\n[[run]]\nid = \"tcp\"\nkind = \"messages\"\nprotocol = \"udp\"\nlink = \"unlimited\"\nsizes = \"100\"\n"));
+    assert!(e.message.contains("used twice"), "{e}");
+}
+
+#[test]
+fn udp_over_ipv4_stops_at_its_largest_datagram() {
+    let e = error(
+        &GOOD
+            .replace("\"tcp\"\nlink", "\"udp\"\nfamily = \"ipv4\"\nlink")
+            .replace("100..1000:100", "65520"),
+    );
+    assert!(e.message.contains("65507"), "{e}");
+}
+
+#[test]
+fn the_lab_recipes_parse() {
+    for (file, text) in crate::experiment::LAB_RECIPES {
+        parse(file, text).unwrap();
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn no_text_makes_the_parser_panic(text in "\\PC{0,400}") {
+        let _ = parse("fuzz.toml", &text);
+    }
+
+    #[test]
+    fn no_line_of_a_good_recipe_breaks_it_into_a_panic(cut in 0usize..GOOD.len(), junk in "[ -~]{0,12}") {
+        let mut text = GOOD.to_string();
+        if text.is_char_boundary(cut) {
+            text.insert_str(cut, &junk);
+        }
+        let _ = parse("fuzz.toml", &text);
+    }
+}
+
+const SWEEP: &str = r#"
+name = "s"
+title = "S"
+source = "002_x.txt"
+
+[[run]]
+id = "tput"
+kind = "throughput"
+stacks = "ref,kernel"
+protocols = "tcp,udp"
+families = "ipv4,ipv6"
+link = "unlimited"
+sizes = "16,1K..4K:1K"
+quick_sizes = "16"
+sockbufs = "4K,64K"
+total = "2M"
+quick_total = "256K"
+reps = 3
+"#;
+
+fn sweep_plan(text: &str) -> SweepPlan {
+    match &parse("s.toml", text).unwrap().runs[0].plan {
+        Plan::Sweep(plan) => (**plan).clone(),
+        Plan::Messages(_) => panic!("a messages plan"),
+    }
+}
+
+#[test]
+fn a_sweep_run_expands_full_and_quick_grids() {
+    let plan = sweep_plan(SWEEP);
+    assert_eq!(plan.full.sizes, [16, 1024, 2048, 3072, 4096]);
+    assert_eq!(plan.quick.sizes, [16]);
+    assert_eq!(plan.full.sockbufs, [4096, 65536]);
+    assert_eq!(plan.full.amount, traffic::sweep::Amount::Total(2 << 20));
+    assert_eq!(plan.quick.amount, traffic::sweep::Amount::Total(256 << 10));
+    assert_eq!((plan.reps, plan.quick_reps), (3, 1));
+    // Two sockbufs and one size: the plot runs along the buffer size.
+    assert_eq!(plan.x, XAxis::Sockbuf);
+    // 2 stacks × 2 protocols × 2 families × 2 buffers × 5 sizes.
+    let points = plan
+        .full
+        .points(traffic::kernel::KernelPath::Loopback)
+        .unwrap();
+    assert_eq!(points.len(), 80);
+}
+
+#[test]
+fn a_key_of_another_kind_is_refused_at_its_line() {
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nwarmup = 2"));
+    assert_eq!(e.line, 19);
+    assert!(e.message.contains("`warmup` does not apply"), "{e}");
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nstacks = \"ref\""));
+    assert_eq!(e.line, 13);
+    assert!(e.message.contains("stacks"), "{e}");
+    let e = error(&SWEEP.replace(
+        "protocols = \"tcp,udp\"",
+        "protocols = \"tcp\"\nmix = \"tcp,udp\"",
+    ));
+    assert!(e.message.contains("not both"), "{e}");
+}
+
+#[test]
+fn an_impossible_point_is_refused_before_anything_runs() {
+    // Raw frames stop at the 1500-byte MTU.
+    let e = error(&SWEEP.replace("\"tcp,udp\"", "\"raw\""));
+    assert_eq!(e.line, 13, "{e}");
+    assert!(e.message.contains("raw"), "{e}");
+    let e = error(&SWEEP.replace("\"ref,kernel\"", "\"ref,bsd\""));
+    assert!(e.message.contains("kernel, ref"), "{e}");
+    assert_eq!(e.line, 9);
+    let e = error(&SWEEP.replace("total = \"2M\"", "total = \"0\""));
+    assert!(e.message.contains("at least 1 byte"), "{e}");
+    let e = error(&SWEEP.replace("total = \"2M\"", "count = 0"));
+    assert!(e.message.contains("count = 0"), "{e}");
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\npredict = \"magic\""));
+    assert!(e.message.contains("header-cost"), "{e}");
+}
+
+#[test]
+fn rates_put_the_offered_load_on_the_x_axis() {
+    let plan = sweep_plan(
+        &SWEEP
+            .replace("\"tcp,udp\"", "\"udp\"")
+            .replace("sockbufs = \"4K,64K\"", "rates = \"10M..30M:10M\""),
+    );
+    assert_eq!(plan.full.rates, [10_000_000, 20_000_000, 30_000_000]);
+    assert_eq!(plan.x, XAxis::Rate);
+}

@@ -1,0 +1,86 @@
+//! The HTML of a throughput or delay sweep: its plot and tables.
+
+use std::fmt::Write;
+
+use crate::html::escape;
+use crate::model::{SweepRun, Table};
+use crate::plot::{self, Series, Style, XyChart};
+
+/// A sweep's section: caption, plot, tables.
+pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
+    let _ = write!(
+        h,
+        "<h3>{experiment} / {}: {}</h3>",
+        escape(&run.id),
+        escape(&run.title)
+    );
+    let _ = write!(
+        h,
+        "<p class=\"note\">{} {} points on <code>{}</code>, {} repetition{} each{}; every point's figures are in <code>{}</code>.</p>",
+        run.points.len(),
+        escape(&run.mode),
+        escape(&run.link),
+        run.reps,
+        if run.reps == 1 { "" } else { "s" },
+        if run.load > 0 {
+            format!(", under {} CPU-bound background process{}", run.load, if run.load == 1 { "" } else { "es" })
+        } else {
+            String::new()
+        },
+        escape(&run.csv),
+    );
+    if let Some(failure) = &run.failure {
+        let _ = write!(h, "<p><strong>Stopped:</strong> {}</p>", escape(failure));
+    }
+    if run.series.iter().any(|s| s.points.len() > 1) {
+        h.push_str("<div class=\"plots\">");
+        h.push_str(&plot::xy_chart(&chart(run)));
+        h.push_str("</div>");
+    }
+    for table in &run.tables {
+        table_html(h, table);
+    }
+}
+
+/// Means as lines, mean ± one standard deviation as dashed lines.
+fn chart(run: &SweepRun) -> XyChart {
+    let mut series = Vec::new();
+    for s in &run.series {
+        series.push(Series {
+            name: s.label.clone(),
+            points: s.points.iter().map(|p| (p.x, p.y)).collect(),
+            style: Style::Line,
+        });
+    }
+    XyChart {
+        title: format!("{}: {}", run.id, run.title),
+        x_label: run.x_label.clone(),
+        y_label: run.y_label.clone(),
+        series,
+        log_x: run.log_x,
+        log_y: false,
+    }
+}
+
+/// A table: first column left-aligned, the rest right-aligned.
+pub(crate) fn table_html(h: &mut String, table: &Table) {
+    h.push_str("<table>");
+    if !table.caption.is_empty() {
+        let _ = write!(h, "<caption>{}</caption>", escape(&table.caption));
+    }
+    h.push_str("<tr>");
+    for (i, c) in table.columns.iter().enumerate() {
+        let class = if i == 0 { " class=\"l\"" } else { "" };
+        let _ = write!(h, "<th{class}>{}</th>", escape(c));
+    }
+    h.push_str("</tr>");
+    for row in &table.rows {
+        h.push_str("<tr>");
+        for (i, c) in row.iter().enumerate() {
+            let class = if i == 0 { " class=\"l\"" } else { "" };
+            let _ = write!(h, "<td{class}>{}</td>", escape(c));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+}
