@@ -241,6 +241,12 @@ pub struct Connection {
     /// Full-sized segments received since the last ACK (RFC 9293
     /// §3.8.6.3: ACK at least every second one).
     unacked_segments: u32,
+    /// The largest in-order segment received: the peer's segment size as
+    /// seen (Linux's `rcv_mss` estimate).
+    largest_segment: usize,
+    /// A segment shorter than `largest_segment` is waiting for a delayed
+    /// ACK: the end of a write, after which a Nagle sender waits.
+    small_segment_unacked: bool,
     counters: TcpCounters,
     flow: Flow,
 }
@@ -312,6 +318,8 @@ impl Connection {
             keepalive_probes: 0,
             persist_backoff: 0,
             unacked_segments: 0,
+            largest_segment: 0,
+            small_segment_unacked: false,
             counters: TcpCounters::default(),
             flow,
         }
@@ -515,6 +523,14 @@ impl Connection {
         let mss = usize::from(self.local_options.mss).max(1);
         let threshold = mss.min(self.recv.capacity() / 2).max(1);
         if n > 0 && before < threshold && self.recv.window() >= threshold {
+            self.ack_now = true;
+        }
+        // A reader that empties the buffer after a short segment sends the
+        // delayed ACK at once (as Linux does): the sender's Nagle
+        // algorithm holds its next short segment until that ACK, and with
+        // a small window the two would otherwise wait out the delayed-ACK
+        // timer on every write.
+        if n > 0 && self.small_segment_unacked && self.recv.readable() == 0 {
             self.ack_now = true;
         }
         n
@@ -1004,6 +1020,10 @@ impl Connection {
             // segment size after options is not known here, so every
             // data segment counts), otherwise within the delayed-ACK time.
             self.unacked_segments += 1;
+            self.largest_segment = self.largest_segment.max(payload.len());
+            if payload.len() < self.largest_segment {
+                self.small_segment_unacked = true;
+            }
             if self.unacked_segments >= 2 {
                 self.ack_now = true;
             }
@@ -1133,6 +1153,7 @@ impl Connection {
                 self.ack_now = self.owed_acks > 0;
                 self.owed_acks = self.owed_acks.saturating_sub(1);
                 self.unacked_segments = 0;
+                self.small_segment_unacked = false;
                 self.timers.cancel(Timer::DelayedAck);
             }
         }
