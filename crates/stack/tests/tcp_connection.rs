@@ -36,7 +36,6 @@ struct Net {
     drop_next_ack_from_b: bool,
     /// The passive end's settings.
     b_config: TcpConfig,
-
     a_to_b: Direction,
     b_to_a: Direction,
     limiter: ChallengeLimiter,
