@@ -35,7 +35,12 @@ fn sizes(protocol: Protocol) -> [usize; 2] {
     }
 }
 
+/// The probe mode is process-wide and each run sets it and puts it back:
+/// runs take turns, or one's end would stop the other's recording.
+static PROBE_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(protocol: Protocol) -> (TraceView, u32) {
+    let _turn = PROBE_MODE.lock().unwrap_or_else(|e| e.into_inner());
     let topology = Topology::from_toml_str(include_str!("../../../topologies/fast-ethernet.toml"))
         .expect("topology");
     let spec = MessagesSpec {

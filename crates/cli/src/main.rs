@@ -28,20 +28,31 @@ enum Command {
     /// Run the classic studies' experiments on the reference stack and
     /// write a report: the main job.
     ///
-    /// Runs every built-in recipe (today: xie1999, the IPv6 study's start
-    /// and stop latency, throughput and cost shares for TCP and UDP over
-    /// IPv6 on Fast Ethernet) on the embedded virtual network: no root, no
-    /// setup. Writes results/<UTC timestamp>/ (or --out DIR):
+    /// Runs the four built-in recipes (experiments/*.toml) on the embedded
+    /// virtual network, no root, no setup: xie1999 (traced messages: start
+    /// and stop latency, trend lines, cost shares, CPU shares, call tree,
+    /// queues), papadopoulos1993 (socket buffer sweep, a traced 256 KB
+    /// transfer's queues, stop-and-wait component delays, background
+    /// load), taler1992 (throughput and delay 16 B..16 KB for TCP, UDP and
+    /// raw frames, two circuits, mixed protocols, UDP offered load) and
+    /// draves1998 (TCP over IPv4 and IPv6 against the header-cost
+    /// prediction); the kernel's stack runs over loopback beside the
+    /// reference stack where the recipe says so. Writes
+    /// results/<UTC timestamp>/ (or --out DIR):
     ///   report.html      plots (inline SVG) and tables; opens offline
     ///   summary.json     every figure: per-size latencies, trend lines
     ///                    (slope, intercept, R²), category shares, CPU
-    ///                    shares, probe drops and overhead
-    ///   *-sizes.csv      per message size; *-cpu.csv: per function
+    ///                    shares, queues, sweep points, probe drops and
+    ///                    overhead
+    ///   *.csv            a table per run (sizes, CPU, sweep points)
+    ///   trace.pcapng     every interface of the traced runs, each traced
+    ///                    packet commented with its message
     ///   timeline.json    Perfetto / Chrome trace of the first run
     ///                    (timelines/ has every run's)
     ///   traces/          probe traces (stackscope trace info FILE)
-    ///   pcap/            pcapng capture of every interface
-    /// A progress bar on stderr shows the messages sent so far.
+    ///   pcap/            pcapng capture of every interface per run
+    /// A progress bar on stderr shows the steps (messages, sweep
+    /// repetitions) done so far.
     #[command(verbatim_doc_comment)]
     Lab(experiment::LabArgs),
     /// Run one experiment recipe (a TOML file, see experiments/) and write

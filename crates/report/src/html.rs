@@ -53,7 +53,7 @@ pub fn render(report: &Report) -> String {
         c.overhead_ns,
         escape(&report.machine.to_string()),
     );
-    h.push_str("<p>Files beside this page: <code>summary.json</code> (every figure), a CSV per table, <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and pcapng captures.</p>");
+    h.push_str("<p>Files beside this page: <code>summary.json</code> (every figure), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p>");
     for exp in &report.experiments {
         let _ = write!(
             h,

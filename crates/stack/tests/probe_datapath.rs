@@ -13,9 +13,14 @@ use stack::socket::UdpConfig;
 use stack::tools::{self, Family};
 use stack::topology::Topology;
 
+/// The probe mode is process-wide: the tests of this file take turns, or
+/// one's `set_mode(Off)` ends the other's recording half-way.
+static PROBE_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Sends one datagram (traced or not) and returns the (location name, flow
 /// id) of every record.
 fn records_of_one_datagram(traced: bool) -> (Vec<(&'static str, u32)>, u32) {
+    let _turn = PROBE_MODE.lock().unwrap_or_else(|e| e.into_inner());
     std::thread::spawn(move || {
         probe::init_thread(1 << 16);
         let topology = Topology::default_network();
