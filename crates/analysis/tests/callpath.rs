@@ -7,7 +7,9 @@ use analysis::callpath::{
     top_level_in, CallTree, MessageSpans,
 };
 use analysis::{all_spans, TraceView};
-use probe::{Category, Kind, Layer, Location, Record, Trace, TraceHeader};
+use probe::{Category, Kind, Layer, Location, Record};
+
+mod support;
 
 const LOCATIONS: &[Location] = &[
     loc("app.message.send", Layer::App, Kind::Point, Category::None),
@@ -110,17 +112,11 @@ const LOCATIONS: &[Location] = &[
 ];
 
 const fn loc(name: &'static str, layer: Layer, kind: Kind, category: Category) -> Location {
-    Location {
-        name,
-        layer,
-        kind,
-        category,
-        queue: None,
-    }
+    support::loc(name, layer, kind, category, None)
 }
 
 fn at(name: &str) -> probe::Loc {
-    probe::Loc(LOCATIONS.iter().position(|l| l.name == name).unwrap() as u16)
+    support::at(LOCATIONS, name)
 }
 
 /// Builds one thread's records from a nested description: `(name, ns)`
@@ -202,8 +198,7 @@ impl Builder {
 }
 
 fn view(records: Vec<Record>) -> TraceView {
-    let trace = Trace::new(TraceHeader::new(1e9, 0.0, 0, "t"), LOCATIONS, records);
-    TraceView::new(&trace).unwrap()
+    support::view(LOCATIONS, 0.0, records)
 }
 
 /// Three messages, the second with a rare extra span, and some work

@@ -3,8 +3,10 @@
 
 use analysis::histogram::{self, Histogram, Summary};
 use analysis::{all_spans, TraceView};
-use probe::{Category, Kind, Layer, Location, Record, Trace, TraceHeader};
+use probe::{Category, Kind, Layer, Location, Record};
 use proptest::prelude::*;
+
+mod support;
 
 #[test]
 fn one_bin_per_decade_puts_each_edge_in_the_bucket_it_starts() {
@@ -156,18 +158,11 @@ const LOCATIONS: &[Location] = &[
 ];
 
 const fn loc(name: &'static str, layer: Layer, kind: Kind, category: Category) -> Location {
-    Location {
-        name,
-        layer,
-        kind,
-        category,
-        queue: None,
-    }
+    support::loc(name, layer, kind, category, None)
 }
 
 fn record(name: &str, tsc: u64, thread: u16) -> Record {
-    let at = LOCATIONS.iter().position(|l| l.name == name).unwrap() as u16;
-    Record::new(tsc, probe::Loc(at), 0, 1, 0, thread)
+    Record::new(tsc, support::at(LOCATIONS, name), 0, 1, 0, thread)
 }
 
 /// Two TCP outputs on two threads: 600 ns with a 100 ns checksum and a
@@ -185,8 +180,7 @@ fn spans_view() -> TraceView {
         record("ipv6.output.exit", 1_400, 2),
         record("tcp.output.exit", 2_000, 2),
     ];
-    let trace = Trace::new(TraceHeader::new(1e9, 0.0, 0, "t"), LOCATIONS, records);
-    TraceView::new(&trace).unwrap()
+    support::view(LOCATIONS, 0.0, records)
 }
 
 #[test]

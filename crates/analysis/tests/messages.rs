@@ -5,6 +5,9 @@
 use analysis::messages::analyse;
 use analysis::{all_spans, TraceView};
 use probe::{Category, Kind, Layer, Location, Record, Trace, TraceHeader};
+use support::loc;
+
+mod support;
 
 /// A small location table shaped like the reference stack's (analysis
 /// finds locations by name, so the numbers here differ on purpose).
@@ -116,44 +119,12 @@ const LOCATIONS: &[Location] = &[
     ),
 ];
 
-const fn loc(
-    name: &'static str,
-    layer: Layer,
-    kind: Kind,
-    category: Category,
-    queue: Option<&'static str>,
-) -> Location {
-    Location {
-        name,
-        layer,
-        kind,
-        category,
-        queue,
-    }
-}
-
-fn at(name: &str) -> u16 {
-    LOCATIONS.iter().position(|l| l.name == name).unwrap() as u16
-}
-
-/// Builds records of one thread: (name, tsc, len, flow, aux).
 fn records(thread: u16, events: &[(&str, u64, u32, u32, u64)]) -> Vec<Record> {
-    events
-        .iter()
-        .map(|&(name, tsc, len, flow, aux)| {
-            Record::new(tsc, probe::Loc(at(name)), len, flow, aux, thread)
-        })
-        .collect()
+    support::records(LOCATIONS, thread, events)
 }
 
-/// A 1 GHz counter (1 cycle = 1 ns) and a probe overhead of `overhead`.
 fn view(overhead: f64, records: Vec<Record>) -> TraceView {
-    let trace = Trace::new(
-        TraceHeader::new(1e9, overhead, 0, "test"),
-        LOCATIONS,
-        records,
-    );
-    TraceView::new(&trace).unwrap()
+    support::view(LOCATIONS, overhead, records)
 }
 
 const FLOW: u32 = 7;
@@ -224,7 +195,7 @@ fn spans_take_one_overhead_per_probe_out() {
     let first_output = sender
         .spans
         .iter()
-        .find(|s| s.enter == at("tcp.output.enter"))
+        .find(|s| s.enter == support::at(LOCATIONS, "tcp.output.enter").0)
         .unwrap();
     // 600 cycles between enter and exit, 4 records apart: 600 - 4·10.
     assert_eq!(first_output.inclusive, 560.0);
@@ -233,7 +204,7 @@ fn spans_take_one_overhead_per_probe_out() {
     let checksum = sender
         .spans
         .iter()
-        .find(|s| s.enter == at("checksum.enter"))
+        .find(|s| s.enter == support::at(LOCATIONS, "checksum.enter").0)
         .unwrap();
     assert_eq!(checksum.inclusive, 190.0);
     assert_eq!(checksum.depth, 1);
@@ -305,7 +276,7 @@ fn latencies_lose_one_overhead_per_record_between_their_ends() {
 #[test]
 fn a_trace_without_the_message_marks_has_no_messages() {
     let mut all = sender();
-    all.retain(|r| r.loc != at("app.message.send"));
+    all.retain(|r| r.loc != support::at(LOCATIONS, "app.message.send").0);
     let v = view(0.0, all);
     let found = analyse(&v, &all_spans(&v)).unwrap();
     assert!(found.messages.is_empty());

@@ -5,8 +5,11 @@
 
 use analysis::queues::{self, downsample, LengthPoint, QueueOptions, QueueTrace};
 use analysis::TraceView;
-use probe::{Category, Kind, Layer, Location, Record, Trace, TraceHeader};
+use probe::{Category, Kind, Layer, Location, Record};
 use proptest::prelude::*;
+use support::loc;
+
+mod support;
 
 /// Queue probes shaped like the reference stack's, numbered differently
 /// on purpose (analysis finds them by name), with a span in between.
@@ -69,26 +72,6 @@ const LOCATIONS: &[Location] = &[
     ),
 ];
 
-const fn loc(
-    name: &'static str,
-    layer: Layer,
-    kind: Kind,
-    category: Category,
-    queue: Option<&'static str>,
-) -> Location {
-    Location {
-        name,
-        layer,
-        kind,
-        category,
-        queue,
-    }
-}
-
-fn at(name: &str) -> u16 {
-    LOCATIONS.iter().position(|l| l.name == name).unwrap() as u16
-}
-
 const IFQ_IN: &str = "iface.queue.enqueue";
 const IFQ_OUT: &str = "iface.queue.dequeue";
 const SNDQ_IN: &str = "socket.send_queue.enqueue";
@@ -96,20 +79,12 @@ const SNDQ_OUT: &str = "socket.send_queue.dequeue";
 const RCVQ_IN: &str = "socket.recv_queue.enqueue";
 const RCVQ_OUT: &str = "socket.recv_queue.dequeue";
 
-/// Records of one thread: (name, tsc, len, flow, aux).
 fn records(thread: u16, events: &[(&str, u64, u32, u32, u64)]) -> Vec<Record> {
-    events
-        .iter()
-        .map(|&(name, tsc, len, flow, aux)| {
-            Record::new(tsc, probe::Loc(at(name)), len, flow, aux, thread)
-        })
-        .collect()
+    support::records(LOCATIONS, thread, events)
 }
 
-/// A 1 GHz counter: one cycle is one nanosecond.
 fn view(records: Vec<Record>) -> TraceView {
-    let trace = Trace::new(TraceHeader::new(1e9, 0.0, 0, "test"), LOCATIONS, records);
-    TraceView::new(&trace).unwrap()
+    support::view(LOCATIONS, 0.0, records)
 }
 
 fn analyse(records: Vec<Record>) -> Vec<QueueTrace> {
