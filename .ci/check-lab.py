@@ -75,7 +75,10 @@ if not events:
 for e in events:
     if "ph" not in e or (e["ph"] != "M" and "ts" not in e):
         fail(f"timeline.json: not a Chrome trace event: {e}")
-print(f"timeline.json: {len(events)} events")
+slices = [e for e in events if e.get("cat") == "analysis" and e["ph"] == "X"]
+if not slices:
+    fail("timeline.json has no message slice")
+print(f"timeline.json: {len(events)} events, {len(slices)} message slices")
 
 pcap = path("trace.pcapng")
 decoded = subprocess.run(

@@ -13,13 +13,16 @@
 //! * [`histogram`]: log-binned histograms with order statistics, and the
 //!   per-layer processing-delay histograms of the spans;
 //! * [`callpath`]: the common call path of one message as a tree with
-//!   times (the IPv6 study's Figures 4.6 and 4.7).
+//!   times (the IPv6 study's Figures 4.6 and 4.7);
+//! * [`site_trace`]: bytes past each probe site against time (the SunOS
+//!   study's packet traces).
 
 pub mod callpath;
 pub mod histogram;
 pub mod messages;
 pub mod profile;
 pub mod queues;
+pub mod site_trace;
 pub mod spans;
 pub mod sweep;
 pub mod trend;

@@ -58,6 +58,10 @@ pub struct PathLatency {
     /// Nanoseconds, probe overhead removed.
     pub start_ns: f64,
     pub stop_ns: f64,
+    /// Counter values where the window begins and where it stops (raw, for
+    /// placing the message on a timeline).
+    pub begin_tsc: u64,
+    pub stop_tsc: u64,
     /// Frames carrying the message's payload (send: transmitted, with
     /// retransmissions; receive: received).
     pub frames: u32,
@@ -187,6 +191,8 @@ fn send_path(
             (Some(began), Some(first), Some(last)) => Some(PathLatency {
                 start_ns: latency(view, began, first),
                 stop_ns: latency(view, began, last),
+                begin_tsc: began.1,
+                stop_tsc: last.1,
                 frames: b.frames,
                 probes: (last.0 - began.0) as u64,
                 categories: categories(view, spans, began, last),
@@ -300,6 +306,8 @@ fn receive_path(
                         PathLatency {
                             start_ns: latency(view, began, first),
                             stop_ns: latency(view, began, last),
+                            begin_tsc: began.1,
+                            stop_tsc: last.1,
                             frames,
                             probes: (last.0 - began.0) as u64,
                             categories: categories(view, spans, began, last),

@@ -233,12 +233,7 @@ pub fn analyse(view: &TraceView, options: &QueueOptions) -> Vec<QueueTrace> {
             Some((q, enqueue))
         })
         .collect();
-    let origin = view
-        .threads
-        .values()
-        .flat_map(|r| r.iter().map(|r| r.tsc))
-        .min()
-        .unwrap_or(0);
+    let origin = view.first_tsc();
     let mut out: Vec<(usize, QueueTrace)> = Vec::new();
     for (&thread, records) in &view.threads {
         let mut events: Vec<Vec<Event>> = vec![Vec::new(); names.len()];

@@ -75,6 +75,15 @@ impl TraceView {
         &self.sites[loc as usize]
     }
 
+    /// The earliest counter value of the trace: time zero of its series.
+    pub fn first_tsc(&self) -> u64 {
+        self.threads
+            .values()
+            .flat_map(|r| r.iter().map(|r| r.tsc))
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Counter units to nanoseconds.
     pub fn ns(&self, cycles: f64) -> f64 {
         cycles * 1e9 / self.counter_hz

@@ -294,3 +294,71 @@ fn perfetto_events_are_in_time_order_across_threads() {
         .collect();
     assert_eq!(order, [(0.0, 1), (0.1, 2), (0.2, 1)]);
 }
+
+#[test]
+fn annotations_get_tracks_of_their_own_and_threads_their_names() {
+    let trace = sample_trace();
+    let annotations = [
+        probe::convert::Annotation {
+            track: "messages".into(),
+            name: "message 1".into(),
+            begin: 1_100,
+            end: 1_600,
+        },
+        probe::convert::Annotation {
+            track: "messages: send path".into(),
+            name: "send 1".into(),
+            begin: 1_100,
+            end: 1_300,
+        },
+        // Before the first record: clamped to it, never negative.
+        probe::convert::Annotation {
+            track: "messages".into(),
+            name: "early".into(),
+            begin: 10,
+            end: 900,
+        },
+    ];
+    let mut out = Vec::new();
+    probe::convert::write_perfetto_annotated(
+        &trace,
+        &[(1, "host-a".to_string())],
+        &annotations,
+        &mut out,
+    )
+    .unwrap();
+    let json: Value = serde_json::from_slice(&out).expect("valid JSON");
+    let events = events(&json);
+    let named: Vec<(u64, &str)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(named.len(), 3, "{named:?}");
+    assert!(named.contains(&(1, "host-a")));
+    let track = |name: &str| named.iter().find(|(_, n)| *n == name).unwrap().0;
+    assert_ne!(track("messages"), track("messages: send path"));
+    assert!(
+        track("messages") > u64::from(u16::MAX),
+        "above every thread"
+    );
+    let slice = |name: &str| events.iter().find(|e| e["name"] == name).unwrap();
+    // 1 GHz counter, first record at 1000: 1100 is 0.1 µs in, 500 ns long.
+    let m = slice("message 1");
+    assert_eq!(m["ph"], "X");
+    assert_eq!(m["tid"].as_u64().unwrap(), track("messages"));
+    assert!((m["ts"].as_f64().unwrap() - 0.1).abs() < 1e-9);
+    assert!((m["dur"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+    let early = slice("early");
+    assert_eq!(early["ts"].as_f64().unwrap(), 0.0);
+    assert_eq!(early["dur"].as_f64().unwrap(), 0.0);
+    assert_eq!(
+        slice("send 1")["tid"].as_u64().unwrap(),
+        track("messages: send path")
+    );
+}

@@ -150,12 +150,88 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
             ));
         }
     }
+    if !run.packet_trace.is_empty() {
+        h.push_str("<div class=\"plots\">");
+        h.push_str(&plot::xy_chart(&packet_trace_chart(run)));
+        if !run.acks.is_empty() {
+            h.push_str(&plot::xy_chart(&ack_chart(run)));
+        }
+        h.push_str("</div>");
+    }
     // A sweep's queues in a table; a run of a few sizes (a focused
     // experiment) with every queue's plots.
     if run.points.len() <= 4 {
         h.push_str(&crate::queues_html::queues(&run.queues));
     } else {
         h.push_str(&crate::queues_html::queue_table(&run.queues));
+    }
+}
+
+/// Bytes past each site against time: where the curves part, data waits.
+fn packet_trace_chart(run: &MessagesRun) -> XyChart {
+    XyChart {
+        title: format!("{}: packet trace, bytes past each probe site", run.id),
+        x_label: "time (ms)".into(),
+        y_label: "bytes so far (KB)".into(),
+        series: run
+            .packet_trace
+            .iter()
+            .map(|t| Series {
+                name: match t.site.as_str() {
+                    "socket.send_queue.enqueue" => "written by the application".into(),
+                    "link.transmit.enter" => "put on the wire".into(),
+                    "link.receive.enter" => "taken off the wire".into(),
+                    "socket.recv_queue.dequeue" => "read by the application".into(),
+                    other => other.to_string(),
+                },
+                points: t
+                    .points
+                    .iter()
+                    .map(|&(ns, bytes)| (ns / 1e6, bytes as f64 / 1e3))
+                    .collect(),
+                style: Style::Steps,
+            })
+            .collect(),
+        log_x: false,
+        log_y: false,
+    }
+}
+
+/// The receive socket queue's length with the receiver's pure ACKs on it
+/// (the SunOS study's experiment 3: ACKs follow the queue's draining).
+fn ack_chart(run: &MessagesRun) -> XyChart {
+    let mut series = Vec::new();
+    if let Some(q) = run
+        .queues
+        .iter()
+        .find(|q| q.queue.starts_with("receive_socket ") && Some(q.thread) == run.receiver_thread)
+    {
+        series.push(Series {
+            name: "receive socket queue (bytes)".into(),
+            points: q
+                .length
+                .iter()
+                .map(|p| (p.t_ns / 1e6, p.bytes as f64))
+                .collect(),
+            style: Style::Steps,
+        });
+    }
+    series.push(Series {
+        name: "ACK sent".into(),
+        points: run
+            .acks
+            .iter()
+            .map(|&(ns, bytes)| (ns / 1e6, bytes as f64))
+            .collect(),
+        style: Style::Points,
+    });
+    XyChart {
+        title: format!("{}: ACK generation against receive queue draining", run.id),
+        x_label: "time (ms)".into(),
+        y_label: "bytes queued".into(),
+        series,
+        log_x: false,
+        log_y: false,
     }
 }
 

@@ -5,6 +5,7 @@ use analysis::callpath::CallTree;
 use analysis::histogram::SpanHistograms;
 use analysis::profile::ThreadProfile;
 use analysis::queues::{QueueCounts, QueueStats, QueueTrace, Rates};
+use analysis::site_trace::SiteTrace;
 use analysis::sweep::{PathTrends, SizePoint};
 use serde::Serialize;
 
@@ -86,6 +87,17 @@ pub struct MessagesRun {
     #[serde(skip)]
     pub queues: Vec<QueueTrace>,
     pub queue_summary: Vec<QueueSummary>,
+    /// Bytes past each site of the path against time (runs of a few
+    /// sizes: the SunOS study's packet traces); drawn, not serialised.
+    #[serde(skip)]
+    pub packet_trace: Vec<SiteTrace>,
+    /// The receiver's pure ACKs: (ns, receive socket queue bytes at that
+    /// moment), against the queue's draining.
+    #[serde(skip)]
+    pub acks: Vec<(f64, u64)>,
+    /// The recorder's thread numbers of the two hosts.
+    pub sender_thread: Option<u16>,
+    pub receiver_thread: Option<u16>,
     /// Files of this run, relative to the report directory.
     pub files: RunFiles,
 }

@@ -190,13 +190,24 @@ fn run_messages(
     trace
         .write(BufWriter::new(File::create(&path)?))
         .with_context(|| format!("writing {}", path.display()))?;
-    let path = dir.join(&files.timeline);
-    probe::convert::write_perfetto(&trace, BufWriter::new(File::create(&path)?))
-        .with_context(|| format!("writing {}", path.display()))?;
-
     let view = TraceView::new(&trace)?;
     let all = analysis::all_spans(&view);
     let mut found = analysis::messages::analyse(&view, &all)?;
+
+    let path = dir.join(&files.timeline);
+    let thread_names: Vec<(u16, String)> = result
+        .threads
+        .iter()
+        .map(|t| (t.thread, t.host.clone()))
+        .collect();
+    probe::convert::write_perfetto_annotated(
+        &trace,
+        &thread_names,
+        &message_slices(&found, &format!("{}/{}", recipe.name, run.id)),
+        BufWriter::new(File::create(&path)?),
+    )
+    .with_context(|| format!("writing {}", path.display()))?;
+
     let warmup: Vec<u64> = result
         .outcomes
         .iter()
@@ -284,6 +295,11 @@ fn run_messages(
             rates: q.rates,
         })
         .collect();
+    let (packet_trace, acks) = if points.len() <= 4 {
+        packet_trace(&view, &queues, found.sender_thread, found.receiver_thread)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let secs = |d: Duration| d.as_secs_f64();
     Ok(MessagesRun {
         id: run.id.clone(),
@@ -322,6 +338,10 @@ fn run_messages(
         receiver_layers: layers(&receiver_spans),
         queues,
         queue_summary,
+        packet_trace,
+        acks,
+        sender_thread: found.sender_thread,
+        receiver_thread: found.receiver_thread,
         files,
     })
 }
@@ -485,4 +505,80 @@ fn run_capture(
             messages,
         },
     })
+}
+
+/// Each message on the timeline: its whole path (first byte into the
+/// sender's stack to the last byte queued for the receiving application),
+/// its send path and its receive path, each on a track of its own.
+fn message_slices(found: &analysis::Messages, run: &str) -> Vec<probe::convert::Annotation> {
+    let mut slices = Vec::new();
+    for m in &found.messages {
+        let name = format!("{run} message {}: {} B", m.index, m.size);
+        if let (Some(send), Some(receive)) = (&m.send, &m.receive) {
+            slices.push(probe::convert::Annotation {
+                track: "messages".into(),
+                name: name.clone(),
+                begin: send.begin_tsc,
+                end: receive.stop_tsc.max(send.stop_tsc),
+            });
+        }
+        for (track, path) in [
+            ("messages: send path", &m.send),
+            ("messages: receive path", &m.receive),
+        ] {
+            if let Some(path) = path {
+                slices.push(probe::convert::Annotation {
+                    track: track.into(),
+                    name: name.clone(),
+                    begin: path.begin_tsc,
+                    end: path.stop_tsc,
+                });
+            }
+        }
+    }
+    slices
+}
+
+/// Points per packet-trace curve.
+const TRACE_POINTS: usize = 800;
+
+/// The SunOS study's packet traces: bytes written by the application,
+/// put on the wire, taken off it and read by the receiving application,
+/// against time; and the receiver's pure ACKs placed on its receive
+/// queue's length (does an ACK go out when the queue drains?).
+fn packet_trace(
+    view: &TraceView,
+    queues: &[QueueTrace],
+    sender: Option<u16>,
+    receiver: Option<u16>,
+) -> (Vec<analysis::site_trace::SiteTrace>, Vec<(f64, u64)>) {
+    use analysis::site_trace::{site_trace, times_at};
+    let (Some(sender), Some(receiver)) = (sender, receiver) else {
+        return (Vec::new(), Vec::new());
+    };
+    let all = |_: &probe::Record| true;
+    let sites = [
+        ("socket.send_queue.enqueue", sender),
+        ("link.transmit.enter", sender),
+        ("link.receive.enter", receiver),
+        ("socket.recv_queue.dequeue", receiver),
+    ];
+    let traces = sites
+        .iter()
+        .filter_map(|&(site, thread)| site_trace(view, site, thread, all, TRACE_POINTS))
+        .collect();
+    let length = queues
+        .iter()
+        .find(|q| q.thread == receiver && q.queue.starts_with("receive_socket "))
+        .map(|q| q.length.as_slice())
+        .unwrap_or_default();
+    let acks = times_at(view, "tcp.output.enter", receiver, |r| r.len == 0, 20_000)
+        .into_iter()
+        .map(|t| {
+            // The step holding at `t`.
+            let at = length.partition_point(|p| p.t_ns <= t);
+            (t, at.checked_sub(1).map_or(0, |i| length[i].bytes))
+        })
+        .collect();
+    (traces, acks)
 }

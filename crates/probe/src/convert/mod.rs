@@ -7,7 +7,7 @@ mod csv;
 mod perfetto;
 
 pub use csv::write_csv;
-pub use perfetto::{write_perfetto, PerfettoSummary};
+pub use perfetto::{write_perfetto, write_perfetto_annotated, Annotation, PerfettoSummary};
 
 use crate::record::Record;
 

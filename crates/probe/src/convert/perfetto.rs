@@ -18,6 +18,11 @@
 //! migration: a thread's timestamps are clamped to never decrease. `ts` is
 //! microseconds since the earliest record; pid is 1, tid the record's
 //! thread. Events are written in time order.
+//!
+//! [`write_perfetto_annotated`] adds what an analysis found: named threads
+//! (`thread_name` metadata) and slices on tracks of their own (a
+//! message's whole path, its send path, its receive path), each from one
+//! counter value to another of the same clock.
 
 use super::Timebase;
 use crate::location::Kind;
@@ -46,6 +51,20 @@ pub struct PerfettoSummary {
     pub clamped_timestamps: u64,
 }
 
+/// A slice an analysis adds: `name` on its own track `track` (tracks
+/// with equal names share a row), from counter value `begin` to `end`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Annotation {
+    pub track: String,
+    pub name: String,
+    pub begin: u64,
+    pub end: u64,
+}
+
+/// Rows for annotation tracks start here, above any recorder thread
+/// number.
+const ANNOTATION_TID: u32 = 1 << 16;
+
 #[derive(Serialize)]
 struct Event<'a> {
     name: Cow<'a, str>,
@@ -55,7 +74,7 @@ struct Event<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     dur: Option<f64>,
     pid: u32,
-    tid: u16,
+    tid: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     s: Option<&'static str>,
     args: Args<'a>,
@@ -73,6 +92,10 @@ enum Args<'a> {
     Counter {
         length: u64,
     },
+    Name {
+        name: &'a str,
+    },
+    None {},
 }
 
 /// An enter waiting for its exit.
@@ -113,6 +136,17 @@ fn ordered<'a>(records: &'a [Record], summary: &mut PerfettoSummary) -> Vec<(u64
 
 /// Writes `{"traceEvents": [...], "displayTimeUnit": "ns"}`.
 pub fn write_perfetto(trace: &Trace, out: impl Write) -> Result<PerfettoSummary, TraceError> {
+    write_perfetto_annotated(trace, &[], &[], out)
+}
+
+/// As [`write_perfetto`], with `thread_names` (recorder thread number,
+/// name) and `annotations` drawn on tracks of their own.
+pub fn write_perfetto_annotated(
+    trace: &Trace,
+    thread_names: &[(u16, String)],
+    annotations: &[Annotation],
+    out: impl Write,
+) -> Result<PerfettoSummary, TraceError> {
     trace.validate()?;
     let mut summary = PerfettoSummary::default();
     let order = ordered(&trace.records, &mut summary);
@@ -178,7 +212,7 @@ pub fn write_perfetto(trace: &Trace, out: impl Write) -> Result<PerfettoSummary,
                     ts,
                     dur: None,
                     pid: 1,
-                    tid: r.thread,
+                    tid: u32::from(r.thread),
                     s: None,
                     args: Args::Counter { length: *length },
                 });
@@ -186,8 +220,55 @@ pub fn write_perfetto(trace: &Trace, out: impl Write) -> Result<PerfettoSummary,
         }
     }
     summary.unclosed_spans = open.values().map(|s| s.len() as u64).sum();
+    let mut tracks: Vec<&str> = Vec::new();
+    for a in annotations {
+        let row = match tracks.iter().position(|t| *t == a.track) {
+            Some(row) => row,
+            None => {
+                tracks.push(&a.track);
+                tracks.len() - 1
+            }
+        };
+        let begin = time.ns(a.begin.max(time.start)) / 1000.0;
+        let end = time.ns(a.end.max(a.begin).max(time.start)) / 1000.0;
+        events.push(Event {
+            name: Cow::Borrowed(&a.name),
+            cat: "analysis".into(),
+            ph: "X",
+            ts: begin,
+            dur: Some(end - begin),
+            pid: 1,
+            tid: ANNOTATION_TID + row as u32,
+            s: None,
+            args: Args::None {},
+        });
+    }
     // Slices are emitted when they close; put everything in time order.
     events.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    // Names first: metadata has no time.
+    let names = thread_names
+        .iter()
+        .map(|(thread, name)| (u32::from(*thread), name.as_str()))
+        .chain(
+            tracks
+                .iter()
+                .enumerate()
+                .map(|(row, name)| (ANNOTATION_TID + row as u32, *name)),
+        );
+    let metadata: Vec<Event> = names
+        .map(|(tid, name)| Event {
+            name: Cow::Borrowed("thread_name"),
+            cat: "__metadata".into(),
+            ph: "M",
+            ts: 0.0,
+            dur: None,
+            pid: 1,
+            tid,
+            s: None,
+            args: Args::Name { name },
+        })
+        .collect();
+    let events: Vec<Event> = metadata.into_iter().chain(events).collect();
 
     let mut out = std::io::BufWriter::new(out);
     out.write_all(b"{\"traceEvents\":[")?;
@@ -217,7 +298,7 @@ fn probe_event<'a>(
         ts,
         dur: None,
         pid: 1,
-        tid: r.thread,
+        tid: u32::from(r.thread),
         s: None,
         args: Args::Probe {
             len: r.len,
