@@ -12,10 +12,16 @@ use serde::Serialize;
 use crate::messages::{Messages, PathLatency};
 use crate::trend::{self, Fit, StepReport};
 
-/// Mean, spread and range of one figure over a size's repetitions.
+/// Mean, median, spread and range of one figure over a size's
+/// repetitions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Stat {
     pub mean: f64,
+    /// The middle value (the mean of the two middle ones for an even
+    /// count). Trend lines are fitted to the means, as the study did: on
+    /// the full xie1999 sweep medians gave R² 0.872 / 0.895 (TCP start /
+    /// stop) against the means' 0.869 / 0.910, no better.
+    pub median: f64,
     pub stdev: f64,
     pub min: f64,
     pub max: f64,
@@ -24,7 +30,8 @@ pub struct Stat {
 
 impl Stat {
     pub fn of(values: &[f64]) -> Option<Stat> {
-        let values: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let mut values: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        values.sort_by(f64::total_cmp);
         let n = values.len();
         if n == 0 {
             return None;
@@ -35,8 +42,14 @@ impl Stat {
         } else {
             0.0
         };
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
         Some(Stat {
             mean,
+            median,
             stdev: var.sqrt(),
             min: values.iter().copied().fold(f64::INFINITY, f64::min),
             max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
@@ -182,5 +195,23 @@ pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> Path
         stop_steps: segment.map(|s| trend::steps_at_multiples(&stop_bytes, s)),
         category_shares: shares,
         other_share: other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stat;
+
+    #[test]
+    fn stat_has_the_median_of_odd_and_even_counts_and_skips_non_finite() {
+        let s = Stat::of(&[9.0, 1.0, 5.0, f64::NAN]).unwrap();
+        assert_eq!(
+            (s.n, s.median, s.mean, s.min, s.max),
+            (3, 5.0, 5.0, 1.0, 9.0)
+        );
+        let s = Stat::of(&[4.0, 1.0, 2.0, 100.0]).unwrap();
+        assert_eq!(s.median, 3.0);
+        assert_eq!(s.mean, 26.75);
+        assert!(Stat::of(&[f64::INFINITY]).is_none());
     }
 }

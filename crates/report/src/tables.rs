@@ -30,8 +30,10 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
     for path in ["send", "receive"] {
         for column in [
             "start_us_mean",
+            "start_us_median",
             "start_us_stdev",
             "stop_us_mean",
+            "stop_us_median",
             "stop_us_stdev",
             "throughput_kbps",
             "frames",
@@ -50,8 +52,10 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
         for path in [&p.send, &p.receive] {
             let f = path.as_ref();
             row.push(number(f.map(|f| f.start_us.mean)));
+            row.push(number(f.map(|f| f.start_us.median)));
             row.push(number(f.map(|f| f.start_us.stdev)));
             row.push(number(f.map(|f| f.stop_us.mean)));
+            row.push(number(f.map(|f| f.stop_us.median)));
             row.push(number(f.map(|f| f.stop_us.stdev)));
             row.push(number(f.map(|f| f.throughput_kbps)));
             row.push(number(f.map(|f| f.frames)));
