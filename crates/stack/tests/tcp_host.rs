@@ -314,6 +314,23 @@ fn simultaneous_close_passes_through_closing_to_time_wait() {
     );
 }
 
+/// Moves `data` from host-a to host-b over IPv6 on a new connection with
+/// `config`, checking it arrives byte-exact: the client and the time taken.
+fn one_way(sim: &mut Simulator, config: TcpConfig, data: &[u8]) -> (TcpHandle, Duration) {
+    let (client, server) = connected(sim, true, config);
+    let start = sim.now();
+    let (got, _) = exchange(
+        sim,
+        ("host-a", client),
+        ("host-b", server),
+        data,
+        &[],
+        Duration::from_secs(60),
+    );
+    assert!(got == data, "byte-exact");
+    (client, sim.now() - start)
+}
+
 /// host-a — r1 — r2 — host-b with a 1280-byte MTU between the routers:
 /// both hosts' links carry 1500, so only the path MTU can tell them.
 fn narrow_middle() -> Simulator {
@@ -382,19 +399,9 @@ fn a_tail_drop_burst_is_repaired_by_sack_without_a_timeout() {
         recv_buffer: 4 << 20,
         ..TcpConfig::default()
     };
-    let (client, server) = connected(&mut sim, true, config);
     let data = pattern(24 << 20, 5);
-    let start = sim.now();
-    let (up, _) = exchange(
-        &mut sim,
-        ("host-a", client),
-        ("host-b", server),
-        &data,
-        &[],
-        Duration::from_secs(60),
-    );
-    let seconds = (sim.now() - start).as_secs_f64();
-    assert!(up == data, "byte-exact");
+    let (client, took) = one_way(&mut sim, config, &data);
+    let seconds = took.as_secs_f64();
     let a = sim.host("host-a").unwrap();
     let wire_drops = a.interfaces()[0].counters.tx_link_errors;
     let counters = a.tcp_connection(client).unwrap().counters();
@@ -424,20 +431,8 @@ fn small_socket_buffers_with_nagle_do_not_wait_for_delayed_acks() {
         recv_buffer: 4096,
         ..TcpConfig::default()
     };
-    let (client, server) = connected(&mut sim, true, config);
-    let data = pattern(256 * 1024, 3);
-    let start = sim.now();
-    let (got, _) = exchange(
-        &mut sim,
-        ("host-a", client),
-        ("host-b", server),
-        &data,
-        &[],
-        Duration::from_secs(60),
-    );
-    assert!(got == data);
+    let (_, took) = one_way(&mut sim, config, &pattern(256 * 1024, 3));
     // 64 windows of 4 KB, each about 0.35 ms of wire and round trip: some
     // 25 ms; waiting for the delayed ACK would take over a second.
-    let took = sim.now() - start;
     assert!(took < Duration::from_millis(200), "took {took:?}");
 }
