@@ -119,6 +119,12 @@ pub trait Link {
 
 pub mod capture;
 pub mod loopback;
+#[cfg(target_os = "linux")]
+pub mod packet;
+#[cfg(target_os = "linux")]
+pub mod tap;
+#[cfg(target_os = "linux")]
+pub mod tunnel;
 pub mod virtual_wire;
 
 pub use capture::{CaptureStats, Captured};

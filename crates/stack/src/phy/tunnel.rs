@@ -1,0 +1,1 @@
+//! Placeholder: filled in by issue 7's link work.
