@@ -1,0 +1,336 @@
+//! What the interop tests share: network namespaces and `stackscope host`
+//! processes that clean up after themselves (also when a test fails), the
+//! decision to skip where the environment forbids namespaces, running
+//! commands in a namespace, and entering one from a test thread so the
+//! test can open kernel sockets there.
+//!
+//! Everything a test makes lives in a namespace of its own
+//! (`ss-tap-<pid>-<n>`), so tests run in parallel and never touch the
+//! machine's own interfaces.
+
+#![allow(dead_code)] // each test file uses what it needs
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Why the interop tests cannot run here, if they cannot: not root, or no
+/// TUN/TAP device. Tools that CI installs (`ip`, `ping`) are required,
+/// not a reason to skip: as root, their absence is a setup error.
+pub fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some(
+            "not root: the interop tests create network namespaces and TAP devices".into(),
+        );
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun (TUN/TAP support) on this machine".into());
+    }
+    None
+}
+
+/// Panics, naming the package, if `tool` is not on PATH.
+pub fn require_tool(tool: &str, package: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "`{tool}` is not installed: the interop tests need it (Debian package {package})"
+    );
+}
+
+/// Runs `program args`, returning its output (never panics on failure).
+pub fn run(program: &str, args: &[&str]) -> Output {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"))
+}
+
+/// Runs `program args` and panics with its output if it fails.
+pub fn run_ok(program: &str, args: &[&str]) -> String {
+    let output = run(program, args);
+    assert!(
+        output.status.success(),
+        "`{program} {}` failed ({}):\n{}{}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A network namespace made for one test, deleted when dropped.
+pub struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Makes `ss-tap-<pid>-<n>`. `Err` says why the kernel refused (the
+    /// caller skips).
+    pub fn create() -> Result<Netns, String> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("ss-tap-{}-{n}", std::process::id());
+        let output = run("ip", &["netns", "add", &name]);
+        if !output.status.success() {
+            return Err(format!(
+                "`ip netns add {name}` failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(Netns { name })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `ip -n NS args...`, which must succeed.
+    pub fn ip(&self, args: &[&str]) -> String {
+        let mut all = vec!["-n", &self.name];
+        all.extend_from_slice(args);
+        run_ok("ip", &all)
+    }
+
+    /// `ip netns exec NS program args...`, whatever its outcome.
+    pub fn exec(&self, program: &str, args: &[&str]) -> Output {
+        let mut all = vec!["netns", "exec", &self.name, program];
+        all.extend_from_slice(args);
+        run("ip", &all)
+    }
+
+    /// Waits until the interface `dev` exists in the namespace.
+    pub fn wait_for_link(&self, dev: &str, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let output = run("ip", &["-n", &self.name, "link", "show", "dev", dev]);
+            if output.status.success() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{dev} did not appear in {} within {timeout:?}",
+                    self.name
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Runs `body` on a thread that entered this namespace (`setns`), so it
+    /// can open kernel sockets there; only that thread moves.
+    pub fn within<T: Send + 'static>(&self, body: impl FnOnce() -> T + Send + 'static) -> T {
+        let path = format!("/run/netns/{}", self.name);
+        std::thread::spawn(move || {
+            let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            use std::os::fd::AsRawFd;
+            // SAFETY: setns takes a descriptor and a flag, no pointers; it
+            // moves only this (test-owned) thread into the namespace.
+            let entered = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(
+                entered,
+                0,
+                "setns {path}: {}",
+                std::io::Error::last_os_error()
+            );
+            body()
+        })
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run("ip", &["netns", "del", &self.name]);
+    }
+}
+
+/// A running `stackscope host`, killed when dropped. Its stdout is read
+/// line by line as it comes.
+pub struct HostProcess {
+    child: Option<Child>,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+    stdout_reader: Option<JoinHandle<()>>,
+    stderr_reader: Option<JoinHandle<String>>,
+}
+
+/// How a host ended after [`HostProcess::stop`].
+pub struct Stopped {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Stopped {
+    /// The number after `name:` on a line of the counters (e.g.
+    /// `echo_replies_sent: 12`), or after `name ` inside a line (e.g.
+    /// `rx_frames 98`).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counter_in(name, None)
+    }
+
+    /// Like [`counter`](Self::counter), on the first line containing
+    /// `line_has` (e.g. a service's or a link's line).
+    pub fn counter_on(&self, line_has: &str, name: &str) -> u64 {
+        self.counter_in(name, Some(line_has))
+    }
+
+    fn counter_in(&self, name: &str, line_has: Option<&str>) -> u64 {
+        for line in self.stdout.lines() {
+            if line_has.is_some_and(|has| !line.contains(has)) {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for pair in words.windows(2) {
+                if pair[0] == name || pair[0] == format!("{name}:") {
+                    if let Ok(value) = pair[1].parse() {
+                        return value;
+                    }
+                }
+            }
+        }
+        panic!(
+            "no counter {name:?} (on a line with {line_has:?}) in:\n{}",
+            self.stdout
+        )
+    }
+}
+
+impl HostProcess {
+    /// Starts the binary under test with `host args...`.
+    pub fn start(args: &[&str]) -> HostProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stackscope"))
+            .arg("host")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start stackscope host");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let (tx, lines) = mpsc::channel();
+        let stdout_reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr_reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        HostProcess {
+            child: Some(child),
+            lines,
+            seen: Vec::new(),
+            stdout_reader: Some(stdout_reader),
+            stderr_reader: Some(stderr_reader),
+        }
+    }
+
+    /// Waits for a stdout line satisfying `wanted` and returns it; `Err`
+    /// has everything printed so far (and the exit status if the host
+    /// ended).
+    pub fn wait_for_line(
+        &mut self,
+        wanted: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> Result<String, String> {
+        if let Some(line) = self.seen.iter().find(|l| wanted(l)) {
+            return Ok(line.clone());
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if wanted(&line) {
+                        return Ok(line);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!(
+                        "no such line within {timeout:?}; stdout so far:\n{}",
+                        self.seen.join("\n")
+                    ))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.as_mut().and_then(|c| c.wait().ok());
+                    let stderr = self.take_stderr();
+                    return Err(format!(
+                        "the host ended ({status:?}); stdout:\n{}\nstderr:\n{stderr}",
+                        self.seen.join("\n")
+                    ));
+                }
+            }
+        }
+    }
+
+    fn take_stderr(&mut self) -> String {
+        self.stderr_reader
+            .take()
+            .and_then(|r| r.join().ok())
+            .unwrap_or_default()
+    }
+
+    /// Sends `signal` and waits (up to `timeout`, then kills it) for the
+    /// host to end; returns its status and everything it printed.
+    pub fn stop(mut self, signal: libc::c_int, timeout: Duration) -> Stopped {
+        let mut child = self.child.take().expect("a running host");
+        // SAFETY: kill takes a pid and a signal number, no pointers; the
+        // pid is our own child's, not yet reaped (so not reused).
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for the host") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let status = child.wait().expect("wait for the killed host");
+                panic!(
+                    "the host did not end within {timeout:?} of signal {signal} (killed: {status}); stdout:\n{}",
+                    self.seen.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        if let Some(reader) = self.stdout_reader.take() {
+            let _ = reader.join();
+        }
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        Stopped {
+            status,
+            stdout: self.seen.join("\n"),
+            stderr: self.take_stderr(),
+        }
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
