@@ -1,1 +1,1359 @@
-//! Placeholder: filled in by issue 7's link work.
+//! AF_PACKET: the stack on an existing Ethernet interface of the host (a
+//! veth end or a real NIC), as the MSR study's LAN link module sat on a
+//! NIC driver (DESIGN.md, "Links").
+//!
+//! [`PacketLink`] is a `SOCK_RAW` packet socket bound to one interface for
+//! every protocol (`ETH_P_ALL`), non-blocking. It moves whole Ethernet
+//! frames (header included, no FCS):
+//!
+//! * **transmit** hands the frame's parts to the kernel in one `sendmsg`
+//!   (an I/O vector: the gather happens in the kernel's copy, not here);
+//! * **receive** takes up to [`PacketConfig::batch`] frames per system call
+//!   (`recvmmsg`) into a ring of slots and hands them out one per
+//!   [`Link::receive`], so a burst costs one call per batch
+//!   ([`RingStats`] shows how well batching went);
+//! * a packet socket also gets the frames others send out of the
+//!   interface (the kernel's own stack, other sockets), marked
+//!   `PACKET_OUTGOING`; they are not arrivals: the kernel is asked not to
+//!   deliver them (`PACKET_IGNORE_OUTGOING`, Linux 4.20) and any that
+//!   still come are skipped by their `sll_pkttype` (a socket never gets
+//!   its own frames back);
+//! * with `PACKET_VNET_HDR` each received frame comes with a
+//!   `virtio_net_hdr`: a frame whose transport checksum the sender left to
+//!   "hardware" (`CHECKSUM_PARTIAL`, the default for a kernel sending over
+//!   veth) has its checksum completed here, as a NIC would have done;
+//!   a GSO super-frame (TCP from a kernel peer over veth, which leaves
+//!   segmentation to "hardware", or what GRO merged on a real NIC) is cut
+//!   here into segments of the size the sender asked for, one per
+//!   `receive`, written straight into the caller's buffer, as the
+//!   kernel's software GSO would have done (TCP and UDP over IPv4 and
+//!   IPv6; anything else is dropped and counted). For that the ring's
+//!   slots hold 64 KiB each ([`PacketConfig::segment_gso`]).
+//!
+//! The interface is not made promiscuous: the host should use the
+//! interface's own address ([`PacketLink::mac`]). The kernel of the
+//! namespace the interface is in still sees every frame too; it should
+//! have no addresses there (`sysctl net.ipv6.conf.IFACE.disable_ipv6=1`,
+//! no IPv4 address), or it answers for the same link-local address.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::fmt;
+use std::io;
+use std::mem;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr;
+
+use wire::ethernet::EthernetAddress;
+
+use super::{Link, LinkError, LinkStats, Medium};
+use crate::time::Instant;
+
+/// Frames taken per system call by default.
+pub const DEFAULT_BATCH: usize = 32;
+/// Most frames one system call may take (the receive ring's size bound).
+pub const MAX_BATCH: usize = 64;
+/// System calls one `receive` makes at most when every frame it finds is
+/// skipped (its own, malformed), so a flood of those cannot hold it.
+const MAX_REFILLS: usize = 4;
+/// Bytes of `struct virtio_net_hdr` in front of each frame with
+/// `PACKET_VNET_HDR`.
+const VNET_HDR_LEN: usize = 10;
+/// `VIRTIO_NET_HDR_F_NEEDS_CSUM`: the checksum at `csum_start +
+/// csum_offset` holds only the pseudo-header sum.
+const VNET_F_NEEDS_CSUM: u8 = 1;
+/// `VIRTIO_NET_HDR_GSO_NONE`.
+const VNET_GSO_NONE: u8 = 0;
+/// One 802.1Q tag: a tagged frame may be this much longer.
+const VLAN_TAG_LEN: usize = 4;
+/// Parts of a frame sent as one I/O vector; more are gathered first.
+const MAX_PARTS: usize = 15;
+/// The largest GSO frame a slot takes: Linux's default `gso_max_size`
+/// (the packet from the network header on) plus a tagged Ethernet header.
+const GSO_FRAME_MAX: usize = 65536 + 18;
+/// `virtio_net_hdr` GSO types (the ECN bit 0x80 aside).
+const VNET_GSO_TCPV4: u8 = 1;
+const VNET_GSO_TCPV6: u8 = 4;
+const VNET_GSO_UDP_L4: u8 = 5;
+const VNET_GSO_ECN: u8 = 0x80;
+
+/// How to open a [`PacketLink`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketConfig {
+    /// The MTU to use; `None` reads the interface's (`SIOCGIFMTU`).
+    pub mtu: Option<usize>,
+    /// Frames taken per system call, 1..=[`MAX_BATCH`].
+    pub batch: usize,
+    /// `SO_RCVBUF` and `SO_SNDBUF` (forced past the system limit when
+    /// running as root); `None` keeps the system's defaults.
+    pub socket_buffer_bytes: Option<usize>,
+    /// Cut GSO super-frames into segments (slots of 64 KiB, about 2 MiB
+    /// for a batch of 32); without it slots fit the MTU and such frames
+    /// are dropped as too long.
+    pub segment_gso: bool,
+}
+
+impl Default for PacketConfig {
+    fn default() -> Self {
+        Self {
+            mtu: None,
+            batch: DEFAULT_BATCH,
+            socket_buffer_bytes: None,
+            segment_gso: true,
+        }
+    }
+}
+
+/// What a packet link counts beyond [`LinkStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketStats {
+    /// Frames sent out of the interface by others (the kernel, other
+    /// sockets) that reached this socket and were skipped.
+    pub outgoing_skipped: u64,
+    /// Received frames whose transport checksum was completed here.
+    pub checksums_completed: u64,
+    /// GSO super-frames cut into segments, and the segments made.
+    pub gso_frames: u64,
+    pub gso_segments: u64,
+    /// GSO super-frames dropped: segmentation off, or a kind or layout it
+    /// does not handle (also counted as `dropped_rx_too_long`).
+    pub gso_dropped: u64,
+    /// Frames with an impossible `virtio_net_hdr` (checksum offsets
+    /// outside the frame), dropped.
+    pub malformed: u64,
+    /// Sends the kernel refused for a reason other than a full queue or
+    /// the frame's size (interface down, ...): returned as
+    /// [`LinkError::QueueFull`], which is all [`LinkError`] can say.
+    pub tx_errors: u64,
+    /// The errno of the latest failed send or receive.
+    pub last_error: Option<i32>,
+}
+
+/// How batched receiving went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingStats {
+    /// `recvmmsg` calls that returned at least one frame.
+    pub batches: u64,
+    /// Frames those calls returned (before the link's own checks).
+    pub frames: u64,
+    /// The most frames one call returned.
+    pub largest_batch: usize,
+    /// Calls that found nothing.
+    pub empty: u64,
+    /// Calls that failed otherwise.
+    pub errors: u64,
+}
+
+/// A link on an existing Ethernet interface through an AF_PACKET socket.
+pub struct PacketLink {
+    fd: OwnedFd,
+    interface: String,
+    ifindex: u32,
+    mac: EthernetAddress,
+    mtu: usize,
+    ignores_outgoing: bool,
+    vnet_header: bool,
+    segment_gso: bool,
+    /// The GSO frame being cut into segments, if any.
+    segmenter: Option<Segmenter>,
+    /// Behind a `RefCell` so that `may_receive(&self)` can fill it: the
+    /// same system call both answers "is there a frame?" and fetches it.
+    ring: RefCell<RxRing>,
+    stats: LinkStats,
+    packet_stats: PacketStats,
+    /// Where a frame of more than [`MAX_PARTS`] parts is gathered.
+    scratch: Vec<u8>,
+}
+
+impl PacketLink {
+    /// Opens a link on `interface` (in the calling thread's network
+    /// namespace) with the default configuration: the interface's MTU,
+    /// [`DEFAULT_BATCH`] frames per system call.
+    pub fn open(interface: &str) -> io::Result<Self> {
+        Self::open_with(interface, &PacketConfig::default())
+    }
+
+    /// Opens a link on `interface` as `config` says. Needs `CAP_NET_RAW`.
+    pub fn open_with(interface: &str, config: &PacketConfig) -> io::Result<Self> {
+        check_batch(config.batch)?;
+        if let Some(mtu) = config.mtu {
+            if !(1..=65535).contains(&mtu) {
+                return Err(invalid(format!(
+                    "an MTU of {mtu} is impossible on Ethernet (1..=65535)"
+                )));
+            }
+        }
+        let name = interface_name(interface)?;
+        // SAFETY: `name` is a NUL-terminated string that outlives the call;
+        // if_nametoindex only reads it.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(context(
+                format!("find interface {interface} in this network namespace"),
+                io::Error::last_os_error(),
+            ));
+        }
+        // Protocol 0: the socket receives nothing until `bind` names both
+        // the protocol and the interface, so no frame of another interface
+        // slips in between the two calls.
+        // SAFETY: socket takes no pointers; the result is checked below.
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if raw < 0 {
+            return Err(context(
+                "open an AF_PACKET socket (needs CAP_NET_RAW)",
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `raw` is a descriptor socket just returned, owned by
+        // nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mac = read_mac(fd.as_raw_fd(), &name, interface)?;
+        let mtu = match config.mtu {
+            Some(mtu) => mtu,
+            None => read_mtu(fd.as_raw_fd(), &name, interface)?,
+        };
+        // Linux 4.20 and later: frames sent out of the interface (by the
+        // kernel or other sockets) are not delivered to us.
+        let ignores_outgoing = set_int_option(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            1,
+        )
+        .is_ok();
+        let vnet_header =
+            set_int_option(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_VNET_HDR, 1).is_ok();
+        if let Some(bytes) = config.socket_buffer_bytes {
+            set_socket_buffers(fd.as_raw_fd(), bytes)?;
+        }
+        bind_packet(fd.as_raw_fd(), ifindex)
+            .map_err(|e| context(format!("bind an AF_PACKET socket to {interface}"), e))?;
+        let header = if vnet_header { VNET_HDR_LEN } else { 0 };
+        let segment_gso = config.segment_gso && vnet_header;
+        let mut slot = wire::ethernet::HEADER_LEN + VLAN_TAG_LEN + mtu;
+        if segment_gso {
+            slot = slot.max(GSO_FRAME_MAX);
+        }
+        let slot = header + slot;
+        Ok(Self {
+            fd,
+            interface: interface.to_string(),
+            ifindex,
+            mac,
+            mtu,
+            ignores_outgoing,
+            vnet_header,
+            segment_gso,
+            segmenter: None,
+            ring: RefCell::new(RxRing::new(config.batch, slot)),
+            stats: LinkStats::default(),
+            packet_stats: PacketStats::default(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The interface's Ethernet address: what the host on this link
+    /// should use, since the interface is not promiscuous.
+    pub fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+
+    /// The interface's name.
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    /// The interface's index in its namespace.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// Whether the kernel keeps frames sent out of the interface from this
+    /// socket (`PACKET_IGNORE_OUTGOING`); skipped by type otherwise.
+    pub fn ignores_outgoing(&self) -> bool {
+        self.ignores_outgoing
+    }
+
+    /// Whether frames arrive with a `virtio_net_hdr`, so partial checksums
+    /// are completed and GSO frames recognised.
+    pub fn vnet_header(&self) -> bool {
+        self.vnet_header
+    }
+
+    pub fn packet_stats(&self) -> PacketStats {
+        self.packet_stats
+    }
+
+    pub fn ring_stats(&self) -> RingStats {
+        self.ring.borrow().stats
+    }
+
+    /// Largest frame carried: the MTU plus the Ethernet header.
+    pub fn max_frame_len(&self) -> usize {
+        self.mtu + wire::ethernet::HEADER_LEN
+    }
+}
+
+impl Link for PacketLink {
+    fn medium(&self) -> Medium {
+        Medium::Ethernet
+    }
+
+    fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
+        let len = parts
+            .iter()
+            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        let max = self.max_frame_len();
+        if len > max {
+            self.stats.dropped_too_big += 1;
+            return Err(LinkError::TooBig { len, max });
+        }
+        // A zeroed virtio_net_hdr: no checksum to complete, no GSO.
+        let header = [0u8; VNET_HDR_LEN];
+        let prefix: &[u8] = if self.vnet_header { &header } else { &[] };
+        match send_parts(self.fd.as_raw_fd(), prefix, parts, &mut self.scratch) {
+            Ok(()) => {
+                self.stats.tx_frames += 1;
+                self.stats.tx_bytes += len as u64;
+                Ok(())
+            }
+            Err(error) => {
+                self.packet_stats.last_error = error.raw_os_error();
+                Err(send_error(
+                    &error,
+                    len,
+                    max,
+                    &mut self.stats,
+                    &mut self.packet_stats.tx_errors,
+                ))
+            }
+        }
+    }
+
+    fn receive(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let ring = self.ring.get_mut();
+        let mut refills = 0;
+        loop {
+            if let Some(segmenter) = &mut self.segmenter {
+                match segmenter.next_into(ring.slot_bytes(segmenter.slot), buf) {
+                    Some(Ok(len)) => {
+                        self.packet_stats.gso_segments += 1;
+                        self.stats.rx_frames += 1;
+                        self.stats.rx_bytes += len as u64;
+                        return Some(len);
+                    }
+                    Some(Err(TooLong)) => self.stats.dropped_rx_too_long += 1,
+                    None => self.segmenter = None,
+                }
+                continue;
+            }
+            if let Some(frame) = ring.pop() {
+                let options = Accept {
+                    vnet_header: self.vnet_header,
+                    segment_gso: self.segment_gso,
+                };
+                match accept_frame(frame, options, &mut self.stats, &mut self.packet_stats) {
+                    Accepted::Frame(bytes) => {
+                        if let Some(len) = super::deliver(bytes, buf, &mut self.stats) {
+                            return Some(len);
+                        }
+                    }
+                    Accepted::Gso(segmenter) => self.segmenter = Some(segmenter),
+                    Accepted::Skipped => {}
+                }
+                continue;
+            }
+            if refills == MAX_REFILLS {
+                return None;
+            }
+            refills += 1;
+            match ring.refill(self.fd.as_raw_fd()) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(error) => {
+                    self.packet_stats.last_error = error.raw_os_error();
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn next_arrival(&self) -> Option<Instant> {
+        None
+    }
+
+    fn may_receive(&self, _now: Instant) -> bool {
+        if self.segmenter.is_some() {
+            return true;
+        }
+        let Ok(mut ring) = self.ring.try_borrow_mut() else {
+            return true;
+        };
+        ring.has_frames() || matches!(ring.refill(self.fd.as_raw_fd()), Ok(n) if n > 0)
+    }
+
+    fn stats(&self) -> LinkStats {
+        self.stats
+    }
+}
+
+impl AsFd for PacketLink {
+    /// The socket, for a runner that waits for it to become readable.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for PacketLink {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for PacketLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacketLink")
+            .field("interface", &self.interface)
+            .field("ifindex", &self.ifindex)
+            .field("mac", &self.mac)
+            .field("mtu", &self.mtu)
+            .field("ignores_outgoing", &self.ignores_outgoing)
+            .field("vnet_header", &self.vnet_header)
+            .field("stats", &self.stats)
+            .field("packet_stats", &self.packet_stats)
+            .field("ring_stats", &self.ring_stats())
+            .finish()
+    }
+}
+
+/// How received frames are read.
+#[derive(Debug, Clone, Copy)]
+struct Accept {
+    vnet_header: bool,
+    segment_gso: bool,
+}
+
+/// What became of a received frame.
+enum Accepted<'a> {
+    /// An ordinary frame: these bytes.
+    Frame(&'a [u8]),
+    /// A GSO frame, to be cut into segments.
+    Gso(Segmenter),
+    /// Dropped or skipped (counted).
+    Skipped,
+}
+
+/// Checks one received frame.
+fn accept_frame<'a>(
+    frame: RxFrame<'a>,
+    options: Accept,
+    stats: &mut LinkStats,
+    packet_stats: &mut PacketStats,
+) -> Accepted<'a> {
+    if frame.packet_type() == Some(libc::PACKET_OUTGOING) {
+        packet_stats.outgoing_skipped += 1;
+        return Accepted::Skipped;
+    }
+    if frame.truncated {
+        stats.dropped_rx_too_long += 1;
+        return Accepted::Skipped;
+    }
+    if !options.vnet_header {
+        return Accepted::Frame(frame.bytes);
+    }
+    let slot = frame.slot;
+    let Some((header, ethernet)) = frame.bytes.split_at_mut_checked(VNET_HDR_LEN) else {
+        packet_stats.malformed += 1;
+        return Accepted::Skipped;
+    };
+    // struct virtio_net_hdr { u8 flags; u8 gso_type; u16 hdr_len;
+    // u16 gso_size; u16 csum_start; u16 csum_offset; }, in the host's byte
+    // order for packet sockets.
+    let (flags, gso_type) = (header[0], header[1]);
+    let csum_start = usize::from(u16::from_ne_bytes([header[6], header[7]]));
+    let csum_offset = usize::from(u16::from_ne_bytes([header[8], header[9]]));
+    if gso_type != VNET_GSO_NONE {
+        let gso_size = usize::from(u16::from_ne_bytes([header[4], header[5]]));
+        let segmenter = options
+            .segment_gso
+            .then(|| Segmenter::new(ethernet, gso_type, gso_size, csum_start, slot))
+            .flatten();
+        return match segmenter {
+            Some(segmenter) => {
+                packet_stats.gso_frames += 1;
+                Accepted::Gso(segmenter)
+            }
+            None => {
+                packet_stats.gso_dropped += 1;
+                stats.dropped_rx_too_long += 1;
+                Accepted::Skipped
+            }
+        };
+    }
+    if flags & VNET_F_NEEDS_CSUM != 0 {
+        if !complete_checksum(ethernet, csum_start, csum_offset) {
+            packet_stats.malformed += 1;
+            return Accepted::Skipped;
+        }
+        packet_stats.checksums_completed += 1;
+    }
+    Accepted::Frame(ethernet)
+}
+
+/// A segment that does not fit the caller's buffer.
+struct TooLong;
+
+/// Cuts a GSO super-frame (one TCP or UDP packet of many MSS behind one
+/// set of headers) into the frames that would have crossed the wire, as
+/// the kernel's software segmentation (`skb_gso_segment`) does: every
+/// segment gets a copy of the headers with its own IP length (and IPv4
+/// identification and header checksum), TCP sequence number and flags
+/// (FIN and PSH on the last only, CWR on the first only) or UDP length,
+/// and a complete transport checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segmenter {
+    /// The ring slot holding the frame, and where the Ethernet frame
+    /// starts in it (after the `virtio_net_hdr`) and its length.
+    slot: usize,
+    len: usize,
+    /// Offsets of the IP header and the transport header, and the length
+    /// of all headers.
+    l3: usize,
+    l4: usize,
+    headers: usize,
+    v6: bool,
+    tcp: bool,
+    /// Payload bytes per segment.
+    gso_size: usize,
+    /// Payload bytes handed out so far, and segments.
+    offset: usize,
+    index: u16,
+}
+
+impl Segmenter {
+    /// Checks a GSO `frame` (Ethernet header on) of `gso_type` and sets up
+    /// its segmentation, or `None` for what it cannot cut: a VLAN tag,
+    /// another GSO type, headers that do not add up.
+    fn new(
+        frame: &[u8],
+        gso_type: u8,
+        gso_size: usize,
+        csum_start: usize,
+        slot: usize,
+    ) -> Option<Self> {
+        let l3 = wire::ethernet::HEADER_LEN;
+        let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+        let v6 = match ethertype {
+            0x0800 => false,
+            0x86dd => true,
+            _ => return None,
+        };
+        let tcp = match gso_type & !VNET_GSO_ECN {
+            VNET_GSO_TCPV4 if !v6 => true,
+            VNET_GSO_TCPV6 if v6 => true,
+            VNET_GSO_UDP_L4 => false,
+            _ => return None,
+        };
+        let protocol = if tcp { 6 } else { 17 };
+        let l4 = if v6 {
+            // The transport header is where the checksum starts (after any
+            // extension headers) when the sender left the checksum to us;
+            // a frame GRO merged has no checksum start, and then (as right
+            // after the fixed header always) the next header must say so.
+            let l4 = if csum_start > l3 { csum_start } else { l3 + 40 };
+            if l4 < l3 + 40 || (l4 == l3 + 40 && *frame.get(l3 + 6)? != protocol) {
+                return None;
+            }
+            l4
+        } else {
+            let ihl = usize::from(*frame.get(l3)? & 0x0f) * 4;
+            if ihl < 20 || *frame.get(l3 + 9)? != protocol {
+                return None;
+            }
+            l3 + ihl
+        };
+        let transport = if tcp {
+            usize::from(*frame.get(l4 + 12)? >> 4) * 4
+        } else {
+            8
+        };
+        let headers = l4 + transport.max(8);
+        if (tcp && transport < 20) || gso_size == 0 || headers >= frame.len() {
+            return None;
+        }
+        Some(Self {
+            slot,
+            len: frame.len(),
+            l3,
+            l4,
+            headers,
+            v6,
+            tcp,
+            gso_size,
+            offset: 0,
+            index: 0,
+        })
+    }
+
+    /// Writes the next segment of `slot` (the ring slot the frame is in,
+    /// `virtio_net_hdr` first) into `buf`: its length, `TooLong` when it
+    /// does not fit (that segment is skipped), `None` when all are out.
+    fn next_into(&mut self, slot: &[u8], buf: &mut [u8]) -> Option<Result<usize, TooLong>> {
+        let frame = slot.get(VNET_HDR_LEN..VNET_HDR_LEN + self.len)?;
+        let payload = self.len - self.headers;
+        if self.offset >= payload {
+            return None;
+        }
+        let chunk = self.gso_size.min(payload - self.offset);
+        let (first, last) = (self.offset == 0, self.offset + chunk == payload);
+        let at = self.offset;
+        let index = self.index;
+        self.offset += chunk;
+        self.index = self.index.wrapping_add(1);
+        let out_len = self.headers + chunk;
+        let Some(out) = buf.get_mut(..out_len) else {
+            return Some(Err(TooLong));
+        };
+        out[..self.headers].copy_from_slice(&frame[..self.headers]);
+        out[self.headers..].copy_from_slice(&frame[self.headers + at..][..chunk]);
+        let (l3, l4) = (self.l3, self.l4);
+        let put16 = |out: &mut [u8], at: usize, value: u16| {
+            out[at..at + 2].copy_from_slice(&value.to_be_bytes());
+        };
+        let get16 = |out: &[u8], at: usize| u16::from_be_bytes([out[at], out[at + 1]]);
+        let l4_len = out_len - l4;
+        let pseudo = if self.v6 {
+            put16(out, l3 + 4, (out_len - l3 - 40) as u16);
+            let addr = |at: usize| {
+                let mut octets = [0u8; 16];
+                octets.copy_from_slice(&out[at..at + 16]);
+                std::net::Ipv6Addr::from(octets)
+            };
+            let protocol = if self.tcp { 6 } else { 17 };
+            wire::checksum::pseudo_header_v6(addr(l3 + 8), addr(l3 + 24), protocol, l4_len as u32)
+        } else {
+            put16(out, l3 + 2, (out_len - l3) as u16);
+            let ident = get16(out, l3 + 4).wrapping_add(index);
+            put16(out, l3 + 4, ident);
+            put16(out, l3 + 10, 0);
+            let checksum = wire::checksum::checksum(&out[l3..l4]);
+            put16(out, l3 + 10, checksum);
+            let addr =
+                |at: usize| std::net::Ipv4Addr::new(out[at], out[at + 1], out[at + 2], out[at + 3]);
+            let protocol = if self.tcp { 6 } else { 17 };
+            wire::checksum::pseudo_header_v4(addr(l3 + 12), addr(l3 + 16), protocol, l4_len as u16)
+        };
+        let checksum_at = if self.tcp {
+            let seq = u32::from_be_bytes([out[l4 + 4], out[l4 + 5], out[l4 + 6], out[l4 + 7]]);
+            out[l4 + 4..l4 + 8].copy_from_slice(&seq.wrapping_add(at as u32).to_be_bytes());
+            const FIN: u8 = 0x01;
+            const PSH: u8 = 0x08;
+            const CWR: u8 = 0x80;
+            if !last {
+                out[l4 + 13] &= !(FIN | PSH);
+            }
+            if !first {
+                out[l4 + 13] &= !CWR;
+            }
+            l4 + 16
+        } else {
+            put16(out, l4 + 4, l4_len as u16);
+            l4 + 6
+        };
+        put16(out, checksum_at, 0);
+        let sum = wire::checksum::add(pseudo, wire::checksum::sum(&out[l4..]));
+        let checksum = match wire::checksum::finish(sum) {
+            0 if !self.tcp => 0xffff,
+            checksum => checksum,
+        };
+        put16(out, checksum_at, checksum);
+        Some(Ok(out_len))
+    }
+}
+
+/// Finishes a `CHECKSUM_PARTIAL` transport checksum: the field at `start +
+/// offset` holds the pseudo-header sum, so the checksum of everything
+/// from `start` on is the field's value (as the kernel's
+/// `skb_checksum_help` does, a zero result is sent as 0xffff). False when
+/// the offsets lie outside the frame.
+fn complete_checksum(frame: &mut [u8], start: usize, offset: usize) -> bool {
+    let Some(field) = start.checked_add(offset) else {
+        return false;
+    };
+    if field.checked_add(2).is_none_or(|end| end > frame.len()) {
+        return false;
+    }
+    let sum = match wire::checksum::checksum(&frame[start..]) {
+        0 => 0xffff,
+        sum => sum,
+    };
+    frame[field..field + 2].copy_from_slice(&sum.to_be_bytes());
+    true
+}
+
+// ----- Shared with the tunnel ----------------------------------------------
+
+/// One received frame in the ring: its bytes (as long as the kernel wrote
+/// them), whether the kernel cut it to fit the slot, and its sender's
+/// socket address.
+pub(super) struct RxFrame<'a> {
+    pub bytes: &'a mut [u8],
+    pub truncated: bool,
+    /// The slot it is in, for [`RxRing::slot_bytes`].
+    pub slot: usize,
+    addr: &'a libc::sockaddr_storage,
+}
+
+impl RxFrame<'_> {
+    /// `sll_pkttype` when the address is an AF_PACKET one.
+    fn packet_type(&self) -> Option<u8> {
+        if i32::from(self.addr.ss_family) != libc::AF_PACKET {
+            return None;
+        }
+        // SAFETY: the kernel wrote a sockaddr_ll into this storage (its
+        // family says so); sockaddr_storage is larger than sockaddr_ll and
+        // at least as aligned, and every sockaddr_ll bit pattern is valid.
+        let ll = unsafe {
+            ptr::read((self.addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_ll>())
+        };
+        Some(ll.sll_pkttype)
+    }
+}
+
+/// Where one receive system call puts its frames, handed out one by one.
+pub(super) struct RxRing {
+    /// Bytes per frame slot.
+    slot: usize,
+    data: Vec<u8>,
+    lens: Vec<usize>,
+    truncated: Vec<bool>,
+    addrs: Vec<libc::sockaddr_storage>,
+    /// Frames the last call returned, and the next to hand out.
+    filled: usize,
+    next: usize,
+    pub stats: RingStats,
+}
+
+impl RxRing {
+    /// A ring of `batch` slots of `slot` bytes.
+    pub fn new(batch: usize, slot: usize) -> Self {
+        let batch = batch.clamp(1, MAX_BATCH);
+        // SAFETY: sockaddr_storage is plain data (integers); all zeroes is
+        // a valid value of it.
+        let zeroed: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        Self {
+            slot,
+            data: vec![0; batch * slot],
+            lens: vec![0; batch],
+            truncated: vec![false; batch],
+            addrs: vec![zeroed; batch],
+            filled: 0,
+            next: 0,
+            stats: RingStats::default(),
+        }
+    }
+
+    pub fn has_frames(&self) -> bool {
+        self.next < self.filled
+    }
+
+    /// The next frame taken off the socket, if any is left.
+    pub fn pop(&mut self) -> Option<RxFrame<'_>> {
+        if !self.has_frames() {
+            return None;
+        }
+        let index = self.next;
+        self.next += 1;
+        let start = index * self.slot;
+        let len = self.lens[index].min(self.slot);
+        Some(RxFrame {
+            bytes: &mut self.data[start..start + len],
+            truncated: self.truncated[index],
+            slot: index,
+            addr: &self.addrs[index],
+        })
+    }
+
+    /// What the kernel wrote into slot `index` in the last refill.
+    pub fn slot_bytes(&self, index: usize) -> &[u8] {
+        let start = index * self.slot;
+        let len = self.lens.get(index).map_or(0, |&len| len.min(self.slot));
+        self.data.get(start..start + len).unwrap_or(&[])
+    }
+
+    /// Replaces the ring's frames with up to a batch from `fd` in one
+    /// `recvmmsg`, without waiting: how many came (0 when none was there).
+    /// Frames not yet handed out are discarded, so call it only when
+    /// [`has_frames`](Self::has_frames) is false.
+    pub fn refill(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.filled = 0;
+        self.next = 0;
+        let batch = self.lens.len();
+        // SAFETY: iovec and mmsghdr are C structs of integers and pointers,
+        // for which all zeroes (null pointers, zero lengths) is valid.
+        let mut iovecs: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+        // SAFETY: as above.
+        let mut messages: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+        for (iovec, slot) in iovecs.iter_mut().zip(self.data.chunks_exact_mut(self.slot)) {
+            iovec.iov_base = slot.as_mut_ptr().cast();
+            iovec.iov_len = slot.len();
+        }
+        let iovec = iovecs.as_mut_ptr();
+        let addrs = self.addrs.as_mut_ptr();
+        for (index, message) in messages[..batch].iter_mut().enumerate() {
+            let header = &mut message.msg_hdr;
+            header.msg_iov = iovec.wrapping_add(index);
+            header.msg_iovlen = 1;
+            header.msg_name = addrs.wrapping_add(index).cast();
+            header.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        }
+        let count = loop {
+            // SAFETY: `messages[..batch]` are initialised headers whose
+            // names and I/O vectors point into `self.addrs`, `iovecs` and
+            // `self.data`, all alive and not otherwise borrowed for the
+            // call, each with its true length; the null timeout is allowed
+            // (with MSG_DONTWAIT it never waits).
+            let rc = unsafe {
+                libc::recvmmsg(
+                    fd,
+                    messages.as_mut_ptr(),
+                    batch as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    ptr::null_mut(),
+                )
+            };
+            if rc >= 0 {
+                break rc as usize;
+            }
+            let error = io::Error::last_os_error();
+            match error.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => {
+                    self.stats.empty += 1;
+                    return Ok(0);
+                }
+                _ => {
+                    self.stats.errors += 1;
+                    return Err(error);
+                }
+            }
+        };
+        let count = count.min(batch);
+        for (index, message) in messages[..count].iter().enumerate() {
+            self.lens[index] = message.msg_len as usize;
+            self.truncated[index] = message.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        }
+        self.filled = count;
+        if count > 0 {
+            self.stats.batches += 1;
+            self.stats.frames += count as u64;
+            self.stats.largest_batch = self.stats.largest_batch.max(count);
+        } else {
+            self.stats.empty += 1;
+        }
+        Ok(count)
+    }
+}
+
+/// Sends `prefix` and `parts` as one datagram with one `sendmsg`, without
+/// waiting; more parts than an I/O vector here holds are gathered into
+/// `scratch` first.
+pub(super) fn send_parts(
+    fd: RawFd,
+    prefix: &[u8],
+    parts: &[&[u8]],
+    scratch: &mut Vec<u8>,
+) -> io::Result<()> {
+    let gathered;
+    let parts = if parts.len() > MAX_PARTS {
+        scratch.clear();
+        parts
+            .iter()
+            .for_each(|part| scratch.extend_from_slice(part));
+        gathered = [scratch.as_slice()];
+        &gathered[..]
+    } else {
+        parts
+    };
+    // SAFETY: iovec is a C struct of a pointer and a length; all zeroes is
+    // valid.
+    let mut iovecs: [libc::iovec; MAX_PARTS + 1] = unsafe { mem::zeroed() };
+    let mut count = 0;
+    for part in std::iter::once(&prefix).chain(parts) {
+        if part.is_empty() {
+            continue;
+        }
+        iovecs[count] = libc::iovec {
+            // The kernel only reads through it (sendmsg).
+            iov_base: part.as_ptr().cast_mut().cast(),
+            iov_len: part.len(),
+        };
+        count += 1;
+    }
+    // SAFETY: msghdr is a C struct of integers and pointers; all zeroes is
+    // valid (no name, no control data).
+    let mut message: libc::msghdr = unsafe { mem::zeroed() };
+    message.msg_iov = iovecs.as_mut_ptr();
+    message.msg_iovlen = count as _;
+    loop {
+        // SAFETY: `message` points at `count` initialised iovecs, each
+        // naming a live slice of its length that sendmsg only reads; the
+        // socket is ours.
+        let rc = unsafe { libc::sendmsg(fd, &message, libc::MSG_DONTWAIT) };
+        if rc >= 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// The [`LinkError`] for a failed send, counted: a full queue
+/// (`EAGAIN`, `ENOBUFS`), a frame too big for the path (`EMSGSIZE`), or
+/// anything else (counted in `other`).
+pub(super) fn send_error(
+    error: &io::Error,
+    len: usize,
+    max: usize,
+    stats: &mut LinkStats,
+    other: &mut u64,
+) -> LinkError {
+    match error.raw_os_error() {
+        Some(libc::EAGAIN | libc::ENOBUFS) => {
+            stats.dropped_queue_full += 1;
+            LinkError::QueueFull
+        }
+        Some(libc::EMSGSIZE) => {
+            stats.dropped_too_big += 1;
+            LinkError::TooBig { len, max }
+        }
+        _ => {
+            *other += 1;
+            LinkError::QueueFull
+        }
+    }
+}
+
+pub(super) fn check_batch(batch: usize) -> io::Result<()> {
+    if (1..=MAX_BATCH).contains(&batch) {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "a batch of {batch} frames per system call is outside 1..={MAX_BATCH}"
+        )))
+    }
+}
+
+/// Sets an integer socket option.
+pub(super) fn set_int_option(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: the option value is a live c_int whose size is passed; the
+    // kernel only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets both socket buffers to `bytes`, past `net.core.*mem_max` when the
+/// caller may (`SO_*BUFFORCE` needs CAP_NET_ADMIN).
+pub(super) fn set_socket_buffers(fd: RawFd, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes)
+        .map_err(|_| invalid(format!("a socket buffer of {bytes} bytes is too large")))?;
+    for (force, plain, what) in [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, "SO_RCVBUF"),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, "SO_SNDBUF"),
+    ] {
+        if set_int_option(fd, libc::SOL_SOCKET, force, value).is_err() {
+            set_int_option(fd, libc::SOL_SOCKET, plain, value)
+                .map_err(|e| context(format!("set {what} to {bytes}"), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// An error that keeps `error`'s kind and says what was being done.
+pub(super) fn context(what: impl fmt::Display, error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{what}: {error}"))
+}
+
+pub(super) fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+/// `interface` as the kernel takes it: shorter than IFNAMSIZ, no NUL.
+fn interface_name(interface: &str) -> io::Result<CString> {
+    if interface.is_empty() || interface.len() >= libc::IFNAMSIZ {
+        return Err(invalid(format!(
+            "interface name {interface:?} is empty or longer than {} bytes",
+            libc::IFNAMSIZ - 1
+        )));
+    }
+    CString::new(interface)
+        .map_err(|_| invalid(format!("interface name {interface:?} contains NUL")))
+}
+
+/// Runs the interface ioctl `request` on `name` and returns the filled
+/// request.
+fn interface_ioctl(
+    fd: RawFd,
+    request: libc::c_ulong,
+    name: &CString,
+    what: &str,
+) -> io::Result<libc::ifreq> {
+    // SAFETY: ifreq is plain data (a name array and a union of plain data);
+    // all zeroes is a valid value of it.
+    let mut ifreq: libc::ifreq = unsafe { mem::zeroed() };
+    for (dst, &src) in ifreq.ifr_name.iter_mut().zip(name.as_bytes()) {
+        *dst = src as libc::c_char;
+    }
+    // SAFETY: the fd is an open socket; `ifreq` is a whole ifreq whose name
+    // is NUL-terminated (shorter than IFNAMSIZ, the rest zero), which the
+    // interface ioctls read and write within.
+    let rc = unsafe { libc::ioctl(fd, request as _, &mut ifreq as *mut libc::ifreq) };
+    if rc != 0 {
+        return Err(context(what, io::Error::last_os_error()));
+    }
+    Ok(ifreq)
+}
+
+/// The interface's MTU (`SIOCGIFMTU`).
+fn read_mtu(fd: RawFd, name: &CString, interface: &str) -> io::Result<usize> {
+    let ifreq = interface_ioctl(
+        fd,
+        libc::SIOCGIFMTU,
+        name,
+        &format!("read the MTU of {interface}"),
+    )?;
+    // SAFETY: SIOCGIFMTU succeeded, so it wrote the mtu member; every
+    // member of the union is plain data, so reading it is sound regardless.
+    let mtu = unsafe { ifreq.ifr_ifru.ifru_mtu };
+    usize::try_from(mtu)
+        .ok()
+        .filter(|&mtu| mtu > 0)
+        .ok_or_else(|| invalid(format!("{interface} reports an MTU of {mtu}")))
+}
+
+/// The interface's Ethernet address (`SIOCGIFHWADDR`); an interface that
+/// is not Ethernet is refused.
+fn read_mac(fd: RawFd, name: &CString, interface: &str) -> io::Result<EthernetAddress> {
+    let ifreq = interface_ioctl(
+        fd,
+        libc::SIOCGIFHWADDR,
+        name,
+        &format!("read the hardware address of {interface}"),
+    )?;
+    // SAFETY: SIOCGIFHWADDR succeeded, so it wrote the hwaddr member; every
+    // member of the union is plain data, so reading it is sound regardless.
+    let hwaddr = unsafe { ifreq.ifr_ifru.ifru_hwaddr };
+    if hwaddr.sa_family != libc::ARPHRD_ETHER {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{interface} is not an Ethernet interface (hardware type {})",
+                hwaddr.sa_family
+            ),
+        ));
+    }
+    let mut mac = [0u8; 6];
+    for (dst, &src) in mac.iter_mut().zip(&hwaddr.sa_data) {
+        *dst = src as u8;
+    }
+    Ok(EthernetAddress(mac))
+}
+
+/// Binds a packet socket to every protocol on interface `ifindex`.
+fn bind_packet(fd: RawFd, ifindex: u32) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain data; all zeroes is valid.
+    let mut addr: libc::sockaddr_ll = unsafe { mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as libc::c_ushort;
+    addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    addr.sll_ifindex = i32::try_from(ifindex)
+        .map_err(|_| invalid(format!("interface index {ifindex} is out of range")))?;
+    // SAFETY: `addr` is a live sockaddr_ll whose size is passed; bind only
+    // reads it.
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_checksum_is_completed() {
+        // An IPv4 UDP datagram 10.0.0.1:1 -> 10.0.0.2:2, "hi", behind an
+        // Ethernet header, its checksum field holding the pseudo-header
+        // sum as a kernel leaves it.
+        let mut frame = vec![0u8; 14 + 20];
+        let udp = [0, 1, 0, 2, 0, 10, 0, 0, b'h', b'i'];
+        frame.extend_from_slice(&udp);
+        let src = std::net::Ipv4Addr::new(10, 0, 0, 1);
+        let dst = std::net::Ipv4Addr::new(10, 0, 0, 2);
+        let pseudo = wire::checksum::pseudo_header_v4(src, dst, 17, 10);
+        frame[34 + 6..34 + 8].copy_from_slice(&pseudo.to_be_bytes());
+        assert!(complete_checksum(&mut frame, 34, 6));
+        assert!(wire::checksum::verifies(pseudo, &frame[34..]));
+        // Offsets beyond the frame are refused, never a panic.
+        assert!(!complete_checksum(&mut frame, 34, 9));
+        assert!(!complete_checksum(&mut frame, usize::MAX, 2));
+        assert!(!complete_checksum(&mut frame, 100, 0));
+    }
+
+    /// A GSO frame as a kernel hands it over: Ethernet, an IPv4 or IPv6
+    /// header, a TCP (with FIN|PSH|CWR set) or UDP header and `payload`
+    /// bytes, behind a `virtio_net_hdr`.
+    fn gso_slot(v6: bool, tcp: bool, payload: usize) -> Vec<u8> {
+        let mut frame = vec![0u8; VNET_HDR_LEN + 14];
+        frame[VNET_HDR_LEN + 12..].copy_from_slice(if v6 { &[0x86, 0xdd] } else { &[8, 0] });
+        let protocol = if tcp { 6 } else { 17 };
+        if v6 {
+            let mut ip = [0u8; 40];
+            ip[0] = 0x60;
+            ip[6] = protocol;
+            ip[7] = 64;
+            ip[8..24].copy_from_slice(
+                &"2001:db8::1"
+                    .parse::<std::net::Ipv6Addr>()
+                    .unwrap()
+                    .octets(),
+            );
+            ip[24..40].copy_from_slice(
+                &"2001:db8::2"
+                    .parse::<std::net::Ipv6Addr>()
+                    .unwrap()
+                    .octets(),
+            );
+            frame.extend_from_slice(&ip);
+        } else {
+            let mut ip = [0u8; 20];
+            ip[0] = 0x45;
+            ip[4..6].copy_from_slice(&0xfffeu16.to_be_bytes());
+            ip[8] = 64;
+            ip[9] = protocol;
+            ip[12..16].copy_from_slice(&[192, 0, 2, 1]);
+            ip[16..20].copy_from_slice(&[192, 0, 2, 2]);
+            frame.extend_from_slice(&ip);
+        }
+        if tcp {
+            let mut th = [0u8; 20];
+            th[0..4].copy_from_slice(&[0x30, 0x39, 0, 80]);
+            th[4..8].copy_from_slice(&0xffff_ff00u32.to_be_bytes());
+            th[12] = 5 << 4;
+            th[13] = 0x80 | 0x10 | 0x08 | 0x01;
+            frame.extend_from_slice(&th);
+        } else {
+            frame.extend_from_slice(&[0x30, 0x39, 0, 53, 0, 0, 0, 0]);
+        }
+        frame.extend((0..payload).map(|i| (i % 253) as u8));
+        frame
+    }
+
+    /// Every segment of a GSO frame, checked to be a valid packet.
+    fn segments(v6: bool, tcp: bool, payload: usize, gso_size: usize) -> Vec<Vec<u8>> {
+        let slot = gso_slot(v6, tcp, payload);
+        let gso_type = match (v6, tcp) {
+            (false, true) => VNET_GSO_TCPV4,
+            (true, true) => VNET_GSO_TCPV6,
+            _ => VNET_GSO_UDP_L4,
+        };
+        let l4 = 14 + if v6 { 40 } else { 20 };
+        let mut segmenter =
+            Segmenter::new(&slot[VNET_HDR_LEN..], gso_type, gso_size, l4, 0).unwrap();
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 2048];
+        while let Some(result) = segmenter.next_into(&slot, &mut buf) {
+            let len = result.ok().unwrap();
+            let segment = buf[..len].to_vec();
+            let l4_len = (len - l4) as u32;
+            let protocol = if tcp { 6 } else { 17 };
+            let pseudo = if v6 {
+                let a = |at: usize| {
+                    std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&segment[at..at + 16]).unwrap())
+                };
+                assert_eq!(
+                    usize::from(u16::from_be_bytes([segment[18], segment[19]])),
+                    len - 54
+                );
+                wire::checksum::pseudo_header_v6(a(22), a(38), protocol, l4_len)
+            } else {
+                let a = |at: usize| {
+                    std::net::Ipv4Addr::new(
+                        segment[at],
+                        segment[at + 1],
+                        segment[at + 2],
+                        segment[at + 3],
+                    )
+                };
+                assert_eq!(
+                    usize::from(u16::from_be_bytes([segment[16], segment[17]])),
+                    len - 14
+                );
+                assert!(
+                    wire::checksum::verifies(0, &segment[14..34]),
+                    "IPv4 header checksum"
+                );
+                wire::checksum::pseudo_header_v4(a(26), a(30), protocol, l4_len as u16)
+            };
+            assert!(
+                wire::checksum::verifies(pseudo, &segment[l4..]),
+                "transport checksum"
+            );
+            out.push(segment);
+        }
+        out
+    }
+
+    #[test]
+    fn a_tcp_gso_frame_is_cut_into_valid_segments() {
+        for v6 in [false, true] {
+            let l4 = 14 + if v6 { 40 } else { 20 };
+            let cut = segments(v6, true, 2500, 1000);
+            let lens: Vec<usize> = cut.iter().map(|s| s.len() - l4 - 20).collect();
+            assert_eq!(lens, [1000, 1000, 500]);
+            let payload: Vec<u8> = cut.iter().flat_map(|s| s[l4 + 20..].to_vec()).collect();
+            assert_eq!(
+                payload,
+                (0..2500).map(|i| (i % 253) as u8).collect::<Vec<u8>>()
+            );
+            for (index, segment) in cut.iter().enumerate() {
+                let seq = u32::from_be_bytes(segment[l4 + 4..l4 + 8].try_into().unwrap());
+                assert_eq!(seq, 0xffff_ff00u32.wrapping_add(1000 * index as u32));
+                let flags = segment[l4 + 13];
+                assert_eq!(
+                    flags & 0x09 != 0,
+                    index == 2,
+                    "FIN and PSH on the last only"
+                );
+                assert_eq!(flags & 0x80 != 0, index == 0, "CWR on the first only");
+                assert_eq!(flags & 0x10, 0x10, "ACK on all");
+                if !v6 {
+                    let ident = u16::from_be_bytes([segment[18], segment[19]]);
+                    assert_eq!(ident, 0xfffeu16.wrapping_add(index as u16));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_udp_gso_frame_is_cut_into_datagrams() {
+        for v6 in [false, true] {
+            let l4 = 14 + if v6 { 40 } else { 20 };
+            let cut = segments(v6, false, 2100, 1400);
+            let lens: Vec<u16> = cut
+                .iter()
+                .map(|s| u16::from_be_bytes([s[l4 + 4], s[l4 + 5]]))
+                .collect();
+            assert_eq!(lens, [1408, 708]);
+        }
+    }
+
+    #[test]
+    fn gso_frames_it_cannot_cut_are_refused() {
+        let slot = gso_slot(true, true, 100);
+        let frame = &slot[VNET_HDR_LEN..];
+        assert!(Segmenter::new(frame, VNET_GSO_TCPV6, 50, 54, 0).is_some());
+        // The ECN bit is only a marker.
+        assert!(Segmenter::new(frame, VNET_GSO_TCPV6 | VNET_GSO_ECN, 50, 54, 0).is_some());
+        assert!(
+            Segmenter::new(frame, VNET_GSO_TCPV4, 50, 54, 0).is_none(),
+            "family"
+        );
+        assert!(Segmenter::new(frame, 3, 50, 54, 0).is_none(), "UFO");
+        assert!(
+            Segmenter::new(frame, VNET_GSO_TCPV6, 0, 54, 0).is_none(),
+            "size 0"
+        );
+        assert!(
+            Segmenter::new(frame, VNET_GSO_TCPV6, 50, 20, 0).is_none(),
+            "offset"
+        );
+        // GRO-merged frames carry no checksum start.
+        assert!(Segmenter::new(frame, VNET_GSO_TCPV6, 50, 0, 0).is_some());
+        assert!(
+            Segmenter::new(frame, VNET_GSO_UDP_L4, 50, 54, 0).is_none(),
+            "protocol"
+        );
+        assert!(
+            Segmenter::new(&frame[..60], VNET_GSO_TCPV6, 50, 54, 0).is_none(),
+            "short"
+        );
+        assert!(
+            Segmenter::new(frame, VNET_GSO_TCPV6, 50, 5000, 0).is_none(),
+            "beyond"
+        );
+        // A buffer too small for a segment skips just that one.
+        let mut segmenter = Segmenter::new(frame, VNET_GSO_TCPV6, 60, 54, 0).unwrap();
+        let mut small = [0u8; 120];
+        assert!(matches!(
+            segmenter.next_into(&slot, &mut small),
+            Some(Err(TooLong))
+        ));
+        assert!(matches!(
+            segmenter.next_into(&slot, &mut small),
+            Some(Ok(114))
+        ));
+        assert!(segmenter.next_into(&slot, &mut small).is_none());
+    }
+
+    #[test]
+    fn configuration_is_checked_before_any_system_call() {
+        let bad_batch = PacketConfig {
+            batch: 0,
+            ..PacketConfig::default()
+        };
+        let error = PacketLink::open_with("lo", &bad_batch).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+        let long = "x".repeat(libc::IFNAMSIZ);
+        assert_eq!(
+            PacketLink::open(&long).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            PacketLink::open("a\0b").unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+    }
+
+    #[test]
+    fn packet_links_can_move_to_another_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<PacketLink>();
+    }
+}
