@@ -76,13 +76,7 @@ impl Link for Loopback {
     }
 
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let len = parts
-            .iter()
-            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
-        if len > self.mtu {
-            self.stats.dropped_too_big += 1;
-            return Err(LinkError::TooBig { len, max: self.mtu });
-        }
+        let len = super::frame_len(parts, self.mtu, &mut self.stats)?;
         if self.queue.len() >= self.queue_frames {
             self.stats.dropped_queue_full += 1;
             return Err(LinkError::QueueFull);

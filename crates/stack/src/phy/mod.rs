@@ -83,6 +83,24 @@ pub(crate) fn deliver(frame: &[u8], buf: &mut [u8], stats: &mut LinkStats) -> Op
     Some(frame.len())
 }
 
+/// The length of the frame made of `parts`, or `TooBig` (counted in
+/// `dropped_too_big`) when it exceeds `max`. Shared by every link's
+/// `transmit`.
+pub(crate) fn frame_len(
+    parts: &[&[u8]],
+    max: usize,
+    stats: &mut LinkStats,
+) -> Result<usize, LinkError> {
+    let len = parts
+        .iter()
+        .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+    if len > max {
+        stats.dropped_too_big += 1;
+        return Err(LinkError::TooBig { len, max });
+    }
+    Ok(len)
+}
+
 /// One end of a link, as an interface sees it.
 pub trait Link {
     /// Framing of the frames it carries.

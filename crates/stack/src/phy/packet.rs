@@ -310,14 +310,8 @@ impl Link for PacketLink {
     }
 
     fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let len = parts
-            .iter()
-            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
         let max = self.max_frame_len();
-        if len > max {
-            self.stats.dropped_too_big += 1;
-            return Err(LinkError::TooBig { len, max });
-        }
+        let len = super::frame_len(parts, max, &mut self.stats)?;
         // A zeroed virtio_net_hdr: no checksum to complete, no GSO.
         let header = [0u8; VNET_HDR_LEN];
         let prefix: &[u8] = if self.vnet_header { &header } else { &[] };

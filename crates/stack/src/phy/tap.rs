@@ -268,14 +268,8 @@ impl Link for Tap {
     }
 
     fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let len = parts
-            .iter()
-            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
         let max = self.mtu + Medium::Ethernet.header_len();
-        if len > max {
-            self.stats.dropped_too_big += 1;
-            return Err(LinkError::TooBig { len, max });
-        }
+        let len = super::frame_len(parts, max, &mut self.stats)?;
         match self.write_frame(parts, len) {
             Ok(written) if written == len => {
                 self.stats.tx_frames += 1;

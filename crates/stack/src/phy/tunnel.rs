@@ -247,13 +247,7 @@ impl Link for Ipv6InIpv4 {
     }
 
     fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let len = parts
-            .iter()
-            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
-        if len > self.mtu {
-            self.stats.dropped_too_big += 1;
-            return Err(LinkError::TooBig { len, max: self.mtu });
-        }
+        let len = super::frame_len(parts, self.mtu, &mut self.stats)?;
         let version = parts.iter().find_map(|part| part.first()).map(|b| b >> 4);
         if version != Some(6) {
             self.tunnel_stats.tx_not_ipv6 += 1;

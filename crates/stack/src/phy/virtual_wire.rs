@@ -323,14 +323,7 @@ impl Link for WireEnd {
     }
 
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let len = parts
-            .iter()
-            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
-        let max = self.config.max_frame_len();
-        if len > max {
-            self.stats.dropped_too_big += 1;
-            return Err(LinkError::TooBig { len, max });
-        }
+        let len = super::frame_len(parts, self.config.max_frame_len(), &mut self.stats)?;
         if self.tx.lane.room() == 0 {
             self.stats.dropped_queue_full += 1;
             return Err(LinkError::QueueFull);
