@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use stack::buffer::PoolConfig;
 use stack::iface::address::AddressState;
-use stack::iface::host::{Host, HostConfig, HostCounters, InterfaceConfig};
+use stack::iface::host::{Host, HostConfig, InterfaceConfig};
 use stack::phy::tap::{Tap, TapErrors};
 use stack::phy::{Captured, Link};
 use stack::time::Instant;
@@ -397,7 +397,7 @@ fn serve(host: &mut Host, services: &mut Services, infos: &[LinkInfo]) -> (Stop,
     let fds: Vec<RawFd> = infos.iter().map(|i| i.fd).collect();
     let mut shown = AddressesShown::default();
     let mut last_check = clock;
-    let mut seen = activity(host.counters());
+    let mut seen = host.counters().packets_moved();
     let mut last_busy = clock;
     loop {
         let stop = match os::stop_requested() {
@@ -425,7 +425,7 @@ fn serve(host: &mut Host, services: &mut Services, infos: &[LinkInfo]) -> (Stop,
             last_check = std::time::Instant::now();
             shown.print_changes(host);
         }
-        let moved = activity(host.counters());
+        let moved = host.counters().packets_moved();
         let deadline = host.next_deadline(t);
         if served || moved != seen || deadline.is_some_and(|d| d <= t) {
             seen = moved;
@@ -459,19 +459,6 @@ impl std::fmt::Display for Stop {
             Stop::LinkGone(name) => write!(f, "the deletion of {name}"),
         }
     }
-}
-
-/// Packets the host has taken in or sent out: while it changes, the host is
-/// busy (as the threaded runner reckons).
-fn activity(c: &HostCounters) -> u64 {
-    c.ipv6_received
-        + c.ipv4_received
-        + c.link_received
-        + c.ipv6_sent
-        + c.ipv4_sent
-        + c.link_sent
-        + c.tcp_received
-        + c.tcp_sent
 }
 
 /// Which addresses were printed, and in which state.

@@ -155,7 +155,7 @@ pub fn run_with(
             let before = *host.counters();
             let began = clock.elapsed();
             let mut polls = 0u64;
-            let mut seen = activity(host.counters());
+            let mut seen = host.counters().packets_moved();
             let mut last_active = clock.elapsed();
             while clock.elapsed() < warmup + duration && running.load(Ordering::Relaxed) > 0 {
                 let t = now();
@@ -167,7 +167,7 @@ pub fn run_with(
                 }
                 host.poll(t);
                 polls += 1;
-                let moved = activity(host.counters());
+                let moved = host.counters().packets_moved();
                 if moved != seen || host.next_deadline(t).is_some_and(|d| d <= t) {
                     seen = moved;
                     last_active = clock.elapsed();
@@ -209,19 +209,6 @@ pub fn run_with(
 const SPIN_BEFORE_NAP: Duration = Duration::from_micros(50);
 /// One nap (the kernel's timer slack adds about 50 us).
 const NAP: Duration = Duration::from_micros(20);
-
-/// Packets a host has taken in or sent out so far: while it changes, the
-/// host is busy.
-fn activity(c: &HostCounters) -> u64 {
-    c.ipv6_received
-        + c.ipv4_received
-        + c.link_received
-        + c.ipv6_sent
-        + c.ipv4_sent
-        + c.link_sent
-        + c.ipv6_forwarded
-        + c.ipv4_forwarded
-}
 
 /// The counters accumulated between two readings.
 fn counters_since(before: &HostCounters, after: &HostCounters) -> HostCounters {
