@@ -1,5 +1,6 @@
 //! `stackscope`: measure where time goes inside a network protocol stack.
 
+mod attach;
 mod calibrate;
 mod experiment;
 mod host;

@@ -5,19 +5,24 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use stack::topology::{derived_mac, IpCidr};
 use traffic::kernel::{self, KernelPath};
+use traffic::reference::attached::Role;
 use traffic::report::TransferReport;
 use traffic::spec::{Family, Protocol, TransferSpec};
 use traffic::units;
+
+use crate::attach::{self, LinkKind, LinkRequest};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StackArg {
     /// The operating system's sockets.
     Kernel,
-    /// stackscope's reference stack (two hosts of a simulated network,
-    /// each on its own thread).
+    /// stackscope's reference stack: both ends as two hosts of a
+    /// simulated network, each on its own thread (--pair), or one end
+    /// attached to a link to the operating system (--link).
     Ref,
 }
 
@@ -65,12 +70,39 @@ pub struct TtcpArgs {
     /// Which stack carries the traffic.
     #[arg(long, value_enum, default_value = "kernel")]
     stack: StackArg,
+    /// --stack ref, one end only: attach a reference host to a link to
+    /// the operating system and run -t or -r on it, so the other end can
+    /// be the kernel's stack (`stackscope ttcp -r` / `-t` there) or
+    /// anything else. `tap` creates the TAP --iface (configure the kernel's
+    /// side with `ip`); `packet` takes over the existing interface --iface
+    /// (a veth end, a NIC) with AF_PACKET, using its MAC, with the kernel's
+    /// IPv6 turned off on it meanwhile. Run it in a namespace with
+    /// `ip netns exec NS stackscope ttcp ...`. Needs root.
+    #[arg(long, value_enum, value_name = "KIND", requires = "iface")]
+    link: Option<LinkKind>,
+    /// --link: the TAP to create or the interface to take over.
+    #[arg(long, value_name = "NAME", requires = "link")]
+    iface: Option<String>,
+    /// --link: an address of the reference host with its prefix length
+    /// (repeatable; IPv6 and one IPv4). Without an IPv6 address the host
+    /// configures one from Router Advertisements (SLAAC).
+    #[arg(long = "addr", value_name = "ADDR/LEN", requires = "link")]
+    addrs: Vec<IpCidr>,
+    /// --link: Duplicate Address Detection probes per IPv6 address (RFC
+    /// 4862); 0 makes addresses usable at once.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "link",
+          value_parser = clap::value_parser!(u32).range(0..=10))]
+    dad_transmits: u32,
+    /// --link: write a pcapng capture of the host's interface into DIR.
+    #[arg(long, value_name = "DIR", requires = "link")]
+    pcap: Option<PathBuf>,
     /// Kernel, --pair: run across a veth pair between two network
     /// namespaces the tool makes and removes (root only), instead of
     /// loopback.
     #[arg(long)]
     netns: bool,
-    /// MTU of the veth pair (--netns).
+    /// MTU of the veth pair (--netns) or of the TAP (--link tap);
+    /// --link packet keeps the interface's.
     #[arg(long, default_value_t = 1500)]
     mtu: u32,
     /// Pace UDP or raw datagrams to this many bits per second (offered
@@ -149,6 +181,9 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
     let print_intervals = !args.json;
     let report = match args.stack {
         StackArg::Kernel => {
+            if args.link.is_some() {
+                bail!("--link attaches the reference stack: use it with --stack ref");
+            }
             if args.topology.is_some() {
                 bail!("--topology is for --stack ref");
             }
@@ -178,9 +213,14 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
                 bail!("say what to do: -t HOST (transmit), -r (receive) or --pair (both here)");
             }
         }
+        StackArg::Ref if args.link.is_some() => attached(args, &spec, print_intervals)?,
         StackArg::Ref => {
             if !args.pair {
-                bail!("the reference stack runs both ends in this process: use --pair");
+                bail!(
+                    "the reference stack runs both ends in this process (--pair), or one end \
+                     attached to a link to the kernel (--link tap|packet --iface NAME with -t \
+                     or -r)"
+                );
             }
             if args.netns {
                 bail!("--netns is for --stack kernel; the reference stack has its own network");
@@ -197,6 +237,72 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
         bail!("the receiver found damaged, duplicated or missing data (see the report)");
     }
     Ok(())
+}
+
+/// `--stack ref --link KIND --iface NAME`: one end on a reference host
+/// attached to a link to the operating system.
+fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Result<TransferReport> {
+    let (Some(kind), Some(iface)) = (args.link, args.iface.as_deref()) else {
+        bail!("--link needs --iface NAME");
+    };
+    if args.pair || args.netns || args.topology.is_some() {
+        bail!("--link runs one end here, on the link: drop --pair, --netns and --topology");
+    }
+    let role = if args.transmit {
+        Role::Transmit(args.host.expect("clap requires HOST with -t"))
+    } else if args.receive {
+        if args.host.is_some() {
+            bail!("-r with --link receives on the host's own addresses: give them with --addr");
+        }
+        Role::Receive
+    } else {
+        bail!("say which end runs here: -t HOST (transmit) or -r (receive)");
+    };
+    let mut request = LinkRequest {
+        kind,
+        name: iface.to_string(),
+        mac: derived_mac("stackscope-ttcp", iface),
+        ipv4: None,
+        ipv6: Vec::new(),
+    };
+    for cidr in &args.addrs {
+        request.add_address(*cidr)?;
+    }
+    if let Some(dir) = &args.pcap {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--pcap: creating {}", dir.display()))?;
+    }
+    let mtu = (kind == LinkKind::Tap).then_some(args.mtu as usize);
+    let link = attach::open(&request, mtu, args.pcap.as_deref())?;
+    let path = format!(
+        "reference stack on {} {} (mac {}, mtu {})",
+        match kind {
+            LinkKind::Tap => "TAP",
+            LinkKind::Packet => "AF_PACKET",
+        },
+        link.name,
+        link.mac,
+        link.mtu
+    );
+    let began = std::time::Instant::now();
+    let links = [link];
+    if attach::wait_until_up(&links, None, || {
+        (began.elapsed() > spec.timeout).then_some(())
+    })?
+    .is_some()
+    {
+        bail!(
+            "{iface} was not up after {:.0} s (--timeout)",
+            spec.timeout.as_secs_f64()
+        );
+    }
+    let [link] = links;
+    let (mut host, kernel_settings) =
+        attach::build_host("stackscope-ttcp", vec![link], args.dad_transmits)?;
+    let report = traffic::reference::attached::run(spec, &mut host, role, path, print_intervals)?;
+    drop(host);
+    drop(kernel_settings);
+    Ok(report)
 }
 
 /// ttcp's closing lines, one per side, and what it ran on.

@@ -1,5 +1,5 @@
 //! `stackscope host`: a long-running reference-stack host on real links
-//! (TAP devices), serving ICMP echo, UDP and TCP echo (7), discard (9) and
+//! (TAP devices it creates, AF_PACKET on existing interfaces), serving ICMP echo, UDP and TCP echo (7), discard (9) and
 //! a ttcp sink (5001) until SIGINT or SIGTERM, then printing its counters.
 //! The Linux kernel, or anything else on the other side of the links, is
 //! the peer.
@@ -8,53 +8,62 @@ mod os;
 mod services;
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::net::Ipv6Addr;
-use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use stack::buffer::PoolConfig;
 use stack::iface::address::AddressState;
-use stack::iface::host::{Host, HostConfig, InterfaceConfig};
-use stack::phy::tap::{Tap, TapErrors};
-use stack::phy::{Captured, Link};
-use stack::time::Instant;
-use stack::topology::{derived_mac, IpCidr, Ipv4Cidr, Ipv6Cidr};
+use stack::iface::host::Host;
+use stack::phy::tap::TapErrors;
+use stack::runner::realtime::{RealTime, Turn};
+use stack::topology::{derived_mac, IpCidr};
 use wire::ethernet::EthernetAddress;
+
+use crate::attach::{self, LinkKind, LinkRequest};
 
 use services::{Kind, Services};
 
 /// The arguments of `stackscope host`.
 #[derive(Debug, Args)]
 #[command(after_long_help = EXAMPLE)]
+#[command(group(clap::ArgGroup::new("links").required(true).multiple(true).args(["taps", "packets"])))]
 pub struct HostArgs {
     /// A TAP interface to create (or attach to, if it is a persistent TAP)
     /// and run on; repeatable, one host interface per TAP. The kernel sees
     /// an interface of this name: configure and bring it up with `ip`.
-    #[arg(long = "tap", value_name = "NAME", required = true)]
+    #[arg(long = "tap", value_name = "NAME")]
     taps: Vec<String>,
+    /// An existing interface (a veth end, a NIC) to take over with an
+    /// AF_PACKET socket; repeatable. The host uses the interface's MAC
+    /// address; the kernel's IPv6 is turned off on it while the host runs
+    /// (their link-local addresses would collide), and the kernel should
+    /// hold no IPv4 address there. The interface must be up.
+    #[arg(long = "packet", value_name = "IFACE")]
+    packets: Vec<String>,
     /// Run in the network namespace NS (made by `ip netns add NS`): the
-    /// TAPs are created there. Needs root (CAP_SYS_ADMIN).
+    /// TAPs are created there and --packet interfaces are looked up there.
+    /// Needs root (CAP_SYS_ADMIN).
     #[arg(long, value_name = "NS")]
     netns: Option<String>,
     /// An address of the host, IPv4 or IPv6, with its prefix length;
     /// repeatable (IPv6: several per interface; IPv4: one). With several
-    /// --tap, say which interface: TAP=ADDR/LEN. An interface given no
+    /// interfaces, say which: IFACE=ADDR/LEN. An interface given no
     /// IPv6 address configures one from Router Advertisements (SLAAC);
     /// every interface has a link-local address.
-    #[arg(long = "addr", value_name = "[TAP=]ADDR/LEN", value_parser = parse_addr)]
+    #[arg(long = "addr", value_name = "[IFACE=]ADDR/LEN", value_parser = parse_addr)]
     addrs: Vec<Assigned<IpCidr>>,
-    /// The links' MTU (the kernel side of each TAP is set to it too).
-    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(1280..=65_535))]
-    mtu: u32,
-    /// The host's MAC address on an interface ([TAP=]MAC, repeatable);
-    /// default: a stable locally administered address derived from the
-    /// namespace and TAP names.
+    /// The MTU of the TAPs (the kernel side of each TAP is set to it too;
+    /// default 1500). --packet interfaces keep the interface's MTU unless
+    /// this is given.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1280..=65_535))]
+    mtu: Option<u32>,
+    /// The host's MAC address on a TAP ([TAP=]MAC, repeatable); default: a
+    /// stable locally administered address derived from the namespace and
+    /// TAP names.
     #[arg(long = "mac", value_name = "[TAP=]MAC", value_parser = parse_mac)]
     macs: Vec<Assigned<EthernetAddress>>,
     /// Duplicate Address Detection probes per IPv6 address (RFC 4862
@@ -62,14 +71,14 @@ pub struct HostArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=10))]
     dad_transmits: u32,
     /// Write a pcapng capture of each interface into DIR (created if
-    /// needed): DIR/TAP.pcapng, flushed every second and at exit.
+    /// needed): DIR/IFACE.pcapng, flushed every second and at exit.
     #[arg(long, value_name = "DIR")]
     pcap: Option<PathBuf>,
 }
 
 const EXAMPLE: &str = "\
 What it prints (stdout, one line per event):
-  interface NAME tap mac MAC mtu N
+  interface NAME tap|packet mac MAC mtu N
   waiting for NAME to be up ...          (the host starts once the kernel's
                                           side of every TAP is up)
   address NAME ADDR/LEN ORIGIN STATE     (each address as it is assigned;
@@ -87,7 +96,15 @@ Example (as root): a host on a TAP in a namespace, pinged by Linux:
   ip -n demo link set tap0 up
   ip netns exec demo ping -c 3 2001:db8:77::2
   ip netns exec demo ping -c 3 -s 20000 192.0.2.2
-  kill -INT %1; ip netns del demo";
+  kill -INT %1; ip netns del demo
+
+Or on one end of a veth pair (the other end stays with Linux):
+  ip netns add demo
+  ip link add ssk0 type veth peer name ssr0 netns demo
+  ip addr add 2001:db8:78::1/64 dev ssk0 nodad; ip link set ssk0 up
+  ip -n demo link set ssr0 up
+  stackscope host --netns demo --packet ssr0 --addr 2001:db8:78::2/64 &
+  ping -c 3 2001:db8:78::2";
 
 /// A value for one interface (`TAP=VALUE`), or for the only one.
 #[derive(Debug, Clone)]
@@ -131,77 +148,62 @@ fn parse_mac(text: &str) -> Result<Assigned<EthernetAddress>, String> {
     Ok(Assigned { tap, value: mac })
 }
 
-/// One interface as the command line asks for it.
-#[derive(Debug)]
-struct InterfacePlan {
-    tap: String,
-    mac: EthernetAddress,
-    ipv4: Option<Ipv4Cidr>,
-    ipv6: Vec<Ipv6Cidr>,
-}
-
 /// Checks the flags against each other and says what each interface gets.
-fn plan(args: &HostArgs) -> Result<Vec<InterfacePlan>> {
-    let mut plans: Vec<InterfacePlan> = Vec::new();
-    for tap in &args.taps {
-        if plans.iter().any(|p| &p.tap == tap) {
-            bail!("--tap {tap} is given twice");
+fn plan(args: &HostArgs) -> Result<Vec<LinkRequest>> {
+    let mut plans: Vec<LinkRequest> = Vec::new();
+    let node = args.netns.as_deref().unwrap_or("stackscope-host");
+    let named = args
+        .taps
+        .iter()
+        .map(|t| (LinkKind::Tap, t))
+        .chain(args.packets.iter().map(|p| (LinkKind::Packet, p)));
+    for (kind, name) in named {
+        if plans.iter().any(|p| &p.name == name) {
+            bail!("interface {name} is given twice");
         }
-        let node = args.netns.as_deref().unwrap_or("stackscope-host");
-        plans.push(InterfacePlan {
-            tap: tap.clone(),
-            mac: derived_mac(node, tap),
+        plans.push(LinkRequest {
+            kind,
+            name: name.clone(),
+            mac: derived_mac(node, name),
             ipv4: None,
             ipv6: Vec::new(),
         });
     }
-    let index_of =
-        |flag: &str, tap: &Option<String>, shown: &dyn std::fmt::Display| match tap {
-            Some(name) => args.taps.iter().position(|t| t == name).ok_or_else(|| {
-                anyhow::anyhow!("--{flag} {name}={shown}: there is no --tap {name}")
-            }),
-            None if args.taps.len() == 1 => Ok(0),
-            None => Err(anyhow::anyhow!(
-                "--{flag} {shown}: with several --tap, say which interface: --{flag} TAP={shown}"
-            )),
-        };
+    let index_of = |flag: &str, name: &Option<String>, shown: &dyn std::fmt::Display| match name {
+        Some(name) => plans.iter().position(|p| &p.name == name).ok_or_else(|| {
+            anyhow::anyhow!("--{flag} {name}={shown}: there is no --tap or --packet {name}")
+        }),
+        None if plans.len() == 1 => Ok(0),
+        None => Err(anyhow::anyhow!(
+            "--{flag} {shown}: with several interfaces, say which: --{flag} IFACE={shown}"
+        )),
+    };
+    let mut assigned: Vec<(usize, IpCidr)> = Vec::new();
     for addr in &args.addrs {
-        let index = index_of("addr", &addr.tap, &addr.value)?;
-        let plan = &mut plans[index];
-        match addr.value {
-            IpCidr::V4(cidr) => {
-                if let Some(first) = plan.ipv4 {
-                    bail!(
-                        "--addr {cidr}: {} already has the IPv4 address {first} (one per interface)",
-                        plan.tap
-                    );
-                }
-                if cidr.prefix_len == 0 || cidr.prefix_len > 30 && cidr.prefix_len != 32 {
-                    bail!("--addr {cidr}: an interface's IPv4 prefix length is 1..=30 or 32");
-                }
-                plan.ipv4 = Some(cidr);
-            }
-            IpCidr::V6(cidr) => {
-                if cidr.address.is_multicast() || cidr.address.is_unspecified() {
-                    bail!("--addr {cidr}: not a unicast address");
-                }
-                if cidr.prefix_len == 0 {
-                    bail!("--addr {cidr}: the prefix length must not be 0");
-                }
-                if plan.ipv6.iter().any(|c| c.address == cidr.address) {
-                    bail!("--addr {cidr} is given twice");
-                }
-                plan.ipv6.push(cidr);
-            }
-        }
+        assigned.push((index_of("addr", &addr.tap, &addr.value)?, addr.value));
     }
+    let mut macs = Vec::new();
     for mac in &args.macs {
         let index = index_of("mac", &mac.tap, &mac.value)?;
-        plans[index].mac = mac.value;
+        if plans[index].kind == LinkKind::Packet {
+            bail!(
+                "--mac {}: {} is an AF_PACKET link, which uses the interface's own MAC address",
+                mac.value,
+                plans[index].name
+            );
+        }
+        macs.push((index, mac.value));
     }
-    for (i, a) in plans.iter().enumerate() {
-        if plans[..i].iter().any(|b| b.mac == a.mac) {
-            bail!("--mac: {} and another interface share {}", a.tap, a.mac);
+    for (index, cidr) in assigned {
+        plans[index].add_address(cidr)?;
+    }
+    for (index, mac) in macs {
+        plans[index].mac = mac;
+    }
+    let taps: Vec<&LinkRequest> = plans.iter().filter(|p| p.kind == LinkKind::Tap).collect();
+    for (i, a) in taps.iter().enumerate() {
+        if taps[..i].iter().any(|b| b.mac == a.mac) {
+            bail!("--mac: {} and another interface share {}", a.name, a.mac);
         }
     }
     Ok(plans)
@@ -210,11 +212,14 @@ fn plan(args: &HostArgs) -> Result<Vec<InterfacePlan>> {
 /// What the loop keeps of each link besides the host's view of it.
 struct LinkInfo {
     name: String,
-    fd: RawFd,
-    errors: Arc<TapErrors>,
+    kind: LinkKind,
+    mac: EthernetAddress,
+    mtu: usize,
+    tap_errors: Option<Arc<TapErrors>>,
     capture: Option<PathBuf>,
     /// No IPv6 address given: SLAAC only.
     slaac: bool,
+    ipv4: Option<stack::topology::Ipv4Cidr>,
 }
 
 /// Runs `stackscope host` until SIGINT or SIGTERM.
@@ -230,219 +235,96 @@ pub fn run(args: &HostArgs) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--pcap: creating {}", dir.display()))?;
     }
-    let mtu = args.mtu as usize;
-    let mut taps = Vec::with_capacity(plans.len());
-    let mut infos = Vec::with_capacity(plans.len());
+    let mut links = Vec::with_capacity(plans.len());
     for plan in &plans {
-        let tap = Tap::open(&plan.tap, mtu).map_err(|error| tap_error(&plan.tap, error))?;
-        infos.push(LinkInfo {
-            name: tap.name().to_string(),
-            fd: tap.as_raw_fd(),
-            errors: tap.errors(),
-            capture: args
-                .pcap
-                .as_ref()
-                .map(|dir| dir.join(format!("{}.pcapng", tap.name()))),
-            slaac: plan.ipv6.is_empty(),
-        });
-        taps.push(tap);
+        links.push(attach::open(
+            plan,
+            args.mtu.map(|m| m as usize),
+            args.pcap.as_deref(),
+        )?);
     }
-    print_start(args, &plans, &infos);
+    let infos: Vec<LinkInfo> = links
+        .iter()
+        .map(|l| LinkInfo {
+            name: l.name.clone(),
+            kind: l.kind,
+            mac: l.mac,
+            mtu: l.mtu,
+            tap_errors: l.tap_errors.clone(),
+            capture: l.capture.clone(),
+            slaac: l.slaac,
+            ipv4: plans.iter().find(|p| p.name == l.name).and_then(|p| p.ipv4),
+        })
+        .collect();
+    print_start(args, &infos);
     // Like Linux, start (DAD, router solicitation, ARP announcement) only
     // once the link is up: the kernel refuses frames before.
-    if let Some(signal) = wait_until_up(&taps, args.netns.as_deref())? {
+    if let Some(signal) = attach::wait_until_up(&links, args.netns.as_deref(), os::stop_requested)?
+    {
         println!("stopped by {signal} before the links were up");
         return Ok(());
     }
-    let mut interfaces = Vec::with_capacity(plans.len());
-    for ((tap, plan), info) in taps.into_iter().zip(&plans).zip(&infos) {
-        let link: Box<dyn Link + Send> = match &info.capture {
-            Some(path) => {
-                let file = File::create(path)
-                    .with_context(|| format!("--pcap: creating {}", path.display()))?;
-                Box::new(Captured::new(tap, PeriodicFlush::new(file), &info.name))
-            }
-            None => Box::new(tap),
-        };
-        interfaces.push(InterfaceConfig {
-            name: info.name.clone(),
-            link,
-            mac: plan.mac,
-            ipv4: plan.ipv4,
-            ipv6: plan.ipv6.clone(),
-            advertise: Vec::new(),
-            dad_transmits: Some(args.dad_transmits),
-        });
-    }
-    let mut config = HostConfig::new(args.netns.as_deref().unwrap_or("stackscope-host"), false);
-    config.pool = pool_for(mtu);
-    config.seed = fresh_seed();
-    let mut host = Host::new(config, interfaces, &[]).context("building the host")?;
+    let name = args.netns.as_deref().unwrap_or("stackscope-host");
+    let (mut host, kernel_settings) = attach::build_host(name, links, args.dad_transmits)?;
     let mut services = Services::open(&mut host)?;
     let (stopped_by, ran) = serve(&mut host, &mut services, &infos);
     print_counters(&stopped_by, ran, &host, &services, &infos);
-    drop(host); // closes the TAPs (they disappear) and flushes captures
+    drop(host); // closes the links (TAPs disappear) and flushes captures
+    drop(kernel_settings);
     match stopped_by {
         Stop::Signal(_) => Ok(()),
         Stop::LinkGone(name) => bail!("TAP {name} was deleted under the host"),
     }
 }
 
-/// Waits until the kernel's side of every TAP is up, saying once which
-/// ones it waits for. Returns the signal if one stopped the wait.
-fn wait_until_up(taps: &[Tap], netns: Option<&str>) -> Result<Option<&'static str>> {
-    let mut said = false;
-    loop {
-        if let Some(signal) = os::stop_requested() {
-            return Ok(Some(signal));
-        }
-        let mut down = Vec::new();
-        for tap in taps {
-            let up = tap
-                .is_up()
-                .with_context(|| format!("TAP {}: reading its flags", tap.name()))?;
-            if !up {
-                down.push(tap.name());
-            }
-        }
-        if down.is_empty() {
-            return Ok(None);
-        }
-        if !said {
-            said = true;
-            let ip = match netns {
-                Some(ns) => format!("ip -n {ns}"),
-                None => "ip".to_string(),
-            };
-            let mut out = io::stdout().lock();
-            for name in down {
-                let _ = writeln!(
-                    out,
-                    "waiting for {name} to be up on the kernel's side (`{ip} link set {name} up`)"
-                );
-            }
-            let _ = out.flush();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// The error of a TAP that could not be opened, with what to do. (The
-/// error names the TAP already.)
-fn tap_error(name: &str, error: io::Error) -> anyhow::Error {
-    match error.kind() {
-        io::ErrorKind::PermissionDenied if error.to_string().contains("TUNSETIFF") => {
-            anyhow::anyhow!(
-                "{error}\n  run as root, or use a persistent TAP you own: \
-             `sudo ip tuntap add {name} mode tap user $USER`"
-            )
-        }
-        _ => anyhow::anyhow!("{error}"),
-    }
-}
-
-/// A pool whose buffers hold a whole frame of `mtu`: the default for
-/// Ethernet's 1500, bigger (and fewer) for jumbo frames.
-fn pool_for(mtu: usize) -> PoolConfig {
-    let default = PoolConfig::default();
-    let needed = default.headroom + mtu + wire::ethernet::TAGGED_HEADER_LEN;
-    if needed <= default.buffer_size {
-        return PoolConfig {
-            buffers: 8192,
-            ..default
-        };
-    }
-    // Round up to 256 bytes; about 64 MiB in all, at least 1024 buffers.
-    let buffer_size = needed.div_ceil(256) * 256;
-    PoolConfig {
-        buffer_size,
-        buffers: (64 * 1024 * 1024 / buffer_size).max(1024),
-        ..default
-    }
-}
-
-/// A seed for the host's random choices (ISN key, ports, DAD delays):
-/// different for every run, as a real host's must be.
-fn fresh_seed() -> u64 {
-    let mut seed = [0u8; 8];
-    // SAFETY: getrandom writes at most `seed.len()` bytes into `seed`,
-    // which is live and writable for the call.
-    let got = unsafe { libc::getrandom(seed.as_mut_ptr().cast(), seed.len(), 0) };
-    if got == seed.len() as isize {
-        return u64::from_ne_bytes(seed);
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    nanos ^ (u64::from(std::process::id()) << 32)
-}
-
-/// After this long with nothing moving and nothing due, the loop sleeps in
-/// `ppoll` on the links instead of spinning (so an idle host costs no CPU).
-const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(50);
-/// The longest sleep: a stop signal also wakes it at once.
-const MAX_SLEEP: Duration = Duration::from_millis(50);
+/// The longest the loop sleeps without looking for address changes and
+/// stop signals (a signal also wakes it at once).
+const MAX_SLEEP: Duration = Duration::from_millis(10);
 /// How long a stopping host keeps polling so closing connections' FINs
 /// leave.
 const LINGER: Duration = Duration::from_millis(20);
 /// How often the loop looks for address changes to print.
 const ADDRESS_CHECK: Duration = Duration::from_millis(10);
 
-/// The host's loop: services, then `host.poll(now)`; sleeps when idle.
-/// Returns why it stopped and how long it ran.
+/// The host's loop: services, then `host.poll(now)`, on the real-time
+/// runner (which sleeps on the links when idle). Returns why it stopped
+/// and how long it ran.
 fn serve(host: &mut Host, services: &mut Services, infos: &[LinkInfo]) -> (Stop, Duration) {
-    let clock = std::time::Instant::now();
-    let now = || Instant::from_nanos(clock.elapsed().as_nanos() as u64);
-    let fds: Vec<RawFd> = infos.iter().map(|i| i.fd).collect();
+    let runner = RealTime::new(MAX_SLEEP);
     let mut shown = AddressesShown::default();
-    let mut last_check = clock;
-    let mut seen = host.counters().packets_moved();
-    let mut last_busy = clock;
-    loop {
+    let mut last_check = std::time::Instant::now();
+    let mut stopped = None;
+    runner.run(host, |host, _now| {
         let stop = match os::stop_requested() {
             Some(signal) => Some(Stop::Signal(signal)),
             None => infos
                 .iter()
-                .find(|i| i.errors.device_gone())
+                .find(|i| i.tap_errors.as_ref().is_some_and(|e| e.device_gone()))
                 .map(|i| Stop::LinkGone(i.name.clone())),
         };
         if let Some(stop) = stop {
-            let ran = clock.elapsed();
-            // Close the connections and give their FINs a moment to leave.
-            services.close_all(host);
-            let end = std::time::Instant::now() + LINGER;
-            while std::time::Instant::now() < end {
-                host.poll(now());
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            return (stop, ran);
+            stopped = Some(stop);
+            return Turn::Stop;
         }
-        let t = now();
-        let served = services.run(host);
-        host.poll(t);
         if last_check.elapsed() >= ADDRESS_CHECK {
             last_check = std::time::Instant::now();
             shown.print_changes(host);
         }
-        let moved = host.counters().packets_moved();
-        let deadline = host.next_deadline(t);
-        if served || moved != seen || deadline.is_some_and(|d| d <= t) {
-            seen = moved;
-            last_busy = std::time::Instant::now();
-            continue;
+        if services.run(host) {
+            Turn::Busy
+        } else {
+            Turn::Idle
         }
-        if last_busy.elapsed() < SPIN_BEFORE_SLEEP {
-            std::hint::spin_loop();
-            continue;
-        }
-        let until_due = deadline.map_or(MAX_SLEEP, |d| d.saturating_duration_since(now()));
-        let until_check = ADDRESS_CHECK.saturating_sub(last_check.elapsed());
-        let sleep = until_due
-            .min(MAX_SLEEP)
-            .min(until_check.max(Duration::from_millis(1)));
-        os::wait_readable(&fds, sleep);
+    });
+    let ran = runner.elapsed();
+    // Close the connections and give their FINs a moment to leave.
+    services.close_all(host);
+    let end = std::time::Instant::now() + LINGER;
+    while std::time::Instant::now() < end {
+        host.poll(runner.now());
+        std::thread::sleep(Duration::from_millis(1));
     }
+    (stopped.unwrap_or(Stop::Signal("a signal")), ran)
 }
 
 /// Why the host stopped.
@@ -511,7 +393,7 @@ impl AddressesShown {
     }
 }
 
-fn print_start(args: &HostArgs, plans: &[InterfacePlan], infos: &[LinkInfo]) {
+fn print_start(args: &HostArgs, infos: &[LinkInfo]) {
     let mut out = io::stdout().lock();
     let place = match &args.netns {
         Some(ns) => format!("network namespace {ns}"),
@@ -529,17 +411,20 @@ fn print_start(args: &HostArgs, plans: &[InterfacePlan], infos: &[LinkInfo]) {
         Kind::Discard.port(),
         Kind::Sink.port()
     );
-    for (plan, info) in plans.iter().zip(infos) {
+    for info in infos {
         let _ = write!(
             out,
-            "interface {} tap mac {} mtu {}",
-            info.name, plan.mac, args.mtu
+            "interface {} {} mac {} mtu {}",
+            info.name,
+            info.kind.name(),
+            info.mac,
+            info.mtu
         );
         if let Some(path) = &info.capture {
             let _ = write!(out, " capture {}", path.display());
         }
         let _ = writeln!(out);
-        if let Some(v4) = &plan.ipv4 {
+        if let Some(v4) = &info.ipv4 {
             let _ = writeln!(out, "address {} {v4} ipv4", info.name);
         }
         if info.slaac {
@@ -614,10 +499,10 @@ fn print_counters(
     let _ = writeln!(out, "links:");
     for (interface, info) in host.interfaces().iter().zip(infos) {
         let s = interface.link.stats();
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {}: tx_frames {} tx_bytes {} rx_frames {} rx_bytes {} dropped_too_big {} \
-             dropped_queue_full {} dropped_rx_too_long {} tx_link_down {} tx_errors {} rx_errors {}",
+             dropped_queue_full {} dropped_rx_too_long {}",
             info.name,
             s.tx_frames,
             s.tx_bytes,
@@ -626,20 +511,31 @@ fn print_counters(
             s.dropped_too_big,
             s.dropped_queue_full,
             s.dropped_rx_too_long,
-            info.errors.tx_link_down(),
-            info.errors.tx(),
-            info.errors.rx(),
         );
-        if info.errors.tx_link_down() > 0 {
-            let _ = writeln!(
-                out,
-                "    (tx_link_down: frames the kernel refused while its side of the TAP was down; \
-                 `ip link set {} up` brings it up)",
-                info.name
-            );
-        }
-        if let Some(error) = info.errors.last() {
-            let _ = writeln!(out, "    last error: {error}");
+        match &info.tap_errors {
+            Some(errors) => {
+                let _ = writeln!(
+                    out,
+                    " tx_link_down {} tx_errors {} rx_errors {}",
+                    errors.tx_link_down(),
+                    errors.tx(),
+                    errors.rx(),
+                );
+                if errors.tx_link_down() > 0 {
+                    let _ = writeln!(
+                        out,
+                        "    (tx_link_down: frames the kernel refused while its side of the TAP \
+                         was down; `ip link set {} up` brings it up)",
+                        info.name
+                    );
+                }
+                if let Some(error) = errors.last() {
+                    let _ = writeln!(out, "    last error: {error}");
+                }
+            }
+            None => {
+                let _ = writeln!(out);
+            }
         }
         let c = &interface.counters;
         let _ = writeln!(
@@ -649,35 +545,4 @@ fn print_counters(
         );
     }
     let _ = out.flush();
-}
-
-/// A capture file's writer: buffered, and flushed at least every second
-/// while frames keep coming, so a capture can be read while the host runs.
-struct PeriodicFlush {
-    inner: BufWriter<File>,
-    last_flush: std::time::Instant,
-}
-
-impl PeriodicFlush {
-    fn new(file: File) -> Self {
-        Self {
-            inner: BufWriter::new(file),
-            last_flush: std::time::Instant::now(),
-        }
-    }
-}
-
-impl Write for PeriodicFlush {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let written = self.inner.write(buf)?;
-        if self.last_flush.elapsed() >= Duration::from_secs(1) {
-            self.last_flush = std::time::Instant::now();
-            self.inner.flush()?;
-        }
-        Ok(written)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
 }

@@ -1,12 +1,10 @@
 //! What `stackscope host` asks of the operating system: entering a network
-//! namespace, catching SIGINT and SIGTERM, and sleeping until a link's
-//! descriptor is readable or a deadline passes.
+//! namespace, and catching SIGINT and SIGTERM.
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::time::Duration;
 
 use anyhow::{bail, Result};
 
@@ -92,34 +90,4 @@ pub fn stop_requested() -> Option<&'static str> {
         libc::SIGTERM => "SIGTERM",
         _ => "a signal",
     })
-}
-
-/// Sleeps until one of `fds` is readable, a signal arrives or `timeout`
-/// passes (nanosecond resolution, unlike `poll`'s milliseconds).
-pub fn wait_readable(fds: &[RawFd], timeout: Duration) {
-    let mut polled: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let timeout = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `polled` is a live array of `polled.len()` pollfds that
-    // ppoll may write `revents` into; `timeout` is a valid timespec that
-    // outlives the call; a null signal mask keeps the current one. The
-    // result (ready count, timeout or EINTR) needs no handling: the caller
-    // looks at everything again anyway.
-    unsafe {
-        libc::ppoll(
-            polled.as_mut_ptr(),
-            polled.len() as libc::nfds_t,
-            &timeout,
-            std::ptr::null(),
-        );
-    }
 }

@@ -168,6 +168,10 @@ impl<L: Link> Link for Captured<L> {
         self.inner.may_receive(now)
     }
 
+    fn readable_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.inner.readable_fd()
+    }
+
     fn stats(&self) -> LinkStats {
         self.inner.stats()
     }

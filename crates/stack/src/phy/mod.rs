@@ -131,6 +131,14 @@ pub trait Link {
         true
     }
 
+    /// A descriptor that becomes readable when a frame arrives, for a
+    /// runner that sleeps in `poll` until then (links to the operating
+    /// system); `None` for links inside this process, which say when with
+    /// [`next_arrival`](Link::next_arrival) instead.
+    fn readable_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
     /// Counters of this end.
     fn stats(&self) -> LinkStats;
 }

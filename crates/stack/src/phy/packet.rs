@@ -269,6 +269,23 @@ impl PacketLink {
         &self.interface
     }
 
+    /// Whether the interface is up (`IFF_UP`), asked through the link's own
+    /// socket, so in the namespace the link was opened in.
+    pub fn is_up(&self) -> io::Result<bool> {
+        let name = interface_name(&self.interface)?;
+        let ifreq = interface_ioctl(
+            self.fd.as_raw_fd(),
+            libc::SIOCGIFFLAGS,
+            &name,
+            &format!("read the flags of {}", self.interface),
+        )?;
+        // SAFETY: SIOCGIFFLAGS succeeded, so it wrote the flags member;
+        // every member of the union is plain data. The kernel's flags are
+        // an unsigned short in a signed field: keep the bits.
+        let flags = unsafe { ifreq.ifr_ifru.ifru_flags } as u16;
+        Ok(libc::c_int::from(flags) & libc::IFF_UP != 0)
+    }
+
     /// The interface's index in its namespace.
     pub fn ifindex(&self) -> u32 {
         self.ifindex
@@ -384,6 +401,10 @@ impl Link for PacketLink {
 
     fn next_arrival(&self) -> Option<Instant> {
         None
+    }
+
+    fn readable_fd(&self) -> Option<RawFd> {
+        Some(self.as_raw_fd())
     }
 
     fn may_receive(&self, _now: Instant) -> bool {

@@ -346,6 +346,10 @@ impl Link for Tap {
         None
     }
 
+    fn readable_fd(&self) -> Option<RawFd> {
+        Some(self.as_raw_fd())
+    }
+
     fn stats(&self) -> LinkStats {
         self.stats
     }

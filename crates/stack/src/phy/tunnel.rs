@@ -302,6 +302,10 @@ impl Link for Ipv6InIpv4 {
         None
     }
 
+    fn readable_fd(&self) -> Option<RawFd> {
+        Some(self.as_raw_fd())
+    }
+
     fn may_receive(&self, _now: Instant) -> bool {
         let Ok(mut ring) = self.ring.try_borrow_mut() else {
             return true;

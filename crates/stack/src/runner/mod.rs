@@ -5,12 +5,17 @@
 //!   clock. The same topology and seed give the same run, packet for
 //!   packet; tests and the tools use it.
 //! * [`threaded`]: a thread per host on the real clock, for measurement.
+//! * [`realtime`]: one host on links to the operating system (TAP,
+//!   AF_PACKET, tunnel) on the real clock, sleeping on their descriptors
+//!   when idle.
 //!
 //! Both build their network from a [`Topology`] the same way
 //! ([`NetworkBuilder`]): one virtual wire per topology wire, an optional
 //! pcapng capture per interface, and a host per node.
 
 pub mod blocking;
+#[cfg(target_os = "linux")]
+pub mod realtime;
 mod simulator;
 pub mod threaded;
 

@@ -304,7 +304,7 @@ pub(super) fn unspecified(family: Family) -> IpAddr {
     }
 }
 
-fn receiver(
+pub(super) fn receiver(
     spec: TransferSpec,
     transport: Transport,
     interface: String,
@@ -398,7 +398,7 @@ impl Receiving {
     }
 }
 
-fn sender(
+pub(super) fn sender(
     spec: TransferSpec,
     transport: Transport,
     interface: String,

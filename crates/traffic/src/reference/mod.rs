@@ -5,6 +5,7 @@
 //! address of the family (SLAAC and DAD take about a second), so no
 //! warm-up has to be guessed.
 
+pub mod attached;
 mod datagrams;
 pub mod echo;
 pub mod messages;

@@ -1,0 +1,305 @@
+//! Cross-stack transfers with stackscope's own ttcp: the kernel's stack at
+//! one end, the reference stack at the other, over a veth pair between
+//! two namespaces the test makes. The reference end is `stackscope ttcp
+//! --stack ref --link packet --iface ssr0` (AF_PACKET on its veth end);
+//! the kernel's end is plain `stackscope ttcp`. Each transfer is checked
+//! byte for byte (TCP) or datagram by datagram with loss counted (UDP),
+//! in both directions and both families; the throughput each side saw is
+//! printed (`cargo test -- --nocapture` shows it). Then the kernel's
+//! `stackscope ttcp -t` sends into `stackscope host`'s ttcp sink on a TAP.
+//!
+//! Needs root; elsewhere each test prints "skipped: ..." and passes.
+//! Everything is removed afterwards, also when a test fails.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{require_tool, skip_reason, HostProcess, Netns};
+
+const KERNEL6: &str = "2001:db8:79::1";
+const REF6: &str = "2001:db8:79::2";
+const KERNEL4: &str = "198.51.100.1";
+const REF4: &str = "198.51.100.2";
+
+/// A veth pair: `ssk0` in `kernel` (addressed), `ssr0` in `reference`
+/// (up, no addresses: the reference stack takes it over).
+struct VethPair {
+    kernel: Netns,
+    reference: Netns,
+}
+
+fn setup() -> Option<VethPair> {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    require_tool("ip", "iproute2");
+    require_tool("ss", "iproute2");
+    let (kernel, reference) = match (Netns::create(), Netns::create()) {
+        (Ok(k), Ok(r)) => (k, r),
+        (Err(why), _) | (_, Err(why)) => {
+            eprintln!("skipped: network namespaces are refused here: {why}");
+            return None;
+        }
+    };
+    support::run_ok(
+        "ip",
+        &[
+            "link",
+            "add",
+            "ssk0",
+            "netns",
+            kernel.name(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "ssr0",
+            "netns",
+            reference.name(),
+        ],
+    );
+    kernel.ip(&[
+        "addr",
+        "add",
+        &format!("{KERNEL6}/64"),
+        "dev",
+        "ssk0",
+        "nodad",
+    ]);
+    kernel.ip(&["addr", "add", &format!("{KERNEL4}/24"), "dev", "ssk0"]);
+    kernel.ip(&["link", "set", "ssk0", "up"]);
+    reference.ip(&["link", "set", "ssr0", "up"]);
+    Some(VethPair { kernel, reference })
+}
+
+/// `stackscope ttcp ARGS --json` in `ns`, running.
+fn ttcp(ns: &Netns, args: &[&str]) -> Child {
+    Command::new("ip")
+        .args(["netns", "exec", ns.name()])
+        .arg(env!("CARGO_BIN_EXE_stackscope"))
+        .arg("ttcp")
+        .args(args)
+        .arg("--json")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start stackscope ttcp")
+}
+
+/// The reference end's arguments: AF_PACKET on ssr0 with both addresses.
+fn reference_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--stack",
+        "ref",
+        "--link",
+        "packet",
+        "--iface",
+        "ssr0",
+        "--addr",
+        "2001:db8:79::2/64",
+        "--addr",
+        "198.51.100.2/24",
+        "--dad-transmits",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Waits for a reference receiver's `ttcp-r: ready` line on stderr and
+/// hands back the rest of stderr as it comes (for the failure message).
+fn wait_ready(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut seen = String::new();
+        let mut lines = BufReader::new(stderr);
+        let mut line = String::new();
+        while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if line.starts_with("ttcp-r: ready") {
+                let _ = tx.send(());
+            }
+            seen.push_str(&line);
+            line.clear();
+        }
+        seen
+    });
+    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+        let _ = child.kill();
+        let seen = reader.join().unwrap_or_default();
+        panic!("the reference receiver never said it was ready; stderr:\n{seen}");
+    }
+    reader
+}
+
+/// Waits until a kernel socket listens on `port` in `ns` (`ss`).
+fn wait_listening(ns: &Netns, udp: bool, port: u16) {
+    let kind = if udp { "-Hlun" } else { "-Hltn" };
+    let filter = format!("sport = :{port}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let out = ns.exec("ss", &[kind, &filter]);
+        if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("nothing listens on port {port} in {}", ns.name());
+}
+
+/// The child's JSON report (it must have succeeded).
+fn report(child: Child, stderr: Option<std::thread::JoinHandle<String>>, who: &str) -> Value {
+    let output = child.wait_with_output().expect("wait for ttcp");
+    let stderr = match stderr {
+        Some(reader) => reader.join().unwrap_or_default(),
+        None => String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert!(
+        output.status.success(),
+        "{who} failed ({}):\n{}\n{stderr}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{who}: not a JSON report ({e}):\n{stderr}"))
+}
+
+fn mbits(side: &Value) -> f64 {
+    side["bits_per_second"].as_f64().expect("bits_per_second") / 1e6
+}
+
+/// One transfer: the receiver first, ready, then the sender; returns the
+/// sender's and the receiver's report.
+fn transfer(pair: &VethPair, kernel_sends: bool, protocol: &[&str], dest: &str) -> (Value, Value) {
+    let mut common = vec!["-l", "8192", "-n", "1024"];
+    common.extend_from_slice(protocol);
+    let mut receive = common.clone();
+    receive.push("-r");
+    if dest.contains('.') {
+        receive.push("-4");
+    }
+    let mut transmit = common;
+    transmit.extend_from_slice(&["-t", dest]);
+    let udp = protocol.contains(&"-u");
+    if kernel_sends {
+        let mut receiver = ttcp(&pair.reference, &reference_args(&receive));
+        let stderr = wait_ready(&mut receiver);
+        let sender = ttcp(&pair.kernel, &transmit);
+        let sent = report(sender, None, "kernel ttcp -t");
+        (sent, report(receiver, Some(stderr), "reference ttcp -r"))
+    } else {
+        let receiver = ttcp(&pair.kernel, &receive);
+        wait_listening(&pair.kernel, udp, 5001);
+        let sender = ttcp(&pair.reference, &reference_args(&transmit));
+        let sent = report(sender, None, "reference ttcp -t");
+        (sent, report(receiver, None, "kernel ttcp -r"))
+    }
+}
+
+const TOTAL: u64 = 8192 * 1024;
+
+#[test]
+fn kernel_and_reference_ttcp_exchange_tcp_both_ways_in_both_families() {
+    let Some(pair) = setup() else { return };
+    for (dest_ref, dest_kernel) in [(REF6, KERNEL6), (REF4, KERNEL4)] {
+        for kernel_sends in [true, false] {
+            let dest = if kernel_sends { dest_ref } else { dest_kernel };
+            let (sent, received) = transfer(&pair, kernel_sends, &[], dest);
+            let sent = &sent["end"]["sum_sent"];
+            let received = &received["end"]["sum_received"];
+            assert_eq!(sent["bytes"].as_u64(), Some(TOTAL), "{sent}");
+            assert_eq!(received["bytes"].as_u64(), Some(TOTAL), "{received}");
+            // The stream checks are flattened into the sum (iperf3's shape).
+            for field in ["corrupted_bytes", "missing_bytes", "duplicated_bytes"] {
+                assert_eq!(received[field].as_u64(), Some(0), "{field}: {received}");
+            }
+            println!(
+                "TCP {} -> {} to {dest}: sent {:.0} Mbit/s, received {:.0} Mbit/s, byte-exact",
+                if kernel_sends { "kernel" } else { "reference" },
+                if kernel_sends { "reference" } else { "kernel" },
+                mbits(sent),
+                mbits(received)
+            );
+        }
+    }
+}
+
+#[test]
+fn kernel_and_reference_ttcp_exchange_udp_both_ways_with_loss_counted() {
+    let Some(pair) = setup() else { return };
+    for (dest_ref, dest_kernel) in [(REF6, KERNEL6), (REF4, KERNEL4)] {
+        for kernel_sends in [true, false] {
+            let dest = if kernel_sends { dest_ref } else { dest_kernel };
+            // 1024 datagrams of 8192 bytes (six fragments each) at a pace
+            // both ends keep up with.
+            let (sent, received) = transfer(&pair, kernel_sends, &["-u", "--rate", "50M"], dest);
+            let sent = &sent["end"]["sum_sent"];
+            let received = &received["end"]["sum_received"];
+            // The datagram checks are flattened into the sum.
+            let datagrams = received;
+            let (got, lost) = (
+                datagrams["packets"].as_u64().expect("packets"),
+                datagrams["lost_packets"].as_u64().expect("lost_packets"),
+            );
+            assert_eq!(sent["packets"].as_u64(), Some(1024), "{sent}");
+            assert_eq!(
+                got + lost,
+                1024,
+                "every datagram is received or counted lost: {datagrams}"
+            );
+            assert!(lost <= 10, "more than 1 % lost at 50 Mbit/s: {datagrams}");
+            for field in ["duplicated", "corrupted"] {
+                assert_eq!(datagrams[field].as_u64(), Some(0), "{field}: {datagrams}");
+            }
+            println!(
+                "UDP {} -> {} to {dest}: {got} received, {lost} lost, {:.0} Mbit/s received",
+                if kernel_sends { "kernel" } else { "reference" },
+                if kernel_sends { "reference" } else { "kernel" },
+                mbits(received)
+            );
+        }
+    }
+}
+
+#[test]
+fn the_kernels_ttcp_fills_the_reference_hosts_sink_over_a_tap() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let ns = Netns::create().expect("a namespace");
+    let mut host = HostProcess::start(&[
+        "--netns",
+        ns.name(),
+        "--tap",
+        "sstap0",
+        "--addr",
+        "2001:db8:77::2/64",
+        "--dad-transmits",
+        "0",
+    ]);
+    ns.wait_for_link("sstap0", Duration::from_secs(10))
+        .expect("the TAP appears");
+    ns.ip(&["addr", "add", "2001:db8:77::1/64", "dev", "sstap0", "nodad"]);
+    ns.ip(&["link", "set", "sstap0", "up"]);
+    host.wait_for_line(|l| l == "ready", Duration::from_secs(10))
+        .expect("the host is ready");
+    let sender = ttcp(&ns, &["-t", "2001:db8:77::2", "-l", "8192", "-n", "1024"]);
+    let sent = report(sender, None, "kernel ttcp -t");
+    let sent = &sent["end"]["sum_sent"];
+    assert_eq!(sent["bytes"].as_u64(), Some(TOTAL), "{sent}");
+    println!(
+        "TCP kernel -> stackscope host sink over a TAP: {:.0} Mbit/s",
+        mbits(sent)
+    );
+    let stopped = host.stop(libc::SIGTERM, Duration::from_secs(10));
+    assert!(stopped.status.success(), "{}", stopped.stderr);
+    assert_eq!(stopped.counter_on("tcp ttcp sink", "bytes_in"), TOTAL);
+    assert_eq!(stopped.counter_on("tcp ttcp sink", "connections"), 1);
+}

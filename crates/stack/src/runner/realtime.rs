@@ -1,0 +1,119 @@
+//! The real-time runner: one host on links to the operating system (TAP,
+//! AF_PACKET, tunnel) in the calling thread, on the real clock. It polls
+//! as fast as it can while packets move; once nothing has moved for a
+//! moment and no timer is due, it sleeps in `ppoll` on the links'
+//! descriptors ([`Link::readable_fd`](crate::phy::Link::readable_fd))
+//! until a frame arrives or the next timer is due, so an idle host costs
+//! no CPU and a busy one pays no system call to wait.
+
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use crate::iface::host::Host;
+use crate::time::Instant;
+
+/// What the caller's step did this turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// It did work (wrote, read, answered): poll again at once.
+    Busy,
+    /// Nothing to do now: the runner may sleep once the host is idle too.
+    Idle,
+    /// The run is over.
+    Stop,
+}
+
+/// After this long with nothing moving and nothing due, the runner sleeps
+/// instead of spinning: a frame that arrives within it costs no wake-up.
+const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(50);
+
+/// Drives one host on the real clock.
+#[derive(Debug, Clone, Copy)]
+pub struct RealTime {
+    clock: std::time::Instant,
+    max_sleep: Duration,
+}
+
+impl RealTime {
+    /// A clock starting now; sleeps last at most `max_sleep` (how late the
+    /// caller's step may run when nothing happens).
+    pub fn new(max_sleep: Duration) -> Self {
+        Self {
+            clock: std::time::Instant::now(),
+            max_sleep,
+        }
+    }
+
+    /// The host's time: nanoseconds since [`RealTime::new`].
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(self.clock.elapsed().as_nanos() as u64)
+    }
+
+    /// Time since [`RealTime::new`].
+    pub fn elapsed(&self) -> Duration {
+        self.clock.elapsed()
+    }
+
+    /// Runs `step` and then `host.poll` until `step` says [`Turn::Stop`].
+    pub fn run(&self, host: &mut Host, mut step: impl FnMut(&mut Host, Instant) -> Turn) {
+        let fds: Vec<RawFd> = host
+            .interfaces()
+            .iter()
+            .filter_map(|i| i.link.readable_fd())
+            .collect();
+        let mut seen = host.counters().packets_moved();
+        let mut last_busy = std::time::Instant::now();
+        loop {
+            let t = self.now();
+            let turn = step(host, t);
+            if turn == Turn::Stop {
+                return;
+            }
+            host.poll(t);
+            let moved = host.counters().packets_moved();
+            let deadline = host.next_deadline(t);
+            if turn == Turn::Busy || moved != seen || deadline.is_some_and(|d| d <= t) {
+                seen = moved;
+                last_busy = std::time::Instant::now();
+                continue;
+            }
+            if last_busy.elapsed() < SPIN_BEFORE_SLEEP {
+                std::hint::spin_loop();
+                continue;
+            }
+            let until_due =
+                deadline.map_or(self.max_sleep, |d| d.saturating_duration_since(self.now()));
+            wait_readable(&fds, until_due.min(self.max_sleep));
+        }
+    }
+}
+
+/// Sleeps until one of `fds` is readable, a signal arrives or `timeout`
+/// passes (nanosecond resolution, unlike `poll`'s milliseconds).
+pub fn wait_readable(fds: &[RawFd], timeout: Duration) {
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let timeout = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `polled` is a live array of `polled.len()` pollfds that
+    // ppoll may write `revents` into; `timeout` is a valid timespec that
+    // outlives the call; a null signal mask keeps the current one. The
+    // result (ready count, timeout or EINTR) needs no handling: the caller
+    // looks at everything again anyway.
+    unsafe {
+        libc::ppoll(
+            polled.as_mut_ptr(),
+            polled.len() as libc::nfds_t,
+            &timeout,
+            std::ptr::null(),
+        );
+    }
+}
