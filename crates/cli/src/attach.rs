@@ -284,8 +284,8 @@ pub fn build_host(
         ipv6_off.extend(setting);
     }
     let mut config = HostConfig::new(name, false);
-    config.pool = pool_for(mtu);
-    config.seed = fresh_seed();
+    config.pool = PoolConfig::for_mtu(mtu);
+    config.seed = stack::random::os_seed();
     let host = Host::new(config, interfaces, &[]).context("building the host")?;
     Ok((
         host,
@@ -348,43 +348,6 @@ impl Drop for KernelIpv6Off {
     fn drop(&mut self) {
         let _ = std::fs::write(&self.path, &self.previous);
     }
-}
-
-/// A pool whose buffers hold a whole frame of `mtu`: the default for
-/// Ethernet's 1500, bigger (and fewer) for jumbo frames.
-fn pool_for(mtu: usize) -> PoolConfig {
-    let default = PoolConfig::default();
-    let needed = default.headroom + mtu + wire::ethernet::TAGGED_HEADER_LEN;
-    if needed <= default.buffer_size {
-        return PoolConfig {
-            buffers: 8192,
-            ..default
-        };
-    }
-    // Round up to 256 bytes; about 64 MiB in all, at least 1024 buffers.
-    let buffer_size = needed.div_ceil(256) * 256;
-    PoolConfig {
-        buffer_size,
-        buffers: (64 * 1024 * 1024 / buffer_size).max(1024),
-        ..default
-    }
-}
-
-/// A seed for the host's random choices (ISN key, ports, DAD delays):
-/// different for every run, as a real host's must be.
-fn fresh_seed() -> u64 {
-    let mut seed = [0u8; 8];
-    // SAFETY: getrandom writes at most `seed.len()` bytes into `seed`,
-    // which is live and writable for the call.
-    let got = unsafe { libc::getrandom(seed.as_mut_ptr().cast(), seed.len(), 0) };
-    if got == seed.len() as isize {
-        return u64::from_ne_bytes(seed);
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 /// A capture file's writer: buffered, and flushed at least every second

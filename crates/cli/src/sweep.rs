@@ -11,6 +11,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use traffic::kernel::KernelPath;
 use traffic::spec::{Family, Protocol, StackKind};
+use traffic::sweep::target::RefLink;
 use traffic::sweep::{
     self, axis, table, text, Amount, Grid, Mode, Settings, Targets, DELAY_EXCHANGES,
 };
@@ -79,9 +80,27 @@ pub struct SweepArgs {
     /// tool makes and removes (root only), instead of loopback.
     #[arg(long)]
     netns: bool,
-    /// MTU of the veth pair (--netns).
+    /// MTU of the veth pair (--netns, --link).
     #[arg(long, default_value_t = 1500)]
     mtu: u32,
+    /// Reference stack against the kernel: `packet` runs every ref point
+    /// across a veth pair between two namespaces the tool makes, the
+    /// reference stack on one end (AF_PACKET) and the kernel on the other
+    /// (--ref-end), instead of on the reference stack's own network. With
+    /// `--stack kernel,ref --netns --link packet` the kernel-to-kernel and
+    /// kernel-to-reference points cross the same kind of veth path in one
+    /// run. Root only; TCP and UDP transfers, one flow per point.
+    #[arg(long, value_enum, value_name = "KIND")]
+    link: Option<SweepLink>,
+    /// --link: which end the reference stack is (the kernel is the other).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "END",
+        default_value = "receiver",
+        requires = "link"
+    )]
+    ref_end: crate::ttcp::RefEndArg,
     /// Reference stack: topology file (default: host-a — router —
     /// host-b).
     #[arg(long, value_name = "FILE")]
@@ -95,6 +114,13 @@ pub struct SweepArgs {
     /// Write sweep.csv and sweep.json into DIR (created if needed).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+/// What `sweep --link` attaches the reference stack to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepLink {
+    /// AF_PACKET on one end of a veth pair the tool makes.
+    Packet,
 }
 
 pub(crate) fn protocol(name: &str) -> Option<Protocol> {
@@ -202,7 +228,15 @@ impl SweepArgs {
         if self.topology.is_some() && !uses(StackKind::Ref) {
             bail!("--topology is for --stack ref");
         }
-        if uses(StackKind::Ref) {
+        if self.link.is_some() && !uses(StackKind::Ref) {
+            bail!("--link attaches the reference stack: add ref to --stack");
+        }
+        if self.link.is_some() && self.topology.is_some() {
+            bail!(
+                "--link runs the reference stack on a veth pair, not a topology: drop --topology"
+            );
+        }
+        if uses(StackKind::Ref) && self.link.is_none() {
             // Read now, so a bad file fails before the kernel points run.
             let topology = traffic::reference::load(self.topology.as_deref())?;
             traffic::reference::hosts(&topology)?;
@@ -214,6 +248,10 @@ impl SweepArgs {
                 KernelPath::Loopback
             },
             topology: self.topology.clone(),
+            ref_link: self.link.map(|_| RefLink {
+                mtu: self.mtu,
+                ref_end: self.ref_end.into(),
+            }),
         })
     }
 }

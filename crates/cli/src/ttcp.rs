@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use stack::topology::{derived_mac, IpCidr};
 use traffic::kernel::{self, KernelPath};
 use traffic::reference::attached::Role;
+use traffic::reference::veth::RefEnd;
 use traffic::report::TransferReport;
 use traffic::spec::{Family, Protocol, TransferSpec};
 use traffic::units;
@@ -24,6 +25,24 @@ pub enum StackArg {
     /// simulated network, each on its own thread (--pair), or one end
     /// attached to a link to the operating system (--link).
     Ref,
+}
+
+/// Which end of a `--pair --link packet` transfer the reference stack is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RefEndArg {
+    /// kernel -> reference stack.
+    Receiver,
+    /// reference stack -> kernel.
+    Sender,
+}
+
+impl From<RefEndArg> for RefEnd {
+    fn from(end: RefEndArg) -> Self {
+        match end {
+            RefEndArg::Receiver => RefEnd::Receiver,
+            RefEndArg::Sender => RefEnd::Sender,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -70,17 +89,30 @@ pub struct TtcpArgs {
     /// Which stack carries the traffic.
     #[arg(long, value_enum, default_value = "kernel")]
     stack: StackArg,
-    /// --stack ref, one end only: attach a reference host to a link to
-    /// the operating system and run -t or -r on it, so the other end can
-    /// be the kernel's stack (`stackscope ttcp -r` / `-t` there) or
-    /// anything else. `tap` creates the TAP --iface (configure the kernel's
-    /// side with `ip`); `packet` takes over the existing interface --iface
-    /// (a veth end, a NIC) with AF_PACKET, using its MAC, with the kernel's
-    /// IPv6 turned off on it meanwhile. Run it in a namespace with
-    /// `ip netns exec NS stackscope ttcp ...`. Needs root.
-    #[arg(long, value_enum, value_name = "KIND", requires = "iface")]
+    /// --stack ref, one end on a link to the operating system, the other
+    /// the kernel's stack (or anything else). With -t or -r: a reference
+    /// host on --iface runs that end; `tap` creates the TAP --iface
+    /// (configure the kernel's side with `ip`), `packet` takes over the
+    /// existing interface --iface (a veth end, a NIC) with AF_PACKET, using
+    /// its MAC, the kernel's IPv6 turned off on it meanwhile; run it in a
+    /// namespace with `ip netns exec NS stackscope ttcp ...`. With --pair
+    /// (packet only): both ends here, across a veth pair between two
+    /// namespaces the tool makes (MTU --mtu), the kernel at one end and the
+    /// reference stack at the other (--ref-end), the same path as
+    /// `--stack kernel --pair --netns`. Needs root.
+    #[arg(long, value_enum, value_name = "KIND")]
     link: Option<LinkKind>,
-    /// --link: the TAP to create or the interface to take over.
+    /// --link with --pair: which end the reference stack is (the kernel is
+    /// the other).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "END",
+        default_value = "receiver",
+        requires = "link"
+    )]
+    ref_end: RefEndArg,
+    /// --link with -t/-r: the TAP to create or the interface to take over.
     #[arg(long, value_name = "NAME", requires = "link")]
     iface: Option<String>,
     /// --link: an address of the reference host with its prefix length
@@ -242,12 +274,28 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
 /// `--stack ref --link KIND --iface NAME`: one end on a reference host
 /// attached to a link to the operating system.
 fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Result<TransferReport> {
-    let (Some(kind), Some(iface)) = (args.link, args.iface.as_deref()) else {
-        bail!("--link needs --iface NAME");
-    };
-    if args.pair || args.netns || args.topology.is_some() {
-        bail!("--link runs one end here, on the link: drop --pair, --netns and --topology");
+    if args.netns || args.topology.is_some() {
+        bail!("--link makes its own path: drop --netns and --topology");
     }
+    if args.pair {
+        if args.link != Some(LinkKind::Packet) {
+            bail!(
+                "--pair with --link makes a veth pair and runs over AF_PACKET: use --link packet"
+            );
+        }
+        if args.iface.is_some() || !args.addrs.is_empty() || args.pcap.is_some() {
+            bail!("--pair makes its own veth pair and addresses: drop --iface, --addr and --pcap");
+        }
+        return Ok(traffic::reference::veth::run_pair(
+            spec,
+            args.mtu,
+            args.ref_end.into(),
+            print_intervals,
+        )?);
+    }
+    let (Some(kind), Some(iface)) = (args.link, args.iface.as_deref()) else {
+        bail!("--link with -t or -r needs --iface NAME (the TAP to create or the interface to take over)");
+    };
     let role = if args.transmit {
         Role::Transmit(args.host.expect("clap requires HOST with -t"))
     } else if args.receive {

@@ -303,3 +303,91 @@ fn the_kernels_ttcp_fills_the_reference_hosts_sink_over_a_tap() {
     assert_eq!(stopped.counter_on("tcp ttcp sink", "bytes_in"), TOTAL);
     assert_eq!(stopped.counter_on("tcp ttcp sink", "connections"), 1);
 }
+
+/// `stackscope ARGS` (no namespace: the tool makes its own), which must
+/// succeed; its stdout.
+fn stackscope(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_stackscope"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run stackscope");
+    assert!(
+        output.status.success(),
+        "stackscope {} failed ({}):\n{}\n{}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn ttcp_pair_and_sweep_put_the_reference_stack_against_the_kernel_on_a_veth_pair() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    for end in ["receiver", "sender"] {
+        let text = stackscope(&[
+            "ttcp",
+            "--pair",
+            "--stack",
+            "ref",
+            "--link",
+            "packet",
+            "--ref-end",
+            end,
+            "-n",
+            "512",
+            "--json",
+        ]);
+        let report: Value = serde_json::from_str(&text).expect("a JSON report");
+        let received = &report["end"]["sum_received"];
+        assert_eq!(received["bytes"].as_u64(), Some(8192 * 512), "{received}");
+        assert_eq!(received["missing_bytes"].as_u64(), Some(0), "{received}");
+        let path = report["start"]["target"]["path"].as_str().unwrap_or("");
+        let expected = if end == "receiver" {
+            "kernel -> reference stack"
+        } else {
+            "reference stack -> kernel"
+        };
+        assert!(path.contains(expected), "path {path:?} for --ref-end {end}");
+        println!("ttcp --pair --ref-end {end}: {:.0} Mbit/s", mbits(received));
+    }
+    // The kernel against itself and against the reference stack, each
+    // over its own veth pair of the same MTU, in one sweep.
+    let dir = std::env::temp_dir().join(format!("ss-sweep-link-{}", std::process::id()));
+    let out = dir.to_str().expect("UTF-8 temp dir");
+    stackscope(&[
+        "sweep",
+        "--stack",
+        "kernel,ref",
+        "--netns",
+        "--link",
+        "packet",
+        "--sizes",
+        "8K",
+        "--total",
+        "4M",
+        "--reps",
+        "2",
+        "--out",
+        out,
+    ]);
+    let sweep: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).expect("sweep.json"))
+            .expect("sweep.json parses");
+    let _ = std::fs::remove_dir_all(&dir);
+    let points = sweep["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2, "{sweep}");
+    let stacks: Vec<&str> = points.iter().filter_map(|p| p["stack"].as_str()).collect();
+    assert_eq!(stacks, ["kernel", "ref"], "{sweep}");
+    for point in points {
+        assert_eq!(point["clean"].as_bool(), Some(true), "{point}");
+        assert!(point["mean_bps"].as_f64().is_some_and(|b| b > 0.0), "{point}");
+        assert_eq!(point["mtu_bytes"].as_u64(), Some(1500), "{point}");
+        assert!(point["target"].to_string().contains("veth"), "not over a veth: {point}");
+    }
+}

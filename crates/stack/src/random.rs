@@ -36,6 +36,25 @@ const fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A seed from the operating system (`getrandom`), for a host on real
+/// links: its ISN key, ephemeral ports and DAD delays must differ from run
+/// to run, as a real host's do. Falls back to the clock and process id.
+#[cfg(target_os = "linux")]
+pub fn os_seed() -> u64 {
+    let mut seed = [0u8; 8];
+    // SAFETY: getrandom writes at most `seed.len()` bytes into `seed`,
+    // which is live and writable for the call.
+    let got = unsafe { libc::getrandom(seed.as_mut_ptr().cast(), seed.len(), 0) };
+    if got == seed.len() as isize {
+        return u64::from_ne_bytes(seed);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

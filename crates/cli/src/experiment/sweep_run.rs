@@ -51,6 +51,7 @@ pub fn run(
         reps: plan.reps(quick),
         load: plan.load,
         targets: Targets {
+            ref_link: None,
             kernel_path: KernelPath::Loopback,
             topology: Some(topology),
         },

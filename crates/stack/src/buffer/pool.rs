@@ -21,6 +21,30 @@ pub struct PoolConfig {
     pub buffers: usize,
 }
 
+impl PoolConfig {
+    /// A pool for links of up to `mtu` whose buffers each hold a whole
+    /// frame: the default sizes (8192 buffers) for Ethernet's 1500, bigger
+    /// and fewer buffers (about 64 MiB in all, at least 1024) for jumbo
+    /// frames. For hosts on real links, where bursts come in batches.
+    pub fn for_mtu(mtu: usize) -> Self {
+        let default = Self::default();
+        let needed = default.headroom + mtu + wire::ethernet::TAGGED_HEADER_LEN;
+        if needed <= default.buffer_size {
+            return Self {
+                buffers: 8192,
+                ..default
+            };
+        }
+        // Rounded up to 256 bytes.
+        let buffer_size = needed.div_ceil(256) * 256;
+        Self {
+            buffer_size,
+            buffers: (64 * 1024 * 1024 / buffer_size).max(1024),
+            ..default
+        }
+    }
+}
+
 impl Default for PoolConfig {
     /// Room for a 1500-byte MTU frame plus headroom, 4096 buffers (9 MiB).
     fn default() -> Self {

@@ -79,13 +79,13 @@ pub fn any(family: Family) -> IpAddr {
 }
 
 /// A receiver bound and ready, of either protocol.
-enum Ready {
+pub(crate) enum Ready {
     Tcp(stream::Listening),
     Udp(udp::Bound),
 }
 
 impl Ready {
-    fn bind(spec: &TransferSpec, addr: SocketAddr) -> Result<Self, TrafficError> {
+    pub(crate) fn bind(spec: &TransferSpec, addr: SocketAddr) -> Result<Self, TrafficError> {
         match spec.protocol {
             Protocol::Tcp => stream::listen(spec, addr).map(Ready::Tcp),
             Protocol::Udp => udp::bind_receiver(spec, addr).map(Ready::Udp),
@@ -93,14 +93,14 @@ impl Ready {
         }
     }
 
-    fn facts(&self) -> SocketFacts {
+    pub(crate) fn facts(&self) -> SocketFacts {
         match self {
             Ready::Tcp(l) => l.facts.clone(),
             Ready::Udp(b) => b.facts.clone(),
         }
     }
 
-    fn receive(
+    pub(crate) fn receive(
         self,
         spec: &TransferSpec,
         pattern: &Pattern,
@@ -113,7 +113,7 @@ impl Ready {
     }
 }
 
-fn transmit_side(
+pub(crate) fn transmit_side(
     spec: &TransferSpec,
     dest: SocketAddr,
     pattern: &Pattern,
@@ -126,7 +126,7 @@ fn transmit_side(
     }
 }
 
-fn refuse_raw(spec: &TransferSpec) -> Result<(), TrafficError> {
+pub(crate) fn refuse_raw(spec: &TransferSpec) -> Result<(), TrafficError> {
     if spec.protocol == Protocol::Raw {
         return Err(TrafficError::Unsupported(
             "raw link-level frames need a link: use --netns (kernel) or --stack ref".into(),

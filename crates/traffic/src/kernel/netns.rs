@@ -106,17 +106,7 @@ impl VethPair {
     /// Moves the calling thread into `side`'s namespace: sockets it opens
     /// from now on live there.
     pub fn enter(&self, side: Side) -> Result<(), TrafficError> {
-        let path = format!("{NETNS_DIR}/{}", self.namespaces[side.index()]);
-        let file = File::open(&path).map_err(|e| TrafficError::io(format!("open {path}"), e))?;
-        // SAFETY: setns on a namespace file descriptor we hold open; it
-        // changes the calling thread's network namespace only.
-        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(TrafficError::io(
-                format!("enter network namespace {}", self.namespaces[side.index()]),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        Ok(())
+        enter_namespace(&self.namespaces[side.index()])
     }
 
     /// `side`'s address in `family`.
@@ -136,6 +126,29 @@ impl VethPair {
         self.mtu
     }
 
+    /// Takes the kernel off `side`'s interface so another stack can run
+    /// there with AF_PACKET, using the interface's MAC: its addresses are
+    /// removed (it would answer for them, and reset TCP connections to
+    /// them) and its IPv6 turned off (its link-local address, made from the
+    /// same MAC, would be the other stack's). The link stays up.
+    pub fn hand_over(&self, side: Side) -> Result<(), TrafficError> {
+        let (ns, ifname) = (
+            &self.namespaces[side.index()],
+            &self.interfaces[side.index()],
+        );
+        ip(&["-n", ns, "addr", "flush", "dev", ifname])?;
+        let path = format!("/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6");
+        // /proc/sys/net shows the namespace of the thread that reads it.
+        let ns = ns.clone();
+        let written = std::thread::spawn(move || {
+            enter_namespace(&ns)?;
+            std::fs::write(&path, "1").map_err(|e| TrafficError::io(format!("write {path}"), e))
+        })
+        .join()
+        .map_err(|_| TrafficError::Invalid("turning IPv6 off: the thread panicked".into()))?;
+        written
+    }
+
     /// The namespace's name, for `ip netns exec`.
     pub fn namespace(&self, side: Side) -> &str {
         &self.namespaces[side.index()]
@@ -153,6 +166,22 @@ impl Drop for VethPair {
 }
 
 /// Runs `ip ARGS`; a failure carries ip's own message.
+/// Moves the calling thread into the namespace `name` (made by `ip netns
+/// add`).
+fn enter_namespace(name: &str) -> Result<(), TrafficError> {
+    let path = format!("{NETNS_DIR}/{name}");
+    let file = File::open(&path).map_err(|e| TrafficError::io(format!("open {path}"), e))?;
+    // SAFETY: setns on a namespace file descriptor we hold open; it
+    // changes the calling thread's network namespace only.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(TrafficError::io(
+            format!("enter network namespace {name}"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
 fn ip(args: &[&str]) -> Result<(), TrafficError> {
     let output = Command::new("ip").args(args).output().map_err(|e| {
         TrafficError::io("run `ip` (iproute2): install it (apt install iproute2)", e)

@@ -15,10 +15,11 @@ use stack::runner::threaded::{Progress, WorkloadFactory};
 
 use super::datagrams::{self, PeerAddr, Transport};
 use super::{stream, take, Outcome, Shared};
-use crate::env::Environment;
+use crate::env::{Environment, GrantedBuffers};
 use crate::error::TrafficError;
 use crate::meter::{IntervalRecorder, Meter};
-use crate::report::{Timestamp, TransferReport};
+use crate::pattern::Pattern;
+use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
 use crate::spec::{Protocol, StackKind, TransferSpec};
 
 /// Which end the attached host is.
@@ -37,7 +38,8 @@ const LINGER: Duration = Duration::from_millis(50);
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 
 /// Runs `role`'s side of `spec` on `host`; `path` describes the link for
-/// the report (e.g. "reference stack on AF_PACKET veth0").
+/// the report (e.g. "reference stack on AF_PACKET veth0"). A receiver says
+/// `ttcp-r: ready: ADDR port P` on stderr once it listens.
 pub fn run(
     spec: &TransferSpec,
     host: &mut Host,
@@ -46,48 +48,101 @@ pub fn run(
     print_intervals: bool,
 ) -> Result<TransferReport, TrafficError> {
     spec.validate()?;
-    if spec.protocol == Protocol::Raw {
-        return Err(TrafficError::Invalid(
-            "raw frames need both ends on the reference stack: use --pair".into(),
-        ));
-    }
     let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
     let meter = Arc::new(Meter::default());
-    let outcome: Shared = Arc::new(Outcome::default());
+    let timestamp = Timestamp::now();
+    let recorder = spec
+        .interval
+        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
+    let announce = |addr: SocketAddr| {
+        // stderr: stdout is the report. The sender may go now.
+        eprintln!(
+            "ttcp-r: ready: {} port {} ({} buffers of {} bytes expected)",
+            addr.ip(),
+            addr.port(),
+            spec.count,
+            spec.len
+        );
+    };
+    let ran = run_side(spec, host, role, &pattern, &meter, announce);
+    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+    let (side, facts) = ran?;
     let mut target = Environment::detect(StackKind::Ref, path);
-    target.mtu = host.interfaces().first().map(|i| i.link.mtu() as u32);
-    let factory: WorkloadFactory = match (spec.protocol, role) {
-        (Protocol::Tcp, role) => {
-            let (config, granted) = stream::tcp_config(spec);
-            target.sockbuf_granted = granted;
-            target.congestion_control = Some(stream::algorithm_name(&config).into());
-            let (spec, pattern, meter, outcome) = (
-                spec.clone(),
-                pattern.clone(),
-                meter.clone(),
-                outcome.clone(),
-            );
-            match role {
-                Role::Transmit(_) => stream::sender(spec, config, pattern, meter, outcome),
-                Role::Receive => stream::receiver(spec, config, pattern, meter, outcome),
-            }
+    facts.describe(&mut target);
+    Ok(match side {
+        Ended::Sent(s) => TransferReport::new(spec, target, timestamp, intervals, Some(&s), None),
+        Ended::Received(r) => {
+            TransferReport::new(spec, target, timestamp, intervals, None, Some(&r))
         }
-        (_, role) => {
-            let (transport, granted) = Transport::for_spec(spec);
-            target.sockbuf_granted = granted;
-            let (spec, pattern, meter, outcome) = (
-                spec.clone(),
-                pattern.clone(),
-                meter.clone(),
-                outcome.clone(),
-            );
-            match role {
-                Role::Transmit(_) => {
-                    datagrams::sender(spec, transport, String::new(), pattern, meter, outcome)
-                }
-                Role::Receive => {
-                    datagrams::receiver(spec, transport, String::new(), pattern, meter, outcome)
-                }
+    })
+}
+
+/// What one side's run gives back.
+pub(crate) enum Ended {
+    Sent(SenderSide),
+    Received(ReceiverSide),
+}
+
+/// What the reference host's side was configured with, for the record.
+pub(crate) struct SideFacts {
+    pub granted: GrantedBuffers,
+    pub congestion_control: Option<String>,
+    pub mtu: Option<u32>,
+}
+
+impl SideFacts {
+    pub(crate) fn describe(&self, target: &mut Environment) {
+        target.sockbuf_granted = self.granted;
+        target.congestion_control = self.congestion_control.clone();
+        target.mtu = self.mtu;
+    }
+}
+
+/// Runs `role`'s side of `spec` on `host` until it is done, counting into
+/// `meter`; `ready` is called once with the address a receiver listens on.
+pub(crate) fn run_side(
+    spec: &TransferSpec,
+    host: &mut Host,
+    role: Role,
+    pattern: &Arc<Pattern>,
+    meter: &Arc<Meter>,
+    mut ready: impl FnMut(SocketAddr),
+) -> Result<(Ended, SideFacts), TrafficError> {
+    if spec.protocol == Protocol::Raw {
+        return Err(TrafficError::Invalid(
+            "raw frames need both ends on the reference stack: use --pair without --link".into(),
+        ));
+    }
+    let outcome: Shared = Arc::new(Outcome::default());
+    let mut facts = SideFacts {
+        granted: GrantedBuffers::default(),
+        congestion_control: None,
+        mtu: host.interfaces().first().map(|i| i.link.mtu() as u32),
+    };
+    let (spec_c, pattern_c, meter_c, outcome_c) = (
+        spec.clone(),
+        pattern.clone(),
+        meter.clone(),
+        outcome.clone(),
+    );
+    let factory: WorkloadFactory = if spec.protocol == Protocol::Tcp {
+        let (config, granted) = stream::tcp_config(spec);
+        facts.granted = granted;
+        facts.congestion_control = Some(stream::algorithm_name(&config).into());
+        match role {
+            Role::Transmit(_) => stream::sender(spec_c, config, pattern_c, meter_c, outcome_c),
+            Role::Receive => stream::receiver(spec_c, config, pattern_c, meter_c, outcome_c),
+        }
+    } else {
+        let (transport, granted) = Transport::for_spec(spec);
+        facts.granted = granted;
+        let interface = String::new();
+        match role {
+            Role::Transmit(_) => {
+                datagrams::sender(spec_c, transport, interface, pattern_c, meter_c, outcome_c)
+            }
+            Role::Receive => {
+                datagrams::receiver(spec_c, transport, interface, pattern_c, meter_c, outcome_c)
             }
         }
     };
@@ -97,26 +152,15 @@ pub fn run(
             .receiver_addr
             .set(PeerAddr::Ip(SocketAddr::new(dest, spec.port)));
     }
-    let timestamp = Timestamp::now();
-    let recorder = spec
-        .interval
-        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
     let runner = RealTime::new(MAX_SLEEP);
     let mut workload = Some(factory(host));
     let mut done_at = None;
-    let mut said_ready = false;
+    let mut said_ready = role != Role::Receive;
     runner.run(host, |host, now| {
-        if !said_ready && role == Role::Receive {
+        if !said_ready {
             if let Some(PeerAddr::Ip(addr)) = outcome.receiver_addr.get() {
-                // Said on stderr (stdout is the report): the sender may go.
                 said_ready = true;
-                eprintln!(
-                    "ttcp-r: ready: {} port {} ({} buffers of {} bytes expected)",
-                    addr.ip(),
-                    addr.port(),
-                    spec.count,
-                    spec.len
-                );
+                ready(*addr);
             }
         }
         if let Some(work) = workload.as_mut() {
@@ -131,16 +175,9 @@ pub fn run(
             _ => Turn::Stop,
         }
     });
-    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
-    let report = match role {
-        Role::Transmit(_) => {
-            let side = take(&outcome.sender, "sender")?;
-            TransferReport::new(spec, target, timestamp, intervals, Some(&side), None)
-        }
-        Role::Receive => {
-            let side = take(&outcome.receiver, "receiver")?;
-            TransferReport::new(spec, target, timestamp, intervals, None, Some(&side))
-        }
+    let ended = match role {
+        Role::Transmit(_) => Ended::Sent(take(&outcome.sender, "sender")?),
+        Role::Receive => Ended::Received(take(&outcome.receiver, "receiver")?),
     };
-    Ok(report)
+    Ok((ended, facts))
 }

@@ -11,6 +11,7 @@ pub mod echo;
 pub mod messages;
 mod stream;
 mod stream_echo;
+pub mod veth;
 
 use std::net::IpAddr;
 use std::path::Path;

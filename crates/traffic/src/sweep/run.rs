@@ -160,6 +160,7 @@ mod tests {
             reps,
             load: 0,
             targets: Targets {
+                ref_link: None,
                 kernel_path: KernelPath::Loopback,
                 topology: None,
             },

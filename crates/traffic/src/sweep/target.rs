@@ -9,6 +9,7 @@ use crate::echo::EchoReport;
 use crate::error::TrafficError;
 use crate::kernel::{self, KernelPath};
 use crate::reference;
+use crate::reference::veth::RefEnd;
 use crate::report::TransferReport;
 use crate::spec::{EchoSpec, StackKind, TransferSpec};
 
@@ -19,6 +20,16 @@ pub struct Targets {
     pub kernel_path: KernelPath,
     /// Reference stack: a topology file (default network when `None`).
     pub topology: Option<PathBuf>,
+    /// Reference stack: instead of the topology, one end on a veth pair
+    /// of this MTU, the kernel at the other end.
+    pub ref_link: Option<RefLink>,
+}
+
+/// The reference stack against the kernel across a veth pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefLink {
+    pub mtu: u32,
+    pub ref_end: RefEnd,
 }
 
 /// Runs `flows` at the same time on `stack`; one report per flow, in
@@ -32,9 +43,15 @@ pub fn transfer(
         [] => Err(TrafficError::Invalid("a point with no flow".into())),
         [flow] => match stack {
             StackKind::Kernel => kernel::run_pair(flow, targets.kernel_path, false),
-            StackKind::Ref => reference::run_pair(flow, targets.topology.as_deref(), false),
+            StackKind::Ref => match targets.ref_link {
+                Some(link) => reference::veth::run_pair(flow, link.mtu, link.ref_end, false),
+                None => reference::run_pair(flow, targets.topology.as_deref(), false),
+            },
         }
         .map(|report| vec![report]),
+        _ if stack == StackKind::Ref && targets.ref_link.is_some() => {
+            Err(unsupported("concurrent flows"))
+        }
         _ => concurrent(flows, stack, targets),
     }
 }
@@ -62,6 +79,14 @@ pub fn echo(
 ) -> Result<EchoReport, TrafficError> {
     match stack {
         StackKind::Kernel => kernel::echo::run_pair(spec, targets.kernel_path),
+        StackKind::Ref if targets.ref_link.is_some() => Err(unsupported("the delay mode (echo)")),
         StackKind::Ref => reference::echo::run_pair(spec, targets.topology.as_deref()),
     }
+}
+
+fn unsupported(what: &str) -> TrafficError {
+    TrafficError::Unsupported(format!(
+        "{what} on the reference stack against the kernel over a veth pair (--link) is not \
+         built yet: run it on the reference stack's own network (no --link)"
+    ))
 }
