@@ -386,8 +386,14 @@ fn ttcp_pair_and_sweep_put_the_reference_stack_against_the_kernel_on_a_veth_pair
     assert_eq!(stacks, ["kernel", "ref"], "{sweep}");
     for point in points {
         assert_eq!(point["clean"].as_bool(), Some(true), "{point}");
-        assert!(point["mean_bps"].as_f64().is_some_and(|b| b > 0.0), "{point}");
+        assert!(
+            point["mean_bps"].as_f64().is_some_and(|b| b > 0.0),
+            "{point}"
+        );
         assert_eq!(point["mtu_bytes"].as_u64(), Some(1500), "{point}");
-        assert!(point["target"].to_string().contains("veth"), "not over a veth: {point}");
+        assert!(
+            point["target"].to_string().contains("veth"),
+            "not over a veth: {point}"
+        );
     }
 }

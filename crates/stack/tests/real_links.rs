@@ -325,6 +325,14 @@ impl<L: Link, S: Copy> Link for Watched<L, S> {
     fn may_receive(&self, now: Instant) -> bool {
         self.inner.may_receive(now)
     }
+    fn interface_id(&self) -> Option<[u8; 8]> {
+        self.inner.interface_id()
+    }
+
+    fn readable_fd(&self) -> Option<RawFd> {
+        self.inner.readable_fd()
+    }
+
     fn stats(&self) -> LinkStats {
         self.inner.stats()
     }
@@ -995,10 +1003,12 @@ fn tunnel_host(ns: &Namespaces, side: usize) -> (Host, RawFd, TunnelWatch) {
     (host, fd, watched)
 }
 
-fn link_local(mac: EthernetAddress) -> Ipv6Addr {
+/// A tunnel end's link-local address (RFC 4213 §3.7): fe80:: and the
+/// end's IPv4 address as the interface identifier, whatever its MAC.
+fn tunnel_link_local(v4: Ipv4Addr) -> Ipv6Addr {
     let mut octets = [0u8; 16];
     octets[..2].copy_from_slice(&[0xfe, 0x80]);
-    octets[8..].copy_from_slice(&stack::iface::address::modified_eui64(mac.0));
+    octets[12..].copy_from_slice(&v4.octets());
     Ipv6Addr::from(octets)
 }
 
@@ -1070,7 +1080,7 @@ fn two_reference_hosts_talk_ipv6_through_an_ipv4_tunnel() {
                 &mut host,
                 &clock,
                 fd,
-                link_local(TUNNEL_MACS[1]).into(),
+                tunnel_link_local(TUNNEL_V4[1]).into(),
                 3,
                 56,
                 limit,

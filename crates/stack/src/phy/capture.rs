@@ -172,6 +172,10 @@ impl<L: Link> Link for Captured<L> {
         self.inner.readable_fd()
     }
 
+    fn interface_id(&self) -> Option<[u8; 8]> {
+        self.inner.interface_id()
+    }
+
     fn stats(&self) -> LinkStats {
         self.inner.stats()
     }

@@ -44,6 +44,16 @@ pub enum LinkError {
     /// The transmit queue is full (tail drop).
     #[error("link transmit queue full")]
     QueueFull,
+    /// The interface is down (a real link whose kernel side is not up).
+    #[error("link down")]
+    Down,
+    /// The link cannot carry this kind of frame (a tunnel: anything but
+    /// IPv6).
+    #[error("the link cannot carry this kind of frame")]
+    Unsupported,
+    /// The operating system refused the frame for another reason (errno).
+    #[error("the operating system refused the frame: {}", std::io::Error::from_raw_os_error(*.0))]
+    Os(i32),
 }
 
 /// Frame and byte counters, and drops by reason. Never reset by the link.
@@ -67,6 +77,12 @@ pub struct LinkStats {
     pub reordered: u64,
     /// Received frames longer than the buffer offered to `receive`.
     pub dropped_rx_too_long: u64,
+    /// Refused at transmit: the interface is down (real links).
+    pub dropped_link_down: u64,
+    /// Refused at transmit: a kind of frame the link does not carry.
+    pub dropped_unsupported: u64,
+    /// Refused at transmit by the operating system for another reason.
+    pub dropped_os_error: u64,
 }
 
 /// Copies an arrived `frame` into the receiver's `buf` and counts it, or
@@ -129,6 +145,15 @@ pub trait Link {
     fn may_receive(&self, now: Instant) -> bool {
         let _ = now;
         true
+    }
+
+    /// The IPv6 interface identifier the link prescribes for the
+    /// interface's link-local and SLAAC addresses, if it has no MAC address
+    /// to make one from (RFC 4213 §3.7: a configured tunnel's is its IPv4
+    /// address); `None` takes the modified EUI-64 of the interface's MAC
+    /// (RFC 4291 §2.5.1).
+    fn interface_id(&self) -> Option<[u8; 8]> {
+        None
     }
 
     /// A descriptor that becomes readable when a frame arrives, for a

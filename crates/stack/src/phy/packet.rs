@@ -123,7 +123,7 @@ pub struct PacketStats {
     pub malformed: u64,
     /// Sends the kernel refused for a reason other than a full queue or
     /// the frame's size (interface down, ...): returned as
-    /// [`LinkError::QueueFull`], which is all [`LinkError`] can say.
+    /// [`LinkError::Down`] or [`LinkError::Os`].
     pub tx_errors: u64,
     /// The errno of the latest failed send or receive.
     pub last_error: Option<i32>,
@@ -936,8 +936,9 @@ pub(super) fn send_parts(
 }
 
 /// The [`LinkError`] for a failed send, counted: a full queue
-/// (`EAGAIN`, `ENOBUFS`), a frame too big for the path (`EMSGSIZE`), or
-/// anything else (counted in `other`).
+/// (`EAGAIN`, `ENOBUFS`), a frame too big for the path (`EMSGSIZE`), the
+/// interface down (`ENETDOWN`, `ENXIO`) or anything else; the last two
+/// are also counted in `other`.
 pub(super) fn send_error(
     error: &io::Error,
     len: usize,
@@ -954,9 +955,15 @@ pub(super) fn send_error(
             stats.dropped_too_big += 1;
             LinkError::TooBig { len, max }
         }
-        _ => {
+        Some(libc::ENETDOWN | libc::ENXIO) => {
             *other += 1;
-            LinkError::QueueFull
+            stats.dropped_link_down += 1;
+            LinkError::Down
+        }
+        errno => {
+            *other += 1;
+            stats.dropped_os_error += 1;
+            LinkError::Os(errno.unwrap_or(libc::EIO))
         }
     }
 }

@@ -7,7 +7,8 @@
 //! link transmits arrives at the kernel as if received from a wire. The
 //! descriptor is non-blocking: [`Link::receive`] returns `None` when the
 //! kernel has nothing queued, and a transmit the kernel cannot take
-//! (`EAGAIN`, `ENOBUFS`) is a [`LinkError::QueueFull`].
+//! (`EAGAIN`, `ENOBUFS`) is a [`LinkError::QueueFull`]; while the kernel's
+//! side is down (`EIO`) it is [`LinkError::Down`].
 //!
 //! The device is created in the network namespace of the calling thread
 //! and disappears when the `Tap` is dropped (it is not made persistent).
@@ -64,15 +65,14 @@ pub struct TapErrors {
 
 impl TapErrors {
     /// Transmits that failed for another reason than a full queue or a
-    /// down interface, counted as well in `LinkStats::dropped_queue_full`,
-    /// the only "not carried" reason a link can give.
+    /// down interface, counted as well in `LinkStats::dropped_os_error`.
     pub fn tx(&self) -> u64 {
         self.tx.load(Ordering::Relaxed)
     }
 
     /// Transmits refused because the kernel side of the TAP was down
     /// (`EIO`): lost, as on a wire with nobody at the other end; counted
-    /// as well in `LinkStats::dropped_queue_full`.
+    /// as well in `LinkStats::dropped_link_down`.
     pub fn tx_link_down(&self) -> u64 {
         self.tx_link_down.load(Ordering::Relaxed)
     }
@@ -281,22 +281,27 @@ impl Link for Tap {
                 // is the device misbehaving.
                 let error = io::Error::from_raw_os_error(libc::EIO);
                 self.errors.record(&self.errors.tx, &error);
-                self.stats.dropped_queue_full += 1;
-                Err(LinkError::QueueFull)
+                self.stats.dropped_os_error += 1;
+                Err(LinkError::Os(libc::EIO))
             }
-            Err(error) => {
-                match error.raw_os_error() {
-                    Some(libc::EAGAIN | libc::ENOBUFS | libc::EINTR) => {}
-                    // The tun driver refuses frames while the interface
-                    // is down.
-                    Some(libc::EIO) => {
-                        self.errors.tx_link_down.fetch_add(1, Ordering::Relaxed);
-                    }
-                    _ => self.errors.record(&self.errors.tx, &error),
+            Err(error) => match error.raw_os_error() {
+                Some(libc::EAGAIN | libc::ENOBUFS | libc::EINTR) => {
+                    self.stats.dropped_queue_full += 1;
+                    Err(LinkError::QueueFull)
                 }
-                self.stats.dropped_queue_full += 1;
-                Err(LinkError::QueueFull)
-            }
+                // The tun driver refuses frames while the interface is
+                // down.
+                Some(libc::EIO) => {
+                    self.errors.tx_link_down.fetch_add(1, Ordering::Relaxed);
+                    self.stats.dropped_link_down += 1;
+                    Err(LinkError::Down)
+                }
+                errno => {
+                    self.errors.record(&self.errors.tx, &error);
+                    self.stats.dropped_os_error += 1;
+                    Err(LinkError::Os(errno.unwrap_or(libc::EIO)))
+                }
+            },
         }
     }
 
@@ -613,7 +618,7 @@ mod tests {
         assert!(!tap.is_up().unwrap(), "a new TAP is down");
         assert_eq!(
             tap.transmit(Instant::ZERO, &[&[0xff; 60]]),
-            Err(LinkError::QueueFull),
+            Err(LinkError::Down),
             "the kernel refuses frames while its side is down"
         );
         assert_eq!(tap.errors().tx_link_down(), 1);
@@ -664,8 +669,11 @@ mod tests {
         tap.transmit(Instant::ZERO, &parts).expect("transmit");
         assert_eq!(tap.stats().tx_frames, 1);
         assert_eq!(
-            tap.stats().dropped_queue_full,
-            1,
+            (
+                tap.stats().dropped_link_down,
+                tap.stats().dropped_queue_full
+            ),
+            (1, 0),
             "the frame refused while down"
         );
 

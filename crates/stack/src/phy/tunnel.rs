@@ -97,8 +97,8 @@ pub struct TunnelStats {
     /// them): the send or receive they surfaced in is retried once.
     pub icmp_errors: u64,
     /// Sends refused for another reason than a full queue or the size
-    /// (no route, ...): returned as [`LinkError::QueueFull`], which is all
-    /// [`LinkError`] can say.
+    /// (no route, the interface down, ...): returned as
+    /// [`LinkError::Down`] or [`LinkError::Os`].
     pub tx_errors: u64,
     /// Receive calls that failed.
     pub rx_errors: u64,
@@ -251,7 +251,8 @@ impl Link for Ipv6InIpv4 {
         let version = parts.iter().find_map(|part| part.first()).map(|b| b >> 4);
         if version != Some(6) {
             self.tunnel_stats.tx_not_ipv6 += 1;
-            return Err(LinkError::QueueFull);
+            self.stats.dropped_unsupported += 1;
+            return Err(LinkError::Unsupported);
         }
         match self.send(parts) {
             Ok(()) => {
@@ -304,6 +305,10 @@ impl Link for Ipv6InIpv4 {
 
     fn readable_fd(&self) -> Option<RawFd> {
         Some(self.as_raw_fd())
+    }
+
+    fn interface_id(&self) -> Option<[u8; 8]> {
+        Some(Ipv6InIpv4::interface_id(self))
     }
 
     fn may_receive(&self, _now: Instant) -> bool {

@@ -297,7 +297,10 @@ impl Host {
         let mut built = Vec::with_capacity(interfaces.len());
         for (index, spec) in interfaces.into_iter().enumerate() {
             let id = InterfaceId(index);
-            let interface_id = wire_interface_id(spec.mac);
+            let interface_id = spec
+                .link
+                .interface_id()
+                .unwrap_or_else(|| wire_interface_id(spec.mac));
             let address_config = AddressConfig {
                 random_seed: Some(rng.next_u64()),
                 // Routers do not solicit (RFC 4861 §6.3.7 is for hosts).
@@ -791,8 +794,11 @@ impl Host {
                     Err(_) => self.count_drop("manual_address_refused"),
                 }
             }
-            // Announce the IPv4 address (RFC 5227 §2.3 ARP announcement).
-            if let Some(v4) = &self.interfaces[index].v4 {
+            // Announce the IPv4 address (RFC 5227 §2.3 ARP announcement),
+            // on links that have ARP: one that carries bare IP (loopback,
+            // a tunnel) has no link addresses to announce.
+            let interface = &self.interfaces[index];
+            if let (Some(v4), crate::phy::Medium::Ethernet) = (&interface.v4, interface.medium) {
                 let message = v4.arp.announcement(v4.address);
                 self.send_arp(id, &message);
             }
