@@ -477,6 +477,49 @@ fn test_frame(dst: EthernetAddress, src: EthernetAddress, number: u32, len: usiz
 }
 
 #[test]
+fn a_packet_link_counts_the_frames_the_kernel_dropped_for_it() {
+    let Some(ns) = namespaces(2) else { return };
+    let (ia, ib) = ns.veth(0, 1, 1500);
+    for (index, interface) in [(0, &ia), (1, &ib)] {
+        ns.no_ipv6(index, interface);
+        ns.ip(index, &["link", "set", interface, "up"]);
+    }
+    let (mac_a, mac_b) = (ns.mac_of(0, &ia), ns.mac_of(1, &ib));
+    let (mut a, mut b) = thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                ns.enter(0).unwrap();
+                let a = PacketLink::open(&ia).unwrap();
+                ns.enter(1).unwrap();
+                // The smallest queue the kernel grants: a few frames.
+                let tiny = PacketConfig {
+                    socket_buffer_bytes: Some(4096),
+                    ..PacketConfig::default()
+                };
+                (a, PacketLink::open_with(&ib, &tiny).unwrap())
+            })
+            .join()
+            .unwrap()
+    });
+    // 500 frames before b reads any: most cannot wait in b's queue.
+    for number in 0..500 {
+        let _ = a.transmit(Instant::ZERO, &[&test_frame(mac_b, mac_a, number, 1000)]);
+    }
+    let sent = a.stats().tx_frames;
+    let mut buf = vec![0u8; 2048];
+    while b.receive(Instant::ZERO, &mut buf).is_some() {}
+    let stats = b.stats();
+    assert!(stats.dropped_rx_overrun > 0, "{stats:?}");
+    assert_eq!(
+        stats.rx_frames + stats.dropped_rx_overrun,
+        sent,
+        "every frame sent was read or counted dropped: {stats:?}"
+    );
+    // The count is kept across reads (the kernel resets its own).
+    assert_eq!(b.stats().dropped_rx_overrun, stats.dropped_rx_overrun);
+}
+
+#[test]
 fn packet_links_carry_frames_in_batches_and_skip_outgoing_ones() {
     let Some(ns) = namespaces(2) else { return };
     let (ia, ib) = ns.veth(0, 1, 1400);

@@ -502,7 +502,7 @@ fn print_counters(
         let _ = write!(
             out,
             "  {}: tx_frames {} tx_bytes {} rx_frames {} rx_bytes {} dropped_too_big {} \
-             dropped_queue_full {} dropped_rx_too_long {} dropped_link_down {} dropped_os_error {}",
+             dropped_queue_full {} dropped_rx_too_long {} dropped_rx_overrun {} dropped_link_down {} dropped_os_error {}",
             info.name,
             s.tx_frames,
             s.tx_bytes,
@@ -511,6 +511,7 @@ fn print_counters(
             s.dropped_too_big,
             s.dropped_queue_full,
             s.dropped_rx_too_long,
+            s.dropped_rx_overrun,
             s.dropped_link_down,
             s.dropped_os_error,
         );

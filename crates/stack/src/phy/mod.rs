@@ -83,6 +83,9 @@ pub struct LinkStats {
     pub dropped_unsupported: u64,
     /// Refused at transmit by the operating system for another reason.
     pub dropped_os_error: u64,
+    /// Arrived at the operating system but dropped there before this link
+    /// read them: its queue for the link was full (real links).
+    pub dropped_rx_overrun: u64,
 }
 
 /// Copies an arrived `frame` into the receiver's `buf` and counts it, or

@@ -88,6 +88,8 @@ pub(crate) struct SideFacts {
     pub granted: GrantedBuffers,
     pub congestion_control: Option<String>,
     pub mtu: Option<u32>,
+    /// Frames the operating system dropped before the host read them.
+    pub rx_overrun: u64,
 }
 
 impl SideFacts {
@@ -118,6 +120,7 @@ pub(crate) fn run_side(
         granted: GrantedBuffers::default(),
         congestion_control: None,
         mtu: host.interfaces().first().map(|i| i.link.mtu() as u32),
+        rx_overrun: 0,
     };
     let (spec_c, pattern_c, meter_c, outcome_c) = (
         spec.clone(),
@@ -175,6 +178,18 @@ pub(crate) fn run_side(
             _ => Turn::Stop,
         }
     });
+    facts.rx_overrun = host
+        .interfaces()
+        .iter()
+        .map(|i| i.link.stats().dropped_rx_overrun)
+        .sum();
+    if facts.rx_overrun > 0 {
+        eprintln!(
+            "note: the operating system dropped {} frames for the reference host before it \
+             read them (its queue for the link was full): the host fell behind",
+            facts.rx_overrun
+        );
+    }
     let ended = match role {
         Role::Transmit(_) => Ended::Sent(take(&outcome.sender, "sender")?),
         Role::Receive => Ended::Received(take(&outcome.receiver, "receiver")?),
