@@ -228,5 +228,6 @@ impl Interface {
                 Err(_) => self.counters.tx_link_errors += 1,
             }
         }
+        self.link.flush(now);
     }
 }

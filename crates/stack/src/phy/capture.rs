@@ -153,6 +153,10 @@ impl<L: Link> Link for Captured<L> {
         Ok(())
     }
 
+    fn flush(&mut self, now: Instant) {
+        self.inner.flush(now);
+    }
+
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let len = self.inner.receive(now, buf)?;
         let frame = buf.get(..len).unwrap_or(buf);

@@ -133,6 +133,13 @@ pub trait Link {
     /// order) onto the link at `now`.
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError>;
 
+    /// Sends what [`transmit`](Link::transmit) gathered, for links that
+    /// batch frames into one system call; the host calls it after handing
+    /// over each poll's frames. A link that sends at once has nothing to do.
+    fn flush(&mut self, now: Instant) {
+        let _ = now;
+    }
+
     /// Copies the next frame that has arrived by `now` into `buf` and
     /// returns its length, or `None` if none has. A frame longer than `buf`
     /// is dropped and counted (`dropped_rx_too_long`), never truncated.
@@ -179,6 +186,8 @@ pub mod packet;
 pub mod tap;
 #[cfg(target_os = "linux")]
 pub mod tunnel;
+#[cfg(target_os = "linux")]
+pub mod tx_batch;
 pub mod virtual_wire;
 
 pub use capture::{CaptureStats, Captured};

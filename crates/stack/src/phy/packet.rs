@@ -46,6 +46,7 @@ use std::ptr;
 
 use wire::ethernet::EthernetAddress;
 
+use super::tx_batch::TxBatch;
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
 
@@ -119,6 +120,8 @@ pub struct PacketStats {
     /// Frames sent out of the interface by others (the kernel, other
     /// sockets) that reached this socket and were skipped.
     pub outgoing_skipped: u64,
+    /// `sendmmsg` calls that sent the frames transmitted.
+    pub tx_batches: u64,
     /// Received frames whose transport checksum was completed here.
     pub checksums_completed: u64,
     /// GSO super-frames cut into segments, and the segments made.
@@ -165,6 +168,8 @@ pub struct PacketLink {
     segment_gso: bool,
     /// The GSO frame being cut into segments, if any.
     segmenter: Option<Segmenter>,
+    /// Frames waiting for the next `sendmmsg`.
+    tx: TxBatch,
     /// Frames the kernel dropped before we read them, summed (the kernel
     /// resets its count on every read).
     kernel_drops: std::cell::Cell<u64>,
@@ -173,8 +178,6 @@ pub struct PacketLink {
     ring: RefCell<RxRing>,
     stats: LinkStats,
     packet_stats: PacketStats,
-    /// Where a frame of more than [`MAX_PARTS`] parts is gathered.
-    scratch: Vec<u8>,
 }
 
 impl PacketLink {
@@ -263,11 +266,11 @@ impl PacketLink {
             vnet_header,
             segment_gso,
             segmenter: None,
+            tx: TxBatch::new(config.batch, header + wire::ethernet::HEADER_LEN + mtu),
             kernel_drops: std::cell::Cell::new(0),
             ring: RefCell::new(RxRing::new(config.batch, slot)),
             stats: LinkStats::default(),
             packet_stats: PacketStats::default(),
-            scratch: Vec::new(),
         })
     }
 
@@ -339,29 +342,39 @@ impl Link for PacketLink {
         self.mtu
     }
 
-    fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
+    /// Queues the frame for the next `sendmmsg` (when the batch is full or
+    /// the host flushes); a frame the kernel then refuses is counted in the
+    /// stats by reason, as it cannot be returned here any more.
+    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
         let max = self.max_frame_len();
-        let len = super::frame_len(parts, max, &mut self.stats)?;
+        super::frame_len(parts, max, &mut self.stats)?;
+        if self.tx.is_full() {
+            self.flush(now);
+        }
         // A zeroed virtio_net_hdr: no checksum to complete, no GSO.
         let header = [0u8; VNET_HDR_LEN];
         let prefix: &[u8] = if self.vnet_header { &header } else { &[] };
-        match send_parts(self.fd.as_raw_fd(), prefix, parts, &mut self.scratch) {
-            Ok(()) => {
-                self.stats.tx_frames += 1;
-                self.stats.tx_bytes += len as u64;
-                Ok(())
-            }
-            Err(error) => {
-                self.packet_stats.last_error = error.raw_os_error();
-                Err(send_error(
-                    &error,
-                    len,
-                    max,
-                    &mut self.stats,
-                    &mut self.packet_stats.tx_errors,
-                ))
-            }
+        self.tx.push(prefix, parts);
+        Ok(())
+    }
+
+    fn flush(&mut self, _now: Instant) {
+        if self.tx.is_empty() {
+            return;
         }
+        let prefix = if self.vnet_header { VNET_HDR_LEN } else { 0 };
+        let (max, stats, packet_stats) = (
+            self.max_frame_len(),
+            &mut self.stats,
+            &mut self.packet_stats,
+        );
+        let flushed = self.tx.flush(self.fd.as_raw_fd(), |len, error| {
+            packet_stats.last_error = error.raw_os_error();
+            send_error(error, len - prefix, max, stats, &mut packet_stats.tx_errors);
+        });
+        self.stats.tx_frames += flushed.frames;
+        self.stats.tx_bytes += flushed.bytes - flushed.frames * prefix as u64;
+        self.packet_stats.tx_batches += flushed.calls;
     }
 
     fn receive(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
