@@ -138,10 +138,17 @@ impl Host {
                     return;
                 };
                 let reply = conn.input(now, seg, payload, &mut self.tcp_challenges);
+                // The ACKs arriving data is owed (every second segment, each
+                // out-of-order one: RFC 5681 §4.2) leave as it is taken, not
+                // once per poll: see `poll_ack`.
+                let ack = conn.poll_ack(now);
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
                     self.tcp_emit(now, flow, (local, remote), rst, Vec::new());
+                }
+                if let Some(Outgoing { repr, payload }) = ack {
+                    self.tcp_emit(now, flow, (local, remote), repr, payload);
                 }
             }
             Demux::Listener(index) => {

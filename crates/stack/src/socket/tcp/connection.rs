@@ -241,6 +241,14 @@ pub struct Connection {
     /// Full-sized segments received since the last ACK (RFC 9293
     /// §3.8.6.3: ACK at least every second one).
     unacked_segments: u32,
+    /// The segment just taken is owed an immediate ACK of its own (out of
+    /// order, duplicate or filling a gap), sent by
+    /// [`poll_ack`](Self::poll_ack) before the next segment is taken.
+    segment_ack_due: bool,
+    /// [`poll_ack`](Self::poll_ack) acknowledged part of the segments
+    /// arriving in this poll: the rest of the batch is acknowledged at the
+    /// poll's output, not left to the delayed-ACK timer.
+    batch_acked: bool,
     /// The largest in-order segment received: the peer's segment size as
     /// seen (Linux's `rcv_mss` estimate).
     largest_segment: usize,
@@ -318,6 +326,8 @@ impl Connection {
             keepalive_probes: 0,
             persist_backoff: 0,
             unacked_segments: 0,
+            segment_ack_due: false,
+            batch_acked: false,
             largest_segment: 0,
             small_segment_unacked: false,
             counters: TcpCounters::default(),
@@ -1014,6 +1024,7 @@ impl Connection {
                 self.owed_acks = (self.owed_acks + 1).min(MAX_OWED_ACKS);
             }
             self.ack_now = true;
+            self.segment_ack_due = true;
         } else {
             // In order: ACK every second segment (RFC 9293 §3.8.6.3 asks
             // for at least every second full-sized one; the sender's
@@ -1137,6 +1148,11 @@ impl Connection {
     /// The next segment to send at `now`, if any: SYN or SYN-ACK, data
     /// within the send and congestion windows, FIN, or a bare ACK.
     pub fn poll_output(&mut self, now: Instant) -> Option<Outgoing> {
+        // The segments that arrived after the last of this batch's ACKs
+        // are acknowledged with the batch (a lone one still waits).
+        if std::mem::take(&mut self.batch_acked) && self.unacked_segments > 0 {
+            self.ack_now = true;
+        }
         let out = match self.state {
             State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
             State::SynSent | State::SynReceived => self.output_syn(now),
@@ -1148,20 +1164,51 @@ impl Connection {
                 .or_else(|| self.take_ack_only(now)),
         };
         if let Some(out) = &out {
-            self.counters.segments_sent += 1;
-            if out.repr.ack_number.is_some() {
-                self.ack_now = self.owed_acks > 0;
-                self.owed_acks = self.owed_acks.saturating_sub(1);
-                self.unacked_segments = 0;
-                self.small_segment_unacked = false;
-                self.timers.cancel(Timer::DelayedAck);
-            }
+            self.sent(out);
         }
         if self.unacked_segments > 0 && !self.timers.is_armed(Timer::DelayedAck) {
             self.timers
                 .set(Timer::DelayedAck, now + self.config.delayed_ack);
         }
         out
+    }
+
+    /// A bare ACK that cannot wait for [`poll_output`](Self::poll_output),
+    /// owed by the segment just taken. The host asks after every arriving
+    /// segment, so when one poll takes a batch of segments (a TAP or
+    /// AF_PACKET link hands over dozens at once) each ACK goes out as its
+    /// segment is taken, acknowledging what arrived up to then, with the
+    /// window of that moment:
+    ///
+    /// * RFC 5681 §4.2 (and RFC 9293 §3.8.6.3): an ACK SHOULD be generated
+    ///   for at least every second full-sized segment. One stretch ACK for
+    ///   the whole batch would hold back a sender whose window grows by at
+    ///   most L·SMSS per ACK (RFC 3465 §2.2) and bunch its transmissions.
+    /// * RFC 5681 §4.2: an out-of-order segment, or one filling a gap, is
+    ///   answered at once; its ACK's first SACK block holds it (RFC 2018
+    ///   §4), so a burst with many holes reports every one of them.
+    pub fn poll_ack(&mut self, now: Instant) -> Option<Outgoing> {
+        if self.unacked_segments < 2 && !self.segment_ack_due {
+            return None;
+        }
+        let out = self.take_ack_only(now)?;
+        self.sent(&out);
+        self.batch_acked = true;
+        Some(out)
+    }
+
+    /// Bookkeeping for a segment handed out: one carrying an ACK pays for
+    /// the ACK owed (and one of the further immediate ones).
+    fn sent(&mut self, out: &Outgoing) {
+        self.counters.segments_sent += 1;
+        if out.repr.ack_number.is_some() {
+            self.ack_now = self.owed_acks > 0;
+            self.owed_acks = self.owed_acks.saturating_sub(1);
+            self.segment_ack_due = false;
+            self.unacked_segments = 0;
+            self.small_segment_unacked = false;
+            self.timers.cancel(Timer::DelayedAck);
+        }
     }
 
     fn output_syn(&mut self, now: Instant) -> Option<Outgoing> {
