@@ -953,6 +953,26 @@ impl Host {
         match ethertype {
             wire::ethernet::EtherType::Arp => self.arp_input(now, interface, &packet),
             wire::ethernet::EtherType::Ipv6 | wire::ethernet::EtherType::Ipv4 => {
+                // The EtherType names the protocol (RFC 894; RFC 2464 §3):
+                // a Version field that disagrees (RFC 791 §3.1, RFC 8200
+                // §3) makes the packet malformed, not the other protocol,
+                // which ip_input would otherwise take it for. (Linux's
+                // ip_rcv and ipv6_rcv drop it too.) An empty payload goes
+                // on, to be counted truncated.
+                let expected = if ethertype == wire::ethernet::EtherType::Ipv6 {
+                    6
+                } else {
+                    4
+                };
+                let version = packet
+                    .parts()
+                    .next()
+                    .and_then(|p| p.first())
+                    .map(|b| b >> 4);
+                if version.is_some_and(|v| v != expected) {
+                    self.count_drop("ip_bad_version");
+                    return;
+                }
                 if self.input.len() >= INPUT_QUEUE_LIMIT {
                     self.count_drop("ip_input_queue_full");
                     return;
