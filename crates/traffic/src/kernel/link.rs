@@ -137,12 +137,8 @@ pub fn run_pair(
     let mut target = Environment::detect(
         StackKind::Kernel,
         format!(
-            "AF_PACKET frames, Ethertype 0x{RAW_ETHERTYPE:04X}, veth {} -> {} between network \
-             namespaces {} and {}",
-            veth.interface(Side::B),
-            veth.interface(Side::A),
-            veth.namespace(Side::B),
-            veth.namespace(Side::A)
+            "AF_PACKET frames, Ethertype 0x{RAW_ETHERTYPE:04X}, {}",
+            veth.describe()
         ),
     );
     target.sockbuf_granted = GrantedBuffers {

@@ -190,13 +190,7 @@ impl PathSetup {
     pub fn description(&self) -> String {
         match &self.veth {
             None => "loopback".to_string(),
-            Some(v) => format!(
-                "veth {} -> {} between network namespaces {} and {}",
-                v.interface(Side::B),
-                v.interface(Side::A),
-                v.namespace(Side::B),
-                v.namespace(Side::A)
-            ),
+            Some(v) => v.describe(),
         }
     }
 

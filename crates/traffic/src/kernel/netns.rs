@@ -149,6 +149,18 @@ impl VethPair {
         written
     }
 
+    /// The path from sender to receiver, for a run's record: `veth B -> A
+    /// between network namespaces NB and NA`.
+    pub fn describe(&self) -> String {
+        format!(
+            "veth {} -> {} between network namespaces {} and {}",
+            self.interface(Side::B),
+            self.interface(Side::A),
+            self.namespace(Side::B),
+            self.namespace(Side::A)
+        )
+    }
+
     /// The namespace's name, for `ip netns exec`.
     pub fn namespace(&self, side: Side) -> &str {
         &self.namespaces[side.index()]

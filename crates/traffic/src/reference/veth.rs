@@ -130,11 +130,8 @@ pub fn run_pair(
     };
 
     let path = format!(
-        "veth {} -> {} between network namespaces {} and {}: {} -> {} (AF_PACKET)",
-        veth.interface(Side::B),
-        veth.interface(Side::A),
-        veth.namespace(Side::B),
-        veth.namespace(Side::A),
+        "{}: {} -> {} (AF_PACKET)",
+        veth.describe(),
         if ref_end == RefEnd::Sender {
             "reference stack"
         } else {
