@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use traffic::kernel::KernelPath;
+use traffic::reference::kernel_peer::{KernelPeer, PeerLink};
 use traffic::spec::{Family, Protocol, StackKind};
-use traffic::sweep::target::RefLink;
 use traffic::sweep::{
     self, axis, table, text, Amount, Grid, Mode, Settings, Targets, DELAY_EXCHANGES,
 };
@@ -83,10 +83,11 @@ pub struct SweepArgs {
     /// MTU of the veth pair (--netns, --link).
     #[arg(long, default_value_t = 1500)]
     mtu: u32,
-    /// Reference stack against the kernel: `packet` runs every ref point
-    /// across a veth pair between two namespaces the tool makes, the
-    /// reference stack on one end (AF_PACKET) and the kernel on the other
-    /// (--ref-end), instead of on the reference stack's own network. With
+    /// Reference stack against the kernel, instead of on the reference
+    /// stack's own network: `packet` runs every ref point across a veth
+    /// pair between two namespaces the tool makes, the reference stack on
+    /// one end (AF_PACKET) and the kernel on the other (--ref-end); `tap`
+    /// across a TAP in a namespace, the kernel on its kernel side. With
     /// `--stack kernel,ref --netns --link packet` the kernel-to-kernel and
     /// kernel-to-reference points cross the same kind of veth path in one
     /// run. Root only; TCP and UDP transfers, one flow per point.
@@ -121,6 +122,8 @@ pub struct SweepArgs {
 pub enum SweepLink {
     /// AF_PACKET on one end of a veth pair the tool makes.
     Packet,
+    /// A TAP the tool makes in a namespace; the kernel is its other side.
+    Tap,
 }
 
 pub(crate) fn protocol(name: &str) -> Option<Protocol> {
@@ -248,7 +251,11 @@ impl SweepArgs {
                 KernelPath::Loopback
             },
             topology: self.topology.clone(),
-            ref_link: self.link.map(|_| RefLink {
+            ref_link: self.link.map(|link| KernelPeer {
+                link: match link {
+                    SweepLink::Packet => PeerLink::Packet,
+                    SweepLink::Tap => PeerLink::Tap,
+                },
                 mtu: self.mtu,
                 ref_end: self.ref_end.into(),
             }),

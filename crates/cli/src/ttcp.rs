@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use stack::topology::{derived_mac, IpCidr};
 use traffic::kernel::{self, KernelPath};
 use traffic::reference::attached::Role;
-use traffic::reference::veth::RefEnd;
+use traffic::reference::kernel_peer::{KernelPeer, PeerLink, RefEnd};
 use traffic::report::TransferReport;
 use traffic::spec::{Family, Protocol, TransferSpec};
 use traffic::units;
@@ -95,11 +95,12 @@ pub struct TtcpArgs {
     /// (configure the kernel's side with `ip`), `packet` takes over the
     /// existing interface --iface (a veth end, a NIC) with AF_PACKET, using
     /// its MAC, the kernel's IPv6 turned off on it meanwhile; run it in a
-    /// namespace with `ip netns exec NS stackscope ttcp ...`. With --pair
-    /// (packet only): both ends here, across a veth pair between two
-    /// namespaces the tool makes (MTU --mtu), the kernel at one end and the
-    /// reference stack at the other (--ref-end), the same path as
-    /// `--stack kernel --pair --netns`. Needs root.
+    /// namespace with `ip netns exec NS stackscope ttcp ...`. With --pair:
+    /// both ends here, the kernel at one end and the reference stack at the
+    /// other (--ref-end), over a path the tool makes (MTU --mtu): `packet`
+    /// a veth pair between two namespaces (the same path as `--stack kernel
+    /// --pair --netns`), `tap` a TAP in a namespace whose kernel side is
+    /// the kernel's end. Needs root.
     #[arg(long, value_enum, value_name = "KIND")]
     link: Option<LinkKind>,
     /// --link with --pair: which end the reference stack is (the kernel is
@@ -278,18 +279,20 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
         bail!("--link makes its own path: drop --netns and --topology");
     }
     if args.pair {
-        if args.link != Some(LinkKind::Packet) {
-            bail!(
-                "--pair with --link makes a veth pair and runs over AF_PACKET: use --link packet"
-            );
-        }
         if args.iface.is_some() || !args.addrs.is_empty() || args.pcap.is_some() {
-            bail!("--pair makes its own veth pair and addresses: drop --iface, --addr and --pcap");
+            bail!("--pair makes its own path and addresses: drop --iface, --addr and --pcap");
         }
-        return Ok(traffic::reference::veth::run_pair(
+        let peer = KernelPeer {
+            link: match args.link {
+                Some(LinkKind::Tap) => PeerLink::Tap,
+                _ => PeerLink::Packet,
+            },
+            mtu: args.mtu,
+            ref_end: args.ref_end.into(),
+        };
+        return Ok(traffic::reference::kernel_peer::run_pair(
             spec,
-            args.mtu,
-            args.ref_end.into(),
+            peer,
             print_intervals,
         )?);
     }

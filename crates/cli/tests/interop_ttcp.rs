@@ -329,32 +329,39 @@ fn ttcp_pair_and_sweep_put_the_reference_stack_against_the_kernel_on_a_veth_pair
         eprintln!("skipped: {why}");
         return;
     }
-    for end in ["receiver", "sender"] {
-        let text = stackscope(&[
-            "ttcp",
-            "--pair",
-            "--stack",
-            "ref",
-            "--link",
-            "packet",
-            "--ref-end",
-            end,
-            "-n",
-            "512",
-            "--json",
-        ]);
-        let report: Value = serde_json::from_str(&text).expect("a JSON report");
-        let received = &report["end"]["sum_received"];
-        assert_eq!(received["bytes"].as_u64(), Some(8192 * 512), "{received}");
-        assert_eq!(received["missing_bytes"].as_u64(), Some(0), "{received}");
-        let path = report["start"]["target"]["path"].as_str().unwrap_or("");
-        let expected = if end == "receiver" {
-            "kernel -> reference stack"
-        } else {
-            "reference stack -> kernel"
-        };
-        assert!(path.contains(expected), "path {path:?} for --ref-end {end}");
-        println!("ttcp --pair --ref-end {end}: {:.0} Mbit/s", mbits(received));
+    for link in ["packet", "tap"] {
+        for end in ["receiver", "sender"] {
+            let text = stackscope(&[
+                "ttcp",
+                "--pair",
+                "--stack",
+                "ref",
+                "--link",
+                link,
+                "--ref-end",
+                end,
+                "-n",
+                "512",
+                "--json",
+            ]);
+            let report: Value = serde_json::from_str(&text).expect("a JSON report");
+            let received = &report["end"]["sum_received"];
+            assert_eq!(received["bytes"].as_u64(), Some(8192 * 512), "{received}");
+            assert_eq!(received["missing_bytes"].as_u64(), Some(0), "{received}");
+            let path = report["start"]["target"]["path"].as_str().unwrap_or("");
+            let expected = if end == "receiver" {
+                "kernel -> reference stack"
+            } else {
+                "reference stack -> kernel"
+            };
+            assert!(path.contains(expected), "path {path:?} for --ref-end {end}");
+            let over = if link == "tap" { "TAP" } else { "veth" };
+            assert!(path.contains(over), "path {path:?} for --link {link}");
+            println!(
+                "ttcp --pair --link {link} --ref-end {end}: {:.0} Mbit/s",
+                mbits(received)
+            );
+        }
     }
     // The kernel against itself and against the reference stack, each
     // over its own veth pair of the same MTU, in one sweep.

@@ -53,23 +53,38 @@ const V6: [Ipv6Addr; 2] = [
     Ipv6Addr::new(0x2001, 0xdb8, 0x5c, 0, 0, 0, 0, 2),
 ];
 
+/// `side`'s address in `family` (on a veth end or a TAP's side).
+pub fn address(side: Side, family: Family) -> IpAddr {
+    match family {
+        Family::V4 => IpAddr::V4(V4[side.index()]),
+        Family::V6 => IpAddr::V6(V6[side.index()]),
+    }
+}
+
+/// Refuses what a path cannot be made with: not root, an MTU out of range.
+fn check_path(mtu: u32, what: &'static str, flag: &'static str) -> Result<(), TrafficError> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(TrafficError::NeedRoot { what, flag });
+    }
+    if !(1280..=65535).contains(&mtu) {
+        return Err(TrafficError::Invalid(format!(
+            "--mtu {mtu} is impossible: IPv6 needs at least 1280 and links allow 65535"
+        )));
+    }
+    Ok(())
+}
+
 impl VethPair {
     /// Makes the namespaces and the veth pair with `mtu`, addresses
     /// configured (IPv6 without DAD, so they are usable at once) and links
     /// up.
     pub fn create(mtu: u32) -> Result<Self, TrafficError> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err(TrafficError::NeedRoot {
-                what: "--netns (network namespaces and a veth pair)",
-                flag: "--netns",
-            });
-        }
-        if !(1280..=65535).contains(&mtu) {
-            return Err(TrafficError::Invalid(format!(
-                "--mtu {mtu} is impossible: IPv6 needs at least 1280 and veth allows 65535"
-            )));
-        }
+        check_path(
+            mtu,
+            "--netns (network namespaces and a veth pair)",
+            "--netns",
+        )?;
         remove_stale();
         let pid = std::process::id();
         let pair = Self {
@@ -111,10 +126,7 @@ impl VethPair {
 
     /// `side`'s address in `family`.
     pub fn addr(&self, side: Side, family: Family) -> IpAddr {
-        match family {
-            Family::V4 => IpAddr::V4(V4[side.index()]),
-            Family::V6 => IpAddr::V6(V6[side.index()]),
-        }
+        address(side, family)
     }
 
     /// `side`'s veth interface name (inside its namespace).
@@ -177,7 +189,69 @@ impl Drop for VethPair {
     }
 }
 
-/// Runs `ip ARGS`; a failure carries ip's own message.
+/// One namespace made and removed by the tool, for a path through a TAP:
+/// the kernel's end is the TAP's kernel side there, with one side's
+/// addresses; whoever holds the TAP's descriptor is the other end.
+#[derive(Debug)]
+pub struct TapNamespace {
+    name: String,
+    interface: String,
+    mtu: u32,
+}
+
+impl TapNamespace {
+    /// Makes `stackscope-<pid>-t` with its loopback up; the TAP is made by
+    /// the caller (in the namespace, see [`TapNamespace::enter`]) and
+    /// configured with [`TapNamespace::configure_kernel_side`].
+    pub fn create(mtu: u32) -> Result<Self, TrafficError> {
+        check_path(mtu, "--link tap (a network namespace and a TAP)", "--link")?;
+        remove_stale();
+        let pid = std::process::id();
+        let this = Self {
+            name: format!("{PREFIX}{pid}-t"),
+            interface: format!("sst{pid}"),
+            mtu,
+        };
+        ip(&["netns", "add", &this.name])?;
+        ip(&["-n", &this.name, "link", "set", "lo", "up"])?;
+        Ok(this)
+    }
+
+    pub fn enter(&self) -> Result<(), TrafficError> {
+        enter_namespace(&self.name)
+    }
+
+    /// The TAP's name (at most 15 bytes).
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    pub fn mtu(&self) -> u32 {
+        self.mtu
+    }
+
+    /// Gives the TAP's kernel side `side`'s addresses (IPv6 without DAD)
+    /// and brings it up.
+    pub fn configure_kernel_side(&self, side: Side) -> Result<(), TrafficError> {
+        let (ns, dev) = (&self.name, &self.interface);
+        let v4 = format!("{}/24", V4[side.index()]);
+        let v6 = format!("{}/64", V6[side.index()]);
+        ip(&["-n", ns, "addr", "add", &v4, "dev", dev])?;
+        ip(&["-n", ns, "-6", "addr", "add", &v6, "dev", dev, "nodad"])?;
+        ip(&["-n", ns, "link", "set", dev, "up"])
+    }
+
+    pub fn describe(&self) -> String {
+        format!("TAP {} in network namespace {}", self.interface, self.name)
+    }
+}
+
+impl Drop for TapNamespace {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
+
 /// Moves the calling thread into the namespace `name` (made by `ip netns
 /// add`).
 fn enter_namespace(name: &str) -> Result<(), TrafficError> {
@@ -194,6 +268,7 @@ fn enter_namespace(name: &str) -> Result<(), TrafficError> {
     Ok(())
 }
 
+/// Runs `ip ARGS`; a failure carries ip's own message.
 fn ip(args: &[&str]) -> Result<(), TrafficError> {
     let output = Command::new("ip").args(args).output().map_err(|e| {
         TrafficError::io("run `ip` (iproute2): install it (apt install iproute2)", e)

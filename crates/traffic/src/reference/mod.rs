@@ -8,10 +8,10 @@
 pub mod attached;
 mod datagrams;
 pub mod echo;
+pub mod kernel_peer;
 pub mod messages;
 mod stream;
 mod stream_echo;
-pub mod veth;
 
 use std::net::IpAddr;
 use std::path::Path;

@@ -9,7 +9,7 @@ use crate::echo::EchoReport;
 use crate::error::TrafficError;
 use crate::kernel::{self, KernelPath};
 use crate::reference;
-use crate::reference::veth::RefEnd;
+use crate::reference::kernel_peer::KernelPeer;
 use crate::report::TransferReport;
 use crate::spec::{EchoSpec, StackKind, TransferSpec};
 
@@ -20,16 +20,9 @@ pub struct Targets {
     pub kernel_path: KernelPath,
     /// Reference stack: a topology file (default network when `None`).
     pub topology: Option<PathBuf>,
-    /// Reference stack: instead of the topology, one end on a veth pair
-    /// of this MTU, the kernel at the other end.
-    pub ref_link: Option<RefLink>,
-}
-
-/// The reference stack against the kernel across a veth pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RefLink {
-    pub mtu: u32,
-    pub ref_end: RefEnd,
+    /// Reference stack: instead of the topology, one end against the
+    /// kernel at the other, over a veth pair or a TAP.
+    pub ref_link: Option<KernelPeer>,
 }
 
 /// Runs `flows` at the same time on `stack`; one report per flow, in
@@ -44,7 +37,7 @@ pub fn transfer(
         [flow] => match stack {
             StackKind::Kernel => kernel::run_pair(flow, targets.kernel_path, false),
             StackKind::Ref => match targets.ref_link {
-                Some(link) => reference::veth::run_pair(flow, link.mtu, link.ref_end, false),
+                Some(peer) => reference::kernel_peer::run_pair(flow, peer, false),
                 None => reference::run_pair(flow, targets.topology.as_deref(), false),
             },
         }
@@ -86,7 +79,7 @@ pub fn echo(
 
 fn unsupported(what: &str) -> TrafficError {
     TrafficError::Unsupported(format!(
-        "{what} on the reference stack against the kernel over a veth pair (--link) is not \
+        "{what} on the reference stack against the kernel (--link) is not \
          built yet: run it on the reference stack's own network (no --link)"
     ))
 }

@@ -1,0 +1,350 @@
+//! A cross-stack transfer in one process, the kernel's stack at one end
+//! and the reference stack at the other, over a path the tool makes:
+//!
+//! * `packet`: a veth pair between two namespaces, the reference host on
+//!   one veth end over AF_PACKET (the kernel taken off that end first).
+//!   The same veth path as the kernel's `--netns` pair, so kernel ->
+//!   kernel, kernel -> reference and reference -> kernel compare like for
+//!   like (`stackscope ttcp --pair --stack ref --link packet`,
+//!   `stackscope sweep --stack kernel,ref --netns --link packet`).
+//! * `tap`: one namespace holding a TAP; the kernel's end is the TAP's
+//!   kernel side, the reference host holds its descriptor.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{mpsc, Arc};
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use stack::buffer::PoolConfig;
+use stack::iface::host::{Host, HostConfig, InterfaceConfig};
+use stack::phy::packet::PacketLink;
+use stack::phy::tap::Tap;
+use stack::phy::Link;
+use stack::topology::{derived_mac, Ipv4Cidr, Ipv6Cidr};
+use wire::ethernet::EthernetAddress;
+
+use super::attached::{run_side, Ended, Role};
+use crate::env::{Environment, GrantedBuffers};
+use crate::error::TrafficError;
+use crate::kernel::netns::{address, Side, TapNamespace, VethPair};
+use crate::kernel::{self, joined, not_ready, Ready};
+use crate::meter::{IntervalRecorder, Meter};
+use crate::report::{Timestamp, TransferReport};
+use crate::spec::{Family, StackKind, TransferSpec};
+
+/// Which end of the transfer the reference stack is; the kernel is the
+/// other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefEnd {
+    /// kernel -> reference.
+    Receiver,
+    /// reference -> kernel.
+    Sender,
+}
+
+impl RefEnd {
+    pub fn name(self) -> &'static str {
+        match self {
+            RefEnd::Receiver => "receiver",
+            RefEnd::Sender => "sender",
+        }
+    }
+}
+
+/// What the reference host's end is attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerLink {
+    /// AF_PACKET on one end of a veth pair.
+    Packet,
+    /// A TAP whose kernel side is the kernel's end.
+    Tap,
+}
+
+/// A transfer between the kernel and the reference stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelPeer {
+    pub link: PeerLink,
+    /// The path's MTU.
+    pub mtu: u32,
+    pub ref_end: RefEnd,
+}
+
+/// The path made for one transfer. Side A receives, side B sends (as in
+/// the kernel's pair), whichever stack each is.
+enum Path {
+    Veth(VethPair),
+    /// The namespace, and the TAP until the reference host takes it.
+    Tap(TapNamespace, Mutex<Option<Tap>>),
+}
+
+impl Path {
+    /// Makes the path with the kernel's end configured and up; `ref_side`
+    /// is the reference stack's.
+    fn create(link: PeerLink, mtu: u32, ref_side: Side) -> Result<Self, TrafficError> {
+        match link {
+            PeerLink::Packet => {
+                let veth = VethPair::create(mtu)?;
+                veth.hand_over(ref_side)?;
+                Ok(Path::Veth(veth))
+            }
+            PeerLink::Tap => {
+                let ns = TapNamespace::create(mtu)?;
+                // The TAP is made in the namespace (a thread enters it);
+                // its descriptor then works from anywhere.
+                let tap = std::thread::scope(|scope| {
+                    scope
+                        .spawn(|| {
+                            ns.enter()?;
+                            Tap::open(ns.interface(), mtu as usize).map_err(|e| {
+                                TrafficError::io(format!("create TAP {}", ns.interface()), e)
+                            })
+                        })
+                        .join()
+                        .unwrap_or_else(|_| {
+                            Err(TrafficError::Invalid("creating the TAP panicked".into()))
+                        })
+                })?;
+                ns.configure_kernel_side(other(ref_side))?;
+                wait_until_up(&tap)?;
+                Ok(Path::Tap(ns, Mutex::new(Some(tap))))
+            }
+        }
+    }
+
+    /// Moves the calling thread to where the kernel's end of `side` is.
+    fn enter(&self, side: Side) -> Result<(), TrafficError> {
+        match self {
+            Path::Veth(veth) => veth.enter(side),
+            Path::Tap(ns, _) => ns.enter(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Path::Veth(veth) => veth.describe(),
+            Path::Tap(ns, _) => ns.describe(),
+        }
+    }
+
+    fn mtu(&self) -> u32 {
+        match self {
+            Path::Veth(veth) => veth.mtu(),
+            Path::Tap(ns, _) => ns.mtu(),
+        }
+    }
+
+    /// The reference host's link at `side`, its name and MAC (call it on
+    /// the host's thread: AF_PACKET opens in the veth end's namespace).
+    fn reference_link(
+        &self,
+        side: Side,
+    ) -> Result<(Box<dyn Link + Send>, String, EthernetAddress), TrafficError> {
+        match self {
+            Path::Veth(veth) => {
+                veth.enter(side)?;
+                let name = veth.interface(side);
+                let link = PacketLink::open(name)
+                    .map_err(|e| TrafficError::io(format!("AF_PACKET on {name}"), e))?;
+                let mac = link.mac();
+                Ok((Box::new(link), name.to_string(), mac))
+            }
+            Path::Tap(ns, tap) => {
+                let tap = tap
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .ok_or_else(|| TrafficError::Invalid("the TAP is taken already".into()))?;
+                let name = ns.interface().to_string();
+                let mac = derived_mac("stackscope-ref", &name);
+                Ok((Box::new(tap), name, mac))
+            }
+        }
+    }
+}
+
+fn other(side: Side) -> Side {
+    match side {
+        Side::A => Side::B,
+        Side::B => Side::A,
+    }
+}
+
+/// Waits (briefly) for the TAP's kernel side to be up: frames are refused
+/// before.
+fn wait_until_up(tap: &Tap) -> Result<(), TrafficError> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match tap.is_up() {
+            Ok(true) => return Ok(()),
+            Ok(false) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(false) => {
+                return Err(TrafficError::Invalid(format!(
+                    "TAP {} did not come up",
+                    tap.name()
+                )))
+            }
+            Err(e) => return Err(TrafficError::io(format!("TAP {}", tap.name()), e)),
+        }
+    }
+}
+
+/// Runs `spec` between the kernel and the reference stack as `peer` says.
+/// Needs root.
+pub fn run_pair(
+    spec: &TransferSpec,
+    peer: KernelPeer,
+    print_intervals: bool,
+) -> Result<TransferReport, TrafficError> {
+    spec.validate()?;
+    kernel::refuse_raw(spec)?;
+    let ref_end = peer.ref_end;
+    let ref_side = match ref_end {
+        RefEnd::Receiver => Side::A,
+        RefEnd::Sender => Side::B,
+    };
+    let veth = Arc::new(Path::create(peer.link, peer.mtu, ref_side)?);
+    let pattern = Arc::new(kernel::pattern_for(spec.len));
+    let meter = Arc::new(Meter::default());
+    let timestamp = Timestamp::now();
+    let receiver_addr = SocketAddr::new(address(Side::A, spec.family), spec.port);
+
+    // The receiver first; the sender starts once it listens.
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let receiver = {
+        let (spec, pattern, meter, veth) =
+            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        std::thread::spawn(move || match ref_end {
+            RefEnd::Receiver => {
+                let mut host = reference_host(&veth, Side::A)?;
+                let ready = |_| {
+                    let _ = ready_tx.send(Some(GrantedBuffers::default()));
+                };
+                run_side(&spec, &mut host, Role::Receive, &pattern, &meter, ready)
+                    .map(|(ended, facts)| (ended, Some(facts), None))
+            }
+            RefEnd::Sender => {
+                veth.enter(Side::A)?;
+                let ready = match Ready::bind(&spec, receiver_addr) {
+                    Ok(ready) => ready,
+                    Err(e) => {
+                        let _ = ready_tx.send(None);
+                        return Err(e);
+                    }
+                };
+                let facts = ready.facts();
+                let _ = ready_tx.send(Some(facts.granted));
+                let side = ready.receive(&spec, &pattern, &meter)?;
+                Ok((Ended::Received(side), None, Some(facts)))
+            }
+        })
+    };
+    let Ok(Some(_)) = ready_rx.recv() else {
+        return Err(not_ready(receiver));
+    };
+    let recorder = spec
+        .interval
+        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
+    let sender = {
+        let (spec, pattern, meter, veth) =
+            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
+        std::thread::spawn(move || match ref_end {
+            RefEnd::Receiver => {
+                veth.enter(Side::B)?;
+                let (side, facts) = kernel::transmit_side(&spec, receiver_addr, &pattern, &meter)?;
+                Ok((Ended::Sent(side), None, Some(facts)))
+            }
+            RefEnd::Sender => {
+                let mut host = reference_host(&veth, Side::B)?;
+                let role = Role::Transmit(receiver_addr.ip());
+                run_side(&spec, &mut host, role, &pattern, &meter, |_| {})
+                    .map(|(ended, facts)| (ended, Some(facts), None))
+            }
+        })
+    };
+    let sent = joined(sender, "sender");
+    let received = joined(receiver, "receiver");
+    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+    let (sent, sender_ref, sender_kernel) = sent?;
+    let (received, receiver_ref, receiver_kernel) = received?;
+    let (Ended::Sent(sent), Ended::Received(received)) = (sent, received) else {
+        return Err(TrafficError::Invalid(
+            "the sides ended the wrong way round".into(),
+        ));
+    };
+
+    let path = format!(
+        "{}: {} -> {} ({})",
+        veth.describe(),
+        if ref_end == RefEnd::Sender {
+            "reference stack"
+        } else {
+            "kernel"
+        },
+        if ref_end == RefEnd::Receiver {
+            "reference stack"
+        } else {
+            "kernel"
+        },
+        match peer.link {
+            PeerLink::Packet => "AF_PACKET",
+            PeerLink::Tap => "TAP",
+        },
+    );
+    let mut target = Environment::detect(StackKind::Ref, path);
+    if let Some(facts) = receiver_ref.as_ref().or(sender_ref.as_ref()) {
+        facts.describe(&mut target);
+    }
+    target.sockbuf_granted = GrantedBuffers {
+        send: sender_ref
+            .map(|f| f.granted.send)
+            .unwrap_or_else(|| sender_kernel.as_ref().and_then(|f| f.granted.send)),
+        recv: receiver_ref
+            .map(|f| f.granted.recv)
+            .unwrap_or_else(|| receiver_kernel.as_ref().and_then(|f| f.granted.recv)),
+    };
+    if let Some(cc) = sender_kernel.and_then(|f| f.congestion_control) {
+        target.congestion_control = Some(format!("{cc} (kernel sender)"));
+    }
+    target.mtu = Some(veth.mtu());
+    Ok(TransferReport::new(
+        spec,
+        target,
+        timestamp,
+        intervals,
+        Some(&sent),
+        Some(&received),
+    ))
+}
+
+/// A reference host at `side` of the path (on the host's own thread),
+/// with the addresses of that side.
+fn reference_host(path: &Path, side: Side) -> Result<Host, TrafficError> {
+    let (link, name, mac) = path.reference_link(side)?;
+    let mtu = link.mtu();
+    let (IpAddr::V4(v4), IpAddr::V6(v6)) = (address(side, Family::V4), address(side, Family::V6))
+    else {
+        unreachable!("address gives the family asked for");
+    };
+    let interface = InterfaceConfig {
+        name: name.clone(),
+        link,
+        mac,
+        ipv4: Some(Ipv4Cidr {
+            address: v4,
+            prefix_len: 24,
+        }),
+        ipv6: vec![Ipv6Cidr {
+            address: v6,
+            prefix_len: 64,
+        }],
+        advertise: Vec::new(),
+        // The kernel's addresses were configured without DAD too.
+        dad_transmits: Some(0),
+    };
+    let mut config = HostConfig::new("reference", false);
+    config.pool = PoolConfig::for_mtu(mtu);
+    config.seed = stack::random::os_seed();
+    Host::new(config, vec![interface], &[])
+        .map_err(|e| TrafficError::Invalid(format!("the reference host on {name}: {e}")))
+}
