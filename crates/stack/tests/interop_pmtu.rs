@@ -34,7 +34,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -43,10 +43,11 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use stack::iface::host::{Host, HostConfig, InterfaceConfig, StaticRoute, TcpHandle};
+use stack::iface::host::{Host, HostConfig, InterfaceConfig, StaticRoute, TcpHandle, UdpHandle};
 use stack::phy::tap::Tap;
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
+use stack::socket::UdpConfig;
 use stack::time::Instant;
 use wire::ethernet::EthernetAddress;
 
@@ -431,10 +432,15 @@ impl Drop for Scratch {
 /// of a 1500-byte one), and tshark checks the quoted TCP header's checksum
 /// over that cut-short segment and calls it bad (an expert error too): so
 /// in ICMP packets only the ICMP and IP checksums and the structure are
-/// checked, everywhere else everything.
+/// checked, everywhere else everything. Except a TCP checksum of 0xFFFF
+/// where 0x0000 was computed: Linux, completing a checksum in software
+/// (`skb_checksum_help`), writes a zero result as 0xFFFF, the other
+/// ones'-complement zero, which every receiver accepts (RFC 1624 §3);
+/// tshark calls it an error.
 const BAD_PACKETS: &str = "_ws.malformed || ip.checksum.status == 0 \
     || icmp.checksum.status == 0 || icmpv6.checksum.status == 0 \
-    || ((_ws.expert.severity >= error || tcp.checksum.status == 0) && !icmp && !icmpv6)";
+    || ((_ws.expert.severity >= error || tcp.checksum.status == 0) \
+        && !icmp && !icmpv6 && !tcp.checksum.ffff)";
 
 /// tshark over a capture, every checksum check on; the echo's payload is
 /// plain data (no heuristic dissector's guess).
@@ -529,6 +535,15 @@ impl Family {
         }
     }
 
+    /// A fragment, in tshark's terms (an IPv6 one has a Fragment header
+    /// first: the host adds no other extension header).
+    fn fragment(self) -> &'static str {
+        match self {
+            Family::V6 => "ipv6.nxt == 44",
+            Family::V4 => "ip.flags.mf == 1 || ip.frag_offset > 0",
+        }
+    }
+
     /// The router's message saying a packet was too big, with its MTU.
     fn too_big(self) -> String {
         match self {
@@ -607,6 +622,17 @@ fn serve_echo(
     }
 }
 
+/// Echoes every datagram waiting on `sockets` to its sender.
+fn serve_udp_echo(host: &mut Host, sockets: &[UdpHandle]) {
+    for &socket in sockets {
+        while let Some(datagram) = host.udp(socket).recv() {
+            let mut data = vec![0u8; datagram.payload.len()];
+            datagram.payload.copy_out(0, &mut data);
+            let _ = host.udp_send_to(socket, &data, datagram.remote);
+        }
+    }
+}
+
 /// The reference host on the TAP `pmtu0`, made in the calling thread's
 /// namespace (R): routes to everything else via R.
 fn reference_host() -> (Host, RawFd) {
@@ -665,6 +691,14 @@ fn run_host(
             .expect("listen")
         })
         .collect();
+    let udp: Vec<UdpHandle> = ["[::]:7", "0.0.0.0:7"]
+        .into_iter()
+        .map(|at| {
+            let socket = host.udp_open(UdpConfig::default());
+            host.udp_bind(socket, at.parse().unwrap());
+            socket
+        })
+        .collect();
     let mut echoes = Vec::new();
     let mut report = HostReport {
         path_mtu: None,
@@ -678,6 +712,7 @@ fn run_host(
         let t = now();
         host.poll(t);
         serve_echo(&mut host, &listeners, &mut echoes, &mut report);
+        serve_udp_echo(&mut host, &udp);
         host.poll(now());
         let wait = host
             .next_deadline(t)
@@ -751,6 +786,46 @@ fn far_echo(ns: &Namespaces, family: Family, sent: &[u8]) -> Result<Vec<u8>, Str
     Ok(back)
 }
 
+/// The largest UDP payload a 1500-byte packet carries: the host's echo
+/// of it is too big for the path, so the host must fragment it.
+fn full_sized_udp(family: Family) -> usize {
+    match family {
+        Family::V6 => 1500 - 40 - 8,
+        Family::V4 => 1500 - 20 - 8,
+    }
+}
+
+/// F's kernel sends one full-sized datagram to the host's UDP echo and
+/// waits for it to come back (sent again after a second without: UDP
+/// has nobody else to resend it). Whether it came back intact.
+fn far_udp_echo(ns: &Namespaces, family: Family) -> Result<(), String> {
+    ns.enter(F);
+    let any = match family {
+        Family::V6 => "[::]:0",
+        Family::V4 => "0.0.0.0:0",
+    };
+    let socket = UdpSocket::bind(any).map_err(|e| format!("bind: {e}"))?;
+    socket
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    let to = SocketAddr::new(family.host(), 7);
+    let sent = data(full_sized_udp(family));
+    let mut buf = vec![0u8; 65_536];
+    for _ in 0..3 {
+        socket
+            .send_to(&sent, to)
+            .map_err(|e| format!("send to {to}: {e}"))?;
+        if let Ok((len, from)) = socket.recv_from(&mut buf) {
+            return if from == to && buf[..len] == sent[..] {
+                Ok(())
+            } else {
+                Err(format!("a wrong echo: {len} bytes from {from}"))
+            };
+        }
+    }
+    Err(format!("no UDP echo from {to} in 3 tries"))
+}
+
 // ----- The test ------------------------------------------------------------------
 
 fn path_mtu_discovery(family: Family, test: &str) {
@@ -785,18 +860,26 @@ fn path_mtu_discovery(family: Family, test: &str) {
                 .expect("the far host's thread")
         });
         let echo_took = echo_started.elapsed();
+        // Then UDP, to the path MTU the host has learned by now.
+        let udp_echoed = thread::scope(|inner| {
+            inner
+                .spawn(|| far_udp_echo(&ns, family))
+                .join()
+                .expect("the far host's thread")
+        });
         let captures = (
             tap_capture.stop(&ns, R, TAP),
             narrow_capture.stop(&ns, R, "rm0"),
         );
         stop.store(true, Ordering::Relaxed);
         (
-            echoed,
+            (echoed, udp_echoed),
             echo_took,
             host.join().expect("the host thread"),
             captures,
         )
     });
+    let (echoed, udp_echoed) = echoed;
     let context = format!("{} host: {report:?}", family.name());
     let echoed = echoed.unwrap_or_else(|e| panic!("{e}\n{context}"));
     assert_eq!(echoed.len(), BYTES, "bytes echoed\n{context}");
@@ -809,6 +892,7 @@ fn path_mtu_discovery(family: Family, test: &str) {
         Some(NARROW_MTU as u32),
         "the host's path MTU to F\n{context}"
     );
+    udp_echoed.unwrap_or_else(|e| panic!("UDP: {e}\n{context}"));
     let header = match family {
         Family::V6 => 40 + 20,
         Family::V4 => 20 + 20,
@@ -886,6 +970,21 @@ fn check_tap_capture(family: Family, path: &Path, context: &str) {
     assert!(
         big.iter().all(|&n| n < adapted_frame),
         "the host sent a packet over {NARROW_MTU} bytes after adapting\n{context}"
+    );
+    // The host fragmented its UDP echo to the path MTU it had learned
+    // (RFC 8201 §5.2: one per destination, for every protocol).
+    let udp_from_host = packets(
+        path,
+        &format!("{ip}.src == {host} && ({})", family.fragment()),
+        &[family.ip_len()],
+    );
+    let udp_sizes: Vec<usize> = udp_from_host
+        .iter()
+        .map(|row| row[0].parse().unwrap_or(usize::MAX))
+        .collect();
+    assert!(
+        udp_sizes.len() >= 2 && udp_sizes.iter().all(|&len| len <= limit),
+        "the host's UDP fragments to F: IP lengths {udp_sizes:?} (at most {limit})\n{context}"
     );
     // The bulk of the 1 MiB went in path-sized segments.
     let after = sizes.len() - adapted;
