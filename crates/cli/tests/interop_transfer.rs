@@ -428,8 +428,12 @@ impl Capture {
     fn stop(mut self, lab: &Lab) -> PathBuf {
         let packets = tap_packets(lab) - self.carried_before;
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.written() < packets && self.dumpcap.child().try_wait().ok().flatten().is_none() {
-            if !self.take_message(deadline) {
+        // Some(status) once dumpcap ended by itself (`-c`): reaped then,
+        // so its pid must not be signalled any more.
+        let mut ended = None;
+        while ended.is_none() && self.written() < packets {
+            ended = self.dumpcap.child().try_wait().expect("wait for dumpcap");
+            if ended.is_none() && !self.take_message(deadline) {
                 eprintln!(
                     "note: dumpcap wrote {} of the {packets} packets the interface carried",
                     self.written()
@@ -437,11 +441,17 @@ impl Capture {
                 break;
             }
         }
-        let pid = self.dumpcap.pid();
-        // SAFETY: kill takes a pid and a signal number, no pointers; the
-        // pid is our own child's, not yet reaped (so not reused).
-        unsafe { libc::kill(pid, libc::SIGINT) };
-        let status = self.dumpcap.wait(Duration::from_secs(10), "dumpcap");
+        let status = match ended {
+            Some(status) => status,
+            None => {
+                let pid = self.dumpcap.pid();
+                // SAFETY: kill takes a pid and a signal number, no
+                // pointers; the pid is our own child's, not yet reaped
+                // (so not reused).
+                unsafe { libc::kill(pid, libc::SIGINT) };
+                self.dumpcap.wait(Duration::from_secs(10), "dumpcap")
+            }
+        };
         // Its last words (packets captured, dropped) for the log.
         while self.take_message(Instant::now() + Duration::from_millis(200)) {}
         assert!(

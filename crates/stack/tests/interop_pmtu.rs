@@ -16,7 +16,9 @@
 //! (RFC 1191), ICMP Fragmentation Needed, each saying 1400. The host must
 //! lower its path MTU to F and its segments to fit, resend what was lost,
 //! and echo every byte. (The same happens to F's own 1500-byte packets at
-//! M, which F's kernel handles.)
+//! M, which F's kernel handles.) Then F sends a full-sized UDP datagram to
+//! the host's UDP echo: the path MTU is the destination's, for every
+//! protocol (RFC 8201 §5.2), so the host fragments its echo to fit.
 //!
 //! `stackscope host` cannot take a default route, so the host is built
 //! here, like the hosts of `real_links.rs`.
@@ -27,8 +29,7 @@
 //! packet from the host too big for the path once it adapted.
 //!
 //! Needs root; skipped with a message where namespaces are refused. Needs
-//! `ip` (iproute2), `sysctl` (procps), `ethtool`, `dumpcap`
-//! (wireshark-common) and `tshark`.
+//! `ip` (iproute2), `ethtool`, `dumpcap` (wireshark-common) and `tshark`.
 
 #![cfg(target_os = "linux")]
 
@@ -97,10 +98,15 @@ impl Namespaces {
         self.run(index, "ip", args);
     }
 
+    /// Sets the kernel parameters (`net.ipv4.ip_forward=1`, ...) of
+    /// namespace `index` through /proc/sys, which shows the namespace's
+    /// own `net` parameters to a process in it (no procps needed).
     fn sysctl(&self, index: usize, settings: &[&str]) {
-        let mut args = vec!["-q", "-w"];
-        args.extend_from_slice(settings);
-        self.run(index, "sysctl", &args);
+        for setting in settings {
+            let (key, value) = setting.split_once('=').expect("key=value");
+            let path = format!("/proc/sys/{}", key.replace('.', "/"));
+            self.run(index, "sh", &["-c", &format!("echo {value} > {path}")]);
+        }
     }
 
     /// Moves the calling thread into namespace `index` (only that thread).
@@ -162,7 +168,6 @@ fn namespaces() -> Option<Namespaces> {
     }
     for (tool, package) in [
         ("ip", "iproute2"),
-        ("sysctl", "procps"),
         ("ethtool", "ethtool"),
         ("dumpcap", "wireshark-common"),
         ("tshark", "tshark"),
