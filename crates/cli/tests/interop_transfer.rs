@@ -9,9 +9,9 @@
 //!   into the ttcp sink (port 5001). Both families; throughputs printed.
 //! * UDP, from a kernel socket in the test: datagrams of every size (the
 //!   kernel fragments the large ones, the host reassembles them and
-//!   fragments its echoes) at a gentle rate lose nothing; a flood loses
-//!   some, and every lost datagram is found in a drop counter of the
-//!   kernel or of the host. Both families.
+//!   fragments its echoes) at a gentle, self-clocked rate lose nothing; a
+//!   flood loses many, and every lost datagram is found in exactly one
+//!   drop counter of the kernel or of the host. Both families.
 //!
 //! Every test captures on the kernel's side of the TAP with `dumpcap` and
 //! decodes the capture with `tshark`, checksum checks on: no malformed
@@ -20,10 +20,11 @@
 //! own, so checksums captured there are complete.)
 //!
 //! Needs root (namespaces, TAP devices); elsewhere each test prints
-//! "skipped: ..." and passes. As root, `ip` (iproute2), `socat`, `nc`
-//! (netcat-openbsd), `sha256sum` (coreutils), `dumpcap` and `tshark`
-//! must be installed. Everything a test makes (namespace, host process,
-//! captures, data files) is removed afterwards, also when it fails.
+//! "skipped: ..." and passes. As root, `ip` and `tc` (iproute2), `socat`,
+//! `nc` (netcat-openbsd), `sha256sum` (coreutils), `dumpcap`
+//! (wireshark-common) and `tshark` must be installed. Everything a test
+//! makes (namespace, host process, captures, data files) is removed
+//! afterwards, also when it fails.
 
 mod support;
 
@@ -106,6 +107,7 @@ fn lab() -> Option<Lab> {
     }
     for (tool, package) in [
         ("ip", "iproute2"),
+        ("tc", "iproute2"),
         ("socat", "socat"),
         ("nc", "netcat-openbsd"),
         ("sha256sum", "coreutils"),
@@ -162,8 +164,15 @@ impl Lab {
 
     /// Stops the host with SIGINT: it must exit 0 and print its counters.
     fn stop(self) -> Stopped {
+        self.stop_then(|_| ()).0
+    }
+
+    /// Stops the host like [`stop`](Self::stop), then runs `after` in the
+    /// namespace's last moments (nothing comes from the host any more).
+    fn stop_then<T>(self, after: impl FnOnce(&Netns) -> T) -> (Stopped, T) {
         let Lab { host, ns } = self;
         let stopped = host.stop(libc::SIGINT, Duration::from_secs(5));
+        let outcome = after(&ns);
         drop(ns);
         assert!(
             stopped.status.success() && stopped.stdout.contains("host counters:"),
@@ -172,7 +181,7 @@ impl Lab {
             stopped.stdout,
             stopped.stderr
         );
-        stopped
+        (stopped, outcome)
     }
 }
 
@@ -503,15 +512,18 @@ fn is_packet_count(piece: &str) -> bool {
 fn tap_packets(lab: &Lab) -> u64 {
     ["tx_packets", "tx_dropped", "rx_packets"]
         .into_iter()
-        .map(|stat| {
-            let path = format!("/sys/class/net/{TAP}/statistics/{stat}");
-            let output = lab.ns.exec("cat", &[&path]);
-            String::from_utf8_lossy(&output.stdout)
-                .trim()
-                .parse::<u64>()
-                .unwrap_or_else(|_| panic!("{path} in the namespace"))
-        })
+        .map(|stat| tap_stat(&lab.ns, stat))
         .sum()
+}
+
+/// A counter of the TAP's kernel side (`/sys/class/net/TAP/statistics`).
+fn tap_stat(ns: &Netns, stat: &str) -> u64 {
+    let path = format!("/sys/class/net/{TAP}/statistics/{stat}");
+    let output = ns.exec("cat", &[&path]);
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{path} in the namespace"))
 }
 
 /// tshark over a capture with every checksum check on, the
@@ -656,8 +668,9 @@ fn send_through_nc(lab: &Lab, family: Family, port: u16, data: &Path) -> Duratio
 }
 
 fn tcp_transfers(family: Family, test: &str) {
-    let scratch = Scratch::new(test);
     let Some(lab) = lab() else { return };
+    // Dropped before the lab: after the captures, before the namespace.
+    let scratch = Scratch::new(test);
     let started = Instant::now();
     let data = scratch.path("data");
     random_file(&data, TCP_BYTES);
@@ -799,86 +812,240 @@ struct Exchange {
     echoed: u64,
     duplicates: u64,
     corrupt: u64,
+    /// Barrier datagrams sent and echoed (see [`exchange`]).
+    barriers_sent: u64,
+    barriers_echoed: u64,
 }
 
-/// Sends `count` datagrams of `sizes` (in turn) to `to`, one every `pace`
-/// or as fast as the kernel takes them, numbered from `first`, while this
-/// thread collects the echoes until none came for `quiet` after the last
-/// send.
-fn exchange(
-    socket: &UdpSocket,
-    to: SocketAddr,
+impl Exchange {
+    /// Every datagram sent, barriers included: what the counters saw.
+    fn all_sent(&self) -> u64 {
+        self.sent + self.barriers_sent
+    }
+
+    fn all_echoed(&self) -> u64 {
+        self.echoed + self.barriers_echoed
+    }
+}
+
+/// Sends one datagram, again if a signal interrupted the call (it was
+/// not sent then).
+fn send_datagram(socket: &UdpSocket, bytes: &[u8], to: SocketAddr) -> std::io::Result<()> {
+    loop {
+        match socket.send_to(bytes, to) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            outcome => return outcome.map(drop),
+        }
+    }
+}
+
+/// What one exchange sends: `count` datagrams of `sizes` (in turn),
+/// numbered from `first`; with at most `window` of them unanswered (a
+/// self-clocked, gentle rate however anything is scheduled), or with
+/// `None` as fast as the kernel takes them.
+struct Burst<'a> {
     first: u64,
     count: u64,
-    sizes: &[usize],
-    pace: Option<Duration>,
-) -> Exchange {
-    let quiet = Duration::from_millis(500);
-    let sender_socket = socket.try_clone().expect("clone the socket");
-    let sizes = sizes.to_vec();
-    let sender = std::thread::spawn(move || {
-        let (mut sent, mut errors) = (0, 0);
-        let start = Instant::now();
-        for i in 0..count {
-            if let Some(pace) = pace {
-                // Keep to the schedule (a sleep may overshoot; the next
-                // one is shorter).
-                let due = start + pace * i as u32;
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            }
-            let len = sizes[i as usize % sizes.len()];
-            match sender_socket.send_to(&datagram(first + i, len), to) {
-                Ok(_) => sent += 1,
-                Err(_) => errors += 1,
-            }
-        }
-        (sent, errors)
-    });
-    let mut seen = vec![false; count as usize];
-    let mut result = Exchange::default();
-    let mut buf = vec![0u8; 65_536];
-    let mut last_arrival = Instant::now();
-    socket
-        .set_read_timeout(Some(Duration::from_millis(50)))
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match socket.recv_from(&mut buf) {
-            Ok((len, from)) => {
-                last_arrival = Instant::now();
-                assert_eq!(from, to, "an echo from somewhere else");
-                let slot = intact(&buf[..len])
-                    .and_then(|seq| seq.checked_sub(first))
-                    .and_then(|i| seen.get_mut(i as usize));
-                match slot {
-                    Some(seen) if *seen => result.duplicates += 1,
-                    Some(seen) => {
-                        *seen = true;
-                        result.echoed += 1;
-                    }
-                    None => result.corrupt += 1,
+    sizes: &'a [usize],
+    window: Option<u64>,
+}
+
+/// Marks a barrier's number (see [`exchange`]).
+const BARRIER: u64 = 1 << 62;
+
+/// Sends `burst` to `to` from another thread while this one collects the
+/// echoes.
+///
+/// The end is exact, not a guess from a quiet spell: once the sender is
+/// done and an echo is missing, this thread waits until the host has
+/// taken every frame queued on the TAP, then sends a barrier (a datagram
+/// numbered apart) and waits for its echo, sending another if none comes
+/// within half a second (the host may have had no room for it). Every
+/// queue from here to the host's echo and back is first in, first out,
+/// so once a barrier's echo is here, every echo sent before it is in the
+/// socket's queue, or was dropped and counted: reading what the queue
+/// holds completes the count.
+fn exchange(lab: &Lab, socket: &UdpSocket, to: SocketAddr, burst: &Burst) -> Exchange {
+    let Burst {
+        first,
+        count,
+        window,
+        ..
+    } = *burst;
+    let echoed_so_far = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sender = {
+        let socket = socket.try_clone().expect("clone the socket");
+        let sizes = burst.sizes.to_vec();
+        let echoed = echoed_so_far.clone();
+        std::thread::spawn(move || {
+            let (mut sent, mut errors) = (0, 0);
+            for i in 0..count {
+                if let Some(window) = window {
+                    wait_for_room(i, window, &echoed);
+                }
+                let bytes = datagram(first + i, sizes[i as usize % sizes.len()]);
+                match send_datagram(&socket, &bytes, to) {
+                    Ok(()) => sent += 1,
+                    Err(_) => errors += 1,
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => panic!("receiving echoes: {e}"),
-        }
-        let all_in = result.echoed == count;
-        if sender.is_finished() && (all_in || last_arrival.elapsed() > quiet) {
-            break;
+            (sent, errors)
+        })
+    };
+    let mut tally = Tally {
+        first,
+        count,
+        seen: vec![false; count as usize],
+        result: Exchange::default(),
+        barrier_back: false,
+    };
+    let mut buf = vec![0u8; 65_536];
+    socket
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last_arrival = Instant::now();
+    let mut next_barrier = None;
+    while tally.result.echoed < count && !tally.barrier_back {
+        if let Some(len) = receive(socket, &mut buf, to) {
+            tally.take(&buf[..len]);
+            echoed_so_far.store(tally.result.echoed, Ordering::Relaxed);
+            last_arrival = Instant::now();
         }
         assert!(
             Instant::now() < deadline,
-            "the exchange did not end: {result:?}"
+            "the exchange did not end: {:?}",
+            tally.result
         );
+        // Barriers only once echoes stopped coming for a moment (most
+        // exchanges end with their last echo, no barrier needed).
+        if !sender.is_finished() || last_arrival.elapsed() < Duration::from_millis(100) {
+            continue;
+        }
+        if next_barrier.is_none() {
+            wait_for_empty_tap(lab);
+        }
+        let now = Instant::now();
+        if next_barrier.is_none_or(|at| now >= at) {
+            let number = BARRIER | (first + count + tally.result.barriers_sent);
+            send_datagram(socket, &datagram(number, 8), to).expect("send a barrier");
+            tally.result.barriers_sent += 1;
+            next_barrier = Some(now + Duration::from_millis(500));
+        }
     }
+    drain(socket, &mut buf, to, |echo| tally.take(echo));
+    let mut result = tally.result;
     (result.sent, result.send_errors) = sender.join().expect("the sender");
     result
 }
 
+/// Reads every datagram the socket holds now (without waiting).
+fn drain(socket: &UdpSocket, buf: &mut [u8], from: SocketAddr, mut take: impl FnMut(&[u8])) {
+    socket.set_nonblocking(true).unwrap();
+    while let Some(len) = receive(socket, buf, from) {
+        take(&buf[..len]);
+    }
+    socket.set_nonblocking(false).unwrap();
+}
+
+/// Frames the kernel queued on the TAP that the host has not read yet:
+/// the TAP's qdisc counts every frame it passed on, the TAP every frame
+/// the host read (`tx_packets`) or that found its queue full.
+fn tap_backlog(ns: &Netns) -> u64 {
+    let tc = ns.exec("tc", &["-s", "qdisc", "show", "dev", TAP]);
+    let text = String::from_utf8_lossy(&tc.stdout);
+    // "Sent 443628856 bytes 318940 pkt (dropped 0, overlimits 0 ...)"
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let passed: u64 = words
+        .windows(5)
+        .find(|w| w[0] == "Sent" && w[2] == "bytes" && w[4] == "pkt")
+        .and_then(|w| w[3].parse().ok())
+        .unwrap_or_else(|| panic!("no qdisc statistics for {TAP}:\n{text}"));
+    let taken = tap_stat(ns, "tx_packets") + tap_stat(ns, "tx_dropped");
+    passed.saturating_sub(taken)
+}
+
+/// Waits until the host has read every frame the kernel queued for it.
+fn wait_for_empty_tap(lab: &Lab) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let backlog = tap_backlog(&lab.ns);
+        if backlog == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the host left {backlog} frames on the TAP"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The echoes of one exchange, by number.
+struct Tally {
+    first: u64,
+    count: u64,
+    seen: Vec<bool>,
+    result: Exchange,
+    /// One of this exchange's barriers came back.
+    barrier_back: bool,
+}
+
+impl Tally {
+    fn take(&mut self, echo: &[u8]) {
+        let result = &mut self.result;
+        let Some(number) = intact(echo) else {
+            result.corrupt += 1;
+            return;
+        };
+        if number & BARRIER != 0 {
+            // Ours, or a late one of an earlier exchange (counted where it
+            // comes: the totals are what the accounting needs).
+            result.barriers_echoed += 1;
+            self.barrier_back |= number & !BARRIER >= self.first + self.count;
+            return;
+        }
+        match number.checked_sub(self.first).filter(|&i| i < self.count) {
+            Some(i) if self.seen[i as usize] => result.duplicates += 1,
+            Some(i) => {
+                self.seen[i as usize] = true;
+                result.echoed += 1;
+            }
+            None => result.corrupt += 1,
+        }
+    }
+}
+
+/// Waits (at most 2 s: an echo may be lost) until fewer than `window` of
+/// the `sent` datagrams are unanswered.
+fn wait_for_room(sent: u64, window: u64, echoed: &std::sync::atomic::AtomicU64) {
+    let give_up = Instant::now() + Duration::from_secs(2);
+    while sent - echoed.load(Ordering::Relaxed).min(sent) >= window && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// The next echo's length, if one came within the read timeout (a
+/// signal interrupting the wait counts as none).
+fn receive(socket: &UdpSocket, buf: &mut [u8], from: SocketAddr) -> Option<usize> {
+    match socket.recv_from(buf) {
+        Ok((len, sender)) => {
+            assert_eq!(sender, from, "an echo from somewhere else");
+            Some(len)
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted
+            ) =>
+        {
+            None
+        }
+        Err(e) => panic!("receiving echoes: {e}"),
+    }
+}
 /// Sizes sent one at a time: the smallest, the largest a 1500-byte packet
 /// carries whole and one more (fragmented by the kernel, reassembled by
 /// the host, and the echo fragmented by the host), up to the largest UDP
@@ -899,22 +1066,31 @@ fn one_by_one_sizes(family: Family) -> Vec<usize> {
     ]
 }
 
-/// A gentle paced mix, fragmented datagrams included.
+/// A gentle mix, fragmented datagrams included, at most `WINDOW`
+/// unanswered: a quarter of the host's echo socket's queue (64), so
+/// nothing overflows however the host is scheduled.
 const PACED_SIZES: &[usize] = &[64, 512, 1000, 1400, 3000, 200];
 const PACED_COUNT: u64 = 300;
-const PACE: Duration = Duration::from_micros(500);
+const WINDOW: u64 = 16;
 /// The flood: datagrams that fit a packet, so each lost one is one lost
 /// frame in every counter below.
 const FLOOD_SIZES: &[usize] = &[18, 200, 700, 1000, 1400];
-const FLOOD_COUNT: u64 = 20_000;
+const FLOOD_COUNT: u64 = 10_000;
+/// The kernel's queue towards the host for the UDP test, longer than the
+/// flood. With the default (1000 frames) a host slow to read (a loaded
+/// machine) makes the kernel drop at the TAP, counted only as frames
+/// (`tx_dropped`), and then and there the kernel's own frames (ARP, Router
+/// Solicitations, MLD reports) may be among the dropped: a datagram count
+/// off by one. With this queue every flood loss is one of the host's or
+/// of the receiving socket's, each counted per datagram.
+const FLOOD_TAP_QUEUE: &str = "16384";
 
 /// Kernel counters of the lab's namespace: /proc/net/snmp (as
-/// `UdpInErrors`, `IpInDiscards`), /proc/net/snmp6 (`Udp6InErrors`) and
-/// the TAP's statistics (`tap_tx_dropped`).
-fn kernel_counters(lab: &Lab) -> std::collections::BTreeMap<String, u64> {
+/// `UdpInErrors`, `IpInDiscards`) and /proc/net/snmp6 (`Udp6InErrors`).
+fn snmp_counters(ns: &Netns) -> Counters {
     let mut counters = std::collections::BTreeMap::new();
     let read = |path: &str| {
-        let output = lab.ns.exec("cat", &[path]);
+        let output = ns.exec("cat", &[path]);
         assert!(output.status.success(), "cat {path} in the namespace");
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
@@ -938,18 +1114,23 @@ fn kernel_counters(lab: &Lab) -> std::collections::BTreeMap<String, u64> {
             }
         }
     }
-    for stat in ["tx_dropped", "rx_dropped", "tx_packets", "rx_packets"] {
-        let value = read(&format!("/sys/class/net/{TAP}/statistics/{stat}"));
-        counters.insert(format!("tap_{stat}"), value.trim().parse().unwrap_or(0));
-    }
     counters
 }
 
-/// What changed between two readings of [`kernel_counters`].
-fn counter_changes(
-    before: &std::collections::BTreeMap<String, u64>,
-    after: &std::collections::BTreeMap<String, u64>,
-) -> std::collections::BTreeMap<String, u64> {
+/// The statistics of the TAP's kernel side (as `tap_tx_dropped`); they
+/// go with the TAP when the host ends.
+fn tap_counters(ns: &Netns) -> Counters {
+    ["tx_dropped", "rx_dropped", "tx_packets", "rx_packets"]
+        .into_iter()
+        .map(|stat| (format!("tap_{stat}"), tap_stat(ns, stat)))
+        .collect()
+}
+
+/// Named kernel counters.
+type Counters = std::collections::BTreeMap<String, u64>;
+
+/// What changed between two readings of the same counters.
+fn counter_changes(before: &Counters, after: &Counters) -> Counters {
     after
         .iter()
         .map(|(name, &value)| {
@@ -960,12 +1141,15 @@ fn counter_changes(
 }
 
 fn udp_exchanges(family: Family, test: &str) {
-    let scratch = Scratch::new(test);
     let Some(lab) = lab() else { return };
+    // Dropped before the lab: after the captures, before the namespace.
+    let scratch = Scratch::new(test);
     let started = Instant::now();
     let to = SocketAddr::new(family.host(), 7);
+    lab.ns
+        .ip(&["link", "set", TAP, "txqueuelen", FLOOD_TAP_QUEUE]);
     let capture = Capture::start(&lab, TAP, scratch.path("udp.pcapng"), None, None);
-    let kernel_before = kernel_counters(&lab);
+    let (snmp_before, tap_before) = (snmp_counters(&lab.ns), tap_counters(&lab.ns));
     let any: SocketAddr = match family {
         Family::V6 => "[::]:0".parse().unwrap(),
         Family::V4 => "0.0.0.0:0".parse().unwrap(),
@@ -975,19 +1159,46 @@ fn udp_exchanges(family: Family, test: &str) {
         .ns
         .within(move || UdpSocket::bind(any).expect("bind a kernel UDP socket"));
 
-    // Gentle: one at a time, each echo awaited, then a paced mix.
+    // Gentle: one at a time, each echo awaited, then a windowed mix.
     let sizes = one_by_one_sizes(family);
     let mut gentle = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
-        gentle.push(exchange(&socket, to, i as u64 * 10, 1, &[size], None));
+        let one = Burst {
+            first: i as u64 * 10,
+            count: 1,
+            sizes: &[size],
+            window: Some(1),
+        };
+        gentle.push(exchange(&lab, &socket, to, &one));
     }
-    let paced = exchange(&socket, to, 1_000, PACED_COUNT, PACED_SIZES, Some(PACE));
+    let mix = Burst {
+        first: 1_000,
+        count: PACED_COUNT,
+        sizes: PACED_SIZES,
+        window: Some(WINDOW),
+    };
+    let paced = exchange(&lab, &socket, to, &mix);
     let flood_started = Instant::now();
-    let flood = exchange(&socket, to, 100_000, FLOOD_COUNT, FLOOD_SIZES, None);
+    let burst = Burst {
+        first: 100_000,
+        count: FLOOD_COUNT,
+        sizes: FLOOD_SIZES,
+        window: None,
+    };
+    let flood = exchange(&lab, &socket, to, &burst);
     let flood_took = flood_started.elapsed();
-    let kernel = counter_changes(&kernel_before, &kernel_counters(&lab));
+    // A barrier sent again because the host had no room for the first
+    // may still be on its way: the host takes it before it stops, and
+    // its echo is read after.
+    wait_for_empty_tap(&lab);
+    let mut kernel = counter_changes(&tap_before, &tap_counters(&lab.ns));
     let capture = capture.stop(&lab);
-    let stopped = lab.stop();
+    let mut late = 0;
+    let (stopped, snmp) = lab.stop_then(|ns| {
+        drain(&socket, &mut [0u8; 65_536], to, |_| late += 1);
+        counter_changes(&snmp_before, &snmp_counters(ns))
+    });
+    kernel.extend(snmp);
 
     for (exchange, size) in gentle.iter().zip(&sizes) {
         assert_eq!(
@@ -1014,8 +1225,9 @@ fn udp_exchanges(family: Family, test: &str) {
         flood.echoed,
         flood.sent - flood.echoed
     );
-    let sent = flood.sent + paced.sent + gentle.iter().map(|e| e.sent).sum::<u64>();
-    let echoed = flood.echoed + paced.echoed + gentle.iter().map(|e| e.echoed).sum::<u64>();
+    let all = || gentle.iter().chain([&paced, &flood]);
+    let sent = all().map(Exchange::all_sent).sum();
+    let echoed = all().map(Exchange::all_echoed).sum::<u64>() + late;
     check_udp_accounting(family, sent, echoed, &kernel, &stopped);
     check_host_link(&stopped);
     check_udp_capture(family, &capture);
@@ -1038,7 +1250,7 @@ fn check_udp_accounting(
     family: Family,
     sent: u64,
     echoed: u64,
-    kernel: &std::collections::BTreeMap<String, u64>,
+    kernel: &Counters,
     stopped: &Stopped,
 ) {
     let (udp, ip) = match family {

@@ -834,8 +834,8 @@ fn far_udp_echo(ns: &Namespaces, family: Family) -> Result<(), String> {
 // ----- The test ------------------------------------------------------------------
 
 fn path_mtu_discovery(family: Family, test: &str) {
-    let scratch = Scratch::new(test);
     let Some(ns) = namespaces() else { return };
+    let scratch = Scratch::new(test);
     let started = std::time::Instant::now();
     build_topology(&ns);
     let sent = data(BYTES);
