@@ -1069,8 +1069,8 @@ fn one_by_one_sizes(family: Family) -> Vec<usize> {
 /// A gentle mix, fragmented datagrams included, at most `WINDOW`
 /// unanswered: a quarter of the host's echo socket's queue (64), so
 /// nothing overflows however the host is scheduled.
-const PACED_SIZES: &[usize] = &[64, 512, 1000, 1400, 3000, 200];
-const PACED_COUNT: u64 = 300;
+const MIX_SIZES: &[usize] = &[64, 512, 1000, 1400, 3000, 200];
+const MIX_COUNT: u64 = 300;
 const WINDOW: u64 = 16;
 /// The flood: datagrams that fit a packet, so each lost one is one lost
 /// frame in every counter below.
@@ -1173,11 +1173,11 @@ fn udp_exchanges(family: Family, test: &str) {
     }
     let mix = Burst {
         first: 1_000,
-        count: PACED_COUNT,
-        sizes: PACED_SIZES,
+        count: MIX_COUNT,
+        sizes: MIX_SIZES,
         window: Some(WINDOW),
     };
-    let paced = exchange(&lab, &socket, to, &mix);
+    let mixed = exchange(&lab, &socket, to, &mix);
     let flood_started = Instant::now();
     let burst = Burst {
         first: 100_000,
@@ -1210,9 +1210,9 @@ fn udp_exchanges(family: Family, test: &str) {
         );
     }
     assert_eq!(
-        (paced.echoed, paced.corrupt, paced.send_errors),
-        (PACED_COUNT, 0, 0),
-        "{} paced UDP: {paced:?}\n{}",
+        (mixed.echoed, mixed.corrupt, mixed.send_errors),
+        (MIX_COUNT, 0, 0),
+        "{} windowed UDP mix: {mixed:?}\n{}",
         family.name(),
         stopped.stdout
     );
@@ -1225,7 +1225,7 @@ fn udp_exchanges(family: Family, test: &str) {
         flood.echoed,
         flood.sent - flood.echoed
     );
-    let all = || gentle.iter().chain([&paced, &flood]);
+    let all = || gentle.iter().chain([&mixed, &flood]);
     let sent = all().map(Exchange::all_sent).sum();
     let echoed = all().map(Exchange::all_echoed).sum::<u64>() + late;
     check_udp_accounting(family, sent, echoed, &kernel, &stopped);
@@ -1354,7 +1354,7 @@ fn check_udp_capture(family: Family, path: &Path) {
         unreachable!()
     };
     assert_no_bad_packets(path, bad);
-    assert!(verified >= PACED_COUNT, "{verified} UDP checksums verified");
+    assert!(verified >= MIX_COUNT, "{verified} UDP checksums verified");
     // 65 507 bytes alone are 45 fragments each way.
     assert!(
         fragments_out >= 45 && fragments_in >= 45,
