@@ -113,14 +113,20 @@ impl Host {
                 reason: wire::icmpv4::Icmpv4DstUnreachable::FragRequired,
                 next_hop_mtu,
                 invoking,
-            } if next_hop_mtu >= 68
-                && invoking.len() >= wire::ipv4::HEADER_LEN
-                && invoking[0] >> 4 == 4 =>
-            {
-                let dst = wire::ipv4::Ipv4Packet::new_unchecked(invoking).dst_addr();
+            } if invoking.len() >= wire::ipv4::HEADER_LEN && invoking[0] >> 4 == 4 => {
+                let ip = wire::ipv4::Ipv4Packet::new_unchecked(invoking);
+                let mtu = if next_hop_mtu >= MIN_IPV4_MTU {
+                    next_hop_mtu
+                } else {
+                    // RFC 1191 §5: a router older than RFC 1191 leaves the
+                    // Next-Hop MTU zero, and hosts MUST cope with that:
+                    // §7, guess the largest plateau below the datagram's
+                    // length as the router saw it.
+                    plateau_below(ip.total_len())
+                };
                 let _ = self
                     .dest4
-                    .on_packet_too_big(now, dst, u32::from(next_hop_mtu));
+                    .on_packet_too_big(now, ip.dst_addr(), u32::from(mtu));
                 self.path_mtu_changes += 1;
             }
             _ => {}
@@ -215,6 +221,24 @@ impl Host {
     }
 }
 
+/// The smallest MTU of IPv4 (RFC 791: every module forwards 68 bytes).
+const MIN_IPV4_MTU: u16 = 68;
+
+/// RFC 1191 §7's table of MTU plateaus, largest first.
+const MTU_PLATEAUS: [u16; 11] = [
+    65535, 32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68,
+];
+
+/// RFC 1191 §7: the PMTU to try after a datagram of `total_len` bytes was
+/// too big for a router that did not say how big a one fits: the largest
+/// plateau below `total_len`, and never below IPv4's minimum MTU.
+fn plateau_below(total_len: u16) -> u16 {
+    MTU_PLATEAUS
+        .into_iter()
+        .find(|&plateau| plateau < total_len)
+        .unwrap_or(MIN_IPV4_MTU)
+}
+
 /// Whether an invoking IPv4 packet carries an ICMP error (types 3, 4, 5,
 /// 11, 12): RFC 1122 §3.2.2 forbids an error about one.
 fn is_icmpv4_error(bytes: &[u8]) -> bool {
@@ -230,4 +254,148 @@ fn is_icmpv4_error(bytes: &[u8]) -> bool {
     bytes
         .get(ip.header_len())
         .is_some_and(|t| matches!(t, 3 | 4 | 5 | 11 | 12))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::net::SocketAddr;
+    use std::sync::{Arc, Mutex};
+
+    use crate::iface::host::{Host, HostConfig, InterfaceConfig, StaticRoute};
+    use crate::phy::{Link, LinkError, LinkStats, Medium};
+    use crate::socket::UdpConfig;
+    use crate::time::Instant;
+
+    /// Both directions of a bare-IP link the test drives.
+    #[derive(Default)]
+    struct Wire {
+        to_host: VecDeque<Vec<u8>>,
+        from_host: Vec<Vec<u8>>,
+    }
+
+    struct ScriptedLink(Arc<Mutex<Wire>>);
+
+    impl Link for ScriptedLink {
+        fn medium(&self) -> Medium {
+            Medium::Ip
+        }
+        fn mtu(&self) -> usize {
+            1500
+        }
+        fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
+            self.0.lock().unwrap().from_host.push(parts.concat());
+            Ok(())
+        }
+        fn receive(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
+            let packet = self.0.lock().unwrap().to_host.pop_front()?;
+            buf[..packet.len()].copy_from_slice(&packet);
+            Some(packet.len())
+        }
+        fn next_arrival(&self) -> Option<Instant> {
+            None
+        }
+        fn stats(&self) -> LinkStats {
+            LinkStats::default()
+        }
+    }
+
+    /// 192.0.2.2/24 on the scripted link, everything else via 192.0.2.1.
+    fn host_on(wire: &Arc<Mutex<Wire>>) -> Host {
+        let interface = InterfaceConfig {
+            name: "ip0".into(),
+            link: Box::new(ScriptedLink(wire.clone())),
+            mac: wire::ethernet::EthernetAddress([0x02, 0, 0, 0, 0, 2]),
+            ipv4: Some("192.0.2.2/24".parse().unwrap()),
+            ipv6: Vec::new(),
+            advertise: Vec::new(),
+            dad_transmits: Some(0),
+        };
+        let route = StaticRoute {
+            to: "0.0.0.0/0".parse().unwrap(),
+            via: "192.0.2.1".parse().unwrap(),
+        };
+        Host::new(HostConfig::new("h", false), vec![interface], &[route]).unwrap()
+    }
+
+    /// An IPv4 packet from `src` to 192.0.2.2 carrying `icmp`, whose
+    /// checksum is filled in.
+    fn icmp_packet(src: [u8; 4], mut icmp: Vec<u8>) -> Vec<u8> {
+        let sum = wire::checksum::checksum(&icmp);
+        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+        let total = (20 + icmp.len()) as u16;
+        let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0];
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip.extend_from_slice(&src);
+        ip.extend_from_slice(&[192, 0, 2, 2]);
+        let sum = wire::checksum::checksum(&ip);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        ip.extend_from_slice(&icmp);
+        ip
+    }
+
+    /// Destination Unreachable, Fragmentation Needed (type 3, code 4) with
+    /// `next_hop_mtu` (RFC 1191 §4), quoting `invoking`'s first 28 bytes.
+    fn frag_needed(next_hop_mtu: u16, invoking: &[u8]) -> Vec<u8> {
+        let mut icmp = vec![3, 4, 0, 0, 0, 0];
+        icmp.extend_from_slice(&next_hop_mtu.to_be_bytes());
+        icmp.extend_from_slice(&invoking[..28]);
+        icmp_packet([192, 0, 2, 1], icmp)
+    }
+
+    /// The host's path MTU to `dst` after sending it a 1500-byte packet
+    /// that a router answers with `next_hop_mtu`; and how many fragments
+    /// the same datagram makes when sent again.
+    fn pmtu_after_frag_needed(next_hop_mtu: u16) -> (u32, u64) {
+        let wire = Arc::new(Mutex::new(Wire::default()));
+        let mut host = host_on(&wire);
+        let t = Instant::ZERO;
+        host.poll(t);
+        let socket = host.udp_open(UdpConfig::default());
+        let far: SocketAddr = "203.0.113.9:9".parse().unwrap();
+        let datagram = vec![7u8; 1500 - 20 - 8];
+        host.udp_send_to(socket, &datagram, far).unwrap();
+        host.poll(t);
+        let sent = wire.lock().unwrap().from_host.pop().expect("the datagram");
+        assert_eq!(sent.len(), 1500);
+        let message = frag_needed(next_hop_mtu, &sent);
+        wire.lock().unwrap().to_host.push_back(message);
+        host.poll(t);
+        let pmtu = host
+            .state(t)
+            .ipv4_destinations
+            .iter()
+            .find(|d| d.destination == far.ip().to_string())
+            .map(|d| d.path_mtu)
+            .expect("a destination cache entry");
+        let before = host.counters().ipv4_fragments_sent;
+        host.udp_send_to(socket, &datagram, far).unwrap();
+        host.poll(t);
+        (pmtu, host.counters().ipv4_fragments_sent - before)
+    }
+
+    #[test]
+    fn plateaus_step_down_rfc_1191_table() {
+        assert_eq!(super::plateau_below(1500), 1492);
+        assert_eq!(super::plateau_below(1492), 1006);
+        assert_eq!(super::plateau_below(1493), 1492);
+        assert_eq!(super::plateau_below(65535), 32000);
+        assert_eq!(super::plateau_below(576), 508);
+        assert_eq!(super::plateau_below(69), 68);
+        assert_eq!(super::plateau_below(68), 68);
+        assert_eq!(super::plateau_below(0), 68);
+    }
+
+    #[test]
+    fn fragmentation_needed_with_a_next_hop_mtu_sets_the_path_mtu() {
+        assert_eq!(pmtu_after_frag_needed(1400), (1400, 2));
+    }
+
+    #[test]
+    fn fragmentation_needed_from_an_old_router_lowers_the_path_mtu_to_a_plateau() {
+        // RFC 1191 §5: a router predating it leaves the Next-Hop MTU zero,
+        // and hosts MUST cope; §7: the largest plateau below the returned
+        // datagram's 1500 bytes is 1492.
+        assert_eq!(pmtu_after_frag_needed(0), (1492, 2));
+    }
 }
