@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use stack::buffer::PoolConfig;
-use stack::iface::host::{Host, HostConfig, InterfaceConfig};
+use stack::iface::host::{Host, HostConfig, InterfaceConfig, StaticRoute};
 use stack::phy::packet::{PacketConfig, PacketLink};
 use stack::phy::tap::{Tap, TapErrors};
 use stack::phy::{Captured, Link};
@@ -274,6 +274,7 @@ pub fn build_host(
     name: &str,
     links: Vec<OpenedLink>,
     dad_transmits: u32,
+    routes: &[StaticRoute],
 ) -> Result<(Host, KernelSettings)> {
     let mtu = links.iter().map(|l| l.mtu).max().unwrap_or(1500);
     let mut interfaces = Vec::with_capacity(links.len());
@@ -286,7 +287,7 @@ pub fn build_host(
     let mut config = HostConfig::new(name, false);
     config.pool = PoolConfig::for_mtu(mtu);
     config.seed = stack::random::os_seed();
-    let host = Host::new(config, interfaces, &[]).context("building the host")?;
+    let host = Host::new(config, interfaces, routes).context("building the host")?;
     Ok((
         host,
         KernelSettings {

@@ -349,7 +349,7 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
     }
     let [link] = links;
     let (mut host, kernel_settings) =
-        attach::build_host("stackscope-ttcp", vec![link], args.dad_transmits)?;
+        attach::build_host("stackscope-ttcp", vec![link], args.dad_transmits, &[])?;
     let report = traffic::reference::attached::run(spec, &mut host, role, path, print_intervals)?;
     drop(host);
     drop(kernel_settings);

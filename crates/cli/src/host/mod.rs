@@ -9,7 +9,7 @@ mod services;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use stack::iface::address::AddressState;
-use stack::iface::host::Host;
+use stack::iface::host::{Host, StaticRoute};
 use stack::phy::tap::TapErrors;
 use stack::runner::realtime::{RealTime, Turn};
 use stack::topology::{derived_mac, IpCidr};
@@ -56,6 +56,13 @@ pub struct HostArgs {
     /// every interface has a link-local address.
     #[arg(long = "addr", value_name = "[IFACE=]ADDR/LEN", value_parser = parse_addr)]
     addrs: Vec<Assigned<IpCidr>>,
+    /// A static route, PREFIX/LEN,GATEWAY or default,GATEWAY (repeatable;
+    /// the gateway must be on a link of the host, e.g. one of its --addr
+    /// prefixes, or link-local): e.g. `--route default,2001:db8:77::1
+    /// --route 10.0.0.0/8,192.0.2.1`. Without one the host reaches only
+    /// its links (and IPv6 routers learned from Router Advertisements).
+    #[arg(long = "route", value_name = "PREFIX,GATEWAY", value_parser = parse_route)]
+    routes: Vec<StaticRoute>,
     /// The MTU of the TAPs (the kernel side of each TAP is set to it too;
     /// default 1500). --packet interfaces keep the interface's MTU unless
     /// this is given.
@@ -124,6 +131,32 @@ fn parse_addr(text: &str) -> Result<Assigned<IpCidr>, String> {
     let (tap, value) = split_assigned(text);
     let value: IpCidr = value.parse()?;
     Ok(Assigned { tap, value })
+}
+
+fn parse_route(text: &str) -> Result<StaticRoute, String> {
+    let (prefix, gateway) = text
+        .split_once(',')
+        .ok_or_else(|| format!("`{text}`: say PREFIX/LEN,GATEWAY or default,GATEWAY"))?;
+    let via: IpAddr = gateway
+        .parse()
+        .map_err(|_| format!("`{gateway}` is not an IP address (the gateway)"))?;
+    let to: IpCidr = if prefix == "default" {
+        match via {
+            IpAddr::V6(_) => "::/0".parse()?,
+            IpAddr::V4(_) => "0.0.0.0/0".parse()?,
+        }
+    } else {
+        prefix.parse()?
+    };
+    if matches!(
+        (to, via),
+        (IpCidr::V6(_), IpAddr::V4(_)) | (IpCidr::V4(_), IpAddr::V6(_))
+    ) {
+        return Err(format!(
+            "`{text}`: the prefix and the gateway are of different families"
+        ));
+    }
+    Ok(StaticRoute { to, via })
 }
 
 fn parse_mac(text: &str) -> Result<Assigned<EthernetAddress>, String> {
@@ -265,7 +298,8 @@ pub fn run(args: &HostArgs) -> Result<()> {
         return Ok(());
     }
     let name = args.netns.as_deref().unwrap_or("stackscope-host");
-    let (mut host, kernel_settings) = attach::build_host(name, links, args.dad_transmits)?;
+    let (mut host, kernel_settings) =
+        attach::build_host(name, links, args.dad_transmits, &args.routes)?;
     let mut services = Services::open(&mut host)?;
     let (stopped_by, ran) = serve(&mut host, &mut services, &infos);
     print_counters(&stopped_by, ran, &host, &services, &infos);
@@ -427,6 +461,9 @@ fn print_start(args: &HostArgs, infos: &[LinkInfo]) {
         if let Some(v4) = &info.ipv4 {
             let _ = writeln!(out, "address {} {v4} ipv4", info.name);
         }
+        for route in &args.routes {
+            let _ = writeln!(out, "route {} via {}", route.to, route.via);
+        }
         if info.slaac {
             let _ = writeln!(
                 out,
@@ -548,4 +585,24 @@ fn print_counters(
         );
     }
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_parse_with_their_family_and_refuse_mixtures() {
+        let route = parse_route("default,2001:db8:77::1").unwrap();
+        assert_eq!(route.to, "::/0".parse().unwrap());
+        assert_eq!(route.via, "2001:db8:77::1".parse::<IpAddr>().unwrap());
+        let route = parse_route("default,192.0.2.1").unwrap();
+        assert_eq!(route.to, "0.0.0.0/0".parse().unwrap());
+        let route = parse_route("10.0.0.0/8,192.0.2.1").unwrap();
+        assert_eq!(route.to, "10.0.0.0/8".parse().unwrap());
+        assert!(parse_route("10.0.0.0/8,2001:db8::1").is_err());
+        assert!(parse_route("2001:db8::/32").is_err(), "no gateway");
+        assert!(parse_route("default,gateway").is_err());
+        assert!(parse_route("10.0.0.0/33,192.0.2.1").is_err());
+    }
 }
