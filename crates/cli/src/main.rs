@@ -141,15 +141,16 @@ enum Command {
     /// damaged or duplicated data.
     #[command(verbatim_doc_comment)]
     Sweep(sweep::SweepArgs),
-    /// Run the reference stack as a host on real links (TAP devices), with
-    /// the Linux kernel or another host as its peer, until SIGINT/SIGTERM.
+    /// Run the reference stack as a host on real links (TAP devices it
+    /// creates, or existing interfaces over AF_PACKET), with the Linux
+    /// kernel or another host as its peer, until SIGINT/SIGTERM.
     ///
     /// It answers pings (ICMPv6 and ICMPv4 echo) and serves UDP and TCP
     /// echo (port 7), discard (9) and a ttcp sink (5001) on IPv6 and
     /// IPv4; prints its interfaces and addresses as they are assigned
     /// (SLAAC when no IPv6 address is given), and on SIGINT or SIGTERM
     /// its counters: host, per service, per link, drops by reason.
-    /// Creating TAPs and entering namespaces needs root.
+    /// Creating TAPs, AF_PACKET and entering namespaces need root.
     #[command(verbatim_doc_comment)]
     Host(host::HostArgs),
 }
