@@ -14,8 +14,9 @@
 //! which R cannot forward onto its 1400-byte link to M: R answers with
 //! ICMPv6 Packet Too Big (RFC 8201) or, since the host sets DF on TCP
 //! (RFC 1191), ICMP Fragmentation Needed, each saying 1400. The host must
-//! lower its path MTU to F and its segments to fit, resend what was lost,
-//! and echo every byte. (The same happens to F's own 1500-byte packets at
+//! lower its path MTU to F and its segments to fit, resend what was lost
+//! at once — not after a retransmission timeout (RFC 1191 §6.5) — and
+//! echo every byte. (The same happens to F's own 1500-byte packets at
 //! M, which F's kernel handles.) Then F sends a full-sized UDP datagram to
 //! the host's UDP echo: the path MTU is the destination's, for every
 //! protocol (RFC 8201 §5.2), so the host fragments its echo to fit.
@@ -56,6 +57,8 @@ use wire::ethernet::EthernetAddress;
 const NARROW_MTU: usize = 1400;
 /// What F sends through the echo.
 const BYTES: usize = 1 << 20;
+/// The smallest retransmission timeout (RFC 6298 §2.4).
+const MIN_RTO: Duration = Duration::from_secs(1);
 const TAP: &str = "pmtu0";
 
 // ----- Namespaces ------------------------------------------------------------
@@ -568,6 +571,10 @@ struct HostReport {
     /// The echo connection's send MSS at its end.
     send_mss: Option<usize>,
     segments_retransmitted: u64,
+    /// The echo connection's retransmission timeouts.
+    retransmission_timeouts: u64,
+    /// Its resends for a lowered path MTU (RFC 1191 §6.5).
+    path_mtu_resends: u64,
     drops: String,
     counters: String,
 }
@@ -622,7 +629,10 @@ fn serve_echo(
         }
         if let Some(conn) = host.tcp_connection(echo.handle) {
             seen.send_mss = conn.negotiated().map(|n| n.send_mss);
-            seen.segments_retransmitted = conn.counters().segments_retransmitted;
+            let counters = conn.counters();
+            seen.segments_retransmitted = counters.segments_retransmitted;
+            seen.retransmission_timeouts = counters.retransmission_timeouts;
+            seen.path_mtu_resends = counters.path_mtu_resends;
         }
     }
 }
@@ -709,6 +719,8 @@ fn run_host(
         path_mtu: None,
         send_mss: None,
         segments_retransmitted: 0,
+        retransmission_timeouts: 0,
+        path_mtu_resends: 0,
         drops: String::new(),
         counters: String::new(),
     };
@@ -904,6 +916,15 @@ fn path_mtu_discovery(family: Family, test: &str) {
     };
     let send_mss = report.send_mss.expect("the echo connection's MSS");
     assert!(send_mss <= NARROW_MTU - header, "{context}");
+    // What R dropped was resent when its error arrived, not left to the
+    // retransmission timer (whose 1 s minimum the echo would then take,
+    // and more).
+    assert!(report.path_mtu_resends >= 1, "{context}");
+    assert_eq!(report.retransmission_timeouts, 0, "{context}");
+    assert!(
+        echo_took < MIN_RTO,
+        "the echo took {echo_took:?}\n{context}"
+    );
 
     let (tap, narrow) = captures;
     check_tap_capture(family, &tap, &context);
@@ -928,18 +949,25 @@ fn check_tap_capture(family: Family, path: &Path, context: &str) {
     let too_big = packets(
         path,
         &format!("{ip}.dst == {host} && {}", family.too_big()),
-        &["frame.number"],
+        &["frame.number", "frame.time_relative"],
     );
     let from_host = packets(
         path,
         &format!("{ip}.src == {host} && tcp.len > 0"),
-        &["frame.number", family.ip_len()],
+        &[
+            "frame.number",
+            family.ip_len(),
+            "tcp.seq_raw",
+            "frame.time_relative",
+        ],
     );
-    // (frame number, IP length as tshark's field shows it)
+    // (frame number, IP length as tshark's field shows it, SEQ, time)
     let sizes: Vec<(u64, usize)> = from_host
         .iter()
         .map(|row| (row[0].parse().unwrap_or(0), row[1].parse().unwrap_or(0)))
         .collect();
+    let seq_at = |row: &Vec<String>| row[2].parse::<u64>().unwrap_or(u64::MAX);
+    let time_at = |row: &Vec<String>| row.last().and_then(|t| t.parse::<f64>().ok());
     let limit = family.ip_len_at(NARROW_MTU);
     let big: Vec<u64> = sizes
         .iter()
@@ -947,10 +975,29 @@ fn check_tap_capture(family: Family, path: &Path, context: &str) {
         .map(|&(n, _)| n)
         .collect();
     let adapted = sizes.iter().position(|&(_, len)| len == limit);
+    // The first segment too big, and when its data went again, sized for
+    // the path, after the first error: at once (RFC 1191 §6.5), not a
+    // retransmission timeout later.
+    let first_big = from_host
+        .iter()
+        .find(|row| row[1].parse().unwrap_or(0) > limit);
+    let first_error = too_big.first();
+    let resent = first_big.zip(first_error).and_then(|(big_row, error)| {
+        let after: u64 = error[0].parse().unwrap_or(u64::MAX);
+        from_host.iter().find(|row| {
+            row[0].parse::<u64>().is_ok_and(|n| n > after)
+                && row[1].parse().unwrap_or(usize::MAX) <= limit
+                && seq_at(row) == seq_at(big_row)
+        })
+    });
+    let resend_delay = resent
+        .zip(first_error)
+        .and_then(|(row, error)| Some(time_at(row)? - time_at(error)?));
     eprintln!(
         "{} TAP capture: {} data segments from the host, {} too big for the path \
          (frames {:?}..{:?}); {} Packet Too Big / Fragmentation Needed from R (first {:?}); \
-         first segment sized for the path: frame {:?}",
+         first segment sized for the path: frame {:?}; the first one too big resent \
+         {:.1} ms after the first error",
         family.name(),
         sizes.len(),
         big.len(),
@@ -959,6 +1006,13 @@ fn check_tap_capture(family: Family, path: &Path, context: &str) {
         too_big.len(),
         too_big.first().map(|row| &row[0]),
         adapted.map(|i| sizes[i].0),
+        resend_delay.unwrap_or(f64::NAN) * 1e3,
+    );
+    let resend_delay = resend_delay
+        .unwrap_or_else(|| panic!("the first segment too big was never resent\n{context}"));
+    assert!(
+        resend_delay < MIN_RTO.as_secs_f64() / 4.0,
+        "resent {resend_delay:.3} s after the error\n{context}"
     );
     assert!(
         !too_big.is_empty(),

@@ -182,15 +182,29 @@ fn oversized_datagrams_are_refused() {
     assert_eq!(socket.send_queue_len(), 0);
     assert_eq!(pool.in_use(), 0);
     socket.send_to(&pool, &[0; 100], v6(2, 9)).unwrap();
-    // The default bound is the largest UDP payload over IPv4.
+    // By default the bound is the destination family's: the largest UDP
+    // payload over IPv6 (65 535 - 8, RFC 8200 §3) or IPv4 (65 535 - 20 -
+    // 8, RFC 791), whatever the socket sent to before.
     let mut big = UdpSocket::new(UdpConfig::default(), Flow::NONE);
-    assert!(matches!(
-        big.send_to(&pool, &vec![0; 65_508], v6(2, 9)),
-        Err(SendError::TooLarge {
-            len: 65_508,
-            max: 65_507
+    big.send_to(&pool, &vec![0; 65_527], v6(2, 9)).unwrap();
+    assert_eq!(
+        big.send_to(&pool, &vec![0; 65_528], v6(2, 9)),
+        Err(SendError::DatagramTooLarge {
+            len: 65_528,
+            max: 65_527,
+            family: "IPv6"
         })
-    ));
+    );
+    big.send_to(&pool, &vec![0; 65_507], v4(2, 9)).unwrap();
+    assert_eq!(
+        big.send_to(&pool, &vec![0; 65_508], v4(2, 9)),
+        Err(SendError::DatagramTooLarge {
+            len: 65_508,
+            max: 65_507,
+            family: "IPv4"
+        })
+    );
+    assert_eq!(big.send_queue_len(), 2);
 }
 
 #[test]

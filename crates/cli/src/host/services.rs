@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use stack::iface::host::{Host, TcpError, TcpHandle, UdpHandle};
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
-use stack::socket::UdpConfig;
+use stack::socket::{UdpConfig, MAX_UDP4_PAYLOAD, MAX_UDP6_PAYLOAD};
 
 /// Echo (RFC 862).
 pub const ECHO_PORT: u16 = 7;
@@ -32,6 +32,11 @@ const BUDGET: usize = 64;
 /// Bytes an echo connection holds that its send queue did not take yet;
 /// it stops reading until they are sent (back-pressure to the peer).
 const ECHO_PENDING_LIMIT: usize = 256 * 1024;
+/// The services' read buffer: it holds the largest UDP datagram of either
+/// family whole (a read into a shorter one would cut it, and the echo
+/// would send back less than came).
+const BUF_LEN: usize = 64 * 1024;
+const _: () = assert!(BUF_LEN >= MAX_UDP6_PAYLOAD && BUF_LEN >= MAX_UDP4_PAYLOAD);
 
 /// What a service does with what it receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +132,7 @@ impl Services {
             connections: Vec::new(),
             udp_stats: Default::default(),
             tcp_stats: Default::default(),
-            buf: vec![0; 64 * 1024],
+            buf: vec![0; BUF_LEN],
         };
         let any: [IpAddr; 2] = [Ipv6Addr::UNSPECIFIED.into(), Ipv4Addr::UNSPECIFIED.into()];
         for kind in Kind::ALL {
@@ -141,6 +146,9 @@ impl Services {
                         recv_queue_bytes: 4 * 1024 * 1024,
                         ..UdpConfig::default()
                     },
+                    // The default sends what the peer's family carries:
+                    // up to 65 527 bytes back over IPv6 (RFC 8200 §3,
+                    // without jumbograms), 65 507 over IPv4 (RFC 791).
                     Kind::Echo | Kind::Discard => UdpConfig::default(),
                 };
                 let handle = host.udp_open(config);
@@ -308,4 +316,85 @@ fn serve(host: &mut Host, conn: &mut Connection, stats: &mut ServiceStats, buf: 
         }
     }
     Step { moved, done: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use stack::runner::Simulator;
+    use stack::socket::SendError;
+    use stack::topology::Topology;
+
+    use super::*;
+
+    /// The default network, SLAAC done, with the services on host-b.
+    fn network() -> (Simulator, Services) {
+        let mut sim = Simulator::new(&Topology::default_network(), None).unwrap();
+        let ready = sim.run_until_with(Duration::from_secs(60), |sim| {
+            ["host-a", "host-b"]
+                .iter()
+                .all(|n| !sim.host(n).unwrap().global_ipv6_addresses().is_empty())
+        });
+        assert!(ready, "SLAAC did not finish");
+        let services = Services::open(sim.host_mut("host-b").unwrap()).unwrap();
+        (sim, services)
+    }
+
+    /// Sends `len` bytes from host-a to host-b's UDP echo; what came back.
+    fn udp_echo(sim: &mut Simulator, services: &mut Services, v6: bool, len: usize) -> Vec<u8> {
+        let b = sim.host("host-b").unwrap();
+        let to: IpAddr = if v6 {
+            b.global_ipv6_addresses()[0].into()
+        } else {
+            b.ipv4_addresses()[0].into()
+        };
+        let a = sim.host_mut("host-a").unwrap();
+        let socket = a.udp_open(UdpConfig::default());
+        let sent: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        a.udp_send_to(socket, &sent, SocketAddr::new(to, ECHO_PORT))
+            .unwrap();
+        let mut back = None;
+        sim.run_until_with(Duration::from_secs(2), |sim| {
+            services.run(sim.host_mut("host-b").unwrap());
+            back = sim.host_mut("host-a").unwrap().udp(socket).recv();
+            back.is_some()
+        });
+        let datagram = back.expect("an echo");
+        let mut data = vec![0; datagram.payload.len()];
+        datagram.payload.copy_out(0, &mut data);
+        assert!(data == sent, "the echo of {len} bytes differs");
+        data
+    }
+
+    #[test]
+    fn udp_echo_returns_the_largest_datagram_of_each_family() {
+        let (mut sim, mut services) = network();
+        for (v6, len) in [
+            (true, MAX_UDP6_PAYLOAD),
+            (true, 65_508),
+            (false, MAX_UDP4_PAYLOAD),
+        ] {
+            assert_eq!(udp_echo(&mut sim, &mut services, v6, len).len(), len);
+        }
+        let echo = services
+            .stats()
+            .find(|(t, k, _)| *t == "udp" && *k == Kind::Echo);
+        let (_, _, stats) = echo.unwrap();
+        assert_eq!(stats.datagrams_out, 3);
+        assert_eq!(stats.echo_dropped, 0);
+        // One byte more is refused at the sender, saying why.
+        let a = sim.host_mut("host-a").unwrap();
+        let socket = a.udp_open(UdpConfig::default());
+        let far: SocketAddr = "[2001:db8:b::1]:7".parse().unwrap();
+        let err = a.udp_send_to(socket, &vec![0; MAX_UDP6_PAYLOAD + 1], far);
+        assert_eq!(
+            err,
+            Err(SendError::DatagramTooLarge {
+                len: MAX_UDP6_PAYLOAD + 1,
+                max: MAX_UDP6_PAYLOAD,
+                family: "IPv6"
+            })
+        );
+    }
 }

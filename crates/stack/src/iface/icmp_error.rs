@@ -12,15 +12,23 @@
 //! The rules that need no rate-limit token are checked first, so an error
 //! refused by rule never spends one; a [`Suppressed`] reason is what the
 //! caller counts (per [`Suppressed::name`]).
+//!
+//! For an error that arrives, [`quoted_ipv6`] and [`quoted_ipv4`] read the
+//! packet it quotes as far as the receiver needs to hand it to the upper
+//! layer that sent it (RFC 4443 §2.4(d), RFC 1122 §3.2.2), and
+//! [`Quoted::tcp`] the part of a TCP header that identifies a connection
+//! and a segment (RFC 5927 §7.2 checks the connection against it).
 
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use wire::icmpv4::{Icmpv4DstUnreachable, Icmpv4Repr, Icmpv4TimeExceeded};
 use wire::icmpv6::{
     truncate_invoking, DstUnreachableReason, Icmpv6Repr, ParamProblemReason, TimeExceededReason,
 };
+use wire::ip::IpProtocol;
 use wire::ipv4::Ipv4Packet;
 use wire::ipv6::Ipv6Packet;
+use wire::ipv6_fragment::Ipv6FragmentHeader;
 
 use crate::iface::route::IcmpRateLimiter;
 use crate::time::Instant;
@@ -344,6 +352,108 @@ pub fn icmpv4_error_body(kind: Icmpv4ErrorKind, invoking_packet: &[u8]) -> Icmpv
     }
 }
 
+// ------------------------------------------------- Errors that arrive
+
+/// The packet an arriving ICMP error quotes, read as far as its upper
+/// layer: RFC 4443 §2.4(d) and RFC 1122 §3.2.2 hand an error to the
+/// upper-layer protocol of the invoking packet, which "extracts" it from
+/// the quote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quoted<'a> {
+    /// The invoking packet's source: ours, if we sent it.
+    pub src: IpAddr,
+    /// Its destination: whose path MTU a Packet Too Big lowers.
+    pub dst: IpAddr,
+    /// Its upper-layer protocol.
+    pub protocol: IpProtocol,
+    /// Whether `upper` starts with the upper-layer header: false for a
+    /// fragment other than the first, whose header another fragment holds.
+    pub initial: bool,
+    /// The upper-layer header and data, as far as the error quotes them.
+    pub upper: &'a [u8],
+}
+
+/// What identifies a quoted TCP segment: ports and sequence number, in its
+/// first 8 octets, which every ICMP error carries (RFC 792: "the internet
+/// header plus the first 64 bits of the original datagram's data"; RFC
+/// 4443 quotes more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotedTcp {
+    /// The local end: the segment's source address and port.
+    pub local: SocketAddr,
+    /// The remote end: its destination address and port.
+    pub remote: SocketAddr,
+    /// SEG.SEQ of the quoted segment.
+    pub seq: u32,
+}
+
+impl Quoted<'_> {
+    /// The quoted TCP segment's identity, if the quote is of a TCP
+    /// header and long enough to hold it.
+    pub fn tcp(&self) -> Option<QuotedTcp> {
+        if self.protocol != IpProtocol::Tcp || !self.initial {
+            return None;
+        }
+        let header = self.upper.get(..8)?;
+        Some(QuotedTcp {
+            local: SocketAddr::new(self.src, u16::from_be_bytes([header[0], header[1]])),
+            remote: SocketAddr::new(self.dst, u16::from_be_bytes([header[2], header[3]])),
+            seq: u32::from_be_bytes([header[4], header[5], header[6], header[7]]),
+        })
+    }
+}
+
+/// Reads the IPv6 packet an ICMPv6 error quotes (from its IPv6 header,
+/// possibly cut short): `None` if the quote is not an IPv6 header or its
+/// extension headers cannot be walked to the upper layer.
+pub fn quoted_ipv6(invoking: &[u8]) -> Option<Quoted<'_>> {
+    if invoking.len() < wire::ipv6::HEADER_LEN || invoking[0] >> 4 != 6 {
+        return None;
+    }
+    // Not `new_checked`: the quote may end before the payload length says.
+    let ip = Ipv6Packet::new_unchecked(invoking);
+    let payload = &invoking[wire::ipv6::HEADER_LEN..];
+    let end = wire::ipv6_ext_header::walk_chain(payload, ip.next_header()).ok()?;
+    let rest = payload.get(end.offset..)?;
+    let (protocol, initial, upper) = if end.protocol == IpProtocol::Ipv6Frag {
+        // A fragment other than the first (RFC 8200 §4.5): the upper layer
+        // is named, its header is not here.
+        let fragment = Ipv6FragmentHeader::new_checked(rest).ok()?;
+        (fragment.next_header(), false, &[][..])
+    } else {
+        (end.protocol, true, rest)
+    };
+    Some(Quoted {
+        src: IpAddr::V6(ip.src_addr()),
+        dst: IpAddr::V6(ip.dst_addr()),
+        protocol,
+        initial,
+        upper,
+    })
+}
+
+/// Reads the IPv4 datagram an ICMPv4 error quotes (from its IPv4 header,
+/// possibly cut short): `None` if the quote is not a whole IPv4 header.
+pub fn quoted_ipv4(invoking: &[u8]) -> Option<Quoted<'_>> {
+    if invoking.len() < wire::ipv4::HEADER_LEN || invoking[0] >> 4 != 4 {
+        return None;
+    }
+    // Not `new_checked`: the quote may end before the total length says.
+    let ip = Ipv4Packet::new_unchecked(invoking);
+    let header_len = ip.header_len();
+    if header_len < wire::ipv4::HEADER_LEN {
+        return None;
+    }
+    let upper = invoking.get(header_len..)?;
+    Some(Quoted {
+        src: IpAddr::V4(ip.src_addr()),
+        dst: IpAddr::V4(ip.dst_addr()),
+        protocol: ip.protocol(),
+        initial: ip.frag_offset() == 0,
+        upper,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,6 +500,89 @@ mod tests {
             may_send_icmpv6_error(&inv, &kind, &mut rl, Instant::ZERO),
             Ok(())
         );
+    }
+
+    /// A TCP header's first 8 bytes: ports 40000 → 5001, SEQ 0x01020304.
+    const TCP_START: [u8; 8] = [0x9c, 0x40, 0x13, 0x89, 1, 2, 3, 4];
+
+    fn ipv6_header(next_header: u8) -> Vec<u8> {
+        let mut header = vec![0u8; 40];
+        header[0] = 0x60;
+        header[5] = 200; // payload length, more than is quoted
+        header[6] = next_header;
+        header[23] = 0xa; // 2001:db8::a → 2001:db8::b
+        header[8..12].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        header[24..28].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        header[39] = 0xb;
+        header
+    }
+
+    #[test]
+    fn a_quoted_ipv6_tcp_segment_names_its_connection_through_extension_headers() {
+        let local: IpAddr = "2001:db8::a".parse().unwrap();
+        let remote: IpAddr = "2001:db8::b".parse().unwrap();
+        let expected = QuotedTcp {
+            local: SocketAddr::new(local, 40000),
+            remote: SocketAddr::new(remote, 5001),
+            seq: 0x0102_0304,
+        };
+        let mut plain = ipv6_header(6);
+        plain.extend_from_slice(&TCP_START);
+        let quoted = quoted_ipv6(&plain).unwrap();
+        assert_eq!((quoted.src, quoted.dst), (local, remote));
+        assert_eq!(quoted.tcp(), Some(expected));
+        // After a destination options header (the trace option's).
+        let mut with_options = ipv6_header(60);
+        with_options.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
+        with_options.extend_from_slice(&TCP_START);
+        assert_eq!(quoted_ipv6(&with_options).unwrap().tcp(), Some(expected));
+        // Cut inside the TCP header: TCP, but nothing to check it by.
+        let cut = quoted_ipv6(&plain[..44]).unwrap();
+        assert_eq!(cut.protocol, IpProtocol::Tcp);
+        assert_eq!(cut.tcp(), None);
+        // A fragment other than the first: TCP without its header.
+        let mut later = ipv6_header(44);
+        later.extend_from_slice(&[6, 0, 0x05, 0x00, 0, 0, 0, 1]);
+        later.extend_from_slice(&TCP_START);
+        let fragment = quoted_ipv6(&later).unwrap();
+        assert_eq!(
+            (fragment.protocol, fragment.initial),
+            (IpProtocol::Tcp, false)
+        );
+        assert_eq!(fragment.tcp(), None);
+        // Not IPv6, or shorter than its header.
+        assert_eq!(quoted_ipv6(&plain[..39]), None);
+        let mut v4 = plain.clone();
+        v4[0] = 0x45;
+        assert_eq!(quoted_ipv6(&v4), None);
+    }
+
+    #[test]
+    fn a_quoted_ipv4_tcp_segment_needs_only_its_first_8_bytes() {
+        // 192.0.2.10 → 198.51.100.10, TCP, 24 bytes of header (options).
+        let mut datagram = vec![0x46, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 6, 0, 0];
+        datagram.extend_from_slice(&[192, 0, 2, 10, 198, 51, 100, 10, 1, 1, 1, 1]);
+        datagram.extend_from_slice(&TCP_START);
+        let quoted = quoted_ipv4(&datagram).unwrap();
+        let tcp = quoted.tcp().unwrap();
+        assert_eq!(tcp.local, "192.0.2.10:40000".parse().unwrap());
+        assert_eq!(tcp.remote, "198.51.100.10:5001".parse().unwrap());
+        assert_eq!(tcp.seq, 0x0102_0304);
+        assert_eq!(quoted_ipv4(&datagram[..31]).unwrap().tcp(), None);
+        // A later fragment (offset 185 × 8) quotes no TCP header.
+        let mut later = datagram.clone();
+        later[6..8].copy_from_slice(&[0x00, 0xb9]);
+        assert_eq!(quoted_ipv4(&later).unwrap().tcp(), None);
+        // UDP is no TCP.
+        let mut udp = datagram.clone();
+        udp[9] = 17;
+        assert_eq!(quoted_ipv4(&udp).unwrap().protocol, IpProtocol::Udp);
+        assert_eq!(quoted_ipv4(&udp).unwrap().tcp(), None);
+        // A header length below 20, or beyond the quote.
+        let mut short = datagram.clone();
+        short[0] = 0x44;
+        assert_eq!(quoted_ipv4(&short), None);
+        assert_eq!(quoted_ipv4(&datagram[..22]), None);
     }
 
     #[test]

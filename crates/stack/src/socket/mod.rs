@@ -26,7 +26,9 @@ use probe::Flow;
 
 pub use link::{LinkConfig, LinkSocket, OutgoingFrame, ReceivedFrame};
 pub use raw::{RawConfig, RawFamily, RawPacket, RawSocket};
-pub use udp::{OutgoingDatagram, ReceivedDatagram, UdpConfig, UdpSocket};
+pub use udp::{
+    OutgoingDatagram, ReceivedDatagram, UdpConfig, UdpSocket, MAX_UDP4_PAYLOAD, MAX_UDP6_PAYLOAD,
+};
 
 /// Why an application's send was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -35,6 +37,14 @@ pub enum SendError {
     QueueFull,
     #[error("a {len}-byte message exceeds the socket's maximum of {max} bytes")]
     TooLarge { len: usize, max: usize },
+    /// More than a UDP datagram of the destination's family carries
+    /// (RFC 768 with RFC 791 or RFC 8200).
+    #[error("a {len}-byte payload exceeds the {max} bytes a UDP datagram over {family} carries")]
+    DatagramTooLarge {
+        len: usize,
+        max: usize,
+        family: &'static str,
+    },
     #[error("the buffer pool is exhausted")]
     PoolExhausted,
     #[error("the destination's address family differs from the socket's")]

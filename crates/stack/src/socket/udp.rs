@@ -13,6 +13,27 @@ use super::{probe_len, SendError, SocketCounters};
 use crate::buffer::{Packet, PacketError, Pool};
 use crate::probes::{SOCKET_SEND_ENTER, SOCKET_SEND_EXIT};
 
+/// The largest UDP payload over IPv4: a datagram's 65 535 bytes (RFC 791
+/// Total Length) less the 20-byte IPv4 header and the 8-byte UDP header
+/// (RFC 768).
+pub const MAX_UDP4_PAYLOAD: usize = 65_535 - 20 - 8;
+
+/// The largest UDP payload over IPv6 without jumbograms: the 65 535 bytes
+/// of Payload Length (RFC 8200 §3; the fixed header does not count) less
+/// the 8-byte UDP header. Extension headers would take from it, but this
+/// host sends none with UDP (RFC 8200 §4.5: the fragmentable part, UDP
+/// header included, is at most 65 535 bytes).
+pub const MAX_UDP6_PAYLOAD: usize = 65_535 - 8;
+
+/// The largest UDP payload for `remote`'s family.
+pub fn max_payload_to(remote: SocketAddr) -> usize {
+    if remote.is_ipv6() {
+        MAX_UDP6_PAYLOAD
+    } else {
+        MAX_UDP4_PAYLOAD
+    }
+}
+
 /// Bounds of a UDP socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpConfig {
@@ -23,19 +44,23 @@ pub struct UdpConfig {
     /// Payload bytes the receive queue holds before arrivals are dropped
     /// (like `SO_RCVBUF`); a datagram larger than this is never accepted.
     pub recv_queue_bytes: usize,
-    /// Largest payload accepted for sending.
+    /// Largest payload accepted for sending, to any destination. The
+    /// destination's family limits it further: at most
+    /// [`MAX_UDP4_PAYLOAD`] to an IPv4 peer, [`MAX_UDP6_PAYLOAD`] to an
+    /// IPv6 one.
     pub max_datagram: usize,
 }
 
 impl Default for UdpConfig {
-    /// 64 datagrams each way, 256 KiB received, and the largest payload
-    /// an IPv4 datagram can carry (65 535 - 20 - 8 = 65 507 bytes).
+    /// 64 datagrams each way, 256 KiB received, and no limit of its own on
+    /// the payload: whatever the destination's family allows (65 527
+    /// bytes over IPv6, 65 507 over IPv4).
     fn default() -> Self {
         Self {
             send_queue_datagrams: 64,
             recv_queue_datagrams: 64,
             recv_queue_bytes: 256 * 1024,
-            max_datagram: 65_507,
+            max_datagram: MAX_UDP6_PAYLOAD,
         }
     }
 }
@@ -154,17 +179,28 @@ impl UdpSocket {
             flow,
             aux,
         );
-        if len > self.config.max_datagram {
-            return Err(SendError::TooLarge {
-                len,
-                max: self.config.max_datagram,
-            });
-        }
+        // A socket bound to one family cannot send to the other; the
+        // destination's family bounds the payload (RFC 768 over RFC 791
+        // or RFC 8200).
         if self
             .local
             .is_some_and(|local| local.is_ipv4() != remote.is_ipv4())
         {
             return Err(SendError::FamilyMismatch);
+        }
+        let family_max = max_payload_to(remote);
+        if len > family_max {
+            return Err(SendError::DatagramTooLarge {
+                len,
+                max: family_max,
+                family: if remote.is_ipv6() { "IPv6" } else { "IPv4" },
+            });
+        }
+        if len > self.config.max_datagram {
+            return Err(SendError::TooLarge {
+                len,
+                max: self.config.max_datagram,
+            });
         }
         self.queues.check_send_room()?;
         let payload = Packet::from_payload(pool, flow, data).map_err(map_packet_error)?;

@@ -2,7 +2,7 @@
 //! rules and a rate limit, and Fragmentation Needed feeding path-MTU
 //! discovery (RFC 1191).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use probe::Flow;
 use wire::icmpv4::{Icmpv4Packet, Icmpv4Repr};
@@ -10,11 +10,12 @@ use wire::ip::{ChecksumMode, IpProtocol};
 
 use super::ipv4::{Ipv4Meta, Ipv4Send};
 use super::ipv6_input::{leading_bytes, read_at};
+use super::tcp::ErrorTarget;
 use super::transport::IpMeta;
 use super::Host;
 use crate::buffer::Packet;
 use crate::iface::icmp_error::{
-    icmpv4_error_body, may_send_icmpv4_error, Icmpv4ErrorKind, InvokingV4,
+    icmpv4_error_body, may_send_icmpv4_error, quoted_ipv4, Icmpv4ErrorKind, InvokingV4,
 };
 use crate::probes::{CHECKSUM_ENTER, CHECKSUM_EXIT, ICMPV4_INPUT_ENTER, ICMPV4_INPUT_EXIT};
 use crate::socket::RawFamily;
@@ -107,29 +108,47 @@ impl Host {
                     self.counters.echo_replies_sent += 1;
                 }
             }
-            // RFC 1191 §3: lower the PMTU of the invoking packet's
-            // destination (68 bytes at least, RFC 791).
             Icmpv4Repr::DstUnreachable {
                 reason: wire::icmpv4::Icmpv4DstUnreachable::FragRequired,
                 next_hop_mtu,
                 invoking,
-            } if invoking.len() >= wire::ipv4::HEADER_LEN && invoking[0] >> 4 == 4 => {
-                let ip = wire::ipv4::Ipv4Packet::new_unchecked(invoking);
-                let mtu = if next_hop_mtu >= MIN_IPV4_MTU {
-                    next_hop_mtu
-                } else {
-                    // RFC 1191 §5: a router older than RFC 1191 leaves the
-                    // Next-Hop MTU zero, and hosts MUST cope with that:
-                    // §7, guess the largest plateau below the datagram's
-                    // length as the router saw it.
-                    plateau_below(ip.total_len())
-                };
-                let _ = self
-                    .dest4
-                    .on_packet_too_big(now, ip.dst_addr(), u32::from(mtu));
-                self.path_mtu_changes += 1;
-            }
+            } => self.icmpv4_frag_needed(now, next_hop_mtu, invoking),
             _ => {}
+        }
+    }
+
+    /// Fragmentation Needed and DF set (RFC 792, RFC 1191 §4) about
+    /// `invoking`, a datagram we sent: RFC 1191 §3, lower the PMTU of its
+    /// destination (68 bytes at least, RFC 791) — unless it quotes a TCP
+    /// segment of no connection, or one not in flight (RFC 5927 §7.2):
+    /// then nothing is lowered, the destination's path MTU included. A
+    /// TCP connection it is about resends what the path dropped.
+    fn icmpv4_frag_needed(&mut self, now: Instant, next_hop_mtu: u16, invoking: &[u8]) {
+        let Some(quoted) = quoted_ipv4(invoking) else {
+            self.count_drop("icmp_pmtu_malformed");
+            return;
+        };
+        let IpAddr::V4(dst) = quoted.dst else {
+            return;
+        };
+        let target = self.icmp_error_target(&quoted);
+        if target == ErrorTarget::Unmatched {
+            self.count_drop("icmp_pmtu_unmatched");
+            return;
+        }
+        let mtu = if next_hop_mtu >= MIN_IPV4_MTU {
+            next_hop_mtu
+        } else {
+            // RFC 1191 §5: a router older than RFC 1191 leaves the
+            // Next-Hop MTU zero, and hosts MUST cope with that: §7, guess
+            // the largest plateau below the datagram's length as the
+            // router saw it.
+            plateau_below(wire::ipv4::Ipv4Packet::new_unchecked(invoking).total_len())
+        };
+        let _ = self.dest4.on_packet_too_big(now, dst, u32::from(mtu));
+        self.path_mtu_changes += 1;
+        if let ErrorTarget::Connection { index, seq } = target {
+            self.tcp_packet_too_big(now, index, seq);
         }
     }
 

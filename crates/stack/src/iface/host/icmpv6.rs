@@ -2,17 +2,18 @@
 //! limit, Packet Too Big feeding path-MTU discovery (RFC 8201), and the
 //! hand-off of Neighbor Discovery and MLD messages.
 
-use std::net::Ipv6Addr;
+use std::net::IpAddr;
 
 use wire::icmpv6::{Icmpv6Packet, Icmpv6Repr};
 use wire::ip::{ChecksumMode, IpProtocol};
 
 use super::ipv6_input::{leading_bytes, read_at, Ipv6Meta};
+use super::tcp::ErrorTarget;
 use super::transport::IpMeta;
 use super::Host;
 use crate::buffer::Packet;
 use crate::iface::icmp_error::{
-    icmpv6_error_body, may_send_icmpv6_error, Icmpv6ErrorKind, InvokingV6,
+    icmpv6_error_body, may_send_icmpv6_error, quoted_ipv6, Icmpv6ErrorKind, InvokingV6,
 };
 use crate::probes::{CHECKSUM_ENTER, CHECKSUM_EXIT, ICMPV6_INPUT_ENTER, ICMPV6_INPUT_EXIT};
 use crate::socket::RawFamily;
@@ -126,13 +127,7 @@ impl Host {
                 }
             }
             Icmpv6Repr::PacketTooBig { mtu, invoking } => {
-                // RFC 8201 §4: lower the PMTU of the invoking packet's
-                // destination; never below the IPv6 minimum (RFC 8200 §5).
-                if let Some(dst) = invoking_destination(invoking) {
-                    let mtu = mtu.max(wire::ipv6::MIN_MTU as u32);
-                    let _ = self.dest6.on_packet_too_big(now, dst, mtu);
-                    self.path_mtu_changes += 1;
-                }
+                self.icmpv6_packet_too_big(now, mtu, invoking);
             }
             Icmpv6Repr::Ndisc(message) => self.ndisc_input(now, meta, message),
             Icmpv6Repr::Mld(message) => {
@@ -157,6 +152,34 @@ impl Host {
             | Icmpv6Repr::DstUnreachable { .. }
             | Icmpv6Repr::TimeExceeded { .. }
             | Icmpv6Repr::ParamProblem { .. } => {}
+        }
+    }
+
+    /// A Packet Too Big (RFC 4443 §3.2) about `invoking`, a packet we
+    /// sent: RFC 8201 §4, lower the PMTU of its destination, never below
+    /// the IPv6 minimum (RFC 8200 §5) — unless it quotes a TCP segment of
+    /// no connection, or one not in flight (RFC 5927 §7.2): then nothing
+    /// is lowered, the destination's path MTU included, so a forged error
+    /// cannot shrink the segments of a connection (or of one yet to
+    /// open). A TCP connection it is about resends what the path dropped.
+    fn icmpv6_packet_too_big(&mut self, now: Instant, mtu: u32, invoking: &[u8]) {
+        let Some(quoted) = quoted_ipv6(invoking) else {
+            self.count_drop("icmp_pmtu_malformed");
+            return;
+        };
+        let IpAddr::V6(dst) = quoted.dst else {
+            return;
+        };
+        let target = self.icmp_error_target(&quoted);
+        if target == ErrorTarget::Unmatched {
+            self.count_drop("icmp_pmtu_unmatched");
+            return;
+        }
+        let mtu = mtu.max(wire::ipv6::MIN_MTU as u32);
+        let _ = self.dest6.on_packet_too_big(now, dst, mtu);
+        self.path_mtu_changes += 1;
+        if let ErrorTarget::Connection { index, seq } = target {
+            self.tcp_packet_too_big(now, index, seq);
         }
     }
 
@@ -222,14 +245,4 @@ fn is_icmpv6_error_or_redirect(bytes: &[u8]) -> bool {
             .is_some_and(|&t| t < 128 || t == 137),
         _ => false,
     }
-}
-
-/// Where an invoking packet was going: the destination whose path MTU a
-/// Packet Too Big lowers. The invoking packet may be cut short after its
-/// header.
-fn invoking_destination(invoking: &[u8]) -> Option<Ipv6Addr> {
-    if invoking.len() < wire::ipv6::HEADER_LEN || invoking[0] >> 4 != 6 {
-        return None;
-    }
-    Some(wire::ipv6::Ipv6Packet::new_unchecked(invoking).dst_addr())
 }

@@ -16,12 +16,13 @@ use super::ipv6_output::Ipv6Send;
 use super::transport::{pseudo_header, sum_range, IpMeta};
 use super::Host;
 use crate::buffer::Packet;
+use crate::iface::icmp_error::Quoted;
 use crate::probes::{
     CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER,
     TCP_INPUT_EXIT, TCP_OUTPUT_ENTER, TCP_OUTPUT_EXIT, TCP_TIMER_ENTER, TCP_TIMER_EXIT,
 };
 use crate::socket::probe_len;
-use crate::socket::tcp::connection::{Outgoing, Reply};
+use crate::socket::tcp::connection::{Connection, Outgoing, Reply};
 use crate::socket::tcp::listener::ListenerReply;
 use crate::socket::tcp::options;
 use crate::socket::tcp::seq::Seq;
@@ -409,27 +410,99 @@ impl Host {
             return;
         }
         slot.path_mtu_seen = Some(changes);
+        let Some(mss) = self.tcp_path_mss(now, index) else {
+            return;
+        };
+        if let Some(conn) = self.tcp_connection_at(index) {
+            conn.clamp_to_path_mss(mss);
+        }
+    }
+
+    /// The MSS the path MTU to connection `index`'s peer allows: the path
+    /// MTU less the IP and TCP headers, and less the trace option when the
+    /// flow is traced (or every full-sized segment would be fragmented in
+    /// two).
+    fn tcp_path_mss(&mut self, now: Instant, index: usize) -> Option<usize> {
+        let Some(TcpSocket::Connection(conn)) = self.tcp.get(index).map(|s| &s.socket) else {
+            return None;
+        };
         let (flow, remote) = (conn.flow(), conn.remote().ip());
         let mtu = match remote {
             IpAddr::V6(dst) => self.ipv6_route(now, dst, None, flow).map(|r| r.mtu),
             IpAddr::V4(dst) => self.ipv4_route(now, dst, flow).map(|r| r.mtu),
-        };
-        let Some(mtu) = mtu else {
-            return;
-        };
-        // A traced flow's packets carry the trace option: leave room for
-        // it, or every full-sized segment would be fragmented in two.
+        }?;
         let trace_option = match (flow.traced, remote) {
             (false, _) => 0,
             (true, IpAddr::V6(_)) => wire::trace_option::IPV6_HEADER_LEN,
             (true, IpAddr::V4(_)) => wire::trace_option::IPV4_OPTIONS_LEN,
         };
-        let mss =
-            usize::from(options::mss_for_mtu(mtu, remote.is_ipv6())).saturating_sub(trace_option);
-        if let Some(TcpSocket::Connection(conn)) = self.tcp.get_mut(index).map(|s| &mut s.socket) {
-            conn.clamp_to_path_mss(mss);
+        let mss = usize::from(options::mss_for_mtu(mtu, remote.is_ipv6()));
+        Some(mss.saturating_sub(trace_option))
+    }
+
+    fn tcp_connection_at(&mut self, index: usize) -> Option<&mut Connection> {
+        match &mut self.tcp.get_mut(index)?.socket {
+            TcpSocket::Connection(conn) => Some(conn),
+            TcpSocket::Listener(_) => None,
         }
     }
+
+    /// Whom an ICMP error quoting `quoted` (a packet we sent) concerns.
+    /// RFC 4443 §2.4(d) and RFC 1122 §3.2.2 hand an error to the upper
+    /// layer of the packet it quotes; for TCP, RFC 5927 §7.2 asks that
+    /// the quote name a connection that exists and a sequence number it
+    /// has in flight (SND.UNA ≤ SEG.SEQ < SND.NXT), else the error is
+    /// most likely forged (or very late) and is ignored. A TCP quote too
+    /// short to show its ports and sequence number, or of a fragment
+    /// other than the first, cannot be checked and is ignored too.
+    pub(super) fn icmp_error_target(&self, quoted: &Quoted<'_>) -> ErrorTarget {
+        if quoted.protocol != IpProtocol::Tcp {
+            return ErrorTarget::Destination;
+        }
+        let Some(tcp) = quoted.tcp() else {
+            return ErrorTarget::Unmatched;
+        };
+        let Demux::Connection(index) = self.tcp.demux(tcp.local, tcp.remote) else {
+            return ErrorTarget::Unmatched;
+        };
+        let seq = Seq(tcp.seq);
+        match self.tcp.get(index).map(|s| &s.socket) {
+            Some(TcpSocket::Connection(conn)) if conn.has_in_flight(seq) => {
+                ErrorTarget::Connection { index, seq }
+            }
+            _ => ErrorTarget::Unmatched,
+        }
+    }
+
+    /// A Packet Too Big / Fragmentation Needed about connection `index`'s
+    /// segment at `seq`, once the destination's path MTU took it: the
+    /// connection lowers its MSS now (not at its next output) and resends
+    /// what the path dropped (RFC 1191 §6.5), in this poll.
+    pub(super) fn tcp_packet_too_big(&mut self, now: Instant, index: usize, seq: Seq) {
+        let Some(mss) = self.tcp_path_mss(now, index) else {
+            return;
+        };
+        if let Some(conn) = self.tcp_connection_at(index) {
+            conn.on_packet_too_big(mss, seq);
+        }
+        self.tcp_output_pending = true;
+    }
+}
+
+/// Whom an ICMP error about a packet we sent concerns: see
+/// [`Host::icmp_error_target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ErrorTarget {
+    /// Not TCP: the destination alone. A datagram protocol has no state
+    /// to check the error against; the path MTU is the destination's, for
+    /// every protocol (RFC 8201 §5.2).
+    Destination,
+    /// A TCP connection (its slot), and the sequence number quoted, which
+    /// it has in flight.
+    Connection { index: usize, seq: Seq },
+    /// TCP matching no connection, or not in flight: nothing is changed
+    /// (RFC 5927 §7.2), not even the destination's path MTU.
+    Unmatched,
 }
 
 /// RFC 9293 §3.10.7.1, CLOSED: the reset answering a segment for no

@@ -337,6 +337,12 @@ impl<A: RouteAddress> DestinationCache<A> {
     /// A Packet Too Big for a packet sent to `dst` reported `mtu`
     /// (RFC 8201 §4): lowers the PMTU to `mtu`, or to the family minimum if
     /// `mtu` is below it; never raises it.
+    ///
+    /// The cache takes the report as given: the host checks it first. One
+    /// quoting a TCP segment must name a live connection and a sequence
+    /// number it has in flight (RFC 5927 §7.2), or it lowers nothing, this
+    /// PMTU included; one quoting another protocol lowers the PMTU, which
+    /// is the destination's for every protocol (RFC 8201 §5.2).
     pub fn on_packet_too_big(&mut self, now: Instant, dst: A, mtu: u32) -> PmtuUpdate {
         self.age(now, dst);
         let Some(entry) = self.entries.get_mut(&dst) else {

@@ -10,6 +10,12 @@
 //! RFC 6582 NewReno rules resend the segment at SND.UNA after three
 //! duplicate ACKs and after each partial ACK. The retransmission timeout
 //! (go-back-N from SND.UNA) is the last resort.
+//!
+//! A smaller path MTU is not congestion: when a Packet Too Big or
+//! Fragmentation Needed about one of its segments lowers the send MSS,
+//! the connection resends what it had in flight at the old size, at once,
+//! in segments of the new MSS, and leaves the congestion window alone
+//! (RFC 1191 §6.5, RFC 8201 §5.4; Linux's `tcp_simple_retransmit`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -25,6 +31,7 @@ use super::rules::{self, ChallengeLimiter, RstVerdict};
 use super::scoreboard::{NextSeg, NextSegQuery, Scoreboard, DUP_THRESH};
 use super::send_buffer::SendBuffer;
 use super::seq::Seq;
+use super::small_segments::{self, SmallSegments};
 use super::state::State;
 use super::timers::{Timer, Timers};
 use crate::buffer::{PacketError, Pool, Segment};
@@ -157,6 +164,9 @@ pub struct TcpCounters {
     pub fast_recoveries: u64,
     /// Segments resent by fast retransmit (not by timeout).
     pub fast_retransmits: u64,
+    /// Times the connection resent its flight because the path MTU went
+    /// below the size it was sent at (RFC 1191 §6.5).
+    pub path_mtu_resends: u64,
 }
 
 /// A loss recovery episode (RFC 6675 §5, RFC 6582 §3.2).
@@ -171,6 +181,19 @@ struct Recovery {
     rescue_rxt: Option<Seq>,
     /// Without SACK: the segment at SND.UNA is owed a retransmission.
     resend_head: bool,
+}
+
+/// Resending what a lowered path MTU dropped (RFC 1191 §6.5, RFC 8201
+/// §5.4): every unSACKed data byte below `end`, in segments of the new
+/// MSS. Like a recovery episode it lasts until SND.UNA reaches `end`,
+/// and while it lasts holes in the sequence space are the path's doing,
+/// not congestion's.
+#[derive(Debug, Clone, Copy)]
+struct PmtuResend {
+    /// The next byte to resend: the end of the last one resent.
+    next: Seq,
+    /// SND.MAX when the episode began.
+    end: Seq,
 }
 
 /// A TCP connection.
@@ -220,6 +243,15 @@ pub struct Connection {
     scoreboard: Scoreboard,
     dup_acks: usize,
     recovery: Option<Recovery>,
+    /// SND.MAX when the send MSS last went down with data in flight: the
+    /// bytes below were sent in segments sized for the old MSS, which the
+    /// path may have dropped as too big. `None` once a resend covers
+    /// them, or after a timeout resent them all.
+    sent_before_mss_drop: Option<Seq>,
+    pmtu_resend: Option<PmtuResend>,
+    /// Data in flight last sent in segments smaller than the MSS: what a
+    /// path-MTU resend may skip.
+    small_segments: SmallSegments,
     timers: Timers,
     retries: u32,
 
@@ -317,6 +349,9 @@ impl Connection {
                 .expect("a non-zero MSS and a small range cap are valid"),
             dup_acks: 0,
             recovery: None,
+            sent_before_mss_drop: None,
+            pmtu_resend: None,
+            small_segments: SmallSegments::new(small_segments::DEFAULT_CAPACITY),
             timers: Timers::default(),
             retries: 0,
             ack_now: false,
@@ -483,21 +518,89 @@ impl Connection {
     /// path MTU less the IP and TCP headers (RFC 9293 §3.7.1: the
     /// effective send MSS is bounded by the path MTU, RFC 8201 / RFC
     /// 1191); the timestamp option's bytes come off it too. A larger
-    /// value changes nothing.
-    pub fn clamp_to_path_mss(&mut self, path_mss: usize) {
-        if let Some(n) = &mut self.negotiated {
-            let options = if n.timestamps {
-                options::TIMESTAMPS_OPTION
-            } else {
-                0
-            };
-            let mss = path_mss.saturating_sub(options).max(1);
-            if mss < n.send_mss {
-                n.send_mss = mss;
-                self.cc.set_mss(mss);
-                self.scoreboard.set_smss(mss);
-            }
+    /// value changes nothing. Returns whether the MSS went down.
+    ///
+    /// The congestion window keeps its bytes (RFC 1191 §6.5: a smaller
+    /// PMTU "should not change the congestion window"). What is in flight
+    /// is resent only on a Packet Too Big about it
+    /// ([`on_packet_too_big`](Self::on_packet_too_big)).
+    pub fn clamp_to_path_mss(&mut self, path_mss: usize) -> bool {
+        let Some(n) = &mut self.negotiated else {
+            return false;
+        };
+        let options = if n.timestamps {
+            options::TIMESTAMPS_OPTION
+        } else {
+            0
+        };
+        let mss = path_mss.saturating_sub(options).max(1);
+        if mss >= n.send_mss {
+            return false;
         }
+        n.send_mss = mss;
+        self.cc.set_mss(mss);
+        self.scoreboard.set_smss(mss);
+        self.sent_before_mss_drop = (self.snd_una != self.snd_max).then_some(self.snd_max);
+        true
+    }
+
+    /// Whether an ICMP error quoting our segment at `seq` can be about a
+    /// segment this connection has in flight: SND.UNA ≤ `seq` < SND.NXT
+    /// (RFC 5927 §7.2, the check RFC 5961 makes of RSTs applied to ICMP
+    /// errors). SND.NXT is taken as the highest sequence number sent
+    /// (SND.MAX): after a timeout rewound SND.NXT, the segments beyond it
+    /// were still sent, and errors about them still arrive.
+    pub fn has_in_flight(&self, seq: Seq) -> bool {
+        seq.in_range(self.snd_una, self.snd_max)
+    }
+
+    /// A Packet Too Big or Fragmentation Needed about our segment at
+    /// `seq`, which the caller checked with
+    /// [`has_in_flight`](Self::has_in_flight): the path carries `path_mss`
+    /// (as for [`clamp_to_path_mss`](Self::clamp_to_path_mss)).
+    ///
+    /// RFC 1191 §6.5 (RFC 8201 §5.4 refers to it): the router dropped the
+    /// segment, and "the retransmission could be done in immediate
+    /// response", in segments no larger than the new PMTU — but only if
+    /// the error "actually decreases the PMTU" the segment was sent with,
+    /// or a burst of errors about one flight would resend it once per
+    /// error. So when `seq` lies in what was sent before the MSS last went
+    /// down, everything then in flight, not SACKed and last sent in a
+    /// segment larger than the new MSS is deemed lost and resent, once
+    /// (as Linux's `tcp_simple_retransmit` marks every segment larger
+    /// than the new MSS lost); the congestion window and ssthresh stay as
+    /// they are (§6.5: it "should not change the congestion window").
+    pub fn on_packet_too_big(&mut self, path_mss: usize, seq: Seq) {
+        self.clamp_to_path_mss(path_mss);
+        let Some(end) = self.sent_before_mss_drop else {
+            return;
+        };
+        if !self.has_in_flight(seq) || seq >= end {
+            return;
+        }
+        self.sent_before_mss_drop = None;
+        self.start_pmtu_resend(end);
+    }
+
+    /// Begins resending the data of `snd_una..end` (see
+    /// [`PmtuResend`]).
+    fn start_pmtu_resend(&mut self, end: Seq) {
+        let end = end.min(self.snd_max);
+        // Only data was too big: a FIN alone is resent by the timer.
+        if end.min(self.data_end) <= self.data_una() {
+            return;
+        }
+        // The episode resends everything below `end`: a go-back-N after a
+        // timeout, sending at the old size, stops here.
+        self.snd_nxt = self.snd_max;
+        // Karn (RFC 6298 §3): the segment being timed may be among those
+        // resent; its ACK would time the wrong transmission.
+        self.karn.on_retransmit();
+        self.pmtu_resend = Some(PmtuResend {
+            next: self.snd_una,
+            end,
+        });
+        self.counters.path_mtu_resends += 1;
     }
 
     pub fn flow(&self) -> Flow {
@@ -884,6 +987,7 @@ impl Connection {
             if let Some(rtt) = sample {
                 self.rtt.sample(rtt);
             }
+            self.end_pmtu_resend();
             let flight = self.snd_max.since(self.snd_una);
             self.cc.on_ack(now, acked, flight, self.rtt.srtt());
             // RFC 6298 §5.2 and §5.3: stop the timer when all is
@@ -918,6 +1022,21 @@ impl Connection {
                 self.probe_due = false;
                 self.persist_backoff = 0;
             }
+        }
+    }
+
+    /// Forgets path-MTU state SND.UNA has passed: the resend episode is
+    /// over once everything it resent is acknowledged.
+    fn end_pmtu_resend(&mut self) {
+        self.small_segments.acknowledge(self.snd_una);
+        if self.pmtu_resend.is_some_and(|e| self.snd_una >= e.end) {
+            self.pmtu_resend = None;
+        }
+        if self
+            .sent_before_mss_drop
+            .is_some_and(|end| self.snd_una >= end)
+        {
+            self.sent_before_mss_drop = None;
         }
     }
 
@@ -973,6 +1092,11 @@ impl Connection {
                 // RFC 5681 §3.2 step 4: inflate by one segment.
                 self.cc.on_duplicate_acks(1);
             }
+            return;
+        }
+        if self.pmtu_resend.is_some() {
+            // The holes are what the path dropped as too big, being resent
+            // now: not a congestion signal (RFC 1191 §6.5).
             return;
         }
         let enter = if sack {
@@ -1141,6 +1265,10 @@ impl Connection {
         self.scoreboard.clear();
         self.recovery = None;
         self.dup_acks = 0;
+        // Go-back-N resends everything at the current MSS: an error about
+        // an older, larger segment has nothing left to resend.
+        self.pmtu_resend = None;
+        self.sent_before_mss_drop = None;
         self.snd_nxt = self.snd_una;
         self.timers.set(Timer::Retransmit, now + self.rtt.rto());
     }
@@ -1157,7 +1285,8 @@ impl Connection {
             State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
             State::SynSent | State::SynReceived => self.output_syn(now),
             _ => self
-                .output_recovery(now)
+                .output_pmtu_resend(now)
+                .or_else(|| self.output_recovery(now))
                 .or_else(|| self.output_data(now))
                 .or_else(|| self.output_window_probe(now))
                 .or_else(|| self.output_keepalive(now))
@@ -1201,6 +1330,7 @@ impl Connection {
     /// the ACK owed (and one of the further immediate ones).
     fn sent(&mut self, out: &Outgoing) {
         self.counters.segments_sent += 1;
+        self.record_size(&out.repr);
         if out.repr.ack_number.is_some() {
             self.ack_now = self.owed_acks > 0;
             self.owed_acks = self.owed_acks.saturating_sub(1);
@@ -1209,6 +1339,25 @@ impl Connection {
             self.small_segment_unacked = false;
             self.timers.cancel(Timer::DelayedAck);
         }
+    }
+
+    /// Records a data segment's size for path-MTU resends: its payload
+    /// and its options other than timestamps (SACK blocks), which the
+    /// send MSS does not allow for.
+    fn record_size(&mut self, repr: &TcpRepr) {
+        if repr.payload_len == 0 {
+            return;
+        }
+        let timestamps = if repr.timestamps.is_some() {
+            options::TIMESTAMPS_OPTION
+        } else {
+            0
+        };
+        let options = repr.header_len() - wire::tcp::HEADER_LEN;
+        let size = repr.payload_len + options.saturating_sub(timestamps);
+        let start = Seq(repr.seq_number);
+        self.small_segments
+            .on_send(start, start + repr.payload_len, size, self.send_mss());
     }
 
     fn output_syn(&mut self, now: Instant) -> Option<Outgoing> {
@@ -1249,8 +1398,10 @@ impl Connection {
         let window = self.snd_wnd.min(self.cc.cwnd());
         let room = match self.recovery {
             // In recovery the pipe, not the flight, meters new data (RFC
-            // 6675 §5 step (C)); the peer's window still bounds it.
-            Some(r) if self.negotiated.is_some_and(|n| n.sack) => {
+            // 6675 §5 step (C)); the peer's window still bounds it. During
+            // a path-MTU resend, which paces itself by its own pipe, the
+            // flight does: new data waits for what is being resent.
+            Some(r) if self.negotiated.is_some_and(|n| n.sack) && self.pmtu_resend.is_none() => {
                 let pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, r.high_rxt);
                 self.cc
                     .cwnd()
@@ -1313,6 +1464,12 @@ impl Connection {
     /// threshold and per partial ACK (RFC 6582 §3.2).
     fn output_recovery(&mut self, now: Instant) -> Option<Outgoing> {
         let mut recovery = self.recovery?;
+        if self.pmtu_resend.is_some() {
+            // The path-MTU resend covers every hole up to SND.MAX as it
+            // was (at or beyond the recovery point): recovery resending
+            // them as well would send them twice.
+            return None;
+        }
         let mss = self.payload_mss();
         let (start, len) = if self.negotiated.is_some_and(|n| n.sack) {
             let pipe = self
@@ -1352,6 +1509,70 @@ impl Connection {
         self.counters.fast_retransmits += 1;
         probe::record(TCP_RETRANSMIT, out.repr.payload_len as u32, self.flow, 0);
         Some(out)
+    }
+
+    /// The next piece of a path-MTU resend episode, if the congestion
+    /// window has room for it: the first unSACKed run from where the
+    /// episode got to, at most one (new) MSS. The segment at SND.UNA
+    /// restarts the retransmission timer, so the timer runs from the
+    /// resend, not from the dropped original (as Linux's
+    /// `tcp_xmit_retransmit_queue` does).
+    fn output_pmtu_resend(&mut self, now: Instant) -> Option<Outgoing> {
+        let mut episode = self.pmtu_resend?;
+        let from = episode.next.max(self.snd_una);
+        let data_end = episode.end.min(self.data_end);
+        let (start, run_end) = self.pmtu_next_run(from, data_end)?;
+        let len = run_end.since(start).min(self.payload_mss());
+        if self.pmtu_pipe(&episode) + len > self.cc.cwnd() {
+            return None;
+        }
+        episode.next = start + len;
+        self.pmtu_resend = Some(episode);
+        let mut out = self.retransmission(now, start, len)?;
+        // A FIN that went with the last data goes with it again.
+        if start + len == self.data_end && episode.end > self.data_end {
+            out.repr.flags.insert(TcpFlags::FIN);
+        }
+        if start == self.snd_una {
+            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        }
+        // aux 2: a resend for the path MTU (0 fast retransmit, 1 timeout).
+        probe::record(TCP_RETRANSMIT, out.repr.payload_len as u32, self.flow, 2);
+        Some(out)
+    }
+
+    /// The next run of `from..end` a path-MTU resend sends: not SACKed,
+    /// and not last sent in a small segment that fits the new MSS (the
+    /// path carried that one).
+    fn pmtu_next_run(&self, from: Seq, end: Seq) -> Option<(Seq, Seq)> {
+        let mss = self.send_mss();
+        let mut at = from;
+        loop {
+            let (start, hole_end) = self.scoreboard.unsacked_from(at, end)?;
+            if let Some(fit_end) = self.small_segments.fitting_end(start, mss) {
+                at = fit_end;
+                continue;
+            }
+            let stop = self
+                .small_segments
+                .next_fitting_after(start, mss)
+                .map_or(hole_end, |fit| fit.min(hole_end));
+            return Some((start, stop));
+        }
+    }
+
+    /// The bytes in the network during a path-MTU resend: what it resent
+    /// and what was sent after it began, less what is SACKed. What is
+    /// still to be resent is not in the network (the path dropped it), so
+    /// the episode resends up to a congestion window's worth at once,
+    /// then one segment per segment acknowledged.
+    fn pmtu_pipe(&self, episode: &PmtuResend) -> usize {
+        let una = self.snd_una;
+        let unsacked = |lo: Seq, hi: Seq| {
+            hi.since(lo)
+                .saturating_sub(self.scoreboard.sacked_between(lo, hi))
+        };
+        unsacked(una, episode.next.max(una)) + unsacked(episode.end.max(una), self.snd_max)
     }
 
     /// Resends the data bytes `start..start + len` (clamped to what was

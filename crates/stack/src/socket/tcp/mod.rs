@@ -2,7 +2,8 @@
 //! sequence arithmetic, the round-trip estimator and retransmission timer
 //! (RFC 6298), congestion control (RFC 5681, RFC 6582 NewReno, RFC 9438
 //! CUBIC), the receive-side reassembler with SACK blocks (RFC 2018) and
-//! the sender's SACK scoreboard (RFC 6675).
+//! the sender's SACK scoreboard (RFC 6675), and the record of small
+//! segments in flight that path-MTU resends skip (RFC 1191 §6.5).
 
 pub mod assembler;
 pub mod congestion;
@@ -15,6 +16,7 @@ pub mod rules;
 pub mod scoreboard;
 pub mod send_buffer;
 pub mod seq;
+pub mod small_segments;
 pub mod sockets;
 pub mod state;
 pub mod timers;

@@ -431,6 +431,33 @@ impl Scoreboard {
         NextSeg::Nothing
     }
 
+    /// SACKed bytes within `lo..hi`.
+    pub fn sacked_between(&self, lo: Seq, hi: Seq) -> usize {
+        self.ranges
+            .iter()
+            .map(|r| hi.min(r.end).since(lo.max(r.start)))
+            .sum()
+    }
+
+    /// The first unSACKed run at or after `from` and below `end`, as
+    /// `(start, end)`, whether or not SACKed data lies above it (unlike
+    /// NextSeg's holes): what a sender resending everything unSACKed
+    /// sends next.
+    pub fn unsacked_from(&self, from: Seq, end: Seq) -> Option<(Seq, Seq)> {
+        let mut at = from;
+        for range in &self.ranges {
+            if range.end <= at {
+                continue;
+            }
+            if range.start <= at {
+                at = range.end;
+                continue;
+            }
+            return (at < end).then_some((at, range.start.min(end)));
+        }
+        (at < end).then_some((at, end))
+    }
+
     /// The first unSACKed run at or after `from` that has SACKed data
     /// above it, as `(start, end)`.
     fn first_hole_from(&self, from: Seq, snd_max: Seq) -> Option<(Seq, Seq)> {
@@ -497,6 +524,30 @@ mod tests {
             rescue_rxt: rescue_rxt.map(at),
             new_data,
         }
+    }
+
+    #[test]
+    fn unsacked_runs_and_sacked_bytes_between() {
+        let sb = board(&[blk(1000, 2000), blk(3000, 3500)]);
+        assert_eq!(sb.unsacked_from(at(0), at(10_000)), Some((at(0), at(1000))));
+        assert_eq!(
+            sb.unsacked_from(at(1500), at(10_000)),
+            Some((at(2000), at(3000)))
+        );
+        assert_eq!(
+            sb.unsacked_from(at(3000), at(10_000)),
+            Some((at(3500), at(10_000))),
+            "above the last SACKed range too"
+        );
+        assert_eq!(
+            sb.unsacked_from(at(2500), at(2800)),
+            Some((at(2500), at(2800)))
+        );
+        assert_eq!(sb.unsacked_from(at(1200), at(2000)), None);
+        assert_eq!(sb.unsacked_from(at(10_000), at(10_000)), None);
+        assert_eq!(sb.sacked_between(at(0), at(10_000)), 1500);
+        assert_eq!(sb.sacked_between(at(1500), at(3200)), 700);
+        assert_eq!(sb.sacked_between(at(2000), at(3000)), 0);
     }
 
     #[test]
