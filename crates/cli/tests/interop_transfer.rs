@@ -389,16 +389,19 @@ fn check_tcp_captures(family: Family, headers: &Path, whole: &Path) {
     };
     let from_host = format!("{ip}.src == {} && tcp.len > 0", family.host());
     let to_host = format!("{ip}.dst == {} && tcp.len > 0", family.host());
+    let fins_from_host = format!("{ip}.src == {} && tcp.flags.fin == 1", family.host());
+    let fins_to_host = format!("{ip}.dst == {} && tcp.flags.fin == 1", family.host());
     let counts = check_clean_and_count(
         headers,
         &[
             &from_host,
             &to_host,
             "tcp.analysis.retransmission",
-            "tcp.flags.fin == 1",
+            &fins_from_host,
+            &fins_to_host,
         ],
     );
-    let [out, into, retransmitted, fins] = counts[..] else {
+    let [out, into, retransmitted, fins_out, fins_in] = counts[..] else {
         unreachable!()
     };
     // 100 MiB from the host (the echo), 200 MiB to it (echo and sink), in
@@ -407,7 +410,12 @@ fn check_tcp_captures(family: Family, headers: &Path, whole: &Path) {
     assert!(out >= segments, "{out} data segments from the host");
     assert!(into >= 2 * segments, "{into} data segments to the host");
     // Both connections closed both ways: the capture holds the ends too.
-    assert_eq!(fins, 4, "FINs in the capture");
+    // At least: on a loaded machine a FIN may be sent again before its
+    // ACK comes (a complete capture then holds five).
+    assert!(
+        fins_out >= 2 && fins_in >= 2,
+        "FINs: {fins_out} from the host, {fins_in} to it"
+    );
     let counts = check_clean_and_count(whole, &["tcp", TCP_CHECKSUM_GOOD]);
     let [tcp, verified] = counts[..] else {
         unreachable!()
