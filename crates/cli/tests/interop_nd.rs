@@ -25,7 +25,8 @@
 //! installed. Drop guards kill the host, radvd and dumpcap, delete the
 //! namespace and remove the temporary directory, also when a test fails
 //! (`STACKSCOPE_INTEROP_KEEP=1` keeps the directory with the captures).
-//! The lab, the capture and the hand-built frames are in `nd/`.
+//! The lab, the decoding of the capture and the hand-built frames are in
+//! `nd/`; the capture and its tshark checks in `support::capture`.
 
 mod nd;
 mod support;
@@ -34,7 +35,7 @@ use std::collections::BTreeMap;
 use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use nd::capture::{check_clean, check_clean_from, read_frames, show, tshark_matches, Frame};
+use nd::capture::{read_frames, show, Frame};
 use nd::frames::{
     echo_request6, eui64_address, neighbor_solicitation, send_frames, solicited_node, Ends,
     CRAFTED_ECHO_ID,
@@ -45,6 +46,7 @@ use nd::lab::{
     NOBODY_MAC, READY, SLAAC_PREFIX, TAP,
 };
 use nd::malformed::{malformed_kinds, mutated_frame, random_frame, Forge, Rng};
+use support::capture::{check_clean, check_clean_where, tshark};
 
 // ---------------------------------------------------------------------
 // Test 1: resolution both ways, NUD recovery
@@ -636,7 +638,7 @@ fn malformed_frames_neither_crash_nor_wedge_the_host_and_are_counted() {
         done.stopped.stdout
     );
     // The injected frames are malformed on purpose; the host's own are not.
-    check_clean_from(&done.capture, &done.host_mac);
+    check_clean_where(&done.capture, &format!("eth.src == {}", done.host_mac));
     check_no_reply_to_crafted(&done);
 }
 
@@ -681,7 +683,7 @@ fn check_no_reply_to_crafted(done: &Finished) {
          || (icmpv6.type == 129 && icmpv6.echo.identifier == {CRAFTED_ECHO_ID}))",
         done.host_mac
     );
-    let answered = tshark_matches(&done.capture, &filter);
+    let answered = tshark(&done.capture, &["-Y", &filter]);
     assert!(
         answered.trim().is_empty(),
         "the host answered malformed echo requests:\n{answered}"

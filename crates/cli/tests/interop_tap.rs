@@ -9,35 +9,60 @@
 //! and TCP services. Then SIGINT or SIGTERM must stop the host with exit
 //! status 0 and its counters printed.
 //!
+//! Each test captures on the kernel's side of the TAP with `dumpcap`
+//! (`support::capture`) from before the host's addresses are ready until
+//! before it stops, and tshark must find no malformed packet and no bad
+//! checksum there, and the test's traffic: the echoes, the fragments, the
+//! connections. (The TAP offers no offloads, so the kernel's checksums
+//! are complete there.) The 20 000-byte pings check the host's own capture
+//! (`--pcap`) too.
+//!
 //! Needs root (namespaces, TAP devices); elsewhere each test prints
-//! "skipped: ..." and passes. As root, `ip` (iproute2) and `ping`
-//! (iputils-ping) must be installed. Everything is removed afterwards,
-//! also when a test fails (Drop guards kill the host and delete the
-//! namespace).
+//! "skipped: ..." and passes. As root, `ip` (iproute2), `ping`
+//! (iputils-ping), `dumpcap` (wireshark-common) and `tshark` must be
+//! installed. Everything is removed afterwards, also when a test fails
+//! (Drop guards kill the host and dumpcap, delete the namespace and the
+//! captures; `STACKSCOPE_INTEROP_KEEP=1` keeps the captures).
 
 mod support;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::{require_tool, skip_reason, HostProcess, Netns, Stopped};
+use support::capture::{check_clean_and_count, Capture, TCP_CHECKSUM_GOOD};
+use support::{path_str, require_tool, skip_reason, HostProcess, Netns, Stopped, TempDir};
 
 const TAP: &str = "sstap0";
 const HOST6: &str = "2001:db8:77::2";
 const HOST4: &str = "192.0.2.2";
 
 /// A reference host on a TAP in a namespace of its own, the kernel's side
-/// configured and every address of the host assigned. Dropping it kills
-/// the host, then deletes the namespace (fields drop in order).
+/// configured and captured, and every address of the host assigned.
+/// Dropping it kills the host and dumpcap, then deletes the namespace and
+/// the directory (fields drop in order).
 struct Setup {
     host: HostProcess,
+    capture: Capture,
     ns: Netns,
+    dir: TempDir,
     started: Instant,
 }
 
-/// Sets everything up, or says why the test is skipped (`None`).
-fn setup(extra_args: &[&str]) -> Option<Setup> {
+/// What a stopped setup leaves to check: the host's output, the
+/// kernel-side capture and the host's own (with `host_pcap`), in `_dir`
+/// (removed when this is dropped).
+struct Finished {
+    stopped: Stopped,
+    capture: PathBuf,
+    host_capture: PathBuf,
+    _dir: TempDir,
+}
+
+/// Sets everything up, or says why the test is skipped (`None`). With
+/// `host_pcap` the host captures too (`--pcap`).
+fn setup(host_pcap: bool) -> Option<Setup> {
     if let Some(why) = skip_reason() {
         eprintln!("skipped: {why}");
         return None;
@@ -52,6 +77,8 @@ fn setup(extra_args: &[&str]) -> Option<Setup> {
         }
     };
     let started = Instant::now();
+    let dir = TempDir::new("interop-tap");
+    let host_pcap_dir = dir.join("host");
     let mut args = vec![
         "--netns",
         ns.name(),
@@ -62,7 +89,9 @@ fn setup(extra_args: &[&str]) -> Option<Setup> {
         "--addr",
         "192.0.2.2/24",
     ];
-    args.extend_from_slice(extra_args);
+    if host_pcap {
+        args.extend(["--pcap", path_str(&host_pcap_dir)]);
+    }
     let mut host = HostProcess::start(&args);
     if let Err(why) = ns.wait_for_link(TAP, Duration::from_secs(5)) {
         let printed = host
@@ -74,6 +103,9 @@ fn setup(extra_args: &[&str]) -> Option<Setup> {
     ns.ip(&["addr", "add", "192.0.2.1/24", "dev", TAP]);
     ns.ip(&["link", "set", TAP, "up"]);
     ns.ip(&["link", "set", "lo", "up"]);
+    // Started while the host's DAD runs (dumpcap needs the TAP up), so it
+    // costs the test no time.
+    let capture = Capture::start(&ns, TAP, dir.join("kernel.pcapng"));
     // DAD of the host's addresses (one probe, 1 s, after a random delay
     // of up to 1 s).
     host.wait_for_line(|l| l == "ready", Duration::from_secs(5))
@@ -83,7 +115,13 @@ fn setup(extra_args: &[&str]) -> Option<Setup> {
         Duration::from_secs(1),
     )
     .unwrap_or_else(|why| panic!("the manual IPv6 address: {why}"));
-    Some(Setup { host, ns, started })
+    Some(Setup {
+        host,
+        capture,
+        ns,
+        dir,
+        started,
+    })
 }
 
 impl Setup {
@@ -113,9 +151,18 @@ impl Setup {
         );
     }
 
-    /// Stops the host with `signal`: it must exit 0 and print counters.
-    fn stop(self, signal: libc::c_int) -> Stopped {
-        let Setup { host, ns, started } = self;
+    /// Stops the capture, then the host with `signal`: it must exit 0 and
+    /// print counters.
+    fn stop(self, signal: libc::c_int) -> Finished {
+        let Setup {
+            host,
+            capture,
+            ns,
+            dir,
+            started,
+        } = self;
+        // The capture first: the TAP goes with the host.
+        let capture = capture.stop(&ns);
         let stopped = host.stop(signal, Duration::from_secs(5));
         drop(ns);
         assert!(
@@ -132,7 +179,25 @@ impl Setup {
         );
         assert!(stopped.stdout.contains("links:"), "{}", stopped.stdout);
         eprintln!("test took {:.1} s", started.elapsed().as_secs_f64());
-        stopped
+        Finished {
+            stopped,
+            capture,
+            host_capture: dir.join("host").join(format!("{TAP}.pcapng")),
+            _dir: dir,
+        }
+    }
+}
+
+/// The kernel-side capture is clean and holds at least so many packets
+/// matching each filter.
+fn check_kernel_capture(done: &Finished, expected: &[(&str, u64)]) {
+    let filters: Vec<&str> = expected.iter().map(|(f, _)| *f).collect();
+    let counts = check_clean_and_count(&done.capture, &filters);
+    for ((filter, at_least), count) in expected.iter().zip(counts) {
+        assert!(
+            count >= *at_least,
+            "{count} packets match `{filter}` in the kernel-side capture, fewer than {at_least}"
+        );
     }
 }
 
@@ -168,10 +233,11 @@ fn check_link(stopped: &Stopped) {
 
 #[test]
 fn the_kernel_pings_the_reference_host_over_ipv6_and_ipv4() {
-    let Some(setup) = setup(&[]) else { return };
+    let Some(setup) = setup(false) else { return };
     setup.ping("-6", 56, HOST6);
     setup.ping("-4", 56, HOST4);
-    let stopped = setup.stop(libc::SIGINT);
+    let done = setup.stop(libc::SIGINT);
+    let stopped = &done.stopped;
     assert!(
         stopped.stdout.contains("stopped by SIGINT"),
         "{}",
@@ -183,21 +249,29 @@ fn the_kernel_pings_the_reference_host_over_ipv6_and_ipv4() {
         stopped.stdout
     );
     assert_eq!(stopped.counter("ipv6_fragments_sent"), 0);
-    check_link(&stopped);
+    check_link(stopped);
+    let requests6 = format!("icmpv6.type == 128 && ipv6.dst == {HOST6}");
+    let replies6 = format!("icmpv6.type == 129 && ipv6.src == {HOST6}");
+    let requests4 = format!("icmp.type == 8 && ip.dst == {HOST4}");
+    let replies4 = format!("icmp.type == 0 && ip.src == {HOST4}");
+    check_kernel_capture(
+        &done,
+        &[
+            (&requests6, 3),
+            (&replies6, 3),
+            (&requests4, 3),
+            (&replies4, 3),
+        ],
+    );
 }
 
 #[test]
 fn twenty_thousand_byte_pings_are_fragmented_and_reassembled_both_ways() {
-    let pcap = std::env::temp_dir().join(format!("ss-interop-tap-{}", std::process::id()));
-    let pcap_arg = pcap.to_str().expect("UTF-8 temp dir").to_string();
-    // Dropped last: after the host is gone.
-    let _remove = RemoveDir(pcap.clone());
-    let Some(setup) = setup(&["--pcap", &pcap_arg]) else {
-        return;
-    };
+    let Some(setup) = setup(true) else { return };
     setup.ping("-6", 20_000, HOST6);
     setup.ping("-4", 20_000, HOST4);
-    let stopped = setup.stop(libc::SIGTERM);
+    let done = setup.stop(libc::SIGTERM);
+    let stopped = &done.stopped;
     assert!(
         stopped.stdout.contains("stopped by SIGTERM"),
         "{}",
@@ -224,62 +298,46 @@ fn twenty_thousand_byte_pings_are_fragmented_and_reassembled_both_ways() {
         "a reassembly drop:\n{}",
         stopped.stdout
     );
-    check_link(&stopped);
-    check_capture(&pcap.join(format!("{TAP}.pcapng")));
+    check_link(stopped);
+    check_host_capture(&done.host_capture);
+    // The fragments both ways, and the replies tshark reassembled from
+    // the host's fragments with their ICMP checksums (over all 20 008
+    // bytes) verified good.
+    let from_host6 = format!("ipv6.src == {HOST6} && ipv6.fraghdr");
+    let to_host6 = format!("ipv6.dst == {HOST6} && ipv6.fraghdr");
+    let fragment4 = "(ip.flags.mf == 1 || ip.frag_offset > 0)";
+    let from_host4 = format!("ip.src == {HOST4} && {fragment4}");
+    let to_host4 = format!("ip.dst == {HOST4} && {fragment4}");
+    let replies6 =
+        format!("icmpv6.type == 129 && ipv6.src == {HOST6} && icmpv6.checksum.status == 1");
+    let replies4 = format!("icmp.type == 0 && ip.src == {HOST4} && icmp.checksum.status == 1");
+    check_kernel_capture(
+        &done,
+        &[
+            (&from_host6, 3 * 14),
+            (&to_host6, 3 * 14),
+            (&from_host4, 3 * 14),
+            (&to_host4, 3 * 14),
+            (&replies6, 3),
+            (&replies4, 3),
+        ],
+    );
 }
 
-/// The host's own capture decodes in tshark (if installed) with no
-/// malformed packet and no bad checksum, and holds the fragments.
-fn check_capture(path: &std::path::Path) {
+/// The host's own capture decodes with no malformed packet and no bad
+/// checksum, and holds the fragments of both families both ways.
+fn check_host_capture(path: &Path) {
     let Ok(meta) = std::fs::metadata(path) else {
         panic!("no capture at {}", path.display());
     };
     assert!(meta.len() > 0, "empty capture");
-    let has_tshark = support::run("sh", &["-c", "command -v tshark"])
-        .status
-        .success();
-    if !has_tshark {
-        eprintln!("capture not decoded: tshark is not installed");
-        return;
-    }
-    let path = path.to_str().expect("UTF-8 path");
-    let args = [
-        "-r",
-        path,
-        "-o",
-        "ip.check_checksum:TRUE",
-        "-o",
-        "udp.check_checksum:TRUE",
-        "-o",
-        "tcp.check_checksum:TRUE",
-        "-Y",
-        "_ws.malformed || _ws.expert.severity >= error || ip.checksum.status == 0 \
-         || icmp.checksum.status == 0 || icmpv6.checksum.status == 0",
-    ];
-    let bad = support::run_ok("tshark", &args);
-    assert!(bad.trim().is_empty(), "tshark finds bad packets:\n{bad}");
-    let fragments = support::run_ok(
-        "tshark",
-        &[
-            "-r",
-            path,
-            "-Y",
-            "ipv6.nxt == 44 || ip.flags.mf == 1 || ip.frag_offset > 0",
-        ],
-    );
+    let fragments = "ipv6.fraghdr || ip.flags.mf == 1 || ip.frag_offset > 0";
+    let counts = check_clean_and_count(path, &[fragments]);
     assert!(
-        fragments.lines().count() >= 4 * 3 * 14,
-        "fewer fragments than 12 pings of 20 000 bytes make:\n{fragments}"
+        counts[0] >= 4 * 3 * 14,
+        "{} fragments in the host's capture, fewer than 12 pings of 20 000 bytes make",
+        counts[0]
     );
-}
-
-/// Removes a directory when dropped.
-struct RemoveDir(std::path::PathBuf);
-
-impl Drop for RemoveDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Bytes of a repeatable pattern, different per connection.
@@ -360,7 +418,7 @@ fn tcp_send_all(to: SocketAddr, len: usize) {
 
 #[test]
 fn the_kernel_uses_the_reference_hosts_udp_and_tcp_services() {
-    let Some(setup) = setup(&[]) else { return };
+    let Some(setup) = setup(false) else { return };
     let v6 = |port: u16| SocketAddr::new(HOST6.parse().unwrap(), port);
     let v4 = |port: u16| SocketAddr::new(HOST4.parse().unwrap(), port);
     setup.ns.within(move || {
@@ -391,7 +449,8 @@ fn the_kernel_uses_the_reference_hosts_udp_and_tcp_services() {
     });
     // The UDP datagrams sent last may still be on their way.
     std::thread::sleep(Duration::from_millis(100));
-    let stopped = setup.stop(libc::SIGINT);
+    let done = setup.stop(libc::SIGINT);
+    let stopped = &done.stopped;
     let echo = "tcp echo (7)";
     assert_eq!(
         stopped.counter_on(echo, "connections"),
@@ -420,5 +479,42 @@ fn the_kernel_uses_the_reference_hosts_udp_and_tcp_services() {
         stopped.counter_on("udp ttcp sink (5001)", "bytes_in"),
         10_000
     );
-    check_link(&stopped);
+    check_link(stopped);
+    check_services_capture(&done);
+}
+
+/// The kernel-side capture of the services test: clean, every TCP
+/// checksum verified good (the capture holds whole packets), each
+/// connection's SYN, and the UDP echoes with their checksums verified
+/// (after tshark's reassembly of the fragmented ones).
+fn check_services_capture(done: &Finished) {
+    let syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0";
+    let syn_to = |port: u16| format!("{syn} && tcp.dstport == {port}");
+    let (echo, discard, sink) = (syn_to(7), syn_to(9), syn_to(5001));
+    let udp_echoes = "udp.srcport == 7 && udp.checksum.status == 1";
+    let filters = [
+        "tcp",
+        TCP_CHECKSUM_GOOD,
+        &echo,
+        &discard,
+        &sink,
+        udp_echoes,
+        "udp.dstport == 9",
+        "udp.dstport == 5001",
+    ];
+    let counts = check_clean_and_count(&done.capture, &filters);
+    let [tcp, good, echo, discard, sink, udp_echoes, udp_discard, udp_sink] = counts[..] else {
+        unreachable!()
+    };
+    assert!(
+        good == tcp && tcp > 100,
+        "{good} of {tcp} TCP checksums verified good"
+    );
+    // At least: a SYN may be sent again.
+    assert!(
+        echo >= 3 && discard >= 1 && sink >= 1,
+        "SYNs: {echo} to the echo, {discard} to discard, {sink} to the sink"
+    );
+    assert!(udp_echoes >= 4, "{udp_echoes} UDP echoes verified");
+    assert_eq!((udp_discard, udp_sink), (5, 10), "UDP to discard and sink");
 }

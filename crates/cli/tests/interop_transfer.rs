@@ -15,9 +15,10 @@
 //!
 //! Every test captures on the kernel's side of the TAP with `dumpcap` and
 //! decodes the capture with `tshark`, checksum checks on: no malformed
-//! packet and no bad checksum. (The kernel fills every checksum before a
-//! frame reaches a TAP that offers no offloads, and the host fills its
-//! own, so checksums captured there are complete.)
+//! packet and no bad checksum (`support::capture`, which says what is
+//! exempt and why). The kernel fills every checksum before a frame
+//! reaches a TAP that offers no offloads, and the host fills its own, so
+//! checksums captured there are complete.
 //!
 //! Needs root (namespaces, TAP devices); elsewhere each test prints
 //! "skipped: ..." and passes. As root, `ip` and `tc` (iproute2), `socat`,
@@ -29,15 +30,16 @@
 mod support;
 
 use std::fs::File;
-use std::io::BufReader;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use support::{require_tool, run_ok, skip_reason, HostProcess, Netns, Stopped};
+use support::capture::{check_clean_and_count, Capture, Limits, TCP_CHECKSUM_GOOD};
+use support::{
+    path_str, require_tool, run_ok, skip_reason, HostProcess, Netns, Reaped, Stopped, TempDir,
+};
 
 const TAP: &str = "sstap0";
 const HOST6: &str = "2001:db8:77::2";
@@ -111,8 +113,6 @@ fn lab() -> Option<Lab> {
         ("socat", "socat"),
         ("nc", "netcat-openbsd"),
         ("sha256sum", "coreutils"),
-        ("dumpcap", "wireshark-common"),
-        ("tshark", "tshark"),
     ] {
         require_tool(tool, package);
     }
@@ -152,16 +152,6 @@ fn lab() -> Option<Lab> {
 }
 
 impl Lab {
-    /// A command run in the lab's namespace (`ip netns exec` execs it, so
-    /// the child's pid is the program's own: signals reach it directly).
-    fn command(&self, program: &str, args: &[&str]) -> Command {
-        let mut command = Command::new("ip");
-        command
-            .args(["netns", "exec", self.ns.name(), program])
-            .args(args);
-        command
-    }
-
     /// Stops the host with SIGINT: it must exit 0 and print its counters.
     fn stop(self) -> Stopped {
         self.stop_then(|_| ()).0
@@ -234,33 +224,6 @@ fn check_host_link(stopped: &Stopped) {
 
 // ----- Files and processes --------------------------------------------------
 
-/// A directory of the test's own (data, captures), removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("ss-xfer-{}-{n}-{test}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Scratch(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 temporary path")
-}
-
 /// `len` random bytes (the kernel's CSPRNG: nothing a compressor or a
 /// repeating-pattern bug could hide behind) in a new file at `path`.
 fn random_file(path: &Path, len: u64) {
@@ -284,327 +247,6 @@ fn first_word(text: &str) -> String {
         .to_string()
 }
 
-/// A child process killed (and reaped) when dropped, so a failing test
-/// leaves none behind.
-struct Reaped(Option<Child>);
-
-impl Reaped {
-    fn spawn(command: &mut Command) -> Reaped {
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {command:?}: {e}"));
-        Reaped(Some(child))
-    }
-
-    fn child(&mut self) -> &mut Child {
-        self.0.as_mut().expect("a running child")
-    }
-
-    fn pid(&mut self) -> libc::pid_t {
-        self.child().id() as libc::pid_t
-    }
-
-    /// Waits up to `limit` for the child to end; kills it after that.
-    fn wait(&mut self, limit: Duration, what: &str) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child().try_wait().expect("wait") {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child().kill();
-                let _ = self.child().wait();
-                panic!("{what} did not finish within {limit:?} (killed)");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// The rest of the child's piped stderr.
-    fn stderr(&mut self) -> String {
-        let mut text = String::new();
-        if let Some(mut stderr) = self.child().stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-        }
-        text
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-// ----- Kernel-side captures -------------------------------------------------
-
-/// A `dumpcap` on the kernel's side of the TAP, stopped with SIGINT (it
-/// then finishes the file) by [`stop`](Self::stop), killed if dropped.
-///
-/// dumpcap reads the kernel's capture ring a block at a time, and a block
-/// is handed over when full or 250 ms (dumpcap's read timeout) after its
-/// first packet; at SIGINT the block being filled is lost. So a capture is
-/// stopped only once dumpcap has written as many packets as the interface
-/// carried: dumpcap says how many it wrote (`Packets: N`, on stderr, about
-/// every half second).
-struct Capture {
-    dumpcap: Reaped,
-    path: PathBuf,
-    /// dumpcap's stderr messages (split at `\r` too), as they come.
-    lines: mpsc::Receiver<String>,
-    said: Vec<String>,
-    /// What the TAP had carried when the capture began.
-    carried_before: u64,
-}
-
-impl Capture {
-    /// Starts capturing on `dev` into `path` and returns once dumpcap says
-    /// it writes the file (its interface is open then). `snaplen` cuts
-    /// every packet; `packets` stops after that many.
-    fn start(
-        lab: &Lab,
-        dev: &str,
-        path: PathBuf,
-        snaplen: Option<u32>,
-        packets: Option<u32>,
-    ) -> Capture {
-        let mut args = vec!["-i".to_string(), dev.to_string(), "-w".into()];
-        args.push(path_str(&path).to_string());
-        if let Some(snaplen) = snaplen {
-            args.extend(["-s".into(), snaplen.to_string()]);
-        }
-        if let Some(packets) = packets {
-            args.extend(["-c".into(), packets.to_string()]);
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut dumpcap = Reaped::spawn(
-            lab.command("dumpcap", &args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped()),
-        );
-        let stderr = dumpcap.child().stderr.take().expect("piped stderr");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || forward_messages(stderr, tx));
-        let mut capture = Capture {
-            dumpcap,
-            path,
-            lines,
-            said: Vec::new(),
-            carried_before: 0,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !capture.said.iter().any(|l| l.starts_with("File: ")) {
-            assert!(
-                capture.take_message(deadline),
-                "dumpcap did not start writing:\n{}",
-                capture.said.join("\n")
-            );
-        }
-        // Read once the capture runs: what comes after is captured (and
-        // a packet in between is captured without being expected).
-        capture.carried_before = tap_packets(lab);
-        capture
-    }
-
-    /// Waits for dumpcap's next message until `deadline`; false if none.
-    fn take_message(&mut self, deadline: Instant) -> bool {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match self.lines.recv_timeout(left) {
-            Ok(line) => {
-                self.said.push(line);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// The packets dumpcap last said it wrote.
-    fn written(&self) -> u64 {
-        self.said
-            .iter()
-            .rev()
-            .find_map(|l| l.strip_prefix("Packets: ")?.trim().parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// Waits until dumpcap wrote what the TAP carried since the capture
-    /// began (or ended by itself, or 10 s passed: then what it has is what
-    /// the checks get), then stops it and waits until the file is complete.
-    fn stop(mut self, lab: &Lab) -> PathBuf {
-        let packets = tap_packets(lab) - self.carried_before;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        // Some(status) once dumpcap ended by itself (`-c`): reaped then,
-        // so its pid must not be signalled any more.
-        let mut ended = None;
-        while ended.is_none() && self.written() < packets {
-            ended = self.dumpcap.child().try_wait().expect("wait for dumpcap");
-            if ended.is_none() && !self.take_message(deadline) {
-                eprintln!(
-                    "note: dumpcap wrote {} of the {packets} packets the interface carried",
-                    self.written()
-                );
-                break;
-            }
-        }
-        let status = match ended {
-            Some(status) => status,
-            None => {
-                let pid = self.dumpcap.pid();
-                // SAFETY: kill takes a pid and a signal number, no
-                // pointers; the pid is our own child's, not yet reaped
-                // (so not reused).
-                unsafe { libc::kill(pid, libc::SIGINT) };
-                self.dumpcap.wait(Duration::from_secs(10), "dumpcap")
-            }
-        };
-        // Its last words (packets captured, dropped) for the log.
-        while self.take_message(Instant::now() + Duration::from_millis(200)) {}
-        assert!(
-            status.success() || status.code().is_none(),
-            "dumpcap failed ({status}):\n{}",
-            self.said.join("\n")
-        );
-        eprintln!(
-            "capture {}: {}",
-            self.path.display(),
-            self.said.last().map_or("", String::as_str)
-        );
-        self.path.clone()
-    }
-}
-
-/// Sends each message of dumpcap's stderr: its lines, and each update of
-/// its running count, `\rPackets: N ` (sent when complete: the next `\r`
-/// may be long in coming, or never).
-fn forward_messages(stderr: impl std::io::Read, tx: mpsc::Sender<String>) {
-    let mut reader = BufReader::new(stderr);
-    let mut piece = String::new();
-    let mut byte = [0u8; 1];
-    while matches!(std::io::Read::read(&mut reader, &mut byte), Ok(1)) {
-        let end = matches!(byte[0], b'\r' | b'\n');
-        if !end {
-            piece.push(char::from(byte[0]));
-        }
-        let count_done = byte[0] == b' ' && is_packet_count(&piece);
-        if (end || count_done) && !piece.trim().is_empty() {
-            if tx.send(piece.trim().to_string()).is_err() {
-                return;
-            }
-            piece.clear();
-        }
-    }
-}
-
-/// `Packets: N ` with its number complete.
-fn is_packet_count(piece: &str) -> bool {
-    piece
-        .strip_prefix("Packets: ")
-        .and_then(|rest| rest.strip_suffix(' '))
-        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// Packets the TAP carried so far, as a capture on it sees them: sent to
-/// the host (read by it, or dropped for a full queue) and received from it.
-fn tap_packets(lab: &Lab) -> u64 {
-    ["tx_packets", "tx_dropped", "rx_packets"]
-        .into_iter()
-        .map(|stat| tap_stat(&lab.ns, stat))
-        .sum()
-}
-
-/// A counter of the TAP's kernel side (`/sys/class/net/TAP/statistics`).
-fn tap_stat(ns: &Netns, stat: &str) -> u64 {
-    let path = format!("/sys/class/net/{TAP}/statistics/{stat}");
-    let output = ns.exec("cat", &[&path]);
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("{path} in the namespace"))
-}
-
-/// tshark over a capture with every checksum check on, the
-/// desegmentation of TCP streams off (nothing here needs it, and it would
-/// keep 100 MiB of payload in memory), and the services' payloads decoded
-/// as plain data: they are random bytes, which a heuristic dissector may
-/// take for its protocol (THRIFT did) and then, in a capture cut at 128
-/// bytes, report as a malformed message of that protocol.
-fn tshark(path: &Path, extra: &[&str]) -> String {
-    let mut args = vec![
-        "-r",
-        path_str(path),
-        "-d",
-        "tcp.port==7,data",
-        "-d",
-        "tcp.port==5001,data",
-        "-d",
-        "udp.port==7,data",
-        "-o",
-        "ip.check_checksum:TRUE",
-        "-o",
-        "udp.check_checksum:TRUE",
-        "-o",
-        "tcp.check_checksum:TRUE",
-        "-o",
-        "tcp.desegment_tcp_streams:FALSE",
-    ];
-    args.extend_from_slice(extra);
-    run_ok("tshark", &args)
-}
-
-/// Malformed packets, expert errors and bad checksums (status 0 is "Bad";
-/// 2, "Unverified", is what a cut-short packet's transport checksum gets).
-/// Except a TCP checksum of 0xFFFF where 0x0000 was computed: Linux,
-/// completing a checksum in software (`skb_checksum_help`, here for a
-/// TAP without offloads), writes a zero result as 0xFFFF, the other
-/// ones'-complement zero, which every receiver accepts (RFC 1624 §3);
-/// tshark calls it an error. About one packet in 65 536 has it.
-const BAD_PACKETS: &str = "_ws.malformed || ip.checksum.status == 0 \
-    || icmp.checksum.status == 0 || icmpv6.checksum.status == 0 \
-    || udp.checksum.status == 0 \
-    || ((_ws.expert.severity >= error || tcp.checksum.status == 0) && !tcp.checksum.ffff)";
-
-/// How many packets of the capture match each filter, in one pass
-/// (tshark's I/O statistics over a single interval).
-fn count_matching(path: &Path, filters: &[&str]) -> Vec<u64> {
-    let stat = format!("io,stat,0,{}", filters.join(","));
-    let table = tshark(path, &["-q", "-z", &stat]);
-    // The one data row: `| 0.000 <> 2.993 | frames | bytes | frames | ...`.
-    let row = table
-        .lines()
-        .find(|l| l.contains("<>"))
-        .unwrap_or_else(|| panic!("no statistics row in:\n{table}"));
-    let cells: Vec<u64> = row
-        .split('|')
-        .skip(2)
-        .filter_map(|cell| cell.trim().parse().ok())
-        .collect();
-    // Frames and bytes per filter: the frames.
-    let frames: Vec<u64> = cells.iter().step_by(2).copied().collect();
-    assert_eq!(frames.len(), filters.len(), "{table}");
-    frames
-}
-
-/// Fails with the bad packets listed, if `count` says there are any.
-fn assert_no_bad_packets(path: &Path, count: u64) {
-    if count == 0 {
-        return;
-    }
-    let bad = tshark(path, &["-Y", BAD_PACKETS]);
-    panic!(
-        "tshark finds {count} bad packets in {}:\n{}",
-        path.display(),
-        head(&bad, 40)
-    );
-}
-
-fn head(text: &str, lines: usize) -> String {
-    text.lines().take(lines).collect::<Vec<_>>().join("\n")
-}
-
 // ----- TCP: 100 MiB through the echo and into the sink ----------------------
 
 /// How long a tool took to move `bytes`, and the rate.
@@ -624,13 +266,14 @@ fn rate(bytes: u64, took: Duration) -> String {
 fn echo_through_socat(lab: &Lab, family: Family, data: &Path) -> (String, Duration) {
     let started = Instant::now();
     let mut socat = Reaped::spawn(
-        lab.command(
-            "socat",
-            &["-T", "60", "-t", "60", &family.socat_tcp(7), "STDIO"],
-        )
-        .stdin(File::open(data).expect("the data file"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped()),
+        lab.ns
+            .command(
+                "socat",
+                &["-T", "60", "-t", "60", &family.socat_tcp(7), "STDIO"],
+            )
+            .stdin(File::open(data).expect("the data file"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
     );
     let echoed = socat.child().stdout.take().expect("piped stdout");
     let mut sha = Reaped::spawn(
@@ -656,7 +299,8 @@ fn send_through_nc(lab: &Lab, family: Family, port: u16, data: &Path) -> Duratio
     let host = family.host().to_string();
     let port = port.to_string();
     let mut nc = Reaped::spawn(
-        lab.command("nc", &["-N", "-w", "60", &host, &port])
+        lab.ns
+            .command("nc", &["-N", "-w", "60", &host, &port])
             .stdin(File::open(data).expect("the data file"))
             .stdout(Stdio::null())
             .stderr(Stdio::piped()),
@@ -670,9 +314,9 @@ fn send_through_nc(lab: &Lab, family: Family, port: u16, data: &Path) -> Duratio
 fn tcp_transfers(family: Family, test: &str) {
     let Some(lab) = lab() else { return };
     // Dropped before the lab: after the captures, before the namespace.
-    let scratch = Scratch::new(test);
+    let scratch = TempDir::new(&format!("xfer-{test}"));
     let started = Instant::now();
-    let data = scratch.path("data");
+    let data = scratch.join("data");
     random_file(&data, TCP_BYTES);
     let sent_digest = sha256_of_file(&data);
 
@@ -680,13 +324,21 @@ fn tcp_transfers(family: Family, test: &str) {
     // packet (all headers, a small file), and the first 20 000 packets
     // whole (about 14 MiB of the echo), where tshark can check every TCP
     // checksum. A cut packet's TCP checksum is unverifiable, not bad.
-    let headers = Capture::start(&lab, TAP, scratch.path("headers.pcapng"), Some(128), None);
-    let whole = Capture::start(&lab, TAP, scratch.path("whole.pcapng"), None, Some(20_000));
+    let headers = Limits {
+        snaplen: Some(128),
+        packets: None,
+    };
+    let whole = Limits {
+        snaplen: None,
+        packets: Some(20_000),
+    };
+    let headers = Capture::start_with(&lab.ns, TAP, scratch.join("headers.pcapng"), headers);
+    let whole = Capture::start_with(&lab.ns, TAP, scratch.join("whole.pcapng"), whole);
 
     let (echoed_digest, echo_took) = echo_through_socat(&lab, family, &data);
     let sink_took = send_through_nc(&lab, family, 5001, &data);
-    let headers = headers.stop(&lab);
-    let whole = whole.stop(&lab);
+    let headers = headers.stop(&lab.ns);
+    let whole = whole.stop(&lab.ns);
     let stopped = lab.stop();
 
     eprintln!(
@@ -728,7 +380,8 @@ fn tcp_transfers(family: Family, test: &str) {
 }
 
 /// Both captures decode cleanly; the whole one's TCP checksums were all
-/// verified (and good), the header one holds the transfers' segments.
+/// verified good (or 0xFFFF for zero, see [`TCP_CHECKSUM_GOOD`]), the
+/// header one holds the transfers' segments.
 fn check_tcp_captures(family: Family, headers: &Path, whole: &Path) {
     let ip = match family {
         Family::V6 => "ipv6",
@@ -736,32 +389,37 @@ fn check_tcp_captures(family: Family, headers: &Path, whole: &Path) {
     };
     let from_host = format!("{ip}.src == {} && tcp.len > 0", family.host());
     let to_host = format!("{ip}.dst == {} && tcp.len > 0", family.host());
-    let counts = count_matching(
+    let fins_from_host = format!("{ip}.src == {} && tcp.flags.fin == 1", family.host());
+    let fins_to_host = format!("{ip}.dst == {} && tcp.flags.fin == 1", family.host());
+    let counts = check_clean_and_count(
         headers,
         &[
             &from_host,
             &to_host,
             "tcp.analysis.retransmission",
-            "tcp.flags.fin == 1",
-            BAD_PACKETS,
+            &fins_from_host,
+            &fins_to_host,
         ],
     );
-    let [out, into, retransmitted, fins, bad] = counts[..] else {
+    let [out, into, retransmitted, fins_out, fins_in] = counts[..] else {
         unreachable!()
     };
-    assert_no_bad_packets(headers, bad);
     // 100 MiB from the host (the echo), 200 MiB to it (echo and sink), in
     // segments of at most 1460 bytes.
     let segments = TCP_BYTES / 1460;
     assert!(out >= segments, "{out} data segments from the host");
     assert!(into >= 2 * segments, "{into} data segments to the host");
     // Both connections closed both ways: the capture holds the ends too.
-    assert_eq!(fins, 4, "FINs in the capture");
-    let counts = count_matching(whole, &["tcp", "tcp.checksum.status == 1", BAD_PACKETS]);
-    let [tcp, verified, bad] = counts[..] else {
+    // At least: on a loaded machine a FIN may be sent again before its
+    // ACK comes (a complete capture then holds five).
+    assert!(
+        fins_out >= 2 && fins_in >= 2,
+        "FINs: {fins_out} from the host, {fins_in} to it"
+    );
+    let counts = check_clean_and_count(whole, &["tcp", TCP_CHECKSUM_GOOD]);
+    let [tcp, verified] = counts[..] else {
         unreachable!()
     };
-    assert_no_bad_packets(whole, bad);
     assert!(
         verified == tcp && tcp > 10_000,
         "{verified} of {tcp} TCP checksums verified good in the whole capture"
@@ -961,7 +619,7 @@ fn tap_backlog(ns: &Netns) -> u64 {
         .find(|w| w[0] == "Sent" && w[2] == "bytes" && w[4] == "pkt")
         .and_then(|w| w[3].parse().ok())
         .unwrap_or_else(|| panic!("no qdisc statistics for {TAP}:\n{text}"));
-    let taken = tap_stat(ns, "tx_packets") + tap_stat(ns, "tx_dropped");
+    let taken = ns.link_stat(TAP, "tx_packets") + ns.link_stat(TAP, "tx_dropped");
     passed.saturating_sub(taken)
 }
 
@@ -1122,7 +780,7 @@ fn snmp_counters(ns: &Netns) -> Counters {
 fn tap_counters(ns: &Netns) -> Counters {
     ["tx_dropped", "rx_dropped", "tx_packets", "rx_packets"]
         .into_iter()
-        .map(|stat| (format!("tap_{stat}"), tap_stat(ns, stat)))
+        .map(|stat| (format!("tap_{stat}"), ns.link_stat(TAP, stat)))
         .collect()
 }
 
@@ -1143,12 +801,12 @@ fn counter_changes(before: &Counters, after: &Counters) -> Counters {
 fn udp_exchanges(family: Family, test: &str) {
     let Some(lab) = lab() else { return };
     // Dropped before the lab: after the captures, before the namespace.
-    let scratch = Scratch::new(test);
+    let scratch = TempDir::new(&format!("xfer-{test}"));
     let started = Instant::now();
     let to = SocketAddr::new(family.host(), 7);
     lab.ns
         .ip(&["link", "set", TAP, "txqueuelen", FLOOD_TAP_QUEUE]);
-    let capture = Capture::start(&lab, TAP, scratch.path("udp.pcapng"), None, None);
+    let capture = Capture::start(&lab.ns, TAP, scratch.join("udp.pcapng"));
     let (snmp_before, tap_before) = (snmp_counters(&lab.ns), tap_counters(&lab.ns));
     let any: SocketAddr = match family {
         Family::V6 => "[::]:0".parse().unwrap(),
@@ -1192,7 +850,7 @@ fn udp_exchanges(family: Family, test: &str) {
     // its echo is read after.
     wait_for_empty_tap(&lab);
     let mut kernel = counter_changes(&tap_before, &tap_counters(&lab.ns));
-    let capture = capture.stop(&lab);
+    let capture = capture.stop(&lab.ns);
     let mut late = 0;
     let (stopped, snmp) = lab.stop_then(|ns| {
         drain(&socket, &mut [0u8; 65_536], to, |_| late += 1);
@@ -1336,24 +994,15 @@ fn check_udp_accounting(
 /// tshark's reassembly of the fragmented ones), fragments both ways.
 fn check_udp_capture(family: Family, path: &Path) {
     let (ip, fragment) = match family {
-        Family::V6 => ("ipv6", "ipv6.fragment"),
+        Family::V6 => ("ipv6", "ipv6.fraghdr"),
         Family::V4 => ("ip", "ip.flags.mf == 1 || ip.frag_offset > 0"),
     };
     let from_host = format!("{ip}.src == {} && ({fragment})", family.host());
     let to_host = format!("{ip}.dst == {} && ({fragment})", family.host());
-    let counts = count_matching(
-        path,
-        &[
-            "udp.checksum.status == 1",
-            &from_host,
-            &to_host,
-            BAD_PACKETS,
-        ],
-    );
-    let [verified, fragments_out, fragments_in, bad] = counts[..] else {
+    let counts = check_clean_and_count(path, &["udp.checksum.status == 1", &from_host, &to_host]);
+    let [verified, fragments_out, fragments_in] = counts[..] else {
         unreachable!()
     };
-    assert_no_bad_packets(path, bad);
     assert!(verified >= MIX_COUNT, "{verified} UDP checksums verified");
     // 65 507 bytes alone are 45 fragments each way.
     assert!(

@@ -8,28 +8,60 @@
 //! printed (`cargo test -- --nocapture` shows it). Then the kernel's
 //! `stackscope ttcp -t` sends into `stackscope host`'s ttcp sink on a TAP.
 //!
-//! Needs root; elsewhere each test prints "skipped: ..." and passes.
-//! Everything is removed afterwards, also when a test fails.
+//! Those tests capture the headers (128 bytes) of every packet on the
+//! kernel's end, `ssk0` or the TAP, with `dumpcap` (`support::capture`),
+//! and tshark must find no malformed packet and no bad checksum there,
+//! and the transfers' connections, segments or fragments. A frame the
+//! kernel sends is captured before the driver gets it, so on a veth, which
+//! offers checksum offload, it would carry a partial checksum: `ssk0` has
+//! its tx offload turned off (`ethtool -K ssk0 tx off`), and the kernel
+//! completes every checksum (a TAP offers no offloads). The segments cut
+//! by the snaplen have unverifiable checksums; the small ones (handshakes,
+//! ACKs, ND, ARP) are whole and verified. The `--pair` and sweep test is
+//! not captured: the binary makes its namespaces and links itself.
+//!
+//! Needs root; elsewhere each test prints "skipped: ..." and passes. As
+//! root, `ip` and `ss` (iproute2), `ethtool`, `dumpcap` (wireshark-common)
+//! and `tshark` must be installed. Everything is removed afterwards, also
+//! when a test fails (`STACKSCOPE_INTEROP_KEEP=1` keeps the captures).
 
 mod support;
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{require_tool, skip_reason, HostProcess, Netns};
+use support::capture::{check_clean_and_count, Capture, Limits, TCP_CHECKSUM_GOOD};
+use support::{require_tool, skip_reason, HostProcess, Netns, TempDir};
 
 const KERNEL6: &str = "2001:db8:79::1";
 const REF6: &str = "2001:db8:79::2";
 const KERNEL4: &str = "198.51.100.1";
 const REF4: &str = "198.51.100.2";
 
-/// A veth pair: `ssk0` in `kernel` (addressed), `ssr0` in `reference`
-/// (up, no addresses: the reference stack takes it over).
+/// A veth pair: `ssk0` in `kernel` (addressed, checksum offload off),
+/// `ssr0` in `reference` (up, no addresses: the reference stack takes it
+/// over); and a directory for the captures.
 struct VethPair {
     kernel: Netns,
     reference: Netns,
+    dir: TempDir,
+}
+
+/// The headers of each packet: the transfers move 8 MiB each.
+const HEADERS: Limits = Limits {
+    snaplen: Some(128),
+    packets: None,
+};
+
+impl VethPair {
+    /// Captures the kernel's end, `ssk0`.
+    fn capture_kernel_end(&self) -> Capture {
+        let path = self.dir.join("ssk0.pcapng");
+        Capture::start_with(&self.kernel, "ssk0", path, HEADERS)
+    }
 }
 
 fn setup() -> Option<VethPair> {
@@ -39,6 +71,7 @@ fn setup() -> Option<VethPair> {
     }
     require_tool("ip", "iproute2");
     require_tool("ss", "iproute2");
+    require_tool("ethtool", "ethtool");
     let (kernel, reference) = match (Netns::create(), Netns::create()) {
         (Ok(k), Ok(r)) => (k, r),
         (Err(why), _) | (_, Err(why)) => {
@@ -74,15 +107,25 @@ fn setup() -> Option<VethPair> {
     kernel.ip(&["addr", "add", &format!("{KERNEL4}/24"), "dev", "ssk0"]);
     kernel.ip(&["link", "set", "ssk0", "up"]);
     reference.ip(&["link", "set", "ssr0", "up"]);
-    Some(VethPair { kernel, reference })
+    // The kernel completes its checksums before the capture sees them (the
+    // reference end receives fine either way).
+    let ethtool = kernel.exec("ethtool", &["-K", "ssk0", "tx", "off"]);
+    assert!(
+        ethtool.status.success(),
+        "ethtool -K ssk0 tx off: {}",
+        String::from_utf8_lossy(&ethtool.stderr)
+    );
+    let dir = TempDir::new("interop-ttcp");
+    Some(VethPair {
+        kernel,
+        reference,
+        dir,
+    })
 }
 
 /// `stackscope ttcp ARGS --json` in `ns`, running.
 fn ttcp(ns: &Netns, args: &[&str]) -> Child {
-    Command::new("ip")
-        .args(["netns", "exec", ns.name()])
-        .arg(env!("CARGO_BIN_EXE_stackscope"))
-        .arg("ttcp")
+    ns.command(env!("CARGO_BIN_EXE_stackscope"), &["ttcp"])
         .args(args)
         .arg("--json")
         .stdin(Stdio::null())
@@ -207,6 +250,7 @@ const TOTAL: u64 = 8192 * 1024;
 #[test]
 fn kernel_and_reference_ttcp_exchange_tcp_both_ways_in_both_families() {
     let Some(pair) = setup() else { return };
+    let capture = pair.capture_kernel_end();
     for (dest_ref, dest_kernel) in [(REF6, KERNEL6), (REF4, KERNEL4)] {
         for kernel_sends in [true, false] {
             let dest = if kernel_sends { dest_ref } else { dest_kernel };
@@ -228,11 +272,34 @@ fn kernel_and_reference_ttcp_exchange_tcp_both_ways_in_both_families() {
             );
         }
     }
+    check_tcp_capture(&capture.stop(&pair.kernel));
+}
+
+/// The capture of the four TCP transfers: clean, a connection each, each
+/// one's data segments, and the whole segments' checksums verified good.
+fn check_tcp_capture(path: &Path) {
+    let data_from = |ip: &str, addr: &str| format!("{ip}.src == {addr} && tcp.len > 0");
+    let (k6, r6) = (data_from("ipv6", KERNEL6), data_from("ipv6", REF6));
+    let (k4, r4) = (data_from("ip", KERNEL4), data_from("ip", REF4));
+    let syns = "tcp.flags.syn == 1 && tcp.flags.ack == 0";
+    let counts = check_clean_and_count(path, &[syns, &k6, &r6, &k4, &r4, TCP_CHECKSUM_GOOD]);
+    let [syns, k6, r6, k4, r4, verified] = counts[..] else {
+        unreachable!()
+    };
+    assert!(syns >= 4, "{syns} SYNs for four transfers");
+    // 8 MiB each way in segments of at most 1460 bytes.
+    let segments = TOTAL / 1460;
+    for (from, count) in [(KERNEL6, k6), (REF6, r6), (KERNEL4, k4), (REF4, r4)] {
+        assert!(count >= segments, "{count} data segments from {from}");
+    }
+    // The receivers' ACKs alone are thousands.
+    assert!(verified >= 1000, "{verified} TCP checksums verified good");
 }
 
 #[test]
 fn kernel_and_reference_ttcp_exchange_udp_both_ways_with_loss_counted() {
     let Some(pair) = setup() else { return };
+    let capture = pair.capture_kernel_end();
     for (dest_ref, dest_kernel) in [(REF6, KERNEL6), (REF4, KERNEL4)] {
         for kernel_sends in [true, false] {
             let dest = if kernel_sends { dest_ref } else { dest_kernel };
@@ -265,6 +332,27 @@ fn kernel_and_reference_ttcp_exchange_udp_both_ways_with_loss_counted() {
             );
         }
     }
+    check_udp_capture(&capture.stop(&pair.kernel));
+}
+
+/// The capture of the four UDP transfers: clean, and the fragments of at
+/// least 1000 datagrams from each end in each family (8192 bytes of data
+/// take six fragments).
+fn check_udp_capture(path: &Path) {
+    let fragments_from = |addr: &str| {
+        if addr.contains(':') {
+            format!("ipv6.src == {addr} && ipv6.fraghdr")
+        } else {
+            format!("ip.src == {addr} && (ip.flags.mf == 1 || ip.frag_offset > 0)")
+        }
+    };
+    let ends = [KERNEL6, REF6, KERNEL4, REF4];
+    let filters: Vec<String> = ends.iter().map(|end| fragments_from(end)).collect();
+    let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
+    let counts = check_clean_and_count(path, &filters);
+    for (end, count) in ends.iter().zip(counts) {
+        assert!(count >= 6 * 1000, "{count} fragments from {end}");
+    }
 }
 
 #[test]
@@ -274,6 +362,7 @@ fn the_kernels_ttcp_fills_the_reference_hosts_sink_over_a_tap() {
         return;
     }
     let ns = Netns::create().expect("a namespace");
+    let dir = TempDir::new("interop-ttcp-tap");
     let mut host = HostProcess::start(&[
         "--netns",
         ns.name(),
@@ -288,6 +377,7 @@ fn the_kernels_ttcp_fills_the_reference_hosts_sink_over_a_tap() {
         .expect("the TAP appears");
     ns.ip(&["addr", "add", "2001:db8:77::1/64", "dev", "sstap0", "nodad"]);
     ns.ip(&["link", "set", "sstap0", "up"]);
+    let capture = Capture::start_with(&ns, "sstap0", dir.join("sstap0.pcapng"), HEADERS);
     host.wait_for_line(|l| l == "ready", Duration::from_secs(10))
         .expect("the host is ready");
     let sender = ttcp(&ns, &["-t", "2001:db8:77::2", "-l", "8192", "-n", "1024"]);
@@ -298,10 +388,32 @@ fn the_kernels_ttcp_fills_the_reference_hosts_sink_over_a_tap() {
         "TCP kernel -> stackscope host sink over a TAP: {:.0} Mbit/s",
         mbits(sent)
     );
+    // The capture first: the TAP goes with the host.
+    let capture = capture.stop(&ns);
     let stopped = host.stop(libc::SIGTERM, Duration::from_secs(10));
     assert!(stopped.status.success(), "{}", stopped.stderr);
     assert_eq!(stopped.counter_on("tcp ttcp sink", "bytes_in"), TOTAL);
     assert_eq!(stopped.counter_on("tcp ttcp sink", "connections"), 1);
+    check_sink_capture(&capture);
+}
+
+/// The capture of the transfer into the host's sink: clean, one
+/// connection, its data segments, and the host's ACKs (whole) with their
+/// checksums verified good.
+fn check_sink_capture(path: &Path) {
+    let syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == 5001";
+    let data = "ipv6.dst == 2001:db8:77::2 && tcp.len > 0";
+    let acks = "ipv6.src == 2001:db8:77::2 && tcp.len == 0 && tcp.checksum.status == 1";
+    let counts = check_clean_and_count(path, &[syn, data, acks]);
+    let [syns, segments, acks] = counts[..] else {
+        unreachable!()
+    };
+    assert!(syns >= 1, "no SYN to the sink");
+    assert!(
+        segments >= TOTAL / 1460,
+        "{segments} data segments to the host"
+    );
+    assert!(acks >= 1000, "{acks} ACKs from the host verified good");
 }
 
 /// `stackscope ARGS` (no namespace: the tool makes its own), which must
@@ -323,6 +435,8 @@ fn stackscope(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Not captured: `ttcp --pair` and `sweep --netns` make their namespaces
+/// and links inside the binary, gone when it returns.
 #[test]
 fn ttcp_pair_and_sweep_put_the_reference_stack_against_the_kernel_on_a_veth_pair() {
     if let Some(why) = skip_reason() {

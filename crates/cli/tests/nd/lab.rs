@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::capture::Capture;
-use crate::support::{require_tool, skip_reason, HostProcess, Netns, Stopped};
+use crate::support::capture::Capture;
+use crate::support::{require_tool, skip_reason, HostProcess, Netns, Reaped, Stopped, TempDir};
 
 /// The TAP's name (the same in every test's namespace).
 pub const TAP: &str = "ssnd0";
@@ -74,14 +74,8 @@ impl Lab {
             eprintln!("skipped: {why}");
             return None;
         }
-        for (tool, package) in [
-            ("ip", "iproute2"),
-            ("ping", "iputils-ping"),
-            ("dumpcap", "wireshark-common"),
-            ("tshark", "tshark"),
-        ] {
-            require_tool(tool, package);
-        }
+        require_tool("ip", "iproute2");
+        require_tool("ping", "iputils-ping");
         let radvd_binary = config.radvd.then(radvd_binary);
         let ns = match Netns::create() {
             Ok(ns) => ns,
@@ -91,9 +85,9 @@ impl Lab {
             }
         };
         let started = Instant::now();
-        let dir = TempDir::new(ns.name());
+        let dir = TempDir::new("interop-nd");
         prepare_kernel_side(&ns, &config);
-        let capture = Capture::start(&ns, TAP, dir.path().join("kernel.pcapng"));
+        let capture = Capture::start(&ns, TAP, dir.join("kernel.pcapng"));
         let mut args = vec!["--netns", ns.name(), "--tap", TAP];
         args.extend_from_slice(config.host_args);
         let mut host = HostProcess::start(&args);
@@ -128,7 +122,7 @@ impl Lab {
         let waited = self.host.wait_for_line(|l| l.starts_with(prefix), timeout);
         waited.unwrap_or_else(|why| {
             let radvd = match self.radvd {
-                Some(_) => std::fs::read_to_string(self.dir.path().join("radvd.log"))
+                Some(_) => std::fs::read_to_string(self.dir.join("radvd.log"))
                     .unwrap_or_else(|e| format!("(no radvd.log: {e})")),
                 None => "(not running)".to_string(),
             };
@@ -149,7 +143,8 @@ impl Lab {
             kernel_mac,
             started,
         } = self;
-        // The capture first: its marker frame needs the host's end open.
+        // The capture first, while both ends are up: it holds the test's
+        // traffic up to here.
         let capture = capture.stop(&ns);
         let stopped = host.stop(libc::SIGINT, Duration::from_secs(5));
         assert!(
@@ -230,56 +225,6 @@ fn kernel_mac(ns: &Netns) -> String {
         .to_lowercase()
 }
 
-/// A directory for one test's files, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("ss-interop-nd-{name}"));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        TempDir(path)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        // STACKSCOPE_INTEROP_KEEP=1 keeps the captures to look at.
-        if std::env::var_os("STACKSCOPE_INTEROP_KEEP").is_some() {
-            eprintln!("kept {}", self.0.display());
-            return;
-        }
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Waits up to `timeout` for `child` to end; kills it after that.
-pub fn reap(child: &mut Child, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Ok(Some(_)) = child.try_wait() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Sends `signal` to our own child (not yet reaped, so its pid is still
-/// its own).
-pub fn signal(child: &Child, signal: libc::c_int) {
-    // SAFETY: kill takes a pid and a signal number, no pointers.
-    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-}
-
 /// Where radvd is: /usr/sbin (often not on a user's PATH), else PATH.
 fn radvd_binary() -> String {
     let sbin = "/usr/sbin/radvd";
@@ -291,10 +236,8 @@ fn radvd_binary() -> String {
 }
 
 /// radvd advertising SLAAC_PREFIX on the TAP, in the foreground (`-n`),
-/// logging to a file in the lab's directory.
-struct Radvd {
-    pub child: Child,
-}
+/// logging to a file in the lab's directory; stopped when dropped.
+struct Radvd(Reaped);
 
 impl Radvd {
     fn start(ns: &Netns, dir: &TempDir, binary: &str) -> Radvd {
@@ -312,36 +255,26 @@ impl Radvd {
              \t}};\n\
              }};\n"
         );
-        let config_path = dir.path().join("radvd.conf");
+        let config_path = dir.join("radvd.conf");
         std::fs::write(&config_path, config).expect("write radvd.conf");
-        let log = std::fs::File::create(dir.path().join("radvd.log")).expect("radvd.log");
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                ns.name(),
-                binary,
-                "-n",
-                "-m",
-                "stderr",
-                "-C",
-            ])
-            .arg(&config_path)
-            .arg("-p")
-            .arg(dir.path().join("radvd.pid"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start radvd");
-        Radvd { child }
+        let log = std::fs::File::create(dir.join("radvd.log")).expect("radvd.log");
+        let child = Reaped::spawn(
+            ns.command(binary, &["-n", "-m", "stderr", "-C"])
+                .arg(&config_path)
+                .arg("-p")
+                .arg(dir.join("radvd.pid"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log),
+        );
+        Radvd(child)
     }
 }
 
 impl Drop for Radvd {
     fn drop(&mut self) {
-        signal(&self.child, libc::SIGTERM);
-        reap(&mut self.child, Duration::from_secs(5));
+        // radvd's orderly stop; killed if it does not end.
+        self.0.stop(libc::SIGTERM, Duration::from_secs(5));
     }
 }
 
@@ -420,14 +353,10 @@ pub fn drop_count(drops: &BTreeMap<String, u64>, reason: &str) -> u64 {
     drops.get(reason).copied().unwrap_or(0)
 }
 
-/// Reads the kernel's TX drop count of the TAP (`ip -s -j link`): frames
-/// the TAP's queue could not take never reached the host.
+/// Reads the kernel's TX drop count of the TAP: frames the TAP's queue
+/// could not take never reached the host.
 pub fn tap_tx_dropped(ns: &Netns) -> u64 {
-    let json = ns.ip(&["-s", "-j", "link", "show", "dev", TAP]);
-    let value: serde_json::Value = serde_json::from_str(&json).expect("ip -j output");
-    value[0]["stats64"]["tx"]["dropped"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no stats64.tx.dropped in {json}"))
+    ns.link_stat(TAP, "tx_dropped")
 }
 
 /// One UDP echo round trip from the kernel (retried once: the first

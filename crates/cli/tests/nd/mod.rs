@@ -1,7 +1,8 @@
 //! Helpers of the Neighbour Discovery interop tests (`interop_nd.rs`):
 //! the lab (namespace, persistent TAP, `stackscope host`, radvd, traffic
-//! from the kernel's side), the kernel-side capture and its decoding,
-//! hand-built frames, and the malformed ones.
+//! from the kernel's side), the decoding of the kernel-side capture (made
+//! and checked by `support::capture`), hand-built frames, and the
+//! malformed ones.
 
 pub mod capture;
 pub mod frames;

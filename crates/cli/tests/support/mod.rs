@@ -6,11 +6,15 @@
 //!
 //! Everything a test makes lives in a namespace of its own
 //! (`ss-tap-<pid>-<n>`), so tests run in parallel and never touch the
-//! machine's own interfaces.
+//! machine's own interfaces. Kernel-side captures and their tshark checks
+//! are in [`capture`].
 
 #![allow(dead_code)] // each test file uses what it needs
 
+pub mod capture;
+
 use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -107,6 +111,29 @@ impl Netns {
         let mut all = vec!["netns", "exec", &self.name, program];
         all.extend_from_slice(args);
         run("ip", &all)
+    }
+
+    /// A command run in the namespace, to be spawned by the caller. `ip
+    /// netns exec` execs the program in place, so the child's pid is the
+    /// program's own: signals reach it directly.
+    pub fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &self.name, program])
+            .args(args);
+        command
+    }
+
+    /// A counter of the interface `dev` in the namespace (`tx_packets`,
+    /// `rx_dropped`, ...: `/sys/class/net/DEV/statistics`). Read through
+    /// `ip netns exec`, which mounts the namespace's own sysfs.
+    pub fn link_stat(&self, dev: &str, stat: &str) -> u64 {
+        let path = format!("/sys/class/net/{dev}/statistics/{stat}");
+        let output = self.exec("cat", &[&path]);
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{path} in {}", self.name))
     }
 
     /// Waits until the interface `dev` exists in the namespace.
@@ -333,4 +360,119 @@ impl Drop for HostProcess {
             let _ = child.wait();
         }
     }
+}
+
+/// A child process killed (and reaped) when dropped, so a failing test
+/// leaves none behind.
+pub struct Reaped(Option<Child>);
+
+impl Reaped {
+    pub fn spawn(command: &mut Command) -> Reaped {
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {command:?}: {e}"));
+        Reaped(Some(child))
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a running child")
+    }
+
+    /// Sends `signal` unless the child has been reaped already (its pid
+    /// may then be another process's). A child that ended but is not yet
+    /// reaped keeps its pid, so the signal cannot reach anyone else.
+    pub fn signal(&mut self, signal: libc::c_int) {
+        let child = self.child();
+        if matches!(child.try_wait(), Ok(None)) {
+            // SAFETY: kill takes a pid and a signal number, no pointers.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        }
+    }
+
+    /// Waits up to `limit` for the child to end; kills it after that.
+    pub fn wait(&mut self, limit: Duration, what: &str) -> ExitStatus {
+        self.wait_or_kill(limit)
+            .unwrap_or_else(|| panic!("{what} did not finish within {limit:?} (killed)"))
+    }
+
+    /// Sends `signal`, then waits up to `limit` for the child to end;
+    /// `None` if it had to be killed.
+    pub fn stop(&mut self, signal: libc::c_int, limit: Duration) -> Option<ExitStatus> {
+        self.signal(signal);
+        self.wait_or_kill(limit)
+    }
+
+    fn wait_or_kill(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child().try_wait().expect("wait") {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child().kill();
+                let _ = self.child().wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The rest of the child's piped stderr.
+    pub fn stderr(&mut self) -> String {
+        let mut text = String::new();
+        if let Some(mut stderr) = self.child().stderr.take() {
+            let _ = stderr.read_to_string(&mut text);
+        }
+        text
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A directory of one test's own (captures, data), removed when dropped,
+/// also when the test fails; `STACKSCOPE_INTEROP_KEEP=1` keeps it to look
+/// at the captures.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Makes `ss-<label>-<pid>-<n>` in the temporary directory.
+    pub fn new(label: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("ss-{label}-{}-{n}", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The path of `name` in the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("STACKSCOPE_INTEROP_KEEP").is_some() {
+            eprintln!("kept {}", self.0.display());
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A path as the `&str` a command line takes.
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
 }
