@@ -89,6 +89,16 @@ impl Family {
             Family::V4 => 1500 - 20 - 8,
         }
     }
+
+    /// The largest UDP payload of the family (no jumbograms): 65 535 less
+    /// the UDP header, and for IPv4 less its header too (RFC 768, RFC 791,
+    /// RFC 8200 §3).
+    fn largest_udp(self) -> usize {
+        match self {
+            Family::V6 => 65_535 - 8,
+            Family::V4 => 65_535 - 20 - 8,
+        }
+    }
 }
 
 // ----- A reference host in a namespace --------------------------------------
@@ -707,7 +717,7 @@ fn receive(socket: &UdpSocket, buf: &mut [u8], from: SocketAddr) -> Option<usize
 /// Sizes sent one at a time: the smallest, the largest a 1500-byte packet
 /// carries whole and one more (fragmented by the kernel, reassembled by
 /// the host, and the echo fragmented by the host), up to the largest UDP
-/// payload IPv4 allows (the host's echo socket's limit for both families).
+/// payload of the family.
 fn one_by_one_sizes(family: Family) -> Vec<usize> {
     let whole = family.largest_unfragmented_udp();
     vec![
@@ -720,7 +730,7 @@ fn one_by_one_sizes(family: Family) -> Vec<usize> {
         8952,
         20_000,
         40_000,
-        65_507,
+        family.largest_udp(),
     ]
 }
 
