@@ -25,6 +25,7 @@ use core::net::IpAddr;
 use wire::ip::IpProtocol;
 use wire::ipv4::Ipv4Packet;
 use wire::ipv6::Ipv6Packet;
+use wire::ipv6_ext_header::Ipv6ExtHeader;
 use wire::tcp::{TcpFlags, TcpPacket};
 use wire::udp::UdpPacket;
 use wire::{Error, Result};
@@ -301,18 +302,13 @@ struct Cut {
 impl Segmenter {
     /// Checks the GSO `frame` (Ethernet header on) that `header` announces
     /// and sets up its segmentation, or says why it cannot be cut: a VLAN
-    /// tag, another GSO type, headers that do not add up.
+    /// tag, another GSO type, an IP fragment, an IPv6 routing header,
+    /// headers that do not add up (a checksum start elsewhere than the
+    /// transport header the IP headers lead to), segments too long for
+    /// the 16-bit IP and UDP length fields.
     pub fn new(frame: &[u8], header: &VnetHeaderRepr) -> Result<Self> {
         let l3 = wire::ethernet::HEADER_LEN;
-        let ethertype = u16::from_be_bytes([
-            *frame.get(12).ok_or(Error::Truncated)?,
-            *frame.get(13).ok_or(Error::Truncated)?,
-        ]);
-        let v6 = match ethertype {
-            0x0800 => false,
-            0x86dd => true,
-            _ => return Err(Error::Unsupported("GSO frame neither IPv4 nor IPv6")),
-        };
+        let v6 = is_ipv6(frame)?;
         let tcp = match header.gso {
             Gso::TcpV4 if !v6 => true,
             Gso::TcpV6 if v6 => true,
@@ -324,30 +320,27 @@ impl Segmenter {
         } else {
             IpProtocol::Udp
         };
-        let csum_start = usize::from(header.csum_start);
         let l4 = if v6 {
-            ipv6_transport_offset(frame, l3, protocol, csum_start)?
+            ipv6_transport_offset(frame, l3, protocol)?
         } else {
             ipv4_transport_offset(frame, l3, protocol)?
         };
-        let transport = if tcp {
-            let offset = *frame.get(l4 + 12).ok_or(Error::Truncated)?;
-            usize::from(offset >> 4) * 4
-        } else {
-            wire::udp::HEADER_LEN
-        };
-        let headers = l4 + transport.max(wire::udp::HEADER_LEN);
-        let gso_size = usize::from(header.gso_size);
-        if tcp && transport < wire::tcp::HEADER_LEN {
-            return Err(Error::Malformed("TCP data offset below 5"));
+        // A frame GRO merged carries no checksum start; one the sender left
+        // the checksum of does, and it must be the transport header.
+        if header.csum_start != 0 && usize::from(header.csum_start) != l4 {
+            return Err(Error::Malformed(
+                "checksum start not at the transport header",
+            ));
         }
-        if gso_size == 0 {
-            return Err(Error::Malformed("GSO size 0"));
-        }
+        let headers = l4 + transport_header_len(frame, l4, tcp)?;
         if headers >= frame.len() {
             return Err(Error::Truncated);
         }
-        Ok(Self {
+        let gso_size = usize::from(header.gso_size);
+        if gso_size == 0 {
+            return Err(Error::Malformed("GSO size 0"));
+        }
+        let segmenter = Self {
             len: frame.len(),
             l3,
             l4,
@@ -357,7 +350,24 @@ impl Segmenter {
             gso_size,
             offset: 0,
             index: 0,
-        })
+        };
+        segmenter.check_length_fields()?;
+        Ok(segmenter)
+    }
+
+    /// Whether the longest segment's lengths fit their 16-bit fields: the
+    /// IPv4 total length (RFC 791 §3.1), the IPv6 payload length (RFC 8200
+    /// §3; jumbograms, RFC 2675, are not made here) and the UDP length
+    /// (RFC 768), which is no longer than either.
+    fn check_length_fields(&self) -> Result<()> {
+        let fixed_header = if self.v6 { wire::ipv6::HEADER_LEN } else { 0 };
+        let ip_len = self.max_segment_len() - self.l3 - fixed_header;
+        if ip_len > usize::from(u16::MAX) {
+            return Err(Error::Unsupported(
+                "segments too long for the IP length field",
+            ));
+        }
+        Ok(())
     }
 
     /// Bytes of headers every segment starts with.
@@ -428,7 +438,8 @@ impl Segmenter {
             packet.set_checksum(checksum);
         } else {
             let mut packet = UdpPacket::new_unchecked(transport);
-            // RFC 768: the length of header and data.
+            // RFC 768: the length of header and data (it fits: `new`
+            // checked the longest segment's lengths).
             packet.set_len(transport_len as u16);
             packet.set_checksum(0);
             // RFC 768: a computed zero is sent as all ones (zero would mean
@@ -442,7 +453,8 @@ impl Segmenter {
         }
     }
 
-    /// The IPv6 payload length of a segment (RFC 8200 §3); its addresses.
+    /// The IPv6 payload length of a segment (RFC 8200 §3; it fits 16 bits:
+    /// `new` checked the longest segment's); its addresses.
     fn fix_ipv6(&self, out: &mut [u8]) -> (IpAddr, IpAddr) {
         let payload_len = out.len() - self.l3 - wire::ipv6::HEADER_LEN;
         let mut packet = Ipv6Packet::new_unchecked(&mut out[self.l3..]);
@@ -452,7 +464,8 @@ impl Segmenter {
 
     /// The IPv4 total length, identification (the super-frame's plus the
     /// segment's number, as the kernel's `inet_gso_segment` does) and
-    /// header checksum of a segment (RFC 791 §3.1); its addresses.
+    /// header checksum of a segment (RFC 791 §3.1; the length fits 16
+    /// bits: `new` checked the longest segment's); its addresses.
     fn fix_ipv4(&self, out: &mut [u8], index: u16) -> (IpAddr, IpAddr) {
         let total_len = out.len() - self.l3;
         let mut packet = Ipv4Packet::new_unchecked(&mut out[self.l3..]);
@@ -490,44 +503,392 @@ fn transport_checksum(src: &IpAddr, dst: &IpAddr, protocol: IpProtocol, segment:
     wire::checksum::finish(wire::checksum::add(pseudo, wire::checksum::sum(segment)))
 }
 
+/// Whether the frame's EtherType is IPv6 (or IPv4); anything else (a VLAN
+/// tag among them) is not cut.
+fn is_ipv6(frame: &[u8]) -> Result<bool> {
+    let ethertype = frame.get(12..14).ok_or(Error::Truncated)?;
+    match u16::from_be_bytes([ethertype[0], ethertype[1]]) {
+        0x0800 => Ok(false),
+        0x86dd => Ok(true),
+        _ => Err(Error::Unsupported("GSO frame neither IPv4 nor IPv6")),
+    }
+}
+
+/// Bytes of the transport header at `l4`: a TCP header's data offset
+/// (RFC 9293 §3.1), or a UDP header's 8.
+fn transport_header_len(frame: &[u8], l4: usize, tcp: bool) -> Result<usize> {
+    if !tcp {
+        return Ok(wire::udp::HEADER_LEN);
+    }
+    let offset = *frame.get(l4 + 12).ok_or(Error::Truncated)?;
+    let len = usize::from(offset >> 4) * 4;
+    if len < wire::tcp::HEADER_LEN {
+        return Err(Error::Malformed("TCP data offset below 5"));
+    }
+    Ok(len)
+}
+
 /// Offset in `frame` of the transport header of the IPv4 packet at `l3`,
-/// which must carry `protocol`.
+/// which must be version 4, carry `protocol` and not be a fragment (a
+/// fragment holds only part of a transport packet, RFC 791 §2.3, and
+/// cannot be cut into whole ones).
 fn ipv4_transport_offset(frame: &[u8], l3: usize, protocol: IpProtocol) -> Result<usize> {
-    let ihl = usize::from(*frame.get(l3).ok_or(Error::Truncated)? & 0x0f) * 4;
-    if ihl < wire::ipv4::HEADER_LEN {
+    let header = frame
+        .get(l3..l3 + wire::ipv4::HEADER_LEN)
+        .ok_or(Error::Truncated)?;
+    let packet = Ipv4Packet::new_unchecked(header);
+    if packet.version() != 4 {
+        return Err(Error::Malformed("IP version not 4"));
+    }
+    if packet.header_len() < wire::ipv4::HEADER_LEN {
         return Err(Error::Malformed("IPv4 IHL below 5"));
     }
-    if IpProtocol::from(*frame.get(l3 + 9).ok_or(Error::Truncated)?) != protocol {
+    if packet.more_frags() || packet.frag_offset() != 0 {
+        return Err(Error::Unsupported("IPv4 fragment"));
+    }
+    if packet.protocol() != protocol {
         return Err(Error::Malformed("IPv4 protocol not that of the GSO type"));
     }
-    Ok(l3 + ihl)
+    Ok(l3 + packet.header_len())
 }
 
 /// Offset in `frame` of the transport header of the IPv6 packet at `l3`,
-/// which must carry `protocol`: where the checksum starts (after any
-/// extension headers) when the sender left the checksum to us; a frame GRO
-/// merged has no checksum start, and then (as right after the fixed header
-/// always) the next header must say so.
-fn ipv6_transport_offset(
-    frame: &[u8],
-    l3: usize,
-    protocol: IpProtocol,
-    csum_start: usize,
-) -> Result<usize> {
-    let fixed_end = l3 + wire::ipv6::HEADER_LEN;
-    let l4 = if csum_start > l3 {
-        csum_start
-    } else {
-        fixed_end
-    };
-    if l4 < fixed_end {
-        return Err(Error::Malformed("checksum start inside the IPv6 header"));
+/// which must be version 6 and carry `protocol`, found as a receiver finds
+/// it: after the extension headers (RFC 8200 §4), of which it steps over
+/// hop-by-hop options (first only, §4.1) and destination options (§4.6).
+/// It refuses a routing header (§4.4: the pseudo-header would take the
+/// final destination, §8.1, which is not the one in the header) and a
+/// fragment header (§4.5: a fragment cannot be cut into whole packets).
+fn ipv6_transport_offset(frame: &[u8], l3: usize, protocol: IpProtocol) -> Result<usize> {
+    let header = frame
+        .get(l3..l3 + wire::ipv6::HEADER_LEN)
+        .ok_or(Error::Truncated)?;
+    let packet = Ipv6Packet::new_unchecked(header);
+    if packet.version() != wire::ipv6::VERSION {
+        return Err(Error::Malformed("IP version not 6"));
     }
-    let next_header = IpProtocol::from(*frame.get(l3 + 6).ok_or(Error::Truncated)?);
-    if l4 == fixed_end && next_header != protocol {
-        return Err(Error::Malformed(
-            "IPv6 next header not that of the GSO type",
+    let mut next_header = packet.next_header();
+    let mut at = l3 + wire::ipv6::HEADER_LEN;
+    for index in 0..=wire::ipv6_ext_header::MAX_CHAIN_HEADERS {
+        match next_header {
+            found if found == protocol => return Ok(at),
+            IpProtocol::HopByHop if index == 0 => {}
+            IpProtocol::Ipv6Opts => {}
+            IpProtocol::Ipv6Route => return Err(Error::Unsupported("IPv6 routing header")),
+            IpProtocol::Ipv6Frag => return Err(Error::Unsupported("IPv6 fragment")),
+            _ => {
+                return Err(Error::Malformed(
+                    "IPv6 upper layer not that of the GSO type",
+                ))
+            }
+        }
+        let rest = frame.get(at..).ok_or(Error::Truncated)?;
+        let extension = Ipv6ExtHeader::new_checked(rest)?;
+        next_header = extension.next_header();
+        at += extension.header_len();
+    }
+    Err(Error::Malformed("IPv6 extension header chain too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Extension headers for [`super_frame`]: hop-by-hop options (8 bytes),
+    /// destination options (16), routing (8, segments left 0), fragment (8,
+    /// offset 0, more fragments).
+    const HOP_BY_HOP: u8 = 0;
+    const DESTINATION: u8 = 60;
+    const ROUTING: u8 = 43;
+    const FRAGMENT: u8 = 44;
+
+    /// A GSO super-frame as a kernel hands it over (without the
+    /// `virtio_net_hdr`): Ethernet; IPv4 (`ipv4_flags` in its flags and
+    /// fragment offset word) or IPv6 behind `extensions`; TCP (FIN, PSH,
+    /// CWR and ACK set) or UDP; then `payload` bytes.
+    fn super_frame(
+        v6: bool,
+        tcp: bool,
+        extensions: &[u8],
+        ipv4_flags: u16,
+        payload: usize,
+    ) -> Vec<u8> {
+        let protocol = if tcp { 6 } else { 17 };
+        let mut frame = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+        if v6 {
+            let first = extensions.first().copied().unwrap_or(protocol);
+            frame.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 0, first, 64]);
+            let src: core::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+            let dst: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
+            frame.extend_from_slice(&src.octets());
+            frame.extend_from_slice(&dst.octets());
+            for (index, &kind) in extensions.iter().enumerate() {
+                let next = extensions.get(index + 1).copied().unwrap_or(protocol);
+                frame.extend_from_slice(&match kind {
+                    DESTINATION => vec![next, 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                    ROUTING => vec![next, 0, 4, 0, 0, 0, 0, 0],
+                    FRAGMENT => vec![next, 0, 0, 1, 0, 0, 0, 9],
+                    _ => vec![next, 0, 0, 0, 0, 0, 0, 0],
+                });
+            }
+        } else {
+            frame.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 0, 0xff, 0xfe]);
+            frame.extend_from_slice(&ipv4_flags.to_be_bytes());
+            frame.extend_from_slice(&[64, protocol, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2]);
+        }
+        if tcp {
+            frame.extend_from_slice(&[0x30, 0x39, 0, 80, 0xff, 0xff, 0xff, 0, 0, 0, 0, 1]);
+            frame.extend_from_slice(&[5 << 4, 0x80 | 0x10 | 0x08 | 0x01, 0xff, 0xff, 0, 0, 0, 0]);
+        } else {
+            frame.extend_from_slice(&[0x30, 0x39, 0, 53, 0, 0, 0, 0]);
+        }
+        frame.extend((0..payload).map(|i| (i % 251) as u8));
+        frame
+    }
+
+    /// The `virtio_net_hdr` of a GSO frame.
+    fn gso_header(gso: Gso, gso_size: u16, csum_start: u16) -> VnetHeaderRepr {
+        VnetHeaderRepr {
+            needs_csum: csum_start != 0,
+            gso,
+            gso_size,
+            csum_start,
+            csum_offset: if gso == Gso::UdpL4 { 6 } else { 16 },
+            ..VnetHeaderRepr::default()
+        }
+    }
+
+    /// Every segment of `frame`, each checked to be a packet a receiver
+    /// takes: IP length and checksums right where its headers lead.
+    fn cut(frame: &[u8], header: &VnetHeaderRepr) -> Vec<Vec<u8>> {
+        let mut segmenter = Segmenter::new(frame, header).unwrap();
+        let mut buf = vec![0u8; 70_000];
+        let mut segments = Vec::new();
+        while let Some(result) = segmenter.next_into(frame, &mut buf) {
+            let segment = buf[..result.unwrap()].to_vec();
+            assert_valid(&segment);
+            segments.push(segment);
+        }
+        segments
+    }
+
+    /// The segment's IP header is right and its transport checksum
+    /// verifies, with the transport header found as a receiver finds it.
+    fn assert_valid(segment: &[u8]) {
+        let ip = &segment[14..];
+        let (src, dst, protocol, transport): (IpAddr, IpAddr, _, _) = if ip[0] >> 4 == 6 {
+            let packet = Ipv6Packet::new_checked(ip).unwrap();
+            assert_eq!(packet.total_len(), ip.len());
+            let end =
+                wire::ipv6_ext_header::walk_chain(packet.payload(), packet.next_header()).unwrap();
+            let transport = &ip[wire::ipv6::HEADER_LEN + end.offset..];
+            let (src, dst) = (packet.src_addr().into(), packet.dst_addr().into());
+            (src, dst, end.protocol, transport)
+        } else {
+            let packet = Ipv4Packet::new_checked(ip).unwrap();
+            assert_eq!(usize::from(packet.total_len()), ip.len());
+            assert!(packet.verify_checksum());
+            let (src, dst) = (packet.src_addr().into(), packet.dst_addr().into());
+            (src, dst, packet.protocol(), &ip[packet.header_len()..])
+        };
+        match protocol {
+            IpProtocol::Tcp => {
+                let tcp = TcpPacket::new_checked(transport).unwrap();
+                assert!(tcp.verify_checksum(&src, &dst), "TCP checksum");
+            }
+            IpProtocol::Udp => {
+                let udp = UdpPacket::new_checked(transport).unwrap();
+                assert_eq!(usize::from(udp.len()), transport.len());
+                assert!(udp.verify_checksum(&src, &dst), "UDP checksum");
+            }
+            other => panic!("a segment of {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_header_round_trips_in_the_hosts_byte_order() {
+        let header = VnetHeaderRepr {
+            needs_csum: true,
+            data_valid: false,
+            gso: Gso::TcpV6,
+            gso_ecn: true,
+            hdr_len: 74,
+            gso_size: 1440,
+            csum_start: 54,
+            csum_offset: 16,
+        };
+        let mut bytes = [0u8; HEADER_LEN + 1];
+        header.emit(&mut bytes).unwrap();
+        assert_eq!(
+            bytes[..2],
+            [flags::NEEDS_CSUM, gso_type::TCPV6 | gso_type::ECN]
+        );
+        assert_eq!(bytes[4..6], 1440u16.to_ne_bytes());
+        assert_eq!(bytes[6..8], 54u16.to_ne_bytes());
+        assert_eq!(VnetHeaderRepr::parse(&bytes), Ok(header));
+        // Unknown flag bits are ignored; unknown GSO types kept.
+        bytes[0] |= 0x04;
+        bytes[1] = gso_type::UDP;
+        let parsed = VnetHeaderRepr::parse(&bytes).unwrap();
+        assert!(parsed.needs_csum);
+        assert_eq!(parsed.gso, Gso::Unknown(gso_type::UDP));
+        assert_eq!(
+            VnetHeaderRepr::parse(&bytes[..HEADER_LEN - 1]),
+            Err(Error::Truncated)
+        );
+        assert_eq!(header.emit(&mut [0u8; 9]), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn accept_completes_partial_checksums_and_refuses_impossible_ones() {
+        // A UDP/IPv4 datagram whose checksum field holds the pseudo-header
+        // sum, as a kernel leaves it.
+        let mut frame = super_frame(false, false, &[], 0, 4);
+        let pseudo =
+            wire::checksum::pseudo_header_v4([192, 0, 2, 1].into(), [192, 0, 2, 2].into(), 17, 12);
+        frame[40..42].copy_from_slice(&pseudo.to_be_bytes());
+        let header = VnetHeaderRepr {
+            needs_csum: true,
+            csum_start: 34,
+            csum_offset: 6,
+            ..VnetHeaderRepr::default()
+        };
+        let mut packet = vec![0u8; HEADER_LEN];
+        header.emit(&mut packet).unwrap();
+        packet.extend_from_slice(&frame);
+        let mut completed = packet.clone();
+        match accept(&mut completed, true) {
+            Accepted::Frame {
+                frame,
+                checksum_completed: true,
+            } => assert!(wire::checksum::verifies(pseudo, &frame[34..])),
+            other => panic!("{other:?}"),
+        }
+        // Without NEEDS_CSUM the frame is left as it is.
+        let mut plain = packet.clone();
+        plain[0] = 0;
+        assert!(matches!(
+            accept(&mut plain, true),
+            Accepted::Frame { frame, checksum_completed: false } if frame == &packet[HEADER_LEN..]
+        ));
+        // A checksum field past the end, or no whole header: malformed.
+        let mut outside = packet.clone();
+        outside[8..10].copy_from_slice(&11u16.to_ne_bytes());
+        assert!(matches!(accept(&mut outside, true), Accepted::Malformed));
+        assert!(matches!(
+            accept(&mut packet[..9], true),
+            Accepted::Malformed
         ));
     }
-    Ok(l4)
+
+    #[test]
+    fn accept_hands_gso_frames_to_a_segmenter_unless_told_not_to() {
+        let mut packet = vec![0u8; HEADER_LEN];
+        gso_header(Gso::TcpV4, 500, 34).emit(&mut packet).unwrap();
+        packet.extend_from_slice(&super_frame(false, true, &[], 0, 1200));
+        let mut copy = packet.clone();
+        let Accepted::Gso(mut segmenter) = accept(&mut copy, true) else {
+            panic!("not cut");
+        };
+        assert_eq!(copy, packet, "the frame is left for the segmenter");
+        assert_eq!(segmenter.header_len(), 54);
+        assert_eq!(segmenter.max_segment_len(), 554);
+        let mut buf = [0u8; 600];
+        let frame = &packet[HEADER_LEN..];
+        let lens: Vec<_> = std::iter::from_fn(|| segmenter.next_into(frame, &mut buf)).collect();
+        assert_eq!(lens, [Ok(554), Ok(554), Ok(254)]);
+        assert!(matches!(
+            accept(&mut packet, false),
+            Accepted::GsoRefused(Error::Unsupported(_))
+        ));
+    }
+
+    /// Found by the fuzzer (`vnet_frame`): a checksum start beyond the
+    /// fixed IPv6 header was taken for the transport header without looking
+    /// at the extension headers, so a UDP GSO type over a TCP packet, or a
+    /// start one byte off, made segments whose checksums (and UDP lengths)
+    /// were written where no receiver looks.
+    #[test]
+    fn a_checksum_start_off_the_transport_header_is_refused() {
+        let tcp = super_frame(true, true, &[HOP_BY_HOP, DESTINATION], 0, 300);
+        let l4 = 14 + 40 + 8 + 16;
+        assert!(Segmenter::new(&tcp, &gso_header(Gso::TcpV6, 100, l4)).is_ok());
+        assert!(Segmenter::new(&tcp, &gso_header(Gso::UdpL4, 100, l4)).is_err());
+        let udp = super_frame(true, false, &[], 0, 300);
+        assert!(Segmenter::new(&udp, &gso_header(Gso::UdpL4, 100, 54)).is_ok());
+        assert!(Segmenter::new(&udp, &gso_header(Gso::UdpL4, 100, 55)).is_err());
+        let v4 = super_frame(false, true, &[], 0, 300);
+        assert!(Segmenter::new(&v4, &gso_header(Gso::TcpV4, 100, 34)).is_ok());
+        assert!(Segmenter::new(&v4, &gso_header(Gso::TcpV4, 100, 38)).is_err());
+    }
+
+    /// Found by the fuzzer (`vnet_frame`): a GSO size near 64 KiB over a
+    /// super-frame that long made segments whose IPv6 payload length (or
+    /// IPv4 total length, or UDP length) wrapped around 16 bits.
+    #[test]
+    fn segments_longer_than_the_length_fields_are_refused() {
+        for (v6, tcp, l4, transport) in [
+            (false, true, 34, 20),
+            (true, true, 54, 20),
+            (false, false, 34, 8),
+            (true, false, 54, 8),
+        ] {
+            let gso = match (v6, tcp) {
+                (false, true) => Gso::TcpV4,
+                (true, true) => Gso::TcpV6,
+                _ => Gso::UdpL4,
+            };
+            let frame = super_frame(v6, tcp, &[], 0, 70_000);
+            let header = |size: usize| gso_header(gso, size as u16, l4 as u16);
+            // The longest segment whose length still fits: 65535 bytes
+            // from the IP header on (IPv4) or after the fixed one (IPv6).
+            let fits = 65535 + 14 + if v6 { 40 } else { 0 } - l4 - transport;
+            let segments = cut(&frame, &header(fits));
+            assert_eq!(segments[0].len(), l4 + transport + fits);
+            assert!(Segmenter::new(&frame, &header(fits + 1)).is_err());
+            assert!(Segmenter::new(&frame, &header(65535)).is_err());
+        }
+    }
+
+    /// Found by the fuzzer (`vnet_frame`, the IPv4 one; the IPv6 ones by
+    /// its templates): fragments and IPv6 routing headers were cut, making
+    /// segments that are fragments, or whose pseudo-header should have
+    /// taken the routing header's final destination (RFC 8200 §8.1).
+    #[test]
+    fn fragments_and_routing_headers_are_refused() {
+        for extension in [ROUTING, FRAGMENT] {
+            let frame = super_frame(true, true, &[extension], 0, 300);
+            assert!(Segmenter::new(&frame, &gso_header(Gso::TcpV6, 100, 62)).is_err());
+            assert!(Segmenter::new(&frame, &gso_header(Gso::TcpV6, 100, 0)).is_err());
+        }
+        let dont_fragment = super_frame(false, true, &[], 0x4000, 300);
+        assert!(Segmenter::new(&dont_fragment, &gso_header(Gso::TcpV4, 100, 34)).is_ok());
+        for flags in [0x2000, 0x0001, 0x4001] {
+            let fragment = super_frame(false, true, &[], flags, 300);
+            assert!(Segmenter::new(&fragment, &gso_header(Gso::TcpV4, 100, 34)).is_err());
+        }
+    }
+
+    #[test]
+    fn ipv6_options_headers_are_stepped_over_like_a_receiver_does() {
+        let frame = super_frame(true, true, &[HOP_BY_HOP, DESTINATION], 0, 250);
+        for csum_start in [78, 0] {
+            let segments = cut(&frame, &gso_header(Gso::TcpV6, 100, csum_start));
+            let lens: Vec<_> = segments.iter().map(Vec::len).collect();
+            assert_eq!(lens, [198, 198, 148]);
+        }
+        // Hop-by-hop options only first (RFC 8200 §4.1).
+        let late = super_frame(true, true, &[DESTINATION, HOP_BY_HOP], 0, 250);
+        assert!(Segmenter::new(&late, &gso_header(Gso::TcpV6, 100, 0)).is_err());
+    }
+
+    #[test]
+    fn a_wrong_ip_version_is_refused() {
+        let mut v4 = super_frame(false, true, &[], 0, 300);
+        v4[14] = 0x65;
+        assert!(Segmenter::new(&v4, &gso_header(Gso::TcpV4, 100, 34)).is_err());
+        let mut v6 = super_frame(true, true, &[], 0, 300);
+        v6[14] = 0x40;
+        assert!(Segmenter::new(&v6, &gso_header(Gso::TcpV6, 100, 54)).is_err());
+    }
 }
