@@ -429,27 +429,10 @@ impl Segmenter {
             self.fix_ipv4(out, cut.index)
         };
         let transport = &mut out[self.l4..];
-        let transport_len = transport.len();
         if self.tcp {
-            let mut packet = TcpPacket::new_unchecked(transport);
-            fix_tcp(&mut packet, cut);
-            packet.set_checksum(0);
-            let checksum = transport_checksum(&src, &dst, IpProtocol::Tcp, packet.segment());
-            packet.set_checksum(checksum);
+            fix_tcp(transport, cut, &src, &dst);
         } else {
-            let mut packet = UdpPacket::new_unchecked(transport);
-            // RFC 768: the length of header and data (it fits: `new`
-            // checked the longest segment's lengths).
-            packet.set_len(transport_len as u16);
-            packet.set_checksum(0);
-            // RFC 768: a computed zero is sent as all ones (zero would mean
-            // "no checksum", which IPv6 forbids, RFC 8200 §8.1).
-            let checksum = match transport_checksum(&src, &dst, IpProtocol::Udp, packet.datagram())
-            {
-                0 => 0xffff,
-                checksum => checksum,
-            };
-            packet.set_checksum(checksum);
+            fix_udp(transport, &src, &dst);
         }
     }
 
@@ -476,13 +459,14 @@ impl Segmenter {
     }
 }
 
-/// The sequence number and flags of one TCP segment: its payload starts
-/// `cut.at` bytes after the super-frame's, so its sequence number is that
-/// much further (RFC 9293 §3.4); FIN and PSH belong to the end of the data
-/// (RFC 9293 §3.1, §3.9.1), CWR to the first segment after a congestion
-/// window reduction (RFC 3168 §6.1.2), as the kernel's `tcp_gso_segment`
-/// keeps them.
-fn fix_tcp(packet: &mut TcpPacket<&mut [u8]>, cut: Cut) {
+/// The sequence number, flags and checksum of one TCP `segment` (header
+/// and payload): its payload starts `cut.at` bytes after the super-frame's,
+/// so its sequence number is that much further (RFC 9293 §3.4); FIN and PSH
+/// belong to the end of the data (RFC 9293 §3.1, §3.9.1), CWR to the first
+/// segment after a congestion window reduction (RFC 3168 §6.1.2), as the
+/// kernel's `tcp_gso_segment` keeps them.
+fn fix_tcp(segment: &mut [u8], cut: Cut, src: &IpAddr, dst: &IpAddr) {
+    let mut packet = TcpPacket::new_unchecked(segment);
     let seq = packet.seq_number().wrapping_add(cut.at as u32);
     packet.set_seq_number(seq);
     let mut flags = packet.flags();
@@ -493,6 +477,26 @@ fn fix_tcp(packet: &mut TcpPacket<&mut [u8]>, cut: Cut) {
         flags.remove(TcpFlags::CWR);
     }
     packet.set_flags(flags);
+    packet.set_checksum(0);
+    let checksum = transport_checksum(src, dst, IpProtocol::Tcp, packet.segment());
+    packet.set_checksum(checksum);
+}
+
+/// The length and checksum of one UDP `datagram` (header and payload).
+fn fix_udp(datagram: &mut [u8], src: &IpAddr, dst: &IpAddr) {
+    let len = datagram.len();
+    let mut packet = UdpPacket::new_unchecked(datagram);
+    // RFC 768: the length of header and data (it fits 16 bits: the
+    // segmenter checked its longest segment's lengths).
+    packet.set_len(len as u16);
+    packet.set_checksum(0);
+    // RFC 768: a computed zero is sent as all ones (zero would mean "no
+    // checksum", which IPv6 forbids, RFC 8200 §8.1).
+    let checksum = match transport_checksum(src, dst, IpProtocol::Udp, packet.datagram()) {
+        0 => 0xffff,
+        checksum => checksum,
+    };
+    packet.set_checksum(checksum);
 }
 
 /// The transport checksum of `segment` (header and payload, checksum field
