@@ -189,6 +189,7 @@ pub mod tunnel;
 #[cfg(target_os = "linux")]
 pub mod tx_batch;
 pub mod virtual_wire;
+pub mod vnet;
 
 pub use capture::{CaptureStats, Captured};
 pub use loopback::Loopback;

@@ -28,7 +28,9 @@
 //!   `receive`, written straight into the caller's buffer, as the
 //!   kernel's software GSO would have done (TCP and UDP over IPv4 and
 //!   IPv6; anything else is dropped and counted). For that the ring's
-//!   slots hold 64 KiB each ([`PacketConfig::segment_gso`]).
+//!   slots hold 64 KiB each ([`PacketConfig::segment_gso`]). The parsing
+//!   and segmenting are [`super::vnet`]'s; this module is the socket I/O
+//!   around them.
 //!
 //! The interface is not made promiscuous: the host should use the
 //! interface's own address ([`PacketLink::mac`]). The kernel of the
@@ -47,6 +49,9 @@ use std::ptr;
 use wire::ethernet::EthernetAddress;
 
 use super::tx_batch::TxBatch;
+// The bytes of `struct virtio_net_hdr` in front of each frame with
+// `PACKET_VNET_HDR`.
+use super::vnet::{self, TooLong, HEADER_LEN as VNET_HDR_LEN};
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
 
@@ -57,14 +62,6 @@ pub const MAX_BATCH: usize = 64;
 /// System calls one `receive` makes at most when every frame it finds is
 /// skipped (its own, malformed), so a flood of those cannot hold it.
 const MAX_REFILLS: usize = 4;
-/// Bytes of `struct virtio_net_hdr` in front of each frame with
-/// `PACKET_VNET_HDR`.
-const VNET_HDR_LEN: usize = 10;
-/// `VIRTIO_NET_HDR_F_NEEDS_CSUM`: the checksum at `csum_start +
-/// csum_offset` holds only the pseudo-header sum.
-const VNET_F_NEEDS_CSUM: u8 = 1;
-/// `VIRTIO_NET_HDR_GSO_NONE`.
-const VNET_GSO_NONE: u8 = 0;
 /// One 802.1Q tag: a tagged frame may be this much longer.
 const VLAN_TAG_LEN: usize = 4;
 /// Parts of a frame sent as one I/O vector; more are gathered first.
@@ -72,11 +69,6 @@ const MAX_PARTS: usize = 15;
 /// The largest GSO frame a slot takes: Linux's default `gso_max_size`
 /// (the packet from the network header on) plus a tagged Ethernet header.
 const GSO_FRAME_MAX: usize = 65536 + 18;
-/// `virtio_net_hdr` GSO types (the ECN bit 0x80 aside).
-const VNET_GSO_TCPV4: u8 = 1;
-const VNET_GSO_TCPV6: u8 = 4;
-const VNET_GSO_UDP_L4: u8 = 5;
-const VNET_GSO_ECN: u8 = 0x80;
 
 /// How to open a [`PacketLink`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -525,7 +517,8 @@ enum Accepted<'a> {
     Skipped,
 }
 
-/// Checks one received frame.
+/// Checks one received frame: skips the socket's own and truncated ones,
+/// and has [`vnet::accept`] read its `virtio_net_hdr`.
 fn accept_frame<'a>(
     frame: RxFrame<'a>,
     options: Accept,
@@ -544,78 +537,61 @@ fn accept_frame<'a>(
         return Accepted::Frame(frame.bytes);
     }
     let slot = frame.slot;
-    let Some((header, ethernet)) = frame.bytes.split_at_mut_checked(VNET_HDR_LEN) else {
-        packet_stats.malformed += 1;
-        return Accepted::Skipped;
-    };
-    // struct virtio_net_hdr { u8 flags; u8 gso_type; u16 hdr_len;
-    // u16 gso_size; u16 csum_start; u16 csum_offset; }, in the host's byte
-    // order for packet sockets.
-    let (flags, gso_type) = (header[0], header[1]);
-    let csum_start = usize::from(u16::from_ne_bytes([header[6], header[7]]));
-    let csum_offset = usize::from(u16::from_ne_bytes([header[8], header[9]]));
-    if gso_type != VNET_GSO_NONE {
-        let gso_size = usize::from(u16::from_ne_bytes([header[4], header[5]]));
-        let segmenter = options
-            .segment_gso
-            .then(|| Segmenter::new(ethernet, gso_type, gso_size, csum_start, slot))
-            .flatten();
-        return match segmenter {
-            Some(segmenter) => {
-                packet_stats.gso_frames += 1;
-                Accepted::Gso(segmenter)
+    match vnet::accept(frame.bytes, options.segment_gso) {
+        vnet::Accepted::Frame {
+            frame,
+            checksum_completed,
+        } => {
+            if checksum_completed {
+                packet_stats.checksums_completed += 1;
             }
-            None => {
-                packet_stats.gso_dropped += 1;
-                stats.dropped_rx_too_long += 1;
-                Accepted::Skipped
-            }
-        };
-    }
-    if flags & VNET_F_NEEDS_CSUM != 0 {
-        if !complete_checksum(ethernet, csum_start, csum_offset) {
-            packet_stats.malformed += 1;
-            return Accepted::Skipped;
+            Accepted::Frame(frame)
         }
-        packet_stats.checksums_completed += 1;
+        vnet::Accepted::Gso(cut) => {
+            packet_stats.gso_frames += 1;
+            Accepted::Gso(Segmenter { slot, cut })
+        }
+        vnet::Accepted::GsoRefused(_) => {
+            packet_stats.gso_dropped += 1;
+            stats.dropped_rx_too_long += 1;
+            Accepted::Skipped
+        }
+        vnet::Accepted::Malformed => {
+            packet_stats.malformed += 1;
+            Accepted::Skipped
+        }
     }
-    Accepted::Frame(ethernet)
 }
 
-/// A segment that does not fit the caller's buffer.
-struct TooLong;
-
-/// Cuts a GSO super-frame (one TCP or UDP packet of many MSS behind one
-/// set of headers) into the frames that would have crossed the wire, as
-/// the kernel's software segmentation (`skb_gso_segment`) does: every
-/// segment gets a copy of the headers with its own IP length (and IPv4
-/// identification and header checksum), TCP sequence number and flags
-/// (FIN and PSH on the last only, CWR on the first only) or UDP length,
-/// and a complete transport checksum.
+/// A GSO super-frame of the ring being cut into segments: the slot it is
+/// in (it stays there until the segments are out: the ring is refilled
+/// only when its frames are all handed out) and its [`vnet::Segmenter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Segmenter {
-    /// The ring slot holding the frame, and where the Ethernet frame
-    /// starts in it (after the `virtio_net_hdr`) and its length.
     slot: usize,
-    len: usize,
-    /// Offsets of the IP header and the transport header, and the length
-    /// of all headers.
-    l3: usize,
-    l4: usize,
-    headers: usize,
-    v6: bool,
-    tcp: bool,
-    /// Payload bytes per segment.
-    gso_size: usize,
-    /// Payload bytes handed out so far, and segments.
-    offset: usize,
-    index: u16,
+    cut: vnet::Segmenter,
 }
 
 impl Segmenter {
-    /// Checks a GSO `frame` (Ethernet header on) of `gso_type` and sets up
-    /// its segmentation, or `None` for what it cannot cut: a VLAN tag,
-    /// another GSO type, headers that do not add up.
+    /// Writes the next segment of `slot` (the ring slot the frame is in,
+    /// `virtio_net_hdr` first) into `buf`: its length, `TooLong` when it
+    /// does not fit (that segment is skipped), `None` when all are out.
+    fn next_into(&mut self, slot: &[u8], buf: &mut [u8]) -> Option<Result<usize, TooLong>> {
+        self.cut.next_into(slot.get(VNET_HDR_LEN..)?, buf)
+    }
+}
+
+// What this module's tests, written when the parsing lived here, call it.
+#[cfg(test)]
+use super::vnet::{
+    complete_checksum, gso_type::ECN as VNET_GSO_ECN, gso_type::TCPV4 as VNET_GSO_TCPV4,
+    gso_type::TCPV6 as VNET_GSO_TCPV6, gso_type::UDP_L4 as VNET_GSO_UDP_L4,
+};
+
+#[cfg(test)]
+impl Segmenter {
+    /// The segmenter of the GSO `frame` in ring slot `slot`, from the raw
+    /// `virtio_net_hdr` fields that matter to it.
     fn new(
         frame: &[u8],
         gso_type: u8,
@@ -623,154 +599,16 @@ impl Segmenter {
         csum_start: usize,
         slot: usize,
     ) -> Option<Self> {
-        let l3 = wire::ethernet::HEADER_LEN;
-        let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
-        let v6 = match ethertype {
-            0x0800 => false,
-            0x86dd => true,
-            _ => return None,
+        let header = vnet::VnetHeaderRepr {
+            gso: vnet::Gso::from(gso_type & !VNET_GSO_ECN),
+            gso_ecn: gso_type & VNET_GSO_ECN != 0,
+            gso_size: u16::try_from(gso_size).ok()?,
+            csum_start: u16::try_from(csum_start).ok()?,
+            ..vnet::VnetHeaderRepr::default()
         };
-        let tcp = match gso_type & !VNET_GSO_ECN {
-            VNET_GSO_TCPV4 if !v6 => true,
-            VNET_GSO_TCPV6 if v6 => true,
-            VNET_GSO_UDP_L4 => false,
-            _ => return None,
-        };
-        let protocol = if tcp { 6 } else { 17 };
-        let l4 = if v6 {
-            // The transport header is where the checksum starts (after any
-            // extension headers) when the sender left the checksum to us;
-            // a frame GRO merged has no checksum start, and then (as right
-            // after the fixed header always) the next header must say so.
-            let l4 = if csum_start > l3 { csum_start } else { l3 + 40 };
-            if l4 < l3 + 40 || (l4 == l3 + 40 && *frame.get(l3 + 6)? != protocol) {
-                return None;
-            }
-            l4
-        } else {
-            let ihl = usize::from(*frame.get(l3)? & 0x0f) * 4;
-            if ihl < 20 || *frame.get(l3 + 9)? != protocol {
-                return None;
-            }
-            l3 + ihl
-        };
-        let transport = if tcp {
-            usize::from(*frame.get(l4 + 12)? >> 4) * 4
-        } else {
-            8
-        };
-        let headers = l4 + transport.max(8);
-        if (tcp && transport < 20) || gso_size == 0 || headers >= frame.len() {
-            return None;
-        }
-        Some(Self {
-            slot,
-            len: frame.len(),
-            l3,
-            l4,
-            headers,
-            v6,
-            tcp,
-            gso_size,
-            offset: 0,
-            index: 0,
-        })
+        let cut = vnet::Segmenter::new(frame, &header).ok()?;
+        Some(Self { slot, cut })
     }
-
-    /// Writes the next segment of `slot` (the ring slot the frame is in,
-    /// `virtio_net_hdr` first) into `buf`: its length, `TooLong` when it
-    /// does not fit (that segment is skipped), `None` when all are out.
-    fn next_into(&mut self, slot: &[u8], buf: &mut [u8]) -> Option<Result<usize, TooLong>> {
-        let frame = slot.get(VNET_HDR_LEN..VNET_HDR_LEN + self.len)?;
-        let payload = self.len - self.headers;
-        if self.offset >= payload {
-            return None;
-        }
-        let chunk = self.gso_size.min(payload - self.offset);
-        let (first, last) = (self.offset == 0, self.offset + chunk == payload);
-        let at = self.offset;
-        let index = self.index;
-        self.offset += chunk;
-        self.index = self.index.wrapping_add(1);
-        let out_len = self.headers + chunk;
-        let Some(out) = buf.get_mut(..out_len) else {
-            return Some(Err(TooLong));
-        };
-        out[..self.headers].copy_from_slice(&frame[..self.headers]);
-        out[self.headers..].copy_from_slice(&frame[self.headers + at..][..chunk]);
-        let (l3, l4) = (self.l3, self.l4);
-        let put16 = |out: &mut [u8], at: usize, value: u16| {
-            out[at..at + 2].copy_from_slice(&value.to_be_bytes());
-        };
-        let get16 = |out: &[u8], at: usize| u16::from_be_bytes([out[at], out[at + 1]]);
-        let l4_len = out_len - l4;
-        let pseudo = if self.v6 {
-            put16(out, l3 + 4, (out_len - l3 - 40) as u16);
-            let addr = |at: usize| {
-                let mut octets = [0u8; 16];
-                octets.copy_from_slice(&out[at..at + 16]);
-                std::net::Ipv6Addr::from(octets)
-            };
-            let protocol = if self.tcp { 6 } else { 17 };
-            wire::checksum::pseudo_header_v6(addr(l3 + 8), addr(l3 + 24), protocol, l4_len as u32)
-        } else {
-            put16(out, l3 + 2, (out_len - l3) as u16);
-            let ident = get16(out, l3 + 4).wrapping_add(index);
-            put16(out, l3 + 4, ident);
-            put16(out, l3 + 10, 0);
-            let checksum = wire::checksum::checksum(&out[l3..l4]);
-            put16(out, l3 + 10, checksum);
-            let addr =
-                |at: usize| std::net::Ipv4Addr::new(out[at], out[at + 1], out[at + 2], out[at + 3]);
-            let protocol = if self.tcp { 6 } else { 17 };
-            wire::checksum::pseudo_header_v4(addr(l3 + 12), addr(l3 + 16), protocol, l4_len as u16)
-        };
-        let checksum_at = if self.tcp {
-            let seq = u32::from_be_bytes([out[l4 + 4], out[l4 + 5], out[l4 + 6], out[l4 + 7]]);
-            out[l4 + 4..l4 + 8].copy_from_slice(&seq.wrapping_add(at as u32).to_be_bytes());
-            const FIN: u8 = 0x01;
-            const PSH: u8 = 0x08;
-            const CWR: u8 = 0x80;
-            if !last {
-                out[l4 + 13] &= !(FIN | PSH);
-            }
-            if !first {
-                out[l4 + 13] &= !CWR;
-            }
-            l4 + 16
-        } else {
-            put16(out, l4 + 4, l4_len as u16);
-            l4 + 6
-        };
-        put16(out, checksum_at, 0);
-        let sum = wire::checksum::add(pseudo, wire::checksum::sum(&out[l4..]));
-        let checksum = match wire::checksum::finish(sum) {
-            0 if !self.tcp => 0xffff,
-            checksum => checksum,
-        };
-        put16(out, checksum_at, checksum);
-        Some(Ok(out_len))
-    }
-}
-
-/// Finishes a `CHECKSUM_PARTIAL` transport checksum: the field at `start +
-/// offset` holds the pseudo-header sum, so the checksum of everything
-/// from `start` on is the field's value (as the kernel's
-/// `skb_checksum_help` does, a zero result is sent as 0xffff). False when
-/// the offsets lie outside the frame.
-fn complete_checksum(frame: &mut [u8], start: usize, offset: usize) -> bool {
-    let Some(field) = start.checked_add(offset) else {
-        return false;
-    };
-    if field.checked_add(2).is_none_or(|end| end > frame.len()) {
-        return false;
-    }
-    let sum = match wire::checksum::checksum(&frame[start..]) {
-        0 => 0xffff,
-        sum => sum,
-    };
-    frame[field..field + 2].copy_from_slice(&sum.to_be_bytes());
-    true
 }
 
 // ----- Shared with the tunnel ----------------------------------------------
