@@ -807,6 +807,101 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn a_partial_checksum_is_completed() {
+        // An IPv4 UDP datagram 10.0.0.1:1 -> 10.0.0.2:2, "hi", behind an
+        // Ethernet header, its checksum field holding the pseudo-header
+        // sum as a kernel leaves it.
+        let mut frame = vec![0u8; 14 + 20];
+        frame.extend_from_slice(&[0, 1, 0, 2, 0, 10, 0, 0, b'h', b'i']);
+        let pseudo =
+            wire::checksum::pseudo_header_v4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 17, 10);
+        frame[34 + 6..34 + 8].copy_from_slice(&pseudo.to_be_bytes());
+        assert!(complete_checksum(&mut frame, 34, 6));
+        assert!(wire::checksum::verifies(pseudo, &frame[34..]));
+        // Offsets beyond the frame are refused, never a panic.
+        assert!(!complete_checksum(&mut frame, 34, 9));
+        assert!(!complete_checksum(&mut frame, usize::MAX, 2));
+        assert!(!complete_checksum(&mut frame, 100, 0));
+    }
+
+    #[test]
+    fn a_tcp_gso_frame_is_cut_into_valid_segments() {
+        for (v6, gso, l4) in [(false, Gso::TcpV4, 34), (true, Gso::TcpV6, 54)] {
+            let frame = super_frame(v6, true, &[], 0, 2500);
+            let segments = cut(&frame, &gso_header(gso, 1000, l4));
+            let l4 = usize::from(l4);
+            let lens: Vec<usize> = segments.iter().map(|s| s.len() - l4 - 20).collect();
+            assert_eq!(lens, [1000, 1000, 500]);
+            let payload: Vec<u8> = segments
+                .iter()
+                .flat_map(|s| s[l4 + 20..].to_vec())
+                .collect();
+            assert_eq!(payload, frame[l4 + 20..]);
+            for (index, segment) in segments.iter().enumerate() {
+                let seq = u32::from_be_bytes(segment[l4 + 4..l4 + 8].try_into().unwrap());
+                assert_eq!(seq, 0xffff_ff00u32.wrapping_add(1000 * index as u32));
+                let flags = segment[l4 + 13];
+                assert_eq!(
+                    flags & 0x09 != 0,
+                    index == 2,
+                    "FIN and PSH on the last only"
+                );
+                assert_eq!(flags & 0x80 != 0, index == 0, "CWR on the first only");
+                assert_eq!(flags & 0x10, 0x10, "ACK on all");
+                if !v6 {
+                    let ident = u16::from_be_bytes([segment[18], segment[19]]);
+                    assert_eq!(ident, 0xfffeu16.wrapping_add(index as u16));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_udp_gso_frame_is_cut_into_datagrams() {
+        for (v6, l4) in [(false, 34), (true, 54)] {
+            let frame = super_frame(v6, false, &[], 0, 2100);
+            let segments = cut(&frame, &gso_header(Gso::UdpL4, 1400, l4));
+            let l4 = usize::from(l4);
+            let lens: Vec<u16> = segments
+                .iter()
+                .map(|s| u16::from_be_bytes([s[l4 + 4], s[l4 + 5]]))
+                .collect();
+            assert_eq!(lens, [1408, 708]);
+        }
+    }
+
+    #[test]
+    fn gso_frames_it_cannot_cut_are_refused() {
+        let frame = super_frame(true, true, &[], 0, 100);
+        let new = |frame: &[u8], gso, gso_size, csum_start| {
+            Segmenter::new(frame, &gso_header(gso, gso_size, csum_start))
+        };
+        assert!(new(&frame, Gso::TcpV6, 50, 54).is_ok());
+        // The ECN bit is only a marker.
+        let ecn = VnetHeaderRepr {
+            gso_ecn: true,
+            ..gso_header(Gso::TcpV6, 50, 54)
+        };
+        assert!(Segmenter::new(&frame, &ecn).is_ok());
+        assert!(new(&frame, Gso::TcpV4, 50, 54).is_err(), "family");
+        let ufo = Gso::from(gso_type::UDP);
+        assert!(new(&frame, ufo, 50, 54).is_err(), "UFO");
+        assert!(new(&frame, Gso::TcpV6, 0, 54).is_err(), "size 0");
+        assert!(new(&frame, Gso::TcpV6, 50, 20).is_err(), "offset");
+        // GRO-merged frames carry no checksum start.
+        assert!(new(&frame, Gso::TcpV6, 50, 0).is_ok());
+        assert!(new(&frame, Gso::UdpL4, 50, 54).is_err(), "protocol");
+        assert!(new(&frame[..60], Gso::TcpV6, 50, 54).is_err(), "short");
+        assert!(new(&frame, Gso::TcpV6, 50, 5000).is_err(), "beyond");
+        // A buffer too small for a segment skips just that one.
+        let mut segmenter = new(&frame, Gso::TcpV6, 60, 54).unwrap();
+        let mut small = [0u8; 120];
+        assert_eq!(segmenter.next_into(&frame, &mut small), Some(Err(TooLong)));
+        assert_eq!(segmenter.next_into(&frame, &mut small), Some(Ok(114)));
+        assert_eq!(segmenter.next_into(&frame, &mut small), None);
+    }
+
     /// Found by the fuzzer (`vnet_frame`): a checksum start beyond the
     /// fixed IPv6 header was taken for the transport header without looking
     /// at the extension headers, so a UDP GSO type over a TCP packet, or a
