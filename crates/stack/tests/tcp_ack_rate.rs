@@ -6,186 +6,27 @@
 //! segment still waits for the delayed-ACK timer.
 //!
 //! host-a sends to host-b over the unlimited wire. host-b's link is
-//! wrapped in a [`Gate`] that records every frame host-b sends and can
+//! wrapped in a [`Splice`](network_support::wiretap::Splice) that records every frame host-b sends and can
 //! hold back what arrives, so a whole flight reaches host-b in one poll,
 //! and lose chosen segments of it.
 
 mod network_support;
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use network_support::wiretap::{Mark, Seen, Wiretap};
 use network_support::{host, host_mut};
 use stack::iface::host::{TcpError, TcpHandle};
-use stack::phy::{Link, LinkError, LinkStats, Loopback, Medium};
 use stack::runner::{blocking, Simulator};
 use stack::socket::tcp::congestion::{CongestionConfig, InitialWindow};
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
 use stack::time::Instant;
 use stack::topology::Topology;
-use wire::ethernet::{EtherType, EthernetFrame};
-use wire::ip::{ChecksumMode, IpProtocol};
-use wire::ipv4::Ipv4Packet;
-use wire::ipv6::Ipv6Packet;
-use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
+use wire::tcp::TcpRepr;
 
 const PORT: u16 = 5001;
-
-#[derive(Default)]
-struct GateState {
-    /// Every frame the host transmitted, with when.
-    sent: Vec<(Instant, Vec<u8>)>,
-    /// When each TCP segment the host took from the link arrived.
-    received: Vec<Instant>,
-    /// Arriving frames are held on the wire.
-    closed: bool,
-    /// Sequence numbers of arriving segments to lose, once each.
-    lose: Vec<u32>,
-}
-
-/// The test's side of a [`Gate`].
-#[derive(Clone, Default)]
-struct Tap(Arc<Mutex<GateState>>);
-
-impl Tap {
-    fn set_closed(&self, closed: bool) {
-        self.0.lock().unwrap().closed = closed;
-    }
-
-    /// Loses the next arriving segment that starts at `seq`.
-    fn lose(&self, seq: u32) {
-        self.0.lock().unwrap().lose.push(seq);
-    }
-
-    /// Frames sent and received so far (a mark for the `_since` calls).
-    fn mark(&self) -> (usize, usize) {
-        let state = self.0.lock().unwrap();
-        (state.sent.len(), state.received.len())
-    }
-
-    /// The TCP segments the host sent since `mark`, with when.
-    fn sent_since(&self, mark: (usize, usize)) -> Vec<(Instant, TcpRepr)> {
-        self.0.lock().unwrap().sent[mark.0..]
-            .iter()
-            .filter_map(|(at, frame)| Some((*at, parse_segment(frame)?)))
-            .collect()
-    }
-
-    /// When the segments received since `mark` arrived.
-    fn received_since(&self, mark: (usize, usize)) -> Vec<Instant> {
-        self.0.lock().unwrap().received[mark.1..].to_vec()
-    }
-}
-
-/// A host's link that records what the host sends and, while closed,
-/// leaves arriving frames on the wire.
-struct Gate {
-    inner: Box<dyn Link + Send>,
-    tap: Tap,
-}
-
-impl Link for Gate {
-    fn medium(&self) -> Medium {
-        self.inner.medium()
-    }
-
-    fn mtu(&self) -> usize {
-        self.inner.mtu()
-    }
-
-    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        self.tap.0.lock().unwrap().sent.push((now, parts.concat()));
-        self.inner.transmit(now, parts)
-    }
-
-    fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        if self.tap.0.lock().unwrap().closed {
-            return None;
-        }
-        loop {
-            let n = self.inner.receive(now, buf)?;
-            let Some(seg) = parse_segment(&buf[..n]) else {
-                return Some(n);
-            };
-            let mut state = self.tap.0.lock().unwrap();
-            if let Some(i) = state.lose.iter().position(|s| *s == seg.seq_number) {
-                state.lose.swap_remove(i);
-                continue;
-            }
-            state.received.push(now);
-            return Some(n);
-        }
-    }
-
-    fn next_arrival(&self) -> Option<Instant> {
-        if self.tap.0.lock().unwrap().closed {
-            return None;
-        }
-        self.inner.next_arrival()
-    }
-
-    fn stats(&self) -> LinkStats {
-        self.inner.stats()
-    }
-}
-
-fn gate(sim: &mut Simulator, name: &str) -> Tap {
-    let h = host_mut(sim, name);
-    let id = h.interface_id("eth0").unwrap();
-    let iface = h.interface_mut(id).unwrap();
-    let inner = std::mem::replace(&mut iface.link, Box::new(Loopback::default()));
-    let tap = Tap::default();
-    iface.link = Box::new(Gate {
-        inner,
-        tap: tap.clone(),
-    });
-    tap
-}
-
-fn parse_segment(frame: &[u8]) -> Option<TcpRepr> {
-    let eth = EthernetFrame::new_checked(frame).ok()?;
-    let (src, dst, tcp): (IpAddr, IpAddr, Vec<u8>) = match eth.ethertype() {
-        EtherType::Ipv6 => {
-            let ip = Ipv6Packet::new_checked(eth.payload()).ok()?;
-            if ip.next_header() != IpProtocol::Tcp {
-                return None;
-            }
-            (
-                ip.src_addr().into(),
-                ip.dst_addr().into(),
-                ip.payload().to_vec(),
-            )
-        }
-        EtherType::Ipv4 => {
-            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
-            if ip.protocol() != IpProtocol::Tcp {
-                return None;
-            }
-            (
-                ip.src_addr().into(),
-                ip.dst_addr().into(),
-                ip.payload().to_vec(),
-            )
-        }
-        _ => return None,
-    };
-    let packet = TcpPacket::new_checked(&tcp[..]).ok()?;
-    let mut repr =
-        TcpRepr::parse(&packet, &src, &dst, ChecksumMode::Full).expect("a valid segment");
-    repr.payload_len = packet.payload().len();
-    Some(repr)
-}
-
-/// A bare ACK: no data and no SYN, FIN or RST.
-fn is_pure_ack(repr: &TcpRepr) -> bool {
-    repr.ack_number.is_some()
-        && repr.payload_len == 0
-        && !repr
-            .flags
-            .intersects(TcpFlags::SYN.union(TcpFlags::FIN).union(TcpFlags::RST))
-}
 
 fn unlimited() -> Simulator {
     let text = include_str!("../../../topologies/unlimited.toml");
@@ -243,10 +84,10 @@ fn drain(sim: &mut Simulator, server: TcpHandle) -> usize {
 /// the instant the flight arrived.
 fn flight(
     sim: &mut Simulator,
-    tap: &Tap,
+    tap: &Wiretap,
     (client, server): (TcpHandle, TcpHandle),
     n: usize,
-) -> (Vec<(Instant, TcpRepr)>, Instant) {
+) -> (Vec<Seen>, Instant) {
     let mss = host(sim, "host-a")
         .tcp_connection(client)
         .unwrap()
@@ -254,7 +95,7 @@ fn flight(
         .unwrap()
         .send_mss;
     let data = vec![0x5a; n * mss];
-    tap.set_closed(true);
+    tap.hold(true);
     let mark = tap.mark();
     let mut sent = 0;
     while sent < data.len() {
@@ -264,7 +105,7 @@ fn flight(
     }
     // Everything leaves host-a and waits on host-b's wire.
     sim.run_for(Duration::from_millis(1));
-    tap.set_closed(false);
+    tap.hold(false);
     sim.run_for(Duration::from_millis(100));
     let arrivals = tap.received_since(mark);
     assert_eq!(arrivals.len(), n, "{n} segments arrived");
@@ -284,7 +125,7 @@ fn flight(
 fn a_flight_taken_in_one_poll_is_acknowledged_every_second_segment() {
     for v6 in [true, false] {
         let mut sim = unlimited();
-        let tap = gate(&mut sim, "host-b");
+        let tap = Wiretap::splice(&mut sim, "host-b");
         let ends = connected(&mut sim, v6);
         let mss = host(&sim, "host-a")
             .tcp_connection(ends.0)
@@ -301,15 +142,15 @@ fn a_flight_taken_in_one_poll_is_acknowledged_every_second_segment() {
         let buffer = TcpConfig::default().recv_buffer;
         // host-b's last ACK so far: the SYN-ACK's.
         let mut acked = tap
-            .sent_since((0, 0))
+            .sent_since(Mark::default())
             .last()
-            .and_then(|(_, s)| s.ack_number)
+            .and_then(|s| s.repr.ack_number)
             .unwrap();
         // The first flight fits the SYN-ACK's unscaled window (RFC 7323
         // §2.2); later ones have the scaled window of its ACKs.
         for n in [2usize, 64, 63, 9] {
             let (sent, arrived) = flight(&mut sim, &tap, ends, n);
-            let acks: Vec<_> = sent.iter().filter(|(_, s)| is_pure_ack(s)).collect();
+            let acks: Vec<_> = sent.iter().filter(|s| s.is_pure_ack()).collect();
             assert_eq!(acks.len(), sent.len(), "v6 {v6}, {n} segments: only ACKs");
             assert_eq!(
                 acks.len(),
@@ -319,7 +160,7 @@ fn a_flight_taken_in_one_poll_is_acknowledged_every_second_segment() {
                 acks.len()
             );
             let start = acked;
-            for (i, (at, ack)) in acks.iter().enumerate() {
+            for (i, Seen { at, repr: ack, .. }) in acks.iter().enumerate() {
                 let segments = (2 * (i + 1)).min(n);
                 let expect = start.wrapping_add((segments * mss) as u32);
                 assert_eq!(*at, arrived, "v6 {v6}, {n} segments: ACK {i} at once");
@@ -342,8 +183,8 @@ fn a_flight_taken_in_one_poll_is_acknowledged_every_second_segment() {
         // §3.8.6.3).
         let (sent, arrived) = flight(&mut sim, &tap, ends, 1);
         assert_eq!(sent.len(), 1, "v6 {v6}: one ACK for one segment");
-        let (at, ack) = &sent[0];
-        assert!(is_pure_ack(ack));
+        let Seen { at, repr: ack, .. } = &sent[0];
+        assert!(sent[0].is_pure_ack());
         assert_eq!(ack.ack_number, Some(acked.wrapping_add(mss as u32)));
         assert_eq!(
             at.saturating_duration_since(arrived),
@@ -361,11 +202,11 @@ fn a_flight_taken_in_one_poll_is_acknowledged_every_second_segment() {
 fn out_of_order_segments_in_one_poll_are_each_answered_with_their_own_sack_block() {
     for v6 in [true, false] {
         let mut sim = unlimited();
-        let tap = gate(&mut sim, "host-b");
+        let tap = Wiretap::splice(&mut sim, "host-b");
         let ends = connected(&mut sim, v6);
         // A first flight makes host-a's view of the window a scaled one.
         let (sent, _) = flight(&mut sim, &tap, ends, 2);
-        let start = sent.last().and_then(|(_, s)| s.ack_number).unwrap();
+        let start = sent.last().and_then(|s| s.repr.ack_number).unwrap();
         let (client, server) = ends;
         let mss = host(&sim, "host-a")
             .tcp_connection(client)
@@ -379,7 +220,7 @@ fn out_of_order_segments_in_one_poll_are_each_answered_with_their_own_sack_block
             tap.lose(at(lost));
         }
         let data = vec![0x3c; 16 * mss];
-        tap.set_closed(true);
+        tap.hold(true);
         let mark = tap.mark();
         let mut written = 0;
         while written < data.len() {
@@ -388,14 +229,14 @@ fn out_of_order_segments_in_one_poll_are_each_answered_with_their_own_sack_block
                 .unwrap();
         }
         sim.run_for(Duration::from_millis(1));
-        tap.set_closed(false);
+        tap.hold(false);
         sim.run_for(Duration::from_millis(100));
         let arrived = tap.received_since(mark)[0];
         let acks: Vec<TcpRepr> = tap
             .sent_since(mark)
             .into_iter()
-            .filter(|(when, s)| *when == arrived && is_pure_ack(s))
-            .map(|(_, s)| s)
+            .filter(|s| s.at == arrived && s.is_pure_ack())
+            .map(|s| s.repr)
             .collect();
         // Segments 0 and 1 draw an ACK; 2 waits for the next; every one
         // from 4 on is out of order and answered at once (4 also covering

@@ -11,35 +11,30 @@
 //!   outside the connection's SND.UNA..SND.NXT, lowers nothing (RFC 5927
 //!   §7.2) and is counted; one that quotes a segment in flight does.
 //!
-//! host-a's link is wrapped in a [`Splice`] that records every frame
+//! host-a's link is wrapped in a
+//! [`Splice`](network_support::wiretap::Splice) that records every frame
 //! host-a sends and puts forged frames in front of it.
 
 mod network_support;
 
-use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use network_support::wiretap::{Seen, Wiretap};
 use network_support::{
-    ethernet, host, host_mut, icmpv4_bytes, icmpv6_bytes, ipv4_packet, ipv6_packet,
+    address_of, ethernet, host, host_mut, icmpv4_bytes, icmpv6_bytes, ipv4_packet, ipv6_packet,
     two_routers_narrow_middle, wait_for_slaac,
 };
 use stack::iface::host::{TcpError, TcpHandle};
-use stack::phy::{Link, LinkError, LinkStats, Loopback, Medium};
 use stack::runner::{blocking, Simulator};
 use stack::socket::tcp::congestion::CongestionControl;
 use stack::socket::tcp::connection::{Connection, TcpConfig};
 use stack::socket::tcp::listener::ListenerConfig;
-use stack::time::Instant;
 use stack::topology::Topology;
-use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
+use wire::ethernet::{EtherType, EthernetAddress};
 use wire::icmpv4::{Icmpv4DstUnreachable, Icmpv4Repr};
 use wire::icmpv6::Icmpv6Repr;
-use wire::ip::{ChecksumMode, IpProtocol};
-use wire::ipv4::Ipv4Packet;
-use wire::ipv6::Ipv6Packet;
-use wire::tcp::{TcpPacket, TcpRepr};
+use wire::ip::IpProtocol;
 
 const PORT: u16 = 5001;
 /// The MTU of the link between the two routers: the path's narrowest.
@@ -48,171 +43,7 @@ const NARROW_MTU: usize = 1280;
 /// recovery left to the timer would cost.
 const MIN_RTO: Duration = Duration::from_secs(1);
 
-// ----- A link that records and injects ---------------------------------------
-
-#[derive(Default)]
-struct SpliceState {
-    /// Every frame the host transmitted, with when.
-    sent: Vec<(Instant, Vec<u8>)>,
-    /// Frames to hand the host as received, ahead of the wire's.
-    inject: VecDeque<Vec<u8>>,
-}
-
-/// The test's side of a [`Splice`].
-#[derive(Clone, Default)]
-struct Wiretap(Arc<Mutex<SpliceState>>);
-
-impl Wiretap {
-    fn inject(&self, frame: Vec<u8>) {
-        self.0.lock().unwrap().inject.push_back(frame);
-    }
-
-    /// How many frames the host has sent so far (a mark for `since`).
-    fn mark(&self) -> usize {
-        self.0.lock().unwrap().sent.len()
-    }
-
-    /// The TCP segments among the frames sent since `mark`.
-    fn segments_since(&self, mark: usize) -> Vec<Seen> {
-        self.0.lock().unwrap().sent[mark..]
-            .iter()
-            .filter_map(|(at, frame)| parse_segment(*at, frame))
-            .collect()
-    }
-}
-
-/// A host's link with a tap: what the host sends is recorded before it
-/// goes on the wire; injected frames arrive ahead of the wire's.
-struct Splice {
-    inner: Box<dyn Link + Send>,
-    tap: Wiretap,
-}
-
-impl Link for Splice {
-    fn medium(&self) -> Medium {
-        self.inner.medium()
-    }
-
-    fn mtu(&self) -> usize {
-        self.inner.mtu()
-    }
-
-    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        self.tap.0.lock().unwrap().sent.push((now, parts.concat()));
-        self.inner.transmit(now, parts)
-    }
-
-    fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        if let Some(frame) = self.tap.0.lock().unwrap().inject.pop_front() {
-            buf[..frame.len()].copy_from_slice(&frame);
-            return Some(frame.len());
-        }
-        self.inner.receive(now, buf)
-    }
-
-    fn next_arrival(&self) -> Option<Instant> {
-        if !self.tap.0.lock().unwrap().inject.is_empty() {
-            return Some(Instant::ZERO);
-        }
-        self.inner.next_arrival()
-    }
-
-    fn stats(&self) -> LinkStats {
-        self.inner.stats()
-    }
-}
-
-/// Wraps the link of `name`'s eth0 in a [`Splice`].
-fn splice(sim: &mut Simulator, name: &str) -> Wiretap {
-    let h = host_mut(sim, name);
-    let id = h.interface_id("eth0").unwrap();
-    let iface = h.interface_mut(id).unwrap();
-    let inner = std::mem::replace(&mut iface.link, Box::new(Loopback::default()));
-    let tap = Wiretap::default();
-    iface.link = Box::new(Splice {
-        inner,
-        tap: tap.clone(),
-    });
-    tap
-}
-
-// ----- Segments on the wire ------------------------------------------------
-
-/// A TCP segment a host sent.
-#[derive(Debug, Clone)]
-struct Seen {
-    at: Instant,
-    /// The IP packet's length, header included.
-    ip_len: usize,
-    /// The IP header and the TCP segment, as an ICMP error would quote
-    /// them.
-    packet: Vec<u8>,
-    repr: TcpRepr,
-}
-
-impl Seen {
-    fn seq(&self) -> u32 {
-        self.repr.seq_number
-    }
-
-    fn payload_len(&self) -> usize {
-        self.repr.payload_len
-    }
-}
-
-fn parse_segment(at: Instant, frame: &[u8]) -> Option<Seen> {
-    let eth = EthernetFrame::new_checked(frame).ok()?;
-    let packet = eth.payload().to_vec();
-    let (src, dst, ip_len, tcp): (IpAddr, IpAddr, usize, Vec<u8>) = match eth.ethertype() {
-        EtherType::Ipv6 => {
-            let ip = Ipv6Packet::new_checked(eth.payload()).ok()?;
-            if ip.next_header() != IpProtocol::Tcp {
-                return None;
-            }
-            let len = wire::ipv6::HEADER_LEN + usize::from(ip.payload_len());
-            (
-                ip.src_addr().into(),
-                ip.dst_addr().into(),
-                len,
-                ip.payload().to_vec(),
-            )
-        }
-        EtherType::Ipv4 => {
-            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
-            if ip.protocol() != IpProtocol::Tcp {
-                return None;
-            }
-            (
-                ip.src_addr().into(),
-                ip.dst_addr().into(),
-                usize::from(ip.total_len()),
-                ip.payload().to_vec(),
-            )
-        }
-        _ => return None,
-    };
-    let segment = TcpPacket::new_checked(&tcp[..]).ok()?;
-    let mut repr =
-        TcpRepr::parse(&segment, &src, &dst, ChecksumMode::Full).expect("a valid segment");
-    repr.payload_len = segment.payload().len();
-    Some(Seen {
-        at,
-        ip_len,
-        packet: packet[..ip_len].to_vec(),
-        repr,
-    })
-}
-
 // ----- Connections -----------------------------------------------------------
-
-fn address_of(sim: &Simulator, name: &str, v6: bool) -> IpAddr {
-    let h = host(sim, name);
-    if v6 {
-        IpAddr::V6(h.global_ipv6_addresses()[0])
-    } else {
-        IpAddr::V4(h.ipv4_addresses()[0])
-    }
-}
 
 fn mac_of(sim: &Simulator, name: &str) -> EthernetAddress {
     let h = host(sim, name);
@@ -304,7 +135,7 @@ fn narrow_path() -> (Simulator, Wiretap) {
     let mut sim = Simulator::new(&two_routers_narrow_middle(), None).unwrap();
     wait_for_slaac(&mut sim, "host-a", "2001:db8:a::");
     wait_for_slaac(&mut sim, "host-b", "2001:db8:b::");
-    let tap = splice(&mut sim, "host-a");
+    let tap = Wiretap::splice(&mut sim, "host-a");
     (sim, tap)
 }
 
@@ -355,7 +186,7 @@ fn recovers_at_once(
     let counters = conn.counters();
     let cc = conn.congestion();
     let segments: Vec<Seen> = tap
-        .segments_since(mark)
+        .sent_since(mark)
         .into_iter()
         .filter(|s| s.payload_len() > 0)
         .collect();
@@ -439,96 +270,82 @@ fn a_transfer_without_sack_or_timestamps_recovers_at_once_too() {
 
 /// host-a —1500— r1 —1400— r2 —1280— r3 —1500— host-b, IPv4 only: the
 /// segments resent to fit 1400 bytes are too big for the next router.
-const STAIRS: &str = r#"
-seed = 3
-
-[[host]]
-name = "host-a"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "192.0.2.1"
-
-[[host]]
-name = "host-b"
-[[host.interface]]
-name = "eth0"
-ipv4 = "198.51.100.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "198.51.100.1"
-
-[[router]]
-name = "r1"
-[[router.interface]]
-name = "eth0"
-ipv4 = "192.0.2.1/24"
-[[router.interface]]
-name = "eth1"
-mtu = 1400
-ipv4 = "203.0.113.1/24"
-[[router.route]]
-to = "0.0.0.0/0"
-via = "203.0.113.2"
-
-[[router]]
-name = "r2"
-[[router.interface]]
-name = "eth0"
-mtu = 1400
-ipv4 = "203.0.113.2/24"
-[[router.interface]]
-name = "eth1"
-mtu = 1280
-ipv4 = "198.18.0.1/24"
-[[router.route]]
-to = "192.0.2.0/24"
-via = "203.0.113.1"
-[[router.route]]
-to = "198.51.100.0/24"
-via = "198.18.0.2"
-
-[[router]]
-name = "r3"
-[[router.interface]]
-name = "eth0"
-mtu = 1280
-ipv4 = "198.18.0.2/24"
-[[router.interface]]
-name = "eth1"
-ipv4 = "198.51.100.1/24"
-[[router.route]]
-to = "0.0.0.0/0"
-via = "198.18.0.1"
-
-[[wire]]
-a = "host-a:eth0"
-b = "r1:eth0"
-delay = "100us"
-
-[[wire]]
-a = "r1:eth1"
-b = "r2:eth0"
-delay = "1ms"
-
-[[wire]]
-a = "r2:eth1"
-b = "r3:eth0"
-delay = "1ms"
-
-[[wire]]
-a = "r3:eth1"
-b = "host-b:eth0"
-delay = "100us"
-"#;
+fn stairs() -> String {
+    // (name, [(interface, MTU if not 1500, address)], [(to, via)])
+    type Router = (
+        &'static str,
+        [(&'static str, Option<u16>, &'static str); 2],
+        Vec<(&'static str, &'static str)>,
+    );
+    let routers: [Router; 3] = [
+        (
+            "r1",
+            [
+                ("eth0", None, "192.0.2.1/24"),
+                ("eth1", Some(1400), "203.0.113.1/24"),
+            ],
+            vec![("0.0.0.0/0", "203.0.113.2")],
+        ),
+        (
+            "r2",
+            [
+                ("eth0", Some(1400), "203.0.113.2/24"),
+                ("eth1", Some(1280), "198.18.0.1/24"),
+            ],
+            vec![
+                ("192.0.2.0/24", "203.0.113.1"),
+                ("198.51.100.0/24", "198.18.0.2"),
+            ],
+        ),
+        (
+            "r3",
+            [
+                ("eth0", Some(1280), "198.18.0.2/24"),
+                ("eth1", None, "198.51.100.1/24"),
+            ],
+            vec![("0.0.0.0/0", "198.18.0.1")],
+        ),
+    ];
+    let wires = [
+        ("host-a:eth0", "r1:eth0", "100us"),
+        ("r1:eth1", "r2:eth0", "1ms"),
+        ("r2:eth1", "r3:eth0", "1ms"),
+        ("r3:eth1", "host-b:eth0", "100us"),
+    ];
+    // (name, address, gateway)
+    let hosts = [
+        ("host-a", "192.0.2.10/24", "192.0.2.1"),
+        ("host-b", "198.51.100.10/24", "198.51.100.1"),
+    ];
+    let mut text = String::from("\nseed = 3\n");
+    for (name, ipv4, via) in hosts {
+        text += &format!(
+            "\n[[host]]\nname = \"{name}\"\n[[host.interface]]\nname = \"eth0\"\n\
+             ipv4 = \"{ipv4}\"\n[[host.route]]\nto = \"0.0.0.0/0\"\nvia = \"{via}\"\n"
+        );
+    }
+    for (name, interfaces, routes) in routers {
+        text += &format!("\n[[router]]\nname = \"{name}\"\n");
+        for (interface, mtu, ipv4) in interfaces {
+            let mtu = mtu.map(|m| format!("mtu = {m}\n")).unwrap_or_default();
+            text +=
+                &format!("[[router.interface]]\nname = \"{interface}\"\n{mtu}ipv4 = \"{ipv4}\"\n");
+        }
+        for (to, via) in routes {
+            text += &format!("[[router.route]]\nto = \"{to}\"\nvia = \"{via}\"\n");
+        }
+    }
+    for (a, b, delay) in wires {
+        text += &format!("\n[[wire]]\na = \"{a}\"\nb = \"{b}\"\ndelay = \"{delay}\"\n");
+    }
+    text
+}
 
 #[test]
 fn a_path_mtu_found_in_two_steps_is_resent_for_at_each() {
-    let mut sim = Simulator::new(&Topology::from_toml_str(STAIRS).unwrap(), None).unwrap();
+    let mut sim = Simulator::new(&Topology::from_toml_str(&stairs()).unwrap(), None).unwrap();
     sim.run_for(Duration::from_millis(10));
-    let tap = splice(&mut sim, "host-a");
+    let tap = Wiretap::splice(&mut sim, "host-a");
     recovers_at_once((sim, tap), false, TcpConfig::default(), (2, NARROW_MTU));
 }
 
@@ -552,7 +369,7 @@ fn in_flight(v6: bool) -> InFlight {
     let mut sim = Simulator::new(&Topology::default_network(), None).unwrap();
     wait_for_slaac(&mut sim, "host-a", "2001:db8:a::");
     wait_for_slaac(&mut sim, "host-b", "2001:db8:b::");
-    let tap = splice(&mut sim, "host-a");
+    let tap = Wiretap::splice(&mut sim, "host-a");
     let ends = connect(&mut sim, v6, TcpConfig::default());
     let data = pattern(64 * 1024);
     let mark = tap.mark();
@@ -563,11 +380,11 @@ fn in_flight(v6: bool) -> InFlight {
     // Until the first flight left: its ACKs are at least a round trip
     // away, so all of it is in flight.
     let sent = sim.run_until_with(Duration::from_millis(10), |_| {
-        tap.segments_since(mark).iter().any(|s| s.payload_len() > 0)
+        tap.sent_since(mark).iter().any(|s| s.payload_len() > 0)
     });
     assert!(sent, "no data left host-a");
     let flight: Vec<Seen> = tap
-        .segments_since(mark)
+        .sent_since(mark)
         .into_iter()
         .filter(|s| s.payload_len() > 0)
         .collect();

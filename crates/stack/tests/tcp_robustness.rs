@@ -8,192 +8,31 @@
 //! Forged segments are put in front of host-b as if they had arrived on
 //! its wire (from the router, as an off-path attacker's would), and every
 //! frame a host sends is recorded, by wrapping the host's link in a
-//! [`Splice`].
+//! [`Splice`](network_support::wiretap::Splice).
 
 mod network_support;
 
-use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use network_support::{ethernet, host, host_mut, ipv4_packet, ipv6_packet, warm_up};
+use network_support::wiretap::{Mark, Seen, Wiretap};
+use network_support::{address_of, ethernet, host, host_mut, ipv4_packet, ipv6_packet, warm_up};
 use stack::iface::host::{Host, HostConfig, InterfaceConfig, StaticRoute, TcpError, TcpHandle};
-use stack::phy::{Link, LinkError, LinkStats, Loopback, Medium};
+use stack::phy::Loopback;
 use stack::runner::{blocking, Simulator};
 use stack::socket::tcp::bare_header;
 use stack::socket::tcp::connection::{ConnectionError, TcpConfig};
 use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::tcp::seq::Seq;
 use stack::socket::tcp::state::State;
-use stack::time::Instant;
 use stack::topology::Topology;
-use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
+use wire::ethernet::{EtherType, EthernetAddress};
 use wire::ip::{ChecksumMode, IpProtocol};
-use wire::ipv4::Ipv4Packet;
-use wire::ipv6::Ipv6Packet;
 use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
 
 const PORT: u16 = 5001;
 /// TcpConfig's default receive buffer: the window host-b offers.
 const WINDOW: u32 = 256 * 1024;
-
-// ----- A link that records and injects ---------------------------------------
-
-#[derive(Default)]
-struct SpliceState {
-    /// Every frame the host transmitted, with when.
-    sent: Vec<(Instant, Vec<u8>)>,
-    /// Frames to hand the host as received, each from its instant on.
-    inject: VecDeque<(Instant, Vec<u8>)>,
-}
-
-/// The test's side of a [`Splice`].
-#[derive(Clone, Default)]
-struct Wiretap(Arc<Mutex<SpliceState>>);
-
-impl Wiretap {
-    fn inject(&self, at: Instant, frame: Vec<u8>) {
-        self.0.lock().unwrap().inject.push_back((at, frame));
-    }
-
-    /// How many frames the host has sent so far (a mark for `since`).
-    fn mark(&self) -> usize {
-        self.0.lock().unwrap().sent.len()
-    }
-
-    /// The TCP segments among the frames sent since `mark`.
-    fn segments_since(&self, mark: usize) -> Vec<Seen> {
-        self.0.lock().unwrap().sent[mark..]
-            .iter()
-            .filter_map(|(at, frame)| parse_segment(*at, frame))
-            .collect()
-    }
-}
-
-/// A host's link with a tap: what the host sends is recorded before it
-/// goes on the wire; injected frames arrive ahead of the wire's.
-struct Splice {
-    inner: Box<dyn Link + Send>,
-    tap: Wiretap,
-}
-
-impl Link for Splice {
-    fn medium(&self) -> Medium {
-        self.inner.medium()
-    }
-
-    fn mtu(&self) -> usize {
-        self.inner.mtu()
-    }
-
-    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        self.tap.0.lock().unwrap().sent.push((now, parts.concat()));
-        self.inner.transmit(now, parts)
-    }
-
-    fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let mut state = self.tap.0.lock().unwrap();
-        if state.inject.front().is_some_and(|(at, _)| *at <= now) {
-            let (_, frame) = state.inject.pop_front()?;
-            buf[..frame.len()].copy_from_slice(&frame);
-            return Some(frame.len());
-        }
-        drop(state);
-        self.inner.receive(now, buf)
-    }
-
-    fn next_arrival(&self) -> Option<Instant> {
-        let injected = self.tap.0.lock().unwrap().inject.front().map(|(at, _)| *at);
-        match (injected, self.inner.next_arrival()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn stats(&self) -> LinkStats {
-        self.inner.stats()
-    }
-}
-
-/// Wraps the link of `name`'s eth0 in a [`Splice`].
-fn splice(sim: &mut Simulator, name: &str) -> Wiretap {
-    let h = host_mut(sim, name);
-    let id = h.interface_id("eth0").unwrap();
-    let iface = h.interface_mut(id).unwrap();
-    let inner = std::mem::replace(&mut iface.link, Box::new(Loopback::default()));
-    let tap = Wiretap::default();
-    iface.link = Box::new(Splice {
-        inner,
-        tap: tap.clone(),
-    });
-    tap
-}
-
-// ----- Segments on the wire ------------------------------------------------
-
-/// A TCP segment seen on the wire.
-#[derive(Debug, Clone)]
-struct Seen {
-    at: Instant,
-    src: SocketAddr,
-    dst: SocketAddr,
-    repr: TcpRepr,
-}
-
-impl Seen {
-    fn is(&self, flags: TcpFlags) -> bool {
-        self.repr.flags.contains(flags)
-    }
-
-    /// A bare ACK: no data and no SYN, FIN or RST.
-    fn is_pure_ack(&self) -> bool {
-        self.repr.ack_number.is_some()
-            && self.repr.payload_len == 0
-            && !self
-                .repr
-                .flags
-                .intersects(TcpFlags::SYN.union(TcpFlags::FIN).union(TcpFlags::RST))
-    }
-}
-
-fn parse_segment(at: Instant, frame: &[u8]) -> Option<Seen> {
-    let eth = EthernetFrame::new_checked(frame).ok()?;
-    let (src, dst, tcp): (IpAddr, IpAddr, Vec<u8>) = match eth.ethertype() {
-        EtherType::Ipv6 => {
-            let ip = Ipv6Packet::new_checked(eth.payload()).ok()?;
-            if ip.next_header() != IpProtocol::Tcp {
-                return None;
-            }
-            (
-                ip.src_addr().into(),
-                ip.dst_addr().into(),
-                ip.payload().to_vec(),
-            )
-        }
-        EtherType::Ipv4 => {
-            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
-            if ip.protocol() != IpProtocol::Tcp {
-                return None;
-            }
-            (
-                ip.src_addr().into(),
-                ip.dst_addr().into(),
-                ip.payload().to_vec(),
-            )
-        }
-        _ => return None,
-    };
-    let packet = TcpPacket::new_checked(&tcp[..]).ok()?;
-    // Every segment a host sends must carry a valid checksum.
-    let repr = TcpRepr::parse(&packet, &src, &dst, ChecksumMode::Full).expect("a valid segment");
-    Some(Seen {
-        at,
-        src: SocketAddr::new(src, repr.src_port),
-        dst: SocketAddr::new(dst, repr.dst_port),
-        repr,
-    })
-}
 
 /// A segment header from `src` to `dst`.
 fn header(
@@ -258,18 +97,9 @@ fn network() -> (Simulator, Wiretap, Wiretap) {
             .all(|n| !host(sim, n).global_ipv6_addresses().is_empty())
     });
     assert!(ready, "SLAAC did not finish");
-    let a = splice(&mut sim, "host-a");
-    let b = splice(&mut sim, "host-b");
+    let a = Wiretap::splice(&mut sim, "host-a");
+    let b = Wiretap::splice(&mut sim, "host-b");
     (sim, a, b)
-}
-
-fn address_of(sim: &Simulator, name: &str, v6: bool) -> IpAddr {
-    let h = host(sim, name);
-    if v6 {
-        IpAddr::V6(h.global_ipv6_addresses()[0])
-    } else {
-        IpAddr::V4(h.ipv4_addresses()[0])
-    }
 }
 
 fn mac_of(sim: &Simulator, name: &str, interface: &str) -> EthernetAddress {
@@ -399,7 +229,7 @@ impl Established {
     fn b_view(&self) -> (u32, u32) {
         let last = self
             .tap_a
-            .segments_since(0)
+            .sent_since(Mark::default())
             .into_iter()
             .rev()
             .find(|s| s.src == self.a && s.dst == self.b)
@@ -414,13 +244,13 @@ impl Established {
     /// Puts a segment "from host-a" in front of host-b now.
     fn forge(&mut self, repr: &TcpRepr, payload: &[u8]) {
         let f = frame(self.macs_to_b, self.a, self.b, repr, payload);
-        self.tap_b.inject(self.sim.now(), f);
+        self.tap_b.inject_at(self.sim.now(), f);
     }
 
     /// What host-b sent to host-a's end since `mark`.
-    fn sent_by_b(&self, mark: usize) -> Vec<Seen> {
+    fn sent_by_b(&self, mark: Mark) -> Vec<Seen> {
         self.tap_b
-            .segments_since(mark)
+            .sent_since(mark)
             .into_iter()
             .filter(|s| s.src == self.b && s.dst == self.a)
             .collect()
@@ -495,7 +325,7 @@ fn simultaneous_open_through_the_socket_api() {
         sim.run_for(Duration::from_millis(100));
         assert_eq!(host(&sim, "host-a").tcp_state(ha), Ok(State::Established));
         assert_eq!(host(&sim, "host-b").tcp_state(hb), Ok(State::Established));
-        let sent = [tap_a.segments_since(mark_a), tap_b.segments_since(mark_b)];
+        let sent = [tap_a.sent_since(mark_a), tap_b.sent_since(mark_b)];
         let syn_time = |s: &[Seen]| s.iter().find(|s| s.is(TcpFlags::SYN)).unwrap().at;
         assert_eq!(syn_time(&sent[0]), start);
         assert_eq!(syn_time(&sent[1]), start);
@@ -565,11 +395,11 @@ fn the_reset_for_a_closed_port_acknowledges_exactly_what_arrived() {
             blocking::BlockingError::Tcp(TcpError::Connection(ConnectionError::Refused))
         );
         let syn = tap_a
-            .segments_since(0)
+            .sent_since(Mark::default())
             .into_iter()
             .find(|s| s.dst == b && s.is(TcpFlags::SYN))
             .unwrap();
-        let rsts = tap_b.segments_since(mark);
+        let rsts = tap_b.sent_since(mark);
         assert_eq!(rsts.len(), 1, "{rsts:#?}");
         let rst = &rsts[0];
         assert!(rst.is(TcpFlags::RST) && !rst.is(TcpFlags::SYN));
@@ -619,9 +449,9 @@ fn the_reset_for_a_closed_port_acknowledges_exactly_what_arrived() {
         let resets_before = host(&sim, "host-b").counters().tcp_resets_sent;
         for (repr, payload, expected) in cases {
             let mark = tap_b.mark();
-            tap_b.inject(sim.now(), frame(macs, a, b, &repr, payload));
+            tap_b.inject_at(sim.now(), frame(macs, a, b, &repr, payload));
             sim.run_for(Duration::from_millis(10));
-            let replies = tap_b.segments_since(mark);
+            let replies = tap_b.sent_since(mark);
             match expected {
                 None => assert!(replies.is_empty(), "answered a RST: {replies:#?}"),
                 Some((seq, ack)) => {
@@ -717,13 +547,13 @@ fn a_restarted_server_resets_the_stale_connection_and_a_new_one_works() {
         // The RST answered the data segment: SEQ = its ACK, no ACK flag.
         let data = e
             .tap_a
-            .segments_since(mark_a)
+            .sent_since(mark_a)
             .into_iter()
             .rfind(|s| s.src == e.a && s.repr.payload_len > 0)
             .unwrap();
         let rsts: Vec<Seen> = e
             .tap_b
-            .segments_since(mark_b)
+            .sent_since(mark_b)
             .into_iter()
             .filter(|s| s.is(TcpFlags::RST))
             .collect();
@@ -1010,7 +840,8 @@ fn a_syn_flood_neither_stalls_a_transfer_nor_locks_out_a_new_client() {
             syn.max_seg_size = Some(1440);
             syn.window_scale = Some(7);
             syn.sack_permitted = true;
-            e.tap_b.inject(now, frame(e.macs_to_b, src, e.b, &syn, &[]));
+            e.tap_b
+                .inject_at(now, frame(e.macs_to_b, src, e.b, &syn, &[]));
             sent += 1;
         }
         // Well into the flood, a new client.
@@ -1100,7 +931,7 @@ fn a_syn_flood_neither_stalls_a_transfer_nor_locks_out_a_new_client() {
     // A SYN-ACK went out for every flood SYN, cookie or not.
     let syn_acks = e
         .tap_b
-        .segments_since(mark_b)
+        .sent_since(mark_b)
         .iter()
         .filter(|s| s.is(TcpFlags::SYN) && s.repr.ack_number.is_some())
         .count();

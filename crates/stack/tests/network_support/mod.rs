@@ -33,6 +33,8 @@ use wire::ipv6_fragment::{Ipv6FragmentHeader, Ipv6FragmentRepr};
 use wire::ndisc::{NdiscOption, NdiscOptions, NdiscRepr};
 use wire::udp::{UdpPacket, UdpRepr};
 
+pub mod wiretap;
+
 // ----- Capture directories and the tshark check -----------------------------
 
 /// A fresh directory for one test's captures. Removed on drop when the
@@ -369,6 +371,16 @@ pub fn simulator(topology: &Topology, dir: &CaptureDir) -> Simulator {
 pub fn host<'a>(sim: &'a Simulator, name: &str) -> &'a Host {
     sim.host(name)
         .unwrap_or_else(|| panic!("no host {name} in the topology"))
+}
+
+/// `name`'s first global IPv6 address (`v6`) or its first IPv4 address.
+pub fn address_of(sim: &Simulator, name: &str, v6: bool) -> IpAddr {
+    let h = host(sim, name);
+    if v6 {
+        IpAddr::V6(h.global_ipv6_addresses()[0])
+    } else {
+        IpAddr::V4(h.ipv4_addresses()[0])
+    }
 }
 
 pub fn host_mut<'a>(sim: &'a mut Simulator, name: &str) -> &'a mut Host {
