@@ -165,18 +165,7 @@ impl Setup {
         let capture = capture.stop(&ns);
         let stopped = host.stop(signal, Duration::from_secs(5));
         drop(ns);
-        assert!(
-            stopped.status.success(),
-            "the host ended with {}:\nstdout:\n{}\nstderr:\n{}",
-            stopped.status,
-            stopped.stdout,
-            stopped.stderr
-        );
-        assert!(
-            stopped.stdout.contains("host counters:"),
-            "{}",
-            stopped.stdout
-        );
+        stopped.assert_clean_exit();
         assert!(stopped.stdout.contains("links:"), "{}", stopped.stdout);
         eprintln!("test took {:.1} s", started.elapsed().as_secs_f64());
         Finished {
@@ -201,36 +190,6 @@ fn check_kernel_capture(done: &Finished, expected: &[(&str, u64)]) {
     }
 }
 
-/// Counters every healthy run shows: frames both ways on the TAP, none
-/// too long or lost to errors.
-fn check_link(stopped: &Stopped) {
-    let link = format!("{TAP}: tx_frames");
-    assert!(
-        stopped.counter_on(&link, "rx_frames") > 0,
-        "{}",
-        stopped.stdout
-    );
-    assert!(
-        stopped.counter_on(&link, "tx_frames") > 0,
-        "{}",
-        stopped.stdout
-    );
-    for zero in [
-        "tx_link_down",
-        "dropped_too_big",
-        "dropped_rx_too_long",
-        "tx_errors",
-        "rx_errors",
-    ] {
-        assert_eq!(
-            stopped.counter_on(&link, zero),
-            0,
-            "{zero}:\n{}",
-            stopped.stdout
-        );
-    }
-}
-
 #[test]
 fn the_kernel_pings_the_reference_host_over_ipv6_and_ipv4() {
     let Some(setup) = setup(false) else { return };
@@ -249,7 +208,7 @@ fn the_kernel_pings_the_reference_host_over_ipv6_and_ipv4() {
         stopped.stdout
     );
     assert_eq!(stopped.counter("ipv6_fragments_sent"), 0);
-    check_link(stopped);
+    stopped.assert_link_healthy(TAP);
     let requests6 = format!("icmpv6.type == 128 && ipv6.dst == {HOST6}");
     let replies6 = format!("icmpv6.type == 129 && ipv6.src == {HOST6}");
     let requests4 = format!("icmp.type == 8 && ip.dst == {HOST4}");
@@ -298,7 +257,7 @@ fn twenty_thousand_byte_pings_are_fragmented_and_reassembled_both_ways() {
         "a reassembly drop:\n{}",
         stopped.stdout
     );
-    check_link(stopped);
+    stopped.assert_link_healthy(TAP);
     check_host_capture(&done.host_capture);
     // The fragments both ways, and the replies tshark reassembled from
     // the host's fragments with their ICMP checksums (over all 20 008
@@ -479,7 +438,7 @@ fn the_kernel_uses_the_reference_hosts_udp_and_tcp_services() {
         stopped.counter_on("udp ttcp sink (5001)", "bytes_in"),
         10_000
     );
-    check_link(stopped);
+    stopped.assert_link_healthy(TAP);
     check_services_capture(&done);
 }
 

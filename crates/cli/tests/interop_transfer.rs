@@ -174,13 +174,7 @@ impl Lab {
         let stopped = host.stop(libc::SIGINT, Duration::from_secs(5));
         let outcome = after(&ns);
         drop(ns);
-        assert!(
-            stopped.status.success() && stopped.stdout.contains("host counters:"),
-            "the host ended with {}:\nstdout:\n{}\nstderr:\n{}",
-            stopped.status,
-            stopped.stdout,
-            stopped.stderr
-        );
+        stopped.assert_clean_exit();
         (stopped, outcome)
     }
 }
@@ -210,26 +204,6 @@ fn host_drops(stopped: &Stopped) -> Vec<(String, u64)> {
             Some((reason.to_string(), count.trim().parse().ok()?))
         })
         .collect()
-}
-
-/// The TAP's link counters on the host's side: frames both ways, none
-/// refused or failed.
-fn check_host_link(stopped: &Stopped) {
-    let link = format!("{TAP}: tx_frames");
-    for zero in [
-        "tx_link_down",
-        "dropped_too_big",
-        "dropped_rx_too_long",
-        "tx_errors",
-        "rx_errors",
-    ] {
-        assert_eq!(
-            stopped.counter_on(&link, zero),
-            0,
-            "{zero}:\n{}",
-            stopped.stdout
-        );
-    }
 }
 
 // ----- Files and processes --------------------------------------------------
@@ -383,7 +357,7 @@ fn tcp_transfers(family: Family, test: &str) {
     assert_eq!(stopped.counter_on(sink, "connections"), 1);
     assert_eq!(stopped.counter_on(sink, "bytes_in"), bytes);
     assert_eq!(stopped.counter_on(sink, "connection_errors"), 0);
-    check_host_link(&stopped);
+    stopped.assert_link_healthy(TAP);
 
     check_tcp_captures(family, &headers, &whole);
     eprintln!("{test} took {:.1} s", started.elapsed().as_secs_f64());
@@ -897,7 +871,7 @@ fn udp_exchanges(family: Family, test: &str) {
     let sent = all().map(Exchange::all_sent).sum();
     let echoed = all().map(Exchange::all_echoed).sum::<u64>() + late;
     check_udp_accounting(family, sent, echoed, &kernel, &stopped);
-    check_host_link(&stopped);
+    stopped.assert_link_healthy(TAP);
     check_udp_capture(family, &capture);
     eprintln!("{test} took {:.1} s", started.elapsed().as_secs_f64());
 }

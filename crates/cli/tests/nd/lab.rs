@@ -147,18 +147,7 @@ impl Lab {
         // traffic up to here.
         let capture = capture.stop(&ns);
         let stopped = host.stop(libc::SIGINT, Duration::from_secs(5));
-        assert!(
-            stopped.status.success(),
-            "the host ended with {}:\nstdout:\n{}\nstderr:\n{}",
-            stopped.status,
-            stopped.stdout,
-            stopped.stderr
-        );
-        assert!(
-            stopped.stdout.contains("host counters:"),
-            "{}",
-            stopped.stdout
-        );
+        stopped.assert_clean_exit();
         drop(radvd);
         drop(ns);
         eprintln!("test took {:.1} s", started.elapsed().as_secs_f64());

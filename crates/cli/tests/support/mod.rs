@@ -214,6 +214,43 @@ impl Stopped {
         self.counter_in(name, Some(line_has))
     }
 
+    /// The host ended on its signal with status 0 and printed its
+    /// counters.
+    pub fn assert_clean_exit(&self) {
+        assert!(
+            self.status.success() && self.stdout.contains("host counters:"),
+            "the host ended with {}:\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+    }
+
+    /// The link `link`'s counters of a healthy run: frames both ways and
+    /// none refused, lost or failed on the host's side.
+    pub fn assert_link_healthy(&self, link: &str) {
+        let line = format!("{link}: tx_frames");
+        for moved in ["rx_frames", "tx_frames"] {
+            assert!(
+                self.counter_on(&line, moved) > 0,
+                "no {moved}:\n{}",
+                self.stdout
+            );
+        }
+        for zero in [
+            "tx_link_down",
+            "dropped_too_big",
+            "dropped_rx_too_long",
+            "dropped_rx_overrun",
+            "dropped_link_down",
+            "dropped_os_error",
+            "tx_errors",
+            "rx_errors",
+        ] {
+            assert_eq!(self.counter_on(&line, zero), 0, "{zero}:\n{}", self.stdout);
+        }
+    }
+
     fn counter_in(&self, name: &str, line_has: Option<&str>) -> u64 {
         for line in self.stdout.lines() {
             if line_has.is_some_and(|has| !line.contains(has)) {
