@@ -27,12 +27,14 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::net::{Shutdown, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use support::capture::{check_clean_and_count, Capture, TCP_CHECKSUM_GOOD};
-use support::{path_str, require_tool, skip_reason, HostProcess, Netns, Stopped, TempDir};
+use support::{
+    connect, path_str, require_tool, skip_reason, tcp_echo, HostProcess, Netns, Stopped, TempDir,
+};
 
 const TAP: &str = "sstap0";
 const HOST6: &str = "2001:db8:77::2";
@@ -93,16 +95,7 @@ fn setup(host_pcap: bool) -> Option<Setup> {
         args.extend(["--pcap", path_str(&host_pcap_dir)]);
     }
     let mut host = HostProcess::start(&args);
-    if let Err(why) = ns.wait_for_link(TAP, Duration::from_secs(5)) {
-        let printed = host
-            .wait_for_line(|_| false, Duration::from_millis(200))
-            .unwrap_err();
-        panic!("{why}\n{printed}");
-    }
-    ns.ip(&["addr", "add", "2001:db8:77::1/64", "dev", TAP, "nodad"]);
-    ns.ip(&["addr", "add", "192.0.2.1/24", "dev", TAP]);
-    ns.ip(&["link", "set", TAP, "up"]);
-    ns.ip(&["link", "set", "lo", "up"]);
+    support::configure_kernel_side(&ns, &mut host, TAP);
     // Started while the host's DAD runs (dumpcap needs the TAP up), so it
     // costs the test no time.
     let capture = Capture::start(&ns, TAP, dir.join("kernel.pcapng"));
@@ -331,38 +324,6 @@ fn udp_echo(to: SocketAddr, payload: &[u8]) {
             Err(e) => panic!("no UDP echo from {to} for {} bytes: {e}", payload.len()),
         }
     }
-}
-
-fn connect(to: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect_timeout(&to, Duration::from_secs(3))
-        .unwrap_or_else(|e| panic!("connect {to}: {e}"));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    stream
-        .set_write_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    stream
-}
-
-/// Writes `data` (from another thread) while reading the echo back.
-fn tcp_echo(to: SocketAddr, data: Vec<u8>) {
-    let stream = connect(to);
-    let mut writer = stream.try_clone().expect("clone");
-    let len = data.len();
-    let sending = std::thread::spawn(move || {
-        writer.write_all(&data).expect("write to echo");
-        writer.shutdown(Shutdown::Write).expect("shutdown");
-        data
-    });
-    let mut back = Vec::with_capacity(len);
-    let mut reader = stream;
-    reader
-        .read_to_end(&mut back)
-        .unwrap_or_else(|e| panic!("echo from {to}: {e} after {} bytes", back.len()));
-    let sent = sending.join().expect("writer");
-    assert_eq!(back.len(), sent.len(), "echoed bytes from {to}");
-    assert!(back == sent, "echoed bytes from {to} differ");
 }
 
 /// Sends `len` bytes and closes; the service must close in turn.

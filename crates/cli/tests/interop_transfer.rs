@@ -146,16 +146,7 @@ fn lab() -> Option<Lab> {
         "--dad-transmits",
         "0",
     ]);
-    if let Err(why) = ns.wait_for_link(TAP, Duration::from_secs(5)) {
-        let printed = host
-            .wait_for_line(|_| false, Duration::from_millis(200))
-            .unwrap_err();
-        panic!("{why}\n{printed}");
-    }
-    ns.ip(&["addr", "add", "2001:db8:77::1/64", "dev", TAP, "nodad"]);
-    ns.ip(&["addr", "add", "192.0.2.1/24", "dev", TAP]);
-    ns.ip(&["link", "set", TAP, "up"]);
-    ns.ip(&["link", "set", "lo", "up"]);
+    support::configure_kernel_side(&ns, &mut host, TAP);
     host.wait_for_line(|l| l == "ready", Duration::from_secs(5))
         .unwrap_or_else(|why| panic!("the host never became ready: {why}"));
     Some(Lab { host, ns })

@@ -3,8 +3,7 @@
 //! radvd when asked for, and the kernel's traffic to the host.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -379,22 +378,5 @@ pub fn udp_echo(to: SocketAddr) {
 /// `len` bytes through the TCP echo service and back.
 pub fn tcp_echo(to: SocketAddr, len: usize) {
     let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-    let stream = TcpStream::connect_timeout(&to, Duration::from_secs(3))
-        .unwrap_or_else(|e| panic!("connect {to}: {e}"));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    let mut writer = stream.try_clone().expect("clone");
-    let sending = std::thread::spawn(move || {
-        writer.write_all(&data).expect("write to echo");
-        writer.shutdown(Shutdown::Write).expect("shutdown");
-        data
-    });
-    let mut back = Vec::with_capacity(len);
-    let mut reader = stream;
-    reader
-        .read_to_end(&mut back)
-        .unwrap_or_else(|e| panic!("echo from {to}: {e} after {} bytes", back.len()));
-    let sent = sending.join().expect("writer");
-    assert!(back == sent, "echoed bytes from {to} differ");
+    crate::support::tcp_echo(to, data);
 }

@@ -13,7 +13,8 @@
 
 pub mod capture;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -512,4 +513,56 @@ impl Drop for TempDir {
 /// A path as the `&str` a command line takes.
 pub fn path_str(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
+}
+
+/// A TCP connection to `to` from this thread's namespace, with 5 s read
+/// and write timeouts so a wedged peer fails the test instead of hanging it.
+pub fn connect(to: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect_timeout(&to, Duration::from_secs(3))
+        .unwrap_or_else(|e| panic!("connect {to}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream
+}
+
+/// Writes `data` (from another thread) while reading the echo back.
+pub fn tcp_echo(to: SocketAddr, data: Vec<u8>) {
+    let stream = connect(to);
+    let mut writer = stream.try_clone().expect("clone");
+    let len = data.len();
+    let sending = std::thread::spawn(move || {
+        writer.write_all(&data).expect("write to echo");
+        writer.shutdown(Shutdown::Write).expect("shutdown");
+        data
+    });
+    let mut back = Vec::with_capacity(len);
+    let mut reader = stream;
+    reader
+        .read_to_end(&mut back)
+        .unwrap_or_else(|e| panic!("echo from {to}: {e} after {} bytes", back.len()));
+    let sent = sending.join().expect("writer");
+    assert_eq!(back.len(), sent.len(), "echoed bytes from {to}");
+    assert!(back == sent, "echoed bytes from {to} differ");
+}
+
+/// Waits for the TAP `tap` of a starting `stackscope host` to appear in
+/// `ns` (failing with what the host printed if it does not), then gives the
+/// kernel's side the addresses the TAP tests use for the kernel,
+/// 2001:db8:77::1/64 (no DAD) and 192.0.2.1/24, and brings it and the
+/// namespace's loopback up.
+pub fn configure_kernel_side(ns: &Netns, host: &mut HostProcess, tap: &str) {
+    if let Err(why) = ns.wait_for_link(tap, Duration::from_secs(5)) {
+        let printed = host
+            .wait_for_line(|_| false, Duration::from_millis(200))
+            .unwrap_err();
+        panic!("{why}\n{printed}");
+    }
+    ns.ip(&["addr", "add", "2001:db8:77::1/64", "dev", tap, "nodad"]);
+    ns.ip(&["addr", "add", "192.0.2.1/24", "dev", tap]);
+    ns.ip(&["link", "set", tap, "up"]);
+    ns.ip(&["link", "set", "lo", "up"]);
 }
