@@ -107,6 +107,15 @@ named_enum! {
         DataStructure = "data_structure",
         Socket = "socket",
         Link = "link",
+        /// Serialisation on the wire and waiting for the device: time the
+        /// stack has handed a frame over and its last bit has not yet left
+        /// (send), or the next frame of a message is still on its way
+        /// (receive).
+        Wire = "wire",
+        /// The tool's own bookkeeping (capture, trace flushing) where it
+        /// cannot be kept out of a timed window; always reported and
+        /// subtracted.
+        Instrumentation = "instrumentation",
         None = "none",
     }
 }
