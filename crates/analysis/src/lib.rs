@@ -8,12 +8,14 @@
 //! * [`profile`]: exclusive time per function and category (CPU shares);
 //! * [`sweep`]: per-size figures over a sweep of message sizes;
 //! * [`trend`]: least-squares trend lines and steps at MTU multiples;
-//! * [`queues`]: the four IPC queues' length over time, delay and rates
+//! * [`queues`]: the four IPC queues' and the device ring's length over
+//!   time, delay and rates
 //!   (the SunOS study's queue figures);
 //! * [`histogram`]: log-binned histograms with order statistics, and the
 //!   per-layer processing-delay histograms of the spans;
 //! * [`callpath`]: the common call path of one message as a tree with
 //!   times (the IPv6 study's Figures 4.6 and 4.7);
+//! * [`resolution`]: per category, the spans finer than one probe;
 //! * [`site_trace`]: bytes past each probe site against time (the SunOS
 //!   study's packet traces).
 
@@ -22,6 +24,7 @@ pub mod histogram;
 pub mod messages;
 pub mod profile;
 pub mod queues;
+pub mod resolution;
 pub mod site_trace;
 pub mod spans;
 pub mod sweep;

@@ -6,26 +6,35 @@
 //!   `socket.send.enter` of the message's flow after its
 //!   `app.message.send` mark (the first byte enters the top of the stack)
 //!   to `link.transmit.enter` of the first frame carrying its payload
-//!   (start latency) and to `link.transmit.exit` of the last (stop
-//!   latency). A frame carries payload when it was queued on the interface
-//!   inside a transport output span (`*.output`, category
-//!   `protocol_send`, transport layer) of the flow with a non-zero length;
-//!   frames are followed through each interface queue in FIFO order.
+//!   (start latency) and to where [`StopAt`] says the last one is done
+//!   (stop latency): handed to the device (`link.transmit.exit`), on the
+//!   wire (the device's transmit complete, `device.queue.dequeue`: the
+//!   NDIS send completion the study's stop latency included), or, for
+//!   TCP, acknowledged (the send queue's `socket.send_queue.dequeue`
+//!   reaching the message's last byte). A frame carries payload when it
+//!   was queued on the interface inside a transport output span
+//!   (`*.output`, category `protocol_send`, transport layer) of the flow
+//!   with a non-zero length; frames are followed through each interface
+//!   queue and device ring in FIFO order.
 //! * **Receive path** (the receiver's thread): from `link.receive.enter`
 //!   of the first frame of the sender's flow after the previous message
 //!   was received (the trace option gives received frames the sender's
-//!   flow) to the first `socket.recv_queue.enqueue` (start) and the last
-//!   before `app.message.received` (stop).
+//!   flow) — the first frame has arrived whole — to the first
+//!   `socket.recv_queue.enqueue` (start) and the last before
+//!   `app.message.received` (stop).
 //!
 //! Latencies have the probes' cost taken out: one overhead per record
 //! between the two ends. Category times are the exclusive times of the
-//! spans wholly inside the window; what no span covers is `other` (the
-//! application, the poll loop, waiting for acknowledgements).
+//! spans wholly inside the window; time in no span is `wire` while a frame
+//! of the path is on its way (send: the device holds a frame; receive:
+//! between the first frame's arrival and the last one's) and `other`
+//! otherwise (the application, the poll loop, waiting for an
+//! acknowledgement), so the categories add up to the whole window.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use probe::{Category, Kind, Layer, Record};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::spans::ThreadSpans;
 use crate::view::TraceView;
@@ -41,15 +50,97 @@ pub mod sites {
     pub const LINK_TRANSMIT_EXIT: &str = "link.transmit.exit";
     pub const LINK_RECEIVE_ENTER: &str = "link.receive.enter";
     pub const RECV_QUEUE_ENQUEUE: &str = "socket.recv_queue.enqueue";
+    pub const DEVICE_QUEUE_DEQUEUE: &str = "device.queue.dequeue";
+    pub const SEND_QUEUE_DEQUEUE: &str = "socket.send_queue.dequeue";
     pub const INTERFACE_QUEUE: &str = "interface";
+    pub const DEVICE_QUEUE: &str = "device";
+    pub const SEND_QUEUE: &str = "send_socket";
+}
+
+/// Where the send path's stop latency ends: the IPv6 study's definitions
+/// (`000_…` §2.1, §5.1), named in every table that shows one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopAt {
+    /// The last payload frame handed to the device (`link.transmit.exit`).
+    HandedToDevice,
+    /// Its last bit has left: the device's transmit complete
+    /// (`device.queue.dequeue`), as NDIS's send completion.
+    #[default]
+    OnTheWire,
+    /// TCP only: the acknowledgement of the message's last byte has come
+    /// back (`socket.send_queue.dequeue` reaching it).
+    Acknowledged,
+}
+
+impl StopAt {
+    pub const ALL: [StopAt; 3] = [
+        StopAt::HandedToDevice,
+        StopAt::OnTheWire,
+        StopAt::Acknowledged,
+    ];
+
+    /// The name used in recipes, JSON and tables.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StopAt::HandedToDevice => "handed_to_device",
+            StopAt::OnTheWire => "on_the_wire",
+            StopAt::Acknowledged => "acknowledged",
+        }
+    }
+
+    /// Parses [`as_str`](StopAt::as_str)'s names.
+    pub fn from_name(name: &str) -> Option<StopAt> {
+        StopAt::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// The window in words, for captions.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            StopAt::HandedToDevice => {
+                "first byte written → last payload frame handed to the device"
+            }
+            StopAt::OnTheWire => {
+                "first byte written → last payload bit on the wire (transmit complete)"
+            }
+            StopAt::Acknowledged => {
+                "first byte written → acknowledgement of the last byte processed"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for StopAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Time per cost category inside a window, nanoseconds; `other` is the
-/// window's time in no span.
+/// window's time in no span and not waiting for the wire.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CategoryTimes {
     pub by_category: BTreeMap<Category, f64>,
     pub other: f64,
+}
+
+/// The send path's stop latency under each definition the trace allows,
+/// nanoseconds, probe overhead removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StopLatencies {
+    pub handed_to_device: Option<f64>,
+    pub on_the_wire: Option<f64>,
+    pub acknowledged: Option<f64>,
+}
+
+impl StopLatencies {
+    pub fn get(&self, at: StopAt) -> Option<f64> {
+        match at {
+            StopAt::HandedToDevice => self.handed_to_device,
+            StopAt::OnTheWire => self.on_the_wire,
+            StopAt::Acknowledged => self.acknowledged,
+        }
+    }
 }
 
 /// One path (send or receive) of one message.
@@ -57,7 +148,12 @@ pub struct CategoryTimes {
 pub struct PathLatency {
     /// Nanoseconds, probe overhead removed.
     pub start_ns: f64,
+    /// Under the definition the analysis was asked for (send path), or to
+    /// the last byte queued for the application (receive path).
     pub stop_ns: f64,
+    /// Send path: every definition's stop latency (the one above is among
+    /// them); `None` on the receive path.
+    pub stops: Option<StopLatencies>,
     /// Counter values where the window begins and where it stops (raw, for
     /// placing the message on a timeline).
     pub begin_tsc: u64,
@@ -91,21 +187,37 @@ pub struct Messages {
     pub receiver_thread: Option<u16>,
     /// The sender's flow id.
     pub flow: Option<u32>,
+    /// Where the send path's stop latency ends.
+    pub stop_at: StopAt,
 }
 
-/// Finds the messages of `view` and measures them. `spans` holds each
-/// thread's rebuilt spans.
+/// Finds the messages of `view` and measures them, the send path's stop
+/// latency ending where `stop_at` says. `spans` holds each thread's
+/// rebuilt spans.
 pub fn analyse(
     view: &TraceView,
     spans: &BTreeMap<u16, ThreadSpans>,
+    stop_at: StopAt,
 ) -> Result<Messages, AnalysisError> {
     let need = |name: &str| {
         view.loc(name)
             .ok_or_else(|| AnalysisError::MissingLocation(name.to_string()))
     };
     let mark_send = need(sites::MESSAGE_SEND)?;
+    match stop_at {
+        StopAt::HandedToDevice => {}
+        StopAt::OnTheWire => {
+            need(sites::DEVICE_QUEUE_DEQUEUE)?;
+        }
+        StopAt::Acknowledged => {
+            need(sites::SEND_QUEUE_DEQUEUE)?;
+        }
+    }
     let Some(sender_thread) = view.thread_with(mark_send, None) else {
-        return Ok(Messages::default());
+        return Ok(Messages {
+            stop_at,
+            ..Messages::default()
+        });
     };
     let sender = &view.threads[&sender_thread];
     let flow = sender
@@ -113,11 +225,11 @@ pub fn analyse(
         .find(|r| r.loc == mark_send)
         .map(|r| r.flow)
         .unwrap_or_default();
-    let send_paths = send_path(view, sender, flow, spans.get(&sender_thread))?;
+    let send_paths = send_path(view, sender, flow, spans.get(&sender_thread), stop_at);
     let mark_received = need(sites::MESSAGE_RECEIVED)?;
     let receiver_thread = view.thread_with(mark_received, None);
     let receive_paths = match receiver_thread {
-        Some(t) => receive_path(view, &view.threads[&t], flow, spans.get(&t))?,
+        Some(t) => receive_path(view, &view.threads[&t], flow, spans.get(&t)),
         None => BTreeMap::new(),
     };
     let messages = send_paths
@@ -144,28 +256,48 @@ pub fn analyse(
         sender_thread: Some(sender_thread),
         receiver_thread,
         flow: Some(flow),
+        stop_at,
     })
 }
 
-/// A frame on its way through an interface queue.
-#[derive(Clone, Copy)]
-struct Queued {
-    /// The message whose payload it carries.
-    message: Option<u64>,
-}
+/// A frame on its way through an interface queue or a device ring: the
+/// message whose payload it carries, if any.
+type Queued = Option<u64>;
 
 /// Per message of the sender: (size, counter value of its first byte
 /// entering the stack, send path).
 type SendPaths = BTreeMap<u64, (u32, Option<u64>, Option<PathLatency>)>;
 
+/// A record's position in its thread and its counter value.
+type At = (usize, u64);
+
+#[derive(Default)]
 struct Building {
-    index: u64,
     size: u32,
-    /// Position and counter value of the first `socket.send.enter`.
-    began: Option<(usize, u64)>,
-    first_tx: Option<(usize, u64)>,
-    last_tx: Option<(usize, u64)>,
+    /// The first `socket.send.enter` of the message.
+    began: Option<At>,
+    first_tx: Option<At>,
+    last_tx: Option<At>,
+    /// Payload frames handed to the device, and of those completed.
     frames: u32,
+    completed: u32,
+    last_complete: Option<At>,
+    /// Stream offset just past the message's last byte (TCP), and when an
+    /// acknowledgement first covered it.
+    end_offset: Option<u64>,
+    acked: Option<At>,
+}
+
+impl Building {
+    fn stop(&self, at: StopAt) -> Option<At> {
+        match at {
+            StopAt::HandedToDevice => self.last_tx,
+            // Every payload frame must have completed: the last completion
+            // seen is then the last frame's (rings are FIFO).
+            StopAt::OnTheWire => self.last_complete.filter(|_| self.completed == self.frames),
+            StopAt::Acknowledged => self.acked,
+        }
+    }
 }
 
 fn send_path(
@@ -173,50 +305,35 @@ fn send_path(
     records: &[Record],
     flow: u32,
     spans: Option<&ThreadSpans>,
-) -> Result<SendPaths, AnalysisError> {
+    stop_at: StopAt,
+) -> SendPaths {
     let loc = |name: &str| view.loc(name);
     let mark = loc(sites::MESSAGE_SEND);
     let socket_send = loc(sites::SOCKET_SEND);
     let tx_enter = loc(sites::LINK_TRANSMIT_ENTER);
     let tx_exit = loc(sites::LINK_TRANSMIT_EXIT);
-    let mut out = SendPaths::new();
-    let mut current: Option<Building> = None;
-    let mut fifos: BTreeMap<u64, VecDeque<Queued>> = BTreeMap::new();
+    let mut messages: BTreeMap<u64, Building> = BTreeMap::new();
+    let mut current: Option<u64> = None;
+    let mut interface_fifos: BTreeMap<u64, VecDeque<Queued>> = BTreeMap::new();
+    let mut device_fifos: BTreeMap<u64, VecDeque<Queued>> = BTreeMap::new();
     // Open transport-output spans: (enter location, flow, len).
     let mut transport: Vec<(u16, u32, u32)> = Vec::new();
-    // The frame between its dequeue and its transmission.
+    // The frame between its interface dequeue and the device taking it.
     let mut on_link: Option<Queued> = None;
-    let finish = |b: Building, out: &mut SendPaths| {
-        let path = match (b.began, b.first_tx, b.last_tx) {
-            (Some(began), Some(first), Some(last)) => Some(PathLatency {
-                start_ns: latency(view, began, first),
-                stop_ns: latency(view, began, last),
-                begin_tsc: began.1,
-                stop_tsc: last.1,
-                frames: b.frames,
-                probes: (last.0 - began.0) as u64,
-                categories: categories(view, spans, began, last),
-            }),
-            _ => None,
-        };
-        out.insert(b.index, (b.size, b.began.map(|b| b.1), path));
-    };
     for (i, r) in records.iter().enumerate() {
         let site = view.site(r.loc);
         if Some(r.loc) == mark && r.flow == flow {
-            if let Some(done) = current.take() {
-                finish(done, &mut out);
-            }
-            current = Some(Building {
-                index: r.aux,
-                size: r.len,
-                began: None,
-                first_tx: None,
-                last_tx: None,
-                frames: 0,
-            });
+            current = Some(r.aux);
+            messages.insert(
+                r.aux,
+                Building {
+                    size: r.len,
+                    ..Building::default()
+                },
+            );
             continue;
         }
+        let queue = site.queue.as_deref();
         match site.kind {
             Kind::SpanEnter if is_transport_send(site) => transport.push((r.loc, r.flow, r.len)),
             Kind::SpanExit if site.layer == Layer::Transport => {
@@ -226,39 +343,136 @@ fn send_path(
                     }
                 }
             }
-            Kind::Enqueue if site.queue.as_deref() == Some(sites::INTERFACE_QUEUE) => {
+            Kind::Enqueue if queue == Some(sites::INTERFACE_QUEUE) => {
                 let payload = transport
                     .last()
                     .is_some_and(|&(_, f, len)| f == flow && len > 0);
-                let message = current.as_ref().filter(|_| payload).map(|b| b.index);
-                fifos
-                    .entry(r.aux)
-                    .or_default()
-                    .push_back(Queued { message });
+                let message = current.filter(|_| payload);
+                interface_fifos.entry(r.aux).or_default().push_back(message);
             }
-            Kind::Dequeue if site.queue.as_deref() == Some(sites::INTERFACE_QUEUE) => {
-                on_link = fifos.get_mut(&r.aux).and_then(VecDeque::pop_front);
+            Kind::Dequeue if queue == Some(sites::INTERFACE_QUEUE) => {
+                on_link = interface_fifos
+                    .get_mut(&r.aux)
+                    .and_then(VecDeque::pop_front);
+            }
+            Kind::Enqueue if queue == Some(sites::DEVICE_QUEUE) => {
+                let frame = on_link.take().flatten();
+                device_fifos.entry(r.aux).or_default().push_back(frame);
+            }
+            Kind::Dequeue if queue == Some(sites::DEVICE_QUEUE) => {
+                let frame = device_fifos.get_mut(&r.aux).and_then(VecDeque::pop_front);
+                if let Some(b) = frame.flatten().and_then(|m| messages.get_mut(&m)) {
+                    b.completed += 1;
+                    b.last_complete = Some((i, r.tsc));
+                }
+            }
+            // The send queue's offsets are the stream's: enqueues end at the
+            // bytes written so far, dequeues at the bytes acknowledged.
+            Kind::Enqueue if queue == Some(sites::SEND_QUEUE) && r.flow == flow => {
+                if let Some(b) = current.and_then(|m| messages.get_mut(&m)) {
+                    if b.end_offset.is_none() {
+                        let start = r.aux.saturating_sub(u64::from(r.len));
+                        b.end_offset = Some(start + u64::from(b.size));
+                    }
+                }
+            }
+            Kind::Dequeue if queue == Some(sites::SEND_QUEUE) && r.flow == flow => {
+                for b in messages.values_mut() {
+                    if b.acked.is_none() && b.end_offset.is_some_and(|end| end <= r.aux) {
+                        b.acked = Some((i, r.tsc));
+                    }
+                }
             }
             _ => {}
         }
-        let Some(b) = current.as_mut() else { continue };
+        let Some(b) = current.and_then(|m| messages.get_mut(&m)) else {
+            continue;
+        };
         if Some(r.loc) == socket_send && r.flow == flow && b.began.is_none() {
             b.began = Some((i, r.tsc));
         }
-        let ours = on_link.is_some_and(|q| q.message == Some(b.index));
-        if ours && Some(r.loc) == tx_enter && b.first_tx.is_none() {
+        // A frame belongs to the message it was queued for, which may be
+        // an earlier one than the current (a retransmission).
+        let Some(Some(message)) = on_link else {
+            continue;
+        };
+        let Some(b) = messages.get_mut(&message) else {
+            continue;
+        };
+        if Some(r.loc) == tx_enter && b.first_tx.is_none() {
             b.first_tx = Some((i, r.tsc));
         }
-        if ours && Some(r.loc) == tx_exit {
+        if Some(r.loc) == tx_exit {
             b.last_tx = Some((i, r.tsc));
             b.frames += 1;
-            on_link = None;
         }
     }
-    if let Some(done) = current.take() {
-        finish(done, &mut out);
+    let busy = device_busy(view, records);
+    messages
+        .into_iter()
+        .map(|(index, b)| {
+            let path = match (b.began, b.first_tx, b.stop(stop_at)) {
+                (Some(began), Some(first), Some(stop)) if stop.0 >= began.0 => {
+                    let measure = |at: Option<At>| {
+                        at.filter(|at| at.0 >= began.0)
+                            .map(|at| latency(view, began, at))
+                    };
+                    Some(PathLatency {
+                        start_ns: latency(view, began, first),
+                        stop_ns: latency(view, began, stop),
+                        stops: Some(StopLatencies {
+                            handed_to_device: measure(b.stop(StopAt::HandedToDevice)),
+                            on_the_wire: measure(b.stop(StopAt::OnTheWire)),
+                            acknowledged: measure(b.stop(StopAt::Acknowledged)),
+                        }),
+                        begin_tsc: began.1,
+                        stop_tsc: stop.1,
+                        frames: b.frames,
+                        probes: (stop.0 - began.0) as u64,
+                        categories: categories(view, spans, began, stop, &busy),
+                    })
+                }
+                _ => None,
+            };
+            (index, (b.size, b.began.map(|b| b.1), path))
+        })
+        .collect()
+}
+
+/// The counter intervals during which some device ring of the thread held
+/// a frame (from a `device.queue.enqueue` that found them all empty to the
+/// dequeue that emptied them).
+fn device_busy(view: &TraceView, records: &[Record]) -> Vec<(u64, u64)> {
+    let mut busy = Vec::new();
+    let mut held = 0u64;
+    let mut since = 0u64;
+    for r in records {
+        let site = view.site(r.loc);
+        if site.queue.as_deref() != Some(sites::DEVICE_QUEUE) {
+            continue;
+        }
+        match site.kind {
+            Kind::Enqueue => {
+                if held == 0 {
+                    since = r.tsc;
+                }
+                held += 1;
+            }
+            // A dequeue of a frame enqueued before the trace began is not
+            // counted: the ring's state then is unknown.
+            Kind::Dequeue if held > 0 => {
+                held -= 1;
+                if held == 0 {
+                    busy.push((since, r.tsc));
+                }
+            }
+            _ => {}
+        }
     }
-    Ok(out)
+    if held > 0 {
+        busy.push((since, u64::MAX));
+    }
+    busy
 }
 
 fn is_transport_send(site: &crate::view::Site) -> bool {
@@ -276,21 +490,23 @@ fn receive_path(
     records: &[Record],
     flow: u32,
     spans: Option<&ThreadSpans>,
-) -> Result<ReceivePaths, AnalysisError> {
+) -> ReceivePaths {
     let loc = |name: &str| view.loc(name);
     let mark = loc(sites::MESSAGE_RECEIVED);
     let rx_enter = loc(sites::LINK_RECEIVE_ENTER);
     let enqueue = loc(sites::RECV_QUEUE_ENQUEUE);
     let mut out = ReceivePaths::new();
-    let mut first_rx: Option<(usize, u64)> = None;
-    let mut first_up: Option<(usize, u64)> = None;
-    let mut last_up: Option<(usize, u64)> = None;
+    let mut first_rx: Option<At> = None;
+    let mut last_rx: Option<At> = None;
+    let mut first_up: Option<At> = None;
+    let mut last_up: Option<At> = None;
     let mut frames = 0u32;
     for (i, r) in records.iter().enumerate() {
         if Some(r.loc) == rx_enter && r.flow == flow {
             if first_rx.is_none() {
                 first_rx = Some((i, r.tsc));
             }
+            last_rx = Some((i, r.tsc));
             frames += 1;
         } else if Some(r.loc) == enqueue && first_rx.is_some() {
             if first_up.is_none() {
@@ -298,7 +514,12 @@ fn receive_path(
             }
             last_up = Some((i, r.tsc));
         } else if Some(r.loc) == mark {
-            if let (Some(began), Some(first), Some(last)) = (first_rx, first_up, last_up) {
+            if let (Some(began), Some(arrived), Some(first), Some(last)) =
+                (first_rx, last_rx, first_up, last_up)
+            {
+                // Until the last frame has arrived, time in no span is the
+                // later frames' time on the wire.
+                let on_the_wire = [(began.1, arrived.1)];
                 out.insert(
                     r.aux,
                     (
@@ -306,42 +527,50 @@ fn receive_path(
                         PathLatency {
                             start_ns: latency(view, began, first),
                             stop_ns: latency(view, began, last),
+                            stops: None,
                             begin_tsc: began.1,
                             stop_tsc: last.1,
                             frames,
                             probes: (last.0 - began.0) as u64,
-                            categories: categories(view, spans, began, last),
+                            categories: categories(view, spans, began, last, &on_the_wire),
                         },
                     ),
                 );
             }
             first_rx = None;
+            last_rx = None;
             first_up = None;
             last_up = None;
             frames = 0;
         }
     }
-    Ok(out)
+    out
 }
 
 /// Nanoseconds between two records of one thread, less one probe
 /// overhead per record between them.
-fn latency(view: &TraceView, from: (usize, u64), to: (usize, u64)) -> f64 {
+fn latency(view: &TraceView, from: At, to: At) -> f64 {
     let raw = to.1.saturating_sub(from.1) as f64;
     let probes = to.0.saturating_sub(from.0) as f64;
     view.ns((raw - view.overhead_cycles.max(0.0) * probes).max(0.0))
 }
 
-/// Exclusive time per category of the spans wholly inside the window.
+/// Exclusive time per category of the spans wholly inside the window; of
+/// the time in no span, what falls in a `wire` interval is `wire`, the
+/// rest `other`.
 fn categories(
     view: &TraceView,
     spans: Option<&ThreadSpans>,
-    from: (usize, u64),
-    to: (usize, u64),
+    from: At,
+    to: At,
+    wire: &[(u64, u64)],
 ) -> CategoryTimes {
     let mut times = CategoryTimes::default();
     let total = latency(view, from, to);
     let mut covered = 0.0;
+    // The outermost spans inside the window, in order: what they leave
+    // uncovered is time in no span.
+    let mut outer: Vec<(u64, u64)> = Vec::new();
     if let Some(spans) = spans {
         let first = spans.spans.partition_point(|s| s.enter_index < from.0);
         for span in &spans.spans[first..] {
@@ -354,8 +583,36 @@ fn categories(
             let ns = view.ns(span.exclusive);
             *times.by_category.entry(span.category).or_default() += ns;
             covered += ns;
+            if outer.last().is_none_or(|&(_, end)| span.start >= end) {
+                outer.push((span.start, span.end));
+            }
         }
     }
-    times.other = (total - covered).max(0.0);
+    let mut gaps = Vec::with_capacity(outer.len() + 1);
+    let mut cursor = from.1;
+    for &(start, end) in &outer {
+        if start > cursor {
+            gaps.push((cursor, start));
+        }
+        cursor = cursor.max(end);
+    }
+    if to.1 > cursor {
+        gaps.push((cursor, to.1));
+    }
+    let waiting: u64 = gaps.iter().map(|&gap| overlap(gap, wire)).sum();
+    let uncovered = (total - covered).max(0.0);
+    let wire_ns = view.ns(waiting as f64).min(uncovered);
+    if wire_ns > 0.0 {
+        *times.by_category.entry(Category::Wire).or_default() += wire_ns;
+    }
+    times.other = uncovered - wire_ns;
     times
+}
+
+/// Counter units of `gap` inside any of `intervals` (sorted, disjoint).
+fn overlap(gap: (u64, u64), intervals: &[(u64, u64)]) -> u64 {
+    intervals
+        .iter()
+        .map(|&(start, end)| gap.1.min(end).saturating_sub(gap.0.max(start)))
+        .sum()
 }

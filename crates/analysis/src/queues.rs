@@ -1,4 +1,5 @@
-//! The four IPC queues of the SunOS study (`001_…` §2 and Figures 11–16):
+//! The four IPC queues of the SunOS study (`001_…` §2 and Figures 11–16),
+//! and the device's transmit ring after the interface queue (the fifth):
 //! for each queue of the trace's location table and each thread that fired
 //! its probes, the queue's length over time in packets and bytes, the
 //! delay of what passed through it, its arrival and departure rates, and
@@ -6,7 +7,8 @@
 //!
 //! Queues are found by the `queue` name of the enqueue and dequeue
 //! locations in the trace's own table (`send_socket`, `interface`,
-//! `ip_input`, `receive_socket` in the reference stack), never by number.
+//! `ip_input`, `receive_socket` and `device` in the reference stack), never
+//! by number.
 //!
 //! **Pairing** (docs/probe.md, "Queue pairing"), per flow of a queue:
 //!

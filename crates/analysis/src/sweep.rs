@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use probe::Category;
 use serde::Serialize;
 
-use crate::messages::{Messages, PathLatency};
+use crate::messages::{Messages, PathLatency, StopAt};
 use crate::trend::{self, Fit, StepReport};
 
 /// Mean, median, spread and range of one figure over a size's
@@ -62,7 +62,12 @@ impl Stat {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PathFigures {
     pub start_us: Stat,
+    /// Send path: under the analysis' stop definition; receive path: to
+    /// the last byte queued for the application.
     pub stop_us: Stat,
+    /// Send path: the stop latency under every definition the trace
+    /// allows (the one above among them).
+    pub stops_us: BTreeMap<StopAt, Stat>,
     /// Payload / stop latency, KB/s (1 KB = 1000 bytes, as the study).
     pub throughput_kbps: f64,
     pub frames: f64,
@@ -114,6 +119,17 @@ fn path_figures(size: u32, paths: &[&PathLatency]) -> Option<PathFigures> {
     let stop: Vec<f64> = paths.iter().map(|p| p.stop_ns / 1e3).collect();
     let start_us = Stat::of(&start)?;
     let stop_us = Stat::of(&stop)?;
+    let stops_us = StopAt::ALL
+        .into_iter()
+        .filter_map(|at| {
+            let values: Vec<f64> = paths
+                .iter()
+                .filter_map(|p| p.stops.as_ref()?.get(at))
+                .map(|ns| ns / 1e3)
+                .collect();
+            Some((at, Stat::of(&values)?))
+        })
+        .collect();
     let n = paths.len() as f64;
     let mut categories_us: BTreeMap<Category, f64> = BTreeMap::new();
     for p in paths {
@@ -132,6 +148,7 @@ fn path_figures(size: u32, paths: &[&PathLatency]) -> Option<PathFigures> {
         categories_us,
         start_us,
         stop_us,
+        stops_us,
     })
 }
 
@@ -141,6 +158,9 @@ pub struct PathTrends {
     /// y = a·x + b, x in thousands of bytes, y in µs.
     pub start: Option<Fit>,
     pub stop: Option<Fit>,
+    /// The send path's stop latency under every definition the trace
+    /// allows, same units.
+    pub stop_by_definition: BTreeMap<StopAt, Fit>,
     /// y = a·x^b, x in hundreds of bytes, y in KB/s.
     pub throughput: Option<Fit>,
     /// Steps of the stop latency at multiples of the segment payload.
@@ -188,7 +208,21 @@ pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> Path
         shares.values_mut().for_each(|v| *v /= counted);
         other /= counted;
     }
+    let stop_by_definition = StopAt::ALL
+        .into_iter()
+        .filter_map(|at| {
+            let points: Vec<(f64, f64)> = points
+                .iter()
+                .filter_map(|p| {
+                    let stat = path(p)?.stops_us.get(&at).copied()?;
+                    Some((f64::from(p.size) / 1000.0, stat.mean))
+                })
+                .collect();
+            Some((at, trend::linear(&points)?))
+        })
+        .collect();
     PathTrends {
+        stop_by_definition,
         start: trend::linear(&start),
         stop: trend::linear(&stop),
         throughput: trend::power(&throughput),

@@ -45,7 +45,7 @@ proptest! {
                 prop_assert!(span.inclusive >= 0.0 && span.exclusive >= 0.0);
             }
         }
-        if let Ok(found) = messages::analyse(&view, &spans) {
+        if let Ok(found) = messages::analyse(&view, &spans, messages::StopAt::HandedToDevice) {
             prop_assert!(found.messages.len() <= records.len());
             let points = sweep::by_size(&found);
             let _ = sweep::trends(&points, Some(1420.0), false);

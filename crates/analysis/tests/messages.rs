@@ -2,7 +2,7 @@
 //! the probe overhead removed, and per-message start and stop latency on
 //! both paths with the cost categories inside them.
 
-use analysis::messages::analyse;
+use analysis::messages::{analyse, StopAt};
 use analysis::{all_spans, TraceView};
 use probe::{Category, Kind, Layer, Location, Record, Trace, TraceHeader};
 use support::loc;
@@ -117,6 +117,34 @@ const LOCATIONS: &[Location] = &[
         Category::Socket,
         Some("receive_socket"),
     ),
+    loc(
+        "device.queue.enqueue",
+        Layer::Link,
+        Kind::Enqueue,
+        Category::Wire,
+        Some("device"),
+    ),
+    loc(
+        "device.queue.dequeue",
+        Layer::Link,
+        Kind::Dequeue,
+        Category::Wire,
+        Some("device"),
+    ),
+    loc(
+        "socket.send_queue.enqueue",
+        Layer::Socket,
+        Kind::Enqueue,
+        Category::Socket,
+        Some("send_socket"),
+    ),
+    loc(
+        "socket.send_queue.dequeue",
+        Layer::Socket,
+        Kind::Dequeue,
+        Category::Socket,
+        Some("send_socket"),
+    ),
 ];
 
 fn records(thread: u16, events: &[(&str, u64, u32, u32, u64)]) -> Vec<Record> {
@@ -217,7 +245,7 @@ fn the_send_path_runs_from_the_first_write_to_the_payload_frames() {
     let mut all = sender();
     all.extend(receiver());
     let v = view(0.0, all);
-    let found = analyse(&v, &all_spans(&v)).unwrap();
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
     assert_eq!(found.sender_thread, Some(1));
     assert_eq!(found.receiver_thread, Some(2));
     let m = &found.messages[0];
@@ -247,7 +275,7 @@ fn the_receive_path_runs_from_the_first_frame_of_the_flow_to_the_socket() {
     let mut all = sender();
     all.extend(receiver());
     let v = view(0.0, all);
-    let found = analyse(&v, &all_spans(&v)).unwrap();
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
     let m = &found.messages[0];
     let receive = m.receive.as_ref().unwrap();
     // The other flow's frame at 4 000 is not the message's first.
@@ -264,7 +292,7 @@ fn latencies_lose_one_overhead_per_record_between_their_ends() {
     let mut all = sender();
     all.extend(receiver());
     let v = view(10.0, all);
-    let found = analyse(&v, &all_spans(&v)).unwrap();
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
     let send = found.messages[0].send.as_ref().unwrap();
     // socket.send.enter is record 1, the first link.transmit.enter record
     // 15, the last link.transmit.exit record 22.
@@ -278,7 +306,7 @@ fn a_trace_without_the_message_marks_has_no_messages() {
     let mut all = sender();
     all.retain(|r| r.loc != support::at(LOCATIONS, "app.message.send").0);
     let v = view(0.0, all);
-    let found = analyse(&v, &all_spans(&v)).unwrap();
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
     assert!(found.messages.is_empty());
 }
 
@@ -293,6 +321,150 @@ fn a_table_without_the_sites_is_refused_by_name() {
     )];
     let trace = Trace::new(TraceHeader::new(1e9, 0.0, 0, "x"), OTHER, Vec::new());
     let v = TraceView::new(&trace).unwrap();
-    let err = analyse(&v, &all_spans(&v)).unwrap_err().to_string();
+    let err = analyse(&v, &all_spans(&v), StopAt::HandedToDevice)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("app.message.send"), "{err}");
+}
+
+/// The sender of [`sender`] on a device that serialises: each frame the
+/// link accepts enters the device ring, and leaves when its last bit has
+/// (the 74-byte ACK between the two payload frames too); the stream's
+/// bytes 0..3000 are written, then acknowledged at 9 000 (by an earlier
+/// message's end too, to show that only the one reaching 3000 counts).
+fn sender_on_a_device() -> Vec<Record> {
+    records(
+        1,
+        &[
+            ("app.message.send", 1_000, 3000, FLOW, 0),
+            ("socket.send.enter", 1_100, 3000, FLOW, 0),
+            ("socket.send_queue.enqueue", 1_200, 3000, FLOW, 3000),
+            ("socket.send.exit", 1_300, 3000, FLOW, 3000),
+            ("tcp.output.enter", 1_500, 1500, FLOW, 0),
+            ("iface.queue.enqueue", 2_000, 1574, FLOW, 0),
+            ("tcp.output.exit", 2_100, 1500, FLOW, 0),
+            ("tcp.output.enter", 2_200, 0, FLOW, 0),
+            ("iface.queue.enqueue", 2_300, 74, FLOW, 0),
+            ("tcp.output.exit", 2_400, 0, FLOW, 0),
+            ("tcp.output.enter", 2_500, 1500, FLOW, 0),
+            ("iface.queue.enqueue", 2_600, 1574, FLOW, 0),
+            ("tcp.output.exit", 2_700, 1500, FLOW, 0),
+            ("iface.queue.dequeue", 3_000, 1574, FLOW, 0),
+            ("link.transmit.enter", 3_100, 1574, FLOW, 0),
+            ("link.transmit.exit", 3_400, 1574, FLOW, 0),
+            ("device.queue.enqueue", 3_450, 1574, FLOW, 0),
+            ("iface.queue.dequeue", 3_500, 74, FLOW, 0),
+            ("link.transmit.enter", 3_600, 74, FLOW, 0),
+            ("link.transmit.exit", 3_700, 74, FLOW, 0),
+            ("device.queue.enqueue", 3_750, 74, FLOW, 0),
+            ("iface.queue.dequeue", 3_800, 1574, FLOW, 0),
+            ("link.transmit.enter", 3_900, 1574, FLOW, 0),
+            ("link.transmit.exit", 4_200, 1574, FLOW, 0),
+            ("device.queue.enqueue", 4_250, 1574, FLOW, 0),
+            // The wire takes 1 000 per full frame: completions at 4 450,
+            // 4 550 (the ACK) and 5 550; the host sees them when it polls.
+            ("device.queue.dequeue", 4_500, 1574, FLOW, 0),
+            ("device.queue.dequeue", 4_600, 74, FLOW, 0),
+            ("device.queue.dequeue", 5_600, 1574, FLOW, 0),
+            ("socket.send_queue.dequeue", 8_000, 1500, FLOW, 1500),
+            ("socket.send_queue.dequeue", 9_000, 1500, FLOW, 3000),
+        ],
+    )
+}
+
+#[test]
+fn on_the_wire_the_send_path_ends_when_the_last_payload_frame_has_left() {
+    let mut all = sender_on_a_device();
+    all.extend(receiver());
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v), StopAt::OnTheWire).unwrap();
+    assert_eq!(found.stop_at, StopAt::OnTheWire);
+    let send = found.messages[0].send.as_ref().unwrap();
+    // From 1 100 to the last payload frame's completion at 5 600.
+    assert_eq!(send.stop_ns, 4_500.0);
+    let stops = send.stops.unwrap();
+    assert_eq!(stops.handed_to_device, Some(3_100.0));
+    assert_eq!(stops.on_the_wire, Some(4_500.0));
+    assert_eq!(stops.acknowledged, Some(7_900.0));
+    let c = &send.categories;
+    // Time in no span while the device held a frame: from the first
+    // enqueue (3 450) to 3 600, 3 700..3 900 and 4 200..5 600.
+    assert_eq!(c.by_category[&Category::Wire], 150.0 + 200.0 + 1_400.0);
+    // The categories and `other` make up the whole window.
+    let sum: f64 = c.by_category.values().sum::<f64>() + c.other;
+    assert_eq!(sum, send.stop_ns);
+}
+
+#[test]
+fn acknowledged_ends_at_the_ack_that_reaches_the_messages_last_byte() {
+    let v = view(0.0, sender_on_a_device());
+    let found = analyse(&v, &all_spans(&v), StopAt::Acknowledged).unwrap();
+    let send = found.messages[0].send.as_ref().unwrap();
+    assert_eq!(send.stop_ns, 9_000.0 - 1_100.0);
+    // After the last completion (5 600) nothing is on the wire: waiting
+    // for the acknowledgement is `other`.
+    assert_eq!(send.categories.by_category[&Category::Wire], 1_750.0);
+    assert!(send.categories.other >= 9_000.0 - 5_600.0);
+}
+
+#[test]
+fn on_the_wire_needs_every_payload_frame_completed() {
+    let mut records = sender_on_a_device();
+    // The trace ends before the last frame's completion.
+    records.truncate(records.len() - 3);
+    let v = view(0.0, records);
+    let found = analyse(&v, &all_spans(&v), StopAt::OnTheWire).unwrap();
+    assert!(found.messages[0].send.is_none());
+    // Handed to the device it was.
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
+    assert_eq!(found.messages[0].send.as_ref().unwrap().stop_ns, 3_100.0);
+}
+
+#[test]
+fn a_trace_without_device_probes_cannot_say_on_the_wire() {
+    let v = view(0.0, sender());
+    let err = analyse(&v, &all_spans(&v), StopAt::OnTheWire);
+    assert!(err.is_ok(), "the table has the device sites: {err:?}");
+    assert!(err.unwrap().messages[0].send.is_none());
+}
+
+#[test]
+fn on_the_receive_path_waiting_for_later_frames_is_wire_time() {
+    let mut all = sender();
+    all.extend(receiver());
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
+    let receive = found.messages[0].receive.as_ref().unwrap();
+    // Window 5 000..6 300: frames arrive at 5 000 and 6 000; between the
+    // first frame's processing (ends 5 500) and the second's arrival the
+    // receiver waits for the wire.
+    let c = &receive.categories;
+    assert_eq!(c.by_category[&Category::Wire], 500.0);
+    // The second frame's span ends after the window: only the first
+    // counts as link time, the rest of the second is `other`.
+    assert_eq!(c.by_category[&Category::Link], 500.0);
+    assert_eq!(c.other, 300.0);
+    let sum: f64 = c.by_category.values().sum::<f64>() + c.other;
+    assert_eq!(sum, receive.stop_ns);
+}
+
+#[test]
+fn spans_shorter_than_one_probe_are_below_the_resolution() {
+    let mut all = sender();
+    all.extend(receiver());
+    // One probe costs 150 cycles: the 200-cycle checksum less one record
+    // inside it is 50, below the floor; the 300-cycle transmissions less
+    // one record (150) are not.
+    let v = view(150.0, all);
+    let spans = all_spans(&v);
+    let r = analysis::resolution::by_category(&v, spans.values());
+    assert_eq!(r[&Category::Checksum].spans, 1);
+    assert_eq!(r[&Category::Checksum].below, 1);
+    assert_eq!(r[&Category::Checksum].share_below(), 1.0);
+    // Link: three transmissions (300, 100 and 300 cycles, one record
+    // apart: 150, 0, 150 left) and three receptions (the other flow's 50
+    // cycles; 500 and 400 with a record inside, two apart: 200 and 100
+    // left). Below 150: the short transmission and two receptions.
+    let link = r[&Category::Link];
+    assert_eq!((link.spans, link.below), (6, 3));
 }

@@ -91,6 +91,71 @@ impl Flow {
     }
 }
 
+/// How deep the probes record (DESIGN.md, "Probe events": probe depth is
+/// a level per run).
+///
+/// The numeric values matter: the gate check relies on their order.
+#[repr(u8)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Layer boundaries and queues: every location but the cost centres
+    /// inside the layers (checksum, copies, buffers, lookups,
+    /// fragmentation, reassembly), whose spans can be finer than a probe.
+    Layers = 0,
+    /// Every location: the layers and every cost centre.
+    #[default]
+    Functions = 1,
+}
+
+impl Level {
+    /// The snake_case name (`layers`, `functions`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Level::Layers => "layers",
+            Level::Functions => "functions",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Level, String> {
+        match s {
+            "layers" => Ok(Level::Layers),
+            "functions" => Ok(Level::Functions),
+            other => Err(format!(
+                "unknown probe level {other:?} (expected layers or functions)"
+            )),
+        }
+    }
+}
+
+static LEVEL: AtomicU8 = AtomicU8::new(Level::Functions as u8);
+
+/// Sets the probe depth for every thread.
+pub fn set_level(level: Level) {
+    LEVEL.store(level as u8, Ordering::Relaxed);
+}
+
+/// The current probe depth.
+pub fn level() -> Level {
+    if LEVEL.load(Ordering::Relaxed) == Level::Layers as u8 {
+        Level::Layers
+    } else {
+        Level::Functions
+    }
+}
+
 // Relaxed is enough: the mode is a switch, not a synchronisation point; a
 // thread that sees a change a little late records a few events more or
 // less, which the mode change itself cannot order anyway.
@@ -117,6 +182,16 @@ pub(crate) fn is_open(flow: Flow) -> bool {
     MODE.load(Ordering::Relaxed) + flow.traced as u8 >= Mode::All as u8
 }
 
+/// Whether the probe at `loc` records now for `flow`: the gate is open
+/// and the location is within the level. `loc` is a constant at every
+/// probe site, so for a location that is no cost centre the level test
+/// compiles away.
+#[cfg_attr(not(feature = "probes"), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn is_open_at(flow: Flow, loc: crate::Loc) -> bool {
+    is_open(flow) && (!loc.is_detail() || LEVEL.load(Ordering::Relaxed) >= Level::Functions as u8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +209,25 @@ mod tests {
         assert!(is_open(traced) && is_open(untraced));
         assert_eq!(mode(), Mode::All);
         set_mode(Mode::Off);
+    }
+
+    #[test]
+    fn the_layers_level_closes_the_gate_to_cost_centres_only() {
+        let _guard = crate::test_lock();
+        let flow = Flow::traced(1);
+        let layer = crate::Loc::declared(3, crate::Category::Link);
+        let centre = crate::Loc::declared(4, crate::Category::Checksum);
+        assert_eq!((layer.index(), centre.index()), (3, 4));
+        set_mode(Mode::TracedFlows);
+        set_level(Level::Layers);
+        assert!(is_open_at(flow, layer) && !is_open_at(flow, centre));
+        set_level(Level::Functions);
+        assert!(is_open_at(flow, layer) && is_open_at(flow, centre));
+        set_mode(Mode::Off);
+        assert!(!is_open_at(flow, layer));
+        for l in [Level::Layers, Level::Functions] {
+            assert_eq!(l.as_str().parse::<Level>(), Ok(l));
+        }
     }
 
     #[test]

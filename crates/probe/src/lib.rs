@@ -49,7 +49,7 @@ mod span;
 mod stats;
 pub mod trace_file;
 
-pub use gate::{mode, set_mode, Flow, Mode};
+pub use gate::{level, mode, set_level, set_mode, Flow, Level, Mode};
 pub use location::{Category, Kind, Layer, Location};
 pub use record::{Loc, Record};
 pub use ring::{
@@ -74,7 +74,7 @@ pub const ENABLED: bool = cfg!(feature = "probes");
 #[inline(always)]
 pub fn record(loc: Loc, len: u32, flow: Flow, aux: u64) {
     #[cfg(feature = "probes")]
-    if gate::is_open(flow) {
+    if gate::is_open_at(flow, loc) {
         ring::push(loc, len, flow.id, aux);
     }
     #[cfg(not(feature = "probes"))]

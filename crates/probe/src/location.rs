@@ -120,6 +120,23 @@ named_enum! {
     }
 }
 
+impl Category {
+    /// Whether spans of this category are cost centres inside a layer
+    /// (recorded at the `functions` probe depth only), rather than layer
+    /// boundaries, queues or the tool's own cost.
+    pub const fn is_cost_centre(self) -> bool {
+        matches!(
+            self,
+            Category::Checksum
+                | Category::DataMove
+                | Category::Buffer
+                | Category::Fragmentation
+                | Category::Reassembly
+                | Category::DataStructure
+        )
+    }
+}
+
 /// Compile-time check used by [`locations!`](crate::locations!): every name in a table is
 /// unique, so a name identifies a location in analysis.
 pub const fn names_are_unique(names: &[&str]) -> bool {
@@ -205,12 +222,16 @@ macro_rules! locations {
 
         $(
             $(#[$meta])*
-            $vis const $name: $crate::Loc = $crate::Loc($table::$name as u16);
+            $vis const $name: $crate::Loc = $crate::Loc::declared($table::$name as u16, $category);
         )+
 
         const _: () = assert!(
             $crate::location::names_are_unique(&[$($label),+]),
             "duplicate name in location table"
+        );
+        const _: () = assert!(
+            [$($label),+].len() <= $crate::Loc::MAX_LOCATIONS,
+            "a location table holds at most 32768 entries"
         );
     };
 }
@@ -228,7 +249,12 @@ mod tests {
 
     #[test]
     fn macro_numbers_in_declaration_order() {
-        assert_eq!((A.0, B.0, C.0), (0, 1, 2));
+        assert_eq!((A.index(), B.index(), C.index()), (0, 1, 2));
+        // The checksum is a cost centre, left out at the layers depth.
+        assert_eq!(
+            (A.is_detail(), B.is_detail(), C.is_detail()),
+            (false, true, false)
+        );
         assert_eq!(TEST_TABLE.len(), 3);
         assert_eq!(TEST_TABLE[B.index()].name, "b.enter");
         assert_eq!(TEST_TABLE[C.index()].queue, Some("q"));

@@ -4,14 +4,64 @@
 //! 64-byte cache line and a ring of a million costs 32 MiB.
 
 /// A location id: an index into a static location table (see
-/// [`crate::locations!`]). Numbers are never written by hand.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// [`crate::locations!`]). Numbers are never written by hand. The top bit
+/// marks a cost centre, which the [`Level::Layers`](crate::gate::Level)
+/// depth leaves out; records store the index alone, and two `Loc`s are
+/// equal when their indices are (a location read back from a record is the
+/// declared one).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Loc(pub u16);
 
+impl PartialEq for Loc {
+    fn eq(&self, other: &Self) -> bool {
+        self.index() == other.index()
+    }
+}
+
+impl Eq for Loc {}
+
+impl std::hash::Hash for Loc {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.index().hash(state);
+    }
+}
+
+impl PartialOrd for Loc {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Loc {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.index().cmp(&other.index())
+    }
+}
+
 impl Loc {
+    /// The bit of a cost-centre location.
+    const DETAIL: u16 = 0x8000;
+    /// Most locations a table may declare.
+    pub const MAX_LOCATIONS: usize = Self::DETAIL as usize;
+
+    /// The location declared at `index` with `category` (what
+    /// [`crate::locations!`] makes).
+    pub const fn declared(index: u16, category: crate::Category) -> Loc {
+        if category.is_cost_centre() {
+            Loc(index | Self::DETAIL)
+        } else {
+            Loc(index)
+        }
+    }
+
     /// The index into the location table.
     pub const fn index(self) -> usize {
-        self.0 as usize
+        (self.0 & !Self::DETAIL) as usize
+    }
+
+    /// Whether the location is a cost centre inside a layer.
+    pub const fn is_detail(self) -> bool {
+        self.0 & Self::DETAIL != 0
     }
 }
 
@@ -67,7 +117,7 @@ impl Record {
             aux,
             flow,
             len,
-            loc: loc.0,
+            loc: loc.index() as u16,
             thread,
             _reserved: 0,
         }

@@ -63,7 +63,7 @@ impl Drop for SpanGuard {
 pub fn span(enter: Loc, exit: Loc, len: u32, flow: Flow, aux: u64) -> SpanGuard {
     #[cfg(feature = "probes")]
     {
-        let armed = crate::gate::is_open(flow);
+        let armed = crate::gate::is_open_at(flow, enter);
         if armed {
             crate::ring::push(enter, len, flow.id, aux);
         }

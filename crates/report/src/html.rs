@@ -88,7 +88,7 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
     let _ = write!(
         h,
-        "<p class=\"note\">{} sizes × {} repetitions after {} warm-up messages; {} of {} messages delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it.</p>",
+        "<p class=\"note\">{} sizes × {} repetitions after {} warm-up messages; {} of {} messages delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it ({:.1} % of the mean send stop latency{}), probe depth <b>{}</b>.</p>",
         run.points.len(),
         run.reps,
         run.warmup,
@@ -100,7 +100,15 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
         run.probes.unclosed_spans,
         run.probes.probes_per_message,
         run.probes.overhead_per_message_ns / 1e3,
+        run.probes.overhead_share_of_stop * 100.0,
+        if run.probes.overhead_share_of_stop > 0.05 {
+            ": more than 5 %, the probes weigh on the figures; the layers depth records fewer"
+        } else {
+            ""
+        },
+        run.probes.level,
     );
+    windows_note(h, run);
     let sweep = run.points.len() >= 2;
     if sweep {
         trend_table(h, run);
@@ -237,11 +245,22 @@ fn ack_chart(run: &MessagesRun) -> XyChart {
 
 /// Each size's mean latencies, for runs of a few sizes (a sweep's are in
 /// its CSV and plots).
+/// Which window every figure of the run measures.
+fn windows_note(h: &mut String, run: &MessagesRun) {
+    let _ = write!(
+        h,
+        "<p class=\"note\">Windows: <b>send start</b> first byte written (<code>socket.send.enter</code>) → first payload frame handed to the link (<code>link.transmit.enter</code>); <b>send stop ({stop})</b> {window}; <b>receive start/stop</b> first frame of the message arrived whole (<code>link.receive.enter</code>) → first / last byte queued for the application (<code>socket.recv_queue.enqueue</code>). Categories: exclusive span time inside the window; <b>wire</b> is time in no span while a frame of the path is on its way (send: the device ring holds one; receive: later frames still arriving); <b>other</b> is the rest (application, poll loop, waiting for acknowledgements); <b>instrumentation</b> is the tool's own cost, already subtracted.</p>",
+        stop = run.stop_at,
+        window = escape(run.stop_at.describe()),
+    );
+}
+
 fn per_size_table(h: &mut String, run: &MessagesRun) {
     if run.points.len() > 4 {
         return;
     }
-    h.push_str("<table><tr><th class=\"l\">size B</th><th>messages</th><th>send start µs</th><th>send stop µs</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send KB/s</th></tr>");
+    let header = format!("<table><tr><th class=\"l\">size B</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send KB/s</th></tr>", run.stop_at);
+    h.push_str(&header);
     let stat = |s: Option<&analysis::sweep::Stat>| {
         s.map_or("-".to_string(), |s| {
             format!("{:.1} ± {:.1}", s.mean, s.stdev)
@@ -284,15 +303,31 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         ("receive start latency", &run.receive.start),
         ("receive stop latency", &run.receive.stop),
     ] {
+        let name = if name == "send stop latency" {
+            format!("{name} ({})", run.stop_at)
+        } else {
+            name.to_string()
+        };
         let _ = write!(
             h,
             "<tr><td class=\"l\">{name}</td>{}</tr>",
             fit_cell(fit, "KB", "µs")
         );
     }
+    for (at, fit) in &run.send.stop_by_definition {
+        if *at == run.stop_at {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">send stop latency ({at}; for comparison)</td>{}</tr>",
+            fit_cell(&Some(*fit), "KB", "µs")
+        );
+    }
     let _ = write!(
         h,
-        "<tr><td class=\"l\">send payload throughput (x: hundreds of bytes, y: KB/s)</td>{}</tr></table>",
+        "<tr><td class=\"l\">send payload throughput = payload / stop latency ({}) (x: hundreds of bytes, y: KB/s)</td>{}</tr></table>",
+        run.stop_at,
         fit_cell(&run.send.throughput, "100 B", "KB/s")
     );
     if let Some(steps) = &run.send.stop_steps {
@@ -456,16 +491,26 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
 }
 
 fn share_table(h: &mut String, run: &MessagesRun) {
-    h.push_str("<table><tr><th class=\"l\">category</th><th>share of send stop latency</th><th>share of receive stop latency</th></tr>");
+    let _ = write!(h, "<table><tr><th class=\"l\">category</th><th>share of send stop latency ({})</th><th>share of receive stop latency</th><th>spans</th><th>spans below probe resolution</th></tr>", run.stop_at);
     for c in Category::ALL {
         let s = run.send.category_shares.get(c).copied().unwrap_or(0.0);
         let r = run.receive.category_shares.get(c).copied().unwrap_or(0.0);
-        if s == 0.0 && r == 0.0 {
+        let resolution = run.probes.resolution.iter().find(|r| r.category == *c);
+        if s == 0.0 && r == 0.0 && resolution.is_none() {
             continue;
         }
+        let (spans, below) = resolution.map_or(("-".to_string(), "-".to_string()), |r| {
+            (
+                r.spans.to_string(),
+                format!(
+                    "{:.1} %",
+                    r.below_resolution as f64 * 100.0 / r.spans.max(1) as f64
+                ),
+            )
+        });
         let _ = write!(
             h,
-            "<tr><td class=\"l\">{}</td><td>{:.1} %</td><td>{:.1} %</td></tr>",
+            "<tr><td class=\"l\">{}</td><td>{:.1} %</td><td>{:.1} %</td><td>{spans}</td><td>{below}</td></tr>",
             c.as_str(),
             s * 100.0,
             r * 100.0
@@ -473,11 +518,11 @@ fn share_table(h: &mut String, run: &MessagesRun) {
     }
     let _ = write!(
         h,
-        "<tr><td class=\"l\">other (in no span: application, poll loop, waiting)</td><td>{:.1} %</td><td>{:.1} %</td></tr></table>",
+        "<tr><td class=\"l\">other (in no span and nothing on the wire: application, poll loop, waiting for acknowledgements)</td><td>{:.1} %</td><td>{:.1} %</td><td></td><td></td></tr></table>",
         run.send.other_share * 100.0,
         run.receive.other_share * 100.0
     );
-    h.push_str("<p class=\"note\">Mean over the sizes of each category's exclusive time inside the message's window divided by its stop latency.</p>");
+    h.push_str("<p class=\"note\">Mean over the sizes of each category's exclusive time inside the message's window divided by its stop latency. A span is below the probe resolution when its time with the probes' cost removed is less than one probe's cost: its category's time is then mostly a floor, not a measurement.</p>");
 }
 
 fn cpu_table(h: &mut String, run: &MessagesRun) {

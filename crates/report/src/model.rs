@@ -65,6 +65,8 @@ pub struct MessagesRun {
     /// Payload one packet carries on the path; stop-latency steps are
     /// looked for at its multiples.
     pub segment_bytes: f64,
+    /// Where the send path's stop latency ends (named in every table).
+    pub stop_at: analysis::messages::StopAt,
     pub points: Vec<SizePoint>,
     pub send: PathTrends,
     pub receive: PathTrends,
@@ -123,7 +125,7 @@ pub struct RunCpu {
 }
 
 /// What the recorder lost or could not pair: reported with every result.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ProbeHealth {
     pub records: u64,
     /// Events dropped because a ring was full.
@@ -134,6 +136,22 @@ pub struct ProbeHealth {
     /// that was subtracted, per message on average (send path), ns.
     pub probes_per_message: f64,
     pub overhead_per_message_ns: f64,
+    /// The probe depth the run recorded at (`layers` or `functions`).
+    pub level: probe::Level,
+    /// The subtracted probe cost as a share of the mean send stop latency.
+    pub overhead_share_of_stop: f64,
+    /// Per category: spans recorded, and of those the ones whose time with
+    /// the probe cost removed is below the cost of one probe (the probe
+    /// resolution: finer than the probes can tell).
+    pub resolution: Vec<CategoryResolution>,
+}
+
+/// How many spans of a category were finer than the probes.
+#[derive(Debug, Clone, Serialize)]
+pub struct CategoryResolution {
+    pub category: probe::Category,
+    pub spans: u64,
+    pub below_resolution: u64,
 }
 
 /// Where a run's files are.

@@ -1,6 +1,6 @@
 //! The stack's probe sites, declared once (DESIGN.md, "Probe events").
 //! Spans are named `NAME.enter` / `NAME.exit` so converters pair them; the
-//! four queues of the data path (DESIGN.md, "Data path and probe points")
+//! five queues of the data path (DESIGN.md, "Data path and probe points")
 //! each have an enqueue and a dequeue probe.
 
 use probe::{Category, Kind, Layer};
@@ -27,6 +27,11 @@ probe::locations! {
     IP_INPUT_QUEUE_DEQUEUE = ("ip.input_queue.dequeue", Layer::Network, Kind::Dequeue, Category::ProtocolReceive, Some("ip_input"));
     RECV_QUEUE_ENQUEUE = ("socket.recv_queue.enqueue", Layer::Socket, Kind::Enqueue, Category::Socket, Some("receive_socket"));
     RECV_QUEUE_DEQUEUE = ("socket.recv_queue.dequeue", Layer::Socket, Kind::Dequeue, Category::Socket, Some("receive_socket"));
+    // The fifth queue: the device's transmit ring, where a saturated link
+    // queues. A frame enters when the link accepts it and leaves when its
+    // last bit has left (transmit complete), as a NIC frees a descriptor.
+    DEVICE_QUEUE_ENQUEUE = ("device.queue.enqueue", Layer::Link, Kind::Enqueue, Category::Wire, Some("device"));
+    DEVICE_QUEUE_DEQUEUE = ("device.queue.dequeue", Layer::Link, Kind::Dequeue, Category::Wire, Some("device"));
 
     // Functions on the common send path, head and end.
     SOCKET_SEND_ENTER = ("socket.send.enter", Layer::Socket, Kind::SpanEnter, Category::Socket, None);

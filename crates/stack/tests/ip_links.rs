@@ -31,6 +31,14 @@ impl Link for Recording {
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.inner.receive(now, buf)
     }
+    fn transmit_ring(&self) -> Option<usize> {
+        self.inner.transmit_ring()
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        self.inner.transmit_complete_at()
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         self.inner.next_arrival()
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use probe::Mode;
+use probe::{Level, Mode};
 use stack::runner::Simulator;
 use stack::socket::UdpConfig;
 use stack::tools::{self, Family};
@@ -19,7 +19,7 @@ static PROBE_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Sends one datagram (traced or not) and returns the (location name, flow
 /// id) of every record.
-fn records_of_one_datagram(traced: bool) -> (Vec<(&'static str, u32)>, u32) {
+fn records_of_one_datagram(traced: bool, level: Level) -> (Vec<(&'static str, u32)>, u32) {
     let _turn = PROBE_MODE.lock().unwrap_or_else(|e| e.into_inner());
     std::thread::spawn(move || {
         probe::init_thread(1 << 16);
@@ -40,6 +40,7 @@ fn records_of_one_datagram(traced: bool) -> (Vec<(&'static str, u32)>, u32) {
         sim.run_for(Duration::from_secs(1));
         let _ = probe::drain_thread();
         probe::set_mode(Mode::TracedFlows);
+        probe::set_level(level);
         let a = sim.host_mut("host-a").unwrap();
         a.udp_send_to(socket, &[7u8; 100], SocketAddr::new(dest, 7))
             .unwrap();
@@ -49,6 +50,7 @@ fn records_of_one_datagram(traced: bool) -> (Vec<(&'static str, u32)>, u32) {
         assert_eq!(b.udp(sink).recv_from(&mut out).map(|(n, _)| n), Some(7));
         assert_eq!(b.udp(sink).recv_from(&mut out).map(|(n, _)| n), Some(100));
         probe::set_mode(Mode::Off);
+        probe::set_level(Level::Functions);
         let records = probe::drain_thread()
             .iter()
             .map(|r| (stack::probes::LOCATIONS[r.loc as usize].name, r.flow))
@@ -61,7 +63,7 @@ fn records_of_one_datagram(traced: bool) -> (Vec<(&'static str, u32)>, u32) {
 
 #[test]
 fn a_traced_flow_is_recorded_along_the_whole_path_on_every_node() {
-    let (records, flow) = records_of_one_datagram(true);
+    let (records, flow) = records_of_one_datagram(true, Level::Functions);
     if !probe::ENABLED {
         assert!(records.is_empty());
         return;
@@ -80,6 +82,8 @@ fn a_traced_flow_is_recorded_along_the_whole_path_on_every_node() {
         "iface.queue.enqueue",
         "iface.queue.dequeue",
         "link.transmit.enter",
+        "device.queue.enqueue",
+        "device.queue.dequeue",
         "buffer.alloc.enter",
         "data.copy.enter",
         // Router and receiver.
@@ -116,6 +120,42 @@ fn a_traced_flow_is_recorded_along_the_whole_path_on_every_node() {
 
 #[test]
 fn an_untraced_flow_records_nothing() {
-    let (records, _) = records_of_one_datagram(false);
+    let (records, _) = records_of_one_datagram(false, Level::Functions);
     assert!(records.is_empty(), "{records:?}");
+}
+
+#[test]
+fn the_layers_depth_records_the_boundaries_and_queues_without_the_cost_centres() {
+    let (records, flow) = records_of_one_datagram(true, Level::Layers);
+    if !probe::ENABLED {
+        return;
+    }
+    let names: BTreeSet<&str> = records.iter().map(|(name, _)| *name).collect();
+    for kept in [
+        "socket.send.enter",
+        "udp.output.enter",
+        "ipv6.output.enter",
+        "iface.queue.enqueue",
+        "link.transmit.enter",
+        "device.queue.enqueue",
+        "device.queue.dequeue",
+        "link.receive.enter",
+        "udp.input.enter",
+        "socket.recv_queue.enqueue",
+    ] {
+        assert!(names.contains(kept), "no {kept} record; got {names:?}");
+    }
+    for left_out in [
+        "checksum.enter",
+        "buffer.alloc.enter",
+        "data.copy.enter",
+        "route.lookup.enter",
+        "neighbor.lookup.enter",
+    ] {
+        assert!(
+            !names.contains(left_out),
+            "{left_out} recorded at the layers depth"
+        );
+    }
+    assert!(records.iter().all(|(_, f)| *f == flow));
 }

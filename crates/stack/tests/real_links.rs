@@ -319,6 +319,14 @@ impl<L: Link, S: Copy> Link for Watched<L, S> {
         self.update();
         result
     }
+    fn transmit_ring(&self) -> Option<usize> {
+        self.inner.transmit_ring()
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        self.inner.transmit_complete_at()
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         self.inner.next_arrival()
     }

@@ -20,7 +20,8 @@ use analysis::queues::{self, QueueOptions, QueueTrace};
 use analysis::{profile, spans, sweep, TraceView};
 use report::capture::{Message, RunMessages};
 use report::model::{
-    Calibration, Experiment, MessagesRun, ProbeHealth, QueueSummary, RunCpu, RunFiles, Table,
+    Calibration, CategoryResolution, Experiment, MessagesRun, ProbeHealth, QueueSummary, RunCpu,
+    RunFiles, Table,
 };
 use stack::topology::Topology;
 use traffic::reference::messages::{self, MessagesSpec};
@@ -170,7 +171,11 @@ fn run_messages(
     let began = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let result = messages::run(&topology, &spec)?;
+    // The probe depth is global: set for this run, back to everything after.
+    probe::set_level(plan.probes);
+    let result = messages::run(&topology, &spec);
+    probe::set_level(probe::Level::Functions);
+    let result = result?;
     captures.push(run_capture(recipe, run, &pcap_dir, began, &result)?);
     let trace = result.trace(
         calibration.counter_hz,
@@ -192,7 +197,7 @@ fn run_messages(
         .with_context(|| format!("writing {}", path.display()))?;
     let view = TraceView::new(&trace)?;
     let all = analysis::all_spans(&view);
-    let mut found = analysis::messages::analyse(&view, &all)?;
+    let mut found = analysis::messages::analyse(&view, &all, plan.stop)?;
 
     let path = dir.join(&files.timeline);
     let thread_names: Vec<(u16, String)> = result
@@ -234,6 +239,29 @@ fn run_messages(
     } else {
         send_probes.iter().sum::<f64>() / send_probes.len() as f64
     };
+    let mean_stop_ns = {
+        let stops: Vec<f64> = found
+            .messages
+            .iter()
+            .filter_map(|m| m.send.as_ref().map(|p| p.stop_ns))
+            .collect();
+        stops.iter().sum::<f64>() / stops.len().max(1) as f64
+    };
+    let overhead_per_message_ns = probes_per_message * calibration.overhead_ns;
+    let resolution = analysis::resolution::by_category(
+        &view,
+        [found.sender_thread, found.receiver_thread]
+            .into_iter()
+            .flatten()
+            .filter_map(|t| all.get(&t)),
+    )
+    .into_iter()
+    .map(|(category, r)| CategoryResolution {
+        category,
+        spans: r.spans,
+        below_resolution: r.below,
+    })
+    .collect();
     let (unmatched_exits, unclosed_spans) =
         all.values().fold((0, 0), |(u, c), s: &spans::ThreadSpans| {
             (u + s.unmatched_exits, c + s.unclosed)
@@ -312,6 +340,7 @@ fn run_messages(
         sent: measured.len() as u64,
         delivered: measured.iter().filter(|o| o.delivered).count() as u64,
         segment_bytes: segment,
+        stop_at: plan.stop,
         send: sweep::trends(&points, Some(segment), false),
         receive: sweep::trends(&points, Some(segment), true),
         points,
@@ -330,7 +359,14 @@ fn run_messages(
             unmatched_exits,
             unclosed_spans,
             probes_per_message,
-            overhead_per_message_ns: probes_per_message * calibration.overhead_ns,
+            overhead_per_message_ns,
+            level: plan.probes,
+            overhead_share_of_stop: if mean_stop_ns > 0.0 {
+                overhead_per_message_ns / mean_stop_ns
+            } else {
+                0.0
+            },
+            resolution,
         },
         components,
         call_tree,
@@ -347,7 +383,7 @@ fn run_messages(
 }
 
 /// The delay of each component of the path, per packet or per call (the
-/// SunOS study's Table 1): the four queues from their probes, the
+/// SunOS study's Table 1): the five queues from their probes, the
 /// protocol layers and the copy from their spans.
 fn components_table(
     queues: &[QueueTrace],
@@ -416,6 +452,11 @@ fn components_table(
             "link transmit",
             "sender",
             function(sender, &["link.transmit"]),
+        ),
+        row(
+            "device ring (handed over to transmit complete: waiting and serialisation)",
+            "sender",
+            queue("device ", sender_thread),
         ),
         row(
             "link receive",

@@ -1,7 +1,8 @@
 //! One interface of a host: its link, its IPv6 state (NTEs, neighbour
 //! cache, MLD listener, and in router mode the advertising state), its
-//! optional IPv4 address with the ARP cache, and the interface queue of
-//! frames waiting for the link (DESIGN.md: the third of the four queues).
+//! optional IPv4 address with the ARP cache, the interface queue of frames
+//! waiting for the link (DESIGN.md: the third of the five queues), and the
+//! device's transmit ring after it (the fifth, [`DeviceRing`]).
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -12,10 +13,11 @@ use wire::ethernet::EthernetAddress;
 use crate::buffer::Packet;
 use crate::iface::address::InterfaceAddresses;
 use crate::iface::arp::ArpCache;
+use crate::iface::device::{DeviceRing, DEFAULT_RING_FRAMES};
 use crate::iface::mld::MldListener;
 use crate::iface::neighbor::NeighborCache;
 use crate::iface::route::InterfaceId;
-use crate::phy::{Link, Medium};
+use crate::phy::{Link, LinkError, Medium};
 use crate::probes::{INTERFACE_QUEUE_DEQUEUE, INTERFACE_QUEUE_ENQUEUE};
 use crate::time::Instant;
 
@@ -127,6 +129,8 @@ pub struct Interface {
     pub v4: Option<Ipv4Interface>,
     queue: VecDeque<Packet>,
     queue_limit: usize,
+    /// The device's transmit ring: frames on their way out of the link.
+    pub device: DeviceRing,
     pub counters: InterfaceCounters,
     /// Manual IPv6 addresses, configured (with DAD) when the host starts.
     pub(crate) pending_manual: Vec<crate::topology::Ipv6Cidr>,
@@ -141,6 +145,8 @@ impl Interface {
         v6: Ipv6Interface,
         v4: Option<Ipv4Interface>,
     ) -> Self {
+        let ring = link.transmit_ring().unwrap_or(DEFAULT_RING_FRAMES);
+        let device = DeviceRing::new(ring, id.0 as u64);
         Self {
             id,
             name,
@@ -151,6 +157,7 @@ impl Interface {
             v4,
             queue: VecDeque::new(),
             queue_limit: DEFAULT_QUEUE_FRAMES,
+            device,
             counters: InterfaceCounters::default(),
             pending_manual: Vec::new(),
         }
@@ -183,10 +190,31 @@ impl Interface {
         self.counters.queue_high_water = self.counters.queue_high_water.max(self.queue.len());
     }
 
-    /// Hands every queued frame to the link; the link tail-drops what it
-    /// cannot take (counted by the link and here).
+    /// Whether the interface has frames to hand to the link now: some are
+    /// queued and the device has a free slot.
+    pub fn can_transmit(&self) -> bool {
+        !self.queue.is_empty() && self.device.has_room()
+    }
+
+    /// When the device next completes a transmission, if it holds a frame.
+    pub fn next_completion(&self) -> Option<Instant> {
+        self.device.next_completion()
+    }
+
+    /// Frees the device slots of frames whose last bit has left by `now`,
+    /// then hands queued frames to the link while the device has room; the
+    /// link tail-drops what it cannot take (counted by the link and here).
+    /// What the full device leaves queued goes in a later poll.
     pub fn transmit_queued(&mut self, now: Instant) {
-        while let Some(frame) = self.queue.pop_front() {
+        self.device.retire(now);
+        while !self.queue.is_empty() {
+            if !self.device.has_room() {
+                self.device.note_full();
+                break;
+            }
+            let Some(frame) = self.queue.pop_front() else {
+                break;
+            };
             let len = frame.len();
             probe::record(
                 INTERFACE_QUEUE_DEQUEUE,
@@ -194,40 +222,45 @@ impl Interface {
                 frame.flow(),
                 self.id.0 as u64,
             );
-            let _span = probe::span(
-                crate::probes::LINK_TRANSMIT_ENTER,
-                crate::probes::LINK_TRANSMIT_EXIT,
-                len as u32,
-                frame.flow(),
-                self.id.0 as u64,
-            );
-            // Scatter-gather: at most a head and a few payload segments.
-            let mut parts: [&[u8]; 8] = [&[]; 8];
-            let mut count = 0;
-            let mut overflow = false;
-            for part in frame.parts() {
-                if count == parts.len() {
-                    overflow = true;
-                    break;
-                }
-                parts[count] = part;
-                count += 1;
-            }
-            let result = if overflow {
-                let mut flat = Vec::with_capacity(len);
-                frame.parts().for_each(|p| flat.extend_from_slice(p));
-                self.link.transmit(now, &[&flat])
-            } else {
-                self.link.transmit(now, &parts[..count])
+            let result = {
+                let _span = probe::span(
+                    crate::probes::LINK_TRANSMIT_ENTER,
+                    crate::probes::LINK_TRANSMIT_EXIT,
+                    len as u32,
+                    frame.flow(),
+                    self.id.0 as u64,
+                );
+                transmit(self.link.as_mut(), now, &frame)
             };
             match result {
                 Ok(()) => {
                     self.counters.tx_frames += 1;
                     self.counters.tx_bytes += len as u64;
+                    let complete = self.link.transmit_complete_at();
+                    self.device.push(now, len, frame.flow(), complete);
                 }
                 Err(_) => self.counters.tx_link_errors += 1,
             }
         }
         self.link.flush(now);
+        // Frames of a link that sends at once complete in this poll.
+        self.device.retire(now);
     }
+}
+
+/// Hands `frame` to `link`, scatter-gather: at most a head and a few
+/// payload segments, flattened only when there are more.
+fn transmit(link: &mut (dyn Link + Send), now: Instant, frame: &Packet) -> Result<(), LinkError> {
+    let mut parts: [&[u8]; 8] = [&[]; 8];
+    let mut count = 0;
+    for part in frame.parts() {
+        if count == parts.len() {
+            let mut flat = Vec::with_capacity(frame.len());
+            frame.parts().for_each(|p| flat.extend_from_slice(p));
+            return link.transmit(now, &[&flat]);
+        }
+        parts[count] = part;
+        count += 1;
+    }
+    link.transmit(now, &parts[..count])
 }

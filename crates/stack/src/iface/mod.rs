@@ -5,6 +5,7 @@
 
 pub mod address;
 pub mod arp;
+pub mod device;
 pub mod host;
 pub mod icmp_error;
 pub mod interface;

@@ -104,6 +104,14 @@ impl Link for Loopback {
         None
     }
 
+    fn transmit_ring(&self) -> Option<usize> {
+        Some(self.queue_frames)
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        None
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         self.queue.front().map(|next| next.sent_at)
     }

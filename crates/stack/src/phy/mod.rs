@@ -145,6 +145,22 @@ pub trait Link {
     /// is dropped and counted (`dropped_rx_too_long`), never truncated.
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize>;
 
+    /// When the last bit of the frame [`transmit`](Link::transmit) last
+    /// accepted leaves this end: the transmit-complete event (NDIS's send
+    /// completion, a NIC's descriptor write-back), which the interface's
+    /// device stage reports. A link that serialises at a rate says when
+    /// (frames queue behind each other); one that hands frames to the
+    /// operating system or to another queue at once says `None`: complete
+    /// when handed over. No default: a wrapper must forward it.
+    fn transmit_complete_at(&self) -> Option<Instant>;
+
+    /// Frames the link's transmitter queues at most (a virtual wire's
+    /// `queue_frames`): the interface's device ring is that deep. `None`
+    /// for links to the operating system, whose queues are the kernel's;
+    /// the ring then has [`DEFAULT_RING_FRAMES`](crate::iface::device::DEFAULT_RING_FRAMES)
+    /// slots. No default: a wrapper must forward it.
+    fn transmit_ring(&self) -> Option<usize>;
+
     /// When the next frame in flight towards this end arrives, if any: the
     /// runner may sleep until then.
     fn next_arrival(&self) -> Option<Instant>;

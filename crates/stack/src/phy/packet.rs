@@ -417,6 +417,14 @@ impl Link for PacketLink {
         }
     }
 
+    fn transmit_ring(&self) -> Option<usize> {
+        None
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        None
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         None
     }

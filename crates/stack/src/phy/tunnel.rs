@@ -299,6 +299,14 @@ impl Link for Ipv6InIpv4 {
         None
     }
 
+    fn transmit_ring(&self) -> Option<usize> {
+        None
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        None
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         None
     }

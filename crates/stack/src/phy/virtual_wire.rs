@@ -14,17 +14,23 @@
 //! configuration and the same calls give the same frames, packet for packet,
 //! even with the ends on different threads.
 //!
-//! Memory is bounded: at most `queue_frames` frames are in flight in each
-//! direction, counting those still in the shared queue and those the
-//! receiving end has taken off it but not yet received. A transmit beyond
-//! that fails with [`LinkError::QueueFull`].
+//! Each end has two rings of `queue_frames` frames, as a NIC does. The
+//! transmit ring holds the frames handed over whose last bit has not yet
+//! left (a rate-limited wire is a FIFO server): a transmit into a full one
+//! fails with [`LinkError::QueueFull`], the device's tail drop, and the
+//! interface's device stage keeps the ring from overfilling by watching
+//! [`Link::transmit_complete_at`]. The receive side holds what is on its
+//! way and what has arrived but not been received, at most `queue_frames`
+//! more: a frame beyond that is lost at the receiver and counted there in
+//! `dropped_rx_overrun`, as a NIC whose receive ring its host did not
+//! drain. So memory is bounded at `2 · queue_frames` frames a direction.
 
 use crate::random::SplitMix64;
 use core::cmp::{Ordering, Reverse};
 use core::time::Duration;
 use std::cell::RefCell;
-use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicUsize, Ordering as MemoryOrder};
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as MemoryOrder};
 use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
@@ -153,8 +159,10 @@ impl VirtualWire {
     /// A wire with two ends; what one end transmits, the other receives.
     pub fn pair(config: WireConfig) -> Result<(WireEnd, WireEnd), ConfigError> {
         config.validate()?;
-        let a_to_b = Arc::new(Lane::new(config.queue_frames));
-        let b_to_a = Arc::new(Lane::new(config.queue_frames));
+        // The transmit ring's frames and the receive side's.
+        let slots = config.queue_frames.saturating_mul(2);
+        let a_to_b = Arc::new(Lane::new(slots));
+        let b_to_a = Arc::new(Lane::new(slots));
         let a = WireEnd::new(config.clone(), 0, a_to_b.clone(), b_to_a.clone());
         let b = WireEnd::new(config, 1, b_to_a, a_to_b);
         Ok((a, b))
@@ -175,6 +183,9 @@ struct Lane {
     /// the receiver decrements it, so the sender's check-then-push cannot
     /// overshoot the bound.
     in_flight: AtomicUsize,
+    /// Frames lost because the receive side was full, counted by the
+    /// sender and reported by the receiver.
+    overrun: AtomicU64,
 }
 
 impl Lane {
@@ -183,6 +194,7 @@ impl Lane {
             queue: ArrayQueue::new(capacity),
             recycled: ArrayQueue::new(capacity.min(RECYCLED_BUFFERS)),
             in_flight: AtomicUsize::new(0),
+            overrun: AtomicU64::new(0),
         }
     }
 
@@ -236,6 +248,8 @@ struct Transmitter {
     /// When the frame being serialized leaves the sender: a rate-limited
     /// wire is a FIFO server.
     busy_until: Instant,
+    /// When each frame of the transmit ring has left, oldest first.
+    departures: VecDeque<Instant>,
     next_sequence: u64,
 }
 
@@ -297,6 +311,7 @@ impl WireEnd {
                 lane: outgoing,
                 rng,
                 busy_until: Instant::ZERO,
+                departures: VecDeque::new(),
                 next_sequence: 0,
             },
             rx: Receiver {
@@ -324,7 +339,11 @@ impl Link for WireEnd {
 
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
         let len = super::frame_len(parts, self.config.max_frame_len(), &mut self.stats)?;
-        if self.tx.lane.room() == 0 {
+        let departures = &mut self.tx.departures;
+        while departures.front().is_some_and(|&left| left <= now) {
+            departures.pop_front();
+        }
+        if departures.len() >= self.config.queue_frames {
             self.stats.dropped_queue_full += 1;
             return Err(LinkError::QueueFull);
         }
@@ -333,11 +352,17 @@ impl Link for WireEnd {
         let start = now.max(self.tx.busy_until);
         let sent = start + serialization_time(len, self.config.rate_bits_per_s);
         self.tx.busy_until = sent;
+        departures.push_back(sent);
         self.stats.tx_frames += 1;
         self.stats.tx_bytes += len as u64;
         // A lost frame still held the wire for its serialization time.
         if fate.lost {
             self.stats.dropped_loss += 1;
+            return Ok(());
+        }
+        // The frame left; the receiver, whose side is full, loses it.
+        if self.tx.lane.room() == 0 {
+            self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
             return Ok(());
         }
 
@@ -364,12 +389,11 @@ impl Link for WireEnd {
                 self.stats.duplicated += 1;
             }
         }
-        if self.tx.push(arrival, bytes) {
-            Ok(())
-        } else {
-            self.stats.dropped_queue_full += 1;
-            Err(LinkError::QueueFull)
+        if !self.tx.push(arrival, bytes) {
+            // Unreachable: the room check above reserved the slot.
+            self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
         }
+        Ok(())
     }
 
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
@@ -389,6 +413,16 @@ impl Link for WireEnd {
         None
     }
 
+    fn transmit_ring(&self) -> Option<usize> {
+        Some(self.config.queue_frames)
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        // The wire is a FIFO server: the last frame accepted leaves when
+        // the wire is next free (a lost frame held it as long).
+        (self.stats.tx_frames > 0).then_some(self.tx.busy_until)
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         // No other borrow exists: the only other use is `get_mut` in
         // `receive`, and a `WireEnd` is not `Sync`.
@@ -402,7 +436,10 @@ impl Link for WireEnd {
     }
 
     fn stats(&self) -> LinkStats {
-        self.stats
+        LinkStats {
+            dropped_rx_overrun: self.rx.lane.overrun.load(MemoryOrder::Relaxed),
+            ..self.stats
+        }
     }
 }
 
@@ -578,15 +615,40 @@ mod tests {
             ..WireConfig::default()
         };
         let (mut a, b) = VirtualWire::pair(config).unwrap();
-        for _ in 0..3 {
+        // Unlimited rate: every frame leaves at once, so the transmit ring
+        // never fills and the receive side's bound (twice the ring) holds.
+        for _ in 0..6 {
             a.transmit(Instant::ZERO, &[&[1, 2, 3]]).unwrap();
         }
         assert_eq!(b.next_arrival(), Some(Instant::ZERO));
-        // Drained into b's heap, the frames still count against the bound.
+        // Drained into b's heap, the frames still count against the bound:
+        // the next one is lost at the receiver.
+        assert_eq!(a.transmit(Instant::ZERO, &[&[1]]), Ok(()));
+        assert_eq!(b.rx.pending.borrow().len(), 6);
+        assert_eq!(b.stats().dropped_rx_overrun, 1);
+        assert_eq!(a.stats().dropped_queue_full, 0);
+    }
+
+    #[test]
+    fn the_transmit_ring_holds_the_frames_not_yet_sent() {
+        let config = WireConfig {
+            queue_frames: 2,
+            // 1000 bytes take 8 µs.
+            rate_bits_per_s: Some(1_000_000_000),
+            ..WireConfig::default()
+        };
+        let (mut a, _b) = VirtualWire::pair(config).unwrap();
+        let frame = [0u8; 1000];
+        a.transmit(Instant::ZERO, &[&frame]).unwrap();
+        a.transmit(Instant::ZERO, &[&frame]).unwrap();
+        assert_eq!(a.transmit_complete_at(), Some(Instant::from_nanos(16_000)));
         assert_eq!(
-            a.transmit(Instant::ZERO, &[&[1]]),
+            a.transmit(Instant::from_nanos(7_999), &[&frame]),
             Err(LinkError::QueueFull)
         );
-        assert_eq!(b.rx.pending.borrow().len(), 3);
+        assert_eq!(a.stats().dropped_queue_full, 1);
+        // The first frame has left: its slot is free.
+        a.transmit(Instant::from_nanos(8_000), &[&frame]).unwrap();
+        assert_eq!(a.transmit_complete_at(), Some(Instant::from_nanos(24_000)));
     }
 }

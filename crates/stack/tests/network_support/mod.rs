@@ -673,6 +673,14 @@ impl<L: Link> Link for Tap<L> {
         self.inner.receive(now, buf)
     }
 
+    fn transmit_ring(&self) -> Option<usize> {
+        self.inner.transmit_ring()
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        self.inner.transmit_complete_at()
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         self.inner.next_arrival()
     }

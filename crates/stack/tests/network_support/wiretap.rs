@@ -160,6 +160,14 @@ impl Link for Splice {
         }
     }
 
+    fn transmit_ring(&self) -> Option<usize> {
+        self.inner.transmit_ring()
+    }
+
+    fn transmit_complete_at(&self) -> Option<Instant> {
+        self.inner.transmit_complete_at()
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         let state = self.tap.0.lock().unwrap();
         if state.held {

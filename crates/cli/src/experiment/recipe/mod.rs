@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
+use analysis::messages::StopAt;
 use traffic::spec::{Family, Protocol};
 
 pub use sweep::{Prediction, SweepPlan, XAxis};
@@ -49,6 +50,11 @@ pub(super) struct RawRun {
     family: Option<Spanned<String>>,
     warmup: Option<Spanned<u32>>,
     sockbuf: Option<Spanned<String>>,
+    /// Where the send path's stop latency ends (`on_the_wire`,
+    /// `handed_to_device`, `acknowledged`).
+    pub(super) stop: Option<Spanned<String>>,
+    /// Probe depth: `layers` (default) or `functions`.
+    pub(super) probes: Option<Spanned<String>>,
     // throughput and delay (see sweep.rs)
     pub(super) stacks: Option<Spanned<String>>,
     pub(super) protocols: Option<Spanned<String>>,
@@ -159,6 +165,10 @@ pub struct MessagesPlan {
     pub quick_reps: u32,
     pub warmup: u32,
     pub sockbuf: Option<usize>,
+    /// Where the send path's stop latency ends (default: on the wire).
+    pub stop: StopAt,
+    /// Probe depth (default: layers).
+    pub probes: probe::Level,
 }
 
 /// A recipe that cannot be used, with where and why.
@@ -402,6 +412,35 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
         ),
         None => None,
     };
+    let stop = match &run.stop {
+        None => StopAt::default(),
+        Some(s) => match StopAt::from_name(s.get_ref()) {
+            Some(StopAt::Acknowledged) if protocol != Protocol::Tcp => {
+                return Err(loc.at(
+                    s.span(),
+                    "stop `acknowledged` needs protocol tcp: nothing acknowledges a datagram"
+                        .into(),
+                ))
+            }
+            Some(stop) => stop,
+            None => {
+                return Err(loc.at(
+                    s.span(),
+                    format!(
+                        "stop `{}` is not one of: on_the_wire, handed_to_device, acknowledged",
+                        s.get_ref()
+                    ),
+                ))
+            }
+        },
+    };
+    let probes = match &run.probes {
+        None => probe::Level::Layers,
+        Some(p) => p
+            .get_ref()
+            .parse()
+            .map_err(|e: String| loc.at(p.span(), e))?,
+    };
     let max = match (protocol, family) {
         (Protocol::Udp, Family::V4) => 65_507,
         (Protocol::Udp, Family::V6) => traffic::reference::messages::MAX_MESSAGE,
@@ -433,6 +472,8 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
         quick_reps,
         warmup: run.warmup.as_ref().map_or(0, |w| *w.get_ref()),
         sockbuf,
+        stop,
+        probes,
     })
 }
 

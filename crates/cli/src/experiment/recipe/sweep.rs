@@ -89,6 +89,8 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
     refuse(loc, kind, "family (use families)", &run.family)?;
     refuse(loc, kind, "sockbuf (use sockbufs)", &run.sockbuf)?;
     refuse(loc, kind, "warmup", &run.warmup)?;
+    refuse(loc, kind, "stop", &run.stop)?;
+    refuse(loc, kind, "probes", &run.probes)?;
     let stacks: Vec<StackKind> = names_of(loc, "stacks", &run.stacks, "ref", stack, "kernel, ref")?;
     let protocols: Vec<Protocol> = names_of(
         loc,

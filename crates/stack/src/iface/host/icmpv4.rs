@@ -311,6 +311,14 @@ mod tests {
             buf[..packet.len()].copy_from_slice(&packet);
             Some(packet.len())
         }
+        fn transmit_ring(&self) -> Option<usize> {
+            None
+        }
+
+        fn transmit_complete_at(&self) -> Option<Instant> {
+            None
+        }
+
         fn next_arrival(&self) -> Option<Instant> {
             None
         }

@@ -725,15 +725,15 @@ impl Host {
         }
     }
 
-    /// When the host next has work: a frame arriving, a timer, or a socket
-    /// with data to send (then `now`).
+    /// When the host next has work: a frame arriving, a transmission
+    /// completing, a timer, or a socket with data to send (then `now`).
     pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
         if !self.started
             || !self.input.is_empty()
             || self.udp.iter().any(|s| s.send_queue_len() > 0)
             || self.raw.iter().any(|s| s.send_queue_len() > 0)
             || self.link.iter().any(|s| s.send_queue_len() > 0)
-            || self.interfaces.iter().any(|i| i.queued() > 0)
+            || self.interfaces.iter().any(|i| i.can_transmit())
             || self.tcp_output_pending
         {
             return Some(now);
@@ -746,6 +746,7 @@ impl Host {
         };
         for interface in &self.interfaces {
             consider(interface.link.next_arrival());
+            consider(interface.next_completion());
             consider(interface.v6.addresses.next_deadline());
             consider(interface.v6.neighbors.next_deadline());
             consider(interface.v6.mld.next_deadline());
