@@ -92,4 +92,24 @@ comments = [l for l in decoded if len(l.split("\t")) > 2 and l.split("\t")[2]]
 if not decoded or not comments:
     fail(f"trace.pcapng: {len(decoded)} packets, {len(comments)} with a comment")
 print(f"trace.pcapng: {len(decoded)} packets, none malformed, {len(comments)} named by message")
+# Issue 15: every traced run names its window and depth, no payload
+# throughput beats its wire, and the device ring is probed.
+LINK_RATE_BPS = {"fast-ethernet": 100e6}
+for exp in summary["experiments"]:
+    for run in exp["runs"]:
+        label = f"{exp['name']}/{run['id']}"
+        if run.get("stop_at") not in ("handed_to_device", "on_the_wire", "acknowledged"):
+            fail(f"{label}: no stop-latency definition: {run.get('stop_at')}")
+        if run["probes"].get("level") not in ("layers", "functions"):
+            fail(f"{label}: no probe depth")
+        if not any(q["queue"].startswith("device ") for q in run["queue_summary"]):
+            fail(f"{label}: the device ring has no probe")
+        rate = LINK_RATE_BPS.get(run["link"])
+        if rate is None or run["stop_at"] == "handed_to_device":
+            continue
+        for point in run["points"]:
+            send = point.get("send")
+            if send and send["throughput_kbps"] * 8e3 > rate:
+                fail(f"{label}: {point['size']} B at {send['throughput_kbps'] * 8e3 / 1e6:.1f} Mbit/s, faster than the {rate / 1e6:.0f} Mbit/s link")
+        print(f"{label}: stop {run['stop_at']}, probes {run['probes']['level']}, no point faster than the link")
 print("check-lab: ok")
