@@ -56,6 +56,8 @@ impl RealTime {
 
     /// Runs `step` and then `host.poll` until `step` says [`Turn::Stop`].
     pub fn run(&self, host: &mut Host, mut step: impl FnMut(&mut Host, Instant) -> Turn) {
+        let clock = self.clock;
+        host.set_wall_clock(move || Instant::from_nanos(clock.elapsed().as_nanos() as u64));
         let fds: Vec<RawFd> = host
             .interfaces()
             .iter()

@@ -125,6 +125,7 @@ pub fn run_with(
             // at the barrier: catch it, pass the barrier, then re-raise.
             let warmed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let mut host = host?;
+                host.set_wall_clock(move || Instant::from_nanos(clock.elapsed().as_nanos() as u64));
                 while clock.elapsed() < warmup {
                     host.poll(now());
                     std::thread::yield_now();

@@ -273,6 +273,12 @@ pub struct Host {
     /// The time of the latest poll: what application calls between polls
     /// take as "now".
     clock: Instant,
+    /// Reads the runner's clock, where time passes during a poll (the
+    /// threaded and real-time runners): frames are handed to the links at
+    /// the time they really are, not at the poll's start, so a device's
+    /// serialisation and transmit complete start from the handover. `None`
+    /// on the simulator, whose virtual time stands still within a poll.
+    wall: Option<Box<dyn Fn() -> Instant>>,
     rng: SplitMix64,
     next_flow: u32,
     flow_base: u32,
@@ -373,6 +379,7 @@ impl Host {
             tcp_output_pending: false,
             path_mtu_changes: 0,
             clock: Instant::ZERO,
+            wall: None,
             rng,
             next_flow: 1,
             flow_base: config.flow_base,
@@ -720,9 +727,18 @@ impl Host {
         }
         self.socket_output(now);
         self.poll_timers(now);
+        // The poll's work took time on a real clock: hand frames over now.
+        let handover = self.wall.as_ref().map_or(now, |wall| wall().max(now));
         for interface in &mut self.interfaces {
-            interface.transmit_queued(now);
+            interface.transmit_queued(handover);
         }
+    }
+
+    /// Gives the host the runner's clock, read when the poll hands frames
+    /// to the links (see the `wall` field); runners on the real clock set
+    /// it.
+    pub fn set_wall_clock(&mut self, wall: impl Fn() -> Instant + 'static) {
+        self.wall = Some(Box::new(wall));
     }
 
     /// When the host next has work: a frame arriving, a transmission
