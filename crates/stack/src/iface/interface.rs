@@ -204,8 +204,12 @@ impl Interface {
     /// Frees the device slots of frames whose last bit has left by `now`,
     /// then hands queued frames to the link while the device has room; the
     /// link tail-drops what it cannot take (counted by the link and here).
-    /// What the full device leaves queued goes in a later poll.
-    pub fn transmit_queued(&mut self, now: Instant) {
+    /// What the full device leaves queued goes in a later poll. `wall`, on
+    /// a runner whose clock moves during a poll, gives each frame the time
+    /// it is really handed over.
+    pub fn transmit_queued(&mut self, now: Instant, wall: Option<&dyn Fn() -> Instant>) {
+        let at = || wall.map_or(now, |wall| wall().max(now));
+        let now = at();
         self.device.retire(now);
         while !self.queue.is_empty() {
             if !self.device.has_room() {
@@ -222,6 +226,8 @@ impl Interface {
                 frame.flow(),
                 self.id.0 as u64,
             );
+            // Read outside the span: the clock is the runner's, not the link's.
+            let handed = at();
             let result = {
                 let _span = probe::span(
                     crate::probes::LINK_TRANSMIT_ENTER,
@@ -230,18 +236,19 @@ impl Interface {
                     frame.flow(),
                     self.id.0 as u64,
                 );
-                transmit(self.link.as_mut(), now, &frame)
+                transmit(self.link.as_mut(), handed, &frame)
             };
             match result {
                 Ok(()) => {
                     self.counters.tx_frames += 1;
                     self.counters.tx_bytes += len as u64;
                     let complete = self.link.transmit_complete_at();
-                    self.device.push(now, len, frame.flow(), complete);
+                    self.device.push(handed, len, frame.flow(), complete);
                 }
                 Err(_) => self.counters.tx_link_errors += 1,
             }
         }
+        let now = at();
         self.link.flush(now);
         // Frames of a link that sends at once complete in this poll.
         self.device.retire(now);

@@ -727,10 +727,11 @@ impl Host {
         }
         self.socket_output(now);
         self.poll_timers(now);
-        // The poll's work took time on a real clock: hand frames over now.
-        let handover = self.wall.as_ref().map_or(now, |wall| wall().max(now));
+        // The poll's work takes time on a real clock: each frame is handed
+        // over when the interface reaches it.
+        let wall = self.wall.as_deref();
         for interface in &mut self.interfaces {
-            interface.transmit_queued(handover);
+            interface.transmit_queued(now, wall);
         }
     }
 
