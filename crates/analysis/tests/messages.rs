@@ -161,38 +161,41 @@ const PEER: u32 = 9;
 /// One 3000-byte message, sent as two segments, and an ACK-only segment
 /// (no payload) queued between them that must not count.
 fn sender() -> Vec<Record> {
-    records(
-        1,
-        &[
-            ("app.message.send", 1_000, 3000, FLOW, 0),
-            ("socket.send.enter", 1_100, 3000, FLOW, 0),
-            ("socket.send.exit", 1_300, 3000, FLOW, 3000),
-            // First segment: output 1 500..2 100 with a checksum inside.
-            ("tcp.output.enter", 1_500, 1500, FLOW, 0),
-            ("checksum.enter", 1_600, 1500, FLOW, 0),
-            ("checksum.exit", 1_800, 1500, FLOW, 0),
-            ("iface.queue.enqueue", 2_000, 1574, FLOW, 0),
-            ("tcp.output.exit", 2_100, 1500, FLOW, 0),
-            // A bare ACK of the same flow: no payload.
-            ("tcp.output.enter", 2_200, 0, FLOW, 0),
-            ("iface.queue.enqueue", 2_300, 74, FLOW, 0),
-            ("tcp.output.exit", 2_400, 0, FLOW, 0),
-            // Second segment.
-            ("tcp.output.enter", 2_500, 1500, FLOW, 0),
-            ("iface.queue.enqueue", 2_600, 1574, FLOW, 0),
-            ("tcp.output.exit", 2_700, 1500, FLOW, 0),
-            // The interface sends all three in order.
-            ("iface.queue.dequeue", 3_000, 1574, FLOW, 0),
-            ("link.transmit.enter", 3_100, 1574, FLOW, 0),
-            ("link.transmit.exit", 3_400, 1574, FLOW, 0),
-            ("iface.queue.dequeue", 3_500, 74, FLOW, 0),
-            ("link.transmit.enter", 3_600, 74, FLOW, 0),
-            ("link.transmit.exit", 3_700, 74, FLOW, 0),
-            ("iface.queue.dequeue", 3_800, 1574, FLOW, 0),
-            ("link.transmit.enter", 3_900, 1574, FLOW, 0),
-            ("link.transmit.exit", 4_200, 1574, FLOW, 0),
-        ],
-    )
+    records(1, &sender_events())
+}
+
+type Event = (&'static str, u64, u32, u32, u64);
+
+fn sender_events() -> Vec<Event> {
+    vec![
+        ("app.message.send", 1_000, 3000, FLOW, 0),
+        ("socket.send.enter", 1_100, 3000, FLOW, 0),
+        ("socket.send.exit", 1_300, 3000, FLOW, 3000),
+        // First segment: output 1 500..2 100 with a checksum inside.
+        ("tcp.output.enter", 1_500, 1500, FLOW, 0),
+        ("checksum.enter", 1_600, 1500, FLOW, 0),
+        ("checksum.exit", 1_800, 1500, FLOW, 0),
+        ("iface.queue.enqueue", 2_000, 1574, FLOW, 0),
+        ("tcp.output.exit", 2_100, 1500, FLOW, 0),
+        // A bare ACK of the same flow: no payload.
+        ("tcp.output.enter", 2_200, 0, FLOW, 0),
+        ("iface.queue.enqueue", 2_300, 74, FLOW, 0),
+        ("tcp.output.exit", 2_400, 0, FLOW, 0),
+        // Second segment.
+        ("tcp.output.enter", 2_500, 1500, FLOW, 0),
+        ("iface.queue.enqueue", 2_600, 1574, FLOW, 0),
+        ("tcp.output.exit", 2_700, 1500, FLOW, 0),
+        // The interface sends all three in order.
+        ("iface.queue.dequeue", 3_000, 1574, FLOW, 0),
+        ("link.transmit.enter", 3_100, 1574, FLOW, 0),
+        ("link.transmit.exit", 3_400, 1574, FLOW, 0),
+        ("iface.queue.dequeue", 3_500, 74, FLOW, 0),
+        ("link.transmit.enter", 3_600, 74, FLOW, 0),
+        ("link.transmit.exit", 3_700, 74, FLOW, 0),
+        ("iface.queue.dequeue", 3_800, 1574, FLOW, 0),
+        ("link.transmit.enter", 3_900, 1574, FLOW, 0),
+        ("link.transmit.exit", 4_200, 1574, FLOW, 0),
+    ]
 }
 
 fn receiver() -> Vec<Record> {
@@ -328,48 +331,34 @@ fn a_table_without_the_sites_is_refused_by_name() {
 }
 
 /// The sender of [`sender`] on a device that serialises: each frame the
-/// link accepts enters the device ring, and leaves when its last bit has
-/// (the 74-byte ACK between the two payload frames too); the stream's
-/// bytes 0..3000 are written, then acknowledged at 9 000 (by an earlier
-/// message's end too, to show that only the one reaching 3000 counts).
+/// link accepts enters the device ring 50 cycles after the link took it,
+/// and leaves when its last bit has (the 74-byte ACK between the two
+/// payload frames too); the stream's bytes 0..3000 are written, then
+/// acknowledged in two steps, only the second reaching the message's end.
 fn sender_on_a_device() -> Vec<Record> {
-    records(
-        1,
-        &[
-            ("app.message.send", 1_000, 3000, FLOW, 0),
-            ("socket.send.enter", 1_100, 3000, FLOW, 0),
-            ("socket.send_queue.enqueue", 1_200, 3000, FLOW, 3000),
-            ("socket.send.exit", 1_300, 3000, FLOW, 3000),
-            ("tcp.output.enter", 1_500, 1500, FLOW, 0),
-            ("iface.queue.enqueue", 2_000, 1574, FLOW, 0),
-            ("tcp.output.exit", 2_100, 1500, FLOW, 0),
-            ("tcp.output.enter", 2_200, 0, FLOW, 0),
-            ("iface.queue.enqueue", 2_300, 74, FLOW, 0),
-            ("tcp.output.exit", 2_400, 0, FLOW, 0),
-            ("tcp.output.enter", 2_500, 1500, FLOW, 0),
-            ("iface.queue.enqueue", 2_600, 1574, FLOW, 0),
-            ("tcp.output.exit", 2_700, 1500, FLOW, 0),
-            ("iface.queue.dequeue", 3_000, 1574, FLOW, 0),
-            ("link.transmit.enter", 3_100, 1574, FLOW, 0),
-            ("link.transmit.exit", 3_400, 1574, FLOW, 0),
-            ("device.queue.enqueue", 3_450, 1574, FLOW, 0),
-            ("iface.queue.dequeue", 3_500, 74, FLOW, 0),
-            ("link.transmit.enter", 3_600, 74, FLOW, 0),
-            ("link.transmit.exit", 3_700, 74, FLOW, 0),
-            ("device.queue.enqueue", 3_750, 74, FLOW, 0),
-            ("iface.queue.dequeue", 3_800, 1574, FLOW, 0),
-            ("link.transmit.enter", 3_900, 1574, FLOW, 0),
-            ("link.transmit.exit", 4_200, 1574, FLOW, 0),
-            ("device.queue.enqueue", 4_250, 1574, FLOW, 0),
-            // The wire takes 1 000 per full frame: completions at 4 450,
-            // 4 550 (the ACK) and 5 550; the host sees them when it polls.
-            ("device.queue.dequeue", 4_500, 1574, FLOW, 0),
-            ("device.queue.dequeue", 4_600, 74, FLOW, 0),
-            ("device.queue.dequeue", 5_600, 1574, FLOW, 0),
-            ("socket.send_queue.dequeue", 8_000, 1500, FLOW, 1500),
-            ("socket.send_queue.dequeue", 9_000, 1500, FLOW, 3000),
-        ],
-    )
+    let mut events = Vec::new();
+    for event in sender_events() {
+        events.push(event);
+        match event.0 {
+            "socket.send.enter" => {
+                events.push(("socket.send_queue.enqueue", 1_200, 3000, FLOW, 3000))
+            }
+            "link.transmit.exit" => {
+                events.push(("device.queue.enqueue", event.1 + 50, event.2, FLOW, 0))
+            }
+            _ => {}
+        }
+    }
+    // The wire takes 1 000 per full frame: completions at 4 450, 4 550
+    // (the ACK) and 5 550; the host sees them when it polls.
+    events.extend([
+        ("device.queue.dequeue", 4_500, 1574, FLOW, 0),
+        ("device.queue.dequeue", 4_600, 74, FLOW, 0),
+        ("device.queue.dequeue", 5_600, 1574, FLOW, 0),
+        ("socket.send_queue.dequeue", 8_000, 1500, FLOW, 1500),
+        ("socket.send_queue.dequeue", 9_000, 1500, FLOW, 3000),
+    ]);
+    records(1, &events)
 }
 
 #[test]
