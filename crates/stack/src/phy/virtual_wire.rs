@@ -25,7 +25,8 @@ use core::time::Duration;
 use std::cell::RefCell;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicUsize, Ordering as MemoryOrder};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::task::Waker;
 
 use crossbeam_queue::ArrayQueue;
 use rand_core::{Rng, SeedableRng};
@@ -175,6 +176,9 @@ struct Lane {
     /// the receiver decrements it, so the sender's check-then-push cannot
     /// overshoot the bound.
     in_flight: AtomicUsize,
+    /// Woken after every push: the receiving end's thread, if it sleeps
+    /// when idle (see [`WireEnd::wake_on_arrival`]).
+    waker: OnceLock<Waker>,
 }
 
 impl Lane {
@@ -183,6 +187,7 @@ impl Lane {
             queue: ArrayQueue::new(capacity),
             recycled: ArrayQueue::new(capacity.min(RECYCLED_BUFFERS)),
             in_flight: AtomicUsize::new(0),
+            waker: OnceLock::new(),
         }
     }
 
@@ -254,6 +259,11 @@ impl Transmitter {
             bytes,
         };
         if self.lane.queue.push(frame).is_ok() {
+            // After the push, so a receiver that looked before it and is
+            // about to sleep is woken (or finds its park token set).
+            if let Some(waker) = self.lane.waker.get() {
+                waker.wake_by_ref();
+            }
             true
         } else {
             self.lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
@@ -310,6 +320,14 @@ impl WireEnd {
     /// The configuration the wire was made with.
     pub fn config(&self) -> &WireConfig {
         &self.config
+    }
+
+    /// Has the far end wake `waker` whenever it pushes a frame towards
+    /// this end (even one that arrives later: the woken thread then waits
+    /// for [`next_arrival`](Link::next_arrival)). Set once; later calls
+    /// are ignored.
+    pub fn wake_on_arrival(&self, waker: Waker) {
+        let _ = self.rx.lane.waker.set(waker);
     }
 }
 
