@@ -89,7 +89,9 @@ impl RealTime {
                 continue;
             }
             if last_busy.elapsed() < SPIN_BEFORE_SLEEP {
-                std::hint::spin_loop();
+                // Yield, not a bare spin: the process at the other end of
+                // the link may be waiting for this CPU.
+                std::thread::yield_now();
                 continue;
             }
             // `None`: no deadline and no cap, sleep until a frame arrives.
