@@ -500,7 +500,7 @@ impl Sending {
         match self.phase {
             Phase::WaitingForPeer { .. } => None,
             Phase::Start { next, .. } | Phase::End { next, .. } => Some(next),
-            Phase::Data { .. } => Some(self.pacer.as_ref().map_or_else(Instant::now, Pacer::due)),
+            Phase::Data { .. } => self.pacer.as_ref().map(Pacer::due),
         }
     }
 
