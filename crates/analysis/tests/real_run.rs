@@ -56,6 +56,7 @@ fn run(protocol: Protocol) -> (TraceView, u32) {
         pcap_dir: None,
         warmup: 1,
         progress: None,
+        poll: Default::default(),
     };
     let run = messages::run(&topology, &spec).expect("the run");
     assert!(

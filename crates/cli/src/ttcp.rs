@@ -420,6 +420,16 @@ fn print_human(report: &TransferReport) {
             units::bits_per_second(received.bits_per_second),
         );
     }
+    if let Some(wait) = cpu.runner_wait {
+        println!(
+            "cpu: the reference stack's runner waits {wait}{}",
+            if wait == "block" {
+                ""
+            } else {
+                " (it polls while idle for a moment: the cpu % includes that, it is not load)"
+            }
+        );
+    }
     let t = &report.start.target;
     let buffers = match (t.sockbuf_granted.send, t.sockbuf_granted.recv) {
         (None, None) => String::new(),

@@ -552,7 +552,17 @@ fn cpu_table(h: &mut String, run: &MessagesRun) {
     let c = &run.cpu;
     let _ = write!(
         h,
-        "<p class=\"note\">Process CPU over {:.2} s: sender thread {:.2} s user + {:.2} s system, receiver thread {:.2} s user + {:.2} s system (the threads busy-poll their hosts).</p>",
-        c.wall_s, c.sender_user_s, c.sender_system_s, c.receiver_user_s, c.receiver_system_s
+        "<p class=\"note\">Process CPU over {:.2} s: sender thread {:.2} s user + {:.2} s system, receiver thread {:.2} s user + {:.2} s system (runner wait: {}; {}).</p>",
+        c.wall_s,
+        c.sender_user_s,
+        c.sender_system_s,
+        c.receiver_user_s,
+        c.receiver_system_s,
+        escape(c.runner_wait),
+        if c.runner_wait == "block" {
+            "a host thread blocks whenever it has nothing to do, so CPU time and % of wall are the work done"
+        } else {
+            "the threads poll their hosts while waiting, so CPU time includes spinning and % of wall is not load"
+        }
     );
 }

@@ -117,6 +117,9 @@ pub struct QueueSummary {
 /// Process-level CPU of the two host threads over the messages.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct RunCpu {
+    /// How the host threads waited when idle: `block` (CPU time is work
+    /// done) or `spin-then-block` (it includes polling with nothing to do).
+    pub runner_wait: &'static str,
     pub wall_s: f64,
     pub sender_user_s: f64,
     pub sender_system_s: f64,

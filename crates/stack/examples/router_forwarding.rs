@@ -30,7 +30,7 @@ fn sender(dest: SocketAddr, payload: usize) -> WorkloadFactory {
             // Keep the send queue topped up: the flood is as fast as the
             // sender's thread can build packets.
             while host.udp_send_to(socket, &data, dest).is_ok() {}
-            Progress::Running
+            Progress::WAITING
         })
     })
 }
@@ -55,7 +55,7 @@ fn sink() -> WorkloadFactory {
         Box::new(move |host: &mut Host, _now: Instant| {
             while host.udp(socket).recv().is_some() {}
             while host.udp(socket4).recv().is_some() {}
-            Progress::Running
+            Progress::WAITING
         })
     })
 }

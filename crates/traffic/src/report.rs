@@ -153,6 +153,12 @@ pub struct CpuUtilization {
     pub remote_system: Option<f64>,
     /// Which side `host` is.
     pub host_role: &'static str,
+    /// The reference stack: how its runner waited when idle. With
+    /// `spin-then-block` the threads keep polling for a moment after each
+    /// packet, so the percentages include that polling and are not load;
+    /// with `block` they are the work done. Absent for the kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner_wait: Option<&'static str>,
 }
 
 fn rate(bytes: u64, elapsed: Duration) -> f64 {
@@ -239,6 +245,7 @@ impl CpuUtilization {
             remote_user: remote.map(|r| r.1),
             remote_system: remote.map(|r| r.2),
             host_role: role,
+            runner_wait: None,
         }
     }
 }
@@ -267,6 +274,13 @@ impl TransferReport {
                 cpu_utilization_percent: CpuUtilization::from_sides(sender, receiver),
             },
         }
+    }
+
+    /// Names how the reference stack's runner waited beside the CPU
+    /// figures ([`CpuUtilization::runner_wait`]).
+    pub fn with_runner_wait(mut self, wait: &'static str) -> Self {
+        self.end.cpu_utilization_percent.runner_wait = Some(wait);
+        self
     }
 
     /// True when the receiver found every byte or datagram it should have

@@ -47,6 +47,8 @@ fn kernel_tcp_is_byte_exact_and_reported_like_iperf3() {
                 .unwrap()
                 >= 0.0
         );
+        // The kernel has no runner: no waiting mode beside its CPU.
+        assert!(end["cpu_utilization_percent"].get("runner_wait").is_none());
         assert_eq!(v["start"]["test_start"]["blksize"], 100_000);
         assert_eq!(v["start"]["target"]["stack"], "kernel");
         // Linux doubles a requested buffer size and reports the double.
@@ -102,7 +104,37 @@ fn reference_stack_udp_and_raw_frames_account_for_every_datagram() {
         assert_eq!((d.corrupted, d.duplicated), (0, 0));
         assert!(d.packets > 0);
         assert_eq!(json(&report)["start"]["target"]["stack"], "ref");
+        // The reference stack's threads poll while idle: its CPU figures
+        // say so.
+        assert_eq!(
+            json(&report)["end"]["cpu_utilization_percent"]["runner_wait"],
+            "spin-then-block"
+        );
     }
+}
+
+#[test]
+fn a_paced_reference_sender_runs_at_its_pacers_times() {
+    // 200 datagrams of 1000 B at 8 Mbit/s: one every ms, 0.2 s in all. The
+    // sender says the pacer's next time as its next event (the receiver
+    // sends nothing back to wake it); the transfer must be paced, not one
+    // burst, and finish with every datagram accounted for.
+    let mut s = spec(Protocol::Udp, Family::V6, 1000, 200, 5002);
+    s.rate_bps = Some(8_000_000);
+    let report = reference::run_pair(&s, None, false).expect("transfer");
+    let d = report
+        .end
+        .sum_received
+        .as_ref()
+        .unwrap()
+        .datagrams
+        .clone()
+        .unwrap();
+    assert_eq!(d.packets + d.lost_packets, 200, "{d:?}");
+    assert!(d.packets > 0);
+    let sent = report.end.sum_sent.as_ref().unwrap();
+    // Paced, not sent in a burst: 199 gaps of 1 ms at least.
+    assert!(sent.seconds >= 0.19, "{sent:?}");
 }
 
 #[test]

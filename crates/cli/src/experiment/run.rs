@@ -23,6 +23,7 @@ use report::model::{
     Calibration, CategoryResolution, Experiment, MessagesRun, ProbeHealth, QueueSummary, RunCpu,
     RunFiles, Table,
 };
+use stack::runner::threaded::Poll;
 use stack::topology::Topology;
 use traffic::reference::messages::{self, MessagesSpec};
 use traffic::spec::{Family, Protocol};
@@ -167,6 +168,9 @@ fn run_messages(
         pcap_dir: Some(pcap_dir.clone()),
         warmup: plan.warmup,
         progress: Some(Arc::clone(progress)),
+        // Threads that block when idle: the CPU-share tables' "% of wall"
+        // is then load, not polling.
+        poll: Poll::Block,
     };
     let began = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -347,6 +351,7 @@ fn run_messages(
         sender_profile: thread_profile(found.sender_thread),
         receiver_profile: thread_profile(found.receiver_thread),
         cpu: RunCpu {
+            runner_wait: result.poll.as_str(),
             wall_s: secs(result.elapsed),
             sender_user_s: secs(result.sender_cpu.user),
             sender_system_s: secs(result.sender_cpu.system),

@@ -31,7 +31,8 @@ use core::time::Duration;
 use std::cell::RefCell;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as MemoryOrder};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::task::Waker;
 
 use crossbeam_queue::ArrayQueue;
 use rand_core::{Rng, SeedableRng};
@@ -186,6 +187,9 @@ struct Lane {
     /// Frames lost because the receive side was full, counted by the
     /// sender and reported by the receiver.
     overrun: AtomicU64,
+    /// Woken after every push: the receiving end's thread, if it sleeps
+    /// when idle (see [`WireEnd::wake_on_arrival`]).
+    waker: OnceLock<Waker>,
 }
 
 impl Lane {
@@ -195,6 +199,7 @@ impl Lane {
             recycled: ArrayQueue::new(capacity.min(RECYCLED_BUFFERS)),
             in_flight: AtomicUsize::new(0),
             overrun: AtomicU64::new(0),
+            waker: OnceLock::new(),
         }
     }
 
@@ -268,6 +273,11 @@ impl Transmitter {
             bytes,
         };
         if self.lane.queue.push(frame).is_ok() {
+            // After the push, so a receiver that looked before it and is
+            // about to sleep is woken (or finds its park token set).
+            if let Some(waker) = self.lane.waker.get() {
+                waker.wake_by_ref();
+            }
             true
         } else {
             self.lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
@@ -325,6 +335,14 @@ impl WireEnd {
     /// The configuration the wire was made with.
     pub fn config(&self) -> &WireConfig {
         &self.config
+    }
+
+    /// Has the far end wake `waker` whenever it pushes a frame towards
+    /// this end (even one that arrives later: the woken thread then waits
+    /// for [`next_arrival`](Link::next_arrival)). Set once; later calls
+    /// are ignored.
+    pub fn wake_on_arrival(&self, waker: Waker) {
+        let _ = self.rx.lane.waker.set(waker);
     }
 }
 

@@ -18,6 +18,7 @@ pub mod blocking;
 pub mod realtime;
 mod simulator;
 pub mod threaded;
+pub mod wake;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -62,11 +63,39 @@ impl NetworkBuilder {
     /// One virtual wire per topology wire; with `pcap_dir`, each interface
     /// writes `NODE-INTERFACE.pcapng` there.
     pub fn new(topology: &Topology, pcap_dir: Option<&Path>) -> Result<Self, BuildError> {
+        Self::build(topology, pcap_dir, None)
+    }
+
+    /// [`new`](Self::new), with each wire end waking `wakers[i]` (node `i`
+    /// of the topology owns the end) when a frame is pushed towards it.
+    pub fn with_wakers(
+        topology: &Topology,
+        pcap_dir: Option<&Path>,
+        wakers: &[std::task::Waker],
+    ) -> Result<Self, BuildError> {
+        Self::build(topology, pcap_dir, Some(wakers))
+    }
+
+    fn build(
+        topology: &Topology,
+        pcap_dir: Option<&Path>,
+        wakers: Option<&[std::task::Waker]>,
+    ) -> Result<Self, BuildError> {
+        let node_index: HashMap<&str, usize> = topology
+            .nodes()
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
         let mut links: HashMap<(String, String), Box<dyn Link + Send>> = HashMap::new();
         for (index, (wire, config)) in topology.wire_configs().enumerate() {
             let (a, b) =
                 VirtualWire::pair(config).map_err(|source| BuildError::Wire { index, source })?;
             for (end, endpoint) in [(a, &wire.a), (b, &wire.b)] {
+                let waker = wakers.and_then(|w| w.get(*node_index.get(endpoint.node.as_str())?));
+                if let Some(waker) = waker {
+                    end.wake_on_arrival(waker.clone());
+                }
                 let link = capture(end, pcap_dir, &endpoint.node, &endpoint.interface)?;
                 links.insert((endpoint.node.clone(), endpoint.interface.clone()), link);
             }

@@ -3,8 +3,9 @@
 //! as fast as it can while packets move; once nothing has moved for a
 //! moment and no timer is due, it sleeps in `ppoll` on the links'
 //! descriptors ([`Link::readable_fd`](crate::phy::Link::readable_fd))
-//! until a frame arrives or the next timer is due, so an idle host costs
-//! no CPU and a busy one pays no system call to wait.
+//! until a frame arrives, the next timer is due or the caller's step has
+//! its own next event ([`Turn::Until`]), so an idle host costs no CPU and
+//! a busy one pays no system call to wait.
 
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -17,8 +18,12 @@ use crate::time::Instant;
 pub enum Turn {
     /// It did work (wrote, read, answered): poll again at once.
     Busy,
-    /// Nothing to do now: the runner may sleep once the host is idle too.
+    /// Nothing to do now and no event of its own known: the runner may
+    /// sleep once the host is idle too, for at most its `max_sleep`.
     Idle,
+    /// Nothing to do before this instant (the runner's time) unless a
+    /// frame arrives: the runner sleeps until then, however long.
+    Until(Instant),
     /// The run is over.
     Stop,
 }
@@ -35,8 +40,9 @@ pub struct RealTime {
 }
 
 impl RealTime {
-    /// A clock starting now; sleeps last at most `max_sleep` (how late the
-    /// caller's step may run when nothing happens).
+    /// A clock starting now; after a [`Turn::Idle`] sleeps last at most
+    /// `max_sleep` (how late the caller's step may run when nothing
+    /// happens and it cannot say when it will have something to do).
     pub fn new(max_sleep: Duration) -> Self {
         Self {
             clock: std::time::Instant::now(),
@@ -63,6 +69,7 @@ impl RealTime {
             .iter()
             .filter_map(|i| i.link.readable_fd())
             .collect();
+        super::wake::precise_timers();
         let mut seen = host.counters().packets_moved();
         let mut last_busy = std::time::Instant::now();
         loop {
@@ -74,18 +81,30 @@ impl RealTime {
             host.poll(t);
             let moved = host.counters().packets_moved();
             let deadline = host.next_deadline(t);
+            let (deadline, cap) = match turn {
+                Turn::Until(at) => (Some(deadline.map_or(at, |d| d.min(at))), None),
+                _ => (deadline, Some(self.max_sleep)),
+            };
             if turn == Turn::Busy || moved != seen || deadline.is_some_and(|d| d <= t) {
                 seen = moved;
                 last_busy = std::time::Instant::now();
                 continue;
             }
             if last_busy.elapsed() < SPIN_BEFORE_SLEEP {
-                std::hint::spin_loop();
+                // Yield, not a bare spin: the process at the other end of
+                // the link may be waiting for this CPU.
+                std::thread::yield_now();
                 continue;
             }
-            let until_due =
-                deadline.map_or(self.max_sleep, |d| d.saturating_duration_since(self.now()));
-            wait_readable(&fds, until_due.min(self.max_sleep));
+            // `None`: no deadline and no cap, sleep until a frame arrives.
+            let until_due = match (deadline, cap) {
+                (Some(d), cap) => {
+                    let left = d.saturating_duration_since(self.now());
+                    Some(cap.map_or(left, |c| left.min(c)))
+                }
+                (None, cap) => cap,
+            };
+            wait(&fds, until_due);
         }
     }
 }
@@ -93,6 +112,11 @@ impl RealTime {
 /// Sleeps until one of `fds` is readable, a signal arrives or `timeout`
 /// passes (nanosecond resolution, unlike `poll`'s milliseconds).
 pub fn wait_readable(fds: &[RawFd], timeout: Duration) {
+    wait(fds, Some(timeout));
+}
+
+/// [`wait_readable`]; `None` waits without a time limit.
+fn wait(fds: &[RawFd], timeout: Option<Duration>) {
     let mut polled: Vec<libc::pollfd> = fds
         .iter()
         .map(|&fd| libc::pollfd {
@@ -101,20 +125,24 @@ pub fn wait_readable(fds: &[RawFd], timeout: Duration) {
             revents: 0,
         })
         .collect();
-    let timeout = libc::timespec {
+    let timeout = timeout.map(|timeout| libc::timespec {
         tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
+    });
+    let timeout_ptr = timeout
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `polled` is a live array of `polled.len()` pollfds that
-    // ppoll may write `revents` into; `timeout` is a valid timespec that
-    // outlives the call; a null signal mask keeps the current one. The
+    // ppoll may write `revents` into; `timeout_ptr` is null (no limit) or
+    // points to a valid timespec that outlives the call; a null signal
+    // mask keeps the current one. The
     // result (ready count, timeout or EINTR) needs no handling: the caller
     // looks at everything again anyway.
     unsafe {
         libc::ppoll(
             polled.as_mut_ptr(),
             polled.len() as libc::nfds_t,
-            &timeout,
+            timeout_ptr,
             std::ptr::null(),
         );
     }

@@ -1,26 +1,86 @@
 //! The threaded runner: a thread per host on the real clock (DESIGN.md,
 //! "Runners"), for measurement. Hosts share nothing but their wires (lock-
-//! free queues); each thread polls its host as fast as it can, running an
-//! optional workload (a traffic source or sink) before every poll. A run
-//! ends when every workload says it is done, or at its time limit.
+//! free queues); each thread polls its host, running an optional workload
+//! (a traffic source or sink) before every poll. A run ends when every
+//! workload says it is done, or at its time limit.
+//!
+//! A thread with nothing to do blocks (see [`wake`](super::wake)) until a
+//! frame is pushed towards its host, the host's next deadline (timers,
+//! frames still on a rate-limited wire), its workload's next event, or a
+//! wake from another host's workload ([`wake_peers`]). In [`Poll::Spin`]
+//! (the default) it first keeps polling for a moment, so a reply that
+//! comes quickly costs no wake-up; in [`Poll::Block`] it blocks at once,
+//! so its CPU time is the work it did.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Duration;
 
+use super::wake::{self, HostWaker};
 use super::{build_host, BuildError, NetworkBuilder};
 use crate::iface::host::{Host, HostCounters};
 use crate::time::Instant;
 use crate::topology::Topology;
 
-/// Whether a workload has more to do.
+/// Whether a workload has more to do, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
-    Running,
+    /// More to do: run it again when a frame arrives, a host timer is due,
+    /// another host's workload calls [`wake_peers`], or at `next` (the
+    /// workload's own event: a paced send, a time-out); `next` at or
+    /// before now runs it again at once.
+    Running { next: Option<Instant> },
     /// Finished; the host keeps being polled (so it can still answer its
     /// peers) until every workload is done.
     Done,
+}
+
+impl Progress {
+    /// Running, with no event of its own: only traffic wakes it.
+    pub const WAITING: Progress = Progress::Running { next: None };
+
+    /// Running, due again at `now + after`.
+    pub fn after(now: Instant, after: Duration) -> Self {
+        Progress::Running {
+            next: Some(now + after),
+        }
+    }
+
+    /// Running, due again at `when` on the workload's own clock
+    /// (`std::time::Instant`), with `now` the runner's time.
+    pub fn at(now: Instant, when: std::time::Instant) -> Self {
+        Self::after(
+            now,
+            when.saturating_duration_since(std::time::Instant::now()),
+        )
+    }
+
+    /// The workload's own next event, if it is running and has one.
+    pub fn next(self) -> Option<Instant> {
+        match self {
+            Progress::Running { next } => next,
+            Progress::Done => None,
+        }
+    }
+
+    /// Running if either is, due at the earlier of their events.
+    pub fn and(self, other: Progress) -> Progress {
+        match (self, other) {
+            (Progress::Done, p) | (p, Progress::Done) => p,
+            (Progress::Running { next: a }, Progress::Running { next: b }) => Progress::Running {
+                next: earliest(a, b),
+            },
+        }
+    }
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Work a host's thread does before each poll, at `now`: queue traffic,
@@ -30,6 +90,29 @@ pub type Workload = Box<dyn FnMut(&mut Host, Instant) -> Progress + Send>;
 
 /// Makes a host's workload once the host exists on its thread.
 pub type WorkloadFactory = Box<dyn FnOnce(&mut Host) -> Workload + Send>;
+
+/// How a host's thread waits when it has nothing to do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Poll {
+    /// Keep polling for [`SPIN_BEFORE_BLOCK`] after the last packet moved,
+    /// then block: the lowest latency, but the spinning is CPU time, so
+    /// "% of wall" is not load.
+    #[default]
+    Spin,
+    /// Block as soon as there is nothing to do: CPU time is the work done
+    /// plus the wake-ups, so "% of wall" means load.
+    Block,
+}
+
+impl Poll {
+    /// How reports name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Poll::Spin => "spin-then-block",
+            Poll::Block => "block",
+        }
+    }
+}
 
 /// What one host's thread did.
 #[derive(Debug, Clone)]
@@ -42,6 +125,11 @@ pub struct HostReport {
     pub polls: u64,
     /// Time from the common start to the thread's end.
     pub elapsed: Duration,
+    /// How the thread waited ([`RunOptions::poll`]).
+    pub poll: Poll,
+    /// Times the thread blocked in the measured part, and for how long.
+    pub blocks: u64,
+    pub blocked: Duration,
     /// The probe records of the measured part, when the run was traced.
     pub trace: Option<ThreadTrace>,
 }
@@ -66,6 +154,21 @@ pub struct RunOptions {
     /// trace holds the measured part only. What is recorded follows the
     /// global gate ([`probe::set_mode`]), which the caller sets.
     pub trace_capacity: Option<usize>,
+    /// How idle host threads wait.
+    pub poll: Poll,
+}
+
+thread_local! {
+    /// The wakers of the run's other hosts, for [`wake_peers`].
+    static PEERS: RefCell<Vec<Arc<HostWaker>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Wakes every other host thread of the calling host's run: a workload
+/// calls it after changing state that another host's workload waits for
+/// without a frame to carry it (shared atomics, a stop flag). Does
+/// nothing outside a threaded run.
+pub fn wake_peers() {
+    PEERS.with(|peers| peers.borrow().iter().for_each(|p| p.wake()));
 }
 
 /// Runs every node of `topology` on its own thread for `warmup` (address
@@ -82,7 +185,7 @@ pub fn run(
     run_with(topology, warmup, duration, workloads, RunOptions::default())
 }
 
-/// [`run`] with options: tracing the hosts' probes.
+/// [`run`] with options: tracing the hosts' probes, how idle threads wait.
 pub fn run_with(
     topology: &Topology,
     warmup: Duration,
@@ -90,8 +193,11 @@ pub fn run_with(
     mut workloads: BTreeMap<String, WorkloadFactory>,
     options: RunOptions,
 ) -> Result<Vec<HostReport>, BuildError> {
-    let mut builder = NetworkBuilder::new(topology, options.pcap_dir.as_deref())?;
     let nodes = topology.nodes().len();
+    let wakers: Arc<[Arc<HostWaker>]> = (0..nodes).map(|_| HostWaker::new()).collect();
+    let link_wakers: Vec<_> = wakers.iter().map(|w| w.waker()).collect();
+    let mut builder =
+        NetworkBuilder::with_wakers(topology, options.pcap_dir.as_deref(), &link_wakers)?;
     let start = Arc::new(Barrier::new(nodes));
     let measure = Arc::new(Barrier::new(nodes));
     // Workloads still running; the run ends when none is.
@@ -101,6 +207,7 @@ pub fn run_with(
         .filter(|n| workloads.contains_key(&n.name))
         .count();
     let running = Arc::new(AtomicUsize::new(with_work));
+    let epoch = Arc::new(OnceLock::new());
     let mut threads = Vec::with_capacity(nodes);
     for index in 0..nodes {
         let interfaces = builder.interfaces(topology, index);
@@ -110,8 +217,25 @@ pub fn run_with(
         let has_work = factory.is_some();
         let (start, measure) = (Arc::clone(&start), Arc::clone(&measure));
         let running = Arc::clone(&running);
+        let wakers = Arc::clone(&wakers);
+        let epoch = Arc::clone(&epoch);
         let trace_capacity = options.trace_capacity;
+        let mode = options.poll;
         threads.push(std::thread::spawn(move || {
+            wakers[index].register();
+            wake::precise_timers();
+            PEERS.with(|peers| {
+                *peers.borrow_mut() = (wakers.iter().enumerate())
+                    .filter(|&(i, _)| i != index)
+                    .map(|(_, w)| Arc::clone(w))
+                    .collect();
+            });
+            // The last workload to finish wakes every thread to end.
+            let finished = || {
+                if running.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    wakers.iter().for_each(|w| w.wake());
+                }
+            };
             if let Some(capacity) = trace_capacity {
                 probe::init_thread(capacity);
             }
@@ -119,16 +243,24 @@ pub fn run_with(
             // Every thread reaches the barriers, even one whose host failed
             // to build, so the others are not left waiting.
             start.wait();
-            let clock = std::time::Instant::now();
+            // One clock for every thread, started by the first past the
+            // barrier: a wire stamps a frame's arrival with the sender's
+            // clock and the receiver compares it with its own, so threads
+            // whose clocks started apart (a late wake from the barrier)
+            // would hold every frame back by the difference.
+            let clock = *epoch.get_or_init(std::time::Instant::now);
             let now = || Instant::from_nanos(clock.elapsed().as_nanos() as u64);
             // A panic in warm-up must not leave the other threads waiting
             // at the barrier: catch it, pass the barrier, then re-raise.
             let warmed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let mut host = host?;
                 host.set_wall_clock(move || Instant::from_nanos(clock.elapsed().as_nanos() as u64));
+                let warm_end = Instant::from_nanos(warmup.as_nanos() as u64);
+                let mut idle = Idle::new(Poll::Block, &host);
                 while clock.elapsed() < warmup {
-                    host.poll(now());
-                    std::thread::yield_now();
+                    let t = now();
+                    host.poll(t);
+                    idle.after_poll(&host, t, None, warm_end, now);
                 }
                 let workload = factory.map(|f| f(&mut host));
                 Ok((host, workload))
@@ -140,7 +272,7 @@ pub fn run_with(
                     // This host's workload will never finish: do not make
                     // the others wait for it.
                     if has_work {
-                        running.fetch_sub(1, Ordering::Relaxed);
+                        finished();
                     }
                     match failed {
                         Ok(Err(error)) => return Err(error),
@@ -155,29 +287,26 @@ pub fn run_with(
             let drops_before = host.drops().clone();
             let before = *host.counters();
             let began = clock.elapsed();
+            let end = Instant::from_nanos((warmup + duration).as_nanos() as u64);
             let mut polls = 0u64;
-            let mut seen = host.counters().packets_moved();
-            let mut last_active = clock.elapsed();
-            while clock.elapsed() < warmup + duration && running.load(Ordering::Relaxed) > 0 {
+            let mut idle = Idle::new(mode, &host);
+            while clock.elapsed() < warmup + duration && running.load(Ordering::Acquire) > 0 {
                 let t = now();
+                let mut next_work = None;
                 if let Some(work) = workload.as_mut() {
-                    if work(&mut host, t) == Progress::Done {
-                        workload = None;
-                        running.fetch_sub(1, Ordering::Relaxed);
+                    match work(&mut host, t) {
+                        Progress::Done => {
+                            workload = None;
+                            finished();
+                        }
+                        Progress::Running { next } => next_work = next,
                     }
                 }
                 host.poll(t);
                 polls += 1;
-                let moved = host.counters().packets_moved();
-                if moved != seen || host.next_deadline(t).is_some_and(|d| d <= t) {
-                    seen = moved;
-                    last_active = clock.elapsed();
-                } else if clock.elapsed() - last_active > SPIN_BEFORE_NAP {
-                    std::thread::sleep(NAP);
-                } else if workload.is_none() {
-                    std::thread::yield_now();
-                }
+                idle.after_poll(&host, t, next_work, end, now);
             }
+            PEERS.with(|peers| peers.borrow_mut().clear());
             Ok(HostReport {
                 name: host.name().to_string(),
                 counters: counters_since(&before, host.counters()),
@@ -189,6 +318,9 @@ pub fn run_with(
                     .collect(),
                 polls,
                 elapsed: clock.elapsed() - began,
+                poll: mode,
+                blocks: idle.blocks,
+                blocked: idle.blocked,
                 trace: trace_capacity.map(|_| ThreadTrace {
                     thread: probe::thread_id(),
                     records: probe::drain_thread(),
@@ -203,13 +335,80 @@ pub fn run_with(
         .collect()
 }
 
-/// A host that has moved no packet and has nothing due for this long naps
-/// between polls instead of spinning: with more hosts than CPUs, spinning
-/// hosts take each other's time slices (milliseconds each), and a round
-/// trip through three threads on two CPUs took 8 ms instead of 0.4.
-const SPIN_BEFORE_NAP: Duration = Duration::from_micros(50);
-/// One nap (the kernel's timer slack adds about 50 us).
-const NAP: Duration = Duration::from_micros(20);
+/// In [`Poll::Spin`], how long a thread keeps polling after the last
+/// packet moved before it blocks: a reply within it costs no wake-up,
+/// which on two CPUs keeps a request/response exchange at tens of µs.
+pub const SPIN_BEFORE_BLOCK: Duration = Duration::from_micros(50);
+
+/// Deciding, after each poll, whether to poll again at once, spin or
+/// block, and counting the blocks.
+struct Idle {
+    mode: Poll,
+    seen: u64,
+    /// The earliest deadline seen after the last poll.
+    due: Option<Instant>,
+    last_active: std::time::Instant,
+    blocks: u64,
+    blocked: Duration,
+}
+
+impl Idle {
+    fn new(mode: Poll, host: &Host) -> Self {
+        Self {
+            mode,
+            seen: host.counters().packets_moved(),
+            due: None,
+            last_active: std::time::Instant::now(),
+            blocks: 0,
+            blocked: Duration::ZERO,
+        }
+    }
+
+    /// After a poll at `t`: returns at once if the host moved packets or
+    /// something is due, else spins or blocks until a frame is pushed
+    /// towards the host, its next deadline, `next_work` or `end`.
+    fn after_poll(
+        &mut self,
+        host: &Host,
+        t: Instant,
+        next_work: Option<Instant>,
+        end: Instant,
+        now: impl Fn() -> Instant,
+    ) {
+        let moved = host.counters().packets_moved();
+        // A deadline that had come by this poll fired in it (a timer, a
+        // frame's arrival): the workload has yet to see what it changed
+        // (an address after DAD), so it runs once more before any block.
+        let fired = self.due.is_some_and(|d| d <= t);
+        // Looks at the wires' queues (`next_arrival`): a frame pushed after
+        // this look wakes the park below.
+        let due = earliest(host.next_deadline(t), next_work);
+        self.due = due;
+        if moved != self.seen || fired || due.is_some_and(|d| d <= t) {
+            self.seen = moved;
+            self.last_active = std::time::Instant::now();
+            return;
+        }
+        if self.mode == Poll::Spin && self.last_active.elapsed() < SPIN_BEFORE_BLOCK {
+            // Yield, not a bare spin: when the peer host's thread waits for
+            // this CPU (more runnable threads than CPUs, or both woken onto
+            // one CPU), a bare spin holds it off for the whole window and
+            // every exchange paid two windows (113 µs instead of 8 µs
+            // for a 16 B TCP exchange at load 8 on 2 CPUs).
+            std::thread::yield_now();
+            return;
+        }
+        let wake_at = due.map_or(end, |d| d.min(end));
+        let left = wake_at.saturating_duration_since(now());
+        if left.is_zero() {
+            return;
+        }
+        let parked = std::time::Instant::now();
+        wake::park(Some(left));
+        self.blocked += parked.elapsed();
+        self.blocks += 1;
+    }
+}
 
 /// The counters accumulated between two readings.
 fn counters_since(before: &HostCounters, after: &HostCounters) -> HostCounters {

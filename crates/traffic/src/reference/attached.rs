@@ -34,6 +34,9 @@ pub enum Role {
 /// How long the host keeps answering after its side is done, so the last
 /// ACKs and FINs leave.
 const LINGER: Duration = Duration::from_millis(50);
+/// How the real-time runner waits: it polls for a moment after each
+/// packet, then sleeps in `ppoll`.
+pub(crate) const RUNNER_WAIT: &str = "spin-then-block";
 /// The longest sleep of the runner between looks at the workload.
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 
@@ -74,7 +77,8 @@ pub fn run(
         Ended::Received(r) => {
             TransferReport::new(spec, target, timestamp, intervals, None, Some(&r))
         }
-    })
+    }
+    .with_runner_wait(RUNNER_WAIT))
 }
 
 /// What one side's run gives back.
@@ -156,7 +160,7 @@ pub(crate) fn run_side(
             .set(PeerAddr::Ip(SocketAddr::new(dest, spec.port)));
     }
     let runner = RealTime::new(MAX_SLEEP);
-    let mut workload = Some(factory(host));
+    let mut workload = Some(super::with_timeouts(factory)(host));
     let mut done_at = None;
     let mut said_ready = role != Role::Receive;
     runner.run(host, |host, now| {
@@ -167,14 +171,22 @@ pub(crate) fn run_side(
             }
         }
         if let Some(work) = workload.as_mut() {
-            if work(host, now) == Progress::Done {
-                workload = None;
-                done_at = Some(std::time::Instant::now());
-            }
-            return Turn::Idle;
+            return match work(host, now) {
+                Progress::Done => {
+                    workload = None;
+                    done_at = Some(std::time::Instant::now());
+                    Turn::Busy
+                }
+                Progress::Running { next: Some(at) } if at > now => Turn::Until(at),
+                Progress::Running { next: Some(_) } => Turn::Busy,
+                // Only frames wake it.
+                Progress::Running { next: None } => Turn::Idle,
+            };
         }
         match done_at {
-            Some(at) if at.elapsed() < LINGER => Turn::Idle,
+            Some(at) if at.elapsed() < LINGER => {
+                Turn::Until(now + LINGER.saturating_sub(at.elapsed()))
+            }
             _ => Turn::Stop,
         }
     });

@@ -132,14 +132,17 @@ pub(super) fn run(
             (Err(e), _) | (_, Err(e)) => {
                 first_error.get_or_insert(e);
             }
-            (Ok(s), Ok(r)) => reports.push(TransferReport::new(
-                &flow.spec,
-                flow.target,
-                timestamp.clone(),
-                intervals,
-                Some(&s),
-                Some(&r),
-            )),
+            (Ok(s), Ok(r)) => reports.push(
+                TransferReport::new(
+                    &flow.spec,
+                    flow.target,
+                    timestamp.clone(),
+                    intervals,
+                    Some(&s),
+                    Some(&r),
+                )
+                .with_runner_wait(threaded::Poll::Spin.as_str()),
+            ),
         }
     }
     ran.map_err(|e| TrafficError::Invalid(format!("the network did not start: {e}")))?;
@@ -155,21 +158,16 @@ fn together(factories: Vec<WorkloadFactory>) -> WorkloadFactory {
         let mut workloads: Vec<Option<Workload>> =
             factories.into_iter().map(|f| Some(f(host))).collect();
         Box::new(move |host: &mut Host, now| {
-            let mut running = false;
+            let mut progress = Progress::Done;
             for slot in &mut workloads {
                 if let Some(work) = slot {
-                    if work(host, now) == Progress::Done {
-                        *slot = None;
-                    } else {
-                        running = true;
+                    match work(host, now) {
+                        Progress::Done => *slot = None,
+                        running => progress = progress.and(running),
                     }
                 }
             }
-            if running {
-                Progress::Running
-            } else {
-                Progress::Done
-            }
+            super::checking_timeouts(now, progress)
         })
     })
 }
@@ -326,13 +324,15 @@ pub(super) fn receiver(
         };
         Box::new(move |host: &mut Host, _now| {
             match state.step(host, &spec, &pattern, &meter, &outcome) {
-                Ok(None) => Progress::Running,
+                Ok(None) => Progress::WAITING,
                 Ok(Some(side)) => {
                     *outcome.receiver.lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok(side));
+                    stack::runner::threaded::wake_peers();
                     Progress::Done
                 }
                 Err(e) => {
                     *outcome.receiver.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(e));
+                    stack::runner::threaded::wake_peers();
                     Progress::Done
                 }
             }
@@ -346,6 +346,7 @@ pub(super) fn failed<T: Send + 'static>(
     error: TrafficError,
 ) -> Workload {
     *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(error));
+    stack::runner::threaded::wake_peers();
     Box::new(|_: &mut Host, _| Progress::Done)
 }
 
@@ -372,6 +373,7 @@ impl Receiving {
         let Some(session) = self.session.as_mut() else {
             if let Some(addr) = self.channel.address(host, spec, &self.interface) {
                 let _ = outcome.receiver_addr.set(addr);
+                stack::runner::threaded::wake_peers();
                 self.session = Some(ReceiveSession::new(spec.circuit));
             } else if self.began.elapsed() > spec.timeout + ADDRESS_GRACE {
                 return Err(TrafficError::timeout(
@@ -427,9 +429,11 @@ pub(super) fn sender(
             pacer: None,
             stalled_since: None,
         };
-        Box::new(move |host: &mut Host, _now| {
+        Box::new(move |host: &mut Host, now| {
             match state.step(host, &spec, &pattern, &meter, &outcome) {
-                Ok(false) => Progress::Running,
+                Ok(false) => state
+                    .next_event()
+                    .map_or(Progress::WAITING, |at| Progress::at(now, at)),
                 Ok(true) => {
                     let side = SenderSide {
                         bytes: state.seq * spec.len as u64,
@@ -439,10 +443,12 @@ pub(super) fn sender(
                         retransmits: None,
                     };
                     *outcome.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok(side));
+                    stack::runner::threaded::wake_peers();
                     Progress::Done
                 }
                 Err(e) => {
                     *outcome.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(e));
+                    stack::runner::threaded::wake_peers();
                     Progress::Done
                 }
             }
@@ -487,6 +493,17 @@ struct Sending {
 }
 
 impl Sending {
+    /// When the sender next has something to do that no frame or peer
+    /// will wake it for: the next sentinel, or the pacer's next datagram.
+    /// (A full send queue drains at the next poll, which moves packets.)
+    fn next_event(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::WaitingForPeer { .. } => None,
+            Phase::Start { next, .. } | Phase::End { next, .. } => Some(next),
+            Phase::Data { .. } => self.pacer.as_ref().map(Pacer::due),
+        }
+    }
+
     /// One turn of the sender; true when it is done.
     fn step(
         &mut self,

@@ -65,8 +65,8 @@ pub fn run_pair(spec: &EchoSpec, topology: Option<&Path>) -> Result<EchoReport, 
         )
     };
     let mut workloads: BTreeMap<String, WorkloadFactory> = BTreeMap::new();
-    workloads.insert(ends.receiver.clone(), server);
-    workloads.insert(ends.sender.clone(), client);
+    workloads.insert(ends.receiver.clone(), super::with_timeouts(server));
+    workloads.insert(ends.sender.clone(), super::with_timeouts(client));
     threaded::run(
         &topology,
         Duration::ZERO,
@@ -104,6 +104,7 @@ fn server(
                 match channel.address(host, &spec, &interface) {
                     Some(addr) => {
                         let _ = outcome.receiver_addr.set(addr);
+                        stack::runner::threaded::wake_peers();
                     }
                     None if began.elapsed() > spec.timeout + ADDRESS_GRACE => {
                         return finish(
@@ -114,7 +115,7 @@ fn server(
                             )),
                         )
                     }
-                    None => return Progress::Running,
+                    None => return Progress::WAITING,
                 }
             }
             while let Some((n, from)) = channel.recv(host, &mut buf) {
@@ -132,7 +133,7 @@ fn server(
             {
                 return finish(&outcome.receiver, Ok(()));
             }
-            Progress::Running
+            Progress::WAITING
         })
     })
 }
@@ -142,6 +143,7 @@ fn finish<T>(
     result: Result<T, TrafficError>,
 ) -> Progress {
     *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+    stack::runner::threaded::wake_peers();
     Progress::Done
 }
 
@@ -180,7 +182,7 @@ fn client(
         let mut answer = vec![0u8; 65_536];
         let mut rtts = Vec::with_capacity(spec.count as usize);
         let (mut lost, mut corrupted) = (0u64, 0u64);
-        Box::new(move |host: &mut Host, _now| {
+        Box::new(move |host: &mut Host, runner_now| {
             if outcome.failed() {
                 return finish(&outcome.sender, Ok((Vec::new(), 0, 0)));
             }
@@ -217,8 +219,12 @@ fn client(
                         let now = Instant::now();
                         if channel.send(host, &request, *dest).is_ok() {
                             *sent = Some(now);
+                            // The answer comes by frame; a lost one is
+                            // given up on at `wait`.
+                            return Progress::at(runner_now, now + wait);
                         }
-                        return Progress::Running;
+                        // A full send queue drains at the next poll.
+                        return Progress::WAITING;
                     };
                     while let Some((n, _from)) = channel.recv(host, &mut answer) {
                         let elapsed = at.elapsed();
@@ -227,7 +233,10 @@ fn client(
                                 rtts.push(elapsed.as_nanos() as u64);
                                 *seq += 1;
                                 *sent = None;
-                                return Progress::Running;
+                                // The next exchange starts at once.
+                                return Progress::Running {
+                                    next: Some(runner_now),
+                                };
                             }
                             // A late answer to an earlier exchange.
                             Ok(h) if h.kind == Kind::Echo && h.seq < *seq => {}
@@ -238,10 +247,14 @@ fn client(
                         lost += 1;
                         *seq += 1;
                         *sent = None;
+                        return Progress::Running {
+                            next: Some(runner_now),
+                        };
                     }
+                    return Progress::at(runner_now, at + wait);
                 }
             }
-            Progress::Running
+            Progress::WAITING
         })
     })
 }

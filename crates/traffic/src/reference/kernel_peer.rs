@@ -314,7 +314,8 @@ pub fn run_pair(
         intervals,
         Some(&sent),
         Some(&received),
-    ))
+    )
+    .with_runner_wait(super::attached::RUNNER_WAIT))
 }
 
 /// A reference host at `side` of the path (on the host's own thread),

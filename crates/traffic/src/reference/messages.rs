@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use probe::Flow;
 use stack::iface::host::{Host, TcpError, TcpHandle, UdpHandle};
 use stack::probes::{APP_MESSAGE_RECEIVED, APP_MESSAGE_SEND};
-use stack::runner::threaded::{self, Progress, RunOptions, Workload, WorkloadFactory};
+use stack::runner::threaded::{
+    self, wake_peers, Poll, Progress, RunOptions, Workload, WorkloadFactory,
+};
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::udp::UdpConfig;
@@ -57,6 +59,10 @@ pub struct MessagesSpec {
     pub warmup: u32,
     /// Counts messages as they finish (for a progress bar).
     pub progress: Option<Arc<AtomicU64>>,
+    /// How the host threads wait: [`Poll::Block`] makes their CPU time
+    /// the work done, so a CPU share of wall time means load (the lab's
+    /// CPU-share tables); [`Poll::Spin`] gives the lowest latency.
+    pub poll: Poll,
 }
 
 /// Largest UDP message: a datagram's payload over IPv6 without jumbograms.
@@ -149,6 +155,9 @@ pub struct MessagesRun {
     /// CPU of the sender's and the receiver's thread over the messages.
     pub sender_cpu: CpuUsage,
     pub receiver_cpu: CpuUsage,
+    /// How the host threads waited: with [`Poll::Spin`] their CPU time
+    /// includes polling with nothing to do.
+    pub poll: Poll,
     pub elapsed: Duration,
 }
 
@@ -218,6 +227,7 @@ impl Shared {
         let mut slot = self.error.lock().unwrap_or_else(|e| e.into_inner());
         slot.get_or_insert(error);
         self.stop.store(true, Ordering::Release);
+        wake_peers();
         Progress::Done
     }
 }
@@ -255,6 +265,7 @@ pub fn run(topology: &Topology, spec: &MessagesSpec) -> Result<MessagesRun, Traf
         RunOptions {
             trace_capacity: Some(spec.trace_capacity),
             pcap_dir: spec.pcap_dir.clone(),
+            poll: spec.poll,
         },
     );
     let elapsed = began.elapsed();
@@ -302,6 +313,7 @@ pub fn run(topology: &Topology, spec: &MessagesSpec) -> Result<MessagesRun, Traf
         threads,
         sender_cpu,
         receiver_cpu,
+        poll: spec.poll,
         elapsed,
     })
 }
@@ -346,13 +358,16 @@ fn sender(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
                     Ok(None) => {}
                     Err(e) => return shared.fail(e),
                 }
-                return Progress::Running;
+                // The receiver's address comes by `wake_peers`, the
+                // connection by frames; only the time-out is ours.
+                return Progress::at(now, began + Duration::from_secs(20));
             };
             let Some(&(size, rep, warmup)) = plan.get(next) else {
                 if let Some(meter) = cpu.take() {
                     shared.cpu.lock().unwrap_or_else(|e| e.into_inner()).0 = meter.stop();
                 }
                 shared.stop.store(true, Ordering::Release);
+                wake_peers();
                 return Progress::Done;
             };
             let index = next as u64;
@@ -411,7 +426,13 @@ fn sender(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
                     }
                 }
             }
-            Progress::Running
+            match writing {
+                // The next message goes at once.
+                None => Progress::Running { next: Some(now) },
+                // Delivery comes by `wake_peers`, room in the send queue
+                // by frames; the message's time-out is ours.
+                Some((_, since)) => Progress::at(now, since + spec.wait),
+            }
         })
     })
 }
@@ -548,11 +569,12 @@ fn receiver(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
             if shared.receiver_addr.get().is_none() {
                 if let Some(ip) = address_of(host, spec.family) {
                     let _ = shared.receiver_addr.set(SocketAddr::new(ip, spec.port));
+                    wake_peers();
                 }
             }
             let expected = shared.received.load(Ordering::Acquire);
             let Some(&size) = sizes.get(expected as usize) else {
-                return Progress::Running;
+                return Progress::WAITING;
             };
             match &mut side {
                 Side::Listening(l) => match host.tcp_accept(*l) {
@@ -583,6 +605,7 @@ fn receiver(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
                                     .map_or(Flow::untraced(0), |c| c.flow());
                                 probe::record(APP_MESSAGE_RECEIVED, size as u32, flow, expected);
                                 shared.received.store(expected + 1, Ordering::Release);
+                                wake_peers();
                                 break;
                             }
                         }
@@ -602,11 +625,12 @@ fn receiver(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
                             let flow = host.udp(*h).flow();
                             probe::record(APP_MESSAGE_RECEIVED, n as u32, flow, now_expected);
                             shared.received.store(now_expected + 1, Ordering::Release);
+                            wake_peers();
                         }
                     }
                 }
             }
-            Progress::Running
+            Progress::WAITING
         })
     })
 }

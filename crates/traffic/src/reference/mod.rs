@@ -17,6 +17,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use stack::runner::threaded::{Progress, WorkloadFactory};
 use stack::topology::{NodeKind, Topology};
 
 use crate::env::Environment;
@@ -124,6 +125,29 @@ fn failed<T>(slot: &Mutex<Option<Result<T, TrafficError>>>) -> bool {
         *slot.lock().unwrap_or_else(|e| e.into_inner()),
         Some(Err(_))
     )
+}
+
+/// How often a waiting workload of the threaded runner looks at its
+/// failure time-outs (seconds long: the peer stopped answering, an address
+/// never came), which no frame or peer wakes it for. The events of the
+/// measurement itself (a paced send, an answer given up on) are precise.
+const TIMEOUT_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `progress`, due again within [`TIMEOUT_CHECK`] if it is running.
+fn checking_timeouts(now: stack::time::Instant, progress: Progress) -> Progress {
+    match progress {
+        Progress::Done => Progress::Done,
+        running => running.and(Progress::after(now, TIMEOUT_CHECK)),
+    }
+}
+
+/// `factory`'s workload, looking at its time-outs at least every
+/// [`TIMEOUT_CHECK`].
+fn with_timeouts(factory: WorkloadFactory) -> WorkloadFactory {
+    Box::new(move |host| {
+        let mut work = factory(host);
+        Box::new(move |host, now| checking_timeouts(now, work(host, now)))
+    })
 }
 
 /// Runs a transfer between the topology's first and last host.

@@ -61,6 +61,7 @@ pub(super) fn finish<T>(
     result: Result<T, TrafficError>,
 ) -> Progress {
     *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+    stack::runner::threaded::wake_peers();
     Progress::Done
 }
 
@@ -103,6 +104,7 @@ impl Listening {
                 let _ = outcome
                     .receiver_addr
                     .set(PeerAddr::Ip(SocketAddr::new(ip, spec.port)));
+                stack::runner::threaded::wake_peers();
             }
         }
         match host.tcp_accept(self.listener) {
@@ -207,7 +209,7 @@ pub(super) fn receiver(
                         last = Instant::now();
                         h
                     }
-                    Ok(None) => return Progress::Running,
+                    Ok(None) => return Progress::WAITING,
                     Err(e) => return finish(&outcome.receiver, Err(e)),
                 },
             };
@@ -251,7 +253,7 @@ pub(super) fn receiver(
                     )),
                 );
             }
-            Progress::Running
+            Progress::WAITING
         })
     })
 }
@@ -286,7 +288,7 @@ pub(super) fn sender(
         let total = spec.total_bytes();
         let mut state = Sending::Connecting(Connecting::new());
         let mut sink = [0u8; 64];
-        Box::new(move |host: &mut Host, _now| {
+        Box::new(move |host: &mut Host, now| {
             if outcome.failed() {
                 return Progress::Done;
             }
@@ -300,7 +302,9 @@ pub(super) fn sender(
                                 started: Instant::now(),
                                 cpu: CpuMeter::start(),
                                 stalled_since: None,
-                            }
+                            };
+                            // Writing starts at once.
+                            return Progress::Running { next: Some(now) };
                         }
                         Ok(None) => {}
                         Err(e) => return finish(&outcome.sender, Err(e)),
@@ -340,7 +344,7 @@ pub(super) fn sender(
                                         )),
                                     );
                                 }
-                                return Progress::Running;
+                                return Progress::WAITING;
                             }
                             Err(e) => {
                                 return finish(
@@ -365,6 +369,7 @@ pub(super) fn sender(
                         side,
                         since: Instant::now(),
                     };
+                    return Progress::Running { next: Some(now) };
                 }
                 Sending::Closing { conn, side, since } => {
                     let conn = *conn;
@@ -393,7 +398,7 @@ pub(super) fn sender(
                     }
                 }
             }
-            Progress::Running
+            Progress::WAITING
         })
     })
 }

@@ -39,7 +39,7 @@ pub(super) fn server(spec: TransferSpec, config: TcpConfig, outcome: Shared) -> 
                         conn = Some(h);
                         h
                     }
-                    Ok(None) => return Progress::Running,
+                    Ok(None) => return Progress::WAITING,
                     Err(e) => return finish(&outcome.receiver, Err(e)),
                 },
             };
@@ -49,7 +49,7 @@ pub(super) fn server(spec: TransferSpec, config: TcpConfig, outcome: Shared) -> 
                         Ok(n) => {
                             pending.drain(..n);
                         }
-                        Err(TcpError::WouldBlock) => return Progress::Running,
+                        Err(TcpError::WouldBlock) => return Progress::WAITING,
                         Err(e) => return finish(&outcome.receiver, Err(stack_error("echo", e))),
                     }
                 }
@@ -59,7 +59,7 @@ pub(super) fn server(spec: TransferSpec, config: TcpConfig, outcome: Shared) -> 
                         return finish(&outcome.receiver, Ok(()));
                     }
                     Ok(n) => pending.extend_from_slice(&buf[..n]),
-                    Err(TcpError::WouldBlock) => return Progress::Running,
+                    Err(TcpError::WouldBlock) => return Progress::WAITING,
                     Err(e) => return finish(&outcome.receiver, Err(stack_error("echo", e))),
                 }
             }
@@ -95,7 +95,7 @@ pub(super) fn client(
         let mut answer = vec![0u8; len];
         let mut rtts = Vec::with_capacity(spec.count.min(1 << 24) as usize);
         let mut corrupted = 0u64;
-        Box::new(move |host: &mut Host, _now| {
+        Box::new(move |host: &mut Host, now| {
             if outcome.failed() {
                 return finish(&outcome.sender, Ok((Vec::new(), 0, 0)));
             }
@@ -109,7 +109,9 @@ pub(super) fn client(
                                 written: 0,
                                 read: 0,
                                 began: Instant::now(),
-                            }
+                            };
+                            // The first exchange starts at once.
+                            return Progress::Running { next: Some(now) };
                         }
                         Ok(None) => {}
                         Err(e) => return finish(&outcome.sender, Err(e)),
@@ -165,6 +167,8 @@ pub(super) fn client(
                         *seq += 1;
                         *written = 0;
                         *read = 0;
+                        // The next exchange starts at once.
+                        return Progress::Running { next: Some(now) };
                     } else if began.elapsed() > spec.timeout {
                         return finish(
                             &outcome.sender,
@@ -176,7 +180,7 @@ pub(super) fn client(
                     }
                 }
             }
-            Progress::Running
+            Progress::WAITING
         })
     })
 }
