@@ -44,7 +44,10 @@ fn median(values: &[f64]) -> f64 {
 fn one_run(capture: bool, size: usize, reps: u32, hz: f64, overhead: f64) -> Samples {
     let topology = Topology::from_toml_str(include_str!("../../../topologies/fast-ethernet.toml"))
         .expect("the fast-ethernet topology");
-    let dir = std::env::temp_dir().join(format!("stackscope-capture-overhead-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "stackscope-capture-overhead-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     if capture {
         std::fs::create_dir_all(&dir).expect("capture directory");
@@ -90,8 +93,7 @@ fn one_run(capture: bool, size: usize, reps: u32, hz: f64, overhead: f64) -> Sam
     }
     // The measured part of the sender's records: from the first measured
     // message's mark on.
-    if let (Some(mark), Some(records)) = (view.loc("app.message.send"), view.threads.get(&sender))
-    {
+    if let (Some(mark), Some(records)) = (view.loc("app.message.send"), view.threads.get(&sender)) {
         if let Some(at) = records.iter().position(|r| r.loc == mark && r.aux == first) {
             window = (at, records.len());
         }
@@ -104,8 +106,7 @@ fn one_run(capture: bool, size: usize, reps: u32, hz: f64, overhead: f64) -> Sam
             if s.enter == link {
                 out.link_exclusive.push(view.ns(s.exclusive));
             }
-            if s.category == Category::Instrumentation
-                && view.site(s.enter).kind == Kind::SpanEnter
+            if s.category == Category::Instrumentation && view.site(s.enter).kind == Kind::SpanEnter
             {
                 out.instrumentation.push(view.ns(s.inclusive));
             }
@@ -117,11 +118,8 @@ fn one_run(capture: bool, size: usize, reps: u32, hz: f64, overhead: f64) -> Sam
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |i: usize, default: usize| {
-        args.get(i)
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(default)
-    };
+    let arg =
+        |i: usize, default: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
     let (pairs, size, reps) = (arg(0, 6), arg(1, 20_000), arg(2, 30) as u32);
     let hz = probe::clock::calibrate(Duration::from_millis(200));
     let overhead = probe::calibrate::overhead(4096).median_cycles;
@@ -132,7 +130,11 @@ fn main() {
     let mut all = [Samples::default(), Samples::default()];
     for pair in 0..pairs {
         // Interleaved, starting with the other kind every second pair.
-        let order = if pair % 2 == 0 { [false, true] } else { [true, false] };
+        let order = if pair % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
         for capture in order {
             let s = one_run(capture, size, reps, hz, overhead);
             println!(
@@ -164,7 +166,10 @@ fn main() {
             median(&s.instrumentation),
         );
     }
-    let (off, on) = (median(&all[0].link_exclusive), median(&all[1].link_exclusive));
+    let (off, on) = (
+        median(&all[0].link_exclusive),
+        median(&all[1].link_exclusive),
+    );
     println!(
         "link.transmit exclusive median: on/off = {:.3} ({:+.1} %)",
         on / off,
