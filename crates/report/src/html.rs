@@ -424,7 +424,7 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         .filter(|&&c| c != Category::None)
         .map(|&c| {
             (
-                c.as_str().to_string(),
+                category_label(c, true),
                 run.points
                     .iter()
                     .filter(|p| path_of(p, receive).is_some())
@@ -466,7 +466,7 @@ fn share_table(h: &mut String, run: &MessagesRun) {
         let _ = write!(
             h,
             "<tr><td class=\"l\">{}</td><td>{:.1} %</td><td>{:.1} %</td></tr>",
-            c.as_str(),
+            escape(&category_label(*c, false)),
             s * 100.0,
             r * 100.0
         );
@@ -477,7 +477,20 @@ fn share_table(h: &mut String, run: &MessagesRun) {
         run.send.other_share * 100.0,
         run.receive.other_share * 100.0
     );
-    h.push_str("<p class=\"note\">Mean over the sizes of each category's exclusive time inside the message's window divided by its stop latency.</p>");
+    h.push_str("<p class=\"note\">Mean over the sizes of each category's exclusive time inside the message's window divided by its stop latency. Instrumentation is the tool's own work that cannot leave the window (a pcapng capture's copy of each frame into its ring): it is shown, and taken out of the spans it ran in, so no stack category holds it.</p>");
+}
+
+/// A category's name in the report; instrumentation says that it is the
+/// tool's and not counted as the stack's.
+fn category_label(c: Category, short: bool) -> String {
+    match (c, short) {
+        (Category::Instrumentation, true) => "instrumentation (subtracted)".into(),
+        (Category::Instrumentation, false) => {
+            "instrumentation (the tool's own: capture copies; subtracted from the spans around it)"
+                .into()
+        }
+        _ => c.as_str().to_string(),
+    }
 }
 
 fn cpu_table(h: &mut String, run: &MessagesRun) {
@@ -503,6 +516,13 @@ fn cpu_table(h: &mut String, run: &MessagesRun) {
             );
         }
         h.push_str("</table>");
+        if p.instrumentation_ns > 0.0 {
+            let _ = write!(
+                h,
+                "<p class=\"note\">{role}: {:.1} µs of instrumentation (the capture's copies, function <code>capture.copy</code>) are listed but not part of the stack time.</p>",
+                p.instrumentation_ns / 1e3
+            );
+        }
     }
     let c = &run.cpu;
     let _ = write!(
@@ -510,4 +530,18 @@ fn cpu_table(h: &mut String, run: &MessagesRun) {
         "<p class=\"note\">Process CPU over {:.2} s: sender thread {:.2} s user + {:.2} s system, receiver thread {:.2} s user + {:.2} s system (the threads busy-poll their hosts).</p>",
         c.wall_s, c.sender_user_s, c.sender_system_s, c.receiver_user_s, c.receiver_system_s
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instrumentation_is_labelled_as_subtracted_and_the_rest_by_name() {
+        for short in [true, false] {
+            assert!(category_label(Category::Instrumentation, short).contains("subtracted"));
+        }
+        assert_eq!(category_label(Category::Link, false), "link");
+        assert_eq!(category_label(Category::Checksum, true), "checksum");
+    }
 }
