@@ -234,7 +234,7 @@ impl<L: Link> Captured<L> {
 
     /// True until a capture write fails (as far as the writer has got).
     pub fn is_capturing(&self) -> bool {
-        self.ring.is_some() && !self.shared.failed.load(Ordering::Acquire)
+        self.ring.is_some() && !self.shared.failed.0.load(Ordering::Acquire)
     }
 
     /// Has the writer write and flush every frame captured so far, and
@@ -266,13 +266,10 @@ impl<L: Link> Captured<L> {
     /// work on the link's thread, and a span of category
     /// `instrumentation`.
     fn record(&mut self, now: Instant, direction: Direction, parts: &[&[u8]]) {
-        if !self.is_capturing() {
-            self.missed += 1;
-            return;
-        }
         let len = parts.iter().map(|p| p.len()).sum::<usize>();
         // The link knows no flow: the span records whenever any flow is
-        // traced, so the copy is never hidden inside a traced span.
+        // traced, so the copy is never hidden inside a traced span. All
+        // the capture's work is inside it.
         let _span = probe::span(
             crate::probes::CAPTURE_COPY_ENTER,
             crate::probes::CAPTURE_COPY_EXIT,
@@ -280,6 +277,10 @@ impl<L: Link> Captured<L> {
             Flow::traced(0),
             direction.epb_flags() as u64,
         );
+        if !self.is_capturing() {
+            self.missed += 1;
+            return;
+        }
         let Some(ring) = &mut self.ring else { return };
         let need = RECORD_HEADER + len;
         if need > self.config.chunk_bytes {
