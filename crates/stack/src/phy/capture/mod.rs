@@ -296,7 +296,15 @@ impl<L: Link> Captured<L> {
             ring.started = now;
         }
         match ring.current.as_mut() {
-            Some(chunk) => writer::append(chunk, now.as_nanos(), direction, parts, len),
+            Some(chunk) => {
+                writer::append(chunk, now.as_nanos(), direction, parts, len);
+                // The copy's stores still draining when the span's exit
+                // reads the counter would stall the link's next
+                // instructions instead: drain them inside the span (a full
+                // fence; on x86 `mfence`), so the copy's whole cost is
+                // instrumentation.
+                std::sync::atomic::fence(Ordering::SeqCst);
+            }
             None => self.dropped += 1,
         }
     }
