@@ -41,6 +41,15 @@ fn median(values: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
+}
+
 /// The mean of the values between the first and the third quartile.
 fn middle_mean(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
@@ -137,6 +146,9 @@ fn main() {
         hz / 1e9
     );
     let mut all = [Samples::default(), Samples::default()];
+    // Per pair: the on/off ratio of the two runs' medians (the machine's
+    // state changes between runs more than capture changes anything).
+    let mut ratios = Vec::new();
     for pair in 0..pairs {
         // Interleaved, starting with the other kind every second pair.
         let order = if pair % 2 == 0 {
@@ -144,8 +156,10 @@ fn main() {
         } else {
             [true, false]
         };
+        let mut pair_medians = [f64::NAN; 2];
         for capture in order {
             let s = one_run(capture, size, reps, hz, overhead);
+            pair_medians[usize::from(capture)] = median(&s.link_exclusive);
             println!(
                 "pair {pair} capture {:>3}: link.transmit excl median {:7.0} ns (n {:4}), send stop median {:8.1} us (n {:3}), instrumentation {:5} spans median {:5.0} ns sum {:8.1} us",
                 if capture { "on" } else { "off" },
@@ -162,6 +176,7 @@ fn main() {
             into.stop.extend(s.stop);
             into.instrumentation.extend(s.instrumentation);
         }
+        ratios.push(pair_medians[1] / pair_medians[0]);
     }
     for (capture, s) in all.iter().enumerate() {
         println!(
@@ -190,6 +205,13 @@ fn main() {
             middle_mean(&s.link_exclusive)
         );
     }
+    println!(
+        "per pair on/off ratio of link.transmit exclusive medians: median {:.3} over {} pairs; lower quartile of all values off {:.0} ns, on {:.0} ns",
+        median(&ratios),
+        ratios.len(),
+        quantile(&all[0].link_exclusive, 0.25),
+        quantile(&all[1].link_exclusive, 0.25)
+    );
     let (off, on) = (
         median(&all[0].link_exclusive),
         median(&all[1].link_exclusive),

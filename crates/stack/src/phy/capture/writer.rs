@@ -7,15 +7,18 @@
 //! hands the emptied chunks back. It looks for chunks every
 //! `drain_interval` on its own: the link's thread never wakes it (a wake is
 //! a system call), except to flush, finish, or wait for a chunk when the
-//! capture must be lossless.
+//! capture must be lossless. It writes in batches (half the ring, or what
+//! has waited a second), so that it works seldom beside the measured
+//! threads.
 
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use wire::pcapng::{CapturedPacket, Direction, LinkType, PcapngWriter};
+use wire::pcapng::{CapturedPacket, Direction, InterfaceId, LinkType, PcapngWriter};
 
 /// Bytes in front of each frame in a chunk.
 pub(super) const RECORD_HEADER: usize = 8 + 1 + 4;
@@ -112,6 +115,65 @@ pub(super) struct Writer {
     /// Told once whether the pcapng header could be written.
     pub ready: SyncSender<bool>,
     pub drain_interval: Duration,
+    /// Full chunks gathered before they are written: the writer works
+    /// seldom, in batches, rather than beside every message (its work is
+    /// memory traffic the measured threads share).
+    pub batch: usize,
+}
+
+/// The pcapng stream and how it is going.
+struct Output {
+    writer: PcapngWriter<Box<dyn Write + Send>>,
+    interface: InterfaceId,
+    shared: Arc<Shared>,
+    /// False after the first failure: later frames are counted as missed.
+    live: bool,
+    /// Written since the last flush.
+    dirty: bool,
+    last_flush: Instant,
+}
+
+impl Output {
+    fn write_chunk(&mut self, chunk: &[u8]) {
+        // Counted once per chunk: fewer writes to shared lines.
+        let (mut written, mut missed) = (0u64, 0u64);
+        for (timestamp_ns, direction, data) in records(chunk) {
+            if !self.live {
+                missed += 1;
+                continue;
+            }
+            let packet = CapturedPacket {
+                timestamp_ns,
+                data,
+                original_len: None,
+                comment: None,
+                direction: Some(direction),
+            };
+            match self.writer.write_packet(self.interface, &packet) {
+                Ok(()) => {
+                    written += 1;
+                    self.dirty = true;
+                }
+                Err(error) => {
+                    missed += 1;
+                    self.shared.fail(error);
+                    self.live = false;
+                }
+            }
+        }
+        self.shared.written.fetch_add(written, Ordering::Relaxed);
+        self.shared.missed.fetch_add(missed, Ordering::Relaxed);
+    }
+
+    fn flush(&mut self) {
+        if self.live {
+            if let Err(error) = self.writer.flush() {
+                self.shared.fail(error);
+                self.live = false;
+            }
+        }
+        (self.dirty, self.last_flush) = (false, Instant::now());
+    }
 }
 
 impl Writer {
@@ -128,16 +190,24 @@ impl Writer {
             acks,
             ready,
             drain_interval,
+            batch,
         } = self;
         let opened = PcapngWriter::new(out, "stackscope").and_then(|mut writer| {
             // Snap length 0: no limit, every byte of every frame.
             let interface = writer.add_interface(&interface_name, link_type, 0)?;
             Ok((writer, interface))
         });
-        let (mut writer, interface) = match opened {
-            Ok(opened) => {
+        let mut output = match opened {
+            Ok((writer, interface)) => {
                 let _ = ready.send(true);
-                opened
+                Output {
+                    writer,
+                    interface,
+                    shared,
+                    live: true,
+                    dirty: false,
+                    last_flush: Instant::now(),
+                }
             }
             Err(error) => {
                 shared.fail(error);
@@ -145,65 +215,43 @@ impl Writer {
                 return;
             }
         };
-        let mut live = true;
-        let mut dirty = false;
-        let mut last_flush = Instant::now();
-        let flush = |writer: &mut PcapngWriter<Box<dyn Write + Send>>, live: &mut bool| {
-            if *live {
-                if let Err(error) = writer.flush() {
-                    shared.fail(error);
-                    *live = false;
-                }
-            }
-        };
+        // Full chunks not yet written, with when they arrived.
+        let mut pending: VecDeque<(Vec<u8>, Instant)> = VecDeque::new();
         loop {
-            match full.try_recv() {
-                Ok(ToWriter::Chunk(mut chunk)) => {
-                    // Counted once per chunk: fewer writes to shared lines.
-                    let (mut written, mut missed) = (0u64, 0u64);
-                    for (timestamp_ns, direction, data) in records(&chunk) {
-                        if !live {
-                            missed += 1;
-                            continue;
-                        }
-                        let packet = CapturedPacket {
-                            timestamp_ns,
-                            data,
-                            original_len: None,
-                            comment: None,
-                            direction: Some(direction),
-                        };
-                        match writer.write_packet(interface, &packet) {
-                            Ok(()) => {
-                                written += 1;
-                                dirty = true;
-                            }
-                            Err(error) => {
-                                missed += 1;
-                                shared.fail(error);
-                                live = false;
-                            }
-                        }
-                    }
-                    shared.written.fetch_add(written, Ordering::Relaxed);
-                    shared.missed.fetch_add(missed, Ordering::Relaxed);
+            // Gather what was handed over; a command ends the gathering.
+            let command = loop {
+                match full.try_recv() {
+                    Ok(ToWriter::Chunk(chunk)) => pending.push_back((chunk, Instant::now())),
+                    Ok(command) => break Some(command),
+                    Err(TryRecvError::Empty) => break None,
+                    Err(TryRecvError::Disconnected) => break Some(ToWriter::Stop),
+                }
+            };
+            let due = command.is_some()
+                || pending.len() >= batch.max(1)
+                || pending
+                    .front()
+                    .is_some_and(|(_, at)| at.elapsed() >= IDLE_FLUSH);
+            if due {
+                for (mut chunk, _) in pending.drain(..) {
+                    output.write_chunk(&chunk);
                     chunk.clear();
                     // The link's side may be gone; the chunk then just goes.
                     let _ = free.send(chunk);
                 }
-                Ok(ToWriter::Flush) => {
-                    flush(&mut writer, &mut live);
-                    (dirty, last_flush) = (false, Instant::now());
+            }
+            match command {
+                Some(ToWriter::Flush) => {
+                    output.flush();
                     let _ = acks.send(());
                 }
-                Ok(ToWriter::Stop) | Err(TryRecvError::Disconnected) => {
-                    flush(&mut writer, &mut live);
+                Some(_) => {
+                    output.flush();
                     return;
                 }
-                Err(TryRecvError::Empty) => {
-                    if dirty && last_flush.elapsed() >= IDLE_FLUSH {
-                        flush(&mut writer, &mut live);
-                        (dirty, last_flush) = (false, Instant::now());
+                None => {
+                    if output.dirty && output.last_flush.elapsed() >= IDLE_FLUSH {
+                        output.flush();
                     }
                     std::thread::park_timeout(drain_interval);
                 }
