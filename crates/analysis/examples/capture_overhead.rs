@@ -197,7 +197,7 @@ fn main() {
             *counts.entry(v.round() as i64).or_default() += 1;
         }
         let mut common: Vec<(i64, usize)> = counts.into_iter().collect();
-        common.sort_by(|a, b| b.1.cmp(&a.1));
+        common.sort_by_key(|c| std::cmp::Reverse(c.1));
         common.truncate(8);
         println!(
             "capture {:>3}: link.transmit exclusive, most common values (ns: count) {common:?}; mean of the middle half {:.1} ns",
