@@ -6,7 +6,7 @@
 //! copy the frame (with its timestamp and direction) into a ring of chunks
 //! allocated and written once when the link is made; a writer thread of
 //! the capture's own turns full chunks into pcapng and writes them
-//! ([`writer`]). The copy is a probe span of its own, `capture.copy`,
+//! (`writer.rs`). The copy is a probe span of its own, `capture.copy`,
 //! category `instrumentation`, which the analysis subtracts from the spans
 //! around it. The ring is bounded: when the writer has not emptied a chunk
 //! in time the frame is not captured and is counted
