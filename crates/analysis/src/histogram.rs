@@ -198,7 +198,8 @@ pub struct SpanHistograms {
 /// Per layer, in [`Layer`] order, the distributions of the inclusive and
 /// exclusive times of every span of every thread in `spans` (pass a
 /// subset of threads to look at one side). Layers without spans are left
-/// out.
+/// out, and so are instrumentation spans: the tool's work is no layer's
+/// processing (their own distribution is among the functions').
 pub fn layer_histograms(
     view: &TraceView,
     spans: &BTreeMap<u16, ThreadSpans>,
@@ -209,6 +210,9 @@ pub fn layer_histograms(
         let Some(site) = view.sites.get(span.enter as usize) else {
             continue;
         };
+        if span.is_instrumentation() {
+            continue;
+        }
         let entry = by_layer.entry(site.layer).or_default();
         entry.0.push(view.ns(span.inclusive));
         entry.1.push(view.ns(span.exclusive));

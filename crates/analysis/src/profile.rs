@@ -29,8 +29,13 @@ pub struct ThreadProfile {
     pub thread: u16,
     /// First to last record, nanoseconds.
     pub wall_ns: f64,
-    /// Time inside any span (the sum of every span's exclusive time).
+    /// Time inside any span (the sum of every span's exclusive time),
+    /// instrumentation left out: the stack's busy time.
     pub stack_ns: f64,
+    /// Time in instrumentation spans (the tool's own work, e.g. a
+    /// capture's copies): listed among the functions and categories with
+    /// its share of `stack_ns`, but not part of it.
+    pub instrumentation_ns: f64,
     /// Functions, most time first.
     pub functions: Vec<FunctionShare>,
     /// Exclusive time per category and its share of `stack_ns`.
@@ -52,7 +57,17 @@ pub fn thread_profile(view: &TraceView, thread: u16, spans: &ThreadSpans) -> Thr
         entry.0 += 1;
         entry.1 += view.ns(span.exclusive);
     }
-    let stack: f64 = by_loc.values().map(|v| v.1).sum();
+    let is_instrumentation = |loc: &u16| view.site(*loc).category == Category::Instrumentation;
+    let stack: f64 = by_loc
+        .iter()
+        .filter(|(loc, _)| !is_instrumentation(loc))
+        .map(|(_, v)| v.1)
+        .sum();
+    let instrumentation: f64 = by_loc
+        .iter()
+        .filter(|(loc, _)| is_instrumentation(loc))
+        .map(|(_, v)| v.1)
+        .sum();
     let share = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
     let mut functions: Vec<FunctionShare> = by_loc
         .into_iter()
@@ -80,6 +95,7 @@ pub fn thread_profile(view: &TraceView, thread: u16, spans: &ThreadSpans) -> Thr
         thread,
         wall_ns: wall,
         stack_ns: stack,
+        instrumentation_ns: instrumentation,
         functions,
         categories,
         unmatched_exits: spans.unmatched_exits,

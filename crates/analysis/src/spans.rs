@@ -6,6 +6,14 @@
 //! overhead `o`, so a span whose enter and exit are `k` records apart took
 //! `(exit - enter) - o·k` of real work (`inclusive`); its `exclusive` time
 //! is that minus its children's inclusive time. Both are clamped at 0.
+//!
+//! Spans of category `instrumentation` (the tool's own work that cannot
+//! leave a window, e.g. a capture's copy of a frame inside
+//! `link.transmit`) are kept, so they can be reported, but their time is
+//! not the stack's: it is taken out of the inclusive time of every span
+//! around them (and so of their parent's exclusive time), and
+//! [`ThreadSpans::instrumentation_between`] gives what a window of records
+//! holds of it, for latencies to subtract.
 
 use probe::{Category, Kind, Record};
 
@@ -33,6 +41,13 @@ pub struct Span {
     pub exclusive: f64,
 }
 
+impl Span {
+    /// The tool's own work, not the stack's.
+    pub fn is_instrumentation(&self) -> bool {
+        self.category == Category::Instrumentation
+    }
+}
+
 /// Every span of one thread, ordered by enter record.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadSpans {
@@ -44,9 +59,28 @@ pub struct ThreadSpans {
     pub unclosed: u64,
 }
 
+impl ThreadSpans {
+    /// Counter units of instrumentation inside records `from..=to` of the
+    /// thread: the inclusive time of the instrumentation spans wholly
+    /// inside (with their probes' cost already out, as every inclusive
+    /// time). Nested instrumentation is counted once.
+    pub fn instrumentation_between(&self, from: usize, to: usize) -> f64 {
+        let first = self.spans.partition_point(|s| s.enter_index < from);
+        self.spans[first..]
+            .iter()
+            .take_while(|s| s.enter_index <= to)
+            .filter(|s| s.is_instrumentation() && s.exit_index <= to)
+            .map(|s| s.inclusive)
+            .sum()
+    }
+}
+
 struct Open {
     slot: usize,
+    /// Inclusive time of the children (instrumentation left out).
     children: f64,
+    /// Instrumentation time nested inside, at any depth.
+    instrumentation: f64,
 }
 
 /// Rebuilds the spans of one thread's `records` (file order).
@@ -81,6 +115,7 @@ pub fn rebuild(view: &TraceView, records: &[Record]) -> ThreadSpans {
                 stack.push(Open {
                     slot: slots.len() - 1,
                     children: 0.0,
+                    instrumentation: 0.0,
                 });
             }
             Kind::SpanExit => {
@@ -109,11 +144,18 @@ pub fn rebuild(view: &TraceView, records: &[Record]) -> ThreadSpans {
                 let raw = r.tsc.saturating_sub(span.start) as f64;
                 span.end = r.tsc.max(span.start);
                 span.exit_index = i;
-                span.inclusive = (raw - o * inner).max(0.0);
+                // Instrumentation inside is not this span's time (nor, for
+                // an instrumentation span, its own: it is counted there).
+                span.inclusive = (raw - o * inner - open.instrumentation).max(0.0);
                 span.exclusive = (span.inclusive - open.children).max(0.0);
-                let inclusive = span.inclusive;
+                let (inclusive, instrumentation) = (span.inclusive, span.is_instrumentation());
                 if let Some(parent) = stack.last_mut() {
-                    parent.children += inclusive;
+                    if instrumentation {
+                        parent.instrumentation += inclusive + open.instrumentation;
+                    } else {
+                        parent.children += inclusive;
+                        parent.instrumentation += open.instrumentation;
+                    }
                 }
             }
             _ => {}

@@ -459,7 +459,7 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         .filter(|&&c| c != Category::None)
         .map(|&c| {
             (
-                c.as_str().to_string(),
+                category_label(c, true),
                 run.points
                     .iter()
                     .filter(|p| path_of(p, receive).is_some())
@@ -511,7 +511,7 @@ fn share_table(h: &mut String, run: &MessagesRun) {
         let _ = write!(
             h,
             "<tr><td class=\"l\">{}</td><td>{:.1} %</td><td>{:.1} %</td><td>{spans}</td><td>{below}</td></tr>",
-            c.as_str(),
+            escape(&category_label(*c, false)),
             s * 100.0,
             r * 100.0
         );
@@ -522,7 +522,20 @@ fn share_table(h: &mut String, run: &MessagesRun) {
         run.send.other_share * 100.0,
         run.receive.other_share * 100.0
     );
-    h.push_str("<p class=\"note\">Mean over the sizes of each category's exclusive time inside the message's window divided by its stop latency. A span is below the probe resolution when its time with the probes' cost removed is less than one probe's cost: its category's time is then mostly a floor, not a measurement.</p>");
+    h.push_str("<p class=\"note\">Mean over the sizes of each category's exclusive time inside the message's window divided by its stop latency. A span is below the probe resolution when its time with the probes' cost removed is less than one probe's cost: its category's time is then mostly a floor, not a measurement. Instrumentation is the tool's own work that cannot leave the window (a pcapng capture's copy of each frame into its ring): it is shown, and taken out of the spans it ran in and out of the window's latency, so no stack category holds it.</p>");
+}
+
+/// A category's name in the report; instrumentation says that it is the
+/// tool's and not counted as the stack's.
+fn category_label(c: Category, short: bool) -> String {
+    match (c, short) {
+        (Category::Instrumentation, true) => "instrumentation (subtracted)".into(),
+        (Category::Instrumentation, false) => {
+            "instrumentation (the tool's own: capture copies; subtracted from the spans around it)"
+                .into()
+        }
+        _ => c.as_str().to_string(),
+    }
 }
 
 fn cpu_table(h: &mut String, run: &MessagesRun) {
@@ -548,6 +561,13 @@ fn cpu_table(h: &mut String, run: &MessagesRun) {
             );
         }
         h.push_str("</table>");
+        if p.instrumentation_ns > 0.0 {
+            let _ = write!(
+                h,
+                "<p class=\"note\">{role}: {:.1} µs of instrumentation (the capture's copies, function <code>capture.copy</code>) are listed but not part of the stack time.</p>",
+                p.instrumentation_ns / 1e3
+            );
+        }
     }
     let c = &run.cpu;
     let _ = write!(
@@ -565,4 +585,18 @@ fn cpu_table(h: &mut String, run: &MessagesRun) {
             "the threads poll their hosts while waiting, so CPU time includes spinning and % of wall is not load"
         }
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instrumentation_is_labelled_as_subtracted_and_the_rest_by_name() {
+        for short in [true, false] {
+            assert!(category_label(Category::Instrumentation, short).contains("subtracted"));
+        }
+        assert_eq!(category_label(Category::Link, false), "link");
+        assert_eq!(category_label(Category::Checksum, true), "checksum");
+    }
 }

@@ -89,6 +89,12 @@ probe::locations! {
     NEIGHBOR_LOOKUP_ENTER = ("neighbor.lookup.enter", Layer::Network, Kind::SpanEnter, Category::DataStructure, None);
     NEIGHBOR_LOOKUP_EXIT = ("neighbor.lookup.exit", Layer::Network, Kind::SpanExit, Category::DataStructure, None);
 
+    // The tool's own work inside the link windows: a pcapng capture's copy
+    // of a frame into its ring (`phy::capture`), subtracted by analysis.
+    // A link knows no flow: flow 0, `aux` the direction (1 in, 2 out).
+    CAPTURE_COPY_ENTER = ("capture.copy.enter", Layer::Link, Kind::SpanEnter, Category::Instrumentation, None);
+    CAPTURE_COPY_EXIT = ("capture.copy.exit", Layer::Link, Kind::SpanExit, Category::Instrumentation, None);
+
     /// The application's message boundaries, for analysis that measures
     /// per message (the traffic tools record them): a message of `len`
     /// bytes about to be written (`aux`: its number), and received whole

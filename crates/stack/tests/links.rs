@@ -692,6 +692,9 @@ fn captures_are_pcapng_files_tshark_reads() {
         assert_eq!(drain(&mut a, at_micros(300)).len(), 1);
         // A refused frame is not captured.
         assert!(a.transmit(at_micros(400), &[&[0u8; 2000]]).is_err());
+        // The writer threads have every frame once flushed.
+        a.flush_capture();
+        b.flush_capture();
         assert_eq!(a.capture_stats().written, 4);
         assert_eq!(b.capture_stats().written, 4);
 
@@ -700,7 +703,9 @@ fn captures_are_pcapng_files_tshark_reads() {
         lo.transmit(at_micros(1), &[&ipv6_header, &[0; 32]])
             .unwrap();
         assert_eq!(drain(&mut lo, at_micros(2)).len(), 1);
+        lo.flush_capture();
         assert_eq!(lo.capture_stats().errors, 0);
+        assert_eq!(lo.capture_stats().written, 2);
         // Dropping the links flushes their captures.
     }
 

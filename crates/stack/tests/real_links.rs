@@ -781,15 +781,20 @@ fn the_kernel_and_a_reference_host_talk_over_af_packet() {
                 serve_udp_echo(host, &echo);
                 stop.load(Ordering::Relaxed)
             });
-            let ((link, (packet, ring)), captured) =
-                (*watched.lock().unwrap(), capture.0.lock().unwrap().len());
+            let (link, (packet, ring)) = *watched.lock().unwrap();
+            let (counters, drops) = (*host.counters(), format!("{:?}", host.drops()));
+            // Dropping the host finishes its capture's writer thread.
+            drop(host);
+            let captured = wire::pcapng::blocks(&capture.0.lock().unwrap())
+                .filter(|b| matches!(b, Ok(wire::pcapng::Block::EnhancedPacket(_))))
+                .count();
             PacketReport {
                 link,
                 packet,
                 ring,
                 captured,
-                counters: *host.counters(),
-                drops: format!("{:?}", host.drops()),
+                counters,
+                drops,
                 host_pings: (v6, v4),
             }
         });

@@ -207,6 +207,6 @@ pub mod tx_batch;
 pub mod virtual_wire;
 pub mod vnet;
 
-pub use capture::{CaptureStats, Captured};
+pub use capture::{CaptureConfig, CaptureStats, Captured, WhenFull};
 pub use loopback::Loopback;
 pub use virtual_wire::{ConfigError, VirtualWire, WireConfig, WireEnd};

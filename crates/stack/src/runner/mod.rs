@@ -29,7 +29,7 @@ pub use simulator::{SimError, Simulator};
 
 use crate::iface::host::{Host, HostConfig, HostError, InterfaceConfig, StaticRoute};
 use crate::iface::interface::AdvertisedPrefix;
-use crate::phy::{Captured, Link, Loopback, VirtualWire};
+use crate::phy::{CaptureConfig, Captured, Link, Loopback, VirtualWire};
 use crate::topology::{NodeKind, Topology};
 
 /// Flow ids of node `i` start at `(i + 1) << FLOW_BITS`, so flows of
@@ -61,9 +61,21 @@ pub struct NetworkBuilder {
 
 impl NetworkBuilder {
     /// One virtual wire per topology wire; with `pcap_dir`, each interface
-    /// writes `NODE-INTERFACE.pcapng` there.
+    /// writes `NODE-INTERFACE.pcapng` there, with the default capture ring
+    /// (a full ring drops capture copies and counts them: the threaded
+    /// runner measures).
     pub fn new(topology: &Topology, pcap_dir: Option<&Path>) -> Result<Self, BuildError> {
-        Self::build(topology, pcap_dir, None)
+        Self::build(topology, pcap_dir, CaptureConfig::default(), None)
+    }
+
+    /// [`new`](Self::new) with captures of `config` (the simulator's are
+    /// lossless: its clock stands still while a capture waits).
+    pub fn with_capture(
+        topology: &Topology,
+        pcap_dir: Option<&Path>,
+        capture_config: CaptureConfig,
+    ) -> Result<Self, BuildError> {
+        Self::build(topology, pcap_dir, capture_config, None)
     }
 
     /// [`new`](Self::new), with each wire end waking `wakers[i]` (node `i`
@@ -73,12 +85,13 @@ impl NetworkBuilder {
         pcap_dir: Option<&Path>,
         wakers: &[std::task::Waker],
     ) -> Result<Self, BuildError> {
-        Self::build(topology, pcap_dir, Some(wakers))
+        Self::build(topology, pcap_dir, CaptureConfig::default(), Some(wakers))
     }
 
     fn build(
         topology: &Topology,
         pcap_dir: Option<&Path>,
+        capture_config: CaptureConfig,
         wakers: Option<&[std::task::Waker]>,
     ) -> Result<Self, BuildError> {
         let node_index: HashMap<&str, usize> = topology
@@ -96,7 +109,13 @@ impl NetworkBuilder {
                 if let Some(waker) = waker {
                     end.wake_on_arrival(waker.clone());
                 }
-                let link = capture(end, pcap_dir, &endpoint.node, &endpoint.interface)?;
+                let link = capture(
+                    end,
+                    pcap_dir,
+                    capture_config,
+                    &endpoint.node,
+                    &endpoint.interface,
+                )?;
                 links.insert((endpoint.node.clone(), endpoint.interface.clone()), link);
             }
         }
@@ -174,6 +193,7 @@ pub fn build_host(
 fn capture<L: Link + Send + 'static>(
     link: L,
     pcap_dir: Option<&Path>,
+    config: CaptureConfig,
     node: &str,
     interface: &str,
 ) -> Result<Box<dyn Link + Send>, BuildError> {
@@ -182,9 +202,10 @@ fn capture<L: Link + Send + 'static>(
     };
     let path = dir.join(format!("{node}-{interface}.pcapng"));
     let file = File::create(&path).map_err(|source| BuildError::Capture { path, source })?;
-    Ok(Box::new(Captured::new(
+    Ok(Box::new(Captured::with_config(
         link,
         BufWriter::new(file),
         &format!("{node}:{interface}"),
+        config,
     )))
 }

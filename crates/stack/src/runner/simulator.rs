@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::{BuildError, NetworkBuilder};
 use crate::iface::host::Host;
+use crate::phy::CaptureConfig;
 use crate::time::Instant;
 use crate::topology::Topology;
 
@@ -32,9 +33,11 @@ pub struct Simulator {
 
 impl Simulator {
     /// Builds every node of `topology`; with `pcap_dir`, every interface
-    /// writes a pcapng capture there.
+    /// writes a pcapng capture there, losing no frame (complete once the
+    /// simulator is dropped).
     pub fn new(topology: &Topology, pcap_dir: Option<&Path>) -> Result<Self, SimError> {
-        let mut builder = NetworkBuilder::new(topology, pcap_dir)?;
+        let mut builder =
+            NetworkBuilder::with_capture(topology, pcap_dir, CaptureConfig::lossless())?;
         let hosts = (0..topology.nodes().len())
             .map(|index| builder.host(topology, index))
             .collect::<Result<Vec<_>, _>>()?;

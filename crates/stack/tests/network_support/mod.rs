@@ -18,7 +18,7 @@ use std::time::Duration;
 use stack::iface::address::modified_eui64;
 use stack::iface::host::{Host, HostConfig, HostState, InterfaceConfig, StaticRoute};
 use stack::iface::interface::AdvertisedPrefix;
-use stack::phy::{Captured, Link, VirtualWire, WireConfig, WireEnd};
+use stack::phy::{CaptureConfig, Captured, Link, VirtualWire, WireConfig, WireEnd};
 use stack::runner::Simulator;
 use stack::socket::UdpConfig;
 use stack::time::Instant;
@@ -64,7 +64,13 @@ impl CaptureDir {
     /// A link whose frames are written to `NAME.pcapng` here.
     pub fn capture<L: Link + Send + 'static>(&self, link: L, name: &str) -> Box<dyn Link + Send> {
         let file = File::create(self.path.join(format!("{name}.pcapng"))).expect("create capture");
-        Box::new(Captured::new(link, BufWriter::new(file), name))
+        // Lossless: the tests read every frame back.
+        Box::new(Captured::with_config(
+            link,
+            BufWriter::new(file),
+            name,
+            CaptureConfig::lossless(),
+        ))
     }
 
     /// The capture files written here, sorted.
