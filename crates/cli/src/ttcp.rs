@@ -59,9 +59,16 @@ pub struct TtcpArgs {
     /// Bytes per write; for UDP and raw, the datagram size.
     #[arg(short = 'l', value_name = "LEN", default_value = "8192", value_parser = parse_size)]
     len: u64,
-    /// Number of writes (buffers or datagrams).
-    #[arg(short = 'n', value_name = "NBUF", default_value_t = 2048)]
-    count: u64,
+    /// Number of writes (buffers or datagrams); 2048 unless --time is
+    /// given alone.
+    #[arg(short = 'n', value_name = "NBUF")]
+    count: Option<u64>,
+    /// Run for SECONDS: the sender goes on until its window (first write
+    /// to the last byte acknowledged, TCP; to the last datagram handed to
+    /// the stack, UDP and raw) lasts this long, and also makes -n writes
+    /// when -n is given. iperf3's -t (here -t is ttcp's "transmit").
+    #[arg(long = "time", value_name = "SECONDS")]
+    time: Option<f64>,
     /// UDP instead of TCP: sequence-numbered datagrams between start and
     /// end sentinels; loss, duplication and reordering are counted.
     #[arg(short = 'u', conflicts_with = "raw")]
@@ -195,7 +202,12 @@ impl TtcpArgs {
         };
         let mut spec = TransferSpec::new(protocol, family);
         spec.len = usize::try_from(self.len).unwrap_or(usize::MAX);
-        spec.count = self.count;
+        // ttcp's 2048 writes, unless the run is timed: then the time alone
+        // unless -n says how many at least.
+        spec.count = self
+            .count
+            .unwrap_or(if self.time.is_some() { 1 } else { 2048 });
+        spec.min_duration = self.time.map(|t| seconds(t, "--time")).transpose()?;
         spec.port = self.port;
         spec.sockbuf = self
             .sockbuf

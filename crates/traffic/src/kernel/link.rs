@@ -433,10 +433,11 @@ fn transmit(
             }
         }
     };
-    let (elapsed, cpu) = super::udp::send_start_and_data(spec, pattern, meter, &mut buf, send)?;
+    let (sent, elapsed, cpu) =
+        super::udp::send_start_and_data(spec, pattern, meter, &mut buf, send)?;
     // End sentinels until the receiver has one (a queue's backlog can
     // swallow any fixed number), for at most END_WAIT.
-    datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);
+    datagram::write(&mut buf, Kind::End, sent, spec.circuit, pattern);
     let ending = Instant::now();
     while !receiver_done.load(Ordering::Acquire) && ending.elapsed() < END_WAIT {
         let _ = socket.send_to(&buf, &dest);
@@ -444,8 +445,8 @@ fn transmit(
     }
     Ok((
         SenderSide {
-            bytes: spec.total_bytes(),
-            datagrams: spec.count,
+            bytes: sent * spec.len as u64,
+            datagrams: sent,
             elapsed,
             cpu,
             retransmits: None,
