@@ -281,6 +281,11 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
     if !report.is_clean() {
         bail!("the receiver found damaged, duplicated or missing data (see the report)");
     }
+    let impossible = report.impossible();
+    if !impossible.is_empty() {
+        // A figure that cannot be is a bug in the measurement, not a result.
+        bail!("{} (a measurement bug: please report it)", impossible.join("; "));
+    }
     Ok(())
 }
 
@@ -375,7 +380,11 @@ fn print_human(report: &TransferReport) {
     if let Some(sent) = &end.sum_sent {
         let mut what = match sent.packets {
             Some(p) => format!("{p} datagrams"),
-            None => format!("{} writes", report.start.test_start.count),
+            // Whole writes, which --time may have made more of than -n.
+            None => format!(
+                "{} writes",
+                sent.bytes.div_ceil(report.start.test_start.len.max(1) as u64)
+            ),
         };
         if let Some(r) = sent.retransmits {
             what.push_str(&format!(", {r} retransmitted segments"));
@@ -431,6 +440,17 @@ fn print_human(report: &TransferReport) {
             received.seconds,
             units::bits_per_second(received.bits_per_second),
         );
+        let places = received.datagrams.as_ref().and_then(|d| {
+            d.lost_where
+                .as_ref()
+                .filter(|_| d.lost_packets > 0)
+        });
+        if let Some(places) = places {
+            println!(
+                "ttcp-r: lost where: {}",
+                traffic::sweep::columns::places_text(places)
+            );
+        }
     }
     let t = &report.start.target;
     let buffers = match (t.sockbuf_granted.send, t.sockbuf_granted.recv) {
