@@ -115,10 +115,15 @@ pub struct SweepArgs {
     /// Every throughput point lasts at least SECONDS: its sender goes on
     /// past --total/--count until its window (first write to the last
     /// byte acknowledged, TCP; to the last datagram handed to the stack,
-    /// UDP and raw) is this long; a point whose windows still fall short
-    /// is marked `too short`, not given as a result. 0 turns it off.
-    /// `--time` is the same flag (iperf3's -t).
-    #[arg(long, visible_alias = "time", value_name = "SECONDS", default_value_t = 1.0)]
+    /// UDP and raw) is this long; a point with a window under half of it
+    /// (a receiver's) is marked `too short`, not given as a result. 0
+    /// turns it off. `--time` is the same flag (iperf3's -t).
+    #[arg(
+        long,
+        visible_alias = "time",
+        value_name = "SECONDS",
+        default_value_t = 1.0
+    )]
     min_duration: f64,
     /// Write sweep.csv and sweep.json into DIR (created if needed).
     #[arg(long, value_name = "DIR")]

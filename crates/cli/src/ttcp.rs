@@ -284,7 +284,10 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
     let impossible = report.impossible();
     if !impossible.is_empty() {
         // A figure that cannot be is a bug in the measurement, not a result.
-        bail!("{} (a measurement bug: please report it)", impossible.join("; "));
+        bail!(
+            "{} (a measurement bug: please report it)",
+            impossible.join("; ")
+        );
     }
     Ok(())
 }
@@ -383,7 +386,8 @@ fn print_human(report: &TransferReport) {
             // Whole writes, which --time may have made more of than -n.
             None => format!(
                 "{} writes",
-                sent.bytes.div_ceil(report.start.test_start.len.max(1) as u64)
+                sent.bytes
+                    .div_ceil(report.start.test_start.len.max(1) as u64)
             ),
         };
         if let Some(r) = sent.retransmits {
@@ -440,11 +444,10 @@ fn print_human(report: &TransferReport) {
             received.seconds,
             units::bits_per_second(received.bits_per_second),
         );
-        let places = received.datagrams.as_ref().and_then(|d| {
-            d.lost_where
-                .as_ref()
-                .filter(|_| d.lost_packets > 0)
-        });
+        let places = received
+            .datagrams
+            .as_ref()
+            .and_then(|d| d.lost_where.as_ref().filter(|_| d.lost_packets > 0));
         if let Some(places) = places {
             println!(
                 "ttcp-r: lost where: {}",

@@ -75,8 +75,18 @@ pub fn add(into: &mut BTreeMap<String, u64>, more: &BTreeMap<String, u64>) {
 /// (neighbour discovery, MLD, ICMP, TCP, frames for other hosts).
 pub fn stack_place(reason: &str) -> Option<String> {
     const CONTROL: [&str; 12] = [
-        "ndisc_", "mld_", "dad_", "icmp", "redirect_", "manual_", "tcp_", "arp_malformed",
-        "arp_rejected", "arp_no_ipv4", "ethernet_not_for_us", "link_multicast_refused",
+        "ndisc_",
+        "mld_",
+        "dad_",
+        "icmp",
+        "redirect_",
+        "manual_",
+        "tcp_",
+        "arp_malformed",
+        "arp_rejected",
+        "arp_no_ipv4",
+        "ethernet_not_for_us",
+        "link_multicast_refused",
     ];
     if CONTROL.iter().any(|c| reason.starts_with(c)) {
         return None;
@@ -114,7 +124,11 @@ mod tests {
         let places = attribute(10, &map(&[("wire_loss", 3), ("interface_queue_full", 5)]));
         assert_eq!(
             places,
-            map(&[("wire_loss", 3), ("interface_queue_full", 5), (UNATTRIBUTED, 2)])
+            map(&[
+                ("wire_loss", 3),
+                ("interface_queue_full", 5),
+                (UNATTRIBUTED, 2)
+            ])
         );
     }
 
@@ -155,7 +169,10 @@ mod tests {
 
     #[test]
     fn delta_keeps_what_grew() {
-        let d = delta(&map(&[("a", 2), ("b", 5)]), &map(&[("a", 2), ("b", 9), ("c", 1)]));
+        let d = delta(
+            &map(&[("a", 2), ("b", 5)]),
+            &map(&[("a", 2), ("b", 9), ("c", 1)]),
+        );
         assert_eq!(d, map(&[("b", 4), ("c", 1)]));
     }
 }

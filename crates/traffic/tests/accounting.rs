@@ -59,7 +59,10 @@ fn reference_udp_losses_on_an_impaired_slow_wire_each_have_a_place() {
     assert!(d.lost_packets > 0, "{d:?}");
     let places = places(&d);
     assert_eq!(places[UNATTRIBUTED], 0, "{places:?}");
-    assert!(places.get("wire_loss").is_some_and(|&n| n > 0), "{places:?}");
+    assert!(
+        places.get("wire_loss").is_some_and(|&n| n > 0),
+        "{places:?}"
+    );
     let queued: u64 = ["interface_queue_full", "device_queue_full"]
         .iter()
         .filter_map(|p| places.get(*p))
@@ -82,7 +85,11 @@ fn reference_udp_fragments_lost_at_a_full_queue_are_counted_as_datagrams() {
     let places = places(&d);
     assert_eq!(places[UNATTRIBUTED], 0, "{places:?}");
     let received = report.end.sum_received.as_ref().unwrap();
-    assert!(received.bits_per_second <= 100e6, "{}", received.bits_per_second);
+    assert!(
+        received.bits_per_second <= 100e6,
+        "{}",
+        received.bits_per_second
+    );
     assert_eq!(report.impossible(), Vec::<String>::new());
 }
 
@@ -96,7 +103,11 @@ fn reference_tcp_sender_window_ends_when_the_last_byte_is_acknowledged() {
     let sent = report.end.sum_sent.as_ref().unwrap();
     let received = report.end.sum_received.as_ref().unwrap();
     assert_eq!(received.bytes, sent.bytes);
-    assert!(sent.bits_per_second <= 100e6, "sent at {}", sent.bits_per_second);
+    assert!(
+        sent.bits_per_second <= 100e6,
+        "sent at {}",
+        sent.bits_per_second
+    );
     assert!(
         sent.seconds >= received.seconds,
         "the sender's window ({} s) holds the receiver's ({} s)",
@@ -137,7 +148,12 @@ fn a_minimum_duration_extends_a_run_past_its_count() {
         let report = report.expect("run");
         let sent = report.end.sum_sent.as_ref().unwrap();
         assert!(sent.seconds >= 0.3, "{}: {} s", s.protocol, sent.seconds);
-        assert!(sent.bytes > s.total_bytes(), "{}: {} bytes", s.protocol, sent.bytes);
+        assert!(
+            sent.bytes > s.total_bytes(),
+            "{}: {} bytes",
+            s.protocol,
+            sent.bytes
+        );
         let received = report.end.sum_received.as_ref().unwrap();
         assert!(received.bytes <= sent.bytes);
         if s.protocol == Protocol::Udp {

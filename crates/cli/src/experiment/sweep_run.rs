@@ -67,7 +67,10 @@ pub fn run(
 
     let results = &outcome.results;
     let mut tables = vec![points_table(grid.mode, results)];
-    if results.iter().any(|r| matches!(r, PointResult::Throughput(t) if t.lost_where.is_some())) {
+    if results
+        .iter()
+        .any(|r| matches!(r, PointResult::Throughput(t) if t.lost_where.is_some()))
+    {
         tables.push(losses_table(results));
     }
     if results
@@ -156,8 +159,8 @@ fn notes(grid: &sweep::Grid, results: &[PointResult]) -> Vec<String> {
         notes.push(match grid.min_duration {
             Some(d) => format!(
                 "Every point ran at least {:.2} s (its sender went on past the byte count \
-                 until then); a point whose sender or receiver window was still shorter \
-                 is marked too short.",
+                 until then); a point with a receiver's window under half of that is \
+                 marked too short.",
                 d.as_secs_f64()
             ),
             None => "No minimum duration: points ran for their byte count only.".into(),

@@ -18,7 +18,9 @@ pub fn places(snmp: &str, snmp6: &str, dev: &str) -> BTreeMap<String, u64> {
     let v4 = table(snmp);
     let v6 = flat(snmp6);
     let get = |proto: &str, name: &str| {
-        v4.get(&(proto.to_string(), name.to_string())).copied().unwrap_or(0)
+        v4.get(&(proto.to_string(), name.to_string()))
+            .copied()
+            .unwrap_or(0)
             + v6.get(&format!("{proto}6{name}")).copied().unwrap_or(0)
     };
     let in_errors = get("Udp", "InErrors");

@@ -259,7 +259,10 @@ pub fn run_pair_on(
             let counting = spec.protocol != Protocol::Tcp && setup.separate_namespaces();
             let before = counting.then(drops::snapshot);
             let sent = transmit_side(&spec, addr, &pattern, &meter)?;
-            Ok((sent, before.map(|b| crate::losses::delta(&b, &drops::snapshot()))))
+            Ok((
+                sent,
+                before.map(|b| crate::losses::delta(&b, &drops::snapshot())),
+            ))
         })
     };
     let sent = joined(sender, "sender");

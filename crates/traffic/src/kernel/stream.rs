@@ -98,7 +98,7 @@ pub fn receive(
         elapsed: first.map_or(Duration::ZERO, |f| last - f),
         cpu,
         checks: Received::Stream(counts),
-            drops: None,
+        drops: None,
     })
 }
 

@@ -155,10 +155,10 @@ pub(super) fn run(
                     r.drops = accounts.as_ref().and_then(|a| a.drops_if_alone());
                 }
                 reports.push(TransferReport::new(
-                &flow.spec,
-                flow.target,
-                timestamp.clone(),
-                intervals,
+                    &flow.spec,
+                    flow.target,
+                    timestamp.clone(),
+                    intervals,
                     Some(&s),
                     Some(&r),
                 ))

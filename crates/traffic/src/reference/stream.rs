@@ -225,7 +225,7 @@ pub(super) fn receiver(
                                 elapsed: first.map_or(Duration::ZERO, |f| last - f),
                                 cpu,
                                 checks: Received::Stream(counts),
-            drops: None,
+                                drops: None,
                             }),
                         );
                     }

@@ -36,15 +36,18 @@ impl Accounts {
     /// Every receiver has its end (or a side failed): stop counting.
     fn over(&self) -> bool {
         self.flows.iter().any(|f| f.failed())
-            || self
-                .flows
-                .iter()
-                .all(|f| f.receiver.lock().unwrap_or_else(|e| e.into_inner()).is_some())
+            || self.flows.iter().all(|f| {
+                f.receiver
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_some()
+            })
     }
 
     /// The drops by place when the run had one datagram flow.
     pub(super) fn drops_if_alone(&self) -> Option<BTreeMap<String, u64>> {
-        (self.flows.len() == 1).then(|| self.drops.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        (self.flows.len() == 1)
+            .then(|| self.drops.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 }
 
