@@ -129,7 +129,10 @@ pub fn run_pair(
             // hand a frame to its peer counts it on the sending side).
             let before = super::drops::snapshot();
             let sent = transmit(endpoint, dest_mac, &spec, &pattern, &meter, &done)?;
-            Ok((sent, crate::losses::delta(&before, &super::drops::snapshot())))
+            Ok((
+                sent,
+                crate::losses::delta(&before, &super::drops::snapshot()),
+            ))
         })
     };
     let sent = super::joined(sender, "sender");
@@ -374,9 +377,7 @@ fn receive(
     let mut side = session.finish();
     let mut drops = crate::losses::delta(&before, &super::drops::snapshot());
     if let Some(n) = socket_drops(&socket).filter(|&n| n > 0) {
-        *drops
-            .entry("socket_receive_queue_full".into())
-            .or_insert(0) += n;
+        *drops.entry("socket_receive_queue_full".into()).or_insert(0) += n;
     }
     side.drops = Some(drops);
     Ok(side)

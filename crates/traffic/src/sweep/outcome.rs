@@ -506,7 +506,10 @@ mod tests {
         assert_eq!(short.shortest_window_s, 1.0);
         assert_eq!(no_result(&short), Some("too short"));
         let result = PointResult::Throughput(short);
-        let table = crate::sweep::text::render(crate::sweep::Mode::Throughput, &[result.clone()]);
+        let table = crate::sweep::text::render(
+            crate::sweep::Mode::Throughput,
+            std::slice::from_ref(&result),
+        );
         assert!(table.contains("too short"), "{table}");
         assert!(!table.contains("8.00"), "no figure printed: {table}");
         let cols = crate::sweep::columns::columns(&result, 0);
