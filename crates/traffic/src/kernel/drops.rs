@@ -6,11 +6,37 @@
 use std::collections::BTreeMap;
 
 /// The counters of the calling thread's network namespace, by place.
+/// `/proc/net` is the process's (its first thread's) namespace; a side
+/// that entered another with `setns` reads `/proc/thread-self/net`.
 pub fn snapshot() -> BTreeMap<String, u64> {
-    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
-    let snmp6 = std::fs::read_to_string("/proc/net/snmp6").unwrap_or_default();
-    let dev = std::fs::read_to_string("/proc/net/dev").unwrap_or_default();
-    places(&snmp, &snmp6, &dev)
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/thread-self/net/{name}"))
+            .or_else(|_| std::fs::read_to_string(format!("/proc/net/{name}")))
+            .unwrap_or_default()
+    };
+    let mut places = places(&read("snmp"), &read("snmp6"), &read("dev"));
+    // Packets queued for a neighbour still being resolved, dropped when
+    // its small queue overflowed.
+    let unresolved = unresolved_discards(&read("stat/ndisc_cache"))
+        + unresolved_discards(&read("stat/arp_cache"));
+    places.insert("waiting_for_neighbour".into(), unresolved);
+    places
+}
+
+/// `/proc/net/stat/{ndisc,arp}_cache`: a header of names, then a row of
+/// hexadecimal counters per CPU; the `unresolved_discards` column summed.
+fn unresolved_discards(text: &str) -> u64 {
+    let mut lines = text.lines();
+    let Some(column) = lines.next().and_then(|h| {
+        h.split_whitespace()
+            .position(|n| n == "unresolved_discards")
+    }) else {
+        return 0;
+    };
+    lines
+        .filter_map(|l| l.split_whitespace().nth(column))
+        .filter_map(|v| u64::from_str_radix(v, 16).ok())
+        .sum()
 }
 
 /// The places from the three files' text.
@@ -107,5 +133,14 @@ mod tests {
         assert_eq!(p["reassembly"], 4);
         assert_eq!(p["ip_input_discards"], 2);
         assert_eq!(p["device_drops"], 10);
+    }
+
+    #[test]
+    fn unresolved_discards_are_summed_over_the_cpus() {
+        let text = "entries lookups unresolved_discards table_fulls\n\
+                    00000005 000000a3 00000010 00000000\n\
+                    00000005 00000097 0000000a 00000000\n";
+        assert_eq!(unresolved_discards(text), 26);
+        assert_eq!(unresolved_discards(""), 0);
     }
 }
