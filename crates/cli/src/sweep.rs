@@ -112,6 +112,19 @@ pub struct SweepArgs {
     /// Give up after SECS seconds waiting for the peer or for data.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
+    /// Every throughput point lasts at least SECONDS: its sender goes on
+    /// past --total/--count until its window (first write to the last
+    /// byte acknowledged, TCP; to the last datagram handed to the stack,
+    /// UDP and raw) is this long; a point with a window under half of it
+    /// (a receiver's) is marked `too short`, not given as a result. 0
+    /// turns it off. `--time` is the same flag (iperf3's -t).
+    #[arg(
+        long,
+        visible_alias = "time",
+        value_name = "SECONDS",
+        default_value_t = 1.0
+    )]
+    min_duration: f64,
     /// Write sweep.csv and sweep.json into DIR (created if needed).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -189,7 +202,15 @@ impl SweepArgs {
                 self.timeout
             );
         }
+        if !(self.min_duration.is_finite() && (0.0..=86_400.0).contains(&self.min_duration)) {
+            bail!(
+                "--min-duration {} is impossible: use 0 to 86400 seconds",
+                self.min_duration
+            );
+        }
         Ok(Grid {
+            min_duration: (self.min_duration > 0.0)
+                .then(|| Duration::from_secs_f64(self.min_duration)),
             mode: match self.mode {
                 ModeArg::Throughput => Mode::Throughput,
                 ModeArg::Delay => Mode::Delay,

@@ -59,9 +59,16 @@ pub struct TtcpArgs {
     /// Bytes per write; for UDP and raw, the datagram size.
     #[arg(short = 'l', value_name = "LEN", default_value = "8192", value_parser = parse_size)]
     len: u64,
-    /// Number of writes (buffers or datagrams).
-    #[arg(short = 'n', value_name = "NBUF", default_value_t = 2048)]
-    count: u64,
+    /// Number of writes (buffers or datagrams); 2048 unless --time is
+    /// given alone.
+    #[arg(short = 'n', value_name = "NBUF")]
+    count: Option<u64>,
+    /// Run for SECONDS: the sender goes on until its window (first write
+    /// to the last byte acknowledged, TCP; to the last datagram handed to
+    /// the stack, UDP and raw) lasts this long, and also makes -n writes
+    /// when -n is given. iperf3's -t (here -t is ttcp's "transmit").
+    #[arg(long = "time", value_name = "SECONDS")]
+    time: Option<f64>,
     /// UDP instead of TCP: sequence-numbered datagrams between start and
     /// end sentinels; loss, duplication and reordering are counted.
     #[arg(short = 'u', conflicts_with = "raw")]
@@ -195,7 +202,12 @@ impl TtcpArgs {
         };
         let mut spec = TransferSpec::new(protocol, family);
         spec.len = usize::try_from(self.len).unwrap_or(usize::MAX);
-        spec.count = self.count;
+        // ttcp's 2048 writes, unless the run is timed: then the time alone
+        // unless -n says how many at least.
+        spec.count = self
+            .count
+            .unwrap_or(if self.time.is_some() { 1 } else { 2048 });
+        spec.min_duration = self.time.map(|t| seconds(t, "--time")).transpose()?;
         spec.port = self.port;
         spec.sockbuf = self
             .sockbuf
@@ -268,6 +280,14 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
     }
     if !report.is_clean() {
         bail!("the receiver found damaged, duplicated or missing data (see the report)");
+    }
+    let impossible = report.impossible();
+    if !impossible.is_empty() {
+        // A figure that cannot be is a bug in the measurement, not a result.
+        bail!(
+            "{} (a measurement bug: please report it)",
+            impossible.join("; ")
+        );
     }
     Ok(())
 }
@@ -363,7 +383,12 @@ fn print_human(report: &TransferReport) {
     if let Some(sent) = &end.sum_sent {
         let mut what = match sent.packets {
             Some(p) => format!("{p} datagrams"),
-            None => format!("{} writes", report.start.test_start.count),
+            // Whole writes, which --time may have made more of than -n.
+            None => format!(
+                "{} writes",
+                sent.bytes
+                    .div_ceil(report.start.test_start.len.max(1) as u64)
+            ),
         };
         if let Some(r) = sent.retransmits {
             what.push_str(&format!(", {r} retransmitted segments"));
@@ -419,6 +444,16 @@ fn print_human(report: &TransferReport) {
             received.seconds,
             units::bits_per_second(received.bits_per_second),
         );
+        let places = received
+            .datagrams
+            .as_ref()
+            .and_then(|d| d.lost_where.as_ref().filter(|_| d.lost_packets > 0));
+        if let Some(places) = places {
+            println!(
+                "ttcp-r: lost where: {}",
+                traffic::sweep::columns::places_text(places)
+            );
+        }
     }
     if let Some(wait) = cpu.runner_wait {
         println!(

@@ -92,6 +92,8 @@ fn kernel_throughput_sweep_writes_a_row_per_point_with_consistent_reps() {
         "2",
         "--port",
         "47311",
+        "--min-duration",
+        "0.2",
         "--out",
         out.path(),
     ]);
@@ -113,6 +115,10 @@ fn kernel_throughput_sweep_writes_a_row_per_point_with_consistent_reps() {
         assert_eq!(cell(&header, row, "count"), "200");
         assert_eq!(cell(&header, row, "reps"), "2");
         assert_eq!(cell(&header, row, "clean"), "true");
+        // 200 writes and on until 0.2 s had passed: every window long
+        // enough, none marked.
+        assert_eq!(cell(&header, row, "too_short"), "false");
+        assert!(number(&header, row, "shortest_window_s") >= 0.1);
         let (min, mean, max) = (
             number(&header, row, "min_bps"),
             number(&header, row, "mean_bps"),
@@ -153,9 +159,11 @@ fn kernel_throughput_sweep_writes_a_row_per_point_with_consistent_reps() {
         assert_eq!(p["target"]["path"], "loopback");
         assert!(p["sockbuf_granted_recv_bytes"].as_u64().unwrap() > 0);
     }
-    // The readable table: a header and a line per point.
+    // The readable table: a header and a line per point (indented lines
+    // below a point say where its lost datagrams died).
     let table = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(table.lines().count(), 5, "{table}");
+    let point_lines = table.lines().filter(|l| !l.starts_with(' ')).count();
+    assert_eq!(point_lines, 5, "{table}");
     assert!(table.lines().next().unwrap().contains("recv Mbit/s"));
 }
 
@@ -174,6 +182,8 @@ fn reference_stack_udp_sweep_reports_loss_and_its_target() {
         "500",
         "--reps",
         "1",
+        "--min-duration",
+        "0.2",
         "--out",
         out.path(),
     ]);
@@ -193,8 +203,16 @@ fn reference_stack_udp_sweep_reports_loss_and_its_target() {
         number(&header, row, "min_bps"),
         number(&header, row, "max_bps")
     );
-    assert!(number(&header, row, "lost_packets_total") <= 500.0);
+    assert_eq!(cell(&header, row, "too_short"), "false");
     let json = read_json(&out.0);
+    // Every lost datagram has a place; the places add up.
+    let lost = json["points"][0]["lost_packets_total"].as_u64().unwrap();
+    let places = json["points"][0]["lost_where"].as_object().unwrap();
+    assert_eq!(
+        places.values().map(|v| v.as_u64().unwrap()).sum::<u64>(),
+        lost
+    );
+    assert_eq!(places["unattributed"], 0, "{places:?}");
     let target = &json["points"][0]["target"];
     assert_eq!(target["stack"], "ref");
     assert!(target["path"]

@@ -189,6 +189,10 @@ pub struct SweepRun {
     pub tables: Vec<Table>,
     /// A point that failed and stopped the run, if one did.
     pub failure: Option<String>,
+    /// What a reader must know beside the figures: the minimum duration,
+    /// points too short to be a result (left out of the plot), impossible
+    /// figures.
+    pub notes: Vec<String>,
     /// The sweep's CSV, relative to the report directory.
     pub csv: String,
 }

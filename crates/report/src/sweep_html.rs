@@ -32,6 +32,9 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     if let Some(failure) = &run.failure {
         let _ = write!(h, "<p><strong>Stopped:</strong> {}</p>", escape(failure));
     }
+    for note in &run.notes {
+        let _ = write!(h, "<p class=\"note\">{}</p>", escape(note));
+    }
     if run.series.iter().any(|s| s.points.len() > 1) {
         h.push_str("<div class=\"plots\">");
         h.push_str(&plot::xy_chart(&chart(run)));

@@ -32,6 +32,9 @@ pub struct Environment {
     pub sockbuf_granted: GrantedBuffers,
     /// The path's MTU, where known.
     pub mtu: Option<u32>,
+    /// The slowest link's rate where the path has one (the reference
+    /// stack's rate-limited wires): no payload rate can exceed it.
+    pub link_rate_bps: Option<u64>,
     pub stackscope_version: &'static str,
 }
 
@@ -48,6 +51,7 @@ impl Environment {
             congestion_control: None,
             sockbuf_granted: GrantedBuffers::default(),
             mtu: None,
+            link_rate_bps: None,
             stackscope_version: env!("CARGO_PKG_VERSION"),
         }
     }

@@ -15,6 +15,7 @@ pub mod echo;
 pub mod env;
 pub mod error;
 pub mod kernel;
+pub mod losses;
 pub mod meter;
 pub mod pace;
 pub mod pattern;

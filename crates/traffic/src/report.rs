@@ -2,6 +2,7 @@
 //! `end` with `sum_sent` / `sum_received` and `cpu_utilization_percent`)
 //! so tools that read iperf3 output read ours, plus the receiver's checks.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -43,6 +44,9 @@ pub struct ReceiverSide {
     pub elapsed: Duration,
     pub cpu: CpuUsage,
     pub checks: Received,
+    /// Packets the stack or the kernel dropped during the run, per place
+    /// (see [`crate::losses`]); datagram protocols, where counted.
+    pub drops: Option<BTreeMap<String, u64>>,
 }
 
 /// A whole transfer report.
@@ -136,6 +140,14 @@ pub struct DatagramSum {
     pub sent_by_sender: Option<u64>,
     pub unverifiable_late: u64,
     pub foreign: u64,
+    /// Where the lost datagrams died: places that add up to
+    /// `lost_packets`, `unattributed` the part no counter explains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_where: Option<BTreeMap<String, u64>>,
+    /// The packets each place dropped during the run (fragments count
+    /// one each; control traffic too), from which `lost_where` is made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drops_counted: Option<BTreeMap<String, u64>>,
 }
 
 /// iperf3's CPU block: `host` is this process's local side (the sender
@@ -207,6 +219,11 @@ impl ReceivedSum {
                         sent_by_sender: c.sent,
                         unverifiable_late: c.unverifiable_late,
                         foreign: c.foreign,
+                        lost_where: side
+                            .drops
+                            .as_ref()
+                            .map(|d| crate::losses::attribute(c.lost, d)),
+                        drops_counted: side.drops.clone(),
                     }),
                     None,
                 )
@@ -281,6 +298,51 @@ impl TransferReport {
     pub fn with_runner_wait(mut self, wait: &'static str) -> Self {
         self.end.cpu_utilization_percent.runner_wait = Some(wait);
         self
+    }
+
+    /// What makes this report impossible rather than a measurement: a
+    /// receiver with more bytes than were sent, or a rate above the
+    /// link's. Empty when it is possible.
+    pub fn impossible(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let sent = self.end.sum_sent.as_ref();
+        let received = self.end.sum_received.as_ref();
+        if let (Some(s), Some(r)) = (sent, received) {
+            if r.bytes > s.bytes {
+                found.push(format!(
+                    "impossible: {} bytes received of {} sent",
+                    r.bytes, s.bytes
+                ));
+            }
+        }
+        if let Some(link) = self.start.target.link_rate_bps {
+            // A datagram sender's rate is the load it offered, which may
+            // well exceed the link; TCP's is what the link carried (its
+            // window ends at the last acknowledgement).
+            let tcp = self.start.test_start.protocol == crate::spec::Protocol::Tcp;
+            let rates = [
+                ("sent", sent.filter(|_| tcp).map(|s| s.bits_per_second)),
+                ("received", received.map(|r| r.bits_per_second)),
+            ];
+            for (side, bps) in rates {
+                if let Some(bps) = bps.filter(|&b| b > link as f64) {
+                    found.push(format!(
+                        "impossible: {side} {} through a {} link",
+                        crate::units::bits_per_second(bps),
+                        crate::units::bits_per_second(link as f64)
+                    ));
+                }
+            }
+        }
+        found
+    }
+
+    /// The shorter of the sender's and the receiver's windows, when both
+    /// ran here.
+    pub fn shortest_window(&self) -> Option<Duration> {
+        let sent = self.end.sum_sent.as_ref()?.seconds;
+        let received = self.end.sum_received.as_ref()?.seconds;
+        Some(Duration::from_secs_f64(sent.min(received).max(0.0)))
     }
 
     /// True when the receiver found every byte or datagram it should have

@@ -75,6 +75,7 @@ impl ReceiveSession {
                 .map_or(Duration::ZERO, |f| self.last.saturating_duration_since(f)),
             cpu,
             checks: Received::Datagrams(counts),
+            drops: None,
         }
     }
 }

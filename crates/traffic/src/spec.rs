@@ -100,6 +100,11 @@ pub struct TransferSpec {
     /// Interval reports (`-i`).
     #[serde(serialize_with = "serialize_secs")]
     pub interval: Option<Duration>,
+    /// The sender goes on past `count` until its window (first write to
+    /// last acknowledged byte or last datagram handed over) lasts this
+    /// long (`--time`, `--min-duration`); iperf3's `duration`.
+    #[serde(rename = "duration", serialize_with = "serialize_secs")]
+    pub min_duration: Option<Duration>,
     /// How long a side waits for its peer (connect, accept, first datagram)
     /// and for more data before it gives up.
     #[serde(skip)]
@@ -127,11 +132,19 @@ impl TransferSpec {
             rate_bps: None,
             circuit: 0,
             interval: None,
+            min_duration: None,
             timeout: Duration::from_secs(10),
         }
     }
 
-    /// Bytes the sender writes in all.
+    /// True while the sender must go on: fewer than `count` writes made,
+    /// or the minimum duration not reached since its first write.
+    pub fn keep_sending(&self, writes: u64, since_first_write: Duration) -> bool {
+        writes < self.count || self.min_duration.is_some_and(|d| since_first_write < d)
+    }
+
+    /// Bytes the sender writes at least (more when a minimum duration
+    /// extends the run).
     pub fn total_bytes(&self) -> u64 {
         self.len as u64 * self.count
     }
@@ -184,6 +197,12 @@ impl TransferSpec {
             if !(1024..=1 << 30).contains(&b) {
                 return invalid(format!("-b {b} is impossible: use 1K..1G bytes"));
             }
+        }
+        if self
+            .min_duration
+            .is_some_and(|d| d > Duration::from_secs(24 * 3600))
+        {
+            return invalid("--time is at most a day (86400 seconds)".into());
         }
         if self.interval.is_some_and(|i| i < Duration::from_millis(10)) {
             return invalid("-i must be at least 0.01 seconds".into());

@@ -323,11 +323,12 @@ impl DatagramVerifier {
                 self.mark(seq)
             }
             Some(high) if seq > high => {
-                // Clear the bits the window slides over.
+                // Clear the bits the window slides over, `seq`'s own
+                // included: it still holds `seq - DUPLICATE_WINDOW`'s.
                 if seq - high >= DUPLICATE_WINDOW {
                     self.seen.fill(0);
                 } else {
-                    for s in high + 1..seq {
+                    for s in high + 1..=seq {
                         self.clear(s);
                     }
                 }

@@ -62,6 +62,7 @@ fn run(spec: &TransferSpec) -> TransferReport {
 /// Every datagram or frame sent is accounted for, none wrong, and the
 /// byte counts agree with the datagram counts.
 fn assert_datagrams_accounted(spec: &TransferSpec, report: &TransferReport) {
+    assert!(report.impossible().is_empty(), "{:?}", report.impossible());
     let sent = report.end.sum_sent.as_ref().expect("sender side");
     assert_eq!(sent.packets, Some(spec.count));
     assert_eq!(sent.bytes, spec.total_bytes());
@@ -75,6 +76,11 @@ fn assert_datagrams_accounted(spec: &TransferSpec, report: &TransferReport) {
     assert!(d.packets > 0, "nothing arrived: {d:?}");
     assert_eq!(received.bytes, d.packets * spec.len as u64, "{d:?}");
     assert!(report.is_clean());
+    // Every lost frame or datagram has a place (the namespaces carry
+    // nothing else, so none should be unexplained).
+    let places = d.lost_where.as_ref().expect("losses attributed");
+    assert_eq!(places.values().sum::<u64>(), d.lost_packets, "{d:?}");
+    assert_eq!(places.get("unattributed"), Some(&0), "{d:?}");
 }
 
 fn summary(what: &str, report: &TransferReport) {

@@ -185,6 +185,27 @@ fn duplicates_are_found_across_the_window_and_older_ones_are_flagged() {
 }
 
 #[test]
+fn datagrams_past_the_window_reuse_its_bits_without_false_duplicates() {
+    // A run longer than the window (a 1 s run of small datagrams): each
+    // new sequence number lands on the bit of the one a window before.
+    let pattern = Pattern::new(100);
+    let mut verifier = DatagramVerifier::new(0);
+    let send = |v: &mut DatagramVerifier, seq| {
+        v.check(&pattern, &datagram(&pattern, Kind::Data, seq, 20));
+    };
+    for seq in [0, 1, 2, DUPLICATE_WINDOW, DUPLICATE_WINDOW + 1] {
+        send(&mut verifier, seq);
+    }
+    assert_eq!(verifier.counts().duplicated, 0);
+    // A real duplicate in the window is still found.
+    send(&mut verifier, DUPLICATE_WINDOW + 1);
+    assert_eq!(verifier.counts().duplicated, 1);
+    send(&mut verifier, 2 * DUPLICATE_WINDOW + 2);
+    let counts = verifier.counts();
+    assert_eq!((counts.duplicated, counts.datagrams), (1, 6));
+}
+
+#[test]
 fn another_circuits_datagrams_are_foreign_not_errors() {
     let pattern = Pattern::new(100);
     let mut verifier = DatagramVerifier::new(1);

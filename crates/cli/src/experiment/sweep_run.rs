@@ -69,6 +69,12 @@ pub fn run(
     let mut tables = vec![points_table(grid.mode, results)];
     if results
         .iter()
+        .any(|r| matches!(r, PointResult::Throughput(t) if t.lost_where.is_some()))
+    {
+        tables.push(losses_table(results));
+    }
+    if results
+        .iter()
         .any(|r| r.point().circuits > 1 || r.point().protocol.contains('+'))
     {
         tables.push(circuits_table(results));
@@ -107,6 +113,7 @@ pub fn run(
             .failure
             .as_ref()
             .map(|f| format!("{}: {}", f.point, f.error)),
+        notes: notes(grid, results),
         csv,
     })
 }
@@ -134,10 +141,110 @@ fn cell_json(cell: &Cell) -> Value {
 }
 
 fn point_json(result: &PointResult, load: u32) -> Map<String, Value> {
-    columns(result, load)
+    let mut point: Map<String, Value> = columns(result, load)
         .iter()
         .map(|(name, cell)| (name.to_string(), cell_json(cell)))
-        .collect()
+        .collect();
+    // An object here; the CSV writes place=n pairs.
+    if let PointResult::Throughput(t) = result {
+        point.insert("lost_where".into(), serde_json::json!(t.lost_where));
+    }
+    point
+}
+
+/// The minimum duration, and the points that are no result.
+fn notes(grid: &sweep::Grid, results: &[PointResult]) -> Vec<String> {
+    let mut notes = Vec::new();
+    if grid.mode == Mode::Throughput {
+        notes.push(match grid.min_duration {
+            Some(d) => format!(
+                "Every point ran at least {:.2} s (its sender went on past the byte count \
+                 until then); a point with a receiver's window under half of that is \
+                 marked too short.",
+                d.as_secs_f64()
+            ),
+            None => "No minimum duration: points ran for their byte count only.".into(),
+        });
+    }
+    let short: Vec<String> = results
+        .iter()
+        .filter_map(|r| match r {
+            PointResult::Throughput(t) if t.too_short && !t.impossible => {
+                Some(point_name(&t.point))
+            }
+            _ => None,
+        })
+        .collect();
+    if !short.is_empty() {
+        notes.push(format!(
+            "{} point{} too short to be a result, left out of the plot and marked in the \
+             table: {}.",
+            short.len(),
+            if short.len() == 1 { "" } else { "s" },
+            short.join(", ")
+        ));
+    }
+    let flagged = results.iter().filter(|r| !r.clean()).count();
+    if flagged > 0 {
+        notes.push(format!(
+            "{flagged} point{} flagged (damaged data or impossible figures): see the table's \
+             last column.",
+            if flagged == 1 { "" } else { "s" }
+        ));
+    }
+    notes
+}
+
+/// Where every lost datagram died, per point: the places add up to the
+/// lost count (`unattributed`: what no counter explains).
+fn losses_table(results: &[PointResult]) -> Table {
+    let mut places: Vec<String> = results
+        .iter()
+        .filter_map(|r| match r {
+            PointResult::Throughput(t) => t.lost_where.as_ref(),
+            _ => None,
+        })
+        .flat_map(|w| w.keys().cloned())
+        .filter(|k| k != traffic::losses::UNATTRIBUTED)
+        .collect();
+    places.sort();
+    places.dedup();
+    places.push(traffic::losses::UNATTRIBUTED.into());
+    let mut columns = vec![
+        "point".to_string(),
+        "size B".into(),
+        "offered".into(),
+        "lost".into(),
+    ];
+    columns.extend(places.iter().map(|p| p.replace('_', " ")));
+    let mut table = Table {
+        caption: "Where the lost datagrams died (all repetitions; the places add up to the \
+                  lost count)"
+            .into(),
+        columns,
+        rows: Vec::new(),
+    };
+    for r in results {
+        let PointResult::Throughput(t) = r else {
+            continue;
+        };
+        let p = &t.point;
+        let mut row = vec![
+            point_name(p),
+            p.size_bytes.to_string(),
+            p.rate_bps
+                .map_or("-".into(), |r| traffic::units::bits_per_second(r as f64)),
+            t.lost_packets_total.map_or("-".into(), |l| l.to_string()),
+        ];
+        for place in &places {
+            row.push(match &t.lost_where {
+                Some(w) => w.get(place).copied().unwrap_or(0).to_string(),
+                None => "-".into(),
+            });
+        }
+        table.rows.push(row);
+    }
+    table
 }
 
 /// The series a point belongs to: what differs between points other than
@@ -190,6 +297,10 @@ fn series(results: &[PointResult], x: XAxis) -> Vec<Series> {
     let mut order = Vec::new();
     for r in results {
         let p = r.point();
+        // A point too short to be a result is not plotted as one.
+        if r.no_result().is_some() {
+            continue;
+        }
         let (Some(xv), Some((y, stdev))) = (x_of(p, x), y_of(r)) else {
             continue;
         };
@@ -247,6 +358,8 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                 "max",
                 "sent Mbit/s",
                 "loss %",
+                "window s",
+                "flags",
             ]
             .map(String::from)
             .to_vec();
@@ -255,7 +368,7 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                     continue;
                 };
                 let p = &t.point;
-                table.rows.push(vec![
+                let mut row = vec![
                     point_name(p),
                     p.size_bytes.to_string(),
                     p.sockbuf_bytes
@@ -263,13 +376,29 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                     p.rate_bps
                         .map_or("-".into(), |r| traffic::units::bits_per_second(r as f64)),
                     p.circuits.to_string(),
-                    mbps(t.recv_bps.mean),
-                    opt(t.recv_bps.stdev.map(|s| s / 1e6), 2),
-                    mbps(t.recv_bps.min),
-                    mbps(t.recv_bps.max),
-                    mbps(t.sent_bps_mean),
-                    opt(t.lost_percent_mean, 2),
-                ]);
+                ];
+                if let Some(why) = r.no_result() {
+                    // No figure from a point too short to mean anything,
+                    // nor from an impossible one.
+                    row.extend([why, "-", "-", "-", "-", "-"].map(String::from));
+                } else {
+                    row.extend([
+                        mbps(t.recv_bps.mean),
+                        opt(t.recv_bps.stdev.map(|s| s / 1e6), 2),
+                        mbps(t.recv_bps.min),
+                        mbps(t.recv_bps.max),
+                        mbps(t.sent_bps_mean),
+                        opt(t.lost_percent_mean, 2),
+                    ]);
+                }
+                let mut flags: Vec<String> = Vec::new();
+                if t.too_short {
+                    flags.push("too short".into());
+                }
+                flags.extend(t.problems.iter().cloned());
+                row.push(format!("{:.3}", t.shortest_window_s));
+                row.push(flags.join("; "));
+                table.rows.push(row);
             }
         }
         Mode::Delay => {

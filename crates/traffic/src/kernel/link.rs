@@ -125,14 +125,24 @@ pub fn run_pair(
         std::thread::spawn(move || {
             veth.enter(Side::B)?;
             let endpoint = Endpoint::open(veth.interface(Side::B), false, spec.sockbuf)?;
-            transmit(endpoint, dest_mac, &spec, &pattern, &meter, &done)
+            // The sender's namespace's drops too (a veth that could not
+            // hand a frame to its peer counts it on the sending side).
+            let before = super::drops::snapshot();
+            let sent = transmit(endpoint, dest_mac, &spec, &pattern, &meter, &done)?;
+            Ok((
+                sent,
+                crate::losses::delta(&before, &super::drops::snapshot()),
+            ))
         })
     };
     let sent = super::joined(sender, "sender");
     let received = super::joined(receiver, "receiver");
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
-    let (sender_side, sender_facts) = sent?;
-    let receiver_side = received?;
+    let ((sender_side, sender_facts), sender_drops) = sent?;
+    let mut receiver_side = received?;
+    if let Some(drops) = &mut receiver_side.drops {
+        crate::losses::add(drops, &sender_drops);
+    }
 
     let mut target = Environment::detect(
         StackKind::Kernel,
@@ -333,6 +343,10 @@ fn receive(
     let mut buf = vec![0u8; RECV_BUF];
     let mut session = ReceiveSession::new(spec.circuit);
     let waiting_for = format!("waiting for the first frame on {}", endpoint.ifname);
+    // Reading the socket's statistics resets them: from here on they
+    // count this run's drops.
+    let _ = socket_drops(&socket);
+    let before = super::drops::snapshot();
     loop {
         match (&socket).read(&mut buf) {
             Ok(n) => {
@@ -360,7 +374,36 @@ fn receive(
             }
         }
     }
-    Ok(session.finish())
+    let mut side = session.finish();
+    let mut drops = crate::losses::delta(&before, &super::drops::snapshot());
+    if let Some(n) = socket_drops(&socket).filter(|&n| n > 0) {
+        *drops.entry("socket_receive_queue_full".into()).or_insert(0) += n;
+    }
+    side.drops = Some(drops);
+    Ok(side)
+}
+
+/// Frames the packet socket dropped because its receive queue was full
+/// since the last call (`PACKET_STATISTICS` resets as it reads).
+fn socket_drops(socket: &Socket) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut stats = libc::tpacket_stats {
+        tp_packets: 0,
+        tp_drops: 0,
+    };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: `stats` is writable for `len` bytes and the descriptor is
+    // open for the call (`socket` borrows its owner).
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&mut stats as *mut libc::tpacket_stats).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(u64::from(stats.tp_drops))
 }
 
 /// Sets its flag when dropped: on every way out of the receiver thread.
@@ -433,10 +476,11 @@ fn transmit(
             }
         }
     };
-    let (elapsed, cpu) = super::udp::send_start_and_data(spec, pattern, meter, &mut buf, send)?;
+    let (sent, elapsed, cpu) =
+        super::udp::send_start_and_data(spec, pattern, meter, &mut buf, send)?;
     // End sentinels until the receiver has one (a queue's backlog can
     // swallow any fixed number), for at most END_WAIT.
-    datagram::write(&mut buf, Kind::End, spec.count, spec.circuit, pattern);
+    datagram::write(&mut buf, Kind::End, sent, spec.circuit, pattern);
     let ending = Instant::now();
     while !receiver_done.load(Ordering::Acquire) && ending.elapsed() < END_WAIT {
         let _ = socket.send_to(&buf, &dest);
@@ -444,8 +488,8 @@ fn transmit(
     }
     Ok((
         SenderSide {
-            bytes: spec.total_bytes(),
-            datagrams: spec.count,
+            bytes: sent * spec.len as u64,
+            datagrams: sent,
             elapsed,
             cpu,
             retransmits: None,

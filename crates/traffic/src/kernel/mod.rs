@@ -3,6 +3,7 @@
 //! (`--netns`). Each side runs on its own thread (in its own namespace),
 //! or in its own process with `-t` / `-r`.
 
+pub mod drops;
 pub mod echo;
 pub mod link;
 pub mod netns;
@@ -194,6 +195,12 @@ impl PathSetup {
         }
     }
 
+    /// True when the two sides run in namespaces of their own (their
+    /// drop counters are apart).
+    pub fn separate_namespaces(&self) -> bool {
+        self.veth.is_some()
+    }
+
     pub fn mtu(&self) -> u32 {
         self.veth.as_ref().map_or_else(loopback_mtu, |v| v.mtu())
     }
@@ -227,7 +234,13 @@ pub fn run_pair_on(
                 }
             };
             let _ = ready_tx.send(Some(ready.facts()));
-            ready.receive(&spec, &pattern, &meter)
+            // The kernel's drop counters where the receiver runs, around
+            // the transfer (datagrams only: TCP loses nothing it keeps).
+            let counting = spec.protocol != Protocol::Tcp;
+            let before = counting.then(drops::snapshot);
+            let mut side = ready.receive(&spec, &pattern, &meter)?;
+            side.drops = before.map(|b| crate::losses::delta(&b, &drops::snapshot()));
+            Ok(side)
         })
     };
     let receiver_facts = match ready_rx.recv() {
@@ -242,14 +255,24 @@ pub fn run_pair_on(
             (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
         std::thread::spawn(move || {
             setup.enter(Side::B)?;
-            transmit_side(&spec, addr, &pattern, &meter)
+            // The sender's namespace too, when it has one of its own.
+            let counting = spec.protocol != Protocol::Tcp && setup.separate_namespaces();
+            let before = counting.then(drops::snapshot);
+            let sent = transmit_side(&spec, addr, &pattern, &meter)?;
+            Ok((
+                sent,
+                before.map(|b| crate::losses::delta(&b, &drops::snapshot())),
+            ))
         })
     };
     let sent = joined(sender, "sender");
     let received = joined(receiver, "receiver");
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
-    let (sender_side, sender_facts) = sent?;
-    let receiver_side = received?;
+    let ((sender_side, sender_facts), sender_drops) = sent?;
+    let mut receiver_side = received?;
+    if let (Some(drops), Some(more)) = (&mut receiver_side.drops, sender_drops) {
+        crate::losses::add(drops, &more);
+    }
 
     let mut target = Environment::detect(StackKind::Kernel, setup.description());
     target.sockbuf_granted = GrantedBuffers {

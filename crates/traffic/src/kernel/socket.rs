@@ -113,6 +113,17 @@ pub fn total_retransmits(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
     Some(u64::from(info.tcpi_total_retrans))
 }
 
+/// Bytes of a TCP socket's send queue not yet acknowledged by the peer
+/// (`SIOCOUTQ`: unsent plus unacknowledged), or `None` when the kernel
+/// will not say.
+pub fn unacknowledged_bytes(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int through the pointer,
+    // which is valid for the call; the descriptor is open (borrowed).
+    let rc = unsafe { libc::ioctl(socket.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
+}
+
 pub fn congestion_control(socket: &Socket) -> Option<String> {
     socket.tcp_congestion().ok().map(|name| {
         String::from_utf8_lossy(&name)

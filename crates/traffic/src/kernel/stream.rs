@@ -98,6 +98,7 @@ pub fn receive(
         elapsed: first.map_or(Duration::ZERO, |f| last - f),
         cpu,
         checks: Received::Stream(counts),
+        drops: None,
     })
 }
 
@@ -155,7 +156,25 @@ pub(super) fn connect(
     Ok((socket.into(), facts))
 }
 
-/// Connects to `dest` and writes `count` buffers of `len` pattern bytes.
+/// Waits until the kernel says every byte written was acknowledged
+/// (`SIOCOUTQ` at 0). Spins with yields: the wait is part of the measured
+/// window, and a sleep would add its own granularity to it.
+fn wait_until_acknowledged(stream: &TcpStream, timeout: Duration) -> Result<(), TrafficError> {
+    let since = Instant::now();
+    while socket::unacknowledged_bytes(stream).is_some_and(|n| n > 0) {
+        if since.elapsed() > timeout {
+            return Err(TrafficError::timeout(
+                timeout,
+                "waiting for the receiver to acknowledge the last bytes",
+            ));
+        }
+        std::thread::yield_now();
+    }
+    Ok(())
+}
+
+/// Connects to `dest` and writes `count` buffers of `len` pattern bytes
+/// (more while the minimum duration has not passed).
 pub fn transmit(
     spec: &TransferSpec,
     dest: SocketAddr,
@@ -169,7 +188,8 @@ pub fn transmit(
     let cpu = CpuMeter::start();
     let start = Instant::now();
     let mut offset = 0u64;
-    for _ in 0..spec.count {
+    let mut writes = 0u64;
+    while spec.keep_sending(writes, start.elapsed()) {
         stream
             .write_all(pattern.at(offset, spec.len))
             .map_err(|e| match e.kind() {
@@ -187,8 +207,12 @@ pub fn transmit(
                 _ => TrafficError::io(format!("send (after {offset} bytes)"), e),
             })?;
         offset += spec.len as u64;
+        writes += 1;
         meter.add_sent(spec.len as u64);
     }
+    // iperf3's sender window ends when the last byte is acknowledged,
+    // not when the last write returns (that only filled the buffer).
+    wait_until_acknowledged(&stream, spec.timeout)?;
     let elapsed = start.elapsed();
     let cpu = cpu.stop();
     // Close our half and wait for the receiver's close, so both sides are

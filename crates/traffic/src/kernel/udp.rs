@@ -89,16 +89,18 @@ pub fn receive(
     Ok(session.finish())
 }
 
-/// Sends the start sentinels and the `count` data datagrams (paced with
-/// `--rate`) through `send`, the part every datagram sender shares.
-/// Returns the data's elapsed time and the CPU it took.
+/// Sends the start sentinels and the data datagrams (paced with
+/// `--rate`) through `send`, the part every datagram sender shares: at
+/// least `count`, and on until the minimum duration has passed. Returns
+/// the number sent, the sender's window (first datagram to the last one
+/// handed to the stack) and the CPU it took.
 pub(super) fn send_start_and_data(
     spec: &TransferSpec,
     pattern: &Pattern,
     meter: &Meter,
     buf: &mut [u8],
     send: impl Fn(&[u8]) -> Result<(), TrafficError>,
-) -> Result<(Duration, CpuUsage), TrafficError> {
+) -> Result<(u64, Duration, CpuUsage), TrafficError> {
     for _ in 0..SENTINEL_REPEATS {
         datagram::write(buf, Kind::Start, spec.count, spec.circuit, pattern);
         send(buf)?;
@@ -107,7 +109,8 @@ pub(super) fn send_start_and_data(
     let cpu = CpuMeter::start();
     let start = Instant::now();
     let mut pacer = spec.rate_bps.map(Pacer::new);
-    for seq in 0..spec.count {
+    let mut seq = 0;
+    while spec.keep_sending(seq, start.elapsed()) {
         if let Some(pacer) = &mut pacer {
             pacer.wait();
             pacer.sent(spec.len);
@@ -115,8 +118,9 @@ pub(super) fn send_start_and_data(
         datagram::write(buf, Kind::Data, seq, spec.circuit, pattern);
         send(buf)?;
         meter.add_sent(spec.len as u64);
+        seq += 1;
     }
-    Ok((start.elapsed(), cpu.stop()))
+    Ok((seq, start.elapsed(), cpu.stop()))
 }
 
 /// Repeats the end sentinel until the receiver echoes it back, for at
@@ -126,9 +130,10 @@ fn end_until_acknowledged(
     socket: &UdpSocket,
     buf: &mut [u8],
     spec: &TransferSpec,
+    sent: u64,
     pattern: &Pattern,
 ) {
-    datagram::write(buf, Kind::End, spec.count, spec.circuit, pattern);
+    datagram::write(buf, Kind::End, sent, spec.circuit, pattern);
     let _ = socket.set_read_timeout(Some(SENTINEL_GAP));
     let mut answer = [0u8; 64];
     let start = Instant::now();
@@ -189,12 +194,12 @@ pub fn transmit(
             }
         }
     };
-    let (elapsed, cpu) = send_start_and_data(spec, pattern, meter, &mut buf, send)?;
-    end_until_acknowledged(&socket, &mut buf, spec, pattern);
+    let (sent, elapsed, cpu) = send_start_and_data(spec, pattern, meter, &mut buf, send)?;
+    end_until_acknowledged(&socket, &mut buf, spec, sent, pattern);
     Ok((
         SenderSide {
-            bytes: spec.total_bytes(),
-            datagrams: spec.count,
+            bytes: sent * spec.len as u64,
+            datagrams: sent,
             elapsed,
             cpu,
             retransmits: None,

@@ -16,6 +16,7 @@ use stack::socket::{LinkConfig, SendError};
 use stack::topology::Topology;
 use wire::ethernet::EthernetAddress;
 
+use super::tally::{self, Accounts};
 use super::{address_of, take, Endpoints, Outcome, Shared};
 use crate::cpu::{CpuMeter, CpuUsage};
 use crate::datagram::{self, Kind};
@@ -111,6 +112,21 @@ pub(super) fn run(
             .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
         running.push((flow, outcome, recorder));
     }
+    // Every node counts its drops over the data of the datagram flows.
+    let datagram_flows: Vec<Shared> = running
+        .iter()
+        .filter(|(flow, _, _)| flow.spec.protocol != Protocol::Tcp)
+        .map(|(_, outcome, _)| outcome.clone())
+        .collect();
+    let accounts = (!datagram_flows.is_empty()).then(|| Arc::new(Accounts::new(datagram_flows)));
+    if let Some(accounts) = &accounts {
+        for node in topology.nodes() {
+            per_host
+                .entry(node.name.clone())
+                .or_default()
+                .push(tally::monitor(accounts.clone()));
+        }
+    }
     let workloads = per_host
         .into_iter()
         .map(|(host, factories)| (host, together(factories)))
@@ -132,17 +148,24 @@ pub(super) fn run(
             (Err(e), _) | (_, Err(e)) => {
                 first_error.get_or_insert(e);
             }
-            (Ok(s), Ok(r)) => reports.push(
-                TransferReport::new(
-                    &flow.spec,
-                    flow.target,
-                    timestamp.clone(),
-                    intervals,
-                    Some(&s),
-                    Some(&r),
-                )
-                .with_runner_wait(threaded::Poll::Spin.as_str()),
-            ),
+            (Ok(s), Ok(mut r)) => {
+                // With one datagram flow every drop of the run is its own;
+                // with several, the counters cannot tell whose it was.
+                if flow.spec.protocol != Protocol::Tcp {
+                    r.drops = accounts.as_ref().and_then(|a| a.drops_if_alone());
+                }
+                reports.push(
+                    TransferReport::new(
+                        &flow.spec,
+                        flow.target,
+                        timestamp.clone(),
+                        intervals,
+                        Some(&s),
+                        Some(&r),
+                    )
+                    .with_runner_wait(threaded::Poll::Spin.as_str()),
+                );
+            }
         }
     }
     ran.map_err(|e| TrafficError::Invalid(format!("the network did not start: {e}")))?;
@@ -564,6 +587,12 @@ impl Sending {
                         (true, true) => return Ok(true),
                         (false, true) => {
                             self.started = Some(Instant::now());
+                            outcome
+                                .data_started
+                                .store(true, std::sync::atomic::Ordering::Release);
+                            // The nodes' drop monitors read their counters
+                            // now; nothing else would wake them.
+                            stack::runner::threaded::wake_peers();
                             self.cpu = Some(CpuMeter::start());
                             self.pacer = spec.rate_bps.map(Pacer::new);
                             Phase::Data { dest }
@@ -578,7 +607,8 @@ impl Sending {
                     return Ok(true);
                 }
                 self.send_data(host, spec, pattern, meter, dest)?;
-                if self.seq == spec.count {
+                let since_start = self.started.map_or(Duration::ZERO, |s| s.elapsed());
+                if !spec.keep_sending(self.seq, since_start) {
                     self.elapsed = self.started.map_or(Duration::ZERO, |s| s.elapsed());
                     self.cpu_usage = self.cpu.map_or(CpuUsage::default(), |c| c.stop());
                     self.ended = Some(Instant::now());
@@ -594,7 +624,8 @@ impl Sending {
     }
 
     /// Queues data datagrams until the socket's send queue is full, the
-    /// pacer says wait, or all are sent.
+    /// pacer says wait, or all are sent (`count`, and the minimum
+    /// duration passed).
     fn send_data(
         &mut self,
         host: &mut Host,
@@ -603,7 +634,8 @@ impl Sending {
         meter: &Meter,
         dest: PeerAddr,
     ) -> Result<(), TrafficError> {
-        while self.seq < spec.count {
+        let started = self.started.unwrap_or_else(Instant::now);
+        while spec.keep_sending(self.seq, started.elapsed()) {
             if let Some(pacer) = &self.pacer {
                 if Instant::now() < pacer.due() {
                     return Ok(());

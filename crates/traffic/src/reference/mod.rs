@@ -12,6 +12,7 @@ pub mod kernel_peer;
 pub mod messages;
 mod stream;
 mod stream_echo;
+mod tally;
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -101,6 +102,8 @@ struct Outcome<S = SenderSide, R = ReceiverSide> {
     receiver_addr: OnceLock<datagrams::PeerAddr>,
     sender: Mutex<Option<Result<S, TrafficError>>>,
     receiver: Mutex<Option<Result<R, TrafficError>>>,
+    /// Set when the first data datagram goes: drop counting starts.
+    data_started: std::sync::atomic::AtomicBool,
 }
 
 impl<S, R> Default for Outcome<S, R> {
@@ -109,6 +112,7 @@ impl<S, R> Default for Outcome<S, R> {
             receiver_addr: OnceLock::new(),
             sender: Mutex::new(None),
             receiver: Mutex::new(None),
+            data_started: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -226,6 +230,19 @@ fn plan(
         }
     }
     target.mtu = sender_mtu.map(|m| m as u32);
+    // Raw frames cross one wire; IP traffic runs along a chain from the
+    // first host to the last, so every wire is on its path and the
+    // slowest bounds every rate.
+    target.link_rate_bps = topology
+        .wires()
+        .iter()
+        .filter(|w| {
+            protocol != Protocol::Raw
+                || [&w.a.node, &w.b.node].contains(&&ends.sender)
+                    && [&w.a.node, &w.b.node].contains(&&ends.receiver)
+        })
+        .filter_map(|w| w.params.rate_bits_per_s)
+        .min();
     Ok((ends, target))
 }
 

@@ -227,6 +227,7 @@ pub(super) fn receiver(
                                 elapsed: first.map_or(Duration::ZERO, |f| last - f),
                                 cpu,
                                 checks: Received::Stream(counts),
+                                drops: None,
                             }),
                         );
                     }
@@ -267,6 +268,15 @@ enum Sending {
         started: Instant,
         cpu: CpuMeter,
         stalled_since: Option<Instant>,
+    },
+    /// Everything written; waiting until the receiver has acknowledged
+    /// it all (the end of iperf3's sender window).
+    Draining {
+        conn: TcpHandle,
+        offset: u64,
+        started: Instant,
+        cpu: CpuMeter,
+        since: Instant,
     },
     /// Our FIN is queued; waiting for the receiver's close.
     Closing {
@@ -321,7 +331,13 @@ pub(super) fn sender(
                     // Whole `len`-byte writes at pattern offsets, as the
                     // kernel target's write_all; a partial take continues
                     // mid-buffer at the next turn.
-                    while *offset < total {
+                    // At least `total` bytes, and on until the minimum
+                    // duration has passed, in whole writes.
+                    let writes = |offset: u64| offset.div_ceil(spec.len as u64);
+                    while *offset < total
+                        || (*offset % spec.len as u64 != 0)
+                        || spec.keep_sending(writes(*offset), started.elapsed())
+                    {
                         let in_buffer = (*offset % spec.len as u64) as usize;
                         let data = pattern.at(*offset, spec.len - in_buffer);
                         match host.tcp_send(conn, data) {
@@ -353,6 +369,37 @@ pub(super) fn sender(
                                 )
                             }
                         }
+                    }
+                    state = Sending::Draining {
+                        conn,
+                        offset: *offset,
+                        started: *started,
+                        cpu: *cpu,
+                        since: Instant::now(),
+                    };
+                }
+                Sending::Draining {
+                    conn,
+                    offset,
+                    started,
+                    cpu,
+                    since,
+                } => {
+                    let conn = *conn;
+                    let queued = host.tcp_connection(conn).map_or(0, |c| c.send_queued());
+                    if queued > 0 {
+                        if since.elapsed() > spec.timeout {
+                            return finish(
+                                &outcome.sender,
+                                Err(TrafficError::timeout(
+                                    spec.timeout,
+                                    "waiting for the receiver to acknowledge the last bytes",
+                                )),
+                            );
+                        }
+                        // The acknowledgements arrive as frames, which wake
+                        // the host.
+                        return Progress::WAITING;
                     }
                     let side = SenderSide {
                         bytes: *offset,

@@ -93,7 +93,25 @@ fn throughput(t: &ThroughputPoint, cols: &mut Vec<(&'static str, Cell)>) {
             Cell::opt_float(t.lost_percent_mean, PERCENT),
         ),
         ("lost_packets_total", Cell::opt_int(t.lost_packets_total)),
+        (
+            "lost_where",
+            t.lost_where
+                .as_ref()
+                .map_or(Cell::Empty, |w| Cell::Text(places_text(w))),
+        ),
+        ("min_duration_s", Cell::opt_float(t.min_duration_s, US)),
+        ("shortest_window_s", Cell::Float(t.shortest_window_s, US)),
+        ("too_short", Cell::Bool(t.too_short)),
     ]);
+}
+
+/// `place=n;place=n`, places in name order (one CSV cell).
+pub fn places_text(places: &std::collections::BTreeMap<String, u64>) -> String {
+    places
+        .iter()
+        .map(|(place, n)| format!("{place}={n}"))
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 fn delay(d: &DelayPoint, cols: &mut Vec<(&'static str, Cell)>) {

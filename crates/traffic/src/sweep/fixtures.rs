@@ -57,6 +57,7 @@ fn report(
             elapsed: second,
             cpu: Default::default(),
             checks,
+            drops: None,
         }),
     )
 }

@@ -3,6 +3,9 @@
 //! (round-trip percentiles and histogram), and whether the receivers
 //! found anything wrong.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use serde::Serialize;
 
 use super::points::Point;
@@ -27,8 +30,17 @@ impl PointResult {
         }
     }
 
+    /// True when the point's figures are no result: too short, or
+    /// impossible.
+    pub fn no_result(&self) -> Option<&'static str> {
+        match self {
+            PointResult::Throughput(t) => no_result(t),
+            PointResult::Delay(_) => None,
+        }
+    }
+
     /// False when a receiver found corrupted, duplicated or (TCP) missing
-    /// data at any repetition.
+    /// data at any repetition, or its figures are impossible.
     pub fn clean(&self) -> bool {
         self.problems().is_empty()
     }
@@ -49,6 +61,17 @@ impl PointResult {
     }
 }
 
+/// Why a throughput point's figures are no result, if they are not.
+pub fn no_result(t: &ThroughputPoint) -> Option<&'static str> {
+    if t.impossible {
+        Some("impossible")
+    } else if t.too_short {
+        Some("too short")
+    } else {
+        None
+    }
+}
+
 /// One flow of one repetition.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowRep {
@@ -61,6 +84,11 @@ pub struct FlowRep {
     /// Datagrams the receiver expected (received + lost); UDP and raw only.
     #[serde(skip)]
     expected_packets: Option<u64>,
+    /// Where the lost datagrams died (UDP and raw, where counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_where: Option<BTreeMap<String, u64>>,
+    /// The shorter of the sender's and receiver's windows, in seconds.
+    pub window_s: f64,
 }
 
 /// One repetition of a throughput point: aggregates over its flows.
@@ -72,6 +100,11 @@ pub struct TransferRep {
     /// Lost over expected datagrams of the UDP and raw flows, in percent.
     pub lost_percent: Option<f64>,
     pub lost_packets: Option<u64>,
+    /// Where the lost datagrams died, over the flows that say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_where: Option<BTreeMap<String, u64>>,
+    /// The shortest window of any flow, in seconds.
+    pub window_s: f64,
     /// Each flow, when there are several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowRep>,
@@ -100,6 +133,19 @@ pub struct ThroughputPoint {
     pub lost_packets_total: Option<u64>,
     /// Per circuit, when the point runs several flows.
     pub circuits: Vec<CircuitFigures>,
+    /// UDP and raw: where the lost datagrams of all repetitions died
+    /// (places adding up to `lost_packets_total` when every flow said).
+    pub lost_where: Option<BTreeMap<String, u64>>,
+    /// The shortest window of any repetition's flows, in seconds.
+    pub shortest_window_s: f64,
+    /// The minimum duration the point was to last.
+    pub min_duration_s: Option<f64>,
+    /// Some window was shorter than the minimum duration: the figures
+    /// are not a result (the table says `too short`).
+    pub too_short: bool,
+    /// Some repetition's figures cannot be (more received than sent, a
+    /// rate above the link's): a bug to find, not a result.
+    pub impossible: bool,
     pub problems: Vec<String>,
     pub reps: Vec<TransferRep>,
 }
@@ -119,7 +165,22 @@ fn flow_rep(report: &TransferReport) -> FlowRep {
             .map_or(0.0, |s| s.bits_per_second),
         lost_packets: datagrams.map(|d| d.lost_packets),
         expected_packets: datagrams.map(|d| d.packets + d.lost_packets),
+        lost_where: datagrams.and_then(|d| d.lost_where.clone()),
+        window_s: report.shortest_window().map_or(0.0, |w| w.as_secs_f64()),
     }
+}
+
+/// A window counts as long enough from this share of the minimum on. The
+/// senders' windows are extended to the minimum itself; a receiver's can
+/// be shorter — it starts late when its thread was not running while the
+/// socket buffer filled (several flows on few CPUs), it ends early when
+/// the last datagrams were lost — and still measure a rate; under half
+/// the minimum it is too short to.
+const WINDOW_SLACK: f64 = 0.5;
+
+/// True when a window of `window_s` is too short for `min`.
+pub fn too_short(window_s: f64, min: Option<Duration>) -> bool {
+    min.is_some_and(|m| window_s < m.as_secs_f64() * WINDOW_SLACK)
 }
 
 /// What the receiver of `report` found wrong, if anything.
@@ -151,16 +212,21 @@ impl ThroughputPoint {
     pub fn new(point: Point, reps: &[Vec<TransferReport>]) -> Option<Self> {
         let target = reps.first()?.first()?.start.target.clone();
         let mut problems = Vec::new();
+        let mut impossible = false;
         let mut rep_figures = Vec::new();
         for (r, reports) in reps.iter().enumerate() {
             let flows: Vec<FlowRep> = reports.iter().map(flow_rep).collect();
             for (f, report) in reports.iter().enumerate() {
+                let flow = if reports.len() > 1 {
+                    format!(" flow {}", f + 1)
+                } else {
+                    String::new()
+                };
                 if let Some(p) = problem(report) {
-                    let flow = if reports.len() > 1 {
-                        format!(" flow {}", f + 1)
-                    } else {
-                        String::new()
-                    };
+                    problems.push(format!("rep {}{flow}: {p}", r + 1));
+                }
+                for p in report.impossible() {
+                    impossible = true;
                     problems.push(format!("rep {}{flow}: {p}", r + 1));
                 }
             }
@@ -168,7 +234,20 @@ impl ThroughputPoint {
                 |f: fn(&FlowRep) -> Option<u64>| flows.iter().filter_map(f).reduce(|a, b| a + b);
             let lost_packets = sum(|f| f.lost_packets);
             let expected = sum(|f| f.expected_packets);
+            let lost_where = flows.iter().filter_map(|f| f.lost_where.as_ref()).fold(
+                None,
+                |acc: Option<BTreeMap<String, u64>>, w| {
+                    let mut acc = acc.unwrap_or_default();
+                    crate::losses::add(&mut acc, w);
+                    Some(acc)
+                },
+            );
             rep_figures.push(TransferRep {
+                lost_where,
+                window_s: flows
+                    .iter()
+                    .map(|f| f.window_s)
+                    .fold(f64::INFINITY, f64::min),
                 recv_bps: flows.iter().map(|f| f.recv_bps).sum(),
                 sent_bps: flows.iter().map(|f| f.sent_bps).sum(),
                 lost_percent: lost_packets.zip(expected).map(|(lost, expected)| {
@@ -185,7 +264,25 @@ impl ThroughputPoint {
         let recv: Vec<f64> = rep_figures.iter().map(|r| r.recv_bps).collect();
         let lost_percents: Vec<f64> = rep_figures.iter().filter_map(|r| r.lost_percent).collect();
         let circuits = circuit_figures(&rep_figures);
+        let min_duration = reps.first()?.first()?.start.test_start.min_duration;
+        let shortest_window_s = rep_figures
+            .iter()
+            .map(|r| r.window_s)
+            .fold(f64::INFINITY, f64::min);
+        let lost_where = rep_figures
+            .iter()
+            .filter_map(|r| r.lost_where.as_ref())
+            .fold(None, |acc: Option<BTreeMap<String, u64>>, w| {
+                let mut acc = acc.unwrap_or_default();
+                crate::losses::add(&mut acc, w);
+                Some(acc)
+            });
         Some(Self {
+            lost_where,
+            shortest_window_s,
+            min_duration_s: min_duration.map(|d| d.as_secs_f64()),
+            too_short: too_short(shortest_window_s, min_duration),
+            impossible,
             point,
             target,
             recv_bps: Summary::of(&recv)?,
@@ -391,5 +488,98 @@ mod tests {
         let bad = DelayPoint::new(point(1, "udp"), &[echoed(&[], 5, 1)]).unwrap();
         assert_eq!((bad.rtt_us, bad.p50_us), (None, None));
         assert_eq!(bad.problems, vec!["rep 1: 1 corrupted answers"]);
+    }
+
+    #[test]
+    fn a_point_shorter_than_its_minimum_is_marked_too_short_not_a_result() {
+        // The fixtures' windows last 1 s.
+        let with_min = |secs: f64| {
+            let mut report = udp(5001, 1_000_000, 100, 0, 0);
+            report.start.test_start.min_duration = Some(Duration::from_secs_f64(secs));
+            ThroughputPoint::new(point(1, "udp"), &[vec![report]]).unwrap()
+        };
+        let long_enough = with_min(1.0);
+        assert!(!long_enough.too_short);
+        assert_eq!(no_result(&long_enough), None);
+        let short = with_min(2.5);
+        assert!(short.too_short);
+        assert_eq!(short.shortest_window_s, 1.0);
+        assert_eq!(no_result(&short), Some("too short"));
+        let result = PointResult::Throughput(short);
+        let table = crate::sweep::text::render(
+            crate::sweep::Mode::Throughput,
+            std::slice::from_ref(&result),
+        );
+        assert!(table.contains("too short"), "{table}");
+        assert!(!table.contains("8.00"), "no figure printed: {table}");
+        let cols = crate::sweep::columns::columns(&result, 0);
+        assert!(cols.contains(&("too_short", crate::sweep::columns::Cell::Bool(true))));
+    }
+
+    #[test]
+    fn an_impossible_repetition_flags_the_point_instead_of_giving_a_figure() {
+        // More bytes received than sent.
+        let t = ThroughputPoint::new(point(1, "tcp"), &[vec![tcp(5001, 1000, 1000)]]).unwrap();
+        assert!(!t.impossible);
+        let mut report = tcp(5001, 1000, 1000);
+        report.end.sum_received.as_mut().unwrap().bytes = 2000;
+        let t = ThroughputPoint::new(point(1, "tcp"), &[vec![report]]).unwrap();
+        assert!(t.impossible);
+        assert!(
+            t.problems
+                .iter()
+                .any(|p| p.contains("2000 bytes received of 1000 sent")),
+            "{:?}",
+            t.problems
+        );
+        assert_eq!(no_result(&t), Some("impossible"));
+        assert!(!PointResult::Throughput(t).clean());
+    }
+
+    #[test]
+    fn a_rate_above_the_links_is_impossible() {
+        // 8 Mbit/s through a 4 Mbit/s link: TCP's both sides are
+        // impossible; UDP's sender only offered that load.
+        let mut report = tcp(5001, 1_000_000, 1_000_000);
+        report.start.target.link_rate_bps = Some(4_000_000);
+        let found = report.impossible();
+        assert_eq!(found.len(), 2, "sent and received: {found:?}");
+        assert!(found[0].starts_with("impossible: sent"), "{found:?}");
+        let mut report = udp(5001, 1_000_000, 100, 0, 0);
+        report.start.target.link_rate_bps = Some(4_000_000);
+        let found = report.impossible();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("impossible: received"), "{found:?}");
+        report.start.target.link_rate_bps = Some(10_000_000);
+        assert!(report.impossible().is_empty());
+    }
+
+    #[test]
+    fn lost_places_add_up_over_repetitions() {
+        let with_places = |lost: u64, place: &str| {
+            let mut report = udp(5001, 1_000_000, 100 - lost, lost, 0);
+            let d = report
+                .end
+                .sum_received
+                .as_mut()
+                .unwrap()
+                .datagrams
+                .as_mut()
+                .unwrap();
+            d.lost_where = Some([(place.to_string(), lost)].into_iter().collect());
+            report
+        };
+        let t = ThroughputPoint::new(
+            point(1, "udp"),
+            &[
+                vec![with_places(3, "wire_loss")],
+                vec![with_places(4, "interface_queue_full")],
+            ],
+        )
+        .unwrap();
+        let places = t.lost_where.unwrap();
+        assert_eq!(places["wire_loss"], 3);
+        assert_eq!(places["interface_queue_full"], 4);
+        assert_eq!(places.values().sum::<u64>(), t.lost_packets_total.unwrap());
     }
 }

@@ -75,6 +75,10 @@ pub struct Grid {
     /// circuits runner assigns them).
     pub port: u16,
     pub timeout: Duration,
+    /// Every throughput point's sender goes on past its count until its
+    /// window lasts this long; a point whose windows are still shorter is
+    /// marked too short.
+    pub min_duration: Option<Duration>,
 }
 
 /// The most concurrent flows a point may have (circuits × mix).
@@ -322,6 +326,7 @@ impl Grid {
                         spec.sockbuf = sockbuf;
                         spec.rate_bps = rate.filter(|_| datagram(protocol));
                         spec.timeout = self.timeout;
+                        spec.min_duration = self.min_duration;
                         spec.validate().map_err(bad)?;
                         flows.push(spec);
                     }
@@ -387,6 +392,7 @@ mod tests {
             circuits: 1,
             port: 5001,
             timeout: Duration::from_secs(5),
+            min_duration: None,
         }
     }
 

@@ -181,6 +181,7 @@ mod tests {
             circuits: 1,
             port,
             timeout: Duration::from_secs(5),
+            min_duration: None,
         }
     }
 

@@ -25,6 +25,10 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
             "sent_mean_bps",
             "lost_percent_mean",
             "lost_packets_total",
+            "lost_where",
+            "min_duration_s",
+            "shortest_window_s",
+            "too_short",
         ],
         Mode::Delay => &[
             "reps",
@@ -171,6 +175,8 @@ fn json_point(result: &PointResult, load: u32) -> Value {
     point.insert("target".into(), json!(result.target()));
     match result {
         PointResult::Throughput(t) => {
+            // An object here; the CSV writes it as place=n pairs.
+            point.insert("lost_where".into(), json!(t.lost_where));
             point.insert("per_rep".into(), json!(t.reps));
             if !t.circuits.is_empty() {
                 point.insert("per_circuit".into(), json!(t.circuits));

@@ -2,7 +2,7 @@
 //! Mbit/s and times in microseconds, flagged points marked, and under a
 //! multi-flow point one line per circuit.
 
-use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
+use super::outcome::{no_result, DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Mode, Point};
 
 const MBIT: f64 = 1e6;
@@ -30,16 +30,21 @@ fn throughput_row(t: &ThroughputPoint) -> Vec<String> {
     let mbit = |bps: f64| format!("{:.2}", bps / MBIT);
     let r = &t.recv_bps;
     let mut row = common(&t.point);
-    row.extend([
-        opt(t.point.rate_bps, |b| mbit(b as f64)),
-        r.n.to_string(),
-        mbit(r.mean),
-        opt(r.stdev, mbit),
-        mbit(r.min),
-        mbit(r.max),
-        mbit(t.sent_bps_mean),
-        opt(t.lost_percent_mean, |l| format!("{l:.2}")),
-    ]);
+    row.extend([opt(t.point.rate_bps, |b| mbit(b as f64)), r.n.to_string()]);
+    if let Some(why) = no_result(t) {
+        // Not a result: say so where the figures would be.
+        row.extend([why.to_string(), "-".into(), "-".into(), "-".into()]);
+        row.extend(["-".to_string(), "-".into()]);
+    } else {
+        row.extend([
+            mbit(r.mean),
+            opt(r.stdev, mbit),
+            mbit(r.min),
+            mbit(r.max),
+            mbit(t.sent_bps_mean),
+            opt(t.lost_percent_mean, |l| format!("{l:.2}")),
+        ]);
+    }
     row
 }
 
@@ -128,6 +133,14 @@ pub fn render(mode: Mode, results: &[PointResult]) -> String {
         }
         out.push('\n');
         if let PointResult::Throughput(t) = result {
+            if let Some(places) = t.lost_where.as_ref() {
+                if t.lost_packets_total.is_some_and(|l| l > 0) {
+                    out.push_str(&format!(
+                        "    lost where: {}\n",
+                        super::columns::places_text(places)
+                    ));
+                }
+            }
             for (i, c) in t.circuits.iter().enumerate() {
                 out.push_str(&format!(
                     "    circuit {} {} port {}: recv {:.2} Mbit/s mean, {:.2}..{:.2}{}\n",

@@ -68,6 +68,8 @@ pub(super) struct RawRun {
     pub(super) quick_total: Option<Spanned<String>>,
     pub(super) count: Option<Spanned<u64>>,
     pub(super) quick_count: Option<Spanned<u64>>,
+    pub(super) min_duration: Option<Spanned<f64>>,
+    pub(super) quick_min_duration: Option<Spanned<f64>>,
     pub(super) circuits: Option<Spanned<u32>>,
     pub(super) load: Option<Spanned<u32>>,
     pub(super) x: Option<Spanned<String>>,
@@ -348,6 +350,8 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     refuse(loc, kind, "quick_total", &run.quick_total)?;
     refuse(loc, kind, "count", &run.count)?;
     refuse(loc, kind, "quick_count", &run.quick_count)?;
+    refuse(loc, kind, "min_duration", &run.min_duration)?;
+    refuse(loc, kind, "quick_min_duration", &run.quick_min_duration)?;
     refuse(loc, kind, "circuits", &run.circuits)?;
     refuse(loc, kind, "load", &run.load)?;
     refuse(loc, kind, "x", &run.x)?;

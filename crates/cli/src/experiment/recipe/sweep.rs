@@ -79,6 +79,11 @@ pub enum Prediction {
 const PORT: u16 = 5201;
 /// Every wait of a point ends after this long.
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// Every throughput point lasts at least this long (`min_duration`)...
+const MIN_DURATION: f64 = 1.0;
+/// ...and in quick mode this long (`quick_min_duration`): long enough
+/// for a rate over many packets, short enough for CI.
+const QUICK_MIN_DURATION: f64 = 0.1;
 
 pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan, RecipeError> {
     let kind = match mode {
@@ -191,7 +196,26 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         Some(l) => *l.get_ref(),
         None => 0,
     };
-    let grid = |sizes: Vec<u64>, sockbufs: Vec<u64>, rates: Vec<u64>, amount: Amount| Grid {
+    let seconds = |key: &str, value: &Option<Spanned<f64>>, default: f64| match value {
+        Some(v) if !(0.0..=3600.0).contains(v.get_ref()) => Err(loc.at(
+            v.span(),
+            format!("{key} = {}: give 0 to 3600 seconds", v.get_ref()),
+        )),
+        Some(v) => Ok(*v.get_ref()),
+        None => Ok(default),
+    };
+    let as_min = |s: f64| (s > 0.0).then(|| Duration::from_secs_f64(s));
+    let min_duration = as_min(seconds("min_duration", &run.min_duration, MIN_DURATION)?);
+    let quick_min_duration = as_min(seconds(
+        "quick_min_duration",
+        &run.quick_min_duration,
+        QUICK_MIN_DURATION,
+    )?);
+    let grid = |sizes: Vec<u64>,
+                sockbufs: Vec<u64>,
+                rates: Vec<u64>,
+                amount: Amount,
+                min_duration: Option<Duration>| Grid {
         mode,
         stacks: stacks.clone(),
         protocols: protocols.clone(),
@@ -204,9 +228,16 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         circuits,
         port: PORT,
         timeout: TIMEOUT,
+        min_duration,
     };
-    let full = grid(sizes, sockbufs, rates, full_amount);
-    let quick = grid(quick_sizes, quick_sockbufs, quick_rates, quick_amount);
+    let full = grid(sizes, sockbufs, rates, full_amount, min_duration);
+    let quick = grid(
+        quick_sizes,
+        quick_sockbufs,
+        quick_rates,
+        quick_amount,
+        quick_min_duration,
+    );
     for (grid, span) in [
         (&full, run.sizes.span()),
         (

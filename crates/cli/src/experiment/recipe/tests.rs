@@ -195,3 +195,22 @@ fn rates_put_the_offered_load_on_the_x_axis() {
     assert_eq!(plan.full.rates, [10_000_000, 20_000_000, 30_000_000]);
     assert_eq!(plan.x, XAxis::Rate);
 }
+
+#[test]
+fn throughput_points_last_a_minimum_duration_shorter_in_quick_mode() {
+    use std::time::Duration;
+    let plan = sweep_plan(SWEEP);
+    assert_eq!(plan.full.min_duration, Some(Duration::from_secs(1)));
+    assert_eq!(plan.quick.min_duration, Some(Duration::from_millis(100)));
+    let plan = sweep_plan(&SWEEP.replace(
+        "reps = 3",
+        "reps = 3\nmin_duration = 2.5\nquick_min_duration = 0",
+    ));
+    assert_eq!(plan.full.min_duration, Some(Duration::from_millis(2500)));
+    assert_eq!(plan.quick.min_duration, None, "0 turns it off");
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nmin_duration = -1.0"));
+    assert_eq!(e.line, 19, "{e}");
+    assert!(e.message.contains("min_duration"), "{e}");
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nmin_duration = 1.0"));
+    assert!(e.message.contains("min_duration"), "{e}");
+}

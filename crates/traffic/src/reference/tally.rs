@@ -1,0 +1,109 @@
+//! Drop counting on the reference stack: a monitor on every node takes
+//! its drop counters when the first data datagram goes and again when
+//! every datagram receiver is done; the differences, summed over the
+//! nodes, are the run's drops by place (see [`crate::losses`]).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use stack::iface::host::Host;
+use stack::runner::threaded::{Progress, Workload, WorkloadFactory};
+
+use super::Shared;
+use crate::losses;
+
+/// The run's datagram flows and the drops counted so far.
+pub(super) struct Accounts {
+    flows: Vec<Shared>,
+    drops: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Accounts {
+    pub(super) fn new(flows: Vec<Shared>) -> Self {
+        Self {
+            flows,
+            drops: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn started(&self) -> bool {
+        self.flows
+            .iter()
+            .any(|f| f.data_started.load(Ordering::Acquire))
+    }
+
+    /// Every receiver has its end (or a side failed): stop counting.
+    fn over(&self) -> bool {
+        self.flows.iter().any(|f| f.failed())
+            || self.flows.iter().all(|f| {
+                f.receiver
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_some()
+            })
+    }
+
+    /// The drops by place when the run had one datagram flow.
+    pub(super) fn drops_if_alone(&self) -> Option<BTreeMap<String, u64>> {
+        (self.flows.len() == 1)
+            .then(|| self.drops.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+}
+
+/// A node's drop counters by place: its links' (wire loss and device
+/// queue), its interfaces' queues and its own drop reasons, control
+/// traffic's left out.
+pub(super) fn snapshot(host: &Host) -> BTreeMap<String, u64> {
+    let mut places = BTreeMap::new();
+    let mut count = |place: &str, n: u64| {
+        if n > 0 {
+            *places.entry(place.to_string()).or_insert(0) += n;
+        }
+    };
+    for interface in host.interfaces() {
+        let link = interface.link.stats();
+        count("wire_loss", link.dropped_loss);
+        count("device_queue_full", link.dropped_queue_full);
+        count("too_big_for_link", link.dropped_too_big);
+        count(
+            "device_receive",
+            link.dropped_rx_too_long + link.dropped_rx_overrun,
+        );
+        count(
+            "device_other",
+            link.dropped_link_down + link.dropped_unsupported + link.dropped_os_error,
+        );
+        count("interface_queue_full", interface.counters.queue_drops);
+    }
+    for (reason, &n) in host.drops() {
+        if let Some(place) = losses::stack_place(reason) {
+            count(&place, n);
+        }
+    }
+    places
+}
+
+/// The monitor workload of one node.
+pub(super) fn monitor(accounts: Arc<Accounts>) -> WorkloadFactory {
+    Box::new(move |_host: &mut Host| -> Workload {
+        let mut before: Option<BTreeMap<String, u64>> = None;
+        Box::new(move |host: &mut Host, _now| {
+            if before.is_none() && accounts.started() {
+                before = Some(snapshot(host));
+            }
+            // Data starting and the receivers ending come by `wake_peers`.
+            if !accounts.over() {
+                return Progress::WAITING;
+            }
+            if let Some(before) = &before {
+                let grown = losses::delta(before, &snapshot(host));
+                losses::add(
+                    &mut accounts.drops.lock().unwrap_or_else(|e| e.into_inner()),
+                    &grown,
+                );
+            }
+            Progress::Done
+        })
+    })
+}
