@@ -413,23 +413,23 @@ fn send_path(
         .map(|(index, b)| {
             let path = match (b.began, b.first_tx, b.stop(stop_at)) {
                 (Some(began), Some(first), Some(stop)) if stop.0 >= began.0 => {
-                    let measure = |at: Option<At>| {
-                        at.filter(|at| at.0 >= began.0)
-                            .map(|at| latency(view, began, at))
-                    };
+                    let latency_to = |at: At| measure(view, spans, began, at, &busy).0;
+                    let at_definition =
+                        |at: Option<At>| at.filter(|at| at.0 >= began.0).map(latency_to);
+                    let (stop_ns, categories) = measure(view, spans, began, stop, &busy);
                     Some(PathLatency {
-                        start_ns: latency(view, began, first),
-                        stop_ns: latency(view, began, stop),
+                        start_ns: latency_to(first),
+                        stop_ns,
                         stops: Some(StopLatencies {
-                            handed_to_device: measure(b.stop(StopAt::HandedToDevice)),
-                            on_the_wire: measure(b.stop(StopAt::OnTheWire)),
-                            acknowledged: measure(b.stop(StopAt::Acknowledged)),
+                            handed_to_device: at_definition(b.stop(StopAt::HandedToDevice)),
+                            on_the_wire: at_definition(b.stop(StopAt::OnTheWire)),
+                            acknowledged: at_definition(b.stop(StopAt::Acknowledged)),
                         }),
                         begin_tsc: began.1,
                         stop_tsc: stop.1,
                         frames: b.frames,
                         probes: (stop.0 - began.0) as u64,
-                        categories: categories(view, spans, began, stop, &busy),
+                        categories,
                     })
                 }
                 _ => None,
@@ -500,19 +500,25 @@ fn receive_path(
     let mut last_rx: Option<At> = None;
     let mut first_up: Option<At> = None;
     let mut last_up: Option<At> = None;
-    let mut frames = 0u32;
+    // The latest frame of any flow: a later IPv6 fragment carries no trace
+    // option (it rides in the first fragment's extension headers), so the
+    // frame that completes a datagram may show no flow.
+    let mut latest_rx: Option<At> = None;
     for (i, r) in records.iter().enumerate() {
+        if Some(r.loc) == rx_enter {
+            latest_rx = Some((i, r.tsc));
+        }
         if Some(r.loc) == rx_enter && r.flow == flow {
             if first_rx.is_none() {
                 first_rx = Some((i, r.tsc));
             }
-            last_rx = Some((i, r.tsc));
-            frames += 1;
         } else if Some(r.loc) == enqueue && first_rx.is_some() {
             if first_up.is_none() {
                 first_up = Some((i, r.tsc));
             }
             last_up = Some((i, r.tsc));
+            // The frame that brought these bytes had arrived.
+            last_rx = latest_rx;
         } else if Some(r.loc) == mark {
             if let (Some(began), Some(arrived), Some(first), Some(last)) =
                 (first_rx, last_rx, first_up, last_up)
@@ -520,19 +526,26 @@ fn receive_path(
                 // Until the last frame has arrived, time in no span is the
                 // later frames' time on the wire.
                 let on_the_wire = [(began.1, arrived.1)];
+                let (stop_ns, categories) = measure(view, spans, began, last, &on_the_wire);
+                // Every frame from the first to the one that completed the
+                // message (later fragments show no flow).
+                let frames = records[began.0..=arrived.0.max(began.0)]
+                    .iter()
+                    .filter(|r| Some(r.loc) == rx_enter)
+                    .count() as u32;
                 out.insert(
                     r.aux,
                     (
                         last.1,
                         PathLatency {
-                            start_ns: latency(view, began, first),
-                            stop_ns: latency(view, began, last),
+                            start_ns: measure(view, spans, began, first, &on_the_wire).0,
+                            stop_ns,
                             stops: None,
                             begin_tsc: began.1,
                             stop_tsc: last.1,
                             frames,
                             probes: (last.0 - began.0) as u64,
-                            categories: categories(view, spans, began, last, &on_the_wire),
+                            categories,
                         },
                     ),
                 );
@@ -541,7 +554,6 @@ fn receive_path(
             last_rx = None;
             first_up = None;
             last_up = None;
-            frames = 0;
         }
     }
     out
@@ -555,19 +567,27 @@ fn latency(view: &TraceView, from: At, to: At) -> f64 {
     view.ns((raw - view.overhead_cycles.max(0.0) * probes).max(0.0))
 }
 
-/// Exclusive time per category of the spans wholly inside the window; of
-/// the time in no span, what falls in a `wire` interval is `wire`, the
-/// rest `other`.
-fn categories(
+/// A window's latency and the time of each category inside it.
+///
+/// Categories are the exclusive times of the spans wholly inside the
+/// window; of the time in no span, what falls in a `wire` interval (a
+/// frame of the path on its way) is `wire`, the rest `other`. The tool's
+/// own work (instrumentation spans: capture copies, the runner's wake-ups)
+/// is taken out of the latency where it held the path up; where a frame
+/// was on the wire meanwhile, the wire set the pace and that time is
+/// `wire`. `instrumentation` in the categories is what was taken out. The
+/// stack's categories, `wire` and `other` add up to the latency.
+fn measure(
     view: &TraceView,
     spans: Option<&ThreadSpans>,
     from: At,
     to: At,
     wire: &[(u64, u64)],
-) -> CategoryTimes {
+) -> (f64, CategoryTimes) {
     let mut times = CategoryTimes::default();
     let total = latency(view, from, to);
     let mut covered = 0.0;
+    let (mut tool_overlapped, mut tool_alone) = (0.0, 0.0);
     // The outermost spans inside the window, in order: what they leave
     // uncovered is time in no span.
     let mut outer: Vec<(u64, u64)> = Vec::new();
@@ -580,12 +600,28 @@ fn categories(
             if span.exit_index > to.0 {
                 continue;
             }
-            let ns = view.ns(span.exclusive);
-            *times.by_category.entry(span.category).or_default() += ns;
-            covered += ns;
             if outer.last().is_none_or(|&(_, end)| span.start >= end) {
                 outer.push((span.start, span.end));
             }
+            if !span.is_instrumentation() {
+                let ns = view.ns(span.exclusive);
+                *times.by_category.entry(span.category).or_default() += ns;
+                covered += ns;
+                continue;
+            }
+            // Nested instrumentation is inside its outermost one.
+            let nested = span
+                .parent
+                .and_then(|p| spans.spans.get(p))
+                .is_some_and(|p| p.is_instrumentation());
+            if nested {
+                continue;
+            }
+            let ns = view.ns(span.inclusive);
+            let length = span.end.saturating_sub(span.start).max(1) as f64;
+            let share = overlap((span.start, span.end), wire) as f64 / length;
+            tool_overlapped += ns * share;
+            tool_alone += ns * (1.0 - share);
         }
     }
     let mut gaps = Vec::with_capacity(outer.len() + 1);
@@ -599,14 +635,21 @@ fn categories(
     if to.1 > cursor {
         gaps.push((cursor, to.1));
     }
+    let window = (total - tool_alone).max(0.0);
     let waiting: u64 = gaps.iter().map(|&gap| overlap(gap, wire)).sum();
-    let uncovered = (total - covered).max(0.0);
-    let wire_ns = view.ns(waiting as f64).min(uncovered);
+    let uncovered = (window - covered).max(0.0);
+    let wire_ns = (view.ns(waiting as f64) + tool_overlapped).min(uncovered);
     if wire_ns > 0.0 {
         *times.by_category.entry(Category::Wire).or_default() += wire_ns;
     }
+    if tool_alone > 0.0 {
+        *times
+            .by_category
+            .entry(Category::Instrumentation)
+            .or_default() += tool_alone;
+    }
     times.other = uncovered - wire_ns;
-    times
+    (window, times)
 }
 
 /// Counter units of `gap` inside any of `intervals` (sorted, disjoint).

@@ -145,6 +145,20 @@ const LOCATIONS: &[Location] = &[
         Category::Socket,
         Some("send_socket"),
     ),
+    loc(
+        "runner.wake.enter",
+        Layer::Host,
+        Kind::SpanEnter,
+        Category::Instrumentation,
+        None,
+    ),
+    loc(
+        "runner.wake.exit",
+        Layer::Host,
+        Kind::SpanExit,
+        Category::Instrumentation,
+        None,
+    ),
 ];
 
 fn records(thread: u16, events: &[(&str, u64, u32, u32, u64)]) -> Vec<Record> {
@@ -456,4 +470,41 @@ fn spans_shorter_than_one_probe_are_below_the_resolution() {
     // left). Below 150: the short transmission and two receptions.
     let link = r[&Category::Link];
     assert_eq!((link.spans, link.below), (6, 3));
+}
+
+#[test]
+fn the_tools_own_work_is_taken_out_where_it_held_the_path_up() {
+    let mut events: Vec<Event> = Vec::new();
+    for r in sender_on_a_device() {
+        let name = LOCATIONS[r.loc as usize].name;
+        events.push((name, r.tsc, r.len, r.flow, r.aux));
+        // The runner's work: once before anything is on the wire (it
+        // delays the message), once while the last frame is on the wire
+        // (the wire sets the pace then).
+        if name == "socket.send.exit" {
+            events.push(("runner.wake.enter", 1_310, 0, 0, 0));
+            events.push(("runner.wake.exit", 1_410, 0, 0, 0));
+        }
+        if name == "device.queue.enqueue" && r.tsc == 4_250 {
+            events.push(("runner.wake.enter", 4_260, 0, 0, 0));
+            events.push(("runner.wake.exit", 4_360, 0, 0, 0));
+        }
+    }
+    let v = view(0.0, records(1, &events));
+    let found = analyse(&v, &all_spans(&v), StopAt::OnTheWire).unwrap();
+    let send = found.messages[0].send.as_ref().unwrap();
+    // 4 500 less the first wake's 100; the second overlapped the wire.
+    assert_eq!(send.stop_ns, 4_400.0);
+    assert_eq!(send.stops.unwrap().handed_to_device, Some(3_000.0));
+    let c = &send.categories;
+    assert_eq!(c.by_category[&Category::Instrumentation], 100.0);
+    // The wire's 1 750 with the overlapped wake inside it.
+    assert_eq!(c.by_category[&Category::Wire], 150.0 + 200.0 + 1_400.0);
+    let stack: f64 = c
+        .by_category
+        .iter()
+        .filter(|(k, _)| **k != Category::Instrumentation)
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(stack + c.other, send.stop_ns);
 }

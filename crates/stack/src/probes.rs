@@ -94,6 +94,11 @@ probe::locations! {
     // A link knows no flow: flow 0, `aux` the direction (1 in, 2 out).
     CAPTURE_COPY_ENTER = ("capture.copy.enter", Layer::Link, Kind::SpanEnter, Category::Instrumentation, None);
     CAPTURE_COPY_EXIT = ("capture.copy.exit", Layer::Link, Kind::SpanExit, Category::Instrumentation, None);
+    /// The threaded runner waking the host a virtual wire carried frames
+    /// to (at the link's flush, after the poll's transmissions): the
+    /// tool's own cost, not the stack's.
+    RUNNER_WAKE_ENTER = ("runner.wake.enter", Layer::Host, Kind::SpanEnter, Category::Instrumentation, None);
+    RUNNER_WAKE_EXIT = ("runner.wake.exit", Layer::Host, Kind::SpanExit, Category::Instrumentation, None);
 
     /// The application's message boundaries, for analysis that measures
     /// per message (the traffic tools record them): a message of `len`

@@ -256,6 +256,9 @@ struct Transmitter {
     /// When each frame of the transmit ring has left, oldest first.
     departures: VecDeque<Instant>,
     next_sequence: u64,
+    /// Frames were pushed since the receiver was last woken: `flush` wakes
+    /// it (the doorbell), once per poll rather than inside every transmit.
+    wake_pending: bool,
 }
 
 impl Transmitter {
@@ -273,11 +276,10 @@ impl Transmitter {
             bytes,
         };
         if self.lane.queue.push(frame).is_ok() {
-            // After the push, so a receiver that looked before it and is
-            // about to sleep is woken (or finds its park token set).
-            if let Some(waker) = self.lane.waker.get() {
-                waker.wake_by_ref();
-            }
+            // Woken after the push (at `flush`), so a receiver that looked
+            // before it and is about to sleep is woken (or finds its park
+            // token set).
+            self.wake_pending = true;
             true
         } else {
             self.lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
@@ -323,6 +325,7 @@ impl WireEnd {
                 busy_until: Instant::ZERO,
                 departures: VecDeque::new(),
                 next_sequence: 0,
+                wake_pending: false,
             },
             rx: Receiver {
                 lane: incoming,
@@ -429,6 +432,29 @@ impl Link for WireEnd {
             }
         }
         None
+    }
+
+    /// Wakes the receiving end's thread if frames went its way: a waking
+    /// syscall costs microseconds, which inside `transmit` would land in
+    /// the stack's `link.transmit` span. The host flushes after each
+    /// poll's frames; the wake is the runner's own work, recorded as
+    /// `instrumentation` so the analysis takes it out of the window.
+    fn flush(&mut self, _now: Instant) {
+        if !std::mem::take(&mut self.tx.wake_pending) {
+            return;
+        }
+        if let Some(waker) = self.tx.lane.waker.get() {
+            // No flow: like a capture's copy, it records whenever any
+            // flow is traced.
+            let _span = probe::span(
+                crate::probes::RUNNER_WAKE_ENTER,
+                crate::probes::RUNNER_WAKE_EXIT,
+                0,
+                probe::Flow::traced(0),
+                0,
+            );
+            waker.wake_by_ref();
+        }
     }
 
     fn transmit_ring(&self) -> Option<usize> {
