@@ -587,12 +587,6 @@ impl Sending {
                         (true, true) => return Ok(true),
                         (false, true) => {
                             self.started = Some(Instant::now());
-                            outcome
-                                .data_started
-                                .store(true, std::sync::atomic::Ordering::Release);
-                            // The nodes' drop monitors read their counters
-                            // now; nothing else would wake them.
-                            stack::runner::threaded::wake_peers();
                             self.cpu = Some(CpuMeter::start());
                             self.pacer = spec.rate_bps.map(Pacer::new);
                             Phase::Data { dest }

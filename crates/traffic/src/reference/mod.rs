@@ -102,8 +102,6 @@ struct Outcome<S = SenderSide, R = ReceiverSide> {
     receiver_addr: OnceLock<datagrams::PeerAddr>,
     sender: Mutex<Option<Result<S, TrafficError>>>,
     receiver: Mutex<Option<Result<R, TrafficError>>>,
-    /// Set when the first data datagram goes: drop counting starts.
-    data_started: std::sync::atomic::AtomicBool,
 }
 
 impl<S, R> Default for Outcome<S, R> {
@@ -112,7 +110,6 @@ impl<S, R> Default for Outcome<S, R> {
             receiver_addr: OnceLock::new(),
             sender: Mutex::new(None),
             receiver: Mutex::new(None),
-            data_started: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
