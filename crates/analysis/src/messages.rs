@@ -320,6 +320,11 @@ fn send_path(
     let mut transport: Vec<(u16, u32, u32)> = Vec::new();
     // The frame between its interface dequeue and the device taking it.
     let mut on_link: Option<Queued> = None;
+    // Whether the flow's send queue is a byte stream (TCP: each enqueue
+    // advances the offset in `aux` by its length); a datagram queue
+    // numbers datagrams in `aux`, and nothing acknowledges them.
+    let mut stream = true;
+    let mut last_offset: Option<u64> = None;
     for (i, r) in records.iter().enumerate() {
         let site = view.site(r.loc);
         if Some(r.loc) == mark && r.flow == flow {
@@ -369,6 +374,11 @@ fn send_path(
             // The send queue's offsets are the stream's: enqueues end at the
             // bytes written so far, dequeues at the bytes acknowledged.
             Kind::Enqueue if queue == Some(sites::SEND_QUEUE) && r.flow == flow => {
+                let len = u64::from(r.len);
+                if r.len == 0 || r.aux < len || last_offset.is_some_and(|o| r.aux != o + len) {
+                    stream = false;
+                }
+                last_offset = Some(r.aux);
                 if let Some(b) = current.and_then(|m| messages.get_mut(&m)) {
                     if b.end_offset.is_none() {
                         let start = r.aux.saturating_sub(u64::from(r.len));
@@ -406,6 +416,9 @@ fn send_path(
             b.last_tx = Some((i, r.tsc));
             b.frames += 1;
         }
+    }
+    if !stream {
+        messages.values_mut().for_each(|b| b.acked = None);
     }
     let busy = device_busy(view, records);
     messages

@@ -508,3 +508,28 @@ fn the_tools_own_work_is_taken_out_where_it_held_the_path_up() {
         .sum();
     assert_eq!(stack + c.other, send.stop_ns);
 }
+
+#[test]
+fn a_datagram_send_queue_has_no_acknowledged_stop() {
+    // A datagram socket numbers its datagrams in the send queue's `aux`:
+    // datagram 7 of 3000 bytes queued and taken, which acknowledges
+    // nothing even though 7 < 3000 could pass for an offset.
+    let events: Vec<Event> = sender_on_a_device()
+        .iter()
+        .map(|r| {
+            let name = LOCATIONS[r.loc as usize].name;
+            let aux = match name {
+                "socket.send_queue.enqueue" | "socket.send_queue.dequeue" => 7,
+                _ => r.aux,
+            };
+            (name, r.tsc, r.len, r.flow, aux)
+        })
+        .collect();
+    let v = view(0.0, records(1, &events));
+    let found = analyse(&v, &all_spans(&v), StopAt::OnTheWire).unwrap();
+    let send = found.messages[0].send.as_ref().unwrap();
+    assert_eq!(send.stops.unwrap().acknowledged, None);
+    assert_eq!(send.stop_ns, 4_500.0);
+    let found = analyse(&v, &all_spans(&v), StopAt::Acknowledged).unwrap();
+    assert!(found.messages[0].send.is_none());
+}
