@@ -278,6 +278,19 @@ impl TransferReport {
         receiver: Option<&ReceiverSide>,
     ) -> Self {
         let datagram_protocol = spec.protocol != crate::spec::Protocol::Tcp;
+        let mut sum_received = receiver.map(ReceivedSum::from_side);
+        // One window for both rates where both sides ran here: the longer
+        // of the two. A receiver's window can be the shorter by its first
+        // datagram's extra delay (a thread woken late), and over it a
+        // loss-free paced run read 0.02–0.13 % faster than it was sent.
+        if let (Some(sent), Some(received)) = (sender, sum_received.as_mut()) {
+            let seconds = sent.elapsed.as_secs_f64();
+            if seconds > received.seconds {
+                received.seconds = seconds;
+                received.end = received.start + seconds;
+                received.bits_per_second = rate(received.bytes, sent.elapsed);
+            }
+        }
         Self {
             start: Start {
                 test_start: spec.clone(),
@@ -287,7 +300,7 @@ impl TransferReport {
             intervals,
             end: End {
                 sum_sent: sender.map(|s| SentSum::from_side(s, datagram_protocol)),
-                sum_received: receiver.map(ReceivedSum::from_side),
+                sum_received,
                 cpu_utilization_percent: CpuUtilization::from_sides(sender, receiver),
             },
         }
@@ -363,5 +376,50 @@ impl TransferReport {
             .datagrams
             .as_ref()
             .is_none_or(|d| d.corrupted == 0 && d.duplicated == 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{Family, Protocol, StackKind};
+
+    fn report(sent: Duration, received: Duration) -> TransferReport {
+        let spec = TransferSpec::new(Protocol::Udp, Family::V6);
+        TransferReport::new(
+            &spec,
+            Environment::detect(StackKind::Kernel, "loopback"),
+            Timestamp::now(),
+            Vec::new(),
+            Some(&SenderSide {
+                bytes: 1_000_000,
+                datagrams: 1000,
+                elapsed: sent,
+                cpu: CpuUsage::default(),
+                retransmits: None,
+            }),
+            Some(&ReceiverSide {
+                bytes: 1_000_000,
+                elapsed: received,
+                cpu: CpuUsage::default(),
+                checks: Received::Stream(StreamCounts::default()),
+                drops: None,
+            }),
+        )
+    }
+
+    #[test]
+    fn a_receiver_never_reads_faster_than_the_sender_sent() {
+        // The receiver's window 0.1 % shorter (its first datagram late):
+        // both rates over the sender's longer window.
+        let r = report(Duration::from_millis(1000), Duration::from_millis(999));
+        let (sent, received) = (r.end.sum_sent.unwrap(), r.end.sum_received.unwrap());
+        assert_eq!(received.bits_per_second, sent.bits_per_second);
+        assert_eq!(received.seconds, 1.0);
+        // A longer receiver window is its own.
+        let r = report(Duration::from_millis(1000), Duration::from_millis(1250));
+        let received = r.end.sum_received.unwrap();
+        assert_eq!(received.seconds, 1.25);
+        assert_eq!(received.bits_per_second, 6_400_000.0);
     }
 }
