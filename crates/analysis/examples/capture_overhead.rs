@@ -20,7 +20,7 @@ use analysis::{all_spans, TraceView};
 use probe::{Category, Kind};
 use stack::topology::Topology;
 use traffic::reference::messages::{self, MessagesSpec};
-use traffic::spec::{Family, Protocol};
+use traffic::spec::Protocol;
 
 #[derive(Default)]
 struct Samples {
@@ -71,19 +71,9 @@ fn one_run(capture: bool, size: usize, reps: u32, hz: f64, overhead: f64) -> Sam
         std::fs::create_dir_all(&dir).expect("capture directory");
     }
     let spec = MessagesSpec {
-        protocol: Protocol::Tcp,
-        family: Family::V6,
-        sizes: vec![size],
-        reps,
-        sockbuf: None,
-        port: 5001,
-        wait: Duration::from_secs(10),
-        trace_capacity: 1 << 20,
-        gate: probe::Mode::All,
         pcap_dir: capture.then(|| dir.clone()),
         warmup: 10,
-        progress: None,
-        poll: stack::runner::threaded::Poll::Spin,
+        ..MessagesSpec::new(Protocol::Tcp, vec![size], reps, 1 << 20)
     };
     let run = messages::run(&topology, &spec).expect("the run");
     let trace = run.trace(hz, overhead, "capture overhead");

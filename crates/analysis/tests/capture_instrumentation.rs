@@ -7,14 +7,13 @@
 //! complete when the run returns. Behaviour only: no timing is asserted.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use analysis::spans::ThreadSpans;
 use analysis::{all_spans, TraceView};
 use probe::Category;
 use stack::topology::Topology;
 use traffic::reference::messages::{self, MessagesSpec};
-use traffic::spec::{Family, Protocol};
+use traffic::spec::Protocol;
 use wire::pcapng::{Block, Direction, PcapngReader};
 
 struct Run {
@@ -27,19 +26,8 @@ fn run(pcap_dir: Option<&Path>) -> Run {
     let topology = Topology::from_toml_str(include_str!("../../../topologies/fast-ethernet.toml"))
         .expect("topology");
     let spec = MessagesSpec {
-        protocol: Protocol::Tcp,
-        family: Family::V6,
-        sizes: vec![4_000, 9_000],
-        reps: 2,
-        sockbuf: None,
-        port: 5001,
-        wait: Duration::from_secs(10),
-        trace_capacity: 1 << 18,
-        gate: probe::Mode::All,
         pcap_dir: pcap_dir.map(Path::to_path_buf),
-        warmup: 1,
-        progress: None,
-        poll: stack::runner::threaded::Poll::Spin,
+        ..MessagesSpec::new(Protocol::Tcp, vec![4_000, 9_000], 2, 1 << 18)
     };
     let result = messages::run(&topology, &spec).expect("the run");
     assert!(result.outcomes.iter().all(|o| o.delivered));

@@ -11,7 +11,7 @@ use analysis::queues::{self, QueueOptions, QueueTrace};
 use analysis::{all_spans, TraceView};
 use stack::topology::Topology;
 use traffic::reference::messages::{self, MessagesSpec};
-use traffic::spec::{Family, Protocol};
+use traffic::spec::Protocol;
 
 /// One run per protocol shared by the tests: a warm-up message of the
 /// largest size, then each of two sizes twice.
@@ -43,21 +43,7 @@ fn run(protocol: Protocol) -> (TraceView, u32) {
     let _turn = PROBE_MODE.lock().unwrap_or_else(|e| e.into_inner());
     let topology = Topology::from_toml_str(include_str!("../../../topologies/fast-ethernet.toml"))
         .expect("topology");
-    let spec = MessagesSpec {
-        protocol,
-        family: Family::V6,
-        sizes: sizes(protocol).to_vec(),
-        reps: 2,
-        sockbuf: None,
-        port: 5001,
-        wait: Duration::from_secs(10),
-        trace_capacity: 1 << 18,
-        gate: probe::Mode::All,
-        pcap_dir: None,
-        warmup: 1,
-        progress: None,
-        poll: Default::default(),
-    };
+    let spec = MessagesSpec::new(protocol, sizes(protocol).to_vec(), 2, 1 << 18);
     let run = messages::run(&topology, &spec).expect("the run");
     assert!(
         run.outcomes.iter().all(|o| o.delivered),

@@ -7,26 +7,15 @@ use std::time::Duration;
 use stack::runner::threaded::Poll;
 use stack::topology::Topology;
 use traffic::reference::messages::{self, MessagesSpec};
-use traffic::spec::{Family, Protocol};
+use traffic::spec::Protocol;
 
 // Both tests set the global probe gate: one at a time.
 static PROBE_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn spec(protocol: Protocol, poll: Poll) -> MessagesSpec {
     MessagesSpec {
-        protocol,
-        family: Family::V6,
-        sizes: vec![16, 4000],
-        reps: 20,
-        sockbuf: None,
-        port: 5001,
-        wait: Duration::from_secs(10),
-        trace_capacity: 1 << 16,
-        gate: probe::Mode::All,
-        pcap_dir: None,
-        warmup: 1,
-        progress: None,
         poll,
+        ..MessagesSpec::new(protocol, vec![16, 4000], 20, 1 << 16)
     }
 }
 

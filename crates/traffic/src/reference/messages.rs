@@ -72,6 +72,29 @@ pub const MAX_MESSAGE: usize = 65_527;
 pub const MAX_TCP_MESSAGE: usize = 16 << 20;
 
 impl MessagesSpec {
+    /// `sizes` over `protocol` and IPv6, `reps` times each after one
+    /// warm-up message, every probe recording into rings of
+    /// `trace_capacity` records; port 5001, 10 s to wait for each message,
+    /// the 4 MiB default buffers, no capture, spin-then-block. Change the
+    /// fields for anything else.
+    pub fn new(protocol: Protocol, sizes: Vec<usize>, reps: u32, trace_capacity: usize) -> Self {
+        Self {
+            protocol,
+            family: Family::V6,
+            sizes,
+            reps,
+            sockbuf: None,
+            port: 5001,
+            wait: Duration::from_secs(10),
+            trace_capacity,
+            gate: probe::Mode::All,
+            pcap_dir: None,
+            warmup: 1,
+            progress: None,
+            poll: Poll::Spin,
+        }
+    }
+
     /// Refuses what cannot run, in words.
     pub fn validate(&self) -> Result<(), TrafficError> {
         if !matches!(self.protocol, Protocol::Tcp | Protocol::Udp) {
