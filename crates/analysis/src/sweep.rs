@@ -12,51 +12,11 @@ use serde::Serialize;
 use crate::messages::{Messages, PathLatency, StopAt};
 use crate::trend::{self, Fit, StepReport};
 
-/// Mean, median, spread and range of one figure over a size's
-/// repetitions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Stat {
-    pub mean: f64,
-    /// The middle value (the mean of the two middle ones for an even
-    /// count). Trend lines are fitted to the means, as the study did: on
-    /// the full xie1999 sweep medians gave R² 0.872 / 0.895 (TCP start /
-    /// stop) against the means' 0.869 / 0.910, no better.
-    pub median: f64,
-    pub stdev: f64,
-    pub min: f64,
-    pub max: f64,
-    pub n: u32,
-}
-
-impl Stat {
-    pub fn of(values: &[f64]) -> Option<Stat> {
-        let mut values: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-        values.sort_by(f64::total_cmp);
-        let n = values.len();
-        if n == 0 {
-            return None;
-        }
-        let mean = values.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 {
-            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
-        let median = if n % 2 == 1 {
-            values[n / 2]
-        } else {
-            (values[n / 2 - 1] + values[n / 2]) / 2.0
-        };
-        Some(Stat {
-            mean,
-            median,
-            stdev: var.sqrt(),
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            n: n as u32,
-        })
-    }
-}
+/// Mean, median, spread, range and 95 % intervals of one figure over a
+/// size's repetitions. Trend lines are fitted to the means, as the study
+/// did: on the full xie1999 sweep medians gave R² 0.872 / 0.895 (TCP
+/// start / stop) against the means' 0.869 / 0.910, no better.
+pub use stats::Estimate as Stat;
 
 /// One path's figures at one size, in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

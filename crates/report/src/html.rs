@@ -198,6 +198,7 @@ fn packet_trace_chart(run: &MessagesRun) -> XyChart {
                     .map(|&(ns, bytes)| (ns / 1e6, bytes as f64 / 1e3))
                     .collect(),
                 style: Style::Steps,
+                errors: Vec::new(),
             })
             .collect(),
         log_x: false,
@@ -222,6 +223,7 @@ fn ack_chart(run: &MessagesRun) -> XyChart {
                 .map(|p| (p.t_ns / 1e6, p.bytes as f64))
                 .collect(),
             style: Style::Steps,
+            errors: Vec::new(),
         });
     }
     series.push(Series {
@@ -232,6 +234,7 @@ fn ack_chart(run: &MessagesRun) -> XyChart {
             .map(|&(ns, bytes)| (ns / 1e6, bytes as f64))
             .collect(),
         style: Style::Points,
+        errors: Vec::new(),
     });
     XyChart {
         title: format!("{}: ACK generation against receive queue draining", run.id),
@@ -259,11 +262,12 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
     if run.points.len() > 4 {
         return;
     }
-    let header = format!("<table><tr><th class=\"l\">size B</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send KB/s</th></tr>", run.stop_at);
+    let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval</caption><tr><th class=\"l\">size B</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send KB/s</th></tr>", run.stop_at);
     h.push_str(&header);
     let stat = |s: Option<&analysis::sweep::Stat>| {
-        s.map_or("-".to_string(), |s| {
-            format!("{:.1} ± {:.1}", s.mean, s.stdev)
+        s.map_or("-".to_string(), |s| match s.half_width() {
+            Some(half) => format!("{:.1} ± {:.1} (n {})", s.mean, half, s.n),
+            None => format!("{:.1} (n {})", s.mean, s.n),
         })
     };
     for p in &run.points {
@@ -348,23 +352,27 @@ fn path_of(p: &SizePoint, receive: bool) -> Option<&PathFigures> {
 }
 
 fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bool) -> XyChart {
-    let points = |f: &dyn Fn(&PathFigures) -> f64| -> Vec<(f64, f64)> {
-        run.points
-            .iter()
-            .filter_map(|p| path_of(p, receive).map(|fig| (f64::from(p.size), f(fig))))
-            .collect()
+    // Each size's mean with the 95 % interval of the mean as a bar.
+    let series_of = |name: String, f: &dyn Fn(&PathFigures) -> &analysis::sweep::Stat| {
+        let figures = || {
+            run.points
+                .iter()
+                .filter_map(|p| path_of(p, receive).map(|fig| (f64::from(p.size), f(fig))))
+        };
+        Series::new(
+            name,
+            figures().map(|(x, s)| (x, s.mean)).collect(),
+            Style::Points,
+        )
+        .with_errors(
+            figures()
+                .filter_map(|(x, s)| s.ci95.map(|ci| (x, ci.lo, ci.hi)))
+                .collect(),
+        )
     };
     let mut series = vec![
-        Series {
-            name: format!("{path} start latency"),
-            points: points(&|f| f.start_us.mean),
-            style: Style::Points,
-        },
-        Series {
-            name: format!("{path} stop latency"),
-            points: points(&|f| f.stop_us.mean),
-            style: Style::Points,
-        },
+        series_of(format!("{path} start latency"), &|f| &f.start_us),
+        series_of(format!("{path} stop latency"), &|f| &f.stop_us),
     ];
     let (lo, hi) = size_range(run);
     for (name, fit) in [("start trend", &trends.start), ("stop trend", &trends.stop)] {
@@ -378,6 +386,7 @@ fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bo
                     })
                     .collect(),
                 style: Style::Dashed,
+                errors: Vec::new(),
             });
         }
     }
@@ -410,6 +419,7 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
             })
             .collect(),
         style: Style::Line,
+        errors: Vec::new(),
     }];
     if let Some(fit) = &run.send.throughput {
         let (lo, hi) = size_range(run);
@@ -422,6 +432,7 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
                 })
                 .collect(),
             style: Style::Dashed,
+            errors: Vec::new(),
         });
     }
     XyChart {

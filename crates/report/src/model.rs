@@ -198,7 +198,7 @@ pub struct SweepRun {
 }
 
 /// One line of a plot: mean and, when there were repetitions, standard
-/// deviation per x.
+/// deviation and the 95 % interval of the mean per x.
 #[derive(Debug, Clone, Serialize)]
 pub struct Series {
     pub label: String,
@@ -210,6 +210,7 @@ pub struct SeriesPoint {
     pub x: f64,
     pub y: f64,
     pub stdev: Option<f64>,
+    pub ci95: Option<stats::Interval>,
 }
 
 /// A table already formatted for reading.

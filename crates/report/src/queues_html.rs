@@ -127,6 +127,7 @@ pub fn queue(q: &QueueTrace) -> String {
                 name: unit.into(),
                 points: q.length.iter().map(|p| (ms(p.t_ns), get(p))).collect(),
                 style: Style::Steps,
+                errors: Vec::new(),
             }],
             log_x: false,
             log_y: false,
@@ -144,6 +145,7 @@ pub fn queue(q: &QueueTrace) -> String {
                 .map(|d| (ms(d.t_ns), d.delay_ns / 1e3))
                 .collect(),
             style: Style::Points,
+            errors: Vec::new(),
         }],
         log_x: false,
         log_y: false,
@@ -168,11 +170,13 @@ pub fn queue(q: &QueueTrace) -> String {
                 name: "arrivals".into(),
                 points: rate(|w| w.arrival_packets_per_s),
                 style: Style::Steps,
+                errors: Vec::new(),
             },
             Series {
                 name: "departures".into(),
                 points: rate(|w| w.departure_packets_per_s),
                 style: Style::Steps,
+                errors: Vec::new(),
             },
         ],
         log_x: false,
@@ -236,6 +240,7 @@ pub fn span_histograms(title: &str, groups: &[SpanHistograms]) -> String {
                     name: g.name.clone(),
                     points: distribution(pick(g)),
                     style: Style::Steps,
+                    errors: Vec::new(),
                 })
                 .collect(),
             log_x: true,

@@ -45,15 +45,23 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     }
 }
 
-/// Means as lines, mean ± one standard deviation as dashed lines.
+/// Means as lines, with the 95 % interval of each mean as a bar.
 fn chart(run: &SweepRun) -> XyChart {
     let mut series = Vec::new();
     for s in &run.series {
-        series.push(Series {
-            name: s.label.clone(),
-            points: s.points.iter().map(|p| (p.x, p.y)).collect(),
-            style: Style::Line,
-        });
+        let errors = s
+            .points
+            .iter()
+            .filter_map(|p| p.ci95.map(|ci| (p.x, ci.lo, ci.hi)))
+            .collect();
+        series.push(
+            Series::new(
+                s.label.clone(),
+                s.points.iter().map(|p| (p.x, p.y)).collect(),
+                Style::Line,
+            )
+            .with_errors(errors),
+        );
     }
     XyChart {
         title: format!("{}: {}", run.id, run.title),

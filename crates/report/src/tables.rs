@@ -29,12 +29,17 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
     let mut header = vec!["size_bytes".to_string(), "messages".to_string()];
     for path in ["send", "receive"] {
         for column in [
+            "n",
             "start_us_mean",
             "start_us_median",
             "start_us_stdev",
+            "start_us_ci95_lo",
+            "start_us_ci95_hi",
             "stop_us_mean",
             "stop_us_median",
             "stop_us_stdev",
+            "stop_us_ci95_lo",
+            "stop_us_ci95_hi",
             "throughput_kbps",
             "frames",
         ] {
@@ -51,12 +56,14 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
         let mut row = vec![p.size.to_string(), p.messages.to_string()];
         for path in [&p.send, &p.receive] {
             let f = path.as_ref();
-            row.push(number(f.map(|f| f.start_us.mean)));
-            row.push(number(f.map(|f| f.start_us.median)));
-            row.push(number(f.map(|f| f.start_us.stdev)));
-            row.push(number(f.map(|f| f.stop_us.mean)));
-            row.push(number(f.map(|f| f.stop_us.median)));
-            row.push(number(f.map(|f| f.stop_us.stdev)));
+            row.push(f.map_or(String::new(), |f| f.stop_us.n.to_string()));
+            for stat in [f.map(|f| &f.start_us), f.map(|f| &f.stop_us)] {
+                row.push(number(stat.map(|s| s.mean)));
+                row.push(number(stat.map(|s| s.median)));
+                row.push(number(stat.and_then(|s| s.stdev)));
+                row.push(number(stat.and_then(|s| s.ci95).map(|c| c.lo)));
+                row.push(number(stat.and_then(|s| s.ci95).map(|c| c.hi)));
+            }
             row.push(number(f.map(|f| f.throughput_kbps)));
             row.push(number(f.map(|f| f.frames)));
             for c in Category::ALL {

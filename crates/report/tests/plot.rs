@@ -208,11 +208,7 @@ fn has_no_data(svg: &str) -> bool {
 }
 
 fn series(name: &str, points: Vec<(f64, f64)>, style: Style) -> Series {
-    Series {
-        name: name.into(),
-        points,
-        style,
-    }
+    Series::new(name, points, style)
 }
 
 fn xy(series: Vec<Series>, log_x: bool, log_y: bool) -> XyChart {
@@ -1023,4 +1019,42 @@ fn write_samples() {
     ] {
         std::fs::write(format!("{dir}/{name}.svg"), svg).unwrap();
     }
+}
+
+#[test]
+fn interval_bars_are_drawn_and_widen_the_axis() {
+    let pts = vec![(1.0, 10.0), (2.0, 11.0), (3.0, 12.0)];
+    let plain = xy(vec![series("rtt", pts.clone(), Style::Line)], false, false);
+    let with_bars = xy(
+        vec![series("rtt", pts, Style::Line).with_errors(vec![
+            (1.0, 9.0, 11.0),
+            (2.0, 10.0, 12.0),
+            // A bar far above the points: the y axis must reach it.
+            (3.0, 11.0, 40.0),
+        ])],
+        false,
+        false,
+    );
+    let (plain, bars) = (xy_chart(&plain), xy_chart(&with_bars));
+    assert_svg(&bars, WIDTH, HEIGHT);
+    // One vertical bar and two caps per interval, in the series' colour.
+    let two_point_lines = |svg: &str| {
+        polyline_points(svg, BLUE)
+            .into_iter()
+            .filter(|&n| n == 2)
+            .count()
+    };
+    assert_eq!(two_point_lines(&bars) - two_point_lines(&plain), 9);
+    let top = |svg: &str| {
+        texts(svg)
+            .iter()
+            .filter_map(|t| t.parse::<f64>().ok())
+            .fold(f64::MIN, f64::max)
+    };
+    assert!(
+        top(&bars) >= 40.0 && top(&plain) < 40.0,
+        "{} {}",
+        top(&bars),
+        top(&plain)
+    );
 }

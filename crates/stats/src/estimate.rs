@@ -32,8 +32,8 @@ impl Interval {
     }
 }
 
-/// A figure measured `n` times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// A figure measured `n` times (the default: none yet, n = 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     pub n: usize,
     pub mean: f64,

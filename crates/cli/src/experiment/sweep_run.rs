@@ -281,14 +281,12 @@ fn x_of(p: &Point, x: XAxis) -> Option<f64> {
     }
 }
 
-/// Mean (and standard deviation) per point: Mbit/s received, or the mean
-/// round trip in µs.
-fn y_of(result: &PointResult) -> Option<(f64, Option<f64>)> {
+/// The plotted figure per point over its repetitions: Mbit/s received, or
+/// the round trip in µs.
+fn y_of(result: &PointResult) -> Option<stats::Estimate> {
     match result {
-        PointResult::Throughput(t) => {
-            Some((t.recv_bps.mean / 1e6, t.recv_bps.stdev.map(|s| s / 1e6)))
-        }
-        PointResult::Delay(d) => d.rtt_us.as_ref().map(|s| (s.mean, s.stdev)),
+        PointResult::Throughput(t) => Some(t.recv_bps.scaled(1e-6)),
+        PointResult::Delay(d) => d.rtt_us,
     }
 }
 
@@ -301,17 +299,19 @@ fn series(results: &[PointResult], x: XAxis) -> Vec<Series> {
         if r.no_result().is_some() {
             continue;
         }
-        let (Some(xv), Some((y, stdev))) = (x_of(p, x), y_of(r)) else {
+        let (Some(xv), Some(y)) = (x_of(p, x), y_of(r)) else {
             continue;
         };
         let label = series_label(p, x);
         if !by_label.contains_key(&label) {
             order.push(label.clone());
         }
-        by_label
-            .entry(label)
-            .or_default()
-            .push(SeriesPoint { x: xv, y, stdev });
+        by_label.entry(label).or_default().push(SeriesPoint {
+            x: xv,
+            y: y.mean,
+            stdev: y.stdev,
+            ci95: y.ci95,
+        });
     }
     order
         .into_iter()

@@ -55,6 +55,26 @@ pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     pub style: Style,
+    /// Confidence intervals drawn as vertical bars: (x, low, high), e.g.
+    /// the 95 % interval of the mean each point is. Empty for none.
+    pub errors: Vec<(f64, f64, f64)>,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>, style: Style) -> Self {
+        Self {
+            name: name.into(),
+            points,
+            style,
+            errors: Vec::new(),
+        }
+    }
+
+    /// With the intervals `errors` drawn as bars.
+    pub fn with_errors(mut self, errors: Vec<(f64, f64, f64)>) -> Self {
+        self.errors = errors;
+        self
+    }
 }
 
 /// Series against two numeric axes, each linear or logarithmic.

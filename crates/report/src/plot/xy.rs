@@ -25,8 +25,32 @@ pub(crate) fn draw(c: &XyChart) -> String {
                     .collect()
             })
             .collect();
+        // Interval bars in axis space: (x, low, high).
+        let bars: Vec<Vec<(f64, f64, f64)>> = c
+            .series
+            .iter()
+            .map(|s| {
+                s.errors
+                    .iter()
+                    .filter_map(|&(x, lo, hi)| {
+                        let (lo, hi) = (lo.min(hi), lo.max(hi));
+                        Some((
+                            to_axis(c.log_x, x)?,
+                            to_axis(c.log_y, lo)?,
+                            to_axis(c.log_y, hi)?,
+                        ))
+                    })
+                    .collect()
+            })
+            .collect();
         let xs = extent(series.iter().flatten().map(|p| p.0));
-        let ys = extent(series.iter().flatten().map(|p| p.1));
+        let ys = extent(
+            series
+                .iter()
+                .flatten()
+                .map(|p| p.1)
+                .chain(bars.iter().flatten().flat_map(|b| [b.1, b.2])),
+        );
         let (Some((x0, x1)), Some((y0, y1))) = (xs, ys) else {
             return no_data(root, &c.title, &c.x_label, &c.y_label);
         };
@@ -46,8 +70,23 @@ pub(crate) fn draw(c: &XyChart) -> String {
         let y_area = y_label_area(y.widest_label(), !c.y_label.is_empty());
         let mut chart = chart(&area, &c.title, &x, &y, &c.x_label, &c.y_label, y_area)?;
 
-        for (i, (s, pts)) in c.series.iter().zip(series).enumerate() {
+        for (i, ((s, pts), bars)) in c.series.iter().zip(series).zip(bars).enumerate() {
             let col = colour(i);
+            // Caps a few pixels wide whatever the axis: a share of its span.
+            let cap = (x.hi - x.lo) * 0.004;
+            for (bx, lo, hi) in thin_bars(bars, MAX_POINTS_PER_SERIES) {
+                let style = col.mix(0.8).stroke_width(1);
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(bx, lo), (bx, hi)],
+                    style,
+                )))?;
+                for end in [lo, hi] {
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        vec![(bx - cap, end), (bx + cap, end)],
+                        style,
+                    )))?;
+                }
+            }
             let lone = pts.len() == 1;
             match s.style {
                 Style::Points => {
@@ -93,6 +132,18 @@ fn swatch(style: Style, col: RGBColor) -> Swatch {
 
 /// Keeps the first point of each cell of a grid twice as fine as the
 /// chart's pixels: the others would be drawn on top of it.
+/// At most `cap` bars, evenly chosen: a dense sweep's bars would fill the
+/// plot.
+fn thin_bars(bars: Vec<(f64, f64, f64)>, cap: usize) -> Vec<(f64, f64, f64)> {
+    if bars.len() <= cap || cap == 0 {
+        return bars;
+    }
+    let step = bars.len() as f64 / cap as f64;
+    (0..cap)
+        .filter_map(|i| bars.get((i as f64 * step) as usize).copied())
+        .collect()
+}
+
 fn distinct_pixels(pts: Vec<(f64, f64)>, x: &Axis, y: &Axis) -> Vec<(f64, f64)> {
     let sx = 2.0 * f64::from(WIDTH) / (x.hi - x.lo);
     let sy = 2.0 * f64::from(HEIGHT) / (y.hi - y.lo);

@@ -1,46 +1,12 @@
-//! The figures a point reports: mean, sample standard deviation, min and
-//! max over repetitions; nearest-rank percentiles and a log-spaced
+//! The figures a point reports: mean, sample standard deviation, min,
+//! max and 95 % intervals over repetitions; nearest-rank percentiles and a log-spaced
 //! histogram over round-trip times.
 
 use serde::Serialize;
 
-/// Mean, spread and range of a set of values.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Summary {
-    pub n: usize,
-    pub mean: f64,
-    /// Sample standard deviation (n - 1 in the denominator); `None` for a
-    /// single value, which has no spread to estimate.
-    pub stdev: Option<f64>,
-    pub min: f64,
-    pub max: f64,
-}
-
-impl Summary {
-    /// `None` for no values.
-    pub fn of(values: &[f64]) -> Option<Self> {
-        let n = values.len();
-        if n == 0 {
-            return None;
-        }
-        let mean = values.iter().sum::<f64>() / n as f64;
-        // Two passes: the sum of squared deviations from the mean does not
-        // cancel catastrophically the way sum(x^2) - n*mean^2 does.
-        let stdev = (n > 1).then(|| {
-            let squares: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
-            (squares / (n - 1) as f64).sqrt()
-        });
-        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Some(Self {
-            n,
-            mean,
-            stdev,
-            min,
-            max,
-        })
-    }
-}
+/// Mean, median, spread, range and 95 % intervals of a set of values
+/// (the `stats` crate's estimate, shared with the analysis and report).
+pub use stats::Estimate as Summary;
 
 /// The nearest-rank `p`th percentile of `sorted` (ascending): the smallest
 /// value with at least p % of the values at or below it, i.e. the value of
