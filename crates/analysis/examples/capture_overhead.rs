@@ -10,6 +10,10 @@
 //! cargo run --release -p stackscope-analysis --example capture_overhead -- [PAIRS] [SIZE] [REPS]
 //! ```
 //!
+//! The last lines give the verdict with its uncertainty: the paired on/off
+//! ratio of the runs' medians with its 95 % interval, and Welch's test on
+//! the runs' medians (the `stats` crate).
+//!
 //! Defaults: 6 pairs of runs, 20 000 B messages, 30 messages per run (after
 //! the recipe's 10 warm-up messages). It lives with the analysis because it
 //! needs it; the runs are `traffic::reference::messages`, as the lab's.
@@ -141,6 +145,8 @@ fn main() {
     // Per pair: the on/off ratio of the two runs' medians (the machine's
     // state changes between runs more than capture changes anything).
     let mut ratios = Vec::new();
+    // Per run: the median of its link.transmit exclusive times.
+    let mut run_medians: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for pair in 0..pairs {
         // Interleaved, starting with the other kind every second pair.
         let order = if pair % 2 == 0 {
@@ -152,6 +158,7 @@ fn main() {
         for capture in order {
             let s = one_run(capture, size, reps, hz, overhead);
             pair_medians[usize::from(capture)] = median(&s.link_exclusive);
+            run_medians[usize::from(capture)].push(median(&s.link_exclusive));
             println!(
                 "pair {pair} capture {:>3}: link.transmit excl median {:7.0} ns (n {:4}), send stop median {:8.1} us (n {:3}), instrumentation {:5} spans median {:5.0} ns sum {:8.1} us",
                 if capture { "on" } else { "off" },
@@ -213,4 +220,44 @@ fn main() {
         on / off,
         100.0 * (on / off - 1.0)
     );
+    // The verdict with its uncertainty: the runs' medians are the
+    // samples. Paired: the geometric mean of the per-pair ratios and its
+    // 95 % interval (log ratios are the samples); unpaired: Welch on the
+    // runs' medians.
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    if let Some(e) = stats::Estimate::of(&logs) {
+        match e.ci95 {
+            Some(ci) => println!(
+                "paired on/off ratio of run medians: {:.3}, 95 % CI [{:.3}, {:.3}] (n {} pairs){}",
+                e.mean.exp(),
+                ci.lo.exp(),
+                ci.hi.exp(),
+                e.n,
+                if ci.lo.exp() >= 0.9 && ci.hi.exp() <= 1.1 {
+                    ": within ±10 %"
+                } else {
+                    ": NOT shown within ±10 %"
+                }
+            ),
+            None => println!(
+                "paired on/off ratio: {:.3} (one pair: no interval)",
+                e.mean.exp()
+            ),
+        }
+    }
+    let [off_runs, on_runs] = &run_medians;
+    if let (Some(a), Some(b)) = (stats::Estimate::of(off_runs), stats::Estimate::of(on_runs)) {
+        if let Some(d) = stats::Difference::welch(&a, &b) {
+            println!(
+                "Welch on run medians: off {:.0} ns, on {:.0} ns, ratio {:.3} [{:.3}, {:.3}], p {:.3}{}",
+                a.mean,
+                b.mean,
+                d.ratio,
+                d.ratio_ci95.lo,
+                d.ratio_ci95.hi,
+                d.p_value,
+                if d.significant { " (significant)" } else { "" }
+            );
+        }
+    }
 }
