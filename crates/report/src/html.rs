@@ -66,6 +66,7 @@ pub fn render(report: &Report) -> String {
         for run in &exp.runs {
             run_section(&mut h, &exp.name, run);
         }
+        crate::cost_centres::protocols_compared(&mut h, exp);
         for sweep in &exp.sweeps {
             crate::sweep_html::section(&mut h, &exp.name, sweep);
         }
@@ -137,6 +138,7 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
     h.push_str("</div>");
     share_table(h, run);
+    crate::cost_centres::run_figures(h, run);
     cpu_table(h, run);
     if !run.components.rows.is_empty() {
         crate::sweep_html::table_html(h, &run.components);

@@ -1,0 +1,441 @@
+//! The IPv6 study's cost-centre figures (Xie 1999, `000_…` §5.2–5.4),
+//! drawn from a traced size sweep:
+//!
+//! * each cost centre's time per message against payload size with its
+//!   trend line (Figs. 5.7, 5.10, 5.13, 5.16, 5.19; Table 5b) and its
+//!   share of the stop latency against size (Figs. 5.9, 5.12, 5.15, 5.18,
+//!   5.21), on the send and the receive path;
+//! * CPU share by overhead category, sender and receiver (Figs. 5.31,
+//!   5.32);
+//! * TCP against UDP on one chart (Fig. 5.5) and the chapter's summary
+//!   (Table 5e) for an experiment with both.
+//!
+//! Trend lines are least squares over the per-size means, x in thousands
+//! of bytes and y in µs as in the study, with the slope's 95 % interval
+//! and R² (`stats::LinearFit`); a weak fit (R² < 0.8) is marked and not
+//! drawn.
+
+use std::fmt::Write;
+
+use analysis::sweep::{PathFigures, SizePoint};
+use probe::Category;
+use stats::LinearFit;
+
+use crate::html::escape;
+use crate::model::{Experiment, MessagesRun};
+use crate::plot::{self, BarChart, Series, Style, XyChart};
+
+/// The cost centres a figure is drawn for: those with time in the window
+/// at some size.
+fn centres(points: &[SizePoint], receive: bool) -> Vec<Category> {
+    Category::ALL
+        .iter()
+        .copied()
+        .filter(|c| c.is_cost_centre())
+        .filter(|c| {
+            points
+                .iter()
+                .filter_map(|p| path(p, receive))
+                .any(|f| f.categories_us.get(c).is_some_and(|&us| us > 0.0))
+        })
+        .collect()
+}
+
+fn path(p: &SizePoint, receive: bool) -> Option<&PathFigures> {
+    if receive {
+        p.receive.as_ref()
+    } else {
+        p.send.as_ref()
+    }
+}
+
+/// One cost centre over the sweep: (size B, µs per message), (size B, %
+/// of the stop latency) and (size B, % of the stack's own work in the
+/// window: every category but the wire and the tool's instrumentation).
+struct Curve {
+    category: Category,
+    time: Vec<(f64, f64)>,
+    share: Vec<(f64, f64)>,
+    work_share: Vec<(f64, f64)>,
+}
+
+impl Curve {
+    fn of(points: &[SizePoint], receive: bool, category: Category) -> Self {
+        let mut curve = Curve {
+            category,
+            time: Vec::new(),
+            share: Vec::new(),
+            work_share: Vec::new(),
+        };
+        for p in points {
+            let Some(f) = path(p, receive) else { continue };
+            let us = f.categories_us.get(&category).copied().unwrap_or(0.0);
+            let x = f64::from(p.size);
+            curve.time.push((x, us));
+            if f.stop_us.mean > 0.0 {
+                curve.share.push((x, 100.0 * us / f.stop_us.mean));
+            }
+            let work: f64 = f
+                .categories_us
+                .iter()
+                .filter(|(c, _)| !matches!(c, Category::Wire | Category::Instrumentation))
+                .map(|(_, us)| us)
+                .sum();
+            if work > 0.0 {
+                curve.work_share.push((x, 100.0 * us / work));
+            }
+        }
+        curve
+    }
+
+    /// The trend in the study's units: µs against thousands of bytes.
+    fn fit(&self) -> Option<LinearFit> {
+        let kb: Vec<(f64, f64)> = self.time.iter().map(|&(x, y)| (x / 1e3, y)).collect();
+        LinearFit::of(&kb)
+    }
+
+    fn mean_share(&self) -> Option<f64> {
+        mean_y(&self.share)
+    }
+
+    fn mean_work_share(&self) -> Option<f64> {
+        mean_y(&self.work_share)
+    }
+}
+
+fn mean_y(points: &[(f64, f64)]) -> Option<f64> {
+    stats::Estimate::of(&points.iter().map(|p| p.1).collect::<Vec<_>>()).map(|e| e.mean)
+}
+
+impl Curve {}
+
+/// "y = (15.888 ± 0.412)·x + 28.00; R² 0.970", weak fits said so.
+pub fn formula(fit: &LinearFit) -> String {
+    let slope = match fit.slope_ci95 {
+        Some(ci) => format!("({:.3} ± {:.3})", fit.slope, ci.half_width()),
+        None => format!("{:.3}", fit.slope),
+    };
+    format!(
+        "y = {slope}·x {} {:.2}; R² {:.3}{}",
+        if fit.intercept < 0.0 { '−' } else { '+' },
+        fit.intercept.abs(),
+        fit.r2,
+        if fit.is_weak() {
+            " (weak: not a trend)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The trend drawn over `lo..=hi` bytes, never below zero latency; a
+/// weak fit is not drawn.
+fn trend_series(name: &str, fit: &LinearFit, lo: f64, hi: f64) -> Option<Series> {
+    if fit.is_weak() {
+        return None;
+    }
+    let points = (0..=40)
+        .map(|i| {
+            let x = lo + (hi - lo) * f64::from(i) / 40.0;
+            (x, fit.eval(x / 1e3).max(0.0))
+        })
+        .collect();
+    Some(Series::new(name, points, Style::Dashed))
+}
+
+fn extent(points: &[(f64, f64)]) -> (f64, f64) {
+    points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(p.0), hi.max(p.0))
+        })
+}
+
+/// The cost-centre figures of one run, both paths, and its CPU share by
+/// category. Nothing for a run of fewer than two sizes or one without
+/// cost-centre probes (the `layers` depth).
+pub fn run_figures(h: &mut String, run: &MessagesRun) {
+    if run.points.len() < 2 {
+        return;
+    }
+    for (side, receive) in [("send", false), ("receive", true)] {
+        let curves: Vec<Curve> = centres(&run.points, receive)
+            .into_iter()
+            .map(|c| Curve::of(&run.points, receive, c))
+            .collect();
+        if curves.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<h4>{}: cost centres on the {side} path against payload size</h4><table><caption>Per message, µs, within the {side} window (x: payload in thousands of bytes); the trend's slope with its 95 % interval</caption><tr><th class=\"l\">cost centre</th><th class=\"l\">trend line</th><th>mean share of stop latency</th><th>mean share of the stack's work (wire left out)</th><th>sizes</th></tr>",
+            escape(&run.id)
+        );
+        for c in &curves {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                c.category,
+                c.fit().map_or("-".into(), |f| escape(&formula(&f))),
+                c.mean_share().map_or("-".into(), |s| format!("{s:.1} %")),
+                c.mean_work_share().map_or("-".into(), |s| format!("{s:.1} %")),
+                c.time.len()
+            );
+        }
+        h.push_str("</table><div class=\"plots\">");
+        for c in &curves {
+            let mut series = vec![Series::new(
+                format!("{} per message", c.category),
+                c.time.clone(),
+                Style::Points,
+            )];
+            let (lo, hi) = extent(&c.time);
+            if let Some(trend) = c
+                .fit()
+                .and_then(|f| trend_series(&format!("trend: {}", formula(&f)), &f, lo, hi))
+            {
+                series.push(trend);
+            }
+            h.push_str(&plot::xy_chart(&XyChart {
+                title: format!("{}: {} on the {side} path vs payload", run.id, c.category),
+                x_label: "payload (bytes)".into(),
+                y_label: "time per message (µs)".into(),
+                series,
+                log_x: false,
+                log_y: false,
+            }));
+        }
+        h.push_str(&plot::xy_chart(&XyChart {
+            title: format!("{}: cost centres' share of the {side} stop latency", run.id),
+            x_label: "payload (bytes)".into(),
+            y_label: "% of stop latency".into(),
+            series: curves
+                .iter()
+                .map(|c| Series::new(c.category.to_string(), c.share.clone(), Style::Line))
+                .collect(),
+            log_x: false,
+            log_y: false,
+        }));
+        h.push_str("</div>");
+    }
+    cpu_by_category(h, run);
+}
+
+/// CPU share by overhead category of each host thread's time in the stack
+/// over the whole run (Figs. 5.31 / 5.32, there the sender's).
+fn cpu_by_category(h: &mut String, run: &MessagesRun) {
+    let mut charts = String::new();
+    for (role, profile) in [
+        ("sender", &run.sender_profile),
+        ("receiver", &run.receiver_profile),
+    ] {
+        let Some(p) = profile else { continue };
+        let mut bars: Vec<(String, f64)> = p
+            .categories
+            .iter()
+            .filter(|(c, _)| **c != Category::Instrumentation)
+            .map(|(c, &(_, share))| (c.to_string(), share * 100.0))
+            .filter(|(_, share)| *share > 0.0)
+            .collect();
+        bars.sort_by(|a, b| b.1.total_cmp(&a.1));
+        if bars.is_empty() {
+            continue;
+        }
+        charts.push_str(&plot::bar_chart(&BarChart {
+            title: format!("{}: {role} CPU by overhead category", run.id),
+            value_label: "% of the thread's time in the stack".into(),
+            bars,
+        }));
+    }
+    if !charts.is_empty() {
+        let _ = write!(h, "<div class=\"plots\">{charts}</div>");
+    }
+}
+
+/// The messages runs of an experiment that are size sweeps, by protocol.
+fn sweeps<'a>(experiment: &'a Experiment, protocol: &str) -> Option<&'a MessagesRun> {
+    experiment
+        .runs
+        .iter()
+        .find(|r| r.protocol.eq_ignore_ascii_case(protocol) && r.points.len() >= 2)
+}
+
+/// TCP against UDP on one chart and the summary table, for an experiment
+/// with a TCP and a UDP size sweep (the IPv6 study's Fig. 5.5 and Table
+/// 5e). Nothing otherwise.
+pub fn protocols_compared(h: &mut String, experiment: &Experiment) {
+    let (Some(tcp), Some(udp)) = (sweeps(experiment, "tcp"), sweeps(experiment, "udp")) else {
+        return;
+    };
+    let _ = write!(h, "<h3>{}: TCP against UDP</h3>", escape(&experiment.name));
+    let mut series = Vec::new();
+    for run in [tcp, udp] {
+        for (what, stat) in [("start", true), ("stop", false)] {
+            let points: Vec<(f64, f64)> = run
+                .points
+                .iter()
+                .filter_map(|p| {
+                    let f = p.send.as_ref()?;
+                    let s = if stat { &f.start_us } else { &f.stop_us };
+                    Some((f64::from(p.size), s.mean))
+                })
+                .collect();
+            series.push(Series::new(
+                format!("{} send {what} ({})", run.protocol, run.stop_at),
+                points,
+                Style::Points,
+            ));
+        }
+    }
+    h.push_str("<div class=\"plots\">");
+    h.push_str(&plot::xy_chart(&XyChart {
+        title: format!(
+            "{}: TCP and UDP send start and stop latency",
+            experiment.name
+        ),
+        x_label: "payload (bytes)".into(),
+        y_label: "latency (µs)".into(),
+        series,
+        log_x: false,
+        log_y: false,
+    }));
+    h.push_str("</div>");
+    summary_table(h, tcp, udp);
+}
+
+/// One row of the summary: a label and a cell per protocol.
+fn row(h: &mut String, label: &str, cells: [String; 2]) {
+    let _ = write!(
+        h,
+        "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+        escape(label),
+        escape(&cells[0]),
+        escape(&cells[1])
+    );
+}
+
+/// The study's Table 5e, ours: trends, peak throughput, the cost centres'
+/// trends and mean shares, and the stack's CPU share, TCP beside UDP.
+fn summary_table(h: &mut String, tcp: &MessagesRun, udp: &MessagesRun) {
+    let runs = [tcp, udp];
+    let _ = write!(
+        h,
+        "<table><caption>Summary (the IPv6 study's Table 5e): x payload in thousands of bytes, y µs, send path; slopes with their 95 % interval</caption><tr><th class=\"l\"></th><th class=\"l\">{} over {}</th><th class=\"l\">{} over {}</th></tr>",
+        escape(&tcp.protocol),
+        escape(&tcp.family),
+        escape(&udp.protocol),
+        escape(&udp.family)
+    );
+    let latency = |run: &MessagesRun, start: bool| {
+        let points: Vec<(f64, f64)> = run
+            .points
+            .iter()
+            .filter_map(|p| {
+                let f = p.send.as_ref()?;
+                let s = if start { &f.start_us } else { &f.stop_us };
+                Some((f64::from(p.size) / 1e3, s.mean))
+            })
+            .collect();
+        LinearFit::of(&points).map_or("-".into(), |f| formula(&f))
+    };
+    row(h, "start latency", runs.map(|r| latency(r, true)));
+    row(
+        h,
+        &format!("stop latency ({})", tcp.stop_at),
+        runs.map(|r| latency(r, false)),
+    );
+    row(
+        h,
+        "peak payload throughput (one message; payload / stop latency)",
+        runs.map(|r| {
+            r.points
+                .iter()
+                .filter_map(|p| p.send.as_ref().map(|f| f.throughput_kbps))
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+                .map_or("-".into(), |kbps| format!("{:.1} Mbit/s", kbps * 8.0 / 1e3))
+        }),
+    );
+    for category in [Category::Checksum, Category::Buffer, Category::DataMove] {
+        let curves = runs.map(|r| Curve::of(&r.points, false, category));
+        row(
+            h,
+            &format!("{category} latency"),
+            [&curves[0], &curves[1]].map(|c| c.fit().map_or("-".into(), |f| formula(&f))),
+        );
+        row(
+            h,
+            &format!("mean share of {category} in stop latency (in the stack's work)"),
+            [&curves[0], &curves[1]].map(|c| match (c.mean_share(), c.mean_work_share()) {
+                (Some(s), Some(w)) => format!("{s:.2} % ({w:.1} %)"),
+                (Some(s), None) => format!("{s:.2} %"),
+                _ => "-".into(),
+            }),
+        );
+    }
+    row(
+        h,
+        "sender's time in the stack (share of its traced wall time)",
+        runs.map(|r| {
+            r.sender_profile
+                .as_ref()
+                .filter(|p| p.wall_ns > 0.0)
+                .map_or("-".into(), |p| {
+                    format!("{:.2} %", 100.0 * p.stack_ns / p.wall_ns)
+                })
+        }),
+    );
+    h.push_str("</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use analysis::sweep::Stat;
+
+    fn point(size: u32, stop: f64, checksum: f64) -> SizePoint {
+        let mut send = PathFigures {
+            stop_us: Stat::of(&[stop]).unwrap(),
+            ..PathFigures::default()
+        };
+        send.categories_us.insert(Category::Checksum, checksum);
+        SizePoint {
+            size,
+            messages: 1,
+            send: Some(send),
+            ..SizePoint::default()
+        }
+    }
+
+    #[test]
+    fn curve_trend_and_share_are_in_the_studys_units() {
+        // checksum = 10 µs per KB + 5; stop = 100 µs per KB.
+        let points: Vec<SizePoint> = (1..=5)
+            .map(|k| point(k * 1000, 100.0 * f64::from(k), 10.0 * f64::from(k) + 5.0))
+            .collect();
+        assert_eq!(centres(&points, false), vec![Category::Checksum]);
+        assert!(centres(&points, true).is_empty());
+        let c = Curve::of(&points, false, Category::Checksum);
+        let fit = c.fit().unwrap();
+        assert!((fit.slope - 10.0).abs() < 1e-9 && (fit.intercept - 5.0).abs() < 1e-9);
+        // Shares 15 %, 12.5 %, 11.67 %, 11.25 %, 11 %: mean 12.283 %.
+        assert!((c.mean_share().unwrap() - 12.2833).abs() < 1e-3);
+        // The only category: all of the stack's work.
+        assert!((c.mean_work_share().unwrap() - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn weak_trends_are_not_drawn_and_drawn_ones_stay_at_or_above_zero() {
+        let steep = LinearFit::of(&[(1.0, 1.0), (2.0, 50.0), (3.0, 99.0)]).unwrap();
+        let drawn = trend_series("t", &steep, 0.0, 3000.0).unwrap();
+        assert!(drawn.points.iter().all(|p| p.1 >= 0.0));
+        assert_eq!(
+            drawn.points.first().unwrap().1,
+            0.0,
+            "the negative intercept is clipped"
+        );
+        let weak = LinearFit::of(&[(1.0, 5.0), (2.0, 1.0), (3.0, 6.0), (4.0, 2.0)]).unwrap();
+        assert!(weak.is_weak());
+        assert!(trend_series("t", &weak, 0.0, 1.0).is_none());
+        assert!(formula(&weak).contains("weak"));
+    }
+}
