@@ -513,12 +513,11 @@ fn receive_path(
     let mut last_rx: Option<At> = None;
     let mut first_up: Option<At> = None;
     let mut last_up: Option<At> = None;
-    // The latest frame of any flow: a later IPv6 fragment carries no trace
-    // option (it rides in the first fragment's extension headers), so the
-    // frame that completes a datagram may show no flow.
+    // The latest frame of the flow (the stack gives later IPv6 fragments
+    // their first fragment's flow).
     let mut latest_rx: Option<At> = None;
     for (i, r) in records.iter().enumerate() {
-        if Some(r.loc) == rx_enter {
+        if Some(r.loc) == rx_enter && r.flow == flow {
             latest_rx = Some((i, r.tsc));
         }
         if Some(r.loc) == rx_enter && r.flow == flow {
@@ -540,11 +539,11 @@ fn receive_path(
                 // later frames' time on the wire.
                 let on_the_wire = [(began.1, arrived.1)];
                 let (stop_ns, categories) = measure(view, spans, began, last, &on_the_wire);
-                // Every frame from the first to the one that completed the
-                // message (later fragments show no flow).
+                // Every frame of the flow from the first to the one that
+                // completed the message.
                 let frames = records[began.0..=arrived.0.max(began.0)]
                     .iter()
-                    .filter(|r| Some(r.loc) == rx_enter)
+                    .filter(|r| Some(r.loc) == rx_enter && r.flow == flow)
                     .count() as u32;
                 out.insert(
                     r.aux,

@@ -452,6 +452,33 @@ fn on_the_receive_path_waiting_for_later_frames_is_wire_time() {
 }
 
 #[test]
+fn frames_of_other_flows_are_not_the_messages() {
+    // Another flow's frame arrives between the message's two (the stack
+    // gives later IPv6 fragments their first fragment's flow, so the
+    // message's own frames all carry it).
+    let mut receiver = receiver();
+    let other = records(
+        2,
+        &[
+            ("link.receive.enter", 5_700, 74, 99, 0),
+            ("link.receive.exit", 5_750, 74, 99, 0),
+        ],
+    );
+    let at = receiver
+        .iter()
+        .position(|r| r.tsc == 6_000)
+        .expect("the second frame");
+    receiver.splice(at..at, other);
+    let mut all = sender();
+    all.extend(receiver);
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
+    let receive = found.messages[0].receive.as_ref().unwrap();
+    assert_eq!(receive.frames, 2);
+    assert_eq!(receive.stop_ns, 1_300.0);
+}
+
+#[test]
 fn spans_shorter_than_one_probe_are_below_the_resolution() {
     let mut all = sender();
     all.extend(receiver());

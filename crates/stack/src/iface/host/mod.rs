@@ -26,6 +26,7 @@
 //! table and queue is bounded.
 
 mod dump;
+mod fragment_flows;
 mod icmpv4;
 mod icmpv6;
 mod ipv4;
@@ -252,6 +253,8 @@ pub struct Host {
     routes4: RoutingTable<Ipv4Addr>,
     dest4: DestinationCache<Ipv4Addr>,
     reassembly6: Reassembler<FragKey6, FirstFragment>,
+    /// The traced flow of later IPv6 fragments, from their first.
+    fragment_flows: fragment_flows::FragmentFlows,
     reassembly4: Reassembler<FragKey4, FirstFragment>,
     icmp6_limiter: IcmpRateLimiter,
     icmp4_limiter: IcmpRateLimiter,
@@ -366,6 +369,7 @@ impl Host {
             routes4: RoutingTable::new(DEFAULT_TABLE_CAPACITY),
             dest4: DestinationCache::new(DestinationConfig::default()),
             reassembly6: Reassembler::new(ReassemblyConfig::ipv6()),
+            fragment_flows: fragment_flows::FragmentFlows::default(),
             reassembly4: Reassembler::new(ReassemblyConfig::ipv4()),
             icmp6_limiter: IcmpRateLimiter::default(),
             icmp4_limiter: IcmpRateLimiter::default(),
@@ -904,12 +908,13 @@ impl Host {
 
     fn link_input(&mut self, now: Instant, interface: InterfaceId, mut packet: Packet) {
         let medium = self.interfaces[interface.0].medium;
+        let flows = &mut self.fragment_flows;
         let traced = packet
             .parts()
             .next()
             .filter(|frame| carries_ip(medium, frame))
             .and_then(|frame| frame.get(medium.header_len()..))
-            .and_then(traced_flow);
+            .and_then(|ip| flows.classify(now, ip, traced_flow(ip)));
         if let Some(flow) = traced {
             packet.set_flow(flow);
         }
@@ -1068,7 +1073,8 @@ fn traced_flow(ip: &[u8]) -> Option<Flow> {
     const FRAGMENT_HEADER_LEN: usize = 8;
     let first_fragment = |ip: &[u8]| {
         // The option is in the fragmentable part (RFC 8200 §4.5), so of a
-        // fragmented datagram only the first fragment shows it.
+        // fragmented datagram only the first fragment shows it (the later
+        // ones get its flow from `FragmentFlows`).
         let fragment =
             ip.get(wire::ipv6::HEADER_LEN..wire::ipv6::HEADER_LEN + FRAGMENT_HEADER_LEN)?;
         let offset = u16::from_be_bytes([fragment[2], fragment[3]]) >> 3;
