@@ -85,6 +85,13 @@ fn a_full_ring_backs_up_into_the_interface_queue_and_drains_at_the_wire_rate() {
             eth.next_completion(),
             Some(t0 + Duration::from_nanos(FRAME_NS))
         );
+        // The state dump shows the ring.
+        let state = sim.host("host-a").unwrap().state(sim.now());
+        let device = &state.interfaces[0].device;
+        assert_eq!((device.in_ring, device.ring_frames), (8, 8));
+        assert!(state
+            .to_string()
+            .contains("device ring: 8 of 8 slots in use (high water 8)"));
         // Just before the first frame's last bit leaves, nothing moved;
         // at that instant its slot frees and the next frame takes it.
         sim.run_until(t0 + Duration::from_nanos(FRAME_NS - 1));

@@ -74,6 +74,11 @@ impl DeviceRing {
     }
 
     /// Frames the ring holds.
+    /// Slots in the ring.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     pub fn len(&self) -> usize {
         self.slots.len()
     }

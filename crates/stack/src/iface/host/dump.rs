@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{Host, HostCounters};
 use crate::iface::address::Expiry;
+use crate::iface::device::DeviceCounters;
 use crate::iface::interface::InterfaceCounters;
 use crate::iface::route::{DestinationCache, RouteAddress, RoutingTable};
 use crate::time::Instant;
@@ -60,6 +61,16 @@ pub struct InterfaceState {
     pub advertising: bool,
     pub counters: InterfaceCounters,
     pub link: LinkState,
+    /// The device's transmit ring: its size and counters.
+    pub device: DeviceState,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceState {
+    pub ring_frames: usize,
+    pub in_ring: usize,
+    #[serde(flatten)]
+    pub counters: DeviceCounters,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -271,6 +282,11 @@ impl Host {
                         dropped_queue_full: link.dropped_queue_full,
                         dropped_too_big: link.dropped_too_big,
                     },
+                    device: DeviceState {
+                        ring_frames: i.device.capacity(),
+                        in_ring: i.device.len(),
+                        counters: i.device.counters,
+                    },
                 }
             })
             .collect();
@@ -412,6 +428,21 @@ impl fmt::Display for HostState {
             for r in &i.routers {
                 writeln!(f, "  RLE {}  lifetime {:.0}s", r.address, r.lifetime_s)?;
             }
+            let (l, d) = (&i.link, &i.device);
+            writeln!(
+                f,
+                "  link: {} frames out, {} in; dropped {} lost, {} queue full, {} too big",
+                l.tx_frames, l.rx_frames, l.dropped_loss, l.dropped_queue_full, l.dropped_too_big
+            )?;
+            writeln!(
+                f,
+                "  device ring: {} of {} slots in use (high water {}), {} completed, full {} times",
+                d.in_ring,
+                d.ring_frames,
+                d.counters.high_water,
+                d.counters.completed,
+                d.counters.ring_full
+            )?;
         }
         writeln!(f, "\nRoutes:")?;
         for r in self.ipv6_routes.iter().chain(&self.ipv4_routes) {
