@@ -283,31 +283,68 @@ impl Packet {
     /// is a `data_move` span. If the pool runs out midway, every buffer
     /// taken so far goes back to it.
     pub fn from_payload(pool: &Pool, flow: Flow, data: &[u8]) -> Result<Packet, PacketError> {
+        Self::from_parts(pool, flow, &[data])
+    }
+
+    /// [`from_payload`](Self::from_payload) of the bytes of `parts` one
+    /// after another: a flat copy of scattered data (a copying
+    /// fragmentation's fragment), one `data_move` span per buffer filled.
+    pub fn from_parts(pool: &Pool, flow: Flow, parts: &[&[u8]]) -> Result<Packet, PacketError> {
         let mut packet = Packet::new(pool, flow)?;
-        let in_head = data.len().min(packet.tailroom());
-        let (head_part, mut rest) = data.split_at(in_head);
-        if !head_part.is_empty() {
-            packet.append_copy(head_part)?;
-        }
-        while !rest.is_empty() {
-            let mut buffer = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
-            let take = rest.len().min(buffer.capacity());
+        let mut parts = parts.iter().copied().filter(|p| !p.is_empty()).peekable();
+        // Into the head while it has room.
+        while let Some(part) = parts.peek_mut() {
+            let take = part.len().min(packet.tailroom());
             if take == 0 {
+                break;
+            }
+            packet.append_copy(&part[..take])?;
+            *part = &part[take..];
+            if part.is_empty() {
+                parts.next();
+            }
+        }
+        let rest: Vec<&[u8]> = parts.collect();
+        packet.append_copies(pool, &rest)?;
+        Ok(packet)
+    }
+
+    /// Copies `parts` into further pool buffers, used whole since headers
+    /// only ever go into the head, appended as segments: one `data_move`
+    /// span per buffer.
+    fn append_copies(&mut self, pool: &Pool, parts: &[&[u8]]) -> Result<(), PacketError> {
+        let flow = self.flow;
+        let mut remaining: usize = parts.iter().map(|p| p.len()).sum();
+        let mut parts = parts.iter().copied().filter(|p| !p.is_empty()).peekable();
+        while remaining > 0 {
+            let mut buffer = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
+            let fill = remaining.min(buffer.capacity());
+            if fill == 0 {
                 // A zero-sized buffer could never make progress.
                 return Err(PacketError::PoolExhausted);
             }
             {
-                let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, take as u32, flow, 0);
-                buffer[..take].copy_from_slice(&rest[..take]);
+                let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, fill as u32, flow, 0);
+                let mut filled = 0;
+                while filled < fill {
+                    let Some(part) = parts.peek_mut() else { break };
+                    let take = part.len().min(fill - filled);
+                    buffer[filled..filled + take].copy_from_slice(&part[..take]);
+                    filled += take;
+                    *part = &part[take..];
+                    if part.is_empty() {
+                        parts.next();
+                    }
+                }
             }
-            packet.chain.push(Segment {
+            self.chain.push(Segment {
                 buffer: Rc::new(buffer),
                 start: 0,
-                end: take,
+                end: fill,
             });
-            rest = &rest[take..];
+            remaining -= fill;
         }
-        Ok(packet)
+        Ok(())
     }
 
     /// Appends shared payload without copying it.

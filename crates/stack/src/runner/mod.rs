@@ -176,6 +176,7 @@ pub fn build_host(
     let mut config = HostConfig::new(&node.name, node.kind == NodeKind::Router);
     config.seed = crate::random::SplitMix64::nth(topology.seed(), index as u64 + 1);
     config.flow_base = (index as u32 + 1) << FLOW_BITS;
+    config.fragmentation = node.fragmentation;
     let routes: Vec<StaticRoute> = node
         .routes
         .iter()

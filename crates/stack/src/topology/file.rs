@@ -35,6 +35,8 @@ pub(super) struct NodeFile {
     pub interfaces: Vec<InterfaceFile>,
     #[serde(default, rename = "route", skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<crate::iface::host::Fragmentation>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -148,6 +150,7 @@ impl From<&Node> for NodeFile {
                     via: route.via,
                 })
                 .collect(),
+            fragmentation: unless_default(node.fragmentation, Default::default()),
         }
     }
 }

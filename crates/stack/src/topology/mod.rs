@@ -121,6 +121,9 @@ pub struct Node {
     pub interfaces: Vec<InterfaceSpec>,
     /// Static routes (hosts learn IPv6 default routers from RAs instead).
     pub routes: Vec<Route>,
+    /// How its IP layer fragments (`fragmentation = "copy"` in the file;
+    /// scatter-gather by default).
+    pub fragmentation: crate::iface::host::Fragmentation,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -368,6 +371,13 @@ impl Topology {
 
     pub fn wires(&self) -> &[Wire] {
         &self.wires
+    }
+
+    /// Every node fragments as `mode` says (a recipe's stack variant).
+    pub fn set_fragmentation(&mut self, mode: crate::iface::host::Fragmentation) {
+        for node in &mut self.nodes {
+            node.fragmentation = mode;
+        }
     }
 
     pub fn node(&self, name: &str) -> Option<&Node> {

@@ -170,6 +170,7 @@ fn node_from_file(
         kind,
         interfaces,
         routes,
+        fragmentation: node.fragmentation.unwrap_or_default(),
     })
 }
 

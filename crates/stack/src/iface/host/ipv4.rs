@@ -431,16 +431,11 @@ impl Host {
         let mut offset = 0;
         while offset < len {
             let end = (offset + per_fragment).min(len);
-            let Ok(segments) = payload.segments(offset..end) else {
-                return;
+            let mut fragment = match self.fragment_body(&payload, offset..end, flow) {
+                Ok(fragment) => fragment,
+                Err("no_buffer") => return self.count_drop("ipv4_no_buffer"),
+                Err(_) => return self.count_drop("ipv4_fragment_failed"),
             };
-            let Ok(mut fragment) = Packet::new(&self.pool, flow) else {
-                self.count_drop("ipv4_no_buffer");
-                return;
-            };
-            for segment in segments {
-                fragment.append_segment(segment);
-            }
             if self
                 .ipv4_prepend_header(&mut fragment, &repr(end - offset, offset, end < len))
                 .is_err()

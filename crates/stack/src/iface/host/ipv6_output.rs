@@ -201,17 +201,11 @@ impl Host {
         let mut offset = 0;
         while offset < len {
             let end = (offset + per_fragment).min(len);
-            let Ok(segments) = payload.segments(offset..end) else {
-                self.count_drop("ipv6_fragment_failed");
-                return;
+            let mut fragment = match self.fragment_body(&payload, offset..end, flow) {
+                Ok(fragment) => fragment,
+                Err("no_buffer") => return self.count_drop("ipv6_no_buffer"),
+                Err(_) => return self.count_drop("ipv6_fragment_failed"),
             };
-            let Ok(mut fragment) = Packet::new(&self.pool, flow) else {
-                self.count_drop("ipv6_no_buffer");
-                return;
-            };
-            for segment in segments {
-                fragment.append_segment(segment);
-            }
             let Ok(header) = fragment.prepend(8) else {
                 self.count_drop("ipv6_no_headroom");
                 return;

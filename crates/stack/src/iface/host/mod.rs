@@ -27,6 +27,7 @@
 
 mod dump;
 mod fragment_flows;
+mod fragmentation;
 mod icmpv4;
 mod icmpv6;
 mod ipv4;
@@ -48,6 +49,7 @@ use wire::ip::IpProtocol;
 
 pub use crate::socket::tcp::sockets::TcpHandle;
 pub use dump::{HostState, InterfaceState};
+pub use fragmentation::Fragmentation;
 use link_sockets::FrameAddresses;
 pub use link_sockets::LinkOpenError;
 pub use tcp_api::{TcpError, TcpReadiness};
@@ -100,6 +102,7 @@ pub struct HostConfig {
     /// hosts stay apart in one trace.
     pub flow_base: u32,
     pub neighbor: NeighborConfig,
+    pub fragmentation: Fragmentation,
 }
 
 impl HostConfig {
@@ -111,6 +114,7 @@ impl HostConfig {
             seed: 0,
             flow_base: 0,
             neighbor: NeighborConfig::default(),
+            fragmentation: Fragmentation::default(),
         }
     }
 }
@@ -255,6 +259,7 @@ pub struct Host {
     reassembly6: Reassembler<FragKey6, FirstFragment>,
     /// The traced flow of later IPv6 fragments, from their first.
     fragment_flows: fragment_flows::FragmentFlows,
+    fragmentation: Fragmentation,
     reassembly4: Reassembler<FragKey4, FirstFragment>,
     icmp6_limiter: IcmpRateLimiter,
     icmp4_limiter: IcmpRateLimiter,
@@ -387,6 +392,7 @@ impl Host {
             rng,
             next_flow: 1,
             flow_base: config.flow_base,
+            fragmentation: config.fragmentation,
             ipv4_ident: 0,
             started: false,
             drops: BTreeMap::new(),
