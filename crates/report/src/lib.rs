@@ -3,6 +3,7 @@
 //! (DESIGN.md, "Analysis and report").
 
 pub mod capture;
+pub mod compare_html;
 pub mod html;
 pub mod model;
 pub mod plot;
