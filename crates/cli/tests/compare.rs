@@ -132,7 +132,7 @@ fn a_changed_figure_is_found_and_nothing_else() {
         "{text}"
     );
     assert!(text.contains("Holm–Bonferroni"), "{text}");
-    assert!(text.contains("0 only in A, 1 only in B"), "{text}");
+    assert!(text.contains("Only in A: 0; only in B: 1"), "{text}");
     assert!(text.contains("Significant differences: 1\n"), "{text}");
     let changed = "experiments[xie1999].runs[udp].points[size=1000].send.stop_us  B slower";
     assert!(text.contains(changed), "{text}");

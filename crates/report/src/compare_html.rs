@@ -17,6 +17,9 @@ pub struct Comparison {
     pub b: Side,
     /// Significance level of every test after the correction.
     pub alpha: f64,
+    /// Noise threshold: a significant difference's 95 % interval of B/A
+    /// lies wholly outside 1 ± this (0.02 is 2 %).
+    pub threshold: f64,
     /// How the p-values were corrected for testing many figures at once,
     /// e.g. "Holm–Bonferroni (family-wise error rate)".
     pub correction: String,
@@ -68,7 +71,7 @@ pub struct TestedFigure {
     pub difference: Difference,
     /// The p-value after the correction.
     pub p_adjusted: f64,
-    /// `p_adjusted < alpha`.
+    /// `p_adjusted < alpha` and B/A's interval outside 1 ± threshold.
     pub significant: bool,
     /// "faster" or "slower" for a significant difference of a time or a
     /// rate (read from the figure's unit), else `None`.
@@ -107,6 +110,16 @@ pub fn number(x: f64) -> String {
         (3 - magnitude.log10().floor() as i32).max(0) as usize
     };
     format!("{x:.decimals$}")
+}
+
+/// A share as per cent without trailing zeros (`0.02` is `2`).
+pub fn percent(share: f64) -> String {
+    let text = number(share * 100.0);
+    if text.contains('.') && !text.contains('e') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 /// `mean ± half-width (n N)`, or `mean (n N)` without an interval.
@@ -163,12 +176,13 @@ pub fn render(c: &Comparison) -> String {
     let significant: Vec<&TestedFigure> = c.significant().collect();
     let _ = write!(
         h,
-        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests — {} significant; {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
+        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % — {} significant; {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
         c.tested.len() + c.untested.len(),
         c.tested.len(),
         c.alpha * 100.0,
         escape(&c.correction),
         c.tested.len(),
+        percent(c.threshold),
         significant.len(),
         c.untested.len(),
         c.only_a.len(),
@@ -280,6 +294,9 @@ mod tests {
         assert_eq!(number(94_247_138.0), "9.425e7");
         assert_eq!(number(-2.5e-5), "-2.500e-5");
         assert_eq!(p_value(0.0312), "0.031");
+        assert_eq!(percent(0.02), "2");
+        assert_eq!(percent(0.125), "12.5");
+        assert_eq!(percent(0.0), "0");
         assert_eq!(p_value(2.3e-7), "2.3e-7");
     }
 }

@@ -42,6 +42,24 @@ pub struct CompareArgs {
     /// false) or none.
     #[arg(long, value_enum, default_value = "holm")]
     correction: Correction,
+    /// Noise threshold in per cent: a difference is significant only if
+    /// the 95 % interval of B/A also lies wholly outside 1 ± this (a busy
+    /// machine moves figures by a few per cent between runs of the same
+    /// code).
+    #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = percent)]
+    threshold: f64,
+}
+
+fn percent(text: &str) -> Result<f64, String> {
+    let x: f64 = text
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    if (0.0..100.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err("a percentage from 0 to below 100".to_string())
+    }
 }
 
 pub fn run(args: &CompareArgs) -> Result<()> {
@@ -49,12 +67,17 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     let b = load::load(&args.b).context("B")?;
     let warnings = load::check_match(&a.side, &b.side)?;
     let paired = walk::pair(&a.summary, &b.summary, &a.spellings, &b.spellings);
-    let alpha = 1.0 - stats::CONFIDENCE;
-    let (tested, untested) = test::test_all(&paired.pairs, args.correction, alpha);
+    let rule = test::Rule {
+        correction: args.correction,
+        alpha: 1.0 - stats::CONFIDENCE,
+        threshold: args.threshold / 100.0,
+    };
+    let (tested, untested) = test::test_all(&paired.pairs, &rule);
     let comparison = Comparison {
         a: a.side,
         b: b.side,
-        alpha,
+        alpha: rule.alpha,
+        threshold: rule.threshold,
         correction: args.correction.describe().to_string(),
         warnings,
         tested,

@@ -63,6 +63,26 @@ impl Correction {
     }
 }
 
+/// When a difference is called significant.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub correction: Correction,
+    /// The level the corrected p-value must be below.
+    pub alpha: f64,
+    /// The smallest relative change worth a verdict (0.02 is 2 %): the
+    /// 95 % interval of B/A must lie wholly outside 1 ± threshold, as
+    /// criterion's noise threshold. A busy machine moves figures by a
+    /// few per cent between runs; that is no change of the code.
+    pub threshold: f64,
+}
+
+impl Rule {
+    fn significant(&self, p_adjusted: f64, d: &Difference) -> bool {
+        p_adjusted < self.alpha
+            && (d.ratio_ci95.lo > 1.0 + self.threshold || d.ratio_ci95.hi < 1.0 - self.threshold)
+    }
+}
+
 /// One pair's test, before correction.
 enum Outcome {
     Tested {
@@ -75,12 +95,8 @@ enum Outcome {
 }
 
 /// Tests every pair, corrects the p-values of those tested and marks
-/// those below `alpha` significant.
-pub fn test_all(
-    pairs: &[Pair],
-    correction: Correction,
-    alpha: f64,
-) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
+/// the significant ones by `rule`.
+pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
     let mut tested = Vec::new();
     let mut untested = Vec::new();
     for pair in pairs {
@@ -95,12 +111,12 @@ pub fn test_all(
         }
     }
     let p: Vec<f64> = tested.iter().map(|t| t.4.p_value).collect();
-    let adjusted = correction.adjust(&p);
+    let adjusted = rule.correction.adjust(&p);
     let tested = tested
         .into_iter()
         .zip(adjusted)
         .map(|((path, kind, a, b, difference), p_adjusted)| {
-            let significant = p_adjusted < alpha;
+            let significant = rule.significant(p_adjusted, &difference);
             TestedFigure {
                 verdict: significant
                     .then(|| verdict(&path, difference.ratio))
@@ -255,6 +271,14 @@ mod tests {
         }
     }
 
+    fn rule(correction: Correction, threshold: f64) -> Rule {
+        Rule {
+            correction,
+            alpha: 0.05,
+            threshold,
+        }
+    }
+
     fn pair(path: &str, a: Figure, b: Figure) -> Pair {
         Pair {
             path: path.to_string(),
@@ -291,7 +315,7 @@ mod tests {
     fn a_large_change_with_tight_intervals_is_significant() {
         let a = spread(&[100.0, 101.0, 99.0, 100.5, 99.5]);
         let b = spread(&[150.0, 151.0, 149.0, 150.5, 149.5]);
-        let (tested, _) = test_all(&[pair("x.stop_us", a, b)], Correction::Holm, 0.05);
+        let (tested, _) = test_all(&[pair("x.stop_us", a, b)], &rule(Correction::Holm, 0.02));
         assert_eq!(tested.len(), 1);
         let t = &tested[0];
         assert!(t.significant && t.p_adjusted < 1e-6, "{t:?}");
@@ -300,10 +324,22 @@ mod tests {
     }
 
     #[test]
+    fn changes_inside_the_threshold_get_no_verdict() {
+        // 1.5 % slower with 0.1 % spreads: beyond the noise, inside 2 %.
+        let a = spread(&[100.0, 100.1, 99.9, 100.05, 99.95]);
+        let b = spread(&[101.5, 101.6, 101.4, 101.55, 101.45]);
+        let pairs = [pair("x.stop_us", a, b)];
+        let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.02));
+        assert!(tested[0].p_adjusted < 1e-6 && !tested[0].significant);
+        let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.01));
+        assert!(tested[0].significant);
+    }
+
+    #[test]
     fn identical_figures_are_not_significant() {
         let a = spread(&[3.0, 4.0, 5.0, 4.5]);
         let pairs: Vec<Pair> = (0..50).map(|i| pair(&format!("f{i}"), a, a)).collect();
-        let (tested, _) = test_all(&pairs, Correction::None, 0.05);
+        let (tested, _) = test_all(&pairs, &rule(Correction::None, 0.0));
         assert_eq!(tested.len(), 50);
         assert!(tested
             .iter()
@@ -319,7 +355,7 @@ mod tests {
             pair("half", spread(&[1.0, 2.0]), Figure::Number(100.0)),
             pair("n1", spread(&[1.0]), spread(&[50.0])),
         ];
-        let (tested, untested) = test_all(&pairs, Correction::Holm, 0.05);
+        let (tested, untested) = test_all(&pairs, &rule(Correction::Holm, 0.0));
         assert!(tested.is_empty());
         let ratios: Vec<Option<f64>> = untested.iter().map(|u| u.ratio).collect();
         assert_eq!(ratios, [Some(1.5), None, Some(100.0 / 1.5), Some(50.0)]);
@@ -340,7 +376,7 @@ mod tests {
             pair("apart.slope", fit(1.0, 0.1), fit(2.0, 0.1)),
             pair("close.slope", fit(1.0, 0.1), fit(1.05, 0.1)),
         ];
-        let (tested, _) = test_all(&pairs, Correction::None, 0.05);
+        let (tested, _) = test_all(&pairs, &rule(Correction::None, 0.0));
         assert!(tested[0].significant && tested[0].kind == "coefficient");
         assert!(!tested[1].significant);
         // se = 0.1 / t(18) each; t = 0.05 / (√2·se) = 0.743 → p ≈ 0.46.
@@ -385,7 +421,7 @@ mod tests {
             pairs.push(pair(&format!("moved{i}"), a, b));
         }
         let false_positives = |c: Correction| {
-            let (tested, _) = test_all(&pairs, c, 0.05);
+            let (tested, _) = test_all(&pairs, &rule(c, 0.0));
             let fp = tested
                 .iter()
                 .filter(|t| t.significant && t.path.starts_with("same"))

@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use report::compare_html::{measured, number, p_value, ratio, Comparison, Side, TestedFigure};
+use report::compare_html::{
+    measured, number, p_value, percent, ratio, Comparison, Side, TestedFigure,
+};
 
 pub fn render(c: &Comparison, all: bool) -> String {
     let mut t = String::new();
@@ -15,12 +17,13 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let significant: Vec<&TestedFigure> = c.significant().collect();
     let _ = writeln!(
         t,
-        "\n{} shared figures: {} with a spread on both sides, tested B against A (Welch's t-test at the {:.0} % level, p-values corrected by {} over the {} tests); {} single numbers (ratio only, never significant). {} only in A, {} only in B.",
+        "\nFigures both have: {}\n  tested (a spread on both sides): {} by Welch's t-test, B against A, at the {:.0} % level with p-values corrected by {} over the {} tests; significant only if B/A's 95 % interval also lies outside 1 ± {} %\n  single numbers (ratio only, never significant): {}\nOnly in A: {}; only in B: {}",
         c.tested.len() + c.untested.len(),
         c.tested.len(),
         c.alpha * 100.0,
         c.correction,
         c.tested.len(),
+        percent(c.threshold),
         c.untested.len(),
         c.only_a.len(),
         c.only_b.len()
