@@ -128,7 +128,7 @@ fn a_changed_figure_is_found_and_nothing_else() {
     assert!(text.contains("began 20261122-153606 UTC"), "{text}");
     // 8 estimates tested; frames ×4, messages ×4 and counter_hz untested.
     assert!(
-        text.contains("17 shared figures: 8 with a spread"),
+        text.contains("Figures both have: 17\n  tested (a spread on both sides): 8 "),
         "{text}"
     );
     assert!(text.contains("Holm–Bonferroni"), "{text}");
