@@ -68,15 +68,21 @@ enum Command {
     /// (recipe, run, size, sweep point configuration; never by position
     /// when an identity exists) and shown with both values, B/A and its
     /// 95 % interval. Figures with a spread on both sides (n, mean, stdev;
-    /// fitted slopes with their interval) are tested by Welch's t-test;
-    /// because hundreds are tested at once, the p-values are corrected
-    /// (default Holm–Bonferroni: two runs of the same code show no
-    /// significant difference in 95 % of comparisons; --correction bh for
-    /// Benjamini–Hochberg). Single numbers get their ratio only, never a
-    /// verdict. Prints a header (what A and B are), the significant
-    /// differences, and counts of the rest (--all: everything, and the
-    /// figures only one side has); writes compare.html into --out
-    /// (default: B's directory).
+    /// fitted slopes with their interval) are tested by Welch's t-test.
+    /// Hundreds are tested at once, so the p-values are corrected (default
+    /// Holm–Bonferroni: the chance that noise alone makes any unchanged
+    /// figure significant stays under 5 %; --correction bh for
+    /// Benjamini–Hochberg), and a change must also exceed the noise
+    /// threshold (--threshold, 2 %). Single numbers get their ratio only,
+    /// never a verdict. The tests know each run's own spread, not how the
+    /// machine differed between the runs: a busy machine can move a
+    /// figure beyond its spread; repeat both runs before trusting one
+    /// lone difference.
+    ///
+    /// Prints a header (what A and B are), the significant differences,
+    /// and counts of the rest (--all: everything, and the figures only one
+    /// side has); --json prints the comparison as JSON instead. Writes
+    /// compare.html into --out (default: B's directory).
     #[command(verbatim_doc_comment)]
     Compare(compare::CompareArgs),
     /// Measure the figures every measurement rests on: counter frequency,

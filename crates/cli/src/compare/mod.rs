@@ -36,10 +36,7 @@ pub struct CompareArgs {
     /// instead of text.
     #[arg(long)]
     json: bool,
-    /// Correction for testing many figures at once: holm (Holm–Bonferroni,
-    /// the chance of any false "significant" stays under 5 %), bh
-    /// (Benjamini–Hochberg, at most 5 % of those called significant are
-    /// false) or none.
+    /// Correction of the p-values for testing many figures at once.
     #[arg(long, value_enum, default_value = "holm")]
     correction: Correction,
     /// Noise threshold in per cent: a difference is significant only if

@@ -19,7 +19,8 @@ pub enum Correction {
     /// are expected to be unchanged (false-discovery rate); finds more
     /// real changes when many figures moved.
     Bh,
-    /// None: each figure at 5 % on its own (expect 5 % false positives).
+    /// Each figure at 5 % on its own (expect 5 % of the unchanged ones
+    /// called significant).
     None,
 }
 
