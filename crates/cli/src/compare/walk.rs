@@ -14,6 +14,8 @@
 //! Strings, booleans and nulls are not figures; `*ci95` fields belong to
 //! their sibling.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 use stats::Interval;
 
@@ -165,13 +167,21 @@ impl Walker {
             items.iter().map(|item| id.key(item, dirs)).collect()
         };
         let (ka, kb) = (keys(a, &self.dirs[0]), keys(b, &self.dirs[1]));
+        // Keys are unique on each side (Identity::of checked).
+        let index = |keys: &[String]| -> HashMap<String, usize> {
+            keys.iter()
+                .enumerate()
+                .map(|(i, k)| (k.clone(), i))
+                .collect()
+        };
+        let (in_a, in_b) = (index(&ka), index(&kb));
         for (i, item) in a.iter().enumerate() {
             let child = format!("{path}[{}]", id.label(item, &self.dirs[0]));
-            let other = kb.iter().position(|k| *k == ka[i]).map(|j| id.strip(&b[j]));
+            let other = in_b.get(&ka[i]).map(|&j| id.strip(&b[j]));
             self.visit(&child, Some(&id.strip(item)), other.as_ref());
         }
         for (j, item) in b.iter().enumerate() {
-            if !ka.contains(&kb[j]) {
+            if !in_a.contains_key(&kb[j]) {
                 let child = format!("{path}[{}]", id.label(item, &self.dirs[1]));
                 self.visit(&child, None, Some(&id.strip(item)));
             }
@@ -588,5 +598,56 @@ mod tests {
         let p = pair(&a, &b, &[], &[]);
         assert_eq!(paths(&p), ["bins[0]", "bins[1]", "rows[0].v", "rows[1].v"]);
         assert_eq!(p.only_a, ["bins[2]"]);
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop::sample::select(vec![
+            "id",
+            "name",
+            "size",
+            "n",
+            "mean",
+            "stdev",
+            "ci95",
+            "lo",
+            "hi",
+            "x",
+            "reps",
+            "mean_us",
+            "stdev_us",
+            "slope",
+            "slope_ci95",
+            "v",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-1e6f64..1e6).prop_map(|x| json!(x)),
+            (0u64..5).prop_map(|x| json!(x)),
+            "[a-c]{0,2}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..6).prop_map(|fields| Value::Object(
+                    fields
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect()
+                )),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_json_pairs_without_panicking(a in any_json(), b in any_json()) {
+            let _ = pair(&a, &b, &[], &["/".into()]);
+            // A summary against itself: every figure pairs with itself.
+            let same = pair(&a, &a, &[], &[]);
+            proptest::prop_assert!(same.only_a.is_empty() && same.only_b.is_empty());
+            proptest::prop_assert!(same.pairs.iter().all(|p| p.a == p.b));
+        }
     }
 }
