@@ -156,8 +156,8 @@ pub fn ratio(d: &Difference) -> String {
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
-th{background:#f4f4f4}td.l,th.l{text-align:left;word-break:break-all}.note{color:#555;font-size:.92em}\
-tr.sig td{background:#fff4e0}code{background:#f4f4f4;padding:0 .2em}";
+th{background:#f4f4f4}td{white-space:nowrap}td.l,th.l{text-align:left;white-space:normal}td.path code{word-break:break-all}\
+.note{color:#555;font-size:.92em}tr.sig td{background:#fff4e0}code{background:#f4f4f4;padding:0 .2em}";
 
 /// The whole page.
 pub fn render(c: &Comparison) -> String {
@@ -247,7 +247,7 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
     for f in figures {
         let _ = write!(
             h,
-            "<tr{}><td class=\"l\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr{}><td class=\"l path\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
             if f.significant { " class=\"sig\"" } else { "" },
             escape(&f.path),
             if f.kind == "coefficient" { " <span class=\"note\">(fit)</span>" } else { "" },
@@ -271,7 +271,7 @@ fn untested_table(h: &mut String, figures: &[UntestedFigure]) {
     for f in figures {
         let _ = write!(
             h,
-            "<tr><td class=\"l\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l path\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&f.path),
             number(f.a),
             number(f.b),
