@@ -135,9 +135,12 @@ pub fn measured(m: &Measured) -> String {
     }
 }
 
-/// A p-value: two significant digits, exponent form below 0.001.
+/// A p-value: two significant digits, exponent form below 0.001; below
+/// the t distribution's double precision it is no number but a bound.
 pub fn p_value(p: f64) -> String {
-    if p != 0.0 && p < 1e-3 {
+    if p < 1e-15 {
+        "< 1e-15".to_string()
+    } else if p < 1e-3 {
         format!("{p:.1e}")
     } else {
         format!("{p:.3}")
@@ -298,5 +301,7 @@ mod tests {
         assert_eq!(percent(0.125), "12.5");
         assert_eq!(percent(0.0), "0");
         assert_eq!(p_value(2.3e-7), "2.3e-7");
+        assert_eq!(p_value(0.0), "< 1e-15");
+        assert_eq!(p_value(1.0), "1.000");
     }
 }
