@@ -6,8 +6,12 @@
 //! The walk is generic: it knows the shapes of figures, not the layout of
 //! the report, so fields other helpers add later are compared too.
 //! * `{n, mean, stdev, …}` (stats::Estimate): a figure with a spread.
-//! * `{…, mean_U, stdev_U, samples|reps}` (a sweep point): `mean_U` is a
-//!   figure with a spread over that many values.
+//! * `{…, mean_U, stdev_U, reps}` (a throughput sweep point): `mean_U` is
+//!   a figure with a spread over its repetitions. A delay point's stdev is
+//!   over round trips pooled from its repetitions (`samples`): they share
+//!   one window, so their spread says nothing of how windows differ (two
+//!   quick runs' UDP round trips differed by 47 % with intervals of
+//!   ±5 %), and its mean stays a single number.
 //! * `{…, X, X_ci95, n}` (a fit): the coefficient `X` with its interval.
 //! * any other number: a single number, no spread.
 //!
@@ -428,9 +432,9 @@ fn estimate(map: &Map<String, Value>) -> Option<Figure> {
 /// figures and the fields that only qualify them (stdevs, intervals)
 /// left out.
 fn fields(map: &Map<String, Value>) -> Vec<(String, Entry<'_>)> {
-    // A sweep point's values are its repetitions (throughput) or its
-    // pooled round trips (delay, `samples`).
-    let values = count(map.get("samples")).or_else(|| count(map.get("reps")));
+    // A throughput point's values are its repetitions; a delay point's
+    // stdev is over pooled round trips (`samples`), not repetitions.
+    let values = count(map.get("reps")).filter(|_| !map.contains_key("samples"));
     let fit_points = count(map.get("n")).filter(|n| *n >= 3);
     let mut out = Vec::new();
     for (key, value) in map {
