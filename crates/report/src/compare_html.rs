@@ -95,13 +95,13 @@ impl Comparison {
 }
 
 /// `x` with four significant digits, in exponent form outside
-/// 0.001..10⁷ (a figure's magnitude varies from ns to bit/s).
+/// 0.001..10⁶ (a figure's magnitude varies from ns to bit/s).
 pub fn number(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }
     let magnitude = x.abs();
-    if magnitude != 0.0 && !(1e-3..1e7).contains(&magnitude) {
+    if magnitude != 0.0 && !(1e-3..1e6).contains(&magnitude) {
         return format!("{x:.3e}");
     }
     let decimals = if magnitude == 0.0 {
@@ -295,6 +295,8 @@ mod tests {
         assert_eq!(number(0.012345), "0.01235");
         assert_eq!(number(0.0), "0");
         assert_eq!(number(94_247_138.0), "9.425e7");
+        assert_eq!(number(7_922_842.0), "7.923e6");
+        assert_eq!(number(999_999.0), "999999");
         assert_eq!(number(-2.5e-5), "-2.500e-5");
         assert_eq!(p_value(0.0312), "0.031");
         assert_eq!(percent(0.02), "2");
