@@ -73,8 +73,9 @@ enum Command {
     /// Holm–Bonferroni: the chance that noise alone makes any unchanged
     /// figure significant stays under 5 %; --correction bh for
     /// Benjamini–Hochberg), and a change must also exceed the noise
-    /// threshold (--threshold, 2 %). Single numbers get their ratio only,
-    /// never a verdict. The tests know each run's own spread, not how the
+    /// threshold (--threshold, 2 %); each figure not marked says the
+    /// smallest change that could have been. Single numbers get their
+    /// ratio only, never a verdict. The tests know each run's own spread, not how the
     /// machine differed between the runs: a busy machine can move a
     /// figure beyond its spread; repeat both runs before trusting one
     /// lone difference.

@@ -138,10 +138,19 @@ fn a_changed_figure_is_found_and_nothing_else() {
     assert!(text.contains(changed), "{text}");
     assert!(text.contains("B/A 3.000 ["), "{text}");
     assert!(text.contains("Not significant: 7 tested figures"), "{text}");
+    // With 1 % spreads and n 5, Holm over 8 tests marks changes of a few
+    // per cent: the line says how blind "not significant" was.
+    assert!(
+        text.contains(
+            "Not significant is not unchanged: for half the tested figures only a change of "
+        ),
+        "{text}"
+    );
     let html = std::fs::read_to_string(b.path().join("compare.html")).expect("compare.html in B");
     assert_well_formed(&html);
     assert!(html.contains("Significant differences (1)"));
     assert!(html.contains("runs[udp].points[size=1000].send.stop_us"));
+    assert!(html.contains("smallest markable change"));
 
     // --all lists every figure, the one-sided one too.
     let out = stackscope(&["compare", "--all", a.arg(), b.arg()]);

@@ -69,6 +69,10 @@ pub struct TestedFigure {
     /// B against A: difference, ratio, their 95 % intervals (not widened
     /// by the correction) and the uncorrected p-value.
     pub difference: Difference,
+    /// The smallest rise relative to A that this comparison (its
+    /// correction and threshold) would have marked, with these spreads
+    /// (0.05 is 5 %): what "not significant" could have seen.
+    pub detectable: Option<f64>,
     /// The p-value after the correction.
     pub p_adjusted: f64,
     /// `p_adjusted < alpha` and B/A's interval outside 1 ± threshold.
@@ -91,6 +95,49 @@ pub struct UntestedFigure {
 impl Comparison {
     pub fn significant(&self) -> impl Iterator<Item = &TestedFigure> {
         self.tested.iter().filter(|f| f.significant)
+    }
+
+    /// The median of the tested figures' smallest marked changes (a
+    /// figure no change could mark counts as infinite): how blind "not
+    /// significant" is for a typical figure.
+    pub fn median_detectable(&self) -> Option<f64> {
+        let mut d: Vec<f64> = self
+            .tested
+            .iter()
+            .map(|f| f.detectable.unwrap_or(f64::INFINITY))
+            .collect();
+        if d.is_empty() {
+            return None;
+        }
+        d.sort_by(f64::total_cmp);
+        let mid = d.len() / 2;
+        Some(if d.len() % 2 == 1 {
+            d[mid]
+        } else {
+            (d[mid - 1] + d[mid]) / 2.0
+        })
+    }
+}
+
+/// How large a change had to be to be marked, for half the figures.
+pub fn blindness(c: &Comparison) -> Option<String> {
+    c.median_detectable().map(|d| {
+        if d.is_finite() {
+            format!(
+                "for half the tested figures only a change of {} % or more could have been marked",
+                percent(d)
+            )
+        } else {
+            "for half the tested figures no change of any size could have been marked".to_string()
+        }
+    })
+}
+
+/// A figure's smallest marked change, for a table or a line.
+pub fn detectable(f: &TestedFigure) -> String {
+    match f.detectable {
+        Some(d) => format!("≥ {} %", percent(d)),
+        None => "none".to_string(),
     }
 }
 
@@ -191,6 +238,13 @@ pub fn render(c: &Comparison) -> String {
         c.only_a.len(),
         c.only_b.len(),
     );
+    if let Some(blind) = blindness(c) {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Not significant is not unchanged: {}.</p>",
+            escape(&blind)
+        );
+    }
     let _ = write!(
         h,
         "<h2>Significant differences ({})</h2>",
@@ -246,11 +300,11 @@ fn sides(h: &mut String, c: &Comparison) {
 }
 
 fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
-    h.push_str("<table><tr><th class=\"l\">figure</th><th>A (mean ± 95 % CI, n)</th><th>B</th><th>B/A [95 % CI]</th><th>p</th><th>p corrected</th><th class=\"l\">verdict</th></tr>");
+    h.push_str("<table><tr><th class=\"l\">figure</th><th>A (mean ± 95 % CI, n)</th><th>B</th><th>B/A [95 % CI]</th><th>p</th><th>p corrected</th><th>smallest markable change</th><th class=\"l\">verdict</th></tr>");
     for f in figures {
         let _ = write!(
             h,
-            "<tr{}><td class=\"l path\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr{}><td class=\"l path\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
             if f.significant { " class=\"sig\"" } else { "" },
             escape(&f.path),
             if f.kind == "coefficient" { " <span class=\"note\">(fit)</span>" } else { "" },
@@ -259,6 +313,7 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
             escape(&ratio(&f.difference)),
             escape(&p_value(f.difference.p_value)),
             escape(&p_value(f.p_adjusted)),
+            escape(&detectable(f)),
             match (&f.verdict, f.significant) {
                 (Some(v), true) => format!("B {}", escape(v)),
                 (None, true) => "differs".to_string(),

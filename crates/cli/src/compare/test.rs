@@ -78,6 +78,16 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The raw p-value a lone changed figure among `m` tested needs to be
+    /// marked: α/m under Holm and Benjamini–Hochberg alike (its rank is
+    /// first), α uncorrected.
+    fn lone_level(&self, m: usize) -> f64 {
+        match self.correction {
+            Correction::None => self.alpha,
+            Correction::Holm | Correction::Bh => self.alpha / m.max(1) as f64,
+        }
+    }
+
     fn significant(&self, p_adjusted: f64, d: &Difference) -> bool {
         p_adjusted < self.alpha
             && (d.ratio_ci95.lo > 1.0 + self.threshold || d.ratio_ci95.hi < 1.0 - self.threshold)
@@ -86,48 +96,54 @@ impl Rule {
 
 /// One pair's test, before correction.
 enum Outcome {
-    Tested {
-        kind: &'static str,
-        a: Measured,
-        b: Measured,
-        difference: Difference,
-    },
+    Tested(Box<Test>),
     Untested(UntestedFigure),
+}
+
+struct Test {
+    kind: &'static str,
+    a: Measured,
+    b: Measured,
+    difference: Difference,
+    /// What Welch's test sees of each side.
+    estimates: (Estimate, Estimate),
 }
 
 /// Tests every pair, corrects the p-values of those tested and marks
 /// the significant ones by `rule`.
 pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
-    let mut tested = Vec::new();
+    let mut tested: Vec<(String, Test)> = Vec::new();
     let mut untested = Vec::new();
     for pair in pairs {
         match test(pair) {
-            Outcome::Tested {
-                kind,
-                a,
-                b,
-                difference,
-            } => tested.push((pair.path.clone(), kind, a, b, difference)),
+            Outcome::Tested(t) => tested.push((pair.path.clone(), *t)),
             Outcome::Untested(figure) => untested.push(figure),
         }
     }
-    let p: Vec<f64> = tested.iter().map(|t| t.4.p_value).collect();
+    let p: Vec<f64> = tested.iter().map(|(_, t)| t.difference.p_value).collect();
     let adjusted = rule.correction.adjust(&p);
+    let lone_level = rule.lone_level(p.len());
     let tested = tested
         .into_iter()
         .zip(adjusted)
-        .map(|((path, kind, a, b, difference), p_adjusted)| {
-            let significant = rule.significant(p_adjusted, &difference);
+        .map(|((path, t), p_adjusted)| {
+            let significant = rule.significant(p_adjusted, &t.difference);
             TestedFigure {
                 verdict: significant
-                    .then(|| verdict(&path, difference.ratio))
+                    .then(|| verdict(&path, t.difference.ratio))
                     .flatten()
                     .map(str::to_string),
                 path,
-                kind: kind.to_string(),
-                a,
-                b,
-                difference,
+                kind: t.kind.to_string(),
+                a: t.a,
+                b: t.b,
+                difference: t.difference,
+                detectable: smallest_marked(
+                    &t.estimates.0,
+                    &t.estimates.1,
+                    lone_level,
+                    rule.threshold,
+                ),
                 p_adjusted,
                 significant,
             }
@@ -149,12 +165,13 @@ fn test(pair: &Pair) -> Outcome {
                     Figure::Coefficient { .. } => "coefficient",
                     _ => "means",
                 };
-                return Outcome::Tested {
+                return Outcome::Tested(Box::new(Test {
                     kind,
                     a: ma,
                     b: mb,
                     difference,
-                };
+                    estimates: (a, b),
+                }));
             }
         }
     }
@@ -165,6 +182,45 @@ fn test(pair: &Pair) -> Outcome {
         b,
         ratio: (a != 0.0).then(|| b / a),
     })
+}
+
+/// The smallest rise of B's mean, relative to A's, that would have been
+/// marked (B's spread kept): raw p below `level` and B/A's interval
+/// outside 1 ± `threshold`. A smaller change cannot be seen whatever the
+/// data; one of this size is seen about half the time. (A fall needs the
+/// same difference, so the same share of A unless that exceeds 100 %.) Found by
+/// bisection on Welch's test itself; `None` for a zero mean or when no
+/// change up to a millionfold would do.
+fn smallest_marked(a: &Estimate, b: &Estimate, level: f64, threshold: f64) -> Option<f64> {
+    if a.mean == 0.0 {
+        return None;
+    }
+    let marked = |rise: f64| {
+        let shifted = Estimate {
+            mean: a.mean + rise * a.mean.abs(),
+            ..*b
+        };
+        Difference::welch(a, &shifted)
+            .is_some_and(|d| d.p_value < level && d.ratio_ci95.lo > 1.0 + threshold)
+    };
+    let mut hi = 1e-3;
+    while !marked(hi) {
+        hi *= 2.0;
+        if hi > 1e6 {
+            return None;
+        }
+    }
+    let mut lo = 0.0;
+    // 40 halvings: far finer than any figure's interval.
+    for _ in 0..40 {
+        let mid = (lo + hi) / 2.0;
+        if marked(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
 
 fn central(f: &Figure) -> f64 {
@@ -322,6 +378,33 @@ mod tests {
         assert!(t.significant && t.p_adjusted < 1e-6, "{t:?}");
         assert!((t.difference.ratio - 1.5).abs() < 1e-9);
         assert_eq!(t.verdict.as_deref(), Some("slower"));
+    }
+
+    #[test]
+    fn the_smallest_marked_change_is_where_the_test_turns() {
+        let a = spread(&[100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8]);
+        let pairs = [pair("x", a, a)];
+        let (tested, _) = test_all(&pairs, &rule(Correction::None, 0.0));
+        let rise = tested[0].detectable.unwrap();
+        // Equal spreads s = 0.607, n = 8: marked when the rise exceeds
+        // t(14)₀.₉₇₅·s·√(2/8) = 2.1448·0.607·0.5 = 0.651 % of 100.
+        assert!((rise - 0.00651).abs() < 0.0001, "{rise}");
+        // Holm over 100 figures asks for p < 0.0005; a 2 % threshold on
+        // top asks the interval to clear 1.02.
+        let many: Vec<Pair> = (0..100).map(|i| pair(&format!("f{i}"), a, a)).collect();
+        let (tested, _) = test_all(&many, &rule(Correction::Holm, 0.0));
+        let holm = tested[0].detectable.unwrap();
+        assert!(holm > 1.5 * rise, "{holm} {rise}");
+        let (tested, _) = test_all(&many, &rule(Correction::Holm, 0.02));
+        assert!(tested[0].detectable.unwrap() > 0.02);
+        // And the rise found is marked: shifted B is significant.
+        let b = spread(
+            &[100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8].map(|x| x + 100.0 * holm * 1.01),
+        );
+        let mut shifted = many.clone();
+        shifted[0] = pair("f0", a, b);
+        let (tested, _) = test_all(&shifted, &rule(Correction::Holm, 0.0));
+        assert!(tested[0].significant);
     }
 
     #[test]

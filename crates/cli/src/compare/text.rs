@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use report::compare_html::{
-    measured, number, p_value, percent, ratio, Comparison, Side, TestedFigure,
+    blindness, detectable, measured, number, p_value, percent, ratio, Comparison, Side,
+    TestedFigure,
 };
 
 pub fn render(c: &Comparison, all: bool) -> String {
@@ -28,6 +29,9 @@ pub fn render(c: &Comparison, all: bool) -> String {
         c.only_a.len(),
         c.only_b.len()
     );
+    if let Some(blind) = blindness(c) {
+        let _ = writeln!(t, "Not significant is not unchanged: {blind}.");
+    }
     let _ = writeln!(t, "\nSignificant differences: {}", significant.len());
     for f in &significant {
         figure(&mut t, f);
@@ -83,13 +87,18 @@ fn side(t: &mut String, name: &str, s: &Side) {
 }
 
 fn figure(t: &mut String, f: &TestedFigure) {
+    let could = if f.significant {
+        String::new()
+    } else {
+        format!("; markable change {}", detectable(f))
+    };
     let verdict = match (&f.verdict, f.significant) {
         (Some(v), true) => format!("  B {v}"),
         _ => String::new(),
     };
     let _ = writeln!(
         t,
-        "  {}{}{verdict}\n      A {}   B {}   B/A {}   p {}, corrected {}",
+        "  {}{}{verdict}\n      A {}   B {}   B/A {}   p {}, corrected {}{could}",
         f.path,
         if f.kind == "coefficient" {
             " (fit)"
