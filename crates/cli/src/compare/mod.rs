@@ -3,6 +3,7 @@
 //! whether the difference is beyond the noise — how a user checks that a
 //! change to a stack made it faster.
 
+mod identity;
 mod load;
 mod test;
 mod text;

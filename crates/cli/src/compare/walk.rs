@@ -21,6 +21,8 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
+
+use super::identity::Identity;
 use stats::Interval;
 
 /// A figure as one side has it.
@@ -62,25 +64,6 @@ pub struct Paired {
 /// Keys at the top of a summary that describe the run rather than measure
 /// anything (the header shows them).
 const METADATA: &[&str] = &["title", "command", "generated_unix", "quick", "machine"];
-
-/// Fields that name an array element, in order of preference: names
-/// first, then (after a sweep point's configuration) measured positions.
-const NAMES: &[&str] = &["id", "name", "label", "queue", "category", "path"];
-const POSITIONS: &[&str] = &["size", "size_bytes", "x", "multiple", "lo"];
-
-/// The configuration of a sweep point: together they name it (its `point`
-/// number depends on the grid's order).
-const CONFIGURATION: &[&str] = &[
-    "stack",
-    "protocol",
-    "family",
-    "size_bytes",
-    "sockbuf_bytes",
-    "rate_bps",
-    "circuits",
-    "load_procs",
-    "mtu_bytes",
-];
 
 /// Pairs the figures of `a` and `b`. Absolute paths in identities (a
 /// capture's input files) are compared relative to their side's directory,
@@ -167,10 +150,8 @@ impl Walker {
             }
             return;
         };
-        let keys = |items: &[Value], dirs: &[String]| -> Vec<String> {
-            items.iter().map(|item| id.key(item, dirs)).collect()
-        };
-        let (ka, kb) = (keys(a, &self.dirs[0]), keys(b, &self.dirs[1]));
+        let (ka, kb) = (id.keys(a, &self.dirs[0]), id.keys(b, &self.dirs[1]));
+        let (la, lb) = (id.labels(a, &self.dirs[0]), id.labels(b, &self.dirs[1]));
         // Keys are unique on each side (Identity::of checked).
         let index = |keys: &[String]| -> HashMap<String, usize> {
             keys.iter()
@@ -180,13 +161,13 @@ impl Walker {
         };
         let (in_a, in_b) = (index(&ka), index(&kb));
         for (i, item) in a.iter().enumerate() {
-            let child = format!("{path}[{}]", id.label(item, &self.dirs[0]));
+            let child = format!("{path}[{}]", la[i]);
             let other = in_b.get(&ka[i]).map(|&j| id.strip(&b[j]));
             self.visit(&child, Some(&id.strip(item)), other.as_ref());
         }
         for (j, item) in b.iter().enumerate() {
             if !in_a.contains_key(&kb[j]) {
-                let child = format!("{path}[{}]", id.label(item, &self.dirs[1]));
+                let child = format!("{path}[{}]", lb[j]);
                 self.visit(&child, None, Some(&id.strip(item)));
             }
         }
@@ -211,10 +192,13 @@ impl Walker {
             Node::Array(items) => {
                 let dirs = self.dirs[side].clone();
                 let id = Identity::of(items, &[], &[dirs.clone(), dirs.clone()]);
+                let labels = id.as_ref().map(|id| id.labels(items, &dirs));
                 for (i, item) in items.iter().enumerate() {
-                    let (child, item) = match &id {
-                        Some(id) => (format!("{path}[{}]", id.label(item, &dirs)), id.strip(item)),
-                        None => (format!("{path}[{i}]"), item.clone()),
+                    let (child, item) = match (&id, &labels) {
+                        (Some(id), Some(labels)) => {
+                            (format!("{path}[{}]", labels[i]), id.strip(item))
+                        }
+                        _ => (format!("{path}[{i}]"), item.clone()),
                     };
                     self.one_sided(side, &child, node(&item));
                 }
@@ -224,148 +208,11 @@ impl Walker {
     }
 }
 
-/// How the elements of an array of objects are told apart.
-struct Identity {
-    /// The fields whose values together name an element.
-    fields: Vec<&'static str>,
-    /// Those its label shows (for a configuration, the ones that vary).
-    shown: Vec<&'static str>,
-}
-
-impl Identity {
-    /// The identity both arrays share — a name, else a sweep point's
-    /// configuration, else a position such as the size — present in every
-    /// element and unique within each side; `None` when there is none and
-    /// the elements pair by position.
-    fn of(a: &[Value], b: &[Value], dirs: &[Vec<String>; 2]) -> Option<Identity> {
-        let objects = |v: &[Value]| v.iter().all(Value::is_object);
-        if a.is_empty() || !objects(a) || !objects(b) {
-            return None;
-        }
-        let both: Vec<&Value> = a.iter().chain(b).collect();
-        let present_in_all = |field: &&&'static str| {
-            both.iter()
-                .all(|item| item.get(**field).is_some_and(is_scalar))
-        };
-        let unique = |id: &Identity| {
-            [(a, &dirs[0]), (b, &dirs[1])].iter().all(|(items, dirs)| {
-                let mut keys: Vec<String> = items.iter().map(|item| id.key(item, dirs)).collect();
-                keys.sort();
-                keys.windows(2).all(|w| w[0] != w[1])
-            })
-        };
-        let single = |fields: &[&'static str]| {
-            fields.iter().filter(present_in_all).find_map(|field| {
-                let id = Identity {
-                    fields: vec![*field],
-                    shown: vec![*field],
-                };
-                unique(&id).then_some(id)
-            })
-        };
-        if let Some(id) = single(NAMES) {
-            return Some(id);
-        }
-        // A sweep point's whole configuration before its size: the size
-        // alone may repeat across stacks and protocols.
-        let configured = both.iter().all(|item| {
-            CONFIGURATION
-                .iter()
-                .filter(|f| item.get(**f).is_some_and(is_scalar))
-                .count()
-                >= 2
-        });
-        if configured {
-            let fields: Vec<&'static str> = CONFIGURATION
-                .iter()
-                .copied()
-                .filter(|f| both.iter().any(|item| item.get(*f).is_some()))
-                .collect();
-            let varying: Vec<&'static str> = fields
-                .iter()
-                .copied()
-                .filter(|f| both.iter().any(|item| item.get(*f) != both[0].get(*f)))
-                .collect();
-            let shown = if varying.is_empty() {
-                fields.clone()
-            } else {
-                varying
-            };
-            let id = Identity { fields, shown };
-            if unique(&id) {
-                return Some(id);
-            }
-        }
-        single(POSITIONS)
-    }
-
-    fn key(&self, item: &Value, dirs: &[String]) -> String {
-        self.text(item, &self.fields, dirs)
-    }
-
-    /// `tcp` for a name, `size=500` for a position,
-    /// `stack=ref,size_bytes=16` for a configuration.
-    fn label(&self, item: &Value, dirs: &[String]) -> String {
-        match (self.shown.as_slice(), item.get(self.fields[0])) {
-            ([_], Some(Value::String(_))) => self.text(item, &self.shown, dirs),
-            _ => self
-                .shown
-                .iter()
-                .map(|f| format!("{f}={}", scalar_key(item.get(*f), dirs)))
-                .collect::<Vec<_>>()
-                .join(","),
-        }
-    }
-
-    fn text(&self, item: &Value, fields: &[&str], dirs: &[String]) -> String {
-        fields
-            .iter()
-            .map(|f| scalar_key(item.get(*f), dirs))
-            .collect::<Vec<_>>()
-            .join("\u{1f}")
-    }
-
-    /// The element without its identity: equal by construction, so no
-    /// figure to compare.
-    fn strip(&self, item: &Value) -> Value {
-        match item {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .filter(|(k, _)| !self.fields.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            ),
-            other => other.clone(),
-        }
-    }
-}
-
 fn field_path(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
     } else {
         format!("{path}.{key}")
-    }
-}
-
-fn is_scalar(v: &Value) -> bool {
-    matches!(
-        v,
-        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null
-    )
-}
-
-/// An identity value as text; a path under the side's directory relative
-/// to it.
-fn scalar_key(v: Option<&Value>, dirs: &[String]) -> String {
-    match v {
-        Some(Value::String(s)) => dirs
-            .iter()
-            .find_map(|d| s.strip_prefix(d.as_str()))
-            .map(|rest| rest.trim_start_matches('/').to_string())
-            .unwrap_or_else(|| s.clone()),
-        Some(Value::Null) | None => "-".to_string(),
-        Some(other) => other.to_string(),
     }
 }
 
@@ -593,6 +440,26 @@ mod tests {
         assert_eq!(paths(&p), ["x"]);
         assert_eq!(p.only_a, ["gone.y", "shape[0]", "shape[1]", "top"]);
         assert_eq!(p.only_b, ["shape.z", "new"]);
+    }
+
+    #[test]
+    fn repeating_names_pair_by_occurrence() {
+        // A call tree whose second run has one node more in front.
+        let a = json!({"nodes": [{"name": "send", "calls": 1.0}, {"name": "copy", "calls": 2.0},
+                                 {"name": "copy", "calls": 3.0}]});
+        let b = json!({"nodes": [{"name": "wake", "calls": 9.0}, {"name": "send", "calls": 1.0},
+                                 {"name": "copy", "calls": 2.0}, {"name": "copy", "calls": 3.0}]});
+        let p = pair(&a, &b, &[], &[]);
+        assert!(p.pairs.iter().all(|x| x.a == x.b), "{:?}", p.pairs);
+        assert_eq!(
+            paths(&p),
+            [
+                "nodes[send#1].calls",
+                "nodes[copy#1].calls",
+                "nodes[copy#2].calls"
+            ]
+        );
+        assert_eq!(p.only_b, ["nodes[wake#1].calls"]);
     }
 
     #[test]
