@@ -75,10 +75,10 @@ enum Command {
     /// Benjamini–Hochberg), and a change must also exceed the noise
     /// threshold (--threshold, 2 %); each figure not marked says the
     /// smallest change that could have been. Single numbers get their
-    /// ratio only, never a verdict. The tests know each run's own spread, not how the
-    /// machine differed between the runs: a busy machine can move a
-    /// figure beyond its spread; repeat both runs before trusting one
-    /// lone difference.
+    /// ratio only, never a verdict. The tests know each run's own spread,
+    /// not how the machine differed between the runs: a busy machine can
+    /// move a figure beyond its spread; repeat both runs before trusting
+    /// one lone difference.
     ///
     /// Prints a header (what A and B are), the significant differences,
     /// and counts of the rest (--all: everything, and the figures only one
