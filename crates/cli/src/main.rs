@@ -2,6 +2,7 @@
 
 mod attach;
 mod calibrate;
+mod compare;
 mod experiment;
 mod host;
 mod network;
@@ -60,6 +61,31 @@ enum Command {
     /// Run one experiment recipe (a TOML file, see experiments/) and write
     /// its report, as `lab` does for the built-in ones.
     Run(experiment::RunArgs),
+    /// Compare two result directories of `lab` or `run` (A the baseline,
+    /// B the changed run): did the change make the stack faster?
+    ///
+    /// Every figure both summary.json files have is paired by where it is
+    /// (recipe, run, size, sweep point configuration; never by position
+    /// when an identity exists) and shown with both values, B/A and its
+    /// 95 % interval. Figures with a spread on both sides (n, mean, stdev;
+    /// fitted slopes with their interval) are tested by Welch's t-test.
+    /// Hundreds are tested at once, so the p-values are corrected (default
+    /// Holm–Bonferroni: the chance that noise alone makes any unchanged
+    /// figure significant stays under 5 %; --correction bh for
+    /// Benjamini–Hochberg), and a change must also exceed the noise
+    /// threshold (--threshold, 2 %); each figure not marked says the
+    /// smallest change that could have been. Single numbers get their
+    /// ratio only, never a verdict. The tests know each run's own spread,
+    /// not how the machine differed between the runs: a busy machine can
+    /// move a figure beyond its spread; repeat both runs before trusting
+    /// one lone difference.
+    ///
+    /// Prints a header (what A and B are), the significant differences,
+    /// and counts of the rest (--all: everything, and the figures only one
+    /// side has); --json prints the comparison as JSON instead. Writes
+    /// compare.html into --out (default: B's directory).
+    #[command(verbatim_doc_comment)]
+    Compare(compare::CompareArgs),
     /// Measure the figures every measurement rests on: counter frequency,
     /// probe cost and overhead, checksum and memcpy throughput.
     ///
@@ -180,6 +206,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Lab(args) => experiment::lab(args),
         Command::Run(args) => experiment::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Ping(args) => network::ping(args),

@@ -3,6 +3,7 @@
 //! (DESIGN.md, "Analysis and report").
 
 pub mod capture;
+pub mod compare_html;
 mod cost_centres;
 pub mod html;
 pub mod model;

@@ -245,7 +245,7 @@ fn calibrate() -> Calibration {
 }
 
 /// `YYYYMMDD-HHMMSS` (UTC) for `secs` since the epoch.
-fn timestamp(secs: u64) -> String {
+pub(crate) fn timestamp(secs: u64) -> String {
     let days = secs / 86_400;
     let rem = secs % 86_400;
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -1,0 +1,364 @@
+//! `compare.html`: two result directories side by side (`stackscope
+//! compare A B`). The comparison itself is made by the CLI; this module
+//! holds its shape (also the `--json` output) and draws it as one
+//! self-contained page.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+use stats::{Difference, Interval};
+
+use crate::html::escape;
+
+/// Everything `stackscope compare` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub a: Side,
+    pub b: Side,
+    /// Significance level of every test after the correction.
+    pub alpha: f64,
+    /// Noise threshold: a significant difference's 95 % interval of B/A
+    /// lies wholly outside 1 ± this (0.02 is 2 %).
+    pub threshold: f64,
+    /// How the p-values were corrected for testing many figures at once,
+    /// e.g. "Holm–Bonferroni (family-wise error rate)".
+    pub correction: String,
+    /// Differences between the two runs' set-ups worth knowing before
+    /// reading the figures (quick against full, recipes only on one side).
+    pub warnings: Vec<String>,
+    /// Figures with a spread on both sides, each tested.
+    pub tested: Vec<TestedFigure>,
+    /// Figures without a spread on at least one side: ratio only.
+    pub untested: Vec<UntestedFigure>,
+    /// Paths of the figures only one side has.
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
+}
+
+/// One result directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub dir: String,
+    pub title: String,
+    pub command: String,
+    /// When the run began, `YYYYMMDD-HHMMSS` UTC (as results/ names it).
+    pub date: Option<String>,
+    pub quick: Option<bool>,
+    /// The recipes it ran.
+    pub experiments: Vec<String>,
+}
+
+/// A figure measured `n` times (or fitted to `n` points) on one side.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Measured {
+    pub n: usize,
+    pub value: f64,
+    pub ci95: Option<Interval>,
+}
+
+/// A figure present on both sides with a spread on both: tested.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestedFigure {
+    /// Where it is in summary.json, jq-like (`experiments[xie1999].runs[tcp]…`).
+    pub path: String,
+    /// "means" (Welch's t-test of two estimates) or "coefficient" (a fitted
+    /// slope or intercept, tested from its interval).
+    pub kind: String,
+    pub a: Measured,
+    pub b: Measured,
+    /// B against A: difference, ratio, their 95 % intervals (not widened
+    /// by the correction) and the uncorrected p-value.
+    pub difference: Difference,
+    /// The smallest rise relative to A that this comparison (its
+    /// correction and threshold) would have marked, with these spreads
+    /// (0.05 is 5 %): what "not significant" could have seen.
+    pub detectable: Option<f64>,
+    /// The p-value after the correction.
+    pub p_adjusted: f64,
+    /// `p_adjusted < alpha` and B/A's interval outside 1 ± threshold.
+    pub significant: bool,
+    /// "faster" or "slower" for a significant difference of a time or a
+    /// rate (read from the figure's unit), else `None`.
+    pub verdict: Option<String>,
+}
+
+/// A figure present on both sides without a spread on at least one.
+#[derive(Debug, Clone, Serialize)]
+pub struct UntestedFigure {
+    pub path: String,
+    pub a: f64,
+    pub b: f64,
+    /// `b / a`; `None` when `a` is zero.
+    pub ratio: Option<f64>,
+}
+
+impl Comparison {
+    pub fn significant(&self) -> impl Iterator<Item = &TestedFigure> {
+        self.tested.iter().filter(|f| f.significant)
+    }
+
+    /// The median of the tested figures' smallest marked changes (a
+    /// figure no change could mark counts as infinite): how blind "not
+    /// significant" is for a typical figure.
+    pub fn median_detectable(&self) -> Option<f64> {
+        let mut d: Vec<f64> = self
+            .tested
+            .iter()
+            .map(|f| f.detectable.unwrap_or(f64::INFINITY))
+            .collect();
+        if d.is_empty() {
+            return None;
+        }
+        d.sort_by(f64::total_cmp);
+        let mid = d.len() / 2;
+        Some(if d.len() % 2 == 1 {
+            d[mid]
+        } else {
+            (d[mid - 1] + d[mid]) / 2.0
+        })
+    }
+}
+
+/// How large a change had to be to be marked, for half the figures.
+pub fn blindness(c: &Comparison) -> Option<String> {
+    c.median_detectable().map(|d| {
+        if d.is_finite() {
+            format!(
+                "for half the tested figures only a change of {} % or more could have been marked",
+                percent(d)
+            )
+        } else {
+            "for half the tested figures no change of any size could have been marked".to_string()
+        }
+    })
+}
+
+/// A figure's smallest marked change, for a table or a line.
+pub fn detectable(f: &TestedFigure) -> String {
+    match f.detectable {
+        Some(d) => format!("≥ {} %", percent(d)),
+        None => "none".to_string(),
+    }
+}
+
+/// `x` with four significant digits, in exponent form outside
+/// 0.001..10⁶ (a figure's magnitude varies from ns to bit/s).
+pub fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let magnitude = x.abs();
+    if magnitude != 0.0 && !(1e-3..1e6).contains(&magnitude) {
+        return format!("{x:.3e}");
+    }
+    let decimals = if magnitude == 0.0 {
+        0
+    } else {
+        (3 - magnitude.log10().floor() as i32).max(0) as usize
+    };
+    format!("{x:.decimals$}")
+}
+
+/// A share as per cent without trailing zeros (`0.02` is `2`).
+pub fn percent(share: f64) -> String {
+    let text = number(share * 100.0);
+    if text.contains('.') && !text.contains('e') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
+/// `mean ± half-width (n N)`, or `mean (n N)` without an interval.
+pub fn measured(m: &Measured) -> String {
+    match m.ci95 {
+        Some(ci) => format!(
+            "{} ± {} (n {})",
+            number(m.value),
+            number(ci.half_width()),
+            m.n
+        ),
+        None => format!("{} (n {})", number(m.value), m.n),
+    }
+}
+
+/// A p-value: two significant digits, exponent form below 0.001; below
+/// the t distribution's double precision it is no number but a bound.
+pub fn p_value(p: f64) -> String {
+    if p < 1e-15 {
+        "< 1e-15".to_string()
+    } else if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// `ratio [lo, hi]`.
+pub fn ratio(d: &Difference) -> String {
+    format!(
+        "{} [{}, {}]",
+        number(d.ratio),
+        number(d.ratio_ci95.lo),
+        number(d.ratio_ci95.hi)
+    )
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
+th{background:#f4f4f4}td{white-space:nowrap}td.l,th.l{text-align:left;white-space:normal}td.path code{word-break:break-all}\
+.note{color:#555;font-size:.92em}tr.sig td{background:#fff4e0}code{background:#f4f4f4;padding:0 .2em}";
+
+/// The whole page.
+pub fn render(c: &Comparison) -> String {
+    let mut h = String::new();
+    let title = format!("stackscope compare: {} against {}", c.b.dir, c.a.dir);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
+        escape(&title),
+        escape(&title)
+    );
+    sides(&mut h, c);
+    for warning in &c.warnings {
+        let _ = write!(h, "<p><strong>Note:</strong> {}</p>", escape(warning));
+    }
+    let significant: Vec<&TestedFigure> = c.significant().collect();
+    let _ = write!(
+        h,
+        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % — {} significant; {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
+        c.tested.len() + c.untested.len(),
+        c.tested.len(),
+        c.alpha * 100.0,
+        escape(&c.correction),
+        c.tested.len(),
+        percent(c.threshold),
+        significant.len(),
+        c.untested.len(),
+        c.only_a.len(),
+        c.only_b.len(),
+    );
+    if let Some(blind) = blindness(c) {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Not significant is not unchanged: {}.</p>",
+            escape(&blind)
+        );
+    }
+    let _ = write!(
+        h,
+        "<h2>Significant differences ({})</h2>",
+        significant.len()
+    );
+    if significant.is_empty() {
+        h.push_str("<p>None: no figure differs beyond its noise.</p>");
+    } else {
+        tested_table(&mut h, &significant);
+    }
+    let rest: Vec<&TestedFigure> = c.tested.iter().filter(|f| !f.significant).collect();
+    let _ = write!(h, "<h2>Tested, not significant ({})</h2>", rest.len());
+    if !rest.is_empty() {
+        tested_table(&mut h, &rest);
+    }
+    let _ = write!(
+        h,
+        "<h2>Without a spread ({})</h2><p class=\"note\">Single numbers (or a spread on one side only): the ratio says how far they moved, but without a spread no test can say whether that is noise.</p>",
+        c.untested.len()
+    );
+    if !c.untested.is_empty() {
+        untested_table(&mut h, &c.untested);
+    }
+    for (side, paths) in [("A", &c.only_a), ("B", &c.only_b)] {
+        let _ = write!(h, "<h2>Only in {side} ({})</h2>", paths.len());
+        if !paths.is_empty() {
+            h.push_str("<ul>");
+            for path in paths {
+                let _ = write!(h, "<li><code>{}</code></li>", escape(path));
+            }
+            h.push_str("</ul>");
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn sides(h: &mut String, c: &Comparison) {
+    h.push_str("<table><tr><th></th><th class=\"l\">directory</th><th class=\"l\">title</th><th class=\"l\">command</th><th class=\"l\">began (UTC)</th><th class=\"l\">recipes</th></tr>");
+    for (name, side) in [("A", &c.a), ("B", &c.b)] {
+        let _ = write!(
+            h,
+            "<tr><th>{name}</th><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            escape(&side.dir),
+            escape(&side.title),
+            escape(&side.command),
+            if side.quick == Some(true) { " (quick)" } else { "" },
+            escape(side.date.as_deref().unwrap_or("?")),
+            escape(&side.experiments.join(", ")),
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
+    h.push_str("<table><tr><th class=\"l\">figure</th><th>A (mean ± 95 % CI, n)</th><th>B</th><th>B/A [95 % CI]</th><th>p</th><th>p corrected</th><th>smallest markable change</th><th class=\"l\">verdict</th></tr>");
+    for f in figures {
+        let _ = write!(
+            h,
+            "<tr{}><td class=\"l path\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            if f.significant { " class=\"sig\"" } else { "" },
+            escape(&f.path),
+            if f.kind == "coefficient" { " <span class=\"note\">(fit)</span>" } else { "" },
+            escape(&measured(&f.a)),
+            escape(&measured(&f.b)),
+            escape(&ratio(&f.difference)),
+            escape(&p_value(f.difference.p_value)),
+            escape(&p_value(f.p_adjusted)),
+            escape(&detectable(f)),
+            match (&f.verdict, f.significant) {
+                (Some(v), true) => format!("B {}", escape(v)),
+                (None, true) => "differs".to_string(),
+                _ => "—".to_string(),
+            },
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn untested_table(h: &mut String, figures: &[UntestedFigure]) {
+    h.push_str("<table><tr><th class=\"l\">figure</th><th>A</th><th>B</th><th>B/A</th></tr>");
+    for f in figures {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l path\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&f.path),
+            number(f.a),
+            number(f.b),
+            f.ratio.map_or_else(|| "—".to_string(), number),
+        );
+    }
+    h.push_str("</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_four_significant_digits() {
+        assert_eq!(number(1.234567), "1.235");
+        assert_eq!(number(123.4567), "123.5");
+        assert_eq!(number(0.012345), "0.01235");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(94_247_138.0), "9.425e7");
+        assert_eq!(number(7_922_842.0), "7.923e6");
+        assert_eq!(number(999_999.0), "999999");
+        assert_eq!(number(-2.5e-5), "-2.500e-5");
+        assert_eq!(p_value(0.0312), "0.031");
+        assert_eq!(percent(0.02), "2");
+        assert_eq!(percent(0.125), "12.5");
+        assert_eq!(percent(0.0), "0");
+        assert_eq!(p_value(2.3e-7), "2.3e-7");
+        assert_eq!(p_value(0.0), "< 1e-15");
+        assert_eq!(p_value(1.0), "1.000");
+    }
+}
