@@ -6,6 +6,7 @@ pub mod capture;
 pub mod html;
 pub mod model;
 pub mod plot;
+pub mod published;
 pub mod queues_html;
 mod sweep_html;
 pub mod tables;
