@@ -11,17 +11,17 @@
 //! run, a field that moved) is reported as `unresolved`, never dropped and
 //! never a panic.
 
+mod html;
 mod path;
 
 use std::collections::BTreeMap;
-use std::fmt::{self, Write};
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stats::{Difference, Estimate, Interval};
 
-use crate::html::escape;
-use crate::model::{Experiment, Table};
+use crate::model::Experiment;
 
 /// The data files, compiled in: (name, text).
 pub const FILES: &[(&str, &str)] = &[
@@ -401,11 +401,7 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
                         .unwrap_or_default(),
                     study: Some(study_value),
                     conditions: e.conditions.clone().unwrap_or_else(|| g.conditions.clone()),
-                    source: format!(
-                        "{} lines {}",
-                        study.seed,
-                        e.seed_lines.as_ref().unwrap_or(&g.seed_lines)
-                    ),
+                    source: source(&study.seed, e.seed_lines.as_ref().unwrap_or(&g.seed_lines)),
                     ours,
                     ratio,
                     ratio_ci95,
@@ -415,6 +411,12 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// `file line 91` or `file lines 87-90`.
+fn source(seed: &str, lines: &str) -> String {
+    let plural = lines.contains(['-', ',']);
+    format!("{seed} line{} {lines}", if plural { "s" } else { "" })
 }
 
 /// Ours / study, and our interval's ends over the study's value (the
@@ -693,153 +695,10 @@ fn short(v: &Value) -> String {
 /// The study's values beside ours, as an HTML section ending an
 /// experiment's part of the report (empty when no study file names it).
 pub fn beside_html(experiment: &Experiment) -> String {
-    render(&experiment.name, &experiment.published)
+    html::render(&experiment.name, &experiment.published)
 }
 
-/// The section for rows already resolved (`Experiment::published`).
-pub fn render(name: &str, rows: &[Row]) -> String {
-    if rows.is_empty() {
-        return String::new();
-    }
-    let study = studies()
-        .into_iter()
-        .flatten()
-        .find(|s| s.experiment == name);
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<h3>{}: the study&#39;s published values beside ours</h3>",
-        escape(name)
-    );
-    let _ = write!(
-        h,
-        "<p class=\"note\">Typed in from {} (<code>{}</code>, on the lines named in the source column; <code>experiments/published/{}.toml</code>). Ours is the mean with its 95 % interval where the figure has one, converted to the study&#39;s unit; the ratio is ours / study. ≈ marks a value the study gives as approximate. The studies ran on 1990s hardware: read the ratios for the shape of the results, with the difference column for why.</p>",
-        study.as_ref().map_or_else(|| escape(name), |s| escape(&s.study)),
-        study.as_ref().map_or_else(String::new, |s| escape(&s.seed)),
-        escape(name),
-    );
-    let missing: Vec<&Row> = rows
-        .iter()
-        .filter(|r| matches!(r.ours, Ours::NotReproduced { .. }))
-        .collect();
-    let skipped: Vec<&Row> = rows
-        .iter()
-        .filter(|r| matches!(r.ours, Ours::NotInThisRun { .. }))
-        .collect();
-    let mut table = Table {
-        caption: String::new(),
-        columns: [
-            "figure",
-            "quantity",
-            "unit",
-            "study",
-            "ours",
-            "ours / study",
-            "known differences",
-            "source",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
-    for r in rows {
-        let (ours, ratio) = match &r.ours {
-            Ours::Measured { value, ci95, n, .. } => (
-                with_interval(*value, *ci95, *n),
-                r.ratio
-                    .map_or("-".into(), |x| with_interval(x, r.ratio_ci95, None)),
-            ),
-            Ours::Unresolved { path, error } => {
-                ("-".into(), format!("unresolved: {path}: {error}"))
-            }
-            Ours::NotInThisRun { .. } | Ours::NotReproduced { .. } => continue,
-        };
-        table.rows.push(vec![
-            r.figure.clone(),
-            quantity(r),
-            r.unit.clone(),
-            r.study.map_or("-".into(), study_text),
-            ours,
-            ratio,
-            r.difference.clone(),
-            r.source.clone(),
-        ]);
-    }
-    if !table.rows.is_empty() {
-        crate::sweep_html::table_html(&mut h, &table);
-    }
-    if !skipped.is_empty() {
-        let mut figures: Vec<&str> = skipped.iter().map(|r| r.figure.as_str()).collect();
-        figures.dedup();
-        let _ = write!(
-            h,
-            "<p class=\"note\">{} more published value{} ({}) stand beside points the full lab measures and this run&#39;s grid skipped.</p>",
-            skipped.len(),
-            if skipped.len() == 1 { "" } else { "s" },
-            escape(&figures.join("; ")),
-        );
-    }
-    if !missing.is_empty() {
-        let mut table = Table {
-            caption: "Published values the lab does not reproduce (yet)".into(),
-            columns: ["figure", "quantity", "unit", "study", "why not", "source"]
-                .map(String::from)
-                .to_vec(),
-            rows: Vec::new(),
-        };
-        for r in missing {
-            let Ours::NotReproduced { why } = &r.ours else {
-                continue;
-            };
-            table.rows.push(vec![
-                r.figure.clone(),
-                quantity(r),
-                r.unit.clone(),
-                r.study.map_or("-".into(), study_text),
-                why.clone(),
-                r.source.clone(),
-            ]);
-        }
-        crate::sweep_html::table_html(&mut h, &table);
-    }
-    h
-}
-
-fn quantity(r: &Row) -> String {
-    match &r.variant {
-        Some(v) => format!("{} ({v})", r.quantity),
-        None => r.quantity.clone(),
-    }
-}
-
-fn study_text(s: StudyValue) -> String {
-    let mut t = String::new();
-    if s.approximate {
-        t.push('≈');
-    }
-    t.push_str(&crate::plot::fmt_sig(s.value, 5));
-    if let Some(spread) = s.spread {
-        let _ = write!(t, " ± {}", crate::plot::fmt_sig(spread, 3));
-    }
-    t
-}
-
-/// `12.3 [11.9, 12.8] (n 6)`.
-fn with_interval(value: f64, ci: Option<Interval>, n: Option<u64>) -> String {
-    let mut t = crate::plot::fmt_sig(value, 4);
-    if let Some(c) = ci {
-        let _ = write!(
-            t,
-            " [{}, {}]",
-            crate::plot::fmt_sig(c.lo, 3),
-            crate::plot::fmt_sig(c.hi, 3)
-        );
-    }
-    if let Some(n) = n {
-        let _ = write!(t, " (n {n})");
-    }
-    t
-}
+pub use html::render;
 
 #[cfg(test)]
 mod tests {

@@ -428,7 +428,7 @@ fn the_section_shows_study_ours_and_ratio_escaped() {
         "the study's value with its spread"
     );
     assert!(
-        html.contains("Published values the lab does not reproduce"),
+        html.contains("Table 1 (10 Mb/s column) (not reproduced by the lab)"),
         "the 10 Mb/s column"
     );
     assert!(html.contains("(n 3)"));
