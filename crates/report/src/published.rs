@@ -220,6 +220,9 @@ pub enum Ours {
     },
     /// The figure is measured by the full lab only (a quick grid skips it).
     NotInThisRun { path: String, why: String },
+    /// The run has the point but no figure for it: flagged (too short,
+    /// impossible) or not computable, so nothing is set beside the study.
+    NoFigure { path: String, why: String },
     /// The lab has no counterpart.
     NotReproduced { why: String },
     /// The key does not resolve: a comparison lost, to be fixed.
@@ -494,15 +497,20 @@ fn resolve(
         }
     }
     let key = &key;
+    let no_figure = |why: String| Ours::NoFigure {
+        path: path.clone(),
+        why,
+    };
     let figure = match figure_at(key, &path, experiment) {
-        Ok(Some(f)) => f,
-        Ok(None) if full_only => {
+        Ok(Got::Figure(f)) => f,
+        Ok(Got::Nothing) if full_only => {
             return Ours::NotInThisRun {
                 path: path.clone(),
                 why: "measured by the full lab only (the quick grid skips this point)".into(),
             }
         }
-        Ok(None) => return unresolved("the path selects nothing".into()),
+        Ok(Got::Nothing) => return unresolved("the path selects nothing".into()),
+        Ok(Got::NoFigure(why)) => return no_figure(why),
         Err(e) => return unresolved(e),
     };
     let figure = match &key.versus {
@@ -513,8 +521,10 @@ fn resolve(
                 Err(e) => return unresolved(e),
             };
             match figure_at(key, &versus, experiment) {
-                Ok(Some(base)) => relative(&figure, &base),
-                Ok(None) => return unresolved(format!("versus {versus}: selects nothing")),
+                Ok(Got::Figure(base)) if base.value != 0.0 => relative(&figure, &base),
+                Ok(Got::Figure(_)) => return no_figure(format!("versus {versus}: zero")),
+                Ok(Got::NoFigure(why)) => return no_figure(format!("versus {versus}: {why}")),
+                Ok(Got::Nothing) => return unresolved(format!("versus {versus}: selects nothing")),
                 Err(e) => return unresolved(format!("versus {versus}: {e}")),
             }
         }
@@ -528,7 +538,8 @@ fn resolve(
     }
 }
 
-/// `100·(b/a − 1)` %, with Welch's interval when both have a spread.
+/// `100·(b/a − 1)` % (`a` not zero), with Welch's interval when both
+/// have a spread.
 fn relative(b: &Figure, a: &Figure) -> Figure {
     let estimate = |f: &Figure| Estimate {
         n: f.n.unwrap_or(1) as usize,
@@ -541,38 +552,57 @@ fn relative(b: &Figure, a: &Figure) -> Figure {
         max: f.value,
     };
     let diff = Difference::welch(&estimate(a), &estimate(b));
-    let value = if a.value == 0.0 {
-        f64::NAN
-    } else {
-        100.0 * (b.value / a.value - 1.0)
-    };
     Figure {
-        value,
+        value: 100.0 * (b.value / a.value - 1.0),
         ci95: diff.map(|d| d.relative().1.scaled(100.0)),
         n: b.n,
         stdev: None,
     }
 }
 
+/// What a path reached.
+enum Got {
+    Figure(Figure),
+    /// The selectors kept no element.
+    Nothing,
+    /// Elements, but no figure in any: why.
+    NoFigure(String),
+}
+
 /// The figure `path` reaches, with the key's cell, reduction and siblings.
-fn figure_at(key: &Key, path: &str, experiment: &Value) -> Result<Option<Figure>, String> {
+fn figure_at(key: &Key, path: &str, experiment: &Value) -> Result<Got, String> {
     let segments = path::parse(path)?;
     let found = path::walk(experiment, &segments)?;
-    let mut figures = Vec::new();
-    for f in found {
-        figures.push(match &key.cell {
-            Some(cell) => table_cell(f.value, cell)?,
-            None => leaf(key, f)?,
-        });
+    if found.is_empty() {
+        return Ok(Got::Nothing);
     }
-    let figures: Vec<Figure> = figures.into_iter().flatten().collect();
-    match (key.reduce, figures.len()) {
-        (_, 0) => Ok(None),
-        (None, 1) => Ok(figures.into_iter().next()),
-        (None, k) => Err(format!(
-            "selects {k} values; add a reduce or narrow the selector"
-        )),
-        (Some(reduce), _) => Ok(figures.into_iter().reduce(|a, b| {
+    if key.reduce.is_none() && found.len() > 1 {
+        return Err(format!(
+            "selects {} values; add a reduce or narrow the selector",
+            found.len()
+        ));
+    }
+    let mut figures = Vec::new();
+    let mut no_figure = None;
+    for f in &found {
+        let got = match &key.cell {
+            Some(cell) => table_cell(f.value, cell)?,
+            None => leaf(key, *f)?,
+        };
+        match got {
+            Got::Figure(figure) => figures.push(figure),
+            Got::NoFigure(why) => no_figure = no_figure.or(Some(why)),
+            Got::Nothing => {}
+        }
+    }
+    let one = match (key.reduce, figures.len()) {
+        (_, 0) => {
+            return Ok(Got::NoFigure(
+                no_figure.unwrap_or_else(|| "no figure".to_string()),
+            ))
+        }
+        (None, _) => figures.pop(),
+        (Some(reduce), _) => figures.into_iter().reduce(|a, b| {
             let better = match reduce {
                 Reduce::Max => b.value > a.value,
                 Reduce::Min => b.value < a.value,
@@ -582,15 +612,29 @@ fn figure_at(key: &Key, path: &str, experiment: &Value) -> Result<Option<Figure>
             } else {
                 a
             }
-        })),
-    }
+        }),
+    };
+    Ok(one.map_or(Got::Nothing, Got::Figure))
 }
 
 /// A number at the end of a path with the siblings the key names. A null
-/// (a figure the run could not compute) is no figure.
-fn leaf(key: &Key, f: path::Found<'_>) -> Result<Option<Figure>, String> {
+/// (a figure the run could not compute) or a point the run flagged (too
+/// short, impossible: the report gives no figure for it) is no figure.
+fn leaf(key: &Key, f: path::Found<'_>) -> Result<Got, String> {
+    if let Some(parent) = f.parent {
+        if parent.get("too_short") == Some(&Value::Bool(true)) {
+            return Ok(Got::NoFigure(
+                "the point is too short to be a result".into(),
+            ));
+        }
+        if let Some(problems) = parent.get("problems").and_then(Value::as_str) {
+            if !problems.is_empty() {
+                return Ok(Got::NoFigure(format!("the point is flagged: {problems}")));
+            }
+        }
+    }
     let value = match f.value {
-        Value::Null => return Ok(None),
+        Value::Null => return Ok(Got::NoFigure("the run has no figure here".into())),
         v => v
             .as_f64()
             .ok_or_else(|| format!("not a number: {}", short(v)))?,
@@ -623,7 +667,7 @@ fn leaf(key: &Key, f: path::Found<'_>) -> Result<Option<Figure>, String> {
             });
         }
     }
-    Ok(Some(Figure {
+    Ok(Got::Figure(Figure {
         value,
         ci95,
         n,
@@ -633,7 +677,7 @@ fn leaf(key: &Key, f: path::Found<'_>) -> Result<Option<Figure>, String> {
 
 /// A number from a formatted table (`model::Table` as serialised):
 /// `"+0.40 %"` is 0.4, `"-"` is no figure.
-fn table_cell(value: &Value, cell: &Cell) -> Result<Option<Figure>, String> {
+fn table_cell(value: &Value, cell: &Cell) -> Result<Got, String> {
     let texts = |v: Option<&Value>| -> Option<Vec<String>> {
         v?.as_array()?
             .iter()
@@ -670,12 +714,12 @@ fn table_cell(value: &Value, cell: &Cell) -> Result<Option<Figure>, String> {
     let text = row.get(column).map(String::as_str).unwrap_or("");
     let number = text.split_whitespace().next().unwrap_or("");
     if number == "-" || number.is_empty() {
-        return Ok(None);
+        return Ok(Got::NoFigure(format!("the table's cell is {text:?}")));
     }
     let value: f64 = number
         .parse()
         .map_err(|_| format!("cell {text:?} is not a number"))?;
-    Ok(Some(Figure {
+    Ok(Got::Figure(Figure {
         value,
         ci95: None,
         n: None,

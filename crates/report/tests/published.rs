@@ -87,6 +87,7 @@ fn every_key_names_a_run_of_its_recipe() {
             .filter_map(|r| match &r.ours {
                 Ours::Measured { path, .. }
                 | Ours::NotInThisRun { path, .. }
+                | Ours::NoFigure { path, .. }
                 | Ours::Unresolved { path, .. } => Some(path.clone()),
                 Ours::NotReproduced { .. } => None,
             })
@@ -138,7 +139,7 @@ fn every_entry_resolves_against_a_quick_lab() {
                     assert!(value.is_finite(), "{name} {}: {value}", row.quantity);
                     measured += 1;
                 }
-                Ours::NotInThisRun { .. } | Ours::NotReproduced { .. } => {}
+                Ours::NotInThisRun { .. } | Ours::NotReproduced { .. } | Ours::NoFigure { .. } => {}
                 Ours::Unresolved { path, error } => {
                     panic!("{name} {} / {}: {path}: {error}", row.figure, row.quantity)
                 }
@@ -344,20 +345,33 @@ ours = { path = "runs[id=a]/pts[size=9]/x" }
 [[group.entry]]
 quantity = "table cell"
 value = 2
-ours = { path = "runs[id=a]/t", cell = { row = "r", column = "c" } }
+ours = { path = "runs[id=a]/t", cell = { row = "ro", column = "c" } }
+[[group.entry]]
+quantity = "too short"
+value = 1
+ours = { path = "runs[id=a]/pts[size=8]/x" }
+[[group.entry]]
+quantity = "null"
+value = 1
+ours = { path = "runs[id=b]/y" }
+[[group.entry]]
+quantity = "dash"
+value = 1
+ours = { path = "runs[id=a]/t", cell = { row = "r2", column = "c" } }
 "#,
     )
     .unwrap();
     let exp = json!({"runs": [
-        {"id": "a", "x": 1, "name": "text", "pts": [{"size": 8, "x": 1}],
-         "t": {"caption": "", "columns": ["k", "c"], "rows": [["row", "+0.40 %"]]}},
-        {"id": "b", "x": 2}]});
+        {"id": "a", "x": 1, "name": "text", "pts": [{"size": 8, "x": 1, "too_short": true}],
+         "t": {"caption": "", "columns": ["k", "c"], "rows": [["row", "+0.40 %"], ["r2", "-"]]}},
+        {"id": "b", "x": 2, "y": null}]});
     let rows = published::study_rows(&study, &exp);
     let status: Vec<&str> = rows
         .iter()
         .map(|r| match r.ours {
             Ours::Measured { .. } => "measured",
             Ours::NotInThisRun { .. } => "not_in_this_run",
+            Ours::NoFigure { .. } => "no_figure",
             Ours::NotReproduced { .. } => "not_reproduced",
             Ours::Unresolved { .. } => "unresolved",
         })
@@ -372,7 +386,10 @@ ours = { path = "runs[id=a]/t", cell = { row = "r", column = "c" } }
             "unresolved",
             "unresolved",
             "not_in_this_run",
-            "measured"
+            "measured",
+            "no_figure",
+            "no_figure",
+            "no_figure"
         ]
     );
     let Ours::Measured { value, .. } = rows[7].ours else {

@@ -38,7 +38,12 @@ pub fn render(name: &str, rows: &[Row]) -> String {
     );
     let compared: Vec<&Row> = rows
         .iter()
-        .filter(|r| matches!(r.ours, Ours::Measured { .. } | Ours::Unresolved { .. }))
+        .filter(|r| {
+            matches!(
+                r.ours,
+                Ours::Measured { .. } | Ours::NoFigure { .. } | Ours::Unresolved { .. }
+            )
+        })
         .collect();
     for group in by_figure(&compared) {
         let notes = Footnotes::of(group.iter().map(|r| r.difference.as_str()));
@@ -56,6 +61,7 @@ pub fn render(name: &str, rows: &[Row]) -> String {
                     r.ratio
                         .map_or("-".into(), |x| with_interval(x, r.ratio_ci95, None)),
                 ),
+                Ours::NoFigure { why, .. } => ("-".into(), format!("no figure: {why}")),
                 Ours::Unresolved { path, error } => {
                     ("-".into(), format!("unresolved: {path}: {error}"))
                 }
