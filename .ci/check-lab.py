@@ -90,6 +90,22 @@ draves = experiments["draves1998"]["sweeps"][0]
 if not any("predict" in t["caption"] for t in draves["tables"]):
     fail("draves1998 has no header-cost table")
 
+# Issue 16, point 4: each study's published values stand beside ours, and
+# none of the comparisons lost its key (a renamed run or a moved field).
+for name in ["xie1999", "papadopoulos1993", "taler1992", "draves1998"]:
+    rows = experiments[name].get("published") or fail(f"{name} has no published values beside ours")
+    status = {}
+    for row in rows:
+        ours = row["ours"]
+        status[ours["status"]] = status.get(ours["status"], 0) + 1
+        if ours["status"] == "unresolved":
+            fail(f"{name} {row['figure']} / {row['quantity']}: unresolved: {ours['path']}: {ours['error']}")
+        if ours["status"] == "measured" and not math.isfinite(ours["value"]):
+            fail(f"{name} {row['figure']} / {row['quantity']}: ours = {ours['value']}")
+    if not status.get("measured"):
+        fail(f"{name}: no published value has ours beside it")
+    print(f"{name}: {len(rows)} published values, {status}")
+
 html = open(path("report.html"), encoding="utf-8").read()
 svgs = html.count("<svg")
 if svgs < 10:

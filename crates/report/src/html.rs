@@ -70,6 +70,7 @@ pub fn render(report: &Report) -> String {
         for sweep in &exp.sweeps {
             crate::sweep_html::section(&mut h, &exp.name, sweep);
         }
+        h.push_str(&crate::published::beside_html(exp));
     }
     h.push_str("</body></html>\n");
     h

@@ -8,6 +8,7 @@ mod cost_centres;
 pub mod html;
 pub mod model;
 pub mod plot;
+pub mod published;
 pub mod queues_html;
 mod sweep_html;
 pub mod tables;

@@ -46,6 +46,8 @@ pub struct Experiment {
     pub runs: Vec<MessagesRun>,
     /// Throughput and delay sweeps.
     pub sweeps: Vec<SweepRun>,
+    /// The study's own published values beside ours (`crate::published`).
+    pub published: Vec<crate::published::Row>,
 }
 
 /// One run of traced single messages over a sweep of sizes.

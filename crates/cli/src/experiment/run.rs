@@ -84,14 +84,18 @@ pub fn run_recipe(
             ),
         }
     }
-    Ok(Experiment {
+    let mut experiment = Experiment {
         name: recipe.name.clone(),
         title: recipe.title.clone(),
         source: recipe.source.clone(),
         description: recipe.description.clone(),
         runs,
         sweeps,
-    })
+        published: Vec::new(),
+    };
+    // The study's own values beside ours (experiments/published/).
+    experiment.published = report::published::rows(&experiment);
+    Ok(experiment)
 }
 
 /// Steps a recipe takes (for progress bars): messages sent, and sweep

@@ -22,6 +22,8 @@ mod histogram;
 mod stacked;
 mod xy;
 
+pub(crate) use axis::fmt_sig;
+
 /// Width of every chart, in pixels.
 pub const WIDTH: u32 = 720;
 /// Height of every chart but the bar chart, in pixels.
