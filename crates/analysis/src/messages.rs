@@ -49,6 +49,8 @@ pub mod sites {
     pub const LINK_TRANSMIT_ENTER: &str = "link.transmit.enter";
     pub const LINK_TRANSMIT_EXIT: &str = "link.transmit.exit";
     pub const LINK_RECEIVE_ENTER: &str = "link.receive.enter";
+    /// Optional: how long a frame waited for the receiver (aux, ns).
+    pub const LINK_RECEIVE_ARRIVAL: &str = "link.receive.arrival";
     pub const RECV_QUEUE_ENQUEUE: &str = "socket.recv_queue.enqueue";
     pub const DEVICE_QUEUE_DEQUEUE: &str = "device.queue.dequeue";
     pub const SEND_QUEUE_DEQUEUE: &str = "socket.send_queue.dequeue";
@@ -507,6 +509,7 @@ fn receive_path(
     let loc = |name: &str| view.loc(name);
     let mark = loc(sites::MESSAGE_RECEIVED);
     let rx_enter = loc(sites::LINK_RECEIVE_ENTER);
+    let rx_arrival = loc(sites::LINK_RECEIVE_ARRIVAL);
     let enqueue = loc(sites::RECV_QUEUE_ENQUEUE);
     let mut out = ReceivePaths::new();
     let mut first_rx: Option<At> = None;
@@ -516,14 +519,23 @@ fn receive_path(
     // The latest frame of the flow (the stack gives later IPv6 fragments
     // their first fragment's flow).
     let mut latest_rx: Option<At> = None;
+    // The flow's last arrival record: (index, counter units it waited).
+    let mut waited: Option<(usize, u64)> = None;
     for (i, r) in records.iter().enumerate() {
-        if Some(r.loc) == rx_enter && r.flow == flow {
-            latest_rx = Some((i, r.tsc));
+        if Some(r.loc) == rx_arrival && r.flow == flow {
+            waited = Some((i, (r.aux as f64 * view.counter_hz / 1e9) as u64));
+            continue;
         }
         if Some(r.loc) == rx_enter && r.flow == flow {
+            latest_rx = Some((i, r.tsc));
             if first_rx.is_none() {
-                first_rx = Some((i, r.tsc));
+                // From the arrival of the first frame's last bit, however
+                // late the receiver looked: the frame's wait in the device
+                // is time on the wire's side.
+                let wait = waited.filter(|&(at, _)| at + 1 == i).map_or(0, |(_, c)| c);
+                first_rx = Some((i, r.tsc.saturating_sub(wait)));
             }
+            waited = None;
         } else if Some(r.loc) == enqueue && first_rx.is_some() {
             if first_up.is_none() {
                 first_up = Some((i, r.tsc));

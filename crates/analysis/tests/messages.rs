@@ -159,6 +159,13 @@ const LOCATIONS: &[Location] = &[
         Category::Instrumentation,
         None,
     ),
+    loc(
+        "link.receive.arrival",
+        Layer::Link,
+        Kind::Point,
+        Category::Wire,
+        None,
+    ),
 ];
 
 fn records(thread: u16, events: &[(&str, u64, u32, u32, u64)]) -> Vec<Record> {
@@ -449,6 +456,45 @@ fn on_the_receive_path_waiting_for_later_frames_is_wire_time() {
     assert_eq!(c.other, 300.0);
     let sum: f64 = c.by_category.values().sum::<f64>() + c.other;
     assert_eq!(sum, receive.stop_ns);
+}
+
+#[test]
+fn the_receive_path_starts_when_the_first_frame_arrived_not_when_it_was_read() {
+    // The receiver looked at the first frame 300 ns after it had arrived
+    // whole: the window opens at the arrival, the wait is wire time.
+    let mut all = sender();
+    all.extend(receiver_with(&[(
+        "link.receive.arrival",
+        4_999,
+        1574,
+        FLOW,
+        300,
+    )]));
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
+    let receive = found.messages[0].receive.as_ref().unwrap();
+    assert_eq!(receive.start_ns, 400.0 + 300.0);
+    assert_eq!(receive.stop_ns, 1_300.0 + 300.0);
+    assert_eq!(
+        receive.categories.by_category[&Category::Wire],
+        500.0 + 300.0
+    );
+    // Another flow's arrival record, or one not right before the frame,
+    // moves nothing.
+    let mut unrelated = receiver_with(&[("link.receive.arrival", 4_999, 1574, 99, 300)]);
+    unrelated.extend(sender());
+    let v = view(0.0, unrelated);
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
+    assert_eq!(found.messages[0].receive.as_ref().unwrap().stop_ns, 1_300.0);
+}
+
+/// The receiver's records with `extra` just before its first frame of the
+/// flow.
+fn receiver_with(extra: &[(&str, u64, u32, u32, u64)]) -> Vec<Record> {
+    let mut receiver = receiver();
+    let at = receiver.iter().position(|r| r.tsc == 5_000).unwrap();
+    receiver.splice(at..at, records(2, extra));
+    receiver
 }
 
 #[test]

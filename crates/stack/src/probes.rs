@@ -46,6 +46,10 @@ probe::locations! {
     LINK_TRANSMIT_EXIT = ("link.transmit.exit", Layer::Link, Kind::SpanExit, Category::Link, None);
 
     // Functions on the common receive path, head and end.
+    // How long the frame had waited for the receiver since it arrived
+    // whole (aux, ns), just before its link.receive: the receive path is
+    // timed from the arrival.
+    LINK_RECEIVE_ARRIVAL = ("link.receive.arrival", Layer::Link, Kind::Point, Category::Wire, None);
     LINK_RECEIVE_ENTER = ("link.receive.enter", Layer::Link, Kind::SpanEnter, Category::Link, None);
     LINK_RECEIVE_EXIT = ("link.receive.exit", Layer::Link, Kind::SpanExit, Category::Link, None);
     IPV6_INPUT_ENTER = ("ipv6.input.enter", Layer::Network, Kind::SpanEnter, Category::ProtocolReceive, None);

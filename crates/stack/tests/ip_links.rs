@@ -42,6 +42,9 @@ impl Link for Recording {
     fn next_arrival(&self) -> Option<Instant> {
         self.inner.next_arrival()
     }
+    fn received_at(&self) -> Option<Instant> {
+        self.inner.received_at()
+    }
     fn stats(&self) -> LinkStats {
         self.inner.stats()
     }

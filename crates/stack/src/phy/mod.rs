@@ -165,6 +165,14 @@ pub trait Link {
     /// runner may sleep until then.
     fn next_arrival(&self) -> Option<Instant>;
 
+    /// When the frame [`receive`](Link::receive) last returned had arrived
+    /// whole (its last bit), on the link's clock, if the link knows: a
+    /// virtual wire does. The host records how long the frame then waited
+    /// for it (`link.receive.arrival`), so a receive path is timed from the
+    /// arrival, however late the receiver looked. Links to the operating
+    /// system say `None`. No default: a wrapper must forward it.
+    fn received_at(&self) -> Option<Instant>;
+
     /// Whether `receive` may find a frame at `now`: the host skips taking
     /// a buffer (and recording its probes) for a receive that would find
     /// nothing. A link that cannot tell says `true`.

@@ -425,6 +425,10 @@ impl Link for PacketLink {
         None
     }
 
+    fn received_at(&self) -> Option<Instant> {
+        None
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         None
     }

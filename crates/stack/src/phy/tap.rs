@@ -355,6 +355,10 @@ impl Link for Tap {
         None
     }
 
+    fn received_at(&self) -> Option<Instant> {
+        None
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         None
     }

@@ -307,6 +307,10 @@ impl Link for Ipv6InIpv4 {
         None
     }
 
+    fn received_at(&self) -> Option<Instant> {
+        None
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         None
     }

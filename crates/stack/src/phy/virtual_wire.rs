@@ -312,6 +312,8 @@ pub struct WireEnd {
     tx: Transmitter,
     rx: Receiver,
     stats: LinkStats,
+    /// When the frame `receive` last returned arrived.
+    received_at: Option<Instant>,
 }
 
 impl WireEnd {
@@ -332,6 +334,7 @@ impl WireEnd {
                 pending: RefCell::new(BinaryHeap::new()),
             },
             stats: LinkStats::default(),
+            received_at: None,
         }
     }
 
@@ -428,6 +431,7 @@ impl Link for WireEnd {
             // A full recycling queue just lets the buffer go.
             let _ = lane.recycled.push(frame.bytes);
             if let Some(len) = delivered {
+                self.received_at = Some(frame.arrival);
                 return Some(len);
             }
         }
@@ -465,6 +469,10 @@ impl Link for WireEnd {
         // The wire is a FIFO server: the last frame accepted leaves when
         // the wire is next free (a lost frame held it as long).
         (self.stats.tx_frames > 0).then_some(self.tx.busy_until)
+    }
+
+    fn received_at(&self) -> Option<Instant> {
+        self.received_at
     }
 
     fn next_arrival(&self) -> Option<Instant> {

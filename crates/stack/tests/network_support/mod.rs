@@ -690,6 +690,9 @@ impl<L: Link> Link for Tap<L> {
     fn next_arrival(&self) -> Option<Instant> {
         self.inner.next_arrival()
     }
+    fn received_at(&self) -> Option<Instant> {
+        self.inner.received_at()
+    }
 
     fn stats(&self) -> stack::phy::LinkStats {
         self.inner.stats()

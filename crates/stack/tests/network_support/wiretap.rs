@@ -168,6 +168,10 @@ impl Link for Splice {
         self.inner.transmit_complete_at()
     }
 
+    fn received_at(&self) -> Option<Instant> {
+        None
+    }
+
     fn next_arrival(&self) -> Option<Instant> {
         let state = self.tap.0.lock().unwrap();
         if state.held {

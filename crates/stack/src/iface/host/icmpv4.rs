@@ -319,6 +319,10 @@ mod tests {
             None
         }
 
+        fn received_at(&self) -> Option<Instant> {
+            None
+        }
+
         fn next_arrival(&self) -> Option<Instant> {
             None
         }

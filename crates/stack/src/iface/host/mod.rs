@@ -854,7 +854,8 @@ impl Host {
                 };
                 interface.counters.rx_frames += 1;
                 interface.counters.rx_bytes += packet.len() as u64;
-                self.link_input(now, InterfaceId(index), packet);
+                let arrived = link.received_at();
+                self.link_input(now, InterfaceId(index), packet, arrived);
             }
         }
     }
@@ -912,7 +913,15 @@ impl Host {
 
     // ----- Link input ------------------------------------------------------
 
-    fn link_input(&mut self, now: Instant, interface: InterfaceId, mut packet: Packet) {
+    /// Takes a frame from interface `interface` that arrived whole at
+    /// `arrived`, if its link says.
+    fn link_input(
+        &mut self,
+        now: Instant,
+        interface: InterfaceId,
+        mut packet: Packet,
+        arrived: Option<Instant>,
+    ) {
         let medium = self.interfaces[interface.0].medium;
         let flows = &mut self.fragment_flows;
         let traced = packet
@@ -923,6 +932,17 @@ impl Host {
             .and_then(|ip| flows.classify(now, ip, traced_flow(ip)));
         if let Some(flow) = traced {
             packet.set_flow(flow);
+        }
+        if let Some(arrived) = arrived {
+            // The runner's clock now, as the wire's arrival is on it.
+            let looked = self.wall.as_ref().map_or(now, |wall| wall().max(now));
+            let waited = looked.saturating_duration_since(arrived);
+            probe::record(
+                crate::probes::LINK_RECEIVE_ARRIVAL,
+                packet.len() as u32,
+                packet.flow(),
+                u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
+            );
         }
         let _span = probe::span(
             crate::probes::LINK_RECEIVE_ENTER,

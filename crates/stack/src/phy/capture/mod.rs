@@ -395,6 +395,9 @@ impl<L: Link> Link for Captured<L> {
     fn next_arrival(&self) -> Option<Instant> {
         self.inner.next_arrival()
     }
+    fn received_at(&self) -> Option<Instant> {
+        self.inner.received_at()
+    }
 
     fn may_receive(&self, now: Instant) -> bool {
         self.inner.may_receive(now)
