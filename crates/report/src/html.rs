@@ -31,9 +31,13 @@ h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-to
 table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
 th{background:#f4f4f4}td.l,th.l{text-align:left}.note{color:#555;font-size:.92em}\
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{max-width:100%;height:auto;border:1px solid #eee}\
-code{background:#f4f4f4;padding:0 .2em}";
+code{background:#f4f4f4;padding:0 .2em}\
+.front{display:flex;flex-wrap:wrap;gap:2em;align-items:flex-start}.front>*{flex:1 1 420px}\
+.toc ol{padding-left:1.4em;margin:.2em 0}.toc li{margin:.1em 0}.findings p{margin:.4em 0}\
+caption{caption-side:top;text-align:left;color:#555;font-size:.92em}";
 
-/// The whole page.
+/// The whole page: the title naming the run, the summary (where the time
+/// goes on each path), the contents, the machine, then the experiments.
 pub fn render(report: &Report) -> String {
     let mut h = String::new();
     let _ = write!(
@@ -42,25 +46,36 @@ pub fn render(report: &Report) -> String {
         escape(&report.title)
     );
     let _ = write!(h, "<h1>{}</h1>", escape(&report.title));
-    let c = &report.calibration;
     let _ = write!(
         h,
-        "<p class=\"note\">Command: <code>{}</code>{}. Counter {:.4} GHz; one probe costs {:.1} cycles ({:.1} ns), subtracted once per probe inside every latency and span. Machine: <code>{}</code>.</p>",
+        "<p class=\"note\">{} run{}; command <code>{}</code>. Every figure below names its window and carries its 95 % interval where there were repetitions.</p>",
+        if report.quick { "A quick (coarser sweeps, fewer repetitions)" } else { "A full" },
+        report
+            .machine
+            .cpu_model
+            .as_ref()
+            .map_or(String::new(), |m| format!(" on {}", escape(m))),
         escape(&report.command),
-        if report.quick { " (quick: coarser sweeps)" } else { "" },
-        c.counter_hz / 1e9,
-        c.overhead_cycles,
-        c.overhead_ns,
-        escape(&report.machine.to_string()),
     );
-    h.push_str("<p>Files beside this page: <code>summary.json</code> (every figure), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p>");
+    crate::summary_html::render(&mut h, &report.summary);
+    h.push_str("<div class=\"front\">");
+    crate::toc::render(&mut h, report);
+    machine_section(&mut h, report);
+    h.push_str("</div>");
     for exp in &report.experiments {
         let _ = write!(
             h,
-            "<h2>{}</h2><p>{} <span class=\"note\">Source: <code>{}</code>; recipe <code>{}</code>.</span></p>",
+            "<h2 id=\"{}\">{}</h2><p>{}</p><p class=\"note\">Source: {} Recipe <code>{}</code>.</p>",
+            crate::toc::experiment(&exp.name),
             escape(&exp.title),
             escape(&exp.description),
-            escape(&exp.source),
+            if exp.citation.is_empty() {
+                format!("<code>{}</code>.", escape(&exp.source))
+            } else if exp.citation.ends_with('.') {
+                escape(&exp.citation)
+            } else {
+                format!("{}.", escape(&exp.citation))
+            },
             escape(&exp.name)
         );
         for run in &exp.runs {
@@ -74,10 +89,64 @@ pub fn render(report: &Report) -> String {
     h
 }
 
+/// The machine as a small table (rows that could not be read are left
+/// out), the clock and probe cost, and the files beside the page.
+fn machine_section(h: &mut String, report: &Report) {
+    let m = &report.machine;
+    let c = &report.calibration;
+    h.push_str("<section id=\"machine\"><h2>The run</h2><table>");
+    let mut row = |name: &str, value: String| {
+        let _ = write!(
+            h,
+            "<tr><th class=\"l\">{name}</th><td class=\"l\">{}</td></tr>",
+            escape(&value)
+        );
+    };
+    if let Some(cpu) = &m.cpu_model {
+        row("CPU", cpu.clone());
+    }
+    if let Some(cores) = m.cores {
+        row("cores", cores.to_string());
+    }
+    if let Some(bytes) = m.memory_bytes {
+        row(
+            "memory",
+            format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)),
+        );
+    }
+    if let Some(kernel) = &m.kernel {
+        row("kernel", kernel.clone());
+    }
+    if let Some([one, five, fifteen]) = m.load_average {
+        row(
+            "load average at start",
+            format!("{one:.2} (1 min), {five:.2} (5 min), {fifteen:.2} (15 min)"),
+        );
+    }
+    if c.counter_hz.is_finite() && c.counter_hz > 0.0 {
+        row("counter", format!("{:.4} GHz", c.counter_hz / 1e9));
+    }
+    if c.overhead_ns.is_finite() {
+        row(
+            "probe cost",
+            format!(
+                "{:.1} cycles ({:.1} ns), subtracted once per probe inside every latency and span",
+                c.overhead_cycles, c.overhead_ns
+            ),
+        );
+    }
+    if let Some(v) = &m.stackscope_version {
+        row("stackscope", v.clone());
+    }
+    row("started", crate::model::utc(report.generated_unix));
+    h.push_str("</table><p class=\"note\">Files beside this page: <code>summary.json</code> (every figure, the summary above included), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p></section>");
+}
+
 fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     let _ = write!(
         h,
-        "<h3>{experiment} / {}: {} over {} on {}</h3>",
+        "<h3 id=\"{}\">{experiment} / {}: {} over {} on {}</h3>",
+        crate::toc::run(experiment, &run.id),
         escape(&run.id),
         escape(&run.protocol),
         escape(&run.family),
@@ -465,11 +534,15 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         };
         100.0 * us / f.stop_us.mean
     };
+    // Instrumentation was taken out of the window: stacking it on top
+    // would pass 100 %. Each category keeps its colour on every chart.
+    let mut slots = Vec::new();
     let mut layers: Vec<(String, Vec<f64>)> = Category::ALL
         .iter()
-        .filter(|&&c| c != Category::None)
+        .filter(|&&c| c != Category::None && c != Category::Instrumentation)
         .map(|&c| {
             (
+                c,
                 category_label(c, true),
                 run.points
                     .iter()
@@ -478,8 +551,13 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
                     .collect::<Vec<f64>>(),
             )
         })
-        .filter(|(_, v)| v.iter().any(|&s| s > 0.0))
+        .filter(|(_, _, v)| v.iter().any(|&s| s > 0.0))
+        .map(|(c, name, v)| {
+            slots.push(crate::summary::colour_slot(c.as_str()));
+            (name, v)
+        })
         .collect();
+    slots.push(crate::summary::colour_slot(crate::summary::OTHER));
     layers.push((
         "other (no span)".into(),
         run.points
@@ -498,6 +576,9 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         y_label: "% of stop latency".into(),
         x,
         layers,
+        percent: true,
+        colour_slots: slots,
+        x_bytes: true,
     }
 }
 

@@ -7,8 +7,12 @@ pub mod html;
 pub mod model;
 pub mod plot;
 pub mod queues_html;
+pub mod summary;
+mod summary_html;
 mod sweep_html;
 pub mod tables;
+mod toc;
+pub mod units;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

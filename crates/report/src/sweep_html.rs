@@ -10,7 +10,8 @@ use crate::plot::{self, Series, Style, XyChart};
 pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     let _ = write!(
         h,
-        "<h3>{experiment} / {}: {}</h3>",
+        "<h3 id=\"{}\">{experiment} / {}: {}</h3>",
+        crate::toc::run(experiment, &run.id),
         escape(&run.id),
         escape(&run.title)
     );
@@ -35,7 +36,8 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     for note in &run.notes {
         let _ = write!(h, "<p class=\"note\">{}</p>", escape(note));
     }
-    if run.series.iter().any(|s| s.points.len() > 1) {
+    // One point is still a figure: drawn as a dot with its interval.
+    if run.series.iter().any(|s| !s.points.is_empty()) {
         h.push_str("<div class=\"plots\">");
         h.push_str(&plot::xy_chart(&chart(run)));
         h.push_str("</div>");
@@ -63,6 +65,16 @@ fn chart(run: &SweepRun) -> XyChart {
             .with_errors(errors),
         );
     }
+    // A throughput axis gets the wire's rate: no payload rate passes it.
+    if let Some(bps) = run.link_bps.filter(|b| b.is_finite() && *b > 0.0) {
+        if run.mode == "throughput" && run.y_label.contains("Mbit/s") {
+            series.push(Series::new(
+                format!("link rate {} Mbit/s", plot_number(bps / 1e6)),
+                vec![(0.0, bps / 1e6)],
+                Style::Reference,
+            ));
+        }
+    }
     XyChart {
         title: format!("{}: {}", run.id, run.title),
         x_label: run.x_label.clone(),
@@ -70,6 +82,15 @@ fn chart(run: &SweepRun) -> XyChart {
         series,
         log_x: run.log_x,
         log_y: false,
+    }
+}
+
+/// A rate for a legend: `100`, `1000`, `2.5`.
+fn plot_number(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}").trim_end_matches('0').to_string()
     }
 }
 

@@ -346,6 +346,16 @@ pub(crate) fn fmt_with_step(v: f64, step: f64) -> String {
     }
 }
 
+/// A byte count as a tick label: binary units for multiples of 1024
+/// ("4 KiB"), the plain number otherwise.
+pub(crate) fn fmt_bytes(v: f64) -> String {
+    if v.is_finite() && v >= 1024.0 && v.fract() == 0.0 && (v as u64).is_multiple_of(1024) {
+        crate::units::size_f64(v)
+    } else {
+        fmt_sig(v, 4)
+    }
+}
+
 /// A value with `sig` significant digits, trimmed: `0.0025`, `1460`, `3e9`.
 pub(crate) fn fmt_sig(v: f64, sig: usize) -> String {
     if !v.is_finite() {

@@ -4,13 +4,23 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{extent, fmt_sig, to_axis, Axis};
-use super::frame::{
-    anchored, chart, colour, no_data, render, truncate, MUTED, TICK_CHAR_W, TICK_SIZE,
-};
+use super::frame::{anchored, chart, colour, no_data, render, MUTED, TICK_CHAR_W, TICK_SIZE};
 use super::{BarChart, HEIGHT, MAX_BARS, MAX_BAR_CHART_HEIGHT, WIDTH};
 
 /// Longest bar label shown, in characters.
 const MAX_NAME: usize = 40;
+/// A bar's label cut to `max` characters (a function name; the table
+/// beside the chart has it whole).
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
 /// Height of the note saying how many bars were left out.
 const NOTE_H: u32 = 24;
 

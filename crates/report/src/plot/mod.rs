@@ -19,6 +19,7 @@ mod axis;
 mod bars;
 mod frame;
 mod histogram;
+mod share_bars;
 mod stacked;
 mod xy;
 
@@ -47,6 +48,9 @@ pub enum Style {
     Dashed,
     /// A staircase: each value holds until the next point's x.
     Steps,
+    /// A horizontal line across the whole chart at the first point's y
+    /// (its x is ignored), e.g. a link's rate.
+    Reference,
 }
 
 /// A named series of (x, y) points.
@@ -99,13 +103,53 @@ pub fn xy_chart(chart: &XyChart) -> String {
 /// or shorter than `x` is truncated to the shorter of the two (a missing
 /// value counts as 0). Fewer than 8 distinct x values are drawn as stacked
 /// bars, one per x; more as stacked areas over a linear x axis.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StackedChart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
     pub x: Vec<f64>,
     pub layers: Vec<(String, Vec<f64>)>,
+    /// Percentages: the y axis is 0–100 whatever the data (a stack above
+    /// 100 is cut at the top).
+    pub percent: bool,
+    /// Layer `j`'s colour is palette entry `colour_slots[j]`, so a
+    /// category keeps its colour from chart to chart; empty (or with a
+    /// repeat) means by position.
+    pub colour_slots: Vec<usize>,
+    /// The x values are byte counts: labelled in the binary units a
+    /// recipe uses (4096 is "4 KiB").
+    pub x_bytes: bool,
+}
+
+/// One stacked horizontal bar per row (e.g. per path: where its time goes),
+/// every row a whole of 100 %: layers in order left to right, each share
+/// printed on it when there is room. Colours as [`StackedChart`]'s.
+#[derive(Debug, Clone, Default)]
+pub struct ShareBars {
+    pub title: String,
+    pub value_label: String,
+    /// Layer names, in stacking order.
+    pub layers: Vec<String>,
+    /// Each row's label and its share (%) of every layer.
+    pub rows: Vec<(String, Vec<f64>)>,
+    pub colour_slots: Vec<usize>,
+    /// Width of the chart in pixels (at least [`WIDTH`]).
+    pub width: u32,
+}
+
+/// Draws stacked horizontal share bars.
+pub fn share_bars(chart: &ShareBars) -> String {
+    share_bars::draw(chart)
+}
+
+/// Colours for `n` layers placed at `slots` (see
+/// [`StackedChart::colour_slots`]), as `#RRGGBB`; no two alike.
+pub fn layer_colours(n: usize, slots: &[usize]) -> Vec<String> {
+    frame::layer_colours(n, slots)
+        .into_iter()
+        .map(|c| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2))
+        .collect()
 }
 
 /// Draws a stacked area (or stacked bar) chart.
