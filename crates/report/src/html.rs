@@ -157,12 +157,16 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
     let _ = write!(
         h,
-        "<p class=\"note\">{} sizes × {} repetitions after {} warm-up messages; {} of {} messages delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it ({:.1} % of the mean send stop latency{}), probe depth <b>{}</b>.</p>",
+        "<p class=\"note\">{} size{} × {} repetition{} after {} warm-up message{}; {} of {} measured message{} delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it ({:.1} % of the mean send stop latency{}), probe depth <b>{}</b>.</p>",
         run.points.len(),
+        plural(run.points.len() as u64),
         run.reps,
+        plural(u64::from(run.reps)),
         run.warmup,
+        plural(u64::from(run.warmup)),
         run.delivered,
         run.sent,
+        plural(run.sent),
         run.probes.records,
         run.probes.dropped,
         run.probes.unmatched_exits,
@@ -178,6 +182,14 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
         run.probes.level,
     );
     windows_note(h, run);
+    if run.warmup > 0 {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Counts leave the {} warm-up message{} out: the tables, the queues and the packet trace start at the first measured message.</p>",
+            run.warmup,
+            if run.warmup == 1 { "" } else { "s" }
+        );
+    }
     let sweep = run.points.len() >= 2;
     if sweep {
         trend_table(h, run);
@@ -229,7 +241,11 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
     if !run.packet_trace.is_empty() {
         h.push_str("<div class=\"plots\">");
-        h.push_str(&plot::xy_chart(&packet_trace_chart(run)));
+        for chart in packet_trace_charts(run) {
+            if !chart.series.is_empty() {
+                h.push_str(&plot::xy_chart(&chart));
+            }
+        }
         if !run.acks.is_empty() {
             h.push_str(&plot::xy_chart(&ack_chart(run)));
         }
@@ -244,15 +260,24 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
 }
 
+/// "s" unless there is exactly one.
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 /// Bytes past each site against time: where the curves part, data waits.
-fn packet_trace_chart(run: &MessagesRun) -> XyChart {
-    XyChart {
-        title: format!("{}: packet trace, bytes past each probe site", run.id),
-        x_label: "time (ms)".into(),
-        y_label: "bytes so far (KB)".into(),
-        series: run
+/// The socket's sites count payload, the link's count whole frames
+/// (headers included): two charts, so no axis mixes the two.
+fn packet_trace_charts(run: &MessagesRun) -> [XyChart; 2] {
+    let chart = |frames: bool| {
+        let series = run
             .packet_trace
             .iter()
+            .filter(|t| t.site.starts_with("link.") == frames)
             .map(|t| Series {
                 name: match t.site.as_str() {
                     "socket.send_queue.enqueue" => "written by the application".into(),
@@ -264,15 +289,30 @@ fn packet_trace_chart(run: &MessagesRun) -> XyChart {
                 points: t
                     .points
                     .iter()
-                    .map(|&(ns, bytes)| (ns / 1e6, bytes as f64 / 1e3))
+                    .map(|&(ns, bytes)| (ns / 1e6, bytes as f64 / 1024.0))
                     .collect(),
                 style: Style::Steps,
                 errors: Vec::new(),
             })
-            .collect(),
-        log_x: false,
-        log_y: false,
-    }
+            .collect();
+        XyChart {
+            title: if frames {
+                format!("{}: packet trace at the link, frame bytes", run.id)
+            } else {
+                format!("{}: packet trace at the sockets, payload bytes", run.id)
+            },
+            x_label: "time since the first measured message (ms)".into(),
+            y_label: if frames {
+                "frame bytes so far, headers included (KiB)".into()
+            } else {
+                "payload bytes so far (KiB)".into()
+            },
+            series,
+            log_x: false,
+            log_y: false,
+        }
+    };
+    [chart(false), chart(true)]
 }
 
 /// The receive socket queue's length with the receiver's pure ACKs on it
@@ -331,7 +371,7 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
     if run.points.len() > 4 {
         return;
     }
-    let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval</caption><tr><th class=\"l\">size B</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send KB/s</th></tr>", run.stop_at);
+    let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval</caption><tr><th class=\"l\">size</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send Mbit/s</th></tr>", run.stop_at);
     h.push_str(&header);
     let stat = |s: Option<&analysis::sweep::Stat>| {
         s.map_or("-".to_string(), |s| match s.half_width() {
@@ -343,14 +383,14 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
         let _ = write!(
             h,
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            p.size,
+            crate::units::size(u64::from(p.size)),
             p.messages,
             stat(p.send.as_ref().map(|f| &f.start_us)),
             stat(p.send.as_ref().map(|f| &f.stop_us)),
             stat(p.receive.as_ref().map(|f| &f.start_us)),
             stat(p.receive.as_ref().map(|f| &f.stop_us)),
             stat(p.one_way_us.as_ref()),
-            p.send.as_ref().map_or("-".into(), |f| format!("{:.0}", f.throughput_kbps)),
+            p.send.as_ref().map_or("-".into(), |f| format!("{:.2}", f.throughput_kbps * 8.0 / 1000.0)),
         );
     }
     h.push_str("</table>");
@@ -476,6 +516,8 @@ fn size_range(run: &MessagesRun) -> (f64, f64) {
 }
 
 fn throughput_chart(run: &MessagesRun) -> XyChart {
+    // The study's KB/s (1000 B) as Mbit/s, the unit of the wire's rate.
+    const MBPS_PER_KBPS: f64 = 8.0 / 1000.0;
     let mut series = vec![Series {
         name: "payload / send stop latency".into(),
         points: run
@@ -484,7 +526,7 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
             .filter_map(|p| {
                 p.send
                     .as_ref()
-                    .map(|f| (f64::from(p.size), f.throughput_kbps))
+                    .map(|f| (f64::from(p.size), f.throughput_kbps * MBPS_PER_KBPS))
             })
             .collect(),
         style: Style::Line,
@@ -493,21 +535,28 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
     if let Some(fit) = &run.send.throughput {
         let (lo, hi) = size_range(run);
         series.push(Series {
-            name: format!("trend: {}", fit.formula("100 B", "KB/s")),
+            name: format!("trend: {}, drawn in Mbit/s", fit.formula("100 B", "KB/s")),
             points: (0..=50)
                 .map(|i| {
                     let x = lo + (hi - lo) * f64::from(i) / 50.0;
-                    (x, fit.eval(x / 100.0))
+                    (x, fit.eval(x / 100.0) * MBPS_PER_KBPS)
                 })
                 .collect(),
             style: Style::Dashed,
             errors: Vec::new(),
         });
     }
+    if let Some(bps) = run.link_bps.filter(|b| b.is_finite() && *b > 0.0) {
+        series.push(Series::new(
+            format!("link rate {:.0} Mbit/s", bps / 1e6),
+            vec![(0.0, bps / 1e6)],
+            Style::Reference,
+        ));
+    }
     XyChart {
         title: format!("{}: payload throughput vs size (send path)", run.id),
         x_label: "payload (bytes)".into(),
-        y_label: "throughput (KB/s)".into(),
+        y_label: "throughput (Mbit/s)".into(),
         series,
         log_x: false,
         log_y: false,
@@ -543,7 +592,7 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         .map(|&c| {
             (
                 c,
-                category_label(c, true),
+                crate::summary::readable(c.as_str()),
                 run.points
                     .iter()
                     .filter(|p| path_of(p, receive).is_some())
@@ -559,7 +608,7 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         .collect();
     slots.push(crate::summary::colour_slot(crate::summary::OTHER));
     layers.push((
-        "other (no span)".into(),
+        "other (in no span)".into(),
         run.points
             .iter()
             .filter(|p| path_of(p, receive).is_some())

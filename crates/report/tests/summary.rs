@@ -250,3 +250,59 @@ fn summary_json_holds_the_summary_without_nulls_in_the_machine() {
     assert!(json["machine"].get("memory_bytes").is_none());
     assert!(!json["machine"].to_string().contains("null"));
 }
+
+fn one_point_sweep() -> SweepRun {
+    SweepRun {
+        id: "tcp".into(),
+        title: "TCP throughput".into(),
+        mode: "throughput".into(),
+        link: "reference stack on fast-ethernet".into(),
+        link_bps: Some(100e6),
+        reps: 3,
+        load: 0,
+        points: Vec::new(),
+        x_label: "socket buffer (bytes)".into(),
+        y_label: "received Mbit/s".into(),
+        log_x: true,
+        series: vec![Series {
+            label: "ref tcp IPv6".into(),
+            points: vec![SeriesPoint {
+                x: 65_536.0,
+                y: 90.0,
+                stdev: Some(1.0),
+                ci95: Some(stats::Interval { lo: 88.0, hi: 92.0 }),
+            }],
+        }],
+        tables: Vec::new(),
+        failure: None,
+        notes: Vec::new(),
+        csv: "tcp.csv".into(),
+    }
+}
+
+#[test]
+fn a_one_point_sweep_is_plotted_with_the_link_rate_and_binary_sizes() {
+    let mut r = report(true);
+    r.experiments[1].sweeps.push(one_point_sweep());
+    let html = report::html::render(&r);
+    let start = html.find("id=\"run-other1993-tcp\"").unwrap();
+    let section = &html[start..];
+    assert!(section.contains("<svg"), "no plot for one point");
+    assert!(section.contains("link rate 100 Mbit/s"));
+    let svg = &section[section.find("<svg").unwrap()..section.find("</svg>").unwrap()];
+    assert!(svg.contains("64 KiB"), "the x axis is not in KiB");
+    assert!(!svg.contains("65536") && !svg.contains("kB"));
+}
+
+#[test]
+fn messages_throughput_is_in_mbit_per_s_beside_the_link_rate() {
+    let html = report::html::render(&report(false));
+    let start = html.find("id=\"run-study1999-tcp\"").unwrap();
+    let end = html.find("id=\"run-study1999-udp\"").unwrap();
+    let section = &html[start..end];
+    assert!(section.contains("throughput (Mbit/s)"));
+    assert!(section.contains("link rate 100 Mbit/s"));
+    assert!(!section.contains("KB/s)</text>"), "an axis still in KB/s");
+    // Sizes as the recipe wrote them.
+    assert!(section.contains("4 KiB"));
+}

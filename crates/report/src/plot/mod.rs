@@ -94,7 +94,13 @@ pub struct XyChart {
 
 /// Draws series of points, lines, dashed trend lines or steps.
 pub fn xy_chart(chart: &XyChart) -> String {
-    xy::draw(chart)
+    xy::draw(chart, false)
+}
+
+/// [`xy_chart`] whose logarithmic x axis counts bytes: ticks at powers of
+/// two, labelled "4 KiB", "64 KiB" (as recipes write sizes).
+pub fn xy_chart_bytes(chart: &XyChart) -> String {
+    xy::draw(chart, true)
 }
 
 /// Shares stacked to (at most) 100 % per x: e.g. the share of stop latency

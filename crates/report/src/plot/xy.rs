@@ -12,7 +12,9 @@ use super::{Style, XyChart, HEIGHT, MAX_POINTS_PER_SERIES, WIDTH};
 /// (one element per dash) stays small.
 const MAX_DASHED_POINTS: usize = 1_000;
 
-pub(crate) fn draw(c: &XyChart) -> String {
+/// Draws `c`; with `x_bytes` a logarithmic x axis of byte counts is
+/// ticked at powers of two in binary units.
+pub(crate) fn draw(c: &XyChart, x_bytes: bool) -> String {
     let palette = colours(c.series.len());
     let legend = (c.series.len() > 1).then(|| {
         let entries = c
@@ -72,7 +74,11 @@ pub(crate) fn draw(c: &XyChart) -> String {
         let (Some((x0, x1)), Some((y0, y1))) = (xs, ys) else {
             return no_data(root, &c.title, &c.x_label, &c.y_label);
         };
-        let x = Axis::padded(c.log_x, x0, x1, 0.03, 7);
+        let x = if x_bytes && c.log_x {
+            Axis::log_bytes(x0, x1, 0.03, 8)
+        } else {
+            Axis::padded(c.log_x, x0, x1, 0.03, 7)
+        };
         let y = Axis::padded(c.log_y, y0, y1, 0.05, 6);
 
         let area = with_legend(root, legend.as_ref())?;
