@@ -60,7 +60,7 @@ pub fn render(report: &Report) -> String {
     crate::summary_html::render(&mut h, &report.summary);
     h.push_str("<div class=\"front\">");
     crate::toc::render(&mut h, report);
-    machine_section(&mut h, report);
+    crate::machine_html::render(&mut h, report);
     h.push_str("</div>");
     for exp in &report.experiments {
         let _ = write!(
@@ -87,59 +87,6 @@ pub fn render(report: &Report) -> String {
     }
     h.push_str("</body></html>\n");
     h
-}
-
-/// The machine as a small table (rows that could not be read are left
-/// out), the clock and probe cost, and the files beside the page.
-fn machine_section(h: &mut String, report: &Report) {
-    let m = &report.machine;
-    let c = &report.calibration;
-    h.push_str("<section id=\"machine\"><h2>The run</h2><table>");
-    let mut row = |name: &str, value: String| {
-        let _ = write!(
-            h,
-            "<tr><th class=\"l\">{name}</th><td class=\"l\">{}</td></tr>",
-            escape(&value)
-        );
-    };
-    if let Some(cpu) = &m.cpu_model {
-        row("CPU", cpu.clone());
-    }
-    if let Some(cores) = m.cores {
-        row("cores", cores.to_string());
-    }
-    if let Some(bytes) = m.memory_bytes {
-        row(
-            "memory",
-            format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)),
-        );
-    }
-    if let Some(kernel) = &m.kernel {
-        row("kernel", kernel.clone());
-    }
-    if let Some([one, five, fifteen]) = m.load_average {
-        row(
-            "load average at start",
-            format!("{one:.2} (1 min), {five:.2} (5 min), {fifteen:.2} (15 min)"),
-        );
-    }
-    if c.counter_hz.is_finite() && c.counter_hz > 0.0 {
-        row("counter", format!("{:.4} GHz", c.counter_hz / 1e9));
-    }
-    if c.overhead_ns.is_finite() {
-        row(
-            "probe cost",
-            format!(
-                "{:.1} cycles ({:.1} ns), subtracted once per probe inside every latency and span",
-                c.overhead_cycles, c.overhead_ns
-            ),
-        );
-    }
-    if let Some(v) = &m.stackscope_version {
-        row("stackscope", v.clone());
-    }
-    row("started", crate::model::utc(report.generated_unix));
-    h.push_str("</table><p class=\"note\">Files beside this page: <code>summary.json</code> (every figure, the summary above included), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p></section>");
 }
 
 fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
@@ -214,6 +161,7 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
                 .take(15)
                 .map(|f| (f.name.clone(), f.share_of_stack * 100.0))
                 .collect(),
+            percent: true,
         }));
     }
     h.push_str("</div>");
@@ -241,13 +189,13 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
     if !run.packet_trace.is_empty() {
         h.push_str("<div class=\"plots\">");
-        for chart in packet_trace_charts(run) {
+        for chart in crate::trace_charts::packet_trace(run) {
             if !chart.series.is_empty() {
                 h.push_str(&plot::xy_chart(&chart));
             }
         }
         if !run.acks.is_empty() {
-            h.push_str(&plot::xy_chart(&ack_chart(run)));
+            h.push_str(&plot::xy_chart(&crate::trace_charts::acks(run)));
         }
         h.push_str("</div>");
     }
@@ -266,92 +214,6 @@ fn plural(n: u64) -> &'static str {
         ""
     } else {
         "s"
-    }
-}
-
-/// Bytes past each site against time: where the curves part, data waits.
-/// The socket's sites count payload, the link's count whole frames
-/// (headers included): two charts, so no axis mixes the two.
-fn packet_trace_charts(run: &MessagesRun) -> [XyChart; 2] {
-    let chart = |frames: bool| {
-        let series = run
-            .packet_trace
-            .iter()
-            .filter(|t| t.site.starts_with("link.") == frames)
-            .map(|t| Series {
-                name: match t.site.as_str() {
-                    "socket.send_queue.enqueue" => "written by the application".into(),
-                    "link.transmit.enter" => "put on the wire".into(),
-                    "link.receive.enter" => "taken off the wire".into(),
-                    "socket.recv_queue.dequeue" => "read by the application".into(),
-                    other => other.to_string(),
-                },
-                points: t
-                    .points
-                    .iter()
-                    .map(|&(ns, bytes)| (ns / 1e6, bytes as f64 / 1024.0))
-                    .collect(),
-                style: Style::Steps,
-                errors: Vec::new(),
-            })
-            .collect();
-        XyChart {
-            title: if frames {
-                format!("{}: packet trace at the link, frame bytes", run.id)
-            } else {
-                format!("{}: packet trace at the sockets, payload bytes", run.id)
-            },
-            x_label: "time since the first measured message (ms)".into(),
-            y_label: if frames {
-                "frame bytes so far, headers included (KiB)".into()
-            } else {
-                "payload bytes so far (KiB)".into()
-            },
-            series,
-            log_x: false,
-            log_y: false,
-        }
-    };
-    [chart(false), chart(true)]
-}
-
-/// The receive socket queue's length with the receiver's pure ACKs on it
-/// (the SunOS study's experiment 3: ACKs follow the queue's draining).
-fn ack_chart(run: &MessagesRun) -> XyChart {
-    let mut series = Vec::new();
-    if let Some(q) = run
-        .queues
-        .iter()
-        .find(|q| q.queue.starts_with("receive_socket ") && Some(q.thread) == run.receiver_thread)
-    {
-        series.push(Series {
-            name: "receive socket queue (bytes)".into(),
-            points: q
-                .length
-                .iter()
-                .map(|p| (p.t_ns / 1e6, p.bytes as f64))
-                .collect(),
-            style: Style::Steps,
-            errors: Vec::new(),
-        });
-    }
-    series.push(Series {
-        name: "ACK sent".into(),
-        points: run
-            .acks
-            .iter()
-            .map(|&(ns, bytes)| (ns / 1e6, bytes as f64))
-            .collect(),
-        style: Style::Points,
-        errors: Vec::new(),
-    });
-    XyChart {
-        title: format!("{}: ACK generation against receive queue draining", run.id),
-        x_label: "time (ms)".into(),
-        y_label: "bytes queued".into(),
-        series,
-        log_x: false,
-        log_y: false,
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod capture;
 pub mod html;
+mod machine_html;
 pub mod model;
 pub mod plot;
 pub mod queues_html;
@@ -12,6 +13,7 @@ mod summary_html;
 mod sweep_html;
 pub mod tables;
 mod toc;
+mod trace_charts;
 pub mod units;
 
 use std::fs::File;

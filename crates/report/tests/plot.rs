@@ -267,6 +267,7 @@ fn every_kind_is_a_standalone_well_formed_svg() {
         title: "CPU share per function".into(),
         value_label: "share (%)".into(),
         bars: vec![("tcp_output".into(), 31.5), ("in_cksum".into(), 12.0)],
+        ..Default::default()
     };
     assert_svg(&bar_chart(&b), WIDTH, HEIGHT);
 
@@ -441,6 +442,16 @@ fn a_percentage_axis_ends_at_100() {
     for above in ["120", "150", "140", "200"] {
         assert!(!t.iter().any(|s| s == above), "{above} in {t:?}");
     }
+    // A bar chart of shares too: 30 % reads against the whole.
+    let svg = bar_chart(&BarChart {
+        title: "CPU share per function".into(),
+        value_label: "% of the thread's time".into(),
+        bars: vec![("tcp.output".into(), 30.0), ("tcp.input".into(), 96.0)],
+        percent: true,
+    });
+    let t = texts(&svg);
+    assert!(t.iter().any(|s| s == "100"), "{t:?}");
+    assert!(t.iter().any(|s| s == "96"), "{t:?}");
 }
 
 #[test]
@@ -570,6 +581,7 @@ fn stacked_bar_and_histogram_text_is_escaped() {
         title: NASTY.into(),
         value_label: NASTY.into(),
         bars: vec![(NASTY.into(), 3.0), ("fine".into(), 1.0)],
+        ..Default::default()
     };
     assert_escaped(&bar_chart(&b), WIDTH, HEIGHT, 3);
     let h = HistogramChart {
@@ -652,6 +664,7 @@ fn other_kinds_without_data_say_no_data() {
             title: "t".into(),
             value_label: "v".into(),
             bars,
+            ..Default::default()
         });
         assert_svg(&svg, WIDTH, HEIGHT);
         assert!(has_no_data(&svg));
@@ -935,6 +948,7 @@ fn bar_chart_keeps_order_and_grows_with_bars() {
         bars: (0..n)
             .map(|i| (format!("fn_{i}"), (n - i) as f64))
             .collect(),
+        ..Default::default()
     };
     let few = bar_chart(&bars(3));
     assert_svg(&few, WIDTH, HEIGHT);
@@ -968,6 +982,7 @@ fn bar_values_are_printed_and_negative_bars_drawn() {
             ("down".into(), -4.0),
             ("nan".into(), f64::NAN),
         ],
+        ..Default::default()
     });
     assert_svg(&svg, WIDTH, HEIGHT);
     let t = texts(&svg);
@@ -1055,6 +1070,7 @@ fn hostile_values_never_panic() {
             title: "t".into(),
             value_label: "v".into(),
             bars,
+            ..Default::default()
         });
         assert_svg(&svg, WIDTH, svg_height(&svg));
 
@@ -1150,6 +1166,7 @@ fn write_samples() {
             ("nd_lookup".into(), 2.3),
             ("ether_output".into(), 1.1),
         ],
+        ..Default::default()
     });
     let hist_svg = histogram_chart(&HistogramChart {
         title: "IP input processing delay".into(),

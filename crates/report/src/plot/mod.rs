@@ -167,11 +167,13 @@ pub fn stacked_chart(chart: &StackedChart) -> String {
 /// to bottom in the given order (give them longest first). The height grows
 /// with the number of bars up to [`MAX_BAR_CHART_HEIGHT`]; at most
 /// [`MAX_BARS`] are drawn. Bars with a non-finite value are skipped.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct BarChart {
     pub title: String,
     pub value_label: String,
     pub bars: Vec<(String, f64)>,
+    /// Percentages of a whole: the value axis is 0–100.
+    pub percent: bool,
 }
 
 /// Draws a horizontal bar chart.
