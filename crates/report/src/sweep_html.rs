@@ -40,12 +40,13 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     if run.series.iter().any(|s| !s.points.is_empty()) {
         h.push_str("<div class=\"plots\">");
         // Sizes the recipe wrote in binary units (4K, 64K) keep them.
-        let binary =
-            run.log_x
-                && run.x_label.ends_with("(bytes)")
-                && run.series.iter().flat_map(|s| &s.points).all(|p| {
-                    p.x >= 1024.0 && p.x.fract() == 0.0 && (p.x as u64).is_multiple_of(1024)
-                });
+        let binary = run.log_x
+            && run.x_label.ends_with("(bytes)")
+            && run
+                .series
+                .iter()
+                .flat_map(|s| &s.points)
+                .all(|p| binary_size(p.x));
         let chart = chart(run);
         h.push_str(&if binary {
             plot::xy_chart_bytes(&chart)
@@ -95,6 +96,14 @@ fn chart(run: &SweepRun) -> XyChart {
         log_x: run.log_x,
         log_y: wide_spread(run),
     }
+}
+
+/// A size a recipe writes in binary units: a multiple of 1 KiB, or a
+/// power of two (16, 256, 4K, 16K).
+fn binary_size(x: f64) -> bool {
+    (1.0..1e15).contains(&x)
+        && x.fract() == 0.0
+        && ((x as u64).is_power_of_two() || (x as u64).is_multiple_of(1024))
 }
 
 /// Whether the plotted means span more than a factor of 50 (a kernel's
