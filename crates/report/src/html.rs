@@ -153,11 +153,17 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     h.push_str(&plot::stacked_chart(&shares_chart(run, false)));
     if let Some(profile) = &run.sender_profile {
         h.push_str(&plot::bar_chart(&BarChart {
-            title: format!("{}: sender CPU share per function", run.id),
+            title: format!(
+                "{}: sender CPU share per function (the tool's own instrumentation left out)",
+                run.id
+            ),
             value_label: "% of the thread's time in the stack".into(),
+            // Instrumentation is not stack time: as a share of it, it
+            // would push the bars past 100 % together.
             bars: profile
                 .functions
                 .iter()
+                .filter(|f| f.category != Category::Instrumentation)
                 .take(15)
                 .map(|f| (f.name.clone(), f.share_of_stack * 100.0))
                 .collect(),
