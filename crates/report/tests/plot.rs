@@ -524,6 +524,31 @@ fn share_bars_draw_one_bar_per_row_with_its_shares() {
     assert_eq!(fills(&svg).len(), 3);
 }
 
+#[test]
+fn a_reference_line_spans_the_chart_on_any_axis() {
+    for (log_x, log_y) in [(false, false), (true, false), (true, true)] {
+        let svg = xy_chart(&xy(
+            vec![
+                series(
+                    "measured",
+                    vec![(4096.0, 60.0), (65_536.0, 90.0)],
+                    Style::Line,
+                ),
+                series("link rate", vec![(0.0, 100.0)], Style::Reference),
+            ],
+            log_x,
+            log_y,
+        ));
+        // The dashes of the line at 100, in the second colour.
+        let dashes = polyline_points(&svg, VERMILLION).len();
+        assert!(dashes >= 10, "log {log_x}/{log_y}: {dashes} dashes");
+        assert!(
+            texts(&svg).iter().any(|t| t == "100"),
+            "the axis reaches it"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Escaping
 

@@ -34,7 +34,16 @@ pub(crate) fn draw(c: &XyChart, x_bytes: bool) -> String {
             .map(|s| {
                 s.points
                     .iter()
-                    .filter_map(|&(x, y)| Some((to_axis(c.log_x, x)?, to_axis(c.log_y, y)?)))
+                    .filter_map(|&(x, y)| {
+                        // A reference line's x is not a position (0 on a
+                        // log axis would drop it).
+                        let x = if s.style == Style::Reference {
+                            0.0
+                        } else {
+                            to_axis(c.log_x, x)?
+                        };
+                        Some((x, to_axis(c.log_y, y)?))
+                    })
                     .collect()
             })
             .collect();
