@@ -29,6 +29,25 @@ for name in ["xie1999", "papadopoulos1993", "taler1992", "draves1998"]:
     if name not in experiments:
         fail(f"summary.json has no experiment {name}")
 
+# Issue 16: the report opens with where the time goes on each path; the
+# same figures are here for CI.
+paths = (summary.get("summary") or {}).get("paths") or fail("summary.json has no summary.paths")
+whole = 0
+for p in paths:
+    total = sum(s["percent"] for s in p["shares"])
+    if p["size_bytes"] <= 0 or not p["window"] or not p["sentences"]:
+        fail(f"summary {p['path']}: no size, window or sentences")
+    if abs(total - 100.0) <= 0.5:
+        whole += 1
+    print(f"summary {p['path']} at {p['size_bytes']} B: shares add to {total:.1f} %; {p['sentences'][1] if len(p['sentences']) > 1 else ''}")
+if whole == 0:
+    fail("no summary path whose category shares add up to 100 %")
+if "quick" not in summary["title"] or "xie1999" not in summary["title"]:
+    fail(f"the title does not name the run: {summary['title']}")
+for e in summary["experiments"]:
+    if not e.get("citation"):
+        fail(f"{e['name']} has no citation")
+
 xie = {r["id"]: r for r in experiments["xie1999"]["runs"]}
 for run_id in ["tcp", "udp"]:
     run = xie.get(run_id) or fail(f"xie1999 has no {run_id} run")

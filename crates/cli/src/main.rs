@@ -42,8 +42,12 @@ enum Command {
     /// prediction); the kernel's stack runs over loopback beside the
     /// reference stack where the recipe says so. Writes
     /// results/<UTC timestamp>/ (or --out DIR):
-    ///   report.html      plots (inline SVG) and tables; opens offline
-    ///   summary.json     every figure: per-size latencies, trend lines
+    ///   report.html      opens with where the time goes on each traced
+    ///                    path (stacked bars, sentences with the biggest
+    ///                    costs), contents and the machine; then plots
+    ///                    (inline SVG) and tables; opens offline
+    ///   summary.json     every figure: the opening summary, per-size
+    ///                    latencies, trend lines
     ///                    (slope, intercept, R²), category shares, CPU
     ///                    shares, queues, sweep points, probe drops and
     ///                    overhead

@@ -28,12 +28,16 @@ pub fn escape(text: &str) -> String {
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.6em}\
-table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
+table{border-collapse:collapse;margin:.8em 0;display:block;max-width:100%;overflow-x:auto}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
 th{background:#f4f4f4}td.l,th.l{text-align:left}.note{color:#555;font-size:.92em}\
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{max-width:100%;height:auto;border:1px solid #eee}\
-code{background:#f4f4f4;padding:0 .2em}";
+code{background:#f4f4f4;padding:0 .2em}\
+.front{display:flex;flex-wrap:wrap;gap:2em;align-items:flex-start}.front>*{flex:1 1 420px}\
+.toc ol{padding-left:1.4em;margin:.2em 0}.toc li{margin:.1em 0}.findings p{margin:.4em 0}\
+caption{caption-side:top;text-align:left;color:#555;font-size:.92em}";
 
-/// The whole page.
+/// The whole page: the title naming the run, the summary (where the time
+/// goes on each path), the contents, the machine, then the experiments.
 pub fn render(report: &Report) -> String {
     let mut h = String::new();
     let _ = write!(
@@ -42,25 +46,36 @@ pub fn render(report: &Report) -> String {
         escape(&report.title)
     );
     let _ = write!(h, "<h1>{}</h1>", escape(&report.title));
-    let c = &report.calibration;
     let _ = write!(
         h,
-        "<p class=\"note\">Command: <code>{}</code>{}. Counter {:.4} GHz; one probe costs {:.1} cycles ({:.1} ns), subtracted once per probe inside every latency and span. Machine: <code>{}</code>.</p>",
+        "<p class=\"note\">{} run{}; command <code>{}</code>. Every figure below names its window and carries its 95 % interval where there were repetitions.</p>",
+        if report.quick { "A quick (coarser sweeps, fewer repetitions)" } else { "A full" },
+        report
+            .machine
+            .cpu_model
+            .as_ref()
+            .map_or(String::new(), |m| format!(" on {}", escape(m))),
         escape(&report.command),
-        if report.quick { " (quick: coarser sweeps)" } else { "" },
-        c.counter_hz / 1e9,
-        c.overhead_cycles,
-        c.overhead_ns,
-        escape(&report.machine.to_string()),
     );
-    h.push_str("<p>Files beside this page: <code>summary.json</code> (every figure), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p>");
+    crate::summary_html::render(&mut h, &report.summary);
+    h.push_str("<div class=\"front\">");
+    crate::toc::render(&mut h, report);
+    crate::machine_html::render(&mut h, report);
+    h.push_str("</div>");
     for exp in &report.experiments {
         let _ = write!(
             h,
-            "<h2>{}</h2><p>{} <span class=\"note\">Source: <code>{}</code>; recipe <code>{}</code>.</span></p>",
+            "<h2 id=\"{}\">{}</h2><p>{}</p><p class=\"note\">Source: {} Recipe <code>{}</code>.</p>",
+            crate::toc::experiment(&exp.name),
             escape(&exp.title),
             escape(&exp.description),
-            escape(&exp.source),
+            if exp.citation.is_empty() {
+                format!("<code>{}</code>.", escape(&exp.source))
+            } else if exp.citation.ends_with('.') {
+                escape(&exp.citation)
+            } else {
+                format!("{}.", escape(&exp.citation))
+            },
             escape(&exp.name)
         );
         for run in &exp.runs {
@@ -79,7 +94,8 @@ pub fn render(report: &Report) -> String {
 fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     let _ = write!(
         h,
-        "<h3>{experiment} / {}: {} over {} on {}</h3>",
+        "<h3 id=\"{}\">{experiment} / {}: {} over {} on {}</h3>",
+        crate::toc::run(experiment, &run.id),
         escape(&run.id),
         escape(&run.protocol),
         escape(&run.family),
@@ -90,12 +106,16 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
     let _ = write!(
         h,
-        "<p class=\"note\">{} sizes × {} repetitions after {} warm-up messages; {} of {} messages delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it ({:.1} % of the mean send stop latency{}), probe depth <b>{}</b>.</p>",
+        "<p class=\"note\">{} size{} × {} repetition{} after {} warm-up message{}; {} of {} measured message{} delivered whole. Probes: {} records, {} dropped, {} unmatched exits, {} unclosed spans; on average {:.0} probes inside a message's send window, {:.2} µs of probe cost subtracted from it ({:.1} % of the mean send stop latency{}), probe depth <b>{}</b>.</p>",
         run.points.len(),
+        plural(run.points.len() as u64),
         run.reps,
+        plural(u64::from(run.reps)),
         run.warmup,
+        plural(u64::from(run.warmup)),
         run.delivered,
         run.sent,
+        plural(run.sent),
         run.probes.records,
         run.probes.dropped,
         run.probes.unmatched_exits,
@@ -111,6 +131,14 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
         run.probes.level,
     );
     windows_note(h, run);
+    if run.warmup > 0 {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Counts leave the {} warm-up message{} out: the tables, the queues and the packet trace start at the first measured message.</p>",
+            run.warmup,
+            if run.warmup == 1 { "" } else { "s" }
+        );
+    }
     let sweep = run.points.len() >= 2;
     if sweep {
         trend_table(h, run);
@@ -127,14 +155,21 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     h.push_str(&plot::stacked_chart(&shares_chart(run, false)));
     if let Some(profile) = &run.sender_profile {
         h.push_str(&plot::bar_chart(&BarChart {
-            title: format!("{}: sender CPU share per function", run.id),
+            title: format!(
+                "{}: sender CPU share per function (the tool's own instrumentation left out)",
+                run.id
+            ),
             value_label: "% of the thread's time in the stack".into(),
+            // Instrumentation is not stack time: as a share of it, it
+            // would push the bars past 100 % together.
             bars: profile
                 .functions
                 .iter()
+                .filter(|f| f.category != Category::Instrumentation)
                 .take(15)
                 .map(|f| (f.name.clone(), f.share_of_stack * 100.0))
                 .collect(),
+            percent: true,
         }));
     }
     h.push_str("</div>");
@@ -163,9 +198,13 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
     if !run.packet_trace.is_empty() {
         h.push_str("<div class=\"plots\">");
-        h.push_str(&plot::xy_chart(&packet_trace_chart(run)));
+        for chart in crate::trace_charts::packet_trace(run) {
+            if !chart.series.is_empty() {
+                h.push_str(&plot::xy_chart(&chart));
+            }
+        }
         if !run.acks.is_empty() {
-            h.push_str(&plot::xy_chart(&ack_chart(run)));
+            h.push_str(&plot::xy_chart(&crate::trace_charts::acks(run)));
         }
         h.push_str("</div>");
     }
@@ -178,74 +217,12 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     }
 }
 
-/// Bytes past each site against time: where the curves part, data waits.
-fn packet_trace_chart(run: &MessagesRun) -> XyChart {
-    XyChart {
-        title: format!("{}: packet trace, bytes past each probe site", run.id),
-        x_label: "time (ms)".into(),
-        y_label: "bytes so far (KB)".into(),
-        series: run
-            .packet_trace
-            .iter()
-            .map(|t| Series {
-                name: match t.site.as_str() {
-                    "socket.send_queue.enqueue" => "written by the application".into(),
-                    "link.transmit.enter" => "put on the wire".into(),
-                    "link.receive.enter" => "taken off the wire".into(),
-                    "socket.recv_queue.dequeue" => "read by the application".into(),
-                    other => other.to_string(),
-                },
-                points: t
-                    .points
-                    .iter()
-                    .map(|&(ns, bytes)| (ns / 1e6, bytes as f64 / 1e3))
-                    .collect(),
-                style: Style::Steps,
-                errors: Vec::new(),
-            })
-            .collect(),
-        log_x: false,
-        log_y: false,
-    }
-}
-
-/// The receive socket queue's length with the receiver's pure ACKs on it
-/// (the SunOS study's experiment 3: ACKs follow the queue's draining).
-fn ack_chart(run: &MessagesRun) -> XyChart {
-    let mut series = Vec::new();
-    if let Some(q) = run
-        .queues
-        .iter()
-        .find(|q| q.queue.starts_with("receive_socket ") && Some(q.thread) == run.receiver_thread)
-    {
-        series.push(Series {
-            name: "receive socket queue (bytes)".into(),
-            points: q
-                .length
-                .iter()
-                .map(|p| (p.t_ns / 1e6, p.bytes as f64))
-                .collect(),
-            style: Style::Steps,
-            errors: Vec::new(),
-        });
-    }
-    series.push(Series {
-        name: "ACK sent".into(),
-        points: run
-            .acks
-            .iter()
-            .map(|&(ns, bytes)| (ns / 1e6, bytes as f64))
-            .collect(),
-        style: Style::Points,
-        errors: Vec::new(),
-    });
-    XyChart {
-        title: format!("{}: ACK generation against receive queue draining", run.id),
-        x_label: "time (ms)".into(),
-        y_label: "bytes queued".into(),
-        series,
-        log_x: false,
-        log_y: false,
+/// "s" unless there is exactly one.
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
@@ -265,7 +242,7 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
     if run.points.len() > 4 {
         return;
     }
-    let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval</caption><tr><th class=\"l\">size B</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send KB/s</th></tr>", run.stop_at);
+    let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval</caption><tr><th class=\"l\">size</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send Mbit/s</th></tr>", run.stop_at);
     h.push_str(&header);
     let stat = |s: Option<&analysis::sweep::Stat>| {
         s.map_or("-".to_string(), |s| match s.half_width() {
@@ -277,14 +254,14 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
         let _ = write!(
             h,
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            p.size,
+            crate::units::size(u64::from(p.size)),
             p.messages,
             stat(p.send.as_ref().map(|f| &f.start_us)),
             stat(p.send.as_ref().map(|f| &f.stop_us)),
             stat(p.receive.as_ref().map(|f| &f.start_us)),
             stat(p.receive.as_ref().map(|f| &f.stop_us)),
             stat(p.one_way_us.as_ref()),
-            p.send.as_ref().map_or("-".into(), |f| format!("{:.0}", f.throughput_kbps)),
+            p.send.as_ref().map_or("-".into(), |f| format!("{:.2}", f.throughput_kbps * 8.0 / 1000.0)),
         );
     }
     h.push_str("</table>");
@@ -410,6 +387,8 @@ fn size_range(run: &MessagesRun) -> (f64, f64) {
 }
 
 fn throughput_chart(run: &MessagesRun) -> XyChart {
+    // The study's KB/s (1000 B) as Mbit/s, the unit of the wire's rate.
+    const MBPS_PER_KBPS: f64 = 8.0 / 1000.0;
     let mut series = vec![Series {
         name: "payload / send stop latency".into(),
         points: run
@@ -418,7 +397,7 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
             .filter_map(|p| {
                 p.send
                     .as_ref()
-                    .map(|f| (f64::from(p.size), f.throughput_kbps))
+                    .map(|f| (f64::from(p.size), f.throughput_kbps * MBPS_PER_KBPS))
             })
             .collect(),
         style: Style::Line,
@@ -427,21 +406,28 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
     if let Some(fit) = &run.send.throughput {
         let (lo, hi) = size_range(run);
         series.push(Series {
-            name: format!("trend: {}", fit.formula("100 B", "KB/s")),
+            name: format!("trend: {}, drawn in Mbit/s", fit.formula("100 B", "KB/s")),
             points: (0..=50)
                 .map(|i| {
                     let x = lo + (hi - lo) * f64::from(i) / 50.0;
-                    (x, fit.eval(x / 100.0))
+                    (x, fit.eval(x / 100.0) * MBPS_PER_KBPS)
                 })
                 .collect(),
             style: Style::Dashed,
             errors: Vec::new(),
         });
     }
+    if let Some(bps) = run.link_bps.filter(|b| b.is_finite() && *b > 0.0) {
+        series.push(Series::new(
+            format!("link rate {:.0} Mbit/s", bps / 1e6),
+            vec![(0.0, bps / 1e6)],
+            Style::Reference,
+        ));
+    }
     XyChart {
         title: format!("{}: payload throughput vs size (send path)", run.id),
         x_label: "payload (bytes)".into(),
-        y_label: "throughput (KB/s)".into(),
+        y_label: "throughput (Mbit/s)".into(),
         series,
         log_x: false,
         log_y: false,
@@ -468,12 +454,16 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         };
         100.0 * us / f.stop_us.mean
     };
+    // Instrumentation was taken out of the window: stacking it on top
+    // would pass 100 %. Each category keeps its colour on every chart.
+    let mut slots = Vec::new();
     let mut layers: Vec<(String, Vec<f64>)> = Category::ALL
         .iter()
-        .filter(|&&c| c != Category::None)
+        .filter(|&&c| c != Category::None && c != Category::Instrumentation)
         .map(|&c| {
             (
-                category_label(c, true),
+                c,
+                crate::summary::readable(c.as_str()),
                 run.points
                     .iter()
                     .filter(|p| path_of(p, receive).is_some())
@@ -481,10 +471,15 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
                     .collect::<Vec<f64>>(),
             )
         })
-        .filter(|(_, v)| v.iter().any(|&s| s > 0.0))
+        .filter(|(_, _, v)| v.iter().any(|&s| s > 0.0))
+        .map(|(c, name, v)| {
+            slots.push(crate::summary::colour_slot(c.as_str()));
+            (name, v)
+        })
         .collect();
+    slots.push(crate::summary::colour_slot(crate::summary::OTHER));
     layers.push((
-        "other (no span)".into(),
+        "other (in no span)".into(),
         run.points
             .iter()
             .filter(|p| path_of(p, receive).is_some())
@@ -501,6 +496,9 @@ fn shares_chart(run: &MessagesRun, receive: bool) -> StackedChart {
         y_label: "% of stop latency".into(),
         x,
         layers,
+        percent: true,
+        colour_slots: slots,
+        x_bytes: true,
     }
 }
 

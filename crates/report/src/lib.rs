@@ -6,12 +6,18 @@ pub mod capture;
 pub mod compare_html;
 mod cost_centres;
 pub mod html;
+mod machine_html;
 pub mod model;
 pub mod plot;
 pub mod published;
 pub mod queues_html;
+pub mod summary;
+mod summary_html;
 mod sweep_html;
 pub mod tables;
+mod toc;
+mod trace_charts;
+pub mod units;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

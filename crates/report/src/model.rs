@@ -12,6 +12,8 @@ use serde::Serialize;
 /// A lab run or a single recipe's run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// Names the run: its recipes, date and whether quick (see
+    /// [`run_title`]).
     pub title: String,
     /// Seconds since the Unix epoch when the run began.
     pub generated_unix: u64,
@@ -19,11 +21,65 @@ pub struct Report {
     pub quick: bool,
     /// The command line that made it.
     pub command: String,
-    pub machine: serde_json::Value,
+    /// The recipes run, by name.
+    pub recipes: Vec<String>,
+    pub machine: Machine,
     pub calibration: Calibration,
+    /// Where the time goes on each traced path (the page opens with it).
+    pub summary: crate::summary::Summary,
     pub experiments: Vec<Experiment>,
     /// What went into `trace.pcapng`, if any run captured packets.
     pub capture: Option<crate::capture::MergeStats>,
+}
+
+/// `stackscope lab (quick): xie1999, draves1998 — 2026-11-26 06:47 UTC`.
+pub fn run_title(command: &str, recipes: &[String], generated_unix: u64, quick: bool) -> String {
+    format!(
+        "{command} ({}): {} — {}",
+        if quick { "quick" } else { "full" },
+        recipes.join(", "),
+        utc(generated_unix)
+    )
+}
+
+/// `YYYY-MM-DD HH:MM UTC` for seconds since the epoch.
+pub fn utc(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// The machine the run was measured on; what could not be read is left
+/// out (`None`), never shown as a null.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Machine {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// 1, 5 and 15 minute load averages when the run began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_average: Option<[f64; 3]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stackscope_version: Option<String>,
 }
 
 /// The clock and probe cost every figure rests on.
@@ -41,6 +97,9 @@ pub struct Calibration {
 pub struct Experiment {
     pub name: String,
     pub title: String,
+    /// The study: authors, year, title (and where it appeared).
+    pub citation: String,
+    /// Its text among the seeds (a file of `../shared/seeds/`).
     pub source: String,
     pub description: String,
     pub runs: Vec<MessagesRun>,
@@ -59,6 +118,8 @@ pub struct MessagesRun {
     pub protocol: String,
     pub family: String,
     pub link: String,
+    /// The wire's rate, bit/s, where the link has one.
+    pub link_bps: Option<f64>,
     pub reps: u32,
     pub warmup: u32,
     /// Measured messages sent, and of those delivered whole.
@@ -177,6 +238,9 @@ pub struct SweepRun {
     /// `throughput` or `delay`.
     pub mode: String,
     pub link: String,
+    /// The wire's rate, bit/s, where the link has one (drawn on
+    /// throughput plots).
+    pub link_bps: Option<f64>,
     pub reps: u32,
     /// CPU-bound background processes during the run.
     pub load: u32,

@@ -264,9 +264,10 @@ pub fn call_tree(title: &str, tree: &CallTree) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<h4>{}</h4><p class=\"note\">Over {} messages; times are means per message that passes through the node, probe overhead removed.{}</p>",
+        "<h4>{}</h4><p class=\"note\">Over {} measured message{} (warm-up left out); times are means per message that passes through the node, probe overhead removed.{}</p>",
         escape(title),
         tree.messages,
+        if tree.messages == 1 { "" } else { "s" },
         if tree.too_deep > 0 {
             format!(" {} spans nested too deep are left out.", tree.too_deep)
         } else {

@@ -10,7 +10,8 @@ use crate::plot::{self, Series, Style, XyChart};
 pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     let _ = write!(
         h,
-        "<h3>{experiment} / {}: {}</h3>",
+        "<h3 id=\"{}\">{experiment} / {}: {}</h3>",
+        crate::toc::run(experiment, &run.id),
         escape(&run.id),
         escape(&run.title)
     );
@@ -35,9 +36,23 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     for note in &run.notes {
         let _ = write!(h, "<p class=\"note\">{}</p>", escape(note));
     }
-    if run.series.iter().any(|s| s.points.len() > 1) {
+    // One point is still a figure: drawn as a dot with its interval.
+    if run.series.iter().any(|s| !s.points.is_empty()) {
         h.push_str("<div class=\"plots\">");
-        h.push_str(&plot::xy_chart(&chart(run)));
+        // Sizes the recipe wrote in binary units (4K, 64K) keep them.
+        let binary = run.log_x
+            && run.x_label.ends_with("(bytes)")
+            && run
+                .series
+                .iter()
+                .flat_map(|s| &s.points)
+                .all(|p| binary_size(p.x));
+        let chart = chart(run);
+        h.push_str(&if binary {
+            plot::xy_chart_bytes(&chart)
+        } else {
+            plot::xy_chart(&chart)
+        });
         h.push_str("</div>");
     }
     for table in &run.tables {
@@ -63,13 +78,55 @@ fn chart(run: &SweepRun) -> XyChart {
             .with_errors(errors),
         );
     }
+    // A throughput axis gets the wire's rate: no payload rate passes it.
+    if let Some(bps) = run.link_bps.filter(|b| b.is_finite() && *b > 0.0) {
+        if run.mode == "throughput" && run.y_label.contains("Mbit/s") {
+            series.push(Series::new(
+                format!("link rate {} Mbit/s", plot_number(bps / 1e6)),
+                vec![(0.0, bps / 1e6)],
+                Style::Reference,
+            ));
+        }
+    }
     XyChart {
         title: format!("{}: {}", run.id, run.title),
         x_label: run.x_label.clone(),
         y_label: run.y_label.clone(),
         series,
         log_x: run.log_x,
-        log_y: false,
+        log_y: wide_spread(run),
+    }
+}
+
+/// A size a recipe writes in binary units: a multiple of 1 KiB, or a
+/// power of two (16, 256, 4K, 16K).
+fn binary_size(x: f64) -> bool {
+    (1.0..1e15).contains(&x)
+        && x.fract() == 0.0
+        && ((x as u64).is_power_of_two() || (x as u64).is_multiple_of(1024))
+}
+
+/// Whether the plotted means span more than a factor of 50 (a kernel's
+/// loopback beside a 100 Mbit/s wire): then a log axis shows both.
+fn wide_spread(run: &SweepRun) -> bool {
+    let ys = run
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|p| p.y)
+        .filter(|y| y.is_finite() && *y > 0.0);
+    let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), y| {
+        (lo.min(y), hi.max(y))
+    });
+    hi > 0.0 && hi / lo > 50.0
+}
+
+/// A rate for a legend: `100`, `1000`, `2.5`.
+fn plot_number(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}").trim_end_matches('0').to_string()
     }
 }
 

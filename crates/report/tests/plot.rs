@@ -259,6 +259,7 @@ fn every_kind_is_a_standalone_well_formed_svg() {
             ("checksum".into(), vec![20.0; 20]),
             ("data_move".into(), vec![30.0; 20]),
         ],
+        ..Default::default()
     };
     assert_svg(&stacked_chart(&s), WIDTH, HEIGHT);
 
@@ -266,6 +267,7 @@ fn every_kind_is_a_standalone_well_formed_svg() {
         title: "CPU share per function".into(),
         value_label: "share (%)".into(),
         bars: vec![("tcp_output".into(), 31.5), ("in_cksum".into(), 12.0)],
+        ..Default::default()
     };
     assert_svg(&bar_chart(&b), WIDTH, HEIGHT);
 
@@ -342,6 +344,7 @@ fn stacked_legend_names_every_layer() {
             ("buffer".into(), vec![0.3, 0.2, 0.1]),
             ("socket".into(), vec![0.1, 0.1, 0.1]),
         ],
+        ..Default::default()
     });
     let t = texts(&svg);
     for name in ["checksum", "buffer", "socket"] {
@@ -355,14 +358,195 @@ fn a_crowded_legend_summarises_what_does_not_fit() {
         .map(|i| series(&format!("series number {i}"), points(3), Style::Line))
         .collect();
     let svg = xy_chart(&xy(many, false, false));
-    assert_svg(&svg, WIDTH, HEIGHT);
+    // The chart grows to hold the legend's rows rather than cutting them.
+    let height = svg_height(&svg);
+    assert!(height > HEIGHT, "{height}");
+    assert_svg(&svg, WIDTH, height);
     let t = texts(&svg);
     assert!(t.iter().any(|s| s == "series number 0"));
+    assert!(t.iter().any(|s| s == "series number 40"));
     assert!(!t.iter().any(|s| s == "series number 199"));
     assert!(
         t.iter().any(|s| s.starts_with('+') && s.ends_with(" more")),
         "{t:?}"
     );
+}
+
+/// The fill colours of the rectangles of a chart, white left out.
+fn fills(svg: &str) -> std::collections::HashSet<String> {
+    svg.split("<rect")
+        .skip(1)
+        .filter_map(|r| {
+            let f = r.split("fill=\"").nth(1)?.split('"').next()?;
+            (!f.eq_ignore_ascii_case("#FFFFFF") && f != "none").then(|| f.to_uppercase())
+        })
+        .collect()
+}
+
+#[test]
+fn the_palette_never_repeats_a_colour_within_a_chart() {
+    for n in [9, 13, 20, 24] {
+        let layers: Vec<(String, Vec<f64>)> = (0..n)
+            .map(|i| (format!("layer {i}"), vec![100.0 / n as f64; 3]))
+            .collect();
+        let svg = stacked_chart(&StackedChart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x: vec![1.0, 2.0, 3.0],
+            layers,
+            ..Default::default()
+        });
+        // One colour per layer: bars and legend swatches share them.
+        assert_eq!(fills(&svg).len(), n, "{n} layers");
+    }
+    // Named slots keep a category's colour from chart to chart, distinct.
+    let svg = stacked_chart(&StackedChart {
+        title: "t".into(),
+        x: vec![1.0],
+        layers: vec![("a".into(), vec![50.0]), ("b".into(), vec![50.0])],
+        colour_slots: vec![12, 0],
+        ..Default::default()
+    });
+    assert_eq!(fills(&svg).len(), 2);
+    assert_eq!(
+        report::plot::layer_colours(2, &[12, 0]),
+        [
+            report::plot::layer_colours(13, &[])[12].clone(),
+            report::plot::layer_colours(1, &[])[0].clone()
+        ]
+    );
+    // A repeated slot falls back to distinct colours by position.
+    let c = report::plot::layer_colours(3, &[1, 1, 2]);
+    assert_eq!(c.iter().collect::<std::collections::HashSet<_>>().len(), 3);
+}
+
+#[test]
+fn a_percentage_axis_ends_at_100() {
+    // Layers adding up to 150 % (e.g. something stacked twice) do not
+    // stretch the axis.
+    let svg = stacked_chart(&StackedChart {
+        title: "shares".into(),
+        x_label: "payload (bytes)".into(),
+        y_label: "% of stop latency".into(),
+        x: vec![1.0, 2.0, 3.0],
+        layers: vec![
+            ("a".into(), vec![100.0, 80.0, 60.0]),
+            ("b".into(), vec![50.0, 20.0, 40.0]),
+        ],
+        percent: true,
+        ..Default::default()
+    });
+    let t = texts(&svg);
+    assert!(t.iter().any(|s| s == "100"), "{t:?}");
+    for above in ["120", "150", "140", "200"] {
+        assert!(!t.iter().any(|s| s == above), "{above} in {t:?}");
+    }
+    // A bar chart of shares too: 30 % reads against the whole.
+    let svg = bar_chart(&BarChart {
+        title: "CPU share per function".into(),
+        value_label: "% of the thread's time".into(),
+        bars: vec![("tcp.output".into(), 30.0), ("tcp.input".into(), 96.0)],
+        percent: true,
+    });
+    let t = texts(&svg);
+    assert!(t.iter().any(|s| s == "100"), "{t:?}");
+    assert!(t.iter().any(|s| s == "96"), "{t:?}");
+}
+
+#[test]
+fn byte_sizes_are_labelled_in_the_recipes_binary_units() {
+    let svg = stacked_chart(&StackedChart {
+        title: "t".into(),
+        x: vec![1024.0, 4096.0, 262_144.0, 1460.0],
+        layers: vec![("a".into(), vec![100.0; 4])],
+        percent: true,
+        x_bytes: true,
+        ..Default::default()
+    });
+    let t = texts(&svg);
+    for want in ["1 KiB", "4 KiB", "256 KiB", "1460"] {
+        assert!(t.iter().any(|s| s == want), "{want} in {t:?}");
+    }
+    assert!(!t.iter().any(|s| s.contains("kB")), "{t:?}");
+}
+
+#[test]
+fn long_titles_and_legend_names_wrap_instead_of_being_cut() {
+    let title = "A title that is much longer than the chart is wide, so that it has to be wrapped onto a second or even a third line, because cutting it with an ellipsis would hide what the chart shows from the reader";
+    let legend = "a legend entry whose name alone is far longer than one row of the legend can hold, so it must wrap onto the next row";
+    let svg = xy_chart(&XyChart {
+        title: title.into(),
+        x_label: "x".into(),
+        y_label: "y".into(),
+        series: vec![
+            series(legend, points(5), Style::Line),
+            series("short", points(5), Style::Points),
+        ],
+        log_x: false,
+        log_y: false,
+    });
+    assert!(!svg.contains('…'), "something was cut");
+    let t = texts(&svg).join(" ");
+    for word in title.split_whitespace().chain(legend.split_whitespace()) {
+        assert!(t.contains(word), "{word} missing from {t}");
+    }
+    let bars = share_bars(&ShareBars {
+        title: title.into(),
+        value_label: "%".into(),
+        layers: vec![legend.into(), "b".into()],
+        rows: vec![("TCP send".into(), vec![70.0, 30.0])],
+        ..Default::default()
+    });
+    assert!(!bars.contains('…'));
+}
+
+#[test]
+fn share_bars_draw_one_bar_per_row_with_its_shares() {
+    let svg = share_bars(&ShareBars {
+        title: "where the time goes".into(),
+        value_label: "% of stop latency".into(),
+        layers: vec!["wire".into(), "checksum".into(), "other".into()],
+        rows: vec![
+            ("TCP send".into(), vec![80.0, 15.0, 5.0]),
+            ("UDP send".into(), vec![60.0, 1.0, 39.0]),
+        ],
+        colour_slots: vec![10, 0, 12],
+        width: 1000,
+    });
+    assert_svg(&svg, 1000, svg_height(&svg));
+    let t = texts(&svg);
+    for want in ["TCP send", "UDP send", "80", "15", "5", "60", "39", "100"] {
+        assert!(t.iter().any(|s| s == want), "{want} in {t:?}");
+    }
+    // 1 % is too narrow to carry its number.
+    assert!(!t.iter().any(|s| s == "1"), "{t:?}");
+    assert_eq!(fills(&svg).len(), 3);
+}
+
+#[test]
+fn a_reference_line_spans_the_chart_on_any_axis() {
+    for (log_x, log_y) in [(false, false), (true, false), (true, true)] {
+        let svg = xy_chart(&xy(
+            vec![
+                series(
+                    "measured",
+                    vec![(4096.0, 60.0), (65_536.0, 90.0)],
+                    Style::Line,
+                ),
+                series("link rate", vec![(0.0, 100.0)], Style::Reference),
+            ],
+            log_x,
+            log_y,
+        ));
+        // The dashes of the line at 100, in the second colour.
+        let dashes = polyline_points(&svg, VERMILLION).len();
+        assert!(dashes >= 10, "log {log_x}/{log_y}: {dashes} dashes");
+        assert!(
+            texts(&svg).iter().any(|t| t == "100"),
+            "the axis reaches it"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -415,12 +599,14 @@ fn stacked_bar_and_histogram_text_is_escaped() {
             (NASTY.into(), vec![1.0, 2.0]),
             ("ok".into(), vec![1.0, 1.0]),
         ],
+        ..Default::default()
     };
     assert_escaped(&stacked_chart(&s), WIDTH, HEIGHT, 4);
     let b = BarChart {
         title: NASTY.into(),
         value_label: NASTY.into(),
         bars: vec![(NASTY.into(), 3.0), ("fine".into(), 1.0)],
+        ..Default::default()
     };
     assert_escaped(&bar_chart(&b), WIDTH, HEIGHT, 3);
     let h = HistogramChart {
@@ -487,6 +673,7 @@ fn other_kinds_without_data_say_no_data() {
             y_label: "y".into(),
             x,
             layers,
+            ..Default::default()
         });
         assert_svg(&svg, WIDTH, HEIGHT);
         assert!(has_no_data(&svg));
@@ -502,6 +689,7 @@ fn other_kinds_without_data_say_no_data() {
             title: "t".into(),
             value_label: "v".into(),
             bars,
+            ..Default::default()
         });
         assert_svg(&svg, WIDTH, HEIGHT);
         assert!(has_no_data(&svg));
@@ -723,6 +911,7 @@ fn stacked_chart_with_mismatched_lengths_does_not_panic() {
                 ("empty".into(), vec![]),
                 ("weird".into(), vec![f64::NAN, -1.0, f64::INFINITY, 0.5]),
             ],
+            ..Default::default()
         });
         assert_svg(&svg, WIDTH, HEIGHT);
         assert!(!has_no_data(&svg));
@@ -743,6 +932,7 @@ fn few_x_values_stack_as_bars_one_per_x() {
             ("checksum".into(), vec![30.0, 10.0, 20.0]),
             ("copy".into(), vec![40.0, 0.0, 50.0]),
         ],
+        ..Default::default()
     });
     assert_svg(&svg, WIDTH, HEIGHT);
     let rects = |colour: &str| {
@@ -769,6 +959,7 @@ fn many_x_values_stack_as_areas() {
         y_label: "y".into(),
         x: (0..n).map(|i| i as f64).collect(),
         layers: vec![("a".into(), vec![0.5; n]), ("b".into(), vec![0.5; n])],
+        ..Default::default()
     });
     assert_svg(&svg, WIDTH, HEIGHT);
     assert_eq!(count(&svg, "<polygon"), 2);
@@ -782,6 +973,7 @@ fn bar_chart_keeps_order_and_grows_with_bars() {
         bars: (0..n)
             .map(|i| (format!("fn_{i}"), (n - i) as f64))
             .collect(),
+        ..Default::default()
     };
     let few = bar_chart(&bars(3));
     assert_svg(&few, WIDTH, HEIGHT);
@@ -815,6 +1007,7 @@ fn bar_values_are_printed_and_negative_bars_drawn() {
             ("down".into(), -4.0),
             ("nan".into(), f64::NAN),
         ],
+        ..Default::default()
     });
     assert_svg(&svg, WIDTH, HEIGHT);
     let t = texts(&svg);
@@ -893,6 +1086,7 @@ fn hostile_values_never_panic() {
             y_label: "y".into(),
             x,
             layers: vec![("a".into(), layer.clone()), ("b".into(), layer)],
+            ..Default::default()
         });
         assert_svg(&svg, WIDTH, HEIGHT);
 
@@ -901,6 +1095,7 @@ fn hostile_values_never_panic() {
             title: "t".into(),
             value_label: "v".into(),
             bars,
+            ..Default::default()
         });
         assert_svg(&svg, WIDTH, svg_height(&svg));
 
@@ -982,6 +1177,7 @@ fn write_samples() {
             ("socket".into(), share(15.0, -5.0)),
         ],
         x,
+        ..Default::default()
     });
     let bars_svg = bar_chart(&BarChart {
         title: "CPU share per function".into(),
@@ -995,6 +1191,7 @@ fn write_samples() {
             ("nd_lookup".into(), 2.3),
             ("ether_output".into(), 1.1),
         ],
+        ..Default::default()
     });
     let hist_svg = histogram_chart(&HistogramChart {
         title: "IP input processing delay".into(),

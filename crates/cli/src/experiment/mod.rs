@@ -1,6 +1,7 @@
 //! `stackscope lab` and `stackscope run FILE`: experiments as recipes,
 //! run on the embedded virtual network, analysed, and written as a report.
 
+mod machine;
 pub mod recipe;
 mod run;
 mod sweep_run;
@@ -93,6 +94,8 @@ fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let full_command = format!("{command}{}", if quick { " --quick" } else { "" });
+    // Load before the run starts (the table says what the run began under).
+    let machine = machine::detect();
     eprintln!("stackscope: calibrating the counter and the probe overhead");
     let calibration = calibrate();
     let total: u64 = recipes.iter().map(|r| run::steps_in(r, quick)).sum();
@@ -128,17 +131,16 @@ fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -
         return Err(e);
     }
     let capture = merge_captures(&dir, &captures)?;
-    let environment = traffic::env::Environment::detect(
-        traffic::spec::StackKind::Ref,
-        "reference stack on the threaded runner",
-    );
+    let names: Vec<String> = recipes.iter().map(|r| r.name.clone()).collect();
     let report = Report {
-        title: format!("stackscope: {full_command}"),
+        title: report::model::run_title(command, &names, began.as_secs(), quick),
         generated_unix: began.as_secs(),
         quick,
         command: full_command.clone(),
-        machine: serde_json::to_value(&environment).unwrap_or_default(),
+        recipes: names,
+        machine,
         calibration,
+        summary: report::summary::of(&experiments),
         experiments,
         capture,
     };

@@ -101,6 +101,7 @@ pub fn run(
         }
         .into(),
         link: link_description(run, grid),
+        link_bps: run.link.rate_bps().map(|b| b as f64),
         reps: settings.reps,
         load: plan.load,
         points: results.iter().map(|r| point_json(r, plan.load)).collect(),

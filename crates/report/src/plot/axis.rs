@@ -43,6 +43,8 @@ pub(crate) struct Axis {
     step: Option<f64>,
     /// Category names: tick `i` (at position `i`) is labelled `names[i]`.
     names: Option<Vec<String>>,
+    /// Byte counts: ticks labelled in binary units ("4 KiB").
+    bytes: bool,
 }
 
 impl Axis {
@@ -67,6 +69,7 @@ impl Axis {
                 ticks,
                 step,
                 names: None,
+                bytes: false,
             }
         } else {
             let (ticks, step) = linear_ticks(lo, hi, target);
@@ -77,6 +80,7 @@ impl Axis {
                 ticks,
                 step: Some(step),
                 names: None,
+                bytes: false,
             }
         }
     }
@@ -112,6 +116,38 @@ impl Axis {
             ticks: (0..names.len()).map(|i| i as f64).collect(),
             step: None,
             names: Some(names),
+            bytes: false,
+        }
+    }
+
+    /// A log axis over byte counts `lo..=hi` (axis space, padded by `pad`
+    /// of the span) with ticks at powers of two, labelled "4 KiB", "1 MiB":
+    /// the units a recipe writes sizes in.
+    pub(crate) fn log_bytes(lo: f64, hi: f64, pad: f64, target: usize) -> Self {
+        let (lo, hi) = sane_range(true, lo, hi);
+        let p = (hi - lo) * pad;
+        let (lo, hi) = (lo - p, hi + p);
+        let l2 = std::f64::consts::LOG10_2;
+        let (k0, k1) = ((lo / l2).ceil(), (hi / l2).floor());
+        let count = (k1 - k0 + 1.0).max(0.0);
+        let stride = (count / target.max(2) as f64).ceil().max(1.0);
+        let ticks = if count > 0.0 && count < 2000.0 {
+            (0..count as i64)
+                .map(|i| k0 + i as f64)
+                .filter(|k| (k.rem_euclid(stride)) == 0.0)
+                .map(|k| k * l2)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Axis {
+            log: true,
+            lo,
+            hi,
+            ticks,
+            step: None,
+            names: None,
+            bytes: true,
         }
     }
 
@@ -135,6 +171,9 @@ impl Axis {
             };
         }
         let v = if self.log { 10f64.powf(t) } else { t };
+        if self.bytes {
+            return fmt_bytes(v.round());
+        }
         match self.step {
             Some(step) => fmt_with_step(v, step),
             None => fmt_sig(v, 3),
@@ -346,6 +385,16 @@ pub(crate) fn fmt_with_step(v: f64, step: f64) -> String {
     }
 }
 
+/// A byte count as a tick label: binary units for multiples of 1024
+/// ("4 KiB"), the plain number otherwise.
+pub(crate) fn fmt_bytes(v: f64) -> String {
+    if v.is_finite() && v >= 1024.0 && v.fract() == 0.0 && (v as u64).is_multiple_of(1024) {
+        crate::units::size_f64(v)
+    } else {
+        fmt_sig(v, 4)
+    }
+}
+
 /// A value with `sig` significant digits, trimmed: `0.0025`, `1460`, `3e9`.
 pub(crate) fn fmt_sig(v: f64, sig: usize) -> String {
     if !v.is_finite() {
@@ -411,6 +460,18 @@ mod tests {
         assert_eq!(fmt_with_step(1.5e6, 5e5), "1.5e6");
         assert_eq!(fmt_with_step(-0.0000001, 0.5), "0");
         assert_eq!(fmt_with_step(2.0, 0.5), "2.0");
+    }
+
+    #[test]
+    fn byte_axes_tick_at_powers_of_two_in_binary_units() {
+        let axis = Axis::log_bytes(4096f64.log10(), 262_144f64.log10(), 0.0, 8);
+        let labels: Vec<String> = axis.ticks.iter().map(|&t| axis.label(t)).collect();
+        assert_eq!(
+            labels,
+            ["4 KiB", "8 KiB", "16 KiB", "32 KiB", "64 KiB", "128 KiB", "256 KiB"]
+        );
+        let wide = Axis::log_bytes(1.0, 9.0, 0.0, 6);
+        assert!(wide.ticks.len() <= 7, "{:?}", wide.ticks);
     }
 
     #[test]

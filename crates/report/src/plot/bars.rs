@@ -4,13 +4,23 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{extent, fmt_sig, to_axis, Axis};
-use super::frame::{
-    anchored, chart, colour, no_data, render, truncate, MUTED, TICK_CHAR_W, TICK_SIZE,
-};
+use super::frame::{anchored, chart, colour, no_data, render, MUTED, TEXT, TICK_CHAR_W, TICK_SIZE};
 use super::{BarChart, HEIGHT, MAX_BARS, MAX_BAR_CHART_HEIGHT, WIDTH};
 
 /// Longest bar label shown, in characters.
 const MAX_NAME: usize = 40;
+/// A bar's label cut to `max` characters (a function name; the table
+/// beside the chart has it whole).
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
 /// Height of the note saying how many bars were left out.
 const NOTE_H: u32 = 24;
 
@@ -45,6 +55,11 @@ pub(crate) fn draw(c: &BarChart) -> String {
         if vmin < 0.0 {
             lo -= span * 0.12;
         }
+        // Shares of a whole: 0–100 whatever the bars (values past it, which
+        // no share can have, are cut at the edge).
+        if c.percent {
+            (lo, hi) = (0.0, 100.0);
+        }
         let x = Axis::exact(false, lo, hi, 6);
         // Category 0 is drawn at the bottom: list the names bottom-up.
         let names: Vec<String> = bars
@@ -72,18 +87,25 @@ pub(crate) fn draw(c: &BarChart) -> String {
         let col = colour(0);
         for (i, &(_, v)) in bars.iter().enumerate() {
             let yc = (n - 1 - i) as f64;
+            let end = v.clamp(lo, hi);
             chart.draw_series(std::iter::once(Rectangle::new(
-                [(0.0, yc - 0.34), (v, yc + 0.34)],
+                [(0.0, yc - 0.34), (end, yc + 0.34)],
                 col.filled(),
             )))?;
-            let (dx, h) = if v >= 0.0 {
-                (5, HPos::Left)
-            } else {
-                (-5, HPos::Right)
+            // The value past the bar's end, or inside it near the axis' end.
+            let inside = c.percent && end > 85.0;
+            let (dx, h, ink) = match (v >= 0.0, inside) {
+                (true, false) => (5, HPos::Left, TEXT),
+                (true, true) => (-5, HPos::Right, WHITE),
+                (false, _) => (-5, HPos::Right, TEXT),
             };
             chart.draw_series(std::iter::once(
-                EmptyElement::at((v, yc))
-                    + Text::new(fmt_sig(v, 3), (dx, 0), anchored(TICK_SIZE, h, VPos::Center)),
+                EmptyElement::at((end, yc))
+                    + Text::new(
+                        fmt_sig(v, 3),
+                        (dx, 0),
+                        anchored(TICK_SIZE, h, VPos::Center).color(&ink),
+                    ),
             ))?;
         }
         Ok(())

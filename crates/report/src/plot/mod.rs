@@ -19,6 +19,7 @@ mod axis;
 mod bars;
 mod frame;
 mod histogram;
+mod share_bars;
 mod stacked;
 mod xy;
 
@@ -49,6 +50,9 @@ pub enum Style {
     Dashed,
     /// A staircase: each value holds until the next point's x.
     Steps,
+    /// A horizontal line across the whole chart at the first point's y
+    /// (its x is ignored), e.g. a link's rate.
+    Reference,
 }
 
 /// A named series of (x, y) points.
@@ -92,7 +96,13 @@ pub struct XyChart {
 
 /// Draws series of points, lines, dashed trend lines or steps.
 pub fn xy_chart(chart: &XyChart) -> String {
-    xy::draw(chart)
+    xy::draw(chart, false)
+}
+
+/// [`xy_chart`] whose logarithmic x axis counts bytes: ticks at powers of
+/// two, labelled "4 KiB", "64 KiB" (as recipes write sizes).
+pub fn xy_chart_bytes(chart: &XyChart) -> String {
+    xy::draw(chart, true)
 }
 
 /// Shares stacked to (at most) 100 % per x: e.g. the share of stop latency
@@ -101,13 +111,53 @@ pub fn xy_chart(chart: &XyChart) -> String {
 /// or shorter than `x` is truncated to the shorter of the two (a missing
 /// value counts as 0). Fewer than 8 distinct x values are drawn as stacked
 /// bars, one per x; more as stacked areas over a linear x axis.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StackedChart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
     pub x: Vec<f64>,
     pub layers: Vec<(String, Vec<f64>)>,
+    /// Percentages: the y axis is 0–100 whatever the data (a stack above
+    /// 100 is cut at the top).
+    pub percent: bool,
+    /// Layer `j`'s colour is palette entry `colour_slots[j]`, so a
+    /// category keeps its colour from chart to chart; empty (or with a
+    /// repeat) means by position.
+    pub colour_slots: Vec<usize>,
+    /// The x values are byte counts: labelled in the binary units a
+    /// recipe uses (4096 is "4 KiB").
+    pub x_bytes: bool,
+}
+
+/// One stacked horizontal bar per row (e.g. per path: where its time goes),
+/// every row a whole of 100 %: layers in order left to right, each share
+/// printed on it when there is room. Colours as [`StackedChart`]'s.
+#[derive(Debug, Clone, Default)]
+pub struct ShareBars {
+    pub title: String,
+    pub value_label: String,
+    /// Layer names, in stacking order.
+    pub layers: Vec<String>,
+    /// Each row's label and its share (%) of every layer.
+    pub rows: Vec<(String, Vec<f64>)>,
+    pub colour_slots: Vec<usize>,
+    /// Width of the chart in pixels (at least [`WIDTH`]).
+    pub width: u32,
+}
+
+/// Draws stacked horizontal share bars.
+pub fn share_bars(chart: &ShareBars) -> String {
+    share_bars::draw(chart)
+}
+
+/// Colours for `n` layers placed at `slots` (see
+/// [`StackedChart::colour_slots`]), as `#RRGGBB`; no two alike.
+pub fn layer_colours(n: usize, slots: &[usize]) -> Vec<String> {
+    frame::layer_colours(n, slots)
+        .into_iter()
+        .map(|c| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2))
+        .collect()
 }
 
 /// Draws a stacked area (or stacked bar) chart.
@@ -119,11 +169,13 @@ pub fn stacked_chart(chart: &StackedChart) -> String {
 /// to bottom in the given order (give them longest first). The height grows
 /// with the number of bars up to [`MAX_BAR_CHART_HEIGHT`]; at most
 /// [`MAX_BARS`] are drawn. Bars with a non-finite value are skipped.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct BarChart {
     pub title: String,
     pub value_label: String,
     pub bars: Vec<(String, f64)>,
+    /// Percentages of a whole: the value axis is 0–100.
+    pub percent: bool,
 }
 
 /// Draws a horizontal bar chart.

@@ -3,7 +3,9 @@
 use plotters::prelude::*;
 
 use super::axis::{to_axis, Axis};
-use super::frame::{chart, colour, no_data, render, with_legend, y_label_area, Legend, Swatch};
+use super::frame::{
+    chart, layer_colours, no_data, render, with_legend, y_label_area, Legend, Swatch,
+};
 use super::{StackedChart, HEIGHT, MAX_POINTS_PER_SERIES, WIDTH};
 
 /// Fewer distinct x values than this are drawn as bars, one per x.
@@ -12,58 +14,78 @@ const BARS_BELOW: usize = 8;
 const MAX_LAYERS: usize = 24;
 
 pub(crate) fn draw(c: &StackedChart) -> String {
-    render((WIDTH, HEIGHT), &c.title, |root| {
-        // Drawable columns, by x.
-        let mut cols: Vec<usize> = (0..c.x.len())
-            .filter(|&i| to_axis(false, c.x[i]).is_some())
+    // Drawable columns, by x.
+    let mut cols: Vec<usize> = (0..c.x.len())
+        .filter(|&i| to_axis(false, c.x[i]).is_some())
+        .collect();
+    cols.sort_by(|&a, &b| c.x[a].total_cmp(&c.x[b]));
+    let mut distinct = cols.iter().map(|&i| c.x[i]).collect::<Vec<_>>();
+    distinct.dedup();
+    let as_bars = distinct.len() < BARS_BELOW;
+    if !as_bars && cols.len() > MAX_POINTS_PER_SERIES {
+        let stride = cols.len() as f64 / MAX_POINTS_PER_SERIES as f64;
+        cols = (0..MAX_POINTS_PER_SERIES)
+            .map(|k| cols[((k as f64 * stride) as usize).min(cols.len() - 1)])
             .collect();
-        cols.sort_by(|&a, &b| c.x[a].total_cmp(&c.x[b]));
+    }
+    let layers = layer_values(c, &cols);
+    let slots: &[usize] = if layers.len() == c.layers.len() {
+        &c.colour_slots
+    } else {
+        &[]
+    };
+    let palette = layer_colours(layers.len(), slots);
+    let legend = (layers.len() > 1).then(|| {
+        let entries = layers
+            .iter()
+            .zip(&palette)
+            .map(|((name, _), &col)| (Swatch::Fill(col), name.as_str()))
+            .collect();
+        Legend::new(entries, WIDTH)
+    });
+    let height = HEIGHT + legend.as_ref().map_or(0, Legend::extra_height);
+    render((WIDTH, height), &c.title, |root| {
         if cols.is_empty() || c.layers.is_empty() {
             return no_data(root, &c.title, &c.x_label, &c.y_label);
         }
-        let mut distinct = cols.iter().map(|&i| c.x[i]).collect::<Vec<_>>();
-        distinct.dedup();
-        let as_bars = distinct.len() < BARS_BELOW;
-        if !as_bars && cols.len() > MAX_POINTS_PER_SERIES {
-            let stride = cols.len() as f64 / MAX_POINTS_PER_SERIES as f64;
-            cols = (0..MAX_POINTS_PER_SERIES)
-                .map(|k| cols[((k as f64 * stride) as usize).min(cols.len() - 1)])
-                .collect();
-        }
-        let layers = layer_values(c, &cols);
         let max_total = (0..cols.len())
             .map(|k| layers.iter().map(|(_, v)| v[k]).sum::<f64>())
             .fold(0.0, f64::max);
-
-        let legend = (layers.len() > 1).then(|| {
-            let entries = layers
-                .iter()
-                .enumerate()
-                .map(|(j, (name, _))| (Swatch::Fill(colour(j)), name.as_str()))
-                .collect();
-            Legend::new(entries, WIDTH)
-        });
         let area = with_legend(root, legend.as_ref())?;
         let x = if as_bars {
             Axis::categories(
                 cols.iter()
-                    .map(|&i| super::axis::fmt_sig(c.x[i], 4))
+                    .map(|&i| {
+                        if c.x_bytes {
+                            super::axis::fmt_bytes(c.x[i])
+                        } else {
+                            super::axis::fmt_sig(c.x[i], 4)
+                        }
+                    })
                     .collect(),
             )
         } else {
             let (x0, x1) = (c.x[cols[0]], c.x[cols[cols.len() - 1]]);
             Axis::exact(false, x0, x1, 7)
         };
-        let y = Axis::from_zero(max_total, 5, false);
+        let top = if c.percent { 100.0 } else { f64::INFINITY };
+        let y = if c.percent {
+            Axis::exact(false, 0.0, 100.0, 5)
+        } else {
+            Axis::from_zero(max_total, 5, false)
+        };
         let y_area = y_label_area(y.widest_label(), !c.y_label.is_empty());
         let mut chart = chart(&area, &c.title, &x, &y, &c.x_label, &c.y_label, y_area)?;
 
         let mut below = vec![0.0; cols.len()];
-        for (j, (_, values)) in layers.iter().enumerate() {
-            let above: Vec<f64> = below.iter().zip(values).map(|(b, v)| b + v).collect();
-            let col = colour(j);
+        for ((_, values), &col) in layers.iter().zip(&palette) {
+            let above: Vec<f64> = below
+                .iter()
+                .zip(values)
+                .map(|(b, v)| (b + v).min(top))
+                .collect();
             if as_bars {
-                chart.draw_series((0..cols.len()).filter(|&k| values[k] > 0.0).map(|k| {
+                chart.draw_series((0..cols.len()).filter(|&k| above[k] > below[k]).map(|k| {
                     let xk = k as f64;
                     Rectangle::new([(xk - 0.32, below[k]), (xk + 0.32, above[k])], col.filled())
                 }))?;

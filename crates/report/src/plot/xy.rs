@@ -5,15 +5,28 @@ use std::collections::HashSet;
 use plotters::prelude::*;
 
 use super::axis::{extent, to_axis, Axis};
-use super::frame::{chart, colour, no_data, render, with_legend, y_label_area, Legend, Swatch};
+use super::frame::{chart, colours, no_data, render, with_legend, y_label_area, Legend, Swatch};
 use super::{Style, XyChart, HEIGHT, MAX_POINTS_PER_SERIES, WIDTH};
 
 /// Trend lines are smooth: a few points draw them, and the dash pattern
 /// (one element per dash) stays small.
 const MAX_DASHED_POINTS: usize = 1_000;
 
-pub(crate) fn draw(c: &XyChart) -> String {
-    render((WIDTH, HEIGHT), &c.title, |root| {
+/// Draws `c`; with `x_bytes` a logarithmic x axis of byte counts is
+/// ticked at powers of two in binary units.
+pub(crate) fn draw(c: &XyChart, x_bytes: bool) -> String {
+    let palette = colours(c.series.len());
+    let legend = (c.series.len() > 1).then(|| {
+        let entries = c
+            .series
+            .iter()
+            .zip(&palette)
+            .map(|(s, &col)| (swatch(s.style, col), s.name.as_str()))
+            .collect();
+        Legend::new(entries, WIDTH)
+    });
+    let height = HEIGHT + legend.as_ref().map_or(0, Legend::extra_height);
+    render((WIDTH, height), &c.title, |root| {
         // Drawable points of each series, in axis space.
         let series: Vec<Vec<(f64, f64)>> = c
             .series
@@ -21,7 +34,16 @@ pub(crate) fn draw(c: &XyChart) -> String {
             .map(|s| {
                 s.points
                     .iter()
-                    .filter_map(|&(x, y)| Some((to_axis(c.log_x, x)?, to_axis(c.log_y, y)?)))
+                    .filter_map(|&(x, y)| {
+                        // A reference line's x is not a position (0 on a
+                        // log axis would drop it).
+                        let x = if s.style == Style::Reference {
+                            0.0
+                        } else {
+                            to_axis(c.log_x, x)?
+                        };
+                        Some((x, to_axis(c.log_y, y)?))
+                    })
                     .collect()
             })
             .collect();
@@ -43,7 +65,14 @@ pub(crate) fn draw(c: &XyChart) -> String {
                     .collect()
             })
             .collect();
-        let xs = extent(series.iter().flatten().map(|p| p.0));
+        // A reference line spans whatever the data span.
+        let xs = extent(
+            c.series
+                .iter()
+                .zip(&series)
+                .filter(|(s, _)| s.style != Style::Reference)
+                .flat_map(|(_, pts)| pts.iter().map(|p| p.0)),
+        );
         let ys = extent(
             series
                 .iter()
@@ -54,24 +83,19 @@ pub(crate) fn draw(c: &XyChart) -> String {
         let (Some((x0, x1)), Some((y0, y1))) = (xs, ys) else {
             return no_data(root, &c.title, &c.x_label, &c.y_label);
         };
-        let x = Axis::padded(c.log_x, x0, x1, 0.03, 7);
+        let x = if x_bytes && c.log_x {
+            Axis::log_bytes(x0, x1, 0.03, 8)
+        } else {
+            Axis::padded(c.log_x, x0, x1, 0.03, 7)
+        };
         let y = Axis::padded(c.log_y, y0, y1, 0.05, 6);
 
-        let legend = (c.series.len() > 1).then(|| {
-            let entries = c
-                .series
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (swatch(s.style, colour(i)), s.name.as_str()))
-                .collect();
-            Legend::new(entries, WIDTH)
-        });
         let area = with_legend(root, legend.as_ref())?;
         let y_area = y_label_area(y.widest_label(), !c.y_label.is_empty());
         let mut chart = chart(&area, &c.title, &x, &y, &c.x_label, &c.y_label, y_area)?;
 
         for (i, ((s, pts), bars)) in c.series.iter().zip(series).zip(bars).enumerate() {
-            let col = colour(i);
+            let col = palette[i];
             // Caps a few pixels wide whatever the axis: a share of its span.
             let cap = (x.hi - x.lo) * 0.004;
             for (bx, lo, hi) in thin_bars(bars, MAX_POINTS_PER_SERIES) {
@@ -108,9 +132,19 @@ pub(crate) fn draw(c: &XyChart) -> String {
                     let pts = steps(thin_line(pts, MAX_POINTS_PER_SERIES / 2));
                     chart.draw_series(LineSeries::new(pts, col.stroke_width(2)))?;
                 }
+                Style::Reference => {
+                    if let Some(&(_, level)) = pts.first() {
+                        chart.draw_series(DashedLineSeries::new(
+                            [(x.lo, level), (x.hi, level)],
+                            10,
+                            4,
+                            col.stroke_width(2),
+                        ))?;
+                    }
+                }
             }
             // A line through one point is invisible: mark the point.
-            if lone && s.style != Style::Points {
+            if lone && !matches!(s.style, Style::Points | Style::Reference) {
                 let p = s
                     .points
                     .iter()
@@ -126,7 +160,7 @@ fn swatch(style: Style, col: RGBColor) -> Swatch {
     match style {
         Style::Points => Swatch::Point(col),
         Style::Line | Style::Steps => Swatch::Line(col),
-        Style::Dashed => Swatch::Dashed(col),
+        Style::Dashed | Style::Reference => Swatch::Dashed(col),
     }
 }
 

@@ -24,6 +24,8 @@ struct RawRecipe {
     title: String,
     /// The study it reproduces (a file of `../shared/seeds/`).
     source: String,
+    /// The study as the report cites it: authors, year, title.
+    citation: Option<Spanned<String>>,
     #[serde(default)]
     description: String,
     #[serde(rename = "run")]
@@ -82,6 +84,9 @@ pub struct Recipe {
     pub name: String,
     pub title: String,
     pub source: String,
+    /// Authors, year and title of the study (empty when the recipe gives
+    /// none; the report then names the source file).
+    pub citation: String,
     pub description: String,
     pub runs: Vec<Run>,
 }
@@ -243,6 +248,22 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
             format!("name `{name}`: use letters, digits, `-` and `_` (it names files)"),
         ));
     }
+    let citation = match &raw.citation {
+        None => String::new(),
+        Some(c) if c.get_ref().trim().is_empty() => {
+            return Err(loc.at(
+                c.span(),
+                "citation is empty: give the study's authors, year and title".into(),
+            ))
+        }
+        Some(c) if c.get_ref().chars().any(char::is_control) => {
+            return Err(loc.at(
+                c.span(),
+                "citation: one line of text, without control characters".into(),
+            ))
+        }
+        Some(c) => c.get_ref().trim().to_string(),
+    };
     let mut runs: Vec<Run> = Vec::with_capacity(raw.runs.len());
     for run in &raw.runs {
         let id = run.id.get_ref().clone();
@@ -295,6 +316,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
         name,
         title: raw.title,
         source: raw.source,
+        citation,
         description: raw.description,
         runs,
     })

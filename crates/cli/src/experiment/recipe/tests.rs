@@ -214,3 +214,31 @@ fn throughput_points_last_a_minimum_duration_shorter_in_quick_mode() {
     let e = error(&GOOD.replace("reps = 2", "reps = 2\nmin_duration = 1.0"));
     assert!(e.message.contains("min_duration"), "{e}");
 }
+
+#[test]
+fn a_citation_is_carried_and_a_blank_one_refused() {
+    let cited = GOOD.replace(
+        "source = \"000_x.txt\"",
+        "source = \"000_x.txt\"\ncitation = \"Author, A. (1999). A Title.\"",
+    );
+    assert_eq!(
+        parse("exp.toml", &cited).unwrap().citation,
+        "Author, A. (1999). A Title."
+    );
+    assert_eq!(parse("exp.toml", GOOD).unwrap().citation, "");
+    let e = error(&cited.replace("Author, A. (1999). A Title.", "  "));
+    assert_eq!(e.line, 5);
+    assert!(e.message.contains("citation"), "{e}");
+}
+
+#[test]
+fn the_lab_recipes_cite_their_studies() {
+    for (file, text) in crate::experiment::LAB_RECIPES {
+        let r = parse(file, text).unwrap();
+        assert!(
+            r.citation.contains("(19") && r.citation.len() > 40,
+            "{file}: {}",
+            r.citation
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! The run's facts: the machine as a small table, the clock and probe
+//! cost every figure rests on, and the files beside the page.
+
+use std::fmt::Write;
+
+use crate::html::escape;
+use crate::model::Report;
+
+/// The machine as a small table (rows that could not be read are left
+/// out), the clock and probe cost, and the files beside the page.
+pub(crate) fn render(h: &mut String, report: &Report) {
+    let m = &report.machine;
+    let c = &report.calibration;
+    h.push_str("<section id=\"machine\"><h2>The run</h2><table>");
+    let mut row = |name: &str, value: String| {
+        let _ = write!(
+            h,
+            "<tr><th class=\"l\">{name}</th><td class=\"l\">{}</td></tr>",
+            escape(&value)
+        );
+    };
+    if let Some(cpu) = &m.cpu_model {
+        row("CPU", cpu.clone());
+    }
+    if let Some(cores) = m.cores {
+        row("cores", cores.to_string());
+    }
+    if let Some(bytes) = m.memory_bytes {
+        row(
+            "memory",
+            format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)),
+        );
+    }
+    if let Some(kernel) = &m.kernel {
+        row("kernel", kernel.clone());
+    }
+    if let Some([one, five, fifteen]) = m.load_average {
+        row(
+            "load average at start",
+            format!("{one:.2} (1 min), {five:.2} (5 min), {fifteen:.2} (15 min)"),
+        );
+    }
+    if c.counter_hz.is_finite() && c.counter_hz > 0.0 {
+        row("counter", format!("{:.4} GHz", c.counter_hz / 1e9));
+    }
+    if c.overhead_ns.is_finite() {
+        row(
+            "probe cost",
+            format!(
+                "{:.1} cycles ({:.1} ns), subtracted once per probe inside every latency and span",
+                c.overhead_cycles, c.overhead_ns
+            ),
+        );
+    }
+    if let Some(v) = &m.stackscope_version {
+        row("stackscope", v.clone());
+    }
+    row("started", crate::model::utc(report.generated_unix));
+    h.push_str("</table><p class=\"note\">Files beside this page: <code>summary.json</code> (every figure, the summary above included), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p></section>");
+}

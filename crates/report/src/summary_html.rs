@@ -1,0 +1,112 @@
+//! The summary's HTML: one stacked bar per path of where its stop latency
+//! goes, then each path's sentences.
+
+use std::fmt::Write;
+
+use crate::html::escape;
+use crate::plot::{self, ShareBars};
+use crate::summary::{colour_slot, readable, Summary, OTHER};
+
+/// Width of the summary chart, pixels (the page is 1100 wide).
+const WIDTH: u32 = 1060;
+
+pub(crate) fn render(h: &mut String, summary: &Summary) {
+    if summary.paths.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"summary\"><h2>Where the time goes</h2>");
+    h.push_str(&bars(
+        summary,
+        |_| true,
+        "Share of each path's stop latency per category, at the run's middle size (%)",
+        "% of the stop latency (each path's window is in its sentences below)",
+    ));
+    h.push_str("<div class=\"findings\">");
+    for p in &summary.paths {
+        // The path's name, where the first sentence starts with it, in bold.
+        let text = p.sentences.join(" ");
+        let _ = match text.strip_prefix(p.path.as_str()) {
+            Some(rest) => write!(h, "<p><b>{}</b>{}</p>", escape(&p.path), escape(rest)),
+            None => write!(h, "<p>{}</p>", escape(&text)),
+        };
+    }
+    h.push_str("</div>");
+    // On a slow wire serialisation is nearly all of it: the same bars
+    // without the wire and the time in no span show the stack's own work.
+    let wire_bound = summary.paths.iter().any(|p| {
+        p.shares
+            .iter()
+            .any(|s| s.category == "wire" && s.percent >= 50.0)
+    });
+    if wire_bound {
+        h.push_str(&bars(
+            summary,
+            |c| c != "wire" && c != OTHER,
+            "The stack's own processing (wire and time in no span left out): share per category (%)",
+            "% of the stack's own processing time at that size",
+        ));
+    }
+    h.push_str("<p class=\"note\">Shares are each category's mean exclusive time inside the window over the stop latency's mean, at one size (named per path); the tool's own instrumentation is already taken out. The runs' sections have every size.</p></section>");
+}
+
+/// One bar per path of the categories `keep` lets through, as shares of
+/// their sum (all of them: of the stop latency).
+fn bars(summary: &Summary, keep: impl Fn(&str) -> bool, title: &str, value_label: &str) -> String {
+    // Every category any path has, in one order (and colour) for all.
+    let mut layers: Vec<String> = summary
+        .paths
+        .iter()
+        .flat_map(|p| p.shares.iter().map(|s| s.category.clone()))
+        .filter(|c| keep(c))
+        .collect();
+    layers.sort_by_key(|c| colour_slot(c));
+    layers.dedup();
+    let rows = summary
+        .paths
+        .iter()
+        .map(|p| {
+            let kept: f64 = p
+                .shares
+                .iter()
+                .filter(|s| keep(&s.category))
+                .map(|s| s.percent)
+                .sum();
+            (
+                format!(
+                    "{} · {}",
+                    p.path,
+                    crate::units::size(u64::from(p.size_bytes))
+                ),
+                layers
+                    .iter()
+                    .map(|l| {
+                        p.shares
+                            .iter()
+                            .find(|s| &s.category == l)
+                            .filter(|_| kept > 0.0)
+                            .map_or(0.0, |s| 100.0 * s.percent / kept)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    // In a `plots` box, so a narrow window scales it down.
+    let svg = plot::share_bars(&ShareBars {
+        title: title.into(),
+        value_label: value_label.into(),
+        layers: layers
+            .iter()
+            .map(|l| {
+                if l == OTHER {
+                    "other (in no span)".to_string()
+                } else {
+                    readable(l)
+                }
+            })
+            .collect(),
+        colour_slots: layers.iter().map(|l| colour_slot(l)).collect(),
+        rows,
+        width: WIDTH,
+    });
+    format!("<div class=\"plots\">{svg}</div>")
+}

@@ -1,0 +1,92 @@
+//! The table of contents and the anchors it links to: one per experiment
+//! and one per run or sweep.
+
+use std::fmt::Write;
+
+use crate::html::escape;
+use crate::model::Report;
+
+/// An anchor made only of characters safe in an id and a URL fragment.
+fn anchor(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            p.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The id of an experiment's section.
+pub(crate) fn experiment(name: &str) -> String {
+    anchor(&["exp", name])
+}
+
+/// The id of a run's or sweep's section.
+pub(crate) fn run(experiment: &str, id: &str) -> String {
+    anchor(&["run", experiment, id])
+}
+
+/// The contents: the summary, the run's facts, then every experiment with
+/// its runs and sweeps.
+pub(crate) fn render(h: &mut String, report: &Report) {
+    h.push_str("<nav class=\"toc\"><h2>Contents</h2><ol>");
+    if !report.summary.paths.is_empty() {
+        h.push_str("<li><a href=\"#summary\">Where the time goes</a></li>");
+    }
+    h.push_str("<li><a href=\"#machine\">The run: machine, clock and files</a></li>");
+    for exp in &report.experiments {
+        let _ = write!(
+            h,
+            "<li><a href=\"#{}\">{}</a><ol>",
+            experiment(&exp.name),
+            escape(&exp.title)
+        );
+        for r in &exp.runs {
+            let caption = if r.title.is_empty() {
+                format!("{} over {} on {}", r.protocol, r.family, r.link)
+            } else {
+                r.title.clone()
+            };
+            let _ = write!(
+                h,
+                "<li><a href=\"#{}\">{}</a>: {}</li>",
+                run(&exp.name, &r.id),
+                escape(&r.id),
+                escape(&caption)
+            );
+        }
+        for s in &exp.sweeps {
+            let _ = write!(
+                h,
+                "<li><a href=\"#{}\">{}</a>: {}</li>",
+                run(&exp.name, &s.id),
+                escape(&s.id),
+                escape(&s.title)
+            );
+        }
+        h.push_str("</ol></li>");
+    }
+    h.push_str("</ol></nav>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anchors_are_safe_and_distinct() {
+        assert_eq!(experiment("xie1999"), "exp-xie1999");
+        assert_eq!(run("xie1999", "tcp"), "run-xie1999-tcp");
+        assert_eq!(run("a b", "<x>"), "run-a-b--x-");
+        assert_ne!(run("xie1999", "tcp"), run("xie1999", "udp"));
+    }
+}
