@@ -204,10 +204,9 @@ pub fn ratio(d: &Difference) -> String {
     )
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
-table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
-th{background:#f4f4f4}td{white-space:nowrap}td.l,th.l{text-align:left;white-space:normal}td.path code{word-break:break-all}\
-.note{color:#555;font-size:.92em}tr.sig td{background:#fff4e0}code{background:#f4f4f4;padding:0 .2em}";
+/// The report's stylesheet and what only this page needs: nowrap
+/// figures, breakable paths, significant rows shaded.
+const EXTRA_STYLE: &str = "td{white-space:nowrap}td.l,th.l{white-space:normal}td.path code{word-break:break-all}tr.sig td{background:#fff4e0}";
 
 /// The whole page.
 pub fn render(c: &Comparison) -> String {
@@ -215,8 +214,9 @@ pub fn render(c: &Comparison) -> String {
     let title = format!("stackscope compare: {} against {}", c.b.dir, c.a.dir);
     let _ = write!(
         h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}{EXTRA_STYLE}</style></head><body><h1>{}</h1>",
         escape(&title),
+        crate::html::STYLE,
         escape(&title)
     );
     sides(&mut h, c);

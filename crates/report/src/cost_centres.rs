@@ -245,6 +245,7 @@ fn cpu_by_category(h: &mut String, run: &MessagesRun) {
             title: format!("{}: {role} CPU by overhead category", run.id),
             value_label: "% of the thread's time in the stack".into(),
             bars,
+            percent: true,
         }));
     }
     if !charts.is_empty() {

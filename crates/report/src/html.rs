@@ -26,7 +26,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+/// The page's stylesheet (the compare page uses it too).
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.6em}\
 table{border-collapse:collapse;margin:.8em 0;display:block;max-width:100%;overflow-x:auto}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
 th{background:#f4f4f4}td.l,th.l{text-align:left}.note{color:#555;font-size:.92em}\

@@ -98,6 +98,7 @@ fn experiments() -> Vec<Experiment> {
                 run("udp", "UDP", &[1000, 2000, 3000, 4000]),
             ],
             sweeps: Vec::new(),
+            published: Vec::new(),
         },
         Experiment {
             name: "other1993".into(),
@@ -107,6 +108,7 @@ fn experiments() -> Vec<Experiment> {
             description: String::new(),
             runs: Vec::new(),
             sweeps: Vec::new(),
+            published: Vec::new(),
         },
     ]
 }
