@@ -16,10 +16,11 @@
 //!   (`*.output`, category `protocol_send`, transport layer) of the flow
 //!   with a non-zero length; frames are followed through each interface
 //!   queue and device ring in FIFO order.
-//! * **Receive path** (the receiver's thread): from `link.receive.enter`
-//!   of the first frame of the sender's flow after the previous message
-//!   was received (the trace option gives received frames the sender's
-//!   flow) — the first frame has arrived whole — to the first
+//! * **Receive path** (the receiver's thread): from the arrival of the
+//!   first frame of the sender's flow after the previous message was
+//!   received (the trace option gives received frames the sender's flow):
+//!   its `link.receive.enter`, less the wait `link.receive.arrival` says
+//!   the frame had in the device before the receiver looked — to the first
 //!   `socket.recv_queue.enqueue` (start) and the last before
 //!   `app.message.received` (stop).
 //!
