@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use probe::Category;
 use serde::Serialize;
+use stats::{Interval, Verdict};
 
 use crate::messages::{Messages, PathLatency, StopAt};
 use crate::trend::{self, Fit, StepReport};
@@ -125,9 +126,49 @@ pub struct PathTrends {
     pub throughput: Option<Fit>,
     /// Steps of the stop latency at multiples of the segment payload.
     pub stop_steps: Option<StepReport>,
+    /// Send path of a run with a slope target: how its passes came to
+    /// know the stop latency's slope; `None` for one pass with no target.
+    pub stop_slope_repetition: Option<SlopeRepetition>,
     /// Mean share of the stop latency per category over the sizes.
     pub category_shares: BTreeMap<Category, f64>,
     pub other_share: f64,
+}
+
+/// How a messages run repeated its sizes until the slope of the send
+/// stop latency was known: passes over every size, each `reps` times,
+/// until the slope's 95 % interval was within `target` of the slope or
+/// the time cap came.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlopeRepetition {
+    /// The slope's 95 % half-width asked for, as a share of the slope
+    /// (0.05 is ±5 %).
+    pub target: f64,
+    /// The half-width reached over every pass, same units.
+    pub reached: Option<f64>,
+    /// `met`, `time_cap` (the next pass would not have ended before the
+    /// cap) or `rep_cap` (the run's message limit).
+    pub verdict: Verdict,
+    /// Wall time the passes may take, seconds.
+    pub time_cap_s: f64,
+    pub passes: Vec<Pass>,
+}
+
+/// One pass over the sizes and what the slope was after it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pass {
+    /// Repetitions of each size in this pass.
+    pub reps: u32,
+    /// Messages measured in this pass (warm-up left out).
+    pub messages: u64,
+    /// Wall time of the pass (its messages and their analysis), seconds.
+    pub wall_s: f64,
+    /// The pass's probe trace, relative to the results directory.
+    pub trace: String,
+    /// The send stop latency's trend over every pass so far (µs per KB).
+    pub slope: Option<f64>,
+    pub slope_ci95: Option<Interval>,
+    /// Its half-width as a share of the slope.
+    pub relative_half_width: Option<f64>,
 }
 
 /// Trend lines for the send and receive paths. `segment` is the payload
@@ -187,6 +228,7 @@ pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> Path
         stop: trend::linear(&stop),
         throughput: trend::power(&throughput),
         stop_steps: segment.map(|s| trend::steps_at_multiples(&stop_bytes, s)),
+        stop_slope_repetition: None,
         category_shares: shares,
         other_share: other,
     }

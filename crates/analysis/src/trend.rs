@@ -684,8 +684,9 @@ fn clamp_finite(v: f64) -> f64 {
 
 /// Five significant digits, trailing zeros dropped. Scientific notation
 /// (`1.2346e5`) is used outside `1e-4 ..< 1e5`, as spreadsheets do, so large
-/// coefficients do not show spurious zeros.
-fn sig5(v: f64) -> String {
+/// coefficients do not show spurious zeros. (How [`Fit::formula`] writes
+/// numbers; the report writes the intervals the same way.)
+pub fn sig5(v: f64) -> String {
     if !v.is_finite() {
         return format!("{v}");
     }
