@@ -335,6 +335,12 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
             fit_cell(fit, "KB", "µs")
         );
     }
+    let _ = write!(
+        h,
+        "<tr><td class=\"l\">send stop latency ({}) through the sizes' medians (for comparison: robust to messages that waited for the CPU)</td>{}</tr>",
+        run.stop_at,
+        fit_cell(&run.send.stop_of_medians, "KB", "µs")
+    );
     for (at, fit) in &run.send.stop_by_definition {
         if *at == run.stop_at {
             continue;
@@ -374,19 +380,29 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
                 .map_or("no interval".to_string(), |r| format!("±{:.1} %", r * 100.0)),
         );
     }
-    if let Some(steps) = &run.send.stop_steps {
+    for (steps, of) in [
+        (&run.send.stop_steps, "means"),
+        (&run.send.stop_steps_of_medians, "medians"),
+    ] {
+        let Some(steps) = steps else { continue };
         let detectable = match (steps.detectable_min, steps.detectable_max) {
-            (Some(lo), Some(hi)) if (hi - lo).abs() < 0.05 => format!("; a step of {lo:.1} µs or more would have been found with 80 % power"),
-            (Some(lo), Some(hi)) => format!("; a step of {lo:.1}–{hi:.1} µs (by boundary) or more would have been found with 80 % power"),
+            (Some(lo), Some(hi)) if (hi - lo).abs() < 0.05 => {
+                format!("; a step of {lo:.1} µs or more would have been found with 80 % power")
+            }
+            (Some(lo), Some(hi)) => format!(
+                "; a step of {lo:.1}–{hi:.1} µs (by boundary) or more would have been found with 80 % power"
+            ),
             _ => "; too few points to say what step could have been found".to_string(),
         };
         let _ = write!(
             h,
-            "<p class=\"note\">Steps in the send stop latency at multiples of {:.0} bytes (one packet's payload): {} of {} boundaries show a significant rise (t test of the points on either side against the sizes' residual noise{}, 2.5 % each){detectable}.</p>",
+            "<p class=\"note\">Steps in the send stop latency (the sizes' {of}) at multiples of {:.0} bytes (one packet's payload): {} of {} boundaries show a significant rise (t test of the points on either side against their residual noise{}, 2.5 % each){detectable}.</p>",
             steps.period,
             steps.significant,
             steps.tested,
-            steps.noise.map_or(String::new(), |s| format!(" of {s:.2} µs")),
+            steps
+                .noise
+                .map_or(String::new(), |s| format!(" of {s:.2} µs")),
         );
     }
 }
