@@ -14,12 +14,17 @@ use crate::messages::{Messages, PathLatency, StopAt};
 use crate::trend::{self, Fit, StepReport};
 
 /// Mean, median, spread, range and 95 % intervals of one figure over a
-/// size's repetitions. Trend lines are fitted to the means, as the study
-/// did (on a quiet machine medians gave R² 0.872 / 0.895, TCP start /
-/// stop, against the means' 0.869 / 0.910, no better); on a busy one a
-/// few messages wait milliseconds for the CPU and the means carry them,
-/// so the stop latency's line and steps through the medians are given
-/// beside (41 repetitions under load 6.8: R² 1.000 against 0.906).
+/// size's repetitions. Latency trend lines are fitted to the medians. The
+/// study fitted means, on an isolated machine where a message was never
+/// held up; on a shared one a few messages in a hundred wait
+/// milliseconds for the CPU, and the means carry them: on two shared
+/// cores under load 7 the xie1999 send stop slope through the means was
+/// 107 ± 5 and 90 ± 4 µs/KB (TCP), 82 ± 2 and 107 ± 5 (UDP) in two
+/// consecutive runs, each interval ±5 % and none overlapping; through the
+/// medians 86.1 ± 0.1 and 87.6 ± 1.9, 83.73 ± 0.05 and 83.82 ± 0.05.
+/// (On a quiet machine the two agree: medians gave R² 0.872 / 0.895, TCP
+/// start / stop, against the means' 0.869 / 0.910.) The stop latency's
+/// line and steps through the means are given beside.
 pub use stats::Estimate as Stat;
 
 /// One path's figures at one size, in microseconds.
@@ -119,23 +124,25 @@ fn path_figures(size: u32, paths: &[&PathLatency]) -> Option<PathFigures> {
 /// Trend lines of one path over a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PathTrends {
-    /// y = a·x + b, x in thousands of bytes, y in µs.
+    /// y = a·x + b, x in thousands of bytes, y in µs, through the sizes'
+    /// medians (see [`Stat`]).
     pub start: Option<Fit>,
     pub stop: Option<Fit>,
-    /// The stop latency's line through the sizes' medians instead of
-    /// their means, same units: on a busy machine a few messages wait
-    /// milliseconds for the CPU, which the means carry and the medians
-    /// do not.
-    pub stop_of_medians: Option<Fit>,
+    /// The stop latency's line through the sizes' means instead of their
+    /// medians (the study's way), same units: on a busy machine it
+    /// carries the few messages that waited milliseconds for the CPU.
+    pub stop_of_means: Option<Fit>,
     /// The send path's stop latency under every definition the trace
     /// allows, same units.
     pub stop_by_definition: BTreeMap<StopAt, Fit>,
-    /// y = a·x^b, x in hundreds of bytes, y in KB/s.
+    /// y = a·x^b, x in hundreds of bytes, y in KB/s (payload / mean stop
+    /// latency, the per-size figure).
     pub throughput: Option<Fit>,
-    /// Steps of the stop latency at multiples of the segment payload.
+    /// Steps of the stop latency (the sizes' medians) at multiples of the
+    /// segment payload.
     pub stop_steps: Option<StepReport>,
-    /// The same test on the sizes' medians.
-    pub stop_steps_of_medians: Option<StepReport>,
+    /// The same test on the sizes' means.
+    pub stop_steps_of_means: Option<StepReport>,
     /// Send path of a run with a slope target: how its passes came to
     /// know the stop latency's slope; `None` for one pass with no target.
     pub stop_slope_repetition: Option<SlopeRepetition>,
@@ -197,12 +204,12 @@ pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> Path
             .filter_map(|p| path(p).map(|fig| (f64::from(p.size) / x_unit, f(&fig))))
             .collect()
     };
-    let start = series(&|f| f.start_us.mean, 1000.0);
-    let stop = series(&|f| f.stop_us.mean, 1000.0);
+    let start = series(&|f| f.start_us.median, 1000.0);
+    let stop = series(&|f| f.stop_us.median, 1000.0);
     let throughput = series(&|f| f.throughput_kbps, 100.0);
-    let stop_bytes = series(&|f| f.stop_us.mean, 1.0);
-    let stop_medians = series(&|f| f.stop_us.median, 1000.0);
-    let stop_median_bytes = series(&|f| f.stop_us.median, 1.0);
+    let stop_bytes = series(&|f| f.stop_us.median, 1.0);
+    let stop_means = series(&|f| f.stop_us.mean, 1000.0);
+    let stop_mean_bytes = series(&|f| f.stop_us.mean, 1.0);
     let mut shares: BTreeMap<Category, f64> = BTreeMap::new();
     let mut other = 0.0;
     let mut counted = 0.0;
@@ -228,7 +235,7 @@ pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> Path
                 .iter()
                 .filter_map(|p| {
                     let stat = path(p)?.stops_us.get(&at).copied()?;
-                    Some((f64::from(p.size) / 1000.0, stat.mean))
+                    Some((f64::from(p.size) / 1000.0, stat.median))
                 })
                 .collect();
             Some((at, trend::linear(&points)?))
@@ -239,9 +246,9 @@ pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> Path
         start: trend::linear(&start),
         stop: trend::linear(&stop),
         throughput: trend::power(&throughput),
-        stop_of_medians: trend::linear(&stop_medians),
+        stop_of_means: trend::linear(&stop_means),
         stop_steps: segment.map(|s| trend::steps_at_multiples(&stop_bytes, s)),
-        stop_steps_of_medians: segment.map(|s| trend::steps_at_multiples(&stop_median_bytes, s)),
+        stop_steps_of_means: segment.map(|s| trend::steps_at_multiples(&stop_mean_bytes, s)),
         stop_slope_repetition: None,
         category_shares: shares,
         other_share: other,

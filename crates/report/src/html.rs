@@ -317,7 +317,7 @@ fn fit_cell(fit: &Option<Fit>, x: &str, y: &str) -> String {
 }
 
 fn trend_table(h: &mut String, run: &MessagesRun) {
-    h.push_str("<table><tr><th class=\"l\">trend line</th><th class=\"l\">formula (x: thousands of bytes, y: µs)</th><th>R²</th><th>slope 95 % CI (power: exponent)</th><th>intercept 95 % CI (power: coefficient)</th><th>points (sizes, each a mean)</th></tr>");
+    h.push_str("<table><tr><th class=\"l\">trend line</th><th class=\"l\">formula (x: thousands of bytes, y: µs)</th><th>R²</th><th>slope 95 % CI (power: exponent)</th><th>intercept 95 % CI (power: coefficient)</th><th>points (sizes)</th></tr>");
     for (name, fit) in [
         ("send start latency", &run.send.start),
         ("send stop latency", &run.send.stop),
@@ -337,9 +337,9 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
     }
     let _ = write!(
         h,
-        "<tr><td class=\"l\">send stop latency ({}) through the sizes' medians (for comparison: robust to messages that waited for the CPU)</td>{}</tr>",
+        "<tr><td class=\"l\">send stop latency ({}) through the sizes' means (the study's way, for comparison: carries the messages that waited for the CPU)</td>{}</tr>",
         run.stop_at,
-        fit_cell(&run.send.stop_of_medians, "KB", "µs")
+        fit_cell(&run.send.stop_of_means, "KB", "µs")
     );
     for (at, fit) in &run.send.stop_by_definition {
         if *at == run.stop_at {
@@ -357,7 +357,7 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         run.stop_at,
         fit_cell(&run.send.throughput, "100 B", "KB/s")
     );
-    h.push_str("<p class=\"note\">Each line is fitted by least squares to the sizes' mean latencies; the intervals are 95 % (t with points − 2 degrees of freedom). A line with R² below 0.8 explains too little of its points to be read as a trend: it is marked weak and not drawn. A drawn line stops where it would fall below zero.</p>");
+    h.push_str("<p class=\"note\">Each latency line is fitted by least squares to the sizes' median latencies (the study fitted means on an isolated machine; here a few messages wait for the CPU, which the means carry: the means' line is given for comparison), the throughput line to payload / mean stop latency; the intervals are 95 % (t with points − 2 degrees of freedom). A line with R² below 0.8 explains too little of its points to be read as a trend: it is marked weak and not drawn. A drawn line stops where it would fall below zero.</p>");
     if let Some(rep) = &run.send.stop_slope_repetition {
         let passes = rep.passes.len();
         let reps: u32 = rep.passes.iter().map(|p| p.reps).sum();
@@ -381,8 +381,8 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         );
     }
     for (steps, of) in [
-        (&run.send.stop_steps, "means"),
-        (&run.send.stop_steps_of_medians, "medians"),
+        (&run.send.stop_steps, "medians"),
+        (&run.send.stop_steps_of_means, "means"),
     ] {
         let Some(steps) = steps else { continue };
         let detectable = match (steps.detectable_min, steps.detectable_max) {
@@ -457,7 +457,7 @@ fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bo
         let curve = fit.curve(lo / 1000.0, hi / 1000.0, 50);
         series.push(Series {
             name: format!(
-                "{name}: {}{}",
+                "{name} (medians): {}{}",
                 fit.formula("KB", "µs"),
                 if curve.clipped {
                     ", not drawn below 0"
