@@ -201,8 +201,14 @@ for exp in summary["experiments"]:
                 fail(f"{exp['name']}/{run['id']}: the passes' repetitions do not add up to {run['reps']}")
             for p in passes:
                 path(p["trace"])
+            ci, slope = repetition["slope_ci95"], repetition["slope"]
+            if len(passes) >= 2 and (ci is None or not ci["lo"] <= slope <= ci["hi"]):
+                fail(f"{exp['name']}/{run['id']}: {len(passes)} passes but no interval around their slope {slope}: {ci}")
+            if repetition["verdict"] == "met" and (len(passes) < 3 or repetition["reached"] > repetition["target"]):
+                fail(f"{exp['name']}/{run['id']}: target met with {len(passes)} passes at {repetition['reached']}")
             reached = repetition["reached"]
-            print(f"{exp['name']}/{run['id']}: send stop slope ±{reached * 100:.1f} % after {len(passes)} passes ({repetition['verdict']}, target ±{repetition['target'] * 100:.0f} %)")
+            reached = f"±{reached * 100:.1f} %" if reached is not None else "no interval"
+            print(f"{exp['name']}/{run['id']}: send stop slope {slope} {reached} over {len(passes)} passes ({repetition['verdict']}, target ±{repetition['target'] * 100:.0f} %)")
 if fits == 0:
     fail("no trend line in summary.json")
 print(f"{fits} trend lines carry R², a slope interval and a weak flag")

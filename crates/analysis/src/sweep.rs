@@ -152,25 +152,31 @@ pub struct PathTrends {
 }
 
 /// How a messages run repeated its sizes until the slope of the send
-/// stop latency was known: passes over every size, each `reps` times,
-/// until the slope's 95 % interval was within `target` of the slope or
-/// the time cap came.
+/// stop latency was known: passes over every size (each the first run
+/// again, `reps` times each size), until the 95 % interval of the
+/// passes' mean slope was within `target` of it or the time cap came.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlopeRepetition {
-    /// The slope's 95 % half-width asked for, as a share of the slope
-    /// (0.05 is ±5 %).
+    /// The 95 % half-width asked for, as a share of the slope (0.02 is
+    /// ±2 %).
     pub target: f64,
-    /// The half-width reached over every pass, same units.
+    /// The passes' slopes (each through its own sizes' medians, µs per
+    /// KB): their mean and its 95 % t interval — what another run of the
+    /// same recipe would be expected to fall near, since each pass is a
+    /// new stack and sees the machine anew.
+    pub slope: Option<f64>,
+    pub slope_ci95: Option<Interval>,
+    /// That interval's half-width as a share of the slope.
     pub reached: Option<f64>,
-    /// `met`, `time_cap` (the next pass would not have ended before the
-    /// cap) or `rep_cap` (the run's message limit).
+    /// `met`, `time_cap` (the next pass would have ended after the cap)
+    /// or `rep_cap` (the run's message limit).
     pub verdict: Verdict,
     /// Wall time the passes may take, seconds.
     pub time_cap_s: f64,
     pub passes: Vec<Pass>,
 }
 
-/// One pass over the sizes and what the slope was after it.
+/// One pass over the sizes and the slope it measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Pass {
     /// Repetitions of each size in this pass.
@@ -181,10 +187,11 @@ pub struct Pass {
     pub wall_s: f64,
     /// The pass's probe trace, relative to the results directory.
     pub trace: String,
-    /// The send stop latency's trend over every pass so far (µs per KB).
+    /// The send stop latency's slope through this pass's sizes' medians
+    /// (µs per KB), with the line's 95 % interval and its half-width as a
+    /// share of the slope.
     pub slope: Option<f64>,
     pub slope_ci95: Option<Interval>,
-    /// Its half-width as a share of the slope.
     pub relative_half_width: Option<f64>,
 }
 

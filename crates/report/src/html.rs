@@ -371,13 +371,21 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
             stats::Verdict::RepCap => "<b>not met</b>: the run's message limit".to_string(),
             stats::Verdict::Continue => "<b>not met</b>".to_string(),
         };
+        let between = match (rep.slope, rep.slope_ci95, rep.reached) {
+            (Some(slope), Some(ci), Some(r)) => format!(
+                "{} ± {} µs/KB (±{:.1} %)",
+                trend::sig5(slope),
+                trend::sig5(ci.half_width()),
+                r * 100.0
+            ),
+            _ => "no interval (too few passes)".to_string(),
+        };
         let _ = write!(
             h,
-            "<p class=\"note\">Repeated until the send stop latency's slope was known to ±{:.0} % (95 %): {outcome} after {passes} pass{} over the sizes, {reps} repetitions per size, {wall:.1} s; reached {}.</p>",
+            "<p class=\"note\">Repeated passes over the sizes (each pass a new stack on a new network, {} repetitions of each size) until the mean of the passes' send stop slopes was known to ±{:.0} % (95 %, from their spread, at least three passes): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s: {between}. The line above runs through every pass's messages; the passes' spread is what another run would be expected to differ by.</p>",
+            rep.passes.first().map_or(0, |p| p.reps),
             rep.target * 100.0,
             if passes == 1 { "" } else { "es" },
-            rep.reached
-                .map_or("no interval".to_string(), |r| format!("±{:.1} %", r * 100.0)),
         );
     }
     for (steps, of) in [

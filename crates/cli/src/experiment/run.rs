@@ -253,7 +253,6 @@ fn run_messages(
                 target,
                 time_cap,
                 max_messages: MAX_RUN_MESSAGES,
-                ring_records: TRACE_CAPACITY as u64,
             },
             started,
             &files.trace,
@@ -457,8 +456,6 @@ struct Tally {
     dropped: u64,
     unmatched_exits: u64,
     unclosed_spans: u64,
-    /// The most records one host thread wrote per message sent.
-    records_per_message: f64,
 }
 
 impl Tally {
@@ -476,11 +473,6 @@ impl Tally {
         for s in spans.values() {
             self.unmatched_exits += s.unmatched_exits;
             self.unclosed_spans += s.unclosed;
-        }
-        let sent = result.outcomes.len().max(1) as f64;
-        for thread in &result.threads {
-            let per_message = (thread.records.len() as u64 + thread.dropped) as f64 / sent;
-            self.records_per_message = self.records_per_message.max(per_message);
         }
     }
 

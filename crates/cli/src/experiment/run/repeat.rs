@@ -1,13 +1,16 @@
-//! When a messages run repeats its sizes: another pass over every size
-//! until the send stop latency's slope is known to the recipe's target
-//! (`slope_ci_target`), the time cap (`slope_time_cap`) would be passed,
-//! or the run's message limit is reached.
+//! When a messages run repeats its sizes: passes over every size, each
+//! the first run again, until the send stop latency's slope is known to
+//! the recipe's target (`slope_ci_target`), the time cap
+//! (`slope_time_cap`) would be passed, or the run's message limit is
+//! reached.
 //!
-//! The slope's interval comes from the line through the sizes' means, so
-//! its half-width falls about as 1/√(repetitions per size) while the
-//! noise of the means dominates it; the next pass asks for the
-//! repetitions that scaling says are still missing (with a margin), as
-//! many as the time left and one probe ring allow.
+//! The passes are replicates: each is a new stack on a new virtual
+//! network, so the spread of the passes' slopes holds what changes from
+//! one run to the next (the machine's load among it), which the interval
+//! of one line through every message cannot: on a loaded machine two runs
+//! whose lines each had a ±0.1 % interval differed by 0.7 %. The slope is
+//! known when the 95 % t interval of the passes' slopes (at least
+//! [`MIN_PASSES`]) is within the target.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -21,6 +24,7 @@ use analysis::sweep::{self, Pass, SizePoint, SlopeRepetition};
 use analysis::TraceView;
 use report::model::Calibration;
 use stack::topology::Topology;
+use stats::Estimate;
 use stats::Verdict;
 use traffic::reference::messages::MessagesSpec;
 
@@ -43,8 +47,8 @@ pub(super) struct Context<'a> {
 
 /// After the first pass (its measured messages in `messages`, its trace
 /// at `first_trace`, begun at `started`): passes until the budget says
-/// stop. Each pass is the first's run again — same sizes, warm-up,
-/// buffers, probes and capture — with its own trace
+/// stop. Each pass is the first's run again — same sizes, repetitions,
+/// warm-up, buffers, probes and capture — with its own trace
 /// (`traces/<stem>-pass<N>.sstrace`) and captures (`pcap/<stem>/pass<N>/`,
 /// merged into `trace.pcapng` like the first's); its measured messages
 /// join `messages`, its counts `tally`.
@@ -58,7 +62,8 @@ pub(super) fn more_passes(
     tally: &mut Tally,
     captures: &mut Vec<RunCapture>,
 ) -> Result<SlopeRepetition> {
-    let sizes = cx.spec.sizes.len() as u64;
+    let pass_messages =
+        cx.spec.sizes.len() as u64 * u64::from(cx.spec.reps) + u64::from(cx.spec.warmup);
     let judge = |messages: &[MessageLatency]| {
         stop_slope(&sweep::by_size(&analysis::Messages {
             messages: messages.to_vec(),
@@ -77,49 +82,55 @@ pub(super) fn more_passes(
     }];
     let verdict = loop {
         let so_far = SoFar {
-            sizes,
-            reps: u64::from(tally.reps(cx.spec.reps)),
-            messages: tally.sent + passes.len() as u64 * u64::from(cx.spec.warmup),
+            passes: passes.len() as u64,
+            messages: passes.len() as u64 * pass_messages,
+            pass_messages,
             elapsed: started.elapsed(),
-            records_per_message: tally.records_per_message,
-            warmup: u64::from(cx.spec.warmup),
-            relative: passes.last().and_then(|p| p.relative_half_width),
+            relative: between_passes(&passes).and_then(|e| e.relative_half_width()),
         };
-        let reps = match next(&budget, &so_far) {
-            Next::Stop(verdict) => break verdict,
-            Next::Pass(reps) => reps,
-        };
+        if let Some(verdict) = verdict(&budget, &so_far) {
+            break verdict;
+        }
         let number = passes.len() as u32 + 1;
         let pass_started = Instant::now();
-        let (trace, sent) = one_pass(cx, reps, number, messages, tally, captures)?;
-        tally.extra_reps = tally.extra_reps.saturating_add(reps);
+        let (trace, mut found, sent) = one_pass(cx, number, tally, captures)?;
+        tally.extra_reps = tally.extra_reps.saturating_add(cx.spec.reps);
         passes.push(Pass {
-            reps,
+            reps: cx.spec.reps,
             messages: sent,
             wall_s: pass_started.elapsed().as_secs_f64(),
             trace,
-            ..judge(messages)
+            ..judge(&found)
         });
+        messages.append(&mut found);
     };
+    let between = between_passes(&passes);
     Ok(SlopeRepetition {
         target: budget.target,
-        reached: passes.last().and_then(|p| p.relative_half_width),
+        slope: between.map(|e| e.mean),
+        slope_ci95: between.and_then(|e| e.ci95),
+        reached: between.and_then(|e| e.relative_half_width()),
         verdict,
         time_cap_s: budget.time_cap.as_secs_f64(),
         passes,
     })
 }
 
-/// Pass `number`, each size `reps` times: runs, captures, writes and
-/// analyses its trace; returns the trace's file and the messages measured.
+/// The passes' slopes as one estimate: their mean and its 95 % t
+/// interval (`None` until two passes have a slope).
+fn between_passes(passes: &[Pass]) -> Option<Estimate> {
+    let slopes: Vec<f64> = passes.iter().filter_map(|p| p.slope).collect();
+    Estimate::of(&slopes)
+}
+
+/// Pass `number`: runs, captures, writes and analyses its trace; returns
+/// the trace's file, the messages measured and how many.
 fn one_pass(
     cx: &Context,
-    reps: u32,
     number: u32,
-    messages: &mut Vec<MessageLatency>,
     tally: &mut Tally,
     captures: &mut Vec<RunCapture>,
-) -> Result<(String, u64)> {
+) -> Result<(String, Vec<MessageLatency>, u64)> {
     let pcap_dir = cx
         .dir
         .join("pcap")
@@ -128,7 +139,6 @@ fn one_pass(
     std::fs::create_dir_all(&pcap_dir)
         .with_context(|| format!("creating {}", pcap_dir.display()))?;
     let spec = MessagesSpec {
-        reps,
         pcap_dir: Some(pcap_dir.clone()),
         ..cx.spec.clone()
     };
@@ -160,109 +170,55 @@ fn one_pass(
     found.messages.retain(|m| !warmup.contains(&m.index));
     let sent_before = tally.sent;
     tally.add(&result, &trace, &all);
-    messages.append(&mut found.messages);
-    Ok((file, tally.sent - sent_before))
+    Ok((file, found.messages, tally.sent - sent_before))
 }
 
-/// The repetitions asked for beyond what 1/√n scaling says: a slope
-/// interval is itself estimated, and a pass that falls just short costs a
-/// whole further pass.
-const MARGIN: f64 = 1.3;
-
-/// Share of a host thread's probe ring one pass may fill: the rest is
-/// headroom for a pass that records more per message than the first.
-const RING_SHARE: f64 = 0.7;
+/// Passes before the passes' spread is trusted: two leave one degree of
+/// freedom (t 12.7), three two (t 4.3).
+pub(super) const MIN_PASSES: u64 = 3;
 
 /// What a run may spend on passes.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Budget {
-    /// The slope's 95 % half-width asked for, as a share of the slope.
+    /// The 95 % half-width of the passes' mean slope asked for, as a
+    /// share of it.
     pub target: f64,
     pub time_cap: Duration,
     /// Most messages over all passes.
     pub max_messages: u64,
-    /// Records one host thread's ring holds.
-    pub ring_records: u64,
-}
-
-/// What to do after a pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Next {
-    /// Another pass, each size this many times.
-    Pass(u32),
-    Stop(Verdict),
 }
 
 /// The passes so far, measured.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SoFar {
-    /// Sizes per pass.
-    pub sizes: u64,
-    /// Repetitions per size over every pass.
-    pub reps: u64,
-    /// Messages sent over every pass, warm-up included.
+    pub passes: u64,
+    /// Messages sent over every pass, warm-up included, and per pass.
     pub messages: u64,
+    pub pass_messages: u64,
     /// Wall time since the first pass began (running and analysing).
     pub elapsed: Duration,
-    /// The most records one host thread wrote per message in any pass.
-    pub records_per_message: f64,
-    /// Fixed cost of a pass (setting up, warm-up, analysing) is in
-    /// `elapsed`; this is the warm-up messages each pass sends.
-    pub warmup: u64,
-    /// The slope's relative half-width over every pass so far.
+    /// The passes' mean slope's relative half-width.
     pub relative: Option<f64>,
 }
 
-/// After a pass: stop (target met, or a cap), or how many repetitions
-/// the next pass makes of each size.
-pub(super) fn next(budget: &Budget, so_far: &SoFar) -> Next {
-    if so_far
+/// After a pass: `None` for another, or why the passes stop.
+pub(super) fn verdict(budget: &Budget, so_far: &SoFar) -> Option<Verdict> {
+    let known = so_far
         .relative
-        .is_some_and(|r| r <= budget.target && r.is_finite())
-    {
-        return Next::Stop(Verdict::Met);
+        .is_some_and(|r| r.is_finite() && r <= budget.target);
+    if so_far.passes >= MIN_PASSES && known {
+        return Some(Verdict::Met);
     }
-    if so_far.sizes == 0 || so_far.reps == 0 {
-        return Next::Stop(Verdict::RepCap);
+    // The next pass costs what the passes so far cost on average (the
+    // first's timeline and analysis make that generous).
+    let per_pass = so_far.elapsed.as_secs_f64() / so_far.passes.max(1) as f64;
+    if so_far.elapsed.as_secs_f64() + per_pass > budget.time_cap.as_secs_f64() {
+        return Some(Verdict::TimeCap);
     }
-    // Repetitions the 1/√n scaling says are missing; without an interval
-    // yet (too few points), as many again.
-    let wanted = match so_far.relative {
-        Some(r) if r.is_finite() => {
-            let total = so_far.reps as f64 * (r / budget.target).powi(2) * MARGIN;
-            (total - so_far.reps as f64).ceil().max(1.0)
-        }
-        _ => so_far.reps as f64,
-    };
-    // What the time left allows, at the passes' cost so far per repetition
-    // of every size (the warm-up and the analysis included).
-    let per_rep = so_far.elapsed.as_secs_f64() / so_far.reps as f64;
-    let left = (budget.time_cap.as_secs_f64() - so_far.elapsed.as_secs_f64()).max(0.0);
-    let by_time = if per_rep > 0.0 {
-        (left / per_rep).floor()
-    } else {
-        f64::INFINITY
-    };
-    if by_time < 1.0 {
-        return Next::Stop(Verdict::TimeCap);
+    if so_far.messages + so_far.pass_messages > budget.max_messages {
+        return Some(Verdict::RepCap);
     }
-    let messages_left = budget.max_messages.saturating_sub(so_far.messages);
-    let by_messages = (messages_left.saturating_sub(so_far.warmup) / so_far.sizes) as f64;
-    if by_messages < 1.0 {
-        return Next::Stop(Verdict::RepCap);
-    }
-    // One pass fills one ring; a pass the ring cannot hold drops records.
-    let by_ring = if so_far.records_per_message > 0.0 {
-        ((budget.ring_records as f64 * RING_SHARE / so_far.records_per_message
-            - so_far.warmup as f64)
-            / so_far.sizes as f64)
-            .floor()
-            .max(1.0)
-    } else {
-        f64::INFINITY
-    };
-    let reps = wanted.min(by_time).min(by_messages).min(by_ring);
-    Next::Pass(reps.min(f64::from(u32::MAX)) as u32)
+    None
 }
 
 /// The send stop latency's slope over `points` (the sizes' means, µs
@@ -286,68 +242,73 @@ mod tests {
 
     fn budget() -> Budget {
         Budget {
-            target: 0.05,
+            target: 0.02,
             time_cap: Duration::from_secs(120),
             max_messages: 100_000,
-            ring_records: 2 << 20,
         }
     }
 
-    fn after_one_pass(relative: Option<f64>) -> SoFar {
+    fn after(passes: u64, relative: Option<f64>) -> SoFar {
         SoFar {
-            sizes: 200,
-            reps: 3,
-            messages: 610,
-            elapsed: Duration::from_secs(3),
-            records_per_message: 500.0,
-            warmup: 10,
+            passes,
+            messages: passes * 610,
+            pass_messages: 610,
+            elapsed: Duration::from_secs(3 * passes),
             relative,
         }
     }
 
     #[test]
-    fn a_slope_known_well_enough_stops() {
+    fn a_slope_known_well_enough_stops_after_three_passes() {
         assert_eq!(
-            next(&budget(), &after_one_pass(Some(0.049))),
-            Next::Stop(Verdict::Met)
+            verdict(&budget(), &after(3, Some(0.019))),
+            Some(Verdict::Met)
         );
+        // Narrow, but two passes are too few to trust their spread.
+        assert_eq!(verdict(&budget(), &after(2, Some(0.001))), None);
+        assert_eq!(verdict(&budget(), &after(1, None)), None);
+        assert_eq!(verdict(&budget(), &after(5, Some(0.021))), None);
     }
 
     #[test]
-    fn a_wide_slope_asks_for_the_repetitions_the_square_root_law_misses() {
-        // ±10 % after 3 repetitions: 4 × 3 × 1.3 = 15.6 in all, so 13 more.
-        assert_eq!(next(&budget(), &after_one_pass(Some(0.10))), Next::Pass(13));
-        // No interval yet: as many again.
-        assert_eq!(next(&budget(), &after_one_pass(None)), Next::Pass(3));
-    }
-
-    #[test]
-    fn the_time_cap_bounds_the_next_pass_and_then_stops() {
-        // 1 s per repetition of every size, 10 s left: at most 10 more.
+    fn a_pass_that_would_end_after_the_cap_is_not_started() {
         let tight = Budget {
             time_cap: Duration::from_secs(13),
             ..budget()
         };
-        assert_eq!(next(&tight, &after_one_pass(Some(0.5))), Next::Pass(10));
-        let spent = SoFar {
-            elapsed: Duration::from_millis(12_500),
-            ..after_one_pass(Some(0.5))
-        };
-        assert_eq!(next(&tight, &spent), Next::Stop(Verdict::TimeCap));
+        // 3 s a pass: after four (12 s) a fifth would end at 15 s.
+        assert_eq!(verdict(&tight, &after(3, Some(0.5))), None);
+        assert_eq!(
+            verdict(&tight, &after(4, Some(0.5))),
+            Some(Verdict::TimeCap)
+        );
     }
 
     #[test]
-    fn the_ring_and_the_message_limit_bound_a_pass() {
-        // 2 Mi records × 0.7 / 500 per message = 2936 messages: 14 reps of
-        // 200 sizes after the 10 warm-up messages.
-        assert_eq!(next(&budget(), &after_one_pass(Some(0.3))), Next::Pass(14));
-        let full = Budget {
-            max_messages: 700,
+    fn the_message_limit_stops_the_passes() {
+        let small = Budget {
+            max_messages: 2000,
             ..budget()
         };
-        assert_eq!(
-            next(&full, &after_one_pass(Some(0.3))),
-            Next::Stop(Verdict::RepCap)
-        );
+        assert_eq!(verdict(&small, &after(2, Some(0.5))), None);
+        assert_eq!(verdict(&small, &after(3, Some(0.5))), Some(Verdict::RepCap));
+    }
+
+    #[test]
+    fn the_passes_spread_is_a_t_interval_of_their_slopes() {
+        let pass = |slope: f64| Pass {
+            reps: 3,
+            messages: 600,
+            wall_s: 1.0,
+            trace: String::new(),
+            slope: Some(slope),
+            slope_ci95: None,
+            relative_half_width: None,
+        };
+        // 85, 86, 87: mean 86, s = 1, t(2) = 4.303: ±2.48 (±2.9 %).
+        let e = between_passes(&[pass(85.0), pass(86.0), pass(87.0)]).unwrap();
+        assert!((e.mean - 86.0).abs() < 1e-12);
+        assert!((e.half_width().unwrap() - 2.484).abs() < 1e-3);
+        assert!(between_passes(&[pass(85.0)]).unwrap().ci95.is_none());
     }
 }
