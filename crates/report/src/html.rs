@@ -455,23 +455,15 @@ fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bo
     {
         let Some(fit) = fit else { continue };
         if fit.weak {
-            series[i].name.push_str(&format!(
-                " ({name} weak, R² {:.2} < {}: not drawn)",
-                fit.r2,
-                stats::WEAK_R2
-            ));
+            series[i].name.push_str(" (weak trend not drawn)");
             continue;
         }
         let curve = fit.curve(lo / 1000.0, hi / 1000.0, 50);
         series.push(Series {
             name: format!(
-                "{name} (medians): {}{}",
-                fit.formula("KB", "µs"),
-                if curve.clipped {
-                    ", not drawn below 0"
-                } else {
-                    ""
-                }
+                "{name}{}: {}",
+                if curve.clipped { " (≥ 0 drawn)" } else { "" },
+                fit.formula("KB", "")
             ),
             points: curve.points.iter().map(|&(x, y)| (x * 1000.0, y)).collect(),
             style: Style::Dashed,
@@ -512,22 +504,14 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
     if let Some(fit) = &run.send.throughput {
         let (lo, hi) = size_range(run);
         if fit.weak {
-            series[0].name.push_str(&format!(
-                " (trend weak, R² {:.2} < {}: not drawn)",
-                fit.r2,
-                stats::WEAK_R2
-            ));
+            series[0].name.push_str(" (weak trend not drawn)");
         } else {
             let curve = fit.curve(lo / 100.0, hi / 100.0, 50);
             series.push(Series {
                 name: format!(
-                    "trend: {}{}",
-                    fit.formula("100 B", "KB/s"),
-                    if curve.clipped {
-                        ", not drawn below 0"
-                    } else {
-                        ""
-                    }
+                    "trend{}: {}",
+                    if curve.clipped { " (≥ 0 drawn)" } else { "" },
+                    fit.formula("100 B", "")
                 ),
                 points: curve.points.iter().map(|&(x, y)| (x * 100.0, y)).collect(),
                 style: Style::Dashed,
