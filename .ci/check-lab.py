@@ -202,10 +202,12 @@ for exp in summary["experiments"]:
             for p in passes:
                 path(p["trace"])
             ci, slope = repetition["slope_ci95"], repetition["slope"]
-            if len(passes) >= 2 and (ci is None or not ci["lo"] <= slope <= ci["hi"]):
-                fail(f"{exp['name']}/{run['id']}: {len(passes)} passes but no interval around their slope {slope}: {ci}")
-            if repetition["verdict"] == "met" and (len(passes) < 3 or repetition["reached"] > repetition["target"]):
-                fail(f"{exp['name']}/{run['id']}: target met with {len(passes)} passes at {repetition['reached']}")
+            if ci is None or not ci["lo"] <= slope <= ci["hi"]:
+                fail(f"{exp['name']}/{run['id']}: no interval around the slope {slope}: {ci}")
+            if repetition["verdict"] == "met" and not repetition["reached"] <= repetition["target"]:
+                fail(f"{exp['name']}/{run['id']}: target met at {repetition['reached']}")
+            if slope != run["send"]["stop"]["a"]:
+                fail(f"{exp['name']}/{run['id']}: the repetition's slope {slope} is not the send stop trend's")
             reached = repetition["reached"]
             reached = f"±{reached * 100:.1f} %" if reached is not None else "no interval"
             print(f"{exp['name']}/{run['id']}: send stop slope {slope} {reached} over {len(passes)} passes ({repetition['verdict']}, target ±{repetition['target'] * 100:.0f} %)")

@@ -153,20 +153,19 @@ pub struct PathTrends {
 
 /// How a messages run repeated its sizes until the slope of the send
 /// stop latency was known: passes over every size (each the first run
-/// again, `reps` times each size), until the 95 % interval of the
-/// passes' mean slope was within `target` of it or the time cap came.
+/// again, `reps` times each size, on a new stack), until the 95 %
+/// interval of the run's slope — the line through the sizes' medians
+/// over every pass — was within `target` of it, or the time cap came.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlopeRepetition {
     /// The 95 % half-width asked for, as a share of the slope (0.02 is
     /// ±2 %).
     pub target: f64,
-    /// The passes' slopes (each through its own sizes' medians, µs per
-    /// KB): their mean and its 95 % t interval — what another run of the
-    /// same recipe would be expected to fall near, since each pass is a
-    /// new stack and sees the machine anew.
+    /// The run's slope over every pass (µs per KB), its 95 % interval and
+    /// that interval's half-width as a share of the slope (the send stop
+    /// trend's).
     pub slope: Option<f64>,
     pub slope_ci95: Option<Interval>,
-    /// That interval's half-width as a share of the slope.
     pub reached: Option<f64>,
     /// `met`, `time_cap` (the next pass would have ended after the cap)
     /// or `rep_cap` (the run's message limit).

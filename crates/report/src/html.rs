@@ -6,6 +6,7 @@ use std::fmt::Write;
 use analysis::sweep::{PathFigures, PathTrends, SizePoint};
 use analysis::trend::{self, Fit};
 use probe::Category;
+use stats::Estimate;
 
 use crate::model::{MessagesRun, Report};
 use crate::plot::{self, BarChart, Series, StackedChart, Style, XyChart};
@@ -371,21 +372,24 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
             stats::Verdict::RepCap => "<b>not met</b>: the run's message limit".to_string(),
             stats::Verdict::Continue => "<b>not met</b>".to_string(),
         };
-        let between = match (rep.slope, rep.slope_ci95, rep.reached) {
-            (Some(slope), Some(ci), Some(r)) => format!(
-                "{} ± {} µs/KB (±{:.1} %)",
-                trend::sig5(slope),
-                trend::sig5(ci.half_width()),
-                r * 100.0
+        let slopes: Vec<f64> = rep.passes.iter().filter_map(|p| p.slope).collect();
+        let spread = match Estimate::of(&slopes) {
+            Some(e) if e.n > 1 => format!(
+                " The passes' own slopes (each a new stack) ranged {}–{} µs/KB, median {}: how far one short run can be off on this machine.",
+                trend::sig5(e.min),
+                trend::sig5(e.max),
+                trend::sig5(e.median)
             ),
-            _ => "no interval (too few passes)".to_string(),
+            _ => String::new(),
         };
         let _ = write!(
             h,
-            "<p class=\"note\">Repeated passes over the sizes (each pass a new stack on a new network, {} repetitions of each size) until the mean of the passes' send stop slopes was known to ±{:.0} % (95 %, from their spread, at least three passes): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s: {between}. The line above runs through every pass's messages; the passes' spread is what another run would be expected to differ by.</p>",
+            "<p class=\"note\">Repeated passes over the sizes, each size {} times a pass, until the send stop latency's slope (the line above, through every pass) was known to ±{:.0} % (95 %): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s; reached {}.{spread}</p>",
             rep.passes.first().map_or(0, |p| p.reps),
             rep.target * 100.0,
             if passes == 1 { "" } else { "es" },
+            rep.reached
+                .map_or("no interval".to_string(), |r| format!("±{:.2} %", r * 100.0)),
         );
     }
     for (steps, of) in [
