@@ -508,7 +508,12 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
     if let Some(fit) = &run.send.throughput {
         let (lo, hi) = size_range(run);
         if fit.weak {
-            series[0].name.push_str(" (weak trend not drawn)");
+            // Its own legend entry: a chart of one series has no legend.
+            series.push(Series::new(
+                format!("trend weak (R² {:.2}): not drawn", fit.r2),
+                Vec::new(),
+                Style::Dashed,
+            ));
         } else {
             let curve = fit.curve(lo / 100.0, hi / 100.0, 50);
             series.push(Series {
