@@ -178,4 +178,75 @@ for exp in summary["experiments"]:
             if send and send["throughput_kbps"] * 8e3 > rate:
                 fail(f"{label}: {point['size']} B at {send['throughput_kbps'] * 8e3 / 1e6:.1f} Mbit/s, faster than the {rate / 1e6:.0f} Mbit/s link")
         print(f"{label}: stop {run['stop_at']}, probes {run['probes']['level']}, no point faster than the link")
+# Issue 16: every trend line carries R², its n, the 95 % interval of its
+# slope (when it has three points or more) and a weak flag that says
+# R² < 0.8; the step test says what step it could have seen; a run with a
+# slope target says how its passes came to it.
+WEAK_R2 = 0.8
+
+
+def check_fit(label, fit):
+    if fit is None:
+        return 0
+    for key in ["r2", "n", "slope_ci95", "intercept_ci95", "weak"]:
+        if key not in fit:
+            fail(f"{label}: the trend line has no {key}")
+    if not math.isfinite(fit["r2"]) or not 0.0 <= fit["r2"] <= 1.0:
+        fail(f"{label}: R² {fit['r2']}")
+    if fit["weak"] != (fit["r2"] < WEAK_R2):
+        fail(f"{label}: weak is {fit['weak']} with R² {fit['r2']:.3f}")
+    ci = fit["slope_ci95"]
+    if fit["n"] >= 3 and ci is None:
+        fail(f"{label}: {fit['n']} points but no slope interval")
+    if ci is not None:
+        slope = fit["a"] if fit["kind"] == "linear" else fit["b"]
+        if not (math.isfinite(ci["lo"]) and math.isfinite(ci["hi"]) and ci["lo"] <= slope <= ci["hi"]):
+            fail(f"{label}: slope {slope} outside its interval {ci}")
+    return 1
+
+
+fits = 0
+for exp in summary["experiments"]:
+    for run in exp["runs"]:
+        for path_name in ["send", "receive"]:
+            trends = run[path_name]
+            label = f"{exp['name']}/{run['id']} {path_name}"
+            for line in ["start", "stop", "stop_of_means", "throughput"]:
+                if line not in trends:
+                    fail(f"{label}: no {line} trend")
+                fits += check_fit(f"{label} {line}", trends[line])
+            for at, fit in trends["stop_by_definition"].items():
+                fits += check_fit(f"{label} stop ({at})", fit)
+            for key in ["stop_steps", "stop_steps_of_means"]:
+                steps = trends[key]
+                if steps is None:
+                    continue
+                for field in ["noise", "detectable_min", "detectable_max"]:
+                    if field not in steps:
+                        fail(f"{label} {key}: no {field}")
+                for step in steps["steps"]:
+                    if "detectable" not in step:
+                        fail(f"{label} {key}: boundary {step['multiple']} says nothing of the step it could see")
+        repetition = run["send"].get("stop_slope_repetition")
+        if repetition is not None:
+            passes = repetition["passes"]
+            if not passes or repetition["verdict"] not in ("met", "time_cap", "rep_cap"):
+                fail(f"{exp['name']}/{run['id']}: slope repetition {repetition['verdict']} over {len(passes)} passes")
+            if sum(p["reps"] for p in passes) != run["reps"]:
+                fail(f"{exp['name']}/{run['id']}: the passes' repetitions do not add up to {run['reps']}")
+            for p in passes:
+                path(p["trace"])
+            ci, slope = repetition["slope_ci95"], repetition["slope"]
+            if ci is None or not ci["lo"] <= slope <= ci["hi"]:
+                fail(f"{exp['name']}/{run['id']}: no interval around the slope {slope}: {ci}")
+            if repetition["verdict"] == "met" and not repetition["reached"] <= repetition["target"]:
+                fail(f"{exp['name']}/{run['id']}: target met at {repetition['reached']}")
+            if slope != run["send"]["stop"]["a"]:
+                fail(f"{exp['name']}/{run['id']}: the repetition's slope {slope} is not the send stop trend's")
+            reached = repetition["reached"]
+            reached = f"±{reached * 100:.1f} %" if reached is not None else "no interval"
+            print(f"{exp['name']}/{run['id']}: send stop slope {slope} {reached} over {len(passes)} passes ({repetition['verdict']}, target ±{repetition['target'] * 100:.0f} %)")
+if fits == 0:
+    fail("no trend line in summary.json")
+print(f"{fits} trend lines carry R², a slope interval and a weak flag")
 print("check-lab: ok")

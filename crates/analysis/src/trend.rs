@@ -5,7 +5,9 @@
 //! law `y = a*x^b`. Each comes with R². It also notes that stop latency rises
 //! in steps whenever the payload needs one more packet. Here the same
 //! figures come from the data, so a run can be compared with the study's
-//! Table 5a and with other runs.
+//! Table 5a and with other runs; each fit also carries the 95 % intervals
+//! of its parameters and is marked weak below R² 0.8, and the step test
+//! says the smallest step it could have found.
 //!
 //! Every function accepts any input without panicking. Non-finite points are
 //! ignored. Inputs that cannot define a fit give `None`, or an empty
@@ -14,16 +16,12 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use stats::Interval;
 
 /// Most boundaries [`steps_at_multiples`] reports. This bounds the output
 /// (and the report's table) when the period is tiny compared with the
 /// payload range. The lowest multiples are kept.
 pub const MAX_BOUNDARIES: usize = 10_000;
-
-/// Score (rise in residual standard errors) at or above which a positive
-/// rise counts as a step. Three standard errors keep chance wiggles of
-/// noisy data from being reported as steps.
-pub const SIGNIFICANT_SCORE: f64 = 3.0;
 
 /// Residual spread below this fraction of the data's magnitude is treated
 /// as floating-point rounding, not noise. Without this floor, exact data
@@ -42,7 +40,9 @@ pub enum FitKind {
 }
 
 /// A fitted trend line: `y = slope * x + intercept` (Linear) or
-/// `y = coefficient * x^exponent` (Power).
+/// `y = coefficient * x^exponent` (Power), with the 95 % intervals of its
+/// two parameters and whether it explains too little to be read as a
+/// trend.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Fit {
     /// Which curve this is. It decides how `a` and `b` are read.
@@ -65,6 +65,19 @@ pub struct Fit {
     /// Points used: those with finite `x` and `y`. Power fits use only
     /// those with `x > 0` and `y > 0`.
     pub n: usize,
+    /// 95 % interval of the slope of the line the least squares fitted:
+    /// Linear: of `a`. Power: of the exponent `b` (the slope of `ln y`
+    /// against `ln x`). `None` below three points (no residual to
+    /// estimate the noise from).
+    pub slope_ci95: Option<Interval>,
+    /// 95 % interval of the other parameter: Linear: of the intercept `b`.
+    /// Power: of the coefficient `a`, the log-space intercept's interval
+    /// transformed back (`exp`), so it is not symmetric around `a`.
+    pub intercept_ci95: Option<Interval>,
+    /// R² below [`stats::WEAK_R2`] (0.8): the line explains too little of
+    /// its points to be read as a trend; the report marks it and does not
+    /// draw it.
+    pub weak: bool,
 }
 
 impl Fit {
@@ -75,6 +88,69 @@ impl Fit {
             FitKind::Linear => self.a * x + self.b,
             FitKind::Power => self.a * x.powf(self.b),
         }
+    }
+
+    /// The slope the least squares fitted (Linear: `a`; Power: the
+    /// exponent `b`), the one [`Fit::slope_ci95`] is the interval of.
+    pub fn slope(&self) -> f64 {
+        match self.kind {
+            FitKind::Linear => self.a,
+            FitKind::Power => self.b,
+        }
+    }
+
+    /// The slope's 95 % half-width as a share of the slope's magnitude
+    /// (0.1 is ±10 %); `None` without an interval or for a zero slope.
+    pub fn slope_relative_half_width(&self) -> Option<f64> {
+        let ci = self.slope_ci95?;
+        let slope = self.slope();
+        (slope != 0.0).then(|| ci.half_width() / slope.abs())
+    }
+
+    /// The curve to draw over `from..=to` (in the fit's `x` units),
+    /// sampled at `segments + 1` evenly spaced `x`, where it is at or
+    /// above zero: a latency or a throughput is never negative, so where
+    /// the line falls below zero nothing is drawn, and where it crosses
+    /// zero the crossing itself is the curve's end. Non-finite values
+    /// (a power law at `x <= 0`) are left out too.
+    pub fn curve(&self, from: f64, to: f64, segments: u32) -> Curve {
+        let mut curve = Curve {
+            points: Vec::new(),
+            clipped: false,
+        };
+        if !(from.is_finite() && to.is_finite()) || segments == 0 {
+            return curve;
+        }
+        let xs: Vec<f64> = (0..=segments)
+            .map(|i| from + (to - from) * f64::from(i) / f64::from(segments))
+            .collect();
+        let mut previous: Option<(f64, f64)> = None;
+        for x in xs {
+            let y = self.eval(x);
+            if !y.is_finite() {
+                curve.clipped = true;
+                previous = None;
+                continue;
+            }
+            if let Some((px, py)) = previous {
+                // The line crosses zero between the two samples: draw it
+                // to (or from) the crossing, found on the straight line
+                // between them (exact for a linear fit).
+                if (py < 0.0) != (y < 0.0) {
+                    let cx = px + (x - px) * (0.0 - py) / (y - py);
+                    if cx.is_finite() {
+                        curve.points.push((cx, 0.0));
+                    }
+                }
+            }
+            if y >= 0.0 {
+                curve.points.push((x, y));
+            } else {
+                curve.clipped = true;
+            }
+            previous = Some((x, y));
+        }
+        curve
     }
 
     /// The trend line as the study writes it, with five significant
@@ -106,14 +182,23 @@ impl Fit {
     }
 }
 
-/// Least-squares line `y = a*x + b` through the finite points.
+/// A fit's curve as drawn: the points at or above zero, and whether any
+/// part of the sampled range was left out (below zero or undefined).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    pub points: Vec<(f64, f64)>,
+    pub clipped: bool,
+}
+
+/// Least-squares line `y = a*x + b` through the finite points, with the
+/// 95 % intervals of slope and intercept ([`stats::LinearFit`]).
 ///
 /// `None` when there are fewer than two finite points, or when all their
 /// `x` are equal (the slope is undefined). Also `None` when the slope or
 /// intercept is too large for an `f64`. Values are scaled by powers of two
 /// before summing, so huge or tiny magnitudes do not overflow. This scaling
 /// is exact, so exact data is recovered. When every `y` is equal the fit is
-/// exactly `y = 0x + y`, with R² = 1.
+/// exactly `y = 0x + y`, with R² = 1 and zero-width intervals.
 pub fn linear(points: &[(f64, f64)]) -> Option<Fit> {
     let (xs, ys): (Vec<f64>, Vec<f64>) = points
         .iter()
@@ -124,21 +209,35 @@ pub fn linear(points: &[(f64, f64)]) -> Option<Fit> {
     let ey = magnitude_exponent(&ys);
     let sx: Vec<f64> = xs.iter().map(|&x| ldexp(x, -ex)).collect();
     let sy: Vec<f64> = ys.iter().map(|&y| ldexp(y, -ey)).collect();
-    let fit = ols(&sx, &sy)?;
-    let a = ldexp(fit.slope, ey - ex);
-    let b = ldexp(fit.intercept, ey);
+    let fit = least_squares(&sx, &sy)?;
+    // Undo the scaling: exact, and the intervals scale as their centres.
+    let slope_scale = |v: f64| ldexp(v, ey - ex);
+    let intercept_scale = |v: f64| ldexp(v, ey);
+    let a = slope_scale(fit.slope);
+    let b = intercept_scale(fit.intercept);
+    let interval = |ci: Option<Interval>, scale: &dyn Fn(f64) -> f64| {
+        ci.map(|c| Interval {
+            lo: scale(c.lo),
+            hi: scale(c.hi),
+        })
+        .filter(|c| c.lo.is_finite() && c.hi.is_finite())
+    };
     (a.is_finite() && b.is_finite()).then(|| Fit {
         kind: FitKind::Linear,
         a,
         b,
-        r2: fit.r2(),
+        r2: fit.r2,
         n: xs.len(),
+        slope_ci95: interval(fit.slope_ci95, &slope_scale),
+        intercept_ci95: interval(fit.intercept_ci95, &intercept_scale),
+        weak: fit.r2 < stats::WEAK_R2,
     })
 }
 
 /// Least-squares power law `y = a*x^b`, fitted as the line
 /// `ln y = ln a + b ln x`. This is how spreadsheets (and so the study)
-/// fit power trend lines.
+/// fit power trend lines. The exponent's interval is the log-space
+/// slope's; the coefficient's is the log-space intercept's, through `exp`.
 ///
 /// Only finite points with `x > 0` and `y > 0` are used, because the
 /// logarithm needs them. `None` when fewer than two remain, when their
@@ -152,20 +251,63 @@ pub fn power(points: &[(f64, f64)]) -> Option<Fit> {
         .unzip();
     let lx: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
     let ly: Vec<f64> = ys.iter().map(|y| y.ln()).collect();
-    let fit = ols(&lx, &ly)?;
+    let fit = least_squares(&lx, &ly)?;
     // exp(ln y) need not give back y exactly. Constant data should give
     // back its value.
-    let a = match ys.first() {
-        Some(&y0) if all_equal(&ys) => y0,
-        _ => fit.intercept.exp(),
-    };
+    let constant = ys.first().copied().filter(|_| all_equal(&ys));
+    let a = constant.unwrap_or_else(|| fit.intercept.exp());
     let b = fit.slope;
-    (a.is_finite() && a > 0.0 && b.is_finite()).then(|| Fit {
+    let a_ci95 = match constant {
+        Some(y) => Some(Interval { lo: y, hi: y }),
+        None => fit.intercept_ci95.map(|c| Interval {
+            lo: c.lo.exp(),
+            hi: c.hi.exp(),
+        }),
+    }
+    .filter(|c| c.lo.is_finite() && c.hi.is_finite());
+    (a.is_finite() && a > 0.0 && b.is_finite()).then_some(Fit {
         kind: FitKind::Power,
         a,
         b,
-        r2: fit.r2(),
+        r2: fit.r2,
         n: xs.len(),
+        slope_ci95: fit.slope_ci95,
+        intercept_ci95: a_ci95,
+        weak: fit.r2 < stats::WEAK_R2,
+    })
+}
+
+/// [`stats::LinearFit`] on already finite, reasonably scaled values, with
+/// the two exact cases made exact: every `x` equal is no line, every `y`
+/// equal is the flat line through them (R² 1, zero-width intervals).
+fn least_squares(xs: &[f64], ys: &[f64]) -> Option<stats::LinearFit> {
+    // Checked on the values themselves: a rounded mean of equal values can
+    // differ from them and fake a tiny variance.
+    if xs.len() < 2 || all_equal(xs) {
+        return None;
+    }
+    if all_equal(ys) {
+        let exact = |v: f64| Some(Interval { lo: v, hi: v });
+        let with_interval = xs.len() > 2;
+        return Some(stats::LinearFit {
+            slope: 0.0,
+            intercept: ys[0],
+            r2: 1.0,
+            n: xs.len(),
+            slope_ci95: exact(0.0).filter(|_| with_interval),
+            intercept_ci95: exact(ys[0]).filter(|_| with_interval),
+        });
+    }
+    let points: Vec<(f64, f64)> = xs.iter().copied().zip(ys.iter().copied()).collect();
+    let fit = stats::LinearFit::of(&points)?;
+    let finite = [fit.slope, fit.intercept, fit.r2]
+        .iter()
+        .all(|v| v.is_finite());
+    finite.then(|| stats::LinearFit {
+        // Clamped to [0, 1], which only removes rounding: a least-squares
+        // fit with an intercept never does worse than the mean.
+        r2: fit.r2.clamp(0.0, 1.0),
+        ..fit
     })
 }
 
@@ -182,13 +324,25 @@ pub struct Step {
     /// is removed (see [`steps_at_multiples`]). Positive means `y` jumps up
     /// at the boundary.
     pub rise: f64,
-    /// `rise` divided by the residual standard error of the step model.
-    /// This is the size of the jump in units of noise, not a t-statistic,
-    /// so it does not grow just because more points were taken. 0 when
-    /// the noise cannot be estimated (too few points).
+    /// `rise` divided by the residual standard error of the step model:
+    /// the size of the jump in units of one point's noise. 0 when the
+    /// noise cannot be estimated (too few points).
     pub score: f64,
-    /// `score >= SIGNIFICANT_SCORE` and `rise > 0`. Only upward jumps count:
-    /// one more packet costs time, it never saves time.
+    /// Points in the half-period windows below and above the boundary.
+    pub below: usize,
+    pub above: usize,
+    /// The rise's t statistic: `rise / (noise * sqrt(1/below + 1/above))`.
+    /// 0 when the noise cannot be estimated.
+    pub t: f64,
+    /// The smallest rise this boundary would show as significant with
+    /// 80 % power ([`stats::detectable_difference`] of the noise and the
+    /// smaller window's count), in the units of `y`. `None` when the noise
+    /// is unknown or a window has one point. A step smaller than this can
+    /// be there unseen.
+    pub detectable: Option<f64>,
+    /// `rise > 0` and `t` at or above the two-sided 95 % t quantile (the
+    /// residual degrees of freedom): a one-sided test at 2.5 %. Only upward
+    /// jumps count: one more packet costs time, it never saves time.
     pub significant: bool,
 }
 
@@ -205,6 +359,17 @@ pub struct StepReport {
     pub tested: u32,
     /// How many of `steps` are significant.
     pub significant: u32,
+    /// The points' noise: the residual standard error of the staircase
+    /// model, in the units of `y`; `None` when it cannot be estimated.
+    pub noise: Option<f64>,
+    /// Its degrees of freedom (those of every step's t test).
+    pub df: usize,
+    /// The smallest and the largest of the boundaries' detectable steps:
+    /// with 80 % power, a step at least `detectable_max` high would have
+    /// been found at every tested boundary, one at least `detectable_min`
+    /// at the best-covered one. `None` when no boundary has one.
+    pub detectable_min: Option<f64>,
+    pub detectable_max: Option<f64>,
 }
 
 /// Looks for upward jumps in `y` at each positive multiple of `period`,
@@ -230,6 +395,12 @@ pub struct StepReport {
 ///   when there are more than two points. Otherwise the noise is unknown
 ///   and every score is 0. The noise is never taken below a billionth of
 ///   the data's magnitude, so rounding in exact data is not read as noise.
+/// * Test: a rise is significant when its t statistic against that noise
+///   reaches the 95 % two-sided quantile (each boundary at 2.5 %, upward
+///   only: among 40 boundaries without a step, about one reads as a step
+///   by chance). Each boundary states the smallest step the test finds
+///   with 80 % power there, so "no step" can be read as "no step larger
+///   than this".
 ///
 /// Points need not be sorted. Non-finite points are ignored. A `period`
 /// that is not finite and positive gives an empty report, as do data with
@@ -241,6 +412,10 @@ pub fn steps_at_multiples(points: &[(f64, f64)], period: f64) -> StepReport {
         steps: Vec::new(),
         tested: 0,
         significant: 0,
+        noise: None,
+        df: 0,
+        detectable_min: None,
+        detectable_max: None,
     };
     if !(period.is_finite() && period > 0.0) {
         return report;
@@ -299,7 +474,14 @@ pub fn steps_at_multiples(points: &[(f64, f64)], period: f64) -> StepReport {
         .map(|(x, y)| y.abs().max((slope * x).abs()))
         .fold(0.0, f64::max);
     let floor = (NOISE_FLOOR * magnitude).max(f64::MIN_POSITIVE);
-    let noise = noise.map(|s| s.max(floor));
+    let noise = noise.map(|(s, df)| (s.max(floor), df));
+    // The quantile the t statistics must reach; `None` leaves every
+    // boundary untested (no noise estimate).
+    let critical = noise.and_then(|(_, df)| stats::t95(df as f64));
+    if let Some((s, df)) = noise {
+        report.noise = Some(clamp_finite(ldexp(s, ey)));
+        report.df = df;
+    }
 
     for (i, place) in placement.iter().enumerate() {
         if let Some((k, above)) = place {
@@ -324,14 +506,23 @@ pub fn steps_at_multiples(points: &[(f64, f64)], period: f64) -> StepReport {
         if !rise.is_finite() {
             continue;
         }
-        let score = clamp_finite(noise.map_or(0.0, |s| rise / s));
+        let spread = (1.0 / below.n as f64 + 1.0 / above.n as f64).sqrt();
+        let score = clamp_finite(noise.map_or(0.0, |(s, _)| rise / s));
+        let t = clamp_finite(noise.map_or(0.0, |(s, _)| rise / (s * spread)));
+        let detectable = noise
+            .and_then(|(s, _)| stats::detectable_difference(s, below.n.min(above.n)))
+            .map(|d| clamp_finite(ldexp(d, ey)));
         let rise = clamp_finite(ldexp(rise, ey));
-        let significant = score >= SIGNIFICANT_SCORE && rise > 0.0;
+        let significant = critical.is_some_and(|c| t >= c) && rise > 0.0;
         report.steps.push(Step {
             multiple,
             boundary: f64::from(multiple) * period,
             rise,
             score,
+            below: below.n,
+            above: above.n,
+            t,
+            detectable,
             significant,
         });
     }
@@ -339,6 +530,9 @@ pub fn steps_at_multiples(points: &[(f64, f64)], period: f64) -> StepReport {
     report.tested = u32::try_from(report.steps.len()).unwrap_or(u32::MAX);
     report.significant =
         u32::try_from(report.steps.iter().filter(|s| s.significant).count()).unwrap_or(u32::MAX);
+    let detectable = report.steps.iter().filter_map(|s| s.detectable);
+    report.detectable_min = detectable.clone().reduce(f64::min);
+    report.detectable_max = detectable.reduce(f64::max);
     report
 }
 
@@ -377,52 +571,39 @@ fn within_slope(segments: &BTreeMap<i64, Vec<usize>>, xs: &[f64], ys: &[f64]) ->
     (sxx > 0.0 && slope.is_finite()).then_some(slope)
 }
 
-/// Standard error of the staircase residuals `z - mean(z of segment)`.
-/// Falls back to the line through all points when the staircase leaves no
-/// degrees of freedom. `None` when neither can be estimated.
+/// Standard error of the staircase residuals `z - mean(z of segment)` and
+/// its degrees of freedom. Falls back to the line through all points when
+/// the staircase leaves no degrees of freedom. `None` when neither can be
+/// estimated.
 fn residual_standard_error(
     segments: &BTreeMap<i64, Vec<usize>>,
     z: &[f64],
     overall: Option<&Ols>,
-) -> Option<f64> {
+) -> Option<(f64, usize)> {
     let n = z.len();
     let parameters = segments.len() + 1;
-    let s = if n > parameters {
+    let (s, df) = if n > parameters {
         let mut ss = 0.0;
         for members in segments.values() {
             let mean = members.iter().map(|&i| z[i]).sum::<f64>() / members.len() as f64;
             ss += members.iter().map(|&i| (z[i] - mean).powi(2)).sum::<f64>();
         }
-        (ss / (n - parameters) as f64).sqrt()
+        let df = n - parameters;
+        ((ss / df as f64).sqrt(), df)
     } else if n > 2 {
-        (overall?.ss_res / (n - 2) as f64).sqrt()
+        ((overall?.ss_res / (n - 2) as f64).sqrt(), n - 2)
     } else {
         return None;
     };
-    s.is_finite().then_some(s)
+    s.is_finite().then_some((s, df))
 }
 
-/// Ordinary least squares on already finite, reasonably scaled values.
+/// Ordinary least squares on already finite, reasonably scaled values:
+/// the slope and the residual sum of squares the step model needs.
 #[derive(Debug, Clone, Copy)]
 struct Ols {
     slope: f64,
-    intercept: f64,
     ss_res: f64,
-    ss_tot: f64,
-}
-
-impl Ols {
-    /// See [`Fit::r2`]. Clamped to `[0, 1]`, which only removes rounding:
-    /// a least-squares fit with an intercept never does worse than the mean.
-    fn r2(&self) -> f64 {
-        if self.ss_tot > 0.0 {
-            (1.0 - self.ss_res / self.ss_tot).clamp(0.0, 1.0)
-        } else if self.ss_res == 0.0 {
-            1.0
-        } else {
-            0.0
-        }
-    }
 }
 
 fn ols(xs: &[f64], ys: &[f64]) -> Option<Ols> {
@@ -436,19 +617,16 @@ fn ols(xs: &[f64], ys: &[f64]) -> Option<Ols> {
     if all_equal(ys) {
         return Some(Ols {
             slope: 0.0,
-            intercept: ys[0],
             ss_res: 0.0,
-            ss_tot: 0.0,
         });
     }
     let count = n as f64;
     let mx = xs.iter().sum::<f64>() / count;
     let my = ys.iter().sum::<f64>() / count;
-    let (mut sxx, mut sxy, mut ss_tot) = (0.0, 0.0, 0.0);
+    let (mut sxx, mut sxy) = (0.0, 0.0);
     for (x, y) in xs.iter().zip(ys) {
         sxx += (x - mx) * (x - mx);
         sxy += (x - mx) * (y - my);
-        ss_tot += (y - my) * (y - my);
     }
     if !(sxx > 0.0 && sxx.is_finite()) {
         return None;
@@ -460,15 +638,7 @@ fn ols(xs: &[f64], ys: &[f64]) -> Option<Ols> {
         .zip(ys)
         .map(|(x, y)| (y - (slope * x + intercept)).powi(2))
         .sum();
-    let all_finite = [slope, intercept, ss_res, ss_tot]
-        .iter()
-        .all(|v| v.is_finite());
-    all_finite.then_some(Ols {
-        slope,
-        intercept,
-        ss_res,
-        ss_tot,
-    })
+    (slope.is_finite() && ss_res.is_finite()).then_some(Ols { slope, ss_res })
 }
 
 fn all_equal(values: &[f64]) -> bool {
@@ -514,8 +684,9 @@ fn clamp_finite(v: f64) -> f64 {
 
 /// Five significant digits, trailing zeros dropped. Scientific notation
 /// (`1.2346e5`) is used outside `1e-4 ..< 1e5`, as spreadsheets do, so large
-/// coefficients do not show spurious zeros.
-fn sig5(v: f64) -> String {
+/// coefficients do not show spurious zeros. (How [`Fit::formula`] writes
+/// numbers; the report writes the intervals the same way.)
+pub fn sig5(v: f64) -> String {
     if !v.is_finite() {
         return format!("{v}");
     }

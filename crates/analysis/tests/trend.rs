@@ -67,6 +67,9 @@ fn formula_uses_five_significant_digits_and_scientific_for_large_values() {
         b: 0.000_012_345_6,
         r2: 1.0,
         n: 2,
+        slope_ci95: None,
+        intercept_ci95: None,
+        weak: false,
     };
     assert_eq!(fit.formula("", ""), "y = 1.2346e5x + 1.2346e-5");
     let fit = Fit {
@@ -75,6 +78,9 @@ fn formula_uses_five_significant_digits_and_scientific_for_large_values() {
         b: 0.0,
         r2: 1.0,
         n: 2,
+        slope_ci95: None,
+        intercept_ci95: None,
+        weak: false,
     };
     assert_eq!(fit.formula("", ""), "y = 10x + 0");
 }
@@ -231,6 +237,122 @@ fn fits_serialise_with_snake_case_kinds() {
     assert_eq!(kind, FitKind::Power);
 }
 
+#[test]
+fn the_slope_interval_of_noisy_points_holds_the_true_slope() {
+    // 200 noisy lines: the 95 % interval holds the true slope about 95
+    // times in 100, and the power law's exponent interval likewise.
+    let (mut held, mut exponent_held, runs) = (0, 0, 200);
+    for seed in 1..=runs {
+        let mut noise = Noise(seed * 7919 + 1);
+        let points: Vec<(f64, f64)> = payload_sizes()
+            .map(|bytes| bytes / 1000.0)
+            .map(|x| (x, 192.57 * x + 246.98 + 300.0 * noise.next()))
+            .collect();
+        let fit = linear(&points).expect("a line");
+        let ci = fit.slope_ci95.expect("200 points");
+        assert!(ci.contains(fit.a), "{fit:?}");
+        held += u32::from(ci.contains(192.57));
+        let intercept = fit.intercept_ci95.expect("200 points");
+        assert!(intercept.contains(fit.b), "{fit:?}");
+
+        let throughput: Vec<(f64, f64)> = (1..=200)
+            .map(f64::from)
+            .map(|x| (x, 2258.1 * x.powf(0.1475) * (0.2 * noise.next()).exp()))
+            .collect();
+        let fit = power(&throughput).expect("a power law");
+        exponent_held += u32::from(fit.slope_ci95.unwrap().contains(0.1475));
+        // The coefficient's interval is the log-space one through exp:
+        // around `a`, positive, wider above than below.
+        let a = fit.intercept_ci95.unwrap();
+        assert!(a.lo > 0.0 && a.contains(fit.a), "{fit:?}");
+        assert!(a.hi - fit.a > fit.a - a.lo, "{fit:?}");
+    }
+    assert!((180..=198).contains(&held), "held {held} of {runs}");
+    assert!((180..=198).contains(&exponent_held), "held {exponent_held}");
+}
+
+#[test]
+fn the_slope_interval_matches_stats_and_shrinks_with_less_noise() {
+    let line = |amplitude: f64| {
+        let mut noise = Noise(5);
+        let points: Vec<(f64, f64)> = payload_sizes()
+            .map(|b| {
+                (
+                    b / 1000.0,
+                    86.0 * b / 1000.0 + 20.0 + amplitude * noise.next(),
+                )
+            })
+            .collect();
+        (
+            linear(&points).unwrap(),
+            stats::LinearFit::of(&points).unwrap(),
+        )
+    };
+    let (noisy, reference) = line(400.0);
+    let ci = noisy.slope_ci95.unwrap();
+    let expected = reference.slope_ci95.unwrap();
+    assert!((ci.lo - expected.lo).abs() < 1e-9 && (ci.hi - expected.hi).abs() < 1e-9);
+    let (quiet, _) = line(40.0);
+    // Residuals scale with the noise, and so does the interval.
+    let ratio = ci.half_width() / quiet.slope_ci95.unwrap().half_width();
+    assert!((ratio - 10.0).abs() < 1e-6, "{ratio}");
+    assert!(
+        quiet.slope_relative_half_width().unwrap() < 0.01,
+        "{quiet:?}"
+    );
+}
+
+#[test]
+fn fits_below_r2_0_8_are_weak() {
+    let mut noise = Noise(11);
+    let scatter = |amplitude: f64, noise: &mut Noise| -> Vec<(f64, f64)> {
+        (1..=50)
+            .map(f64::from)
+            .map(|x| (x, 2.0 * x + amplitude * noise.next()))
+            .collect()
+    };
+    let strong = linear(&scatter(5.0, &mut noise)).unwrap();
+    assert!(strong.r2 >= 0.8 && !strong.weak, "{strong:?}");
+    let weak = linear(&scatter(150.0, &mut noise)).unwrap();
+    assert!(weak.r2 < 0.8 && weak.weak, "{weak:?}");
+    let json = serde_json::to_value(weak).unwrap();
+    assert_eq!(json["weak"], true);
+    assert!(json["slope_ci95"]["lo"].is_number());
+    // A power law is weak by its log-space R².
+    let flat: Vec<(f64, f64)> = (1..=50)
+        .map(f64::from)
+        .map(|x| (x, 1000.0 * (0.5 * noise.next()).exp()))
+        .collect();
+    let fit = power(&flat).unwrap();
+    assert!(fit.r2 < 0.8 && fit.weak, "{fit:?}");
+}
+
+#[test]
+fn a_drawn_trend_never_goes_below_zero() {
+    // A receive trend like the report's: a negative intercept puts the
+    // line below zero for small payloads.
+    let fit = linear(&[(0.5, 10.0), (5.0, 470.0), (10.0, 900.0), (20.0, 1900.0)]).unwrap();
+    assert!(fit.b < 0.0 && fit.eval(0.1) < 0.0, "{fit:?}");
+    let curve = fit.curve(0.1, 20.0, 50);
+    assert!(curve.clipped);
+    assert!(curve.points.iter().all(|&(_, y)| y >= 0.0), "{curve:?}");
+    // It starts where the line crosses zero, and ends at the range's end.
+    let (x0, y0) = curve.points[0];
+    assert!((x0 + fit.b / fit.a).abs() < 1e-9 && y0 == 0.0, "{curve:?}");
+    assert_eq!(curve.points.last().unwrap().0, 20.0);
+    // Wholly above zero: every sample, nothing clipped.
+    let curve = fit.curve(1.0, 20.0, 50);
+    assert!(!curve.clipped && curve.points.len() == 51);
+    // Wholly below: nothing to draw.
+    let falling = linear(&[(0.0, -1.0), (1.0, -2.0), (2.0, -3.0)]).unwrap();
+    let curve = falling.curve(0.0, 2.0, 10);
+    assert!(curve.points.is_empty() && curve.clipped);
+    // A power law is undefined at x <= 0: left out, not drawn as NaN.
+    let law = power(&[(1.0, 1.0), (2.0, 2.0), (4.0, 4.0)]).unwrap();
+    let curve = law.curve(-1.0, 4.0, 5);
+    assert!(curve.clipped && curve.points.iter().all(|p| p.0 >= 0.0 && p.1 >= 0.0));
+}
+
 /// Stop latency of the study's TCP line (µs against bytes) plus `jump` for
 /// every extra packet of `period` payload bytes.
 fn staircase(period: f64, jump: f64, noise: Option<&mut Noise>) -> Vec<(f64, f64)> {
@@ -255,6 +377,8 @@ fn assert_every_multiple_is_a_step(report: &StepReport, rise_tolerance: f64) {
         assert_eq!(step.boundary, f64::from(k) * 1440.0);
         assert!(step.significant, "{step:?}");
         assert!(step.score >= 3.0, "{step:?}");
+        let detectable = step.detectable.expect("noise and two points a side");
+        assert!(detectable < step.rise, "{step:?}");
         assert!((step.rise - 50.0).abs() < rise_tolerance, "{step:?}");
     }
 }
@@ -295,18 +419,85 @@ fn step_detection_does_not_depend_on_point_order() {
 }
 
 #[test]
-fn noisy_line_without_steps_has_no_significant_step() {
-    let mut noise = Noise(0xDEAD_BEEF);
-    let points = staircase(1440.0, 0.0, Some(&mut noise));
-    let report = steps_at_multiples(&points, 1440.0);
-    assert_eq!(report.tested, 13);
-    assert_eq!(report.significant, 0, "{report:?}");
-    assert!(report.steps.iter().all(|s| !s.significant && s.score < 3.0));
+fn noisy_lines_without_steps_read_as_steps_at_the_tests_rate() {
+    // Each boundary is a one-sided test at 2.5 %: over many noisy lines
+    // with no step, about one boundary in forty reads as a step.
+    let (mut tested, mut false_steps) = (0, 0);
+    for seed in 1..=200u64 {
+        let mut noise = Noise(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let report = steps_at_multiples(&staircase(1440.0, 0.0, Some(&mut noise)), 1440.0);
+        assert_eq!(report.tested, 13);
+        tested += report.tested;
+        false_steps += report.significant;
+        assert!(
+            report.steps.iter().all(|s| s.score.abs() < 3.0),
+            "{report:?}"
+        );
+    }
+    let rate = f64::from(false_steps) / f64::from(tested);
+    assert!((0.01..=0.045).contains(&rate), "false-step rate {rate}");
     // An exact line: rounding must not be read as steps either.
     let exact = staircase(1440.0, 0.0, None);
     let report = steps_at_multiples(&exact, 1440.0);
     assert_eq!(report.significant, 0, "{report:?}");
     assert!(report.steps.iter().all(|s| s.rise.abs() < 1e-6));
+}
+
+#[test]
+fn a_step_above_the_detectable_size_is_found_and_one_far_below_is_not() {
+    // Noise of 5·U(-1, 1) (sd 2.89) per point: the detectable step is a
+    // few µs; a 20 µs step is found at every boundary of every line, a
+    // 0.2 µs one hardly more often than chance steps are (2.5 %).
+    let (mut small_found, mut tested) = (0, 0);
+    for seed in 1..=100u64 {
+        let mut noise = Noise(seed * 104_729 + 3);
+        let big = steps_at_multiples(&staircase(1440.0, 20.0, Some(&mut noise)), 1440.0);
+        let detectable = big.detectable_max.expect("noise estimated");
+        assert!(detectable > 1.0 && detectable < 20.0, "{big:?}");
+        assert_eq!(big.significant, 13, "{big:?}");
+        let small = steps_at_multiples(&staircase(1440.0, 0.2, Some(&mut noise)), 1440.0);
+        assert!(small.detectable_min.unwrap() > 0.2, "{small:?}");
+        let estimate = small.noise.expect("noise estimated");
+        assert!((estimate - 5.0 / 3f64.sqrt()).abs() < 0.5, "{small:?}");
+        small_found += small.significant;
+        tested += small.tested;
+    }
+    let rate = f64::from(small_found) / f64::from(tested);
+    assert!(
+        rate < 0.06,
+        "a 0.2 µs step found at {rate} of the boundaries"
+    );
+}
+
+#[test]
+fn the_detectable_step_shrinks_with_more_repetitions() {
+    // Each point the mean of `reps` noisy repetitions: the points' noise,
+    // and so the smallest step the test can see, falls as 1/sqrt(reps).
+    let detectable = |reps: u32| {
+        let mut noise = Noise(31337);
+        let points: Vec<(f64, f64)> = payload_sizes()
+            .map(|bytes| {
+                let packets = (bytes / 1440.0).ceil();
+                let mean_noise =
+                    (0..reps).map(|_| 20.0 * noise.next()).sum::<f64>() / f64::from(reps);
+                (
+                    bytes,
+                    0.08 * bytes + 30.0 + 6.0 * (packets - 1.0) + mean_noise,
+                )
+            })
+            .collect();
+        steps_at_multiples(&points, 1440.0)
+    };
+    let (few, many) = (detectable(3), detectable(48));
+    let (d_few, d_many) = (few.detectable_max.unwrap(), many.detectable_max.unwrap());
+    assert!(
+        d_many < d_few / 2.5,
+        "{d_few} with 3 reps, {d_many} with 48"
+    );
+    // The 6 µs steps are below what three repetitions can resolve and
+    // above what 48 can.
+    assert!(d_few > 6.0 && d_many < 6.0, "{d_few} {d_many}");
+    assert!(many.significant > few.significant, "{few:?} {many:?}");
 }
 
 #[test]
@@ -406,6 +597,18 @@ fn check_fit(fit: Option<Fit>) -> Result<(), TestCaseError> {
         prop_assert!(fit.n >= 2);
         let _ = fit.formula("x", "y");
         let _ = fit.eval(1.0);
+        prop_assert_eq!(fit.weak, fit.r2 < 0.8);
+        if let Some(ci) = fit.slope_ci95 {
+            prop_assert!(ci.lo <= ci.hi, "{fit:?}");
+        }
+        let curve = fit.curve(-10.0, 10.0, 20);
+        prop_assert!(
+            curve
+                .points
+                .iter()
+                .all(|p| p.1 >= 0.0 && p.0.is_finite() && p.1.is_finite()),
+            "{curve:?}"
+        );
     }
     Ok(())
 }

@@ -4,8 +4,9 @@
 use std::fmt::Write;
 
 use analysis::sweep::{PathFigures, PathTrends, SizePoint};
-use analysis::trend::Fit;
+use analysis::trend::{self, Fit};
 use probe::Category;
+use stats::Estimate;
 
 use crate::model::{MessagesRun, Report};
 use crate::plot::{self, BarChart, Series, StackedChart, Style, XyChart};
@@ -268,20 +269,37 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
     h.push_str("</table>");
 }
 
+/// A fit's cells: formula, R² (marked weak below 0.8), the 95 % intervals
+/// of slope and intercept (of a power law: exponent and coefficient), and
+/// the number of points.
 fn fit_cell(fit: &Option<Fit>, x: &str, y: &str) -> String {
-    match fit {
-        Some(f) => format!(
-            "<td class=\"l\">{}</td><td>{:.4}</td><td>{}</td>",
-            escape(&f.formula(x, y)),
-            f.r2,
-            f.n
-        ),
-        None => "<td class=\"l\">(too few points)</td><td></td><td></td>".into(),
-    }
+    let Some(f) = fit else {
+        return "<td class=\"l\">(too few points)</td><td></td><td></td><td></td><td></td>".into();
+    };
+    let interval = |ci: Option<stats::Interval>| {
+        ci.map_or("(too few points)".to_string(), |c| {
+            format!("{} … {}", trend::sig5(c.lo), trend::sig5(c.hi))
+        })
+    };
+    let relative = f
+        .slope_relative_half_width()
+        .map_or(String::new(), |r| format!(" (±{:.1} %)", r * 100.0));
+    let r2 = if f.weak {
+        format!("{:.3} <b>weak</b>", f.r2)
+    } else {
+        format!("{:.3}", f.r2)
+    };
+    format!(
+        "<td class=\"l\">{}</td><td>{r2}</td><td>{}{relative}</td><td>{}</td><td>{}</td>",
+        escape(&f.formula(x, y)),
+        interval(f.slope_ci95),
+        interval(f.intercept_ci95),
+        f.n
+    )
 }
 
 fn trend_table(h: &mut String, run: &MessagesRun) {
-    h.push_str("<table><tr><th class=\"l\">trend line</th><th class=\"l\">formula (x: thousands of bytes, y: µs)</th><th>R²</th><th>points</th></tr>");
+    h.push_str("<table><tr><th class=\"l\">trend line</th><th class=\"l\">formula (x: thousands of bytes, y: µs)</th><th>R²</th><th>slope 95 % CI (power: exponent)</th><th>intercept 95 % CI (power: coefficient)</th><th>points (sizes)</th></tr>");
     for (name, fit) in [
         ("send start latency", &run.send.start),
         ("send stop latency", &run.send.stop),
@@ -299,6 +317,12 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
             fit_cell(fit, "KB", "µs")
         );
     }
+    let _ = write!(
+        h,
+        "<tr><td class=\"l\">send stop latency ({}) through the sizes' means (the study's way, for comparison: carries the messages that waited for the CPU)</td>{}</tr>",
+        run.stop_at,
+        fit_cell(&run.send.stop_of_means, "KB", "µs")
+    );
     for (at, fit) in &run.send.stop_by_definition {
         if *at == run.stop_at {
             continue;
@@ -315,11 +339,63 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         run.stop_at,
         fit_cell(&run.send.throughput, "100 B", "KB/s")
     );
-    if let Some(steps) = &run.send.stop_steps {
+    h.push_str("<p class=\"note\">Each latency line is fitted by least squares to the sizes' median latencies (the study fitted means on an isolated machine; here a few messages wait for the CPU, which the means carry: the means' line is given for comparison), the throughput line to payload / mean stop latency; the intervals are 95 % (t with points − 2 degrees of freedom). A line with R² below 0.8 explains too little of its points to be read as a trend: it is marked weak and not drawn. A drawn line stops where it would fall below zero.</p>");
+    if let Some(rep) = &run.send.stop_slope_repetition {
+        let passes = rep.passes.len();
+        let reps: u32 = rep.passes.iter().map(|p| p.reps).sum();
+        let wall: f64 = rep.passes.iter().map(|p| p.wall_s).sum();
+        let outcome = match rep.verdict {
+            stats::Verdict::Met => "met".to_string(),
+            stats::Verdict::TimeCap => format!(
+                "<b>not met</b>: the next pass would have run past the {:.0} s cap",
+                rep.time_cap_s
+            ),
+            stats::Verdict::RepCap => "<b>not met</b>: the run's message limit".to_string(),
+            stats::Verdict::Continue => "<b>not met</b>".to_string(),
+        };
+        let slopes: Vec<f64> = rep.passes.iter().filter_map(|p| p.slope).collect();
+        let spread = match Estimate::of(&slopes) {
+            Some(e) if e.n > 1 => format!(
+                " The passes' own slopes (each a new stack) ranged {}–{} µs/KB, median {}: how far one short run can be off on this machine.",
+                trend::sig5(e.min),
+                trend::sig5(e.max),
+                trend::sig5(e.median)
+            ),
+            _ => String::new(),
+        };
         let _ = write!(
             h,
-            "<p class=\"note\">Steps in the send stop latency at multiples of {:.0} bytes (one packet's payload): {} of {} boundaries show a significant rise (≥ 3 residual standard errors).</p>",
-            steps.period, steps.significant, steps.tested
+            "<p class=\"note\">Repeated passes over the sizes, each size {} times a pass, until the send stop latency's slope (the line above, through every pass) was known to ±{:.0} % (95 %): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s; reached {}.{spread}</p>",
+            rep.passes.first().map_or(0, |p| p.reps),
+            rep.target * 100.0,
+            if passes == 1 { "" } else { "es" },
+            rep.reached
+                .map_or("no interval".to_string(), |r| format!("±{:.2} %", r * 100.0)),
+        );
+    }
+    for (steps, of) in [
+        (&run.send.stop_steps, "medians"),
+        (&run.send.stop_steps_of_means, "means"),
+    ] {
+        let Some(steps) = steps else { continue };
+        let detectable = match (steps.detectable_min, steps.detectable_max) {
+            (Some(lo), Some(hi)) if (hi - lo).abs() < 0.05 => {
+                format!("; a step of {lo:.1} µs or more would have been found with 80 % power")
+            }
+            (Some(lo), Some(hi)) => format!(
+                "; a step of {lo:.1}–{hi:.1} µs (by boundary) or more would have been found with 80 % power"
+            ),
+            _ => "; too few points to say what step could have been found".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<p class=\"note\">Steps in the send stop latency (the sizes' {of}) at multiples of {:.0} bytes (one packet's payload): {} of {} boundaries show a significant rise (t test of the points on either side against their residual noise{}, 2.5 % each){detectable}.</p>",
+            steps.period,
+            steps.significant,
+            steps.tested,
+            steps
+                .noise
+                .map_or(String::new(), |s| format!(" of {s:.2} µs")),
         );
     }
 }
@@ -356,20 +432,28 @@ fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bo
         series_of(format!("{path} stop latency"), &|f| &f.stop_us),
     ];
     let (lo, hi) = size_range(run);
-    for (name, fit) in [("start trend", &trends.start), ("stop trend", &trends.stop)] {
-        if let Some(fit) = fit {
-            series.push(Series {
-                name: format!("{name}: {}", fit.formula("KB", "µs")),
-                points: (0..=50)
-                    .map(|i| {
-                        let x = lo + (hi - lo) * f64::from(i) / 50.0;
-                        (x, fit.eval(x / 1000.0))
-                    })
-                    .collect(),
-                style: Style::Dashed,
-                errors: Vec::new(),
-            });
+    // Weak lines are not drawn (the legend says so); the others stop where
+    // they would fall below zero (and say so).
+    for (i, (name, fit)) in [("start trend", &trends.start), ("stop trend", &trends.stop)]
+        .into_iter()
+        .enumerate()
+    {
+        let Some(fit) = fit else { continue };
+        if fit.weak {
+            series[i].name.push_str(" (weak trend not drawn)");
+            continue;
         }
+        let curve = fit.curve(lo / 1000.0, hi / 1000.0, 50);
+        series.push(Series {
+            name: format!(
+                "{name}{}: {}",
+                if curve.clipped { " (≥ 0 drawn)" } else { "" },
+                fit.formula("KB", "")
+            ),
+            points: curve.points.iter().map(|&(x, y)| (x * 1000.0, y)).collect(),
+            style: Style::Dashed,
+            errors: Vec::new(),
+        });
     }
     XyChart {
         title: format!("{}: {path} path latency vs payload size", run.id),
@@ -406,17 +490,29 @@ fn throughput_chart(run: &MessagesRun) -> XyChart {
     }];
     if let Some(fit) = &run.send.throughput {
         let (lo, hi) = size_range(run);
-        series.push(Series {
-            name: format!("trend: {}, drawn in Mbit/s", fit.formula("100 B", "KB/s")),
-            points: (0..=50)
-                .map(|i| {
-                    let x = lo + (hi - lo) * f64::from(i) / 50.0;
-                    (x, fit.eval(x / 100.0) * MBPS_PER_KBPS)
-                })
-                .collect(),
-            style: Style::Dashed,
-            errors: Vec::new(),
-        });
+        if fit.weak {
+            // Its own legend entry: a chart of one series has no legend.
+            series.push(Series::new(
+                format!("trend weak (R² {:.2}): not drawn", fit.r2),
+                Vec::new(),
+                Style::Dashed,
+            ));
+        } else {
+            let curve = fit.curve(lo / 100.0, hi / 100.0, 50);
+            series.push(Series::new(
+                format!(
+                    "trend{}: {}, drawn in Mbit/s",
+                    if curve.clipped { " (≥ 0 drawn)" } else { "" },
+                    fit.formula("100 B", "KB/s")
+                ),
+                curve
+                    .points
+                    .iter()
+                    .map(|&(x, y)| (x * 100.0, y * MBPS_PER_KBPS))
+                    .collect(),
+                Style::Dashed,
+            ));
+        }
     }
     if let Some(bps) = run.link_bps.filter(|b| b.is_finite() && *b > 0.0) {
         series.push(Series::new(

@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
@@ -30,6 +30,8 @@ use traffic::spec::{Family, Protocol};
 
 use super::recipe::{MessagesPlan, Plan, Recipe, Run};
 use super::sweep_run;
+
+mod repeat;
 
 /// Records per host thread's ring: 2 Mi records (64 MiB) holds the full
 /// xie1999 sweep several times over; a fuller ring drops and says so.
@@ -115,6 +117,15 @@ pub fn steps_in(recipe: &Recipe, quick: bool) -> u64 {
         .sum()
 }
 
+/// The run's slope target and the passes' time cap.
+fn slope_target(run: &MessagesPlan, quick: bool) -> (Option<f64>, Duration) {
+    if quick {
+        (run.quick_slope_ci_target, run.quick_slope_time_cap)
+    } else {
+        (run.slope_ci_target, run.slope_time_cap)
+    }
+}
+
 fn sizes_and_reps(run: &MessagesPlan, quick: bool) -> (&[usize], u32) {
     if quick {
         (&run.quick_sizes, run.quick_reps)
@@ -177,15 +188,10 @@ fn run_messages(
         // is then load, not polling.
         poll: Poll::Block,
     };
-    let began = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    // The probe depth is global: set for this run, back to everything after.
-    probe::set_level(plan.probes);
-    let result = messages::run(&topology, &spec);
-    probe::set_level(probe::Level::Functions);
-    let result = result?;
-    captures.push(run_capture(recipe, run, &pcap_dir, began, &result)?);
+    let started = Instant::now();
+    let began = now_ns();
+    let result = run_pass(&topology, &spec, plan.probes)?;
+    captures.push(run_capture(recipe, run, &pcap_dir, began, &result, 1)?);
     let trace = result.trace(
         calibration.counter_hz,
         calibration.overhead_cycles,
@@ -232,12 +238,40 @@ fn run_messages(
     if found.messages.is_empty() {
         bail!("the trace holds no measured message: were probes compiled in?");
     }
+    let mut tally = Tally::default();
+    tally.add(&result, &trace, &all);
+    // With a slope target, more passes over the sizes until the send stop
+    // latency's slope is known; their messages join the first pass's.
+    let repetition = match slope_target(plan, quick) {
+        (Some(target), time_cap) => Some(repeat::more_passes(
+            &repeat::Context {
+                recipe,
+                run,
+                plan,
+                calibration,
+                dir,
+                topology: &topology,
+                spec: &spec,
+                stem: &stem,
+            },
+            repeat::Budget {
+                target,
+                time_cap,
+                max_messages: MAX_RUN_MESSAGES,
+            },
+            started,
+            &files.trace,
+            &mut found.messages,
+            &mut tally,
+            captures,
+        )?),
+        (None, _) => None,
+    };
     let points = sweep::by_size(&found);
     let segment = segment_bytes(plan, 1500);
     let thread_profile = |thread: Option<u16>| {
         thread.and_then(|t| all.get(&t).map(|s| profile::thread_profile(&view, t, s)))
     };
-    let measured: Vec<_> = result.outcomes.iter().filter(|o| !o.warmup).collect();
     let send_probes: Vec<f64> = found
         .messages
         .iter()
@@ -271,10 +305,6 @@ fn run_messages(
         below_resolution: r.below,
     })
     .collect();
-    let (unmatched_exits, unclosed_spans) =
-        all.values().fold((0, 0), |(u, c), s: &spans::ThreadSpans| {
-            (u + s.unmatched_exits, c + s.unclosed)
-        });
     let host_of = |thread: u16| {
         result
             .threads
@@ -361,6 +391,8 @@ fn run_messages(
         (Vec::new(), Vec::new())
     };
     let secs = |d: Duration| d.as_secs_f64();
+    let mut send = sweep::trends(&points, Some(segment), false);
+    send.stop_slope_repetition = repetition;
     Ok(MessagesRun {
         id: run.id.clone(),
         title: run.title.clone().unwrap_or_default(),
@@ -368,13 +400,14 @@ fn run_messages(
         family: plan.family.to_string(),
         link: run.link.name().to_string(),
         link_bps: run.link.rate_bps().map(|b| b as f64),
-        reps,
+        // Over every pass.
+        reps: tally.reps(reps),
         warmup: plan.warmup,
-        sent: measured.len() as u64,
-        delivered: measured.iter().filter(|o| o.delivered).count() as u64,
+        sent: tally.sent,
+        delivered: tally.delivered,
         segment_bytes: segment,
         stop_at: plan.stop,
-        send: sweep::trends(&points, Some(segment), false),
+        send,
         receive: sweep::trends(&points, Some(segment), true),
         points,
         sender_profile: thread_profile(found.sender_thread),
@@ -388,10 +421,10 @@ fn run_messages(
             receiver_system_s: secs(result.receiver_cpu.system),
         },
         probes: ProbeHealth {
-            records: trace.records.len() as u64,
-            dropped: trace.header.dropped,
-            unmatched_exits,
-            unclosed_spans,
+            records: tally.records,
+            dropped: tally.dropped,
+            unmatched_exits: tally.unmatched_exits,
+            unclosed_spans: tally.unclosed_spans,
             probes_per_message,
             overhead_per_message_ns,
             level: plan.probes,
@@ -414,6 +447,68 @@ fn run_messages(
         receiver_thread: found.receiver_thread,
         files,
     })
+}
+
+/// Most messages one run sends over all its passes (the recipe limits a
+/// pass to 100 000 too).
+const MAX_RUN_MESSAGES: u64 = 200_000;
+
+/// Now, ns since the Unix epoch (where the run's captures start).
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// One pass of traced messages at the run's probe depth.
+fn run_pass(
+    topology: &Topology,
+    spec: &MessagesSpec,
+    probes: probe::Level,
+) -> Result<messages::MessagesRun> {
+    // The probe depth is global: set for this pass, back to everything after.
+    probe::set_level(probes);
+    let result = messages::run(topology, spec);
+    probe::set_level(probe::Level::Functions);
+    Ok(result?)
+}
+
+/// Counts over a run's passes.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Measured messages (warm-up left out): sent, delivered whole.
+    sent: u64,
+    delivered: u64,
+    /// Extra repetitions per size the passes after the first made.
+    extra_reps: u32,
+    records: u64,
+    dropped: u64,
+    unmatched_exits: u64,
+    unclosed_spans: u64,
+}
+
+impl Tally {
+    fn add(
+        &mut self,
+        result: &messages::MessagesRun,
+        trace: &probe::Trace,
+        spans: &BTreeMap<u16, spans::ThreadSpans>,
+    ) {
+        let measured = result.outcomes.iter().filter(|o| !o.warmup);
+        self.sent += measured.clone().count() as u64;
+        self.delivered += measured.filter(|o| o.delivered).count() as u64;
+        self.records += trace.records.len() as u64;
+        self.dropped += trace.header.dropped;
+        for s in spans.values() {
+            self.unmatched_exits += s.unmatched_exits;
+            self.unclosed_spans += s.unclosed;
+        }
+    }
+
+    /// Repetitions per size over every pass, the first's being `first`.
+    fn reps(&self, first: u32) -> u32 {
+        first.saturating_add(self.extra_reps)
+    }
 }
 
 /// The delay of each component of the path, per packet or per call (the
@@ -535,7 +630,15 @@ fn run_capture(
     pcap_dir: &Path,
     began_ns: u64,
     result: &messages::MessagesRun,
+    pass: u32,
 ) -> Result<RunCapture> {
+    // Passes after the first say which they are (their message numbers
+    // start again).
+    let pass = if pass > 1 {
+        format!(", pass {pass}")
+    } else {
+        String::new()
+    };
     let mut files = Vec::new();
     for entry in
         std::fs::read_dir(pcap_dir).with_context(|| format!("reading {}", pcap_dir.display()))?
@@ -557,12 +660,12 @@ fn run_capture(
             sent_at_ns: o.sent_at_ns,
             label: if o.warmup {
                 format!(
-                    "{}/{} warm-up message {}: {} B",
+                    "{}/{} warm-up message {}: {} B{pass}",
                     recipe.name, run.id, o.index, o.size
                 )
             } else {
                 format!(
-                    "{}/{} message {}: {} B, rep {}",
+                    "{}/{} message {}: {} B, rep {}{pass}",
                     recipe.name,
                     run.id,
                     o.index,

@@ -5,6 +5,7 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -57,6 +58,13 @@ pub(super) struct RawRun {
     pub(super) stop: Option<Spanned<String>>,
     /// Probe depth: `layers` (default) or `functions`.
     pub(super) probes: Option<Spanned<String>>,
+    /// Passes over the sizes until the send stop latency's slope has a
+    /// 95 % half-width within this share of it, e.g. 0.05.
+    slope_ci_target: Option<Spanned<f64>>,
+    quick_slope_ci_target: Option<Spanned<f64>>,
+    /// Seconds the passes may take.
+    slope_time_cap: Option<Spanned<f64>>,
+    quick_slope_time_cap: Option<Spanned<f64>>,
     // throughput and delay (see sweep.rs)
     pub(super) stacks: Option<Spanned<String>>,
     pub(super) protocols: Option<Spanned<String>>,
@@ -176,7 +184,21 @@ pub struct MessagesPlan {
     pub stop: StopAt,
     /// Probe depth (default: layers).
     pub probes: probe::Level,
+    /// Repeat passes over the sizes until the send stop latency's slope
+    /// is known to this share (95 % half-width / slope); `None`: one pass.
+    pub slope_ci_target: Option<f64>,
+    pub quick_slope_ci_target: Option<f64>,
+    /// How long the passes may take.
+    pub slope_time_cap: Duration,
+    pub quick_slope_time_cap: Duration,
 }
+
+/// The passes' time cap when the recipe names none: 2 minutes a run
+/// (the full lab stays under 30), 10 s with `--quick` (under 2).
+pub const DEFAULT_SLOPE_TIME_CAP: Duration = Duration::from_secs(120);
+pub const DEFAULT_QUICK_SLOPE_TIME_CAP: Duration = Duration::from_secs(10);
+/// The longest time cap a recipe may set.
+const MAX_SLOPE_TIME_CAP: f64 = 3600.0;
 
 /// A recipe that cannot be used, with where and why.
 #[derive(Debug, thiserror::Error)]
@@ -288,16 +310,22 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
         })?;
         let plan = match run.kind.get_ref().as_str() {
             "messages" => Plan::Messages(messages_plan(run, &loc)?),
-            "throughput" => Plan::Sweep(Box::new(sweep::plan(
-                run,
-                traffic::sweep::Mode::Throughput,
-                &loc,
-            )?)),
-            "delay" => Plan::Sweep(Box::new(sweep::plan(
-                run,
-                traffic::sweep::Mode::Delay,
-                &loc,
-            )?)),
+            "throughput" => {
+                refuse_slope_keys(run, "throughput", &loc)?;
+                Plan::Sweep(Box::new(sweep::plan(
+                    run,
+                    traffic::sweep::Mode::Throughput,
+                    &loc,
+                )?))
+            }
+            "delay" => {
+                refuse_slope_keys(run, "delay", &loc)?;
+                Plan::Sweep(Box::new(sweep::plan(
+                    run,
+                    traffic::sweep::Mode::Delay,
+                    &loc,
+                )?))
+            }
             other => {
                 return Err(loc.at(
                     run.kind.span(),
@@ -337,6 +365,73 @@ pub(super) fn refuse<T>(
         )),
         None => Ok(()),
     }
+}
+
+/// The slope-target keys are for `messages` runs (a sweep's points have
+/// no trend line to know).
+fn refuse_slope_keys(run: &RawRun, kind: &str, loc: &Locator) -> Result<(), RecipeError> {
+    refuse(loc, kind, "slope_ci_target", &run.slope_ci_target)?;
+    refuse(
+        loc,
+        kind,
+        "quick_slope_ci_target",
+        &run.quick_slope_ci_target,
+    )?;
+    refuse(loc, kind, "slope_time_cap", &run.slope_time_cap)?;
+    refuse(loc, kind, "quick_slope_time_cap", &run.quick_slope_time_cap)
+}
+
+/// `slope_ci_target` or its quick twin: a share in (0, 1), for a list of
+/// at least three sizes (two points leave no interval to judge).
+fn slope_target_of(
+    loc: &Locator,
+    key: &str,
+    value: &Option<Spanned<f64>>,
+    sizes: &[usize],
+) -> Result<Option<f64>, RecipeError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let target = *value.get_ref();
+    if !(target > 0.0 && target < 1.0) {
+        return Err(loc.at(
+            value.span(),
+            format!("{key} = {target}: give the slope's 95 % half-width as a share of it, above 0 and below 1 (0.05 is ±5 %)"),
+        ));
+    }
+    let mut distinct = sizes.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < 3 {
+        return Err(loc.at(
+            value.span(),
+            format!(
+                "{key}: a slope's interval needs at least three sizes; this run has {}",
+                distinct.len()
+            ),
+        ));
+    }
+    Ok(Some(target))
+}
+
+/// `slope_time_cap` or its quick twin: seconds above 0, at most an hour.
+fn time_cap_of(
+    loc: &Locator,
+    key: &str,
+    value: &Option<Spanned<f64>>,
+    default: Duration,
+) -> Result<Duration, RecipeError> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    let seconds = *value.get_ref();
+    if !(seconds > 0.0 && seconds <= MAX_SLOPE_TIME_CAP) {
+        return Err(loc.at(
+            value.span(),
+            format!("{key} = {seconds}: give seconds above 0, at most {MAX_SLOPE_TIME_CAP}"),
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// `reps` or `quick_reps`: at least 1.
@@ -489,7 +584,34 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
             ));
         }
     }
+    let slope_ci_target = slope_target_of(loc, "slope_ci_target", &run.slope_ci_target, &sizes)?;
+    // The quick twin defaults to the full target, judged on the quick sizes.
+    let quick_slope_ci_target = match &run.quick_slope_ci_target {
+        Some(_) => slope_target_of(
+            loc,
+            "quick_slope_ci_target",
+            &run.quick_slope_ci_target,
+            &quick_sizes,
+        )?,
+        None => slope_target_of(loc, "slope_ci_target", &run.slope_ci_target, &quick_sizes)?,
+    };
+    let slope_time_cap = time_cap_of(
+        loc,
+        "slope_time_cap",
+        &run.slope_time_cap,
+        DEFAULT_SLOPE_TIME_CAP,
+    )?;
+    let quick_slope_time_cap = time_cap_of(
+        loc,
+        "quick_slope_time_cap",
+        &run.quick_slope_time_cap,
+        DEFAULT_QUICK_SLOPE_TIME_CAP,
+    )?;
     Ok(MessagesPlan {
+        slope_ci_target,
+        quick_slope_ci_target,
+        slope_time_cap,
+        quick_slope_time_cap,
         protocol,
         family,
         sizes,
@@ -535,5 +657,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+#[cfg(test)]
+mod slope_tests;
 #[cfg(test)]
 mod tests;
