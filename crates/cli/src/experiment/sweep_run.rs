@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use report::model::{Series, SeriesPoint, SweepRun, Table};
 use traffic::kernel::KernelPath;
 use traffic::spec::{Family, StackKind};
+use traffic::sweep::busy;
 use traffic::sweep::columns::{columns, Cell};
 use traffic::sweep::repeat::verdict_text;
 use traffic::sweep::{self, table, Event, Mode, Point, PointResult, Settings, Targets};
@@ -67,8 +68,9 @@ pub fn run(
         Event::Rep(p) if p.rep as usize <= target.min_reps => {
             progress.fetch_add(1, Ordering::Relaxed);
         }
-        Event::Rep(_) => {}
-        Event::Busy(warning) => eprintln!("stackscope: warning: {warning}"),
+        // Said once per run below, from the notes: a line per point
+        // would bury the lab's output.
+        Event::Rep(_) | Event::Busy(_) => {}
     })?;
     let stem = format!("{}-{}", recipe.name, run.id);
     let csv = format!("{stem}.csv");
@@ -109,6 +111,13 @@ pub fn run(
         ),
         Mode::Delay => ("round trip, mean µs", plan.x == XAxis::Size),
     };
+    let notes = notes(grid, &target, &outcome);
+    for busy in notes
+        .iter()
+        .filter(|n| n.contains("busy") || n.contains("Busy"))
+    {
+        eprintln!("stackscope: warning: {stem}: {busy}");
+    }
     Ok(SweepRun {
         id: run.id.clone(),
         title: run
@@ -133,7 +142,7 @@ pub fn run(
             .failure
             .as_ref()
             .map(|f| format!("{}: {}", f.point, f.error)),
-        notes: notes(grid, &target, &outcome),
+        notes,
         csv,
     })
 }
@@ -177,15 +186,7 @@ fn point_json(result: &PointResult, load: u32) -> Map<String, Value> {
 fn notes(grid: &sweep::Grid, target: &sweep::Target, outcome: &sweep::Outcome) -> Vec<String> {
     let results = &outcome.results;
     let mut notes = vec![target_note(grid.mode, target, results)];
-    let check = &outcome.load_check;
-    notes.push(match check.loadavg_before {
-        Some(load) => format!(
-            "Machine load before the run: load average {load:.2} on {} cores.",
-            check.cores
-        ),
-        None => "Machine load before the run: /proc/loadavg could not be read.".into(),
-    });
-    notes.extend(check.warnings.iter().map(|w| format!("Busy machine: {w}.")));
+    notes.extend(load_notes(&outcome.load_check, results));
     if grid.mode == Mode::Throughput {
         notes.push(match grid.min_duration {
             Some(d) => format!(
@@ -221,6 +222,52 @@ fn notes(grid: &sweep::Grid, target: &sweep::Target, outcome: &sweep::Outcome) -
             "{flagged} point{} flagged (damaged data or impossible figures): see the table's \
              last column.",
             if flagged == 1 { "" } else { "s" }
+        ));
+    }
+    notes
+}
+
+/// How busy the machine was: before the run, and the points during which
+/// other processes used more than [`busy::BUSY_OTHERS_CPU`] CPUs (one
+/// note for them all; each point's figure is its `others_cpu`).
+fn load_notes(check: &busy::LoadCheck, results: &[PointResult]) -> Vec<String> {
+    let before = match check.loadavg_before {
+        Some(load) => format!(
+            "Machine load before the run: load average {load:.2} on {} cores ({}).",
+            check.cores,
+            if busy::busy_before(Some(load), check.cores).is_some() {
+                "busy: above 0.5 per core, so figures may be slower and noisier than the \
+                 machine can do"
+            } else {
+                "quiet"
+            }
+        ),
+        None => "Machine load before the run: /proc/loadavg could not be read.".into(),
+    };
+    let busy: Vec<(usize, f64)> = results
+        .iter()
+        .filter_map(|r| {
+            let others = r.run().others_cpu?;
+            (others > busy::BUSY_OTHERS_CPU).then_some((r.point().index, others))
+        })
+        .collect();
+    let mut notes = vec![before];
+    if !busy.is_empty() {
+        let (lo, hi) = busy
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &(_, o)| {
+                (lo.min(o), hi.max(o))
+            });
+        let points: Vec<String> = busy.iter().map(|(i, _)| i.to_string()).collect();
+        notes.push(format!(
+            "Busy machine: during {} of {} points other processes used more than {} CPUs \
+             ({lo:.2} to {hi:.2}; each point's others_cpu in the CSV): point{} {}. Their \
+             figures may be slower and noisier than the machine can do.",
+            busy.len(),
+            results.len(),
+            busy::BUSY_OTHERS_CPU,
+            if busy.len() == 1 { "" } else { "s" },
+            points.join(", ")
         ));
     }
     notes
