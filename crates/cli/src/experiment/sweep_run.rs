@@ -294,7 +294,7 @@ fn target_note(mode: Mode, target: &sweep::Target, results: &[PointResult]) -> S
             let half = r
                 .estimate()
                 .and_then(|e| e.relative_half_width())
-                .map_or("no interval".into(), |h| format!("±{:.1} %", h * 100.0));
+                .map_or("no interval".into(), |h| format!("±{:.2} %", h * 100.0));
             format!(
                 "point {} {} ({}, {half})",
                 r.point().index,
@@ -481,7 +481,7 @@ fn target_cell(result: &PointResult) -> String {
     let half = result
         .estimate()
         .and_then(|e| e.relative_half_width())
-        .map_or("no CI".into(), |h| format!("±{:.1} %", h * 100.0));
+        .map_or("no CI".into(), |h| format!("±{:.2} %", h * 100.0));
     format!(
         "{}: {half} > ±{} %",
         verdict_text(run.verdict),

@@ -33,7 +33,7 @@ const COMMON: [&str; 7] = ["#", "stack", "proto", "family", "size", "count", "so
 /// interval (one repetition).
 fn half_width(e: Option<&stats::Estimate>) -> String {
     opt(e.and_then(|e| e.relative_half_width()), |r| {
-        format!("±{:.1} %", r * 100.0)
+        format!("±{:.2} %", r * 100.0)
     })
 }
 
@@ -225,9 +225,10 @@ mod tests {
         t.run.verdict = crate::sweep::Verdict::RepCap;
         let text = render(Mode::Throughput, &[PointResult::Throughput(t)]);
         let row = text.lines().nth(1).unwrap();
-        // 8 and 16 Mbit/s: mean 12, half-width t(1)·5.657/√2 = 50.8 Mbit/s.
+        // 8 and 16 Mbit/s: mean 12, half-width t(1)·5.657/√2 = 50.82 Mbit/s
+        // (12.7062·4), 423.54 % of the mean.
         assert!(row.contains(" 12.00 "), "{text}");
-        assert!(row.contains("±423.5 %"), "{text}");
+        assert!(row.contains("±423.54 %"), "{text}");
         assert!(row.ends_with("rep cap (±2 %)"), "{text}");
     }
 
