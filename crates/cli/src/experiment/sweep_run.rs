@@ -95,8 +95,8 @@ pub fn run(
     let mut points: Vec<Map<String, Value>> =
         results.iter().map(|r| point_json(r, plan.load)).collect();
     if plan.predict == Some(Prediction::HeaderCost) {
-        let comparisons = header_cost_comparisons(results);
-        tables.push(header_cost_table(run, &comparisons));
+        let comparisons = header_cost::comparisons(results);
+        tables.push(header_cost::table(run, &comparisons));
         // The test's figures beside the IPv6 point they judge.
         for (index, _, comparison) in &comparisons {
             if let Some(point) = points.iter_mut().find(|p| p["point"] == *index) {
@@ -630,130 +630,6 @@ fn circuits_table(results: &[PointResult]) -> Table {
                 c.lost_packets.map_or("-".into(), |l| l.to_string()),
             ]);
         }
-    }
-    table
-}
-
-/// An IPv6 point's index, its stack, and its comparison with IPv4.
-type Compared = (usize, StackKind, header_cost::Comparison);
-
-/// Bytes a full frame holds the virtual wire for: the MTU and the
-/// Ethernet header (the wire does not model preamble, FCS or gap).
-const ETHERNET_HEADER: f64 = 14.0;
-
-/// Each stack's IPv4 and IPv6 TCP points of the same size and buffer,
-/// compared; with the IPv6 point's index and the stack.
-fn header_cost_comparisons(results: &[PointResult]) -> Vec<Compared> {
-    let tcp: Vec<_> = results
-        .iter()
-        .filter_map(|r| match r {
-            PointResult::Throughput(t) if t.point.protocol == "tcp" && r.no_result().is_none() => {
-                Some(t)
-            }
-            _ => None,
-        })
-        .collect();
-    let mut out = Vec::new();
-    for v6 in tcp.iter().filter(|t| t.point.family == Some(Family::V6)) {
-        let p = &v6.point;
-        let v4 = tcp.iter().find(|o| {
-            o.point.stack == p.stack
-                && o.point.family == Some(Family::V4)
-                && o.point.size_bytes == p.size_bytes
-                && o.point.sockbuf_bytes == p.sockbuf_bytes
-        });
-        let Some(v4) = v4 else { continue };
-        // The path's MTU as the point recorded it (loopback's is 64 KiB).
-        let mtu = v6.target.mtu.map_or(1500.0, f64::from);
-        out.push((
-            p.index,
-            p.stack,
-            header_cost::Comparison::of(v4.recv_bps, v6.recv_bps, mtu),
-        ));
-    }
-    out
-}
-
-/// IPv6 − IPv4 per stack on this run's link, with the 95 % interval, the
-/// Welch test and the verdict against the header-cost prediction.
-fn header_cost_table(run: &Run, comparisons: &[Compared]) -> Table {
-    let link = match run.link.rate_bps() {
-        Some(r) => format!("{} Mbit/s", r as f64 / 1e6),
-        None => "unlimited".into(),
-    };
-    let mut table = Table {
-        caption: format!(
-            "IPv6 against IPv4 TCP throughput ({link} wire for the reference stack; the \
-             kernel over loopback), tested against the header-cost prediction (Welch's \
-             t-test, 95 % intervals)"
-        ),
-        columns: [
-            "link",
-            "stack",
-            "IPv4 Mbit/s (n)",
-            "IPv6 Mbit/s (n)",
-            "wire predicts IPv4 / IPv6",
-            "IPv6 − IPv4 Mbit/s (95 % CI)",
-            "relative (95 % CI)",
-            "p",
-            "predicted",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
-    for (_, stack, c) in comparisons {
-        let kernel = *stack == StackKind::Kernel;
-        let with_n = |e: &stats::Estimate| format!("{} (n {})", mean_ci(e, 1e-6, 2), e.n);
-        // The wire's rate limits the reference stack only; payload goes
-        // at rate × payload / (MTU + Ethernet header).
-        let wire = run.link.rate_bps().filter(|_| !kernel).map(|rate| {
-            let per = |f| {
-                rate as f64 * header_cost::tcp_payload_per_packet(f, 1500.0)
-                    / (1500.0 + ETHERNET_HEADER)
-                    / 1e6
-            };
-            format!("{:.2} / {:.2}", per(Family::V4), per(Family::V6))
-        });
-        let (diff, relative, p) = match (c.difference, c.relative()) {
-            (Some(d), Some((rel, ci))) => (
-                format!(
-                    "{:+.3} ({:+.3} .. {:+.3})",
-                    d.diff / 1e6,
-                    d.diff_ci95.lo / 1e6,
-                    d.diff_ci95.hi / 1e6
-                ),
-                format!(
-                    "{} ({} .. {})",
-                    header_cost::percent(rel),
-                    header_cost::percent(ci.lo),
-                    header_cost::percent(ci.hi)
-                ),
-                format!("{:.3}{}", d.p_value, if d.significant { " *" } else { "" }),
-            ),
-            _ => ("-".into(), "-".into(), "-".into()),
-        };
-        table.rows.push(vec![
-            if kernel {
-                "loopback".into()
-            } else {
-                link.clone()
-            },
-            if kernel {
-                "kernel".into()
-            } else {
-                "ref".into()
-            },
-            with_n(&c.ipv4),
-            with_n(&c.ipv6),
-            wire.unwrap_or("-".into()),
-            diff,
-            relative,
-            p,
-            header_cost::percent(c.predicted_relative),
-            c.verdict_text(),
-        ]);
     }
     table
 }

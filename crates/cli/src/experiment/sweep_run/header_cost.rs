@@ -7,9 +7,13 @@
 //! saying whether the prediction is inside it, outside it, or whether the
 //! run was too noisy to tell it from no difference at all.
 
+use report::model::Table;
 use serde::Serialize;
 use stats::{detectable_difference, Difference, Estimate, Interval};
-use traffic::spec::Family;
+use traffic::spec::{Family, StackKind};
+use traffic::sweep::PointResult;
+
+use crate::experiment::recipe::Run;
 
 /// Bytes of a TCP segment that are not payload, besides the IP header:
 /// the TCP header and its timestamp option (RFC 7323 §3, 12 bytes with
@@ -131,6 +135,132 @@ fn resolvable(a: &Estimate, b: &Estimate) -> Option<f64> {
 /// `−1.38 %`.
 pub fn percent(share: f64) -> String {
     format!("{:+.2} %", share * 100.0)
+}
+
+// The comparison as the lab reports it.
+
+/// An IPv6 point's index, its stack, and its comparison with IPv4.
+pub type Compared = (usize, StackKind, Comparison);
+
+/// Bytes a full frame holds the virtual wire for: the MTU and the
+/// Ethernet header (the wire does not model preamble, FCS or gap).
+const ETHERNET_HEADER: f64 = 14.0;
+
+/// Each stack's IPv4 and IPv6 TCP points of the same size and buffer,
+/// compared; with the IPv6 point's index and the stack.
+pub fn comparisons(results: &[PointResult]) -> Vec<Compared> {
+    let tcp: Vec<_> = results
+        .iter()
+        .filter_map(|r| match r {
+            PointResult::Throughput(t) if t.point.protocol == "tcp" && r.no_result().is_none() => {
+                Some(t)
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for v6 in tcp.iter().filter(|t| t.point.family == Some(Family::V6)) {
+        let p = &v6.point;
+        let v4 = tcp.iter().find(|o| {
+            o.point.stack == p.stack
+                && o.point.family == Some(Family::V4)
+                && o.point.size_bytes == p.size_bytes
+                && o.point.sockbuf_bytes == p.sockbuf_bytes
+        });
+        let Some(v4) = v4 else { continue };
+        // The path's MTU as the point recorded it (loopback's is 64 KiB).
+        let mtu = v6.target.mtu.map_or(1500.0, f64::from);
+        out.push((
+            p.index,
+            p.stack,
+            Comparison::of(v4.recv_bps, v6.recv_bps, mtu),
+        ));
+    }
+    out
+}
+
+/// IPv6 − IPv4 per stack on this run's link, with the 95 % interval, the
+/// Welch test and the verdict against the header-cost prediction.
+pub fn table(run: &Run, comparisons: &[Compared]) -> Table {
+    let link = match run.link.rate_bps() {
+        Some(r) => format!("{} Mbit/s", r as f64 / 1e6),
+        None => "unlimited".into(),
+    };
+    let mut table = Table {
+        caption: format!(
+            "IPv6 against IPv4 TCP throughput ({link} wire for the reference stack; the \
+             kernel over loopback), tested against the header-cost prediction (Welch's \
+             t-test, 95 % intervals)"
+        ),
+        columns: [
+            "link",
+            "stack",
+            "IPv4 Mbit/s (n)",
+            "IPv6 Mbit/s (n)",
+            "wire predicts IPv4 / IPv6",
+            "IPv6 − IPv4 Mbit/s (95 % CI)",
+            "relative (95 % CI)",
+            "p",
+            "predicted",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    for (_, stack, c) in comparisons {
+        let kernel = *stack == StackKind::Kernel;
+        let with_n = |e: &stats::Estimate| format!("{} (n {})", super::mean_ci(e, 1e-6, 2), e.n);
+        // The wire's rate limits the reference stack only; payload goes
+        // at rate × payload / (MTU + Ethernet header).
+        let wire = run.link.rate_bps().filter(|_| !kernel).map(|rate| {
+            let per = |f| {
+                rate as f64 * tcp_payload_per_packet(f, 1500.0)
+                    / (1500.0 + ETHERNET_HEADER)
+                    / 1e6
+            };
+            format!("{:.2} / {:.2}", per(Family::V4), per(Family::V6))
+        });
+        let (diff, relative, p) = match (c.difference, c.relative()) {
+            (Some(d), Some((rel, ci))) => (
+                format!(
+                    "{:+.3} ({:+.3} .. {:+.3})",
+                    d.diff / 1e6,
+                    d.diff_ci95.lo / 1e6,
+                    d.diff_ci95.hi / 1e6
+                ),
+                format!(
+                    "{} ({} .. {})",
+                    percent(rel),
+                    percent(ci.lo),
+                    percent(ci.hi)
+                ),
+                format!("{:.3}{}", d.p_value, if d.significant { " *" } else { "" }),
+            ),
+            _ => ("-".into(), "-".into(), "-".into()),
+        };
+        table.rows.push(vec![
+            if kernel {
+                "loopback".into()
+            } else {
+                link.clone()
+            },
+            if kernel {
+                "kernel".into()
+            } else {
+                "ref".into()
+            },
+            with_n(&c.ipv4),
+            with_n(&c.ipv6),
+            wire.unwrap_or("-".into()),
+            diff,
+            relative,
+            p,
+            percent(c.predicted_relative),
+            c.verdict_text(),
+        ]);
+    }
+    table
 }
 
 #[cfg(test)]
