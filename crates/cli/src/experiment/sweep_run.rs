@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use report::model::{Series, SeriesPoint, SweepRun, Table};
 use traffic::kernel::KernelPath;
-use traffic::spec::{Family, StackKind};
+use traffic::spec::StackKind;
 use traffic::sweep::busy;
 use traffic::sweep::columns::{columns, Cell};
 use traffic::sweep::repeat::verdict_text;

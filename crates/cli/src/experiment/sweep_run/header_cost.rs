@@ -215,9 +215,7 @@ pub fn table(run: &Run, comparisons: &[Compared]) -> Table {
         // at rate × payload / (MTU + Ethernet header).
         let wire = run.link.rate_bps().filter(|_| !kernel).map(|rate| {
             let per = |f| {
-                rate as f64 * tcp_payload_per_packet(f, 1500.0)
-                    / (1500.0 + ETHERNET_HEADER)
-                    / 1e6
+                rate as f64 * tcp_payload_per_packet(f, 1500.0) / (1500.0 + ETHERNET_HEADER) / 1e6
             };
             format!("{:.2} / {:.2}", per(Family::V4), per(Family::V6))
         });
