@@ -334,6 +334,8 @@ fn circuits_report_each_flow_and_their_sum() {
         "100",
         "--load",
         "1",
+        "--max-time",
+        "5",
         "--port",
         "47331",
         "--out",
