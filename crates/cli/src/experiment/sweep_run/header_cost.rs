@@ -139,6 +139,29 @@ pub fn percent(share: f64) -> String {
 
 // The comparison as the lab reports it.
 
+/// Below this share of what the wire allows, the wire did not set the
+/// pace and the prediction (the same packet rate for both) need not hold.
+const WIRE_PACED: f64 = 0.98;
+
+/// A warning for the verdict when a family fell short of the wire's
+/// payload rate `wire_bps` (IPv4, IPv6): the CPU (a busy machine, the
+/// stack itself), not the wire, set the pace.
+fn wire_paced(c: &Comparison, wire_bps: Option<(f64, f64)>) -> String {
+    let Some((v4, v6)) = wire_bps else {
+        return String::new();
+    };
+    let (s4, s6) = (c.ipv4.mean / v4, c.ipv6.mean / v6);
+    if s4 >= WIRE_PACED && s6 >= WIRE_PACED {
+        return String::new();
+    }
+    format!(
+        "; but IPv4 reached {:.1} % and IPv6 {:.1} % of what the wire allows: the CPU, not \
+         the wire, set the pace, and the prediction assumes the wire does",
+        s4 * 100.0,
+        s6 * 100.0
+    )
+}
+
 /// An IPv6 point's index, its stack, and its comparison with IPv4.
 pub type Compared = (usize, StackKind, Comparison);
 
@@ -213,12 +236,12 @@ pub fn table(run: &Run, comparisons: &[Compared]) -> Table {
         let with_n = |e: &stats::Estimate| format!("{} (n {})", super::mean_ci(e, 1e-6, 2), e.n);
         // The wire's rate limits the reference stack only; payload goes
         // at rate × payload / (MTU + Ethernet header).
-        let wire = run.link.rate_bps().filter(|_| !kernel).map(|rate| {
-            let per = |f| {
-                rate as f64 * tcp_payload_per_packet(f, 1500.0) / (1500.0 + ETHERNET_HEADER) / 1e6
-            };
-            format!("{:.2} / {:.2}", per(Family::V4), per(Family::V6))
+        let wire_bps = run.link.rate_bps().filter(|_| !kernel).map(|rate| {
+            let per =
+                |f| rate as f64 * tcp_payload_per_packet(f, 1500.0) / (1500.0 + ETHERNET_HEADER);
+            (per(Family::V4), per(Family::V6))
         });
+        let wire = wire_bps.map(|(v4, v6)| format!("{:.2} / {:.2}", v4 / 1e6, v6 / 1e6));
         let (diff, relative, p) = match (c.difference, c.relative()) {
             (Some(d), Some((rel, ci))) => (
                 format!(
@@ -255,7 +278,7 @@ pub fn table(run: &Run, comparisons: &[Compared]) -> Table {
             relative,
             p,
             percent(c.predicted_relative),
-            c.verdict_text(),
+            c.verdict_text() + &wire_paced(c, wire_bps),
         ]);
     }
     table
@@ -315,6 +338,19 @@ mod tests {
         // A larger drop than predicted is inconsistent too.
         let c = Comparison::of(estimate(95.0, 0.05, 6), estimate(90.0, 0.05, 6), 1500.0);
         assert_eq!(c.verdict, Verdict::Inconsistent);
+    }
+
+    #[test]
+    fn a_run_below_the_wire_rate_says_the_wire_did_not_set_the_pace() {
+        let c = Comparison::of(estimate(95.64, 0.05, 6), estimate(94.32, 0.05, 6), 1500.0);
+        assert_eq!(wire_paced(&c, Some((95.64, 94.32))), "");
+        assert_eq!(wire_paced(&c, None), "");
+        let slow = Comparison::of(estimate(90.0, 0.05, 6), estimate(94.32, 0.05, 6), 1500.0);
+        let text = wire_paced(&slow, Some((95.64, 94.32)));
+        assert!(
+            text.contains("IPv4 reached 94.1 % and IPv6 100.0 %"),
+            "{text}"
+        );
     }
 
     #[test]
