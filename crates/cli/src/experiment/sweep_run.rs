@@ -603,12 +603,15 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
 /// Each flow of the points that ran several at once.
 fn circuits_table(results: &[PointResult]) -> Table {
     let mut table = Table {
-        caption: "Flows running at once: each flow's share".into(),
+        caption: "Flows running at once: each flow's share (mean with its 95 % interval over \
+                  the point's repetitions; the point's target judged their sum)"
+            .into(),
         columns: [
             "point",
             "size B",
             "flow",
-            "recv Mbit/s",
+            "n",
+            "recv Mbit/s (95 % CI)",
             "± stdev",
             "lost packets",
         ]
@@ -625,7 +628,8 @@ fn circuits_table(results: &[PointResult]) -> Table {
                 point_name(&t.point),
                 t.point.size_bytes.to_string(),
                 format!("{:?} port {}", c.protocol, c.port).to_lowercase(),
-                mbps(c.recv_bps.mean),
+                c.recv_bps.n.to_string(),
+                mean_ci(&c.recv_bps, 1e-6, 2),
                 opt(c.recv_bps.stdev.map(|s| s / 1e6), 2),
                 c.lost_packets.map_or("-".into(), |l| l.to_string()),
             ]);
