@@ -144,8 +144,9 @@ pub fn percent(share: f64) -> String {
 const WIRE_PACED: f64 = 0.98;
 
 /// A warning for the verdict when a family fell short of the wire's
-/// payload rate `wire_bps` (IPv4, IPv6): the CPU (a busy machine, the
-/// stack itself), not the wire, set the pace.
+/// payload rate `wire_bps` (IPv4, IPv6): something besides the wire set
+/// the pace — slow start over a short window (the same time lost by both
+/// families dilutes their relative difference), or a CPU too busy.
 fn wire_paced(c: &Comparison, wire_bps: Option<(f64, f64)>) -> String {
     let Some((v4, v6)) = wire_bps else {
         return String::new();
@@ -155,8 +156,9 @@ fn wire_paced(c: &Comparison, wire_bps: Option<(f64, f64)>) -> String {
         return String::new();
     }
     format!(
-        "; but IPv4 reached {:.1} % and IPv6 {:.1} % of what the wire allows: the CPU, not \
-         the wire, set the pace, and the prediction assumes the wire does",
+        "; but IPv4 reached {:.1} % and IPv6 {:.1} % of what the wire allows: not the wire \
+         alone set the pace (a short window's slow start, or a busy CPU), and the prediction \
+         assumes it does",
         s4 * 100.0,
         s6 * 100.0
     )
