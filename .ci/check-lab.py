@@ -101,13 +101,59 @@ for exp in summary["experiments"]:
                 fail(f"{name}: places {places} do not add up to {lost} lost")
             if places.get("unattributed", 0) != 0:
                 fail(f"{name}: {places['unattributed']} of {lost} lost datagrams unattributed: {places}")
-        print(f"{label}: {len(sweep['points'])} points, {short} too short")
+        # Issue 16: every point carries n, its 95 % interval and the
+        # verdict on it; a point without an interval is marked (a cap
+        # stopped it, or it is no result), never passed off as met.
+        missed = 0
+        for p in sweep["points"]:
+            name = f"{label} point {p['point']}"
+            n = p.get("reps")
+            if not isinstance(n, int) or n < 1:
+                fail(f"{name}: no repetition count n: {n}")
+            verdict = p.get("verdict")
+            if verdict not in ("met", "rep cap", "time cap"):
+                fail(f"{name}: no verdict on its repetitions: {verdict}")
+            unit = "bps" if sweep["mode"] == "throughput" else "us"
+            lo, hi, mean = p.get(f"ci95_lo_{unit}"), p.get(f"ci95_hi_{unit}"), p.get(f"mean_{unit}")
+            marked = verdict != "met" or p.get("too_short") or p.get("problems")
+            if lo is None or hi is None:
+                if not marked:
+                    fail(f"{name}: no 95 % interval and not marked: {p}")
+            elif unit == "bps" and not lo <= mean <= hi:
+                fail(f"{name}: mean {mean} outside its interval [{lo}, {hi}]")
+            half, target = p.get("ci95_half_percent"), p.get("ci_target_percent")
+            if verdict == "met" and (half is None or half > target + 1e-9):
+                fail(f"{name}: marked met with ±{half} % against ±{target} %")
+            missed += verdict != "met"
+        if not any(n.startswith("Machine load before the run") for n in sweep["notes"]):
+            fail(f"{label}: the notes do not say how busy the machine was")
+        print(f"{label}: {len(sweep['points'])} points, {short} too short, {missed} short of the CI target")
 offered = next(s for s in experiments["taler1992"]["sweeps"] if s["id"] == "offered-load")
 if not any(t["caption"].startswith("Where the lost datagrams died") for t in offered["tables"]):
     fail("taler1992/offered-load has no table of where the lost datagrams died")
-draves = experiments["draves1998"]["sweeps"][0]
-if not any("predict" in t["caption"] for t in draves["tables"]):
-    fail("draves1998 has no header-cost table")
+# Draves Table 1 as a test: an IPv6 − IPv4 row per link rate, each with
+# its interval and a verdict against the header-cost prediction.
+rows = {}
+for sweep in experiments["draves1998"]["sweeps"]:
+    for t in sweep["tables"]:
+        if "header-cost prediction" not in t["caption"]:
+            continue
+        col = {c: i for i, c in enumerate(t["columns"])}
+        for row in t["rows"]:
+            rows[(row[col["link"]], row[col["stack"]])] = row
+            verdict = row[col["verdict"]]
+            if not verdict.startswith(("consistent", "not resolved", "inconsistent")):
+                fail(f"draves1998 {row[col['link']]}: no test of the prediction: {verdict}")
+            if "(" not in row[col["relative (95 % CI)"]]:
+                fail(f"draves1998 {row[col['link']]}: no interval of the difference")
+            print(f"draves1998 {row[col['link']]} {row[col['stack']]}: {row[col['relative (95 % CI)']]}, p {row[col['p']]}: {verdict}")
+    for p in sweep["points"]:
+        no_result = p.get("too_short") or "impossible" in (p.get("problems") or "")
+        if p.get("family") == "IPv6" and "ipv6_vs_ipv4" not in p and not no_result:
+            fail(f"draves1998/{sweep['id']} point {p['point']}: no IPv6 − IPv4 test")
+for link in ["10 Mbit/s", "100 Mbit/s", "unlimited"]:
+    if (link, "ref") not in rows:
+        fail(f"draves1998 has no IPv6 − IPv4 row at {link}: {sorted(rows)}")
 
 # Issue 16, point 4: each study's published values stand beside ours, and
 # none of the comparisons lost its key (a renamed run or a moved field).

@@ -154,8 +154,14 @@ enum Command {
     /// and background-load runs, the IPv6 study's size sweeps).
     ///
     /// Lists take ranges with a step: --sizes 16,32,64 or 100..20000:100.
-    /// Throughput: per point the received bits/s (mean, sample stdev, min,
-    /// max over --reps), sent bits/s, and for UDP/raw the loss; --rate
+    /// Each point runs --reps times, then until the 95 % confidence
+    /// interval of its mean is within --ci-target percent (default ±2 %)
+    /// or --max-reps / --max-time stop it; every point reports n, mean,
+    /// median, the interval and the verdict (met, rep cap, time cap). A
+    /// busy machine (load average, other processes' CPU) is warned about.
+    /// Throughput: per point the received bits/s (mean, its interval,
+    /// median, sample stdev, min, max), sent bits/s, and for UDP/raw the
+    /// loss; --rate
     /// paces UDP/raw points only (TCP points run once, unpaced). Delay:
     /// request/response echoes, round trips of all reps pooled (mean,
     /// p50/p90/p99 nearest-rank, min, max, a log histogram in the JSON).

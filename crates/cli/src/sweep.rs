@@ -1,5 +1,7 @@
 //! `stackscope sweep`: runs a grid of throughput or delay points, each
-//! repeated, with a progress bar on stderr, a readable table on stdout and
+//! repeated until the 95 % interval of its mean is within `--ci-target`
+//! or a cap (`--max-reps`, `--max-time`), with a progress bar and busy-
+//! machine warnings on stderr, a readable table on stdout and
 //! `sweep.csv` / `sweep.json` in `--out DIR`.
 
 use std::io::IsTerminal;
@@ -13,7 +15,7 @@ use traffic::kernel::KernelPath;
 use traffic::reference::kernel_peer::{KernelPeer, PeerLink};
 use traffic::spec::{Family, Protocol, StackKind};
 use traffic::sweep::{
-    self, axis, table, text, Amount, Grid, Mode, Settings, Targets, DELAY_EXCHANGES,
+    self, axis, table, text, Amount, Event, Grid, Mode, Settings, Target, Targets, DELAY_EXCHANGES,
 };
 use traffic::units;
 
@@ -44,10 +46,27 @@ pub struct SweepArgs {
     /// whatever the size.
     #[arg(long, value_name = "N")]
     count: Option<u64>,
-    /// Repetitions per point: mean, standard deviation, min and max are
-    /// over them.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// The fewest repetitions per point; more follow until the 95 %
+    /// confidence interval of the point's mean is within --ci-target, or
+    /// --max-reps or --max-time stops it. Mean, median, the interval,
+    /// min and max are over them. For exactly N repetitions give
+    /// --max-reps N as well.
+    #[arg(long, value_name = "N", default_value_t = 3)]
     reps: u32,
+    /// Repeat a point until the half-width of the 95 % confidence
+    /// interval of its mean is at most this many percent of the mean (2
+    /// is ±2 %; in percent, not a fraction). The table and files say per
+    /// point whether it was met or which cap stopped it.
+    #[arg(long, value_name = "PERCENT", default_value_t = 2.0)]
+    ci_target: f64,
+    /// The most repetitions of a point, target met or not.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    max_reps: u32,
+    /// The longest one point repeats, in seconds: no new repetition
+    /// starts after it (the last one may end after it; --reps are always
+    /// run).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    max_time: f64,
     /// Protocols, one point each: tcp, udp, raw (link-level frames).
     #[arg(long, value_name = "LIST", default_value = "tcp")]
     proto: String,
@@ -244,6 +263,40 @@ impl SweepArgs {
         })
     }
 
+    /// When a point has been repeated enough.
+    fn target(&self) -> Result<Target> {
+        if !(self.ci_target.is_finite() && self.ci_target > 0.0 && self.ci_target <= 100.0) {
+            bail!(
+                "--ci-target {} is impossible: give a percentage above 0 and at most 100 (2 is ±2 %)",
+                self.ci_target
+            );
+        }
+        if !(self.max_time.is_finite() && self.max_time > 0.0 && self.max_time <= 3600.0) {
+            bail!(
+                "--max-time {} is impossible: give seconds above 0 and at most 3600",
+                self.max_time
+            );
+        }
+        if self.reps == 0 {
+            bail!("--reps must be at least 1");
+        }
+        if self.max_reps < self.reps {
+            bail!(
+                "--max-reps {} is below --reps {}: give at least as many",
+                self.max_reps,
+                self.reps
+            );
+        }
+        let target = Target {
+            relative: self.ci_target / 100.0,
+            min_reps: self.reps as usize,
+            max_reps: self.max_reps as usize,
+            max_time: Duration::from_secs_f64(self.max_time),
+        };
+        sweep::repeat::check(&target).map_err(anyhow::Error::from)?;
+        Ok(target)
+    }
+
     fn targets(&self, grid: &Grid) -> Result<Targets> {
         let uses = |s| grid.stacks.contains(&s);
         if self.netns && !uses(StackKind::Kernel) {
@@ -286,6 +339,7 @@ impl SweepArgs {
 
 pub fn run(args: &SweepArgs) -> Result<()> {
     let grid = args.grid()?;
+    let target = args.target()?;
     let targets = args.targets(&grid)?;
     let points = grid.points(targets.kernel_path)?;
     // Made before the first point, so a bad --out fails now and not after
@@ -295,25 +349,49 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             .with_context(|| format!("cannot create --out {}", dir.display()))?;
     }
     let settings = Settings {
-        reps: args.reps,
+        target,
         load: args.load,
         targets,
     };
 
-    let bar = progress_bar(points.len() as u64 * u64::from(args.reps));
-    let outcome = sweep::run(&points, &settings, |p| {
-        bar.set_position(p.done);
-        bar.set_message(format!("{} rep {}/{}", p.point, p.rep, args.reps));
+    let bar = progress_bar(points.len() as u64);
+    let outcome = sweep::run(&points, &settings, |event| match event {
+        Event::Rep(p) => {
+            bar.set_position(p.points_done as u64);
+            bar.set_message(format!(
+                "{} rep {} (at least {})",
+                p.point, p.rep, args.reps
+            ));
+        }
+        // Above the bar, so it stays readable.
+        Event::Busy(warning) => bar.suspend(|| eprintln!("stackscope: warning: {warning}")),
     });
     bar.finish_and_clear();
     let outcome = outcome?;
 
     let failure = outcome.failure.as_ref().map(ToString::to_string);
     if let Some(dir) = &args.out {
-        write_files(dir, &grid, &settings, &outcome.results, failure.as_deref())?;
+        write_files(dir, &grid, &settings, &outcome, failure.as_deref())?;
     }
     if !outcome.results.is_empty() {
         print!("{}", text::render(grid.mode, &outcome.results));
+    }
+    let missed: Vec<String> = outcome
+        .results
+        .iter()
+        .filter(|r| !r.run().verdict.met())
+        .map(|r| r.point().index.to_string())
+        .collect();
+    if !missed.is_empty() {
+        eprintln!(
+            "stackscope: {} of {} points stopped at a cap with the 95 % interval wider than \
+             ±{} % (point(s) {}; see the table's target column): their means are less \
+             certain than asked",
+            missed.len(),
+            outcome.results.len(),
+            args.ci_target,
+            missed.join(", ")
+        );
     }
     if let Some(failure) = failure {
         bail!(
@@ -345,14 +423,14 @@ pub fn run(args: &SweepArgs) -> Result<()> {
 
 /// A bar on stderr when it is a terminal; nothing otherwise, so logs and
 /// pipes get no control characters.
-fn progress_bar(reps: u64) -> ProgressBar {
+fn progress_bar(points: u64) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(reps);
-    if let Ok(style) =
-        ProgressStyle::with_template("{bar:30} {pos}/{len} reps, {elapsed} (eta {eta})  {wide_msg}")
-    {
+    let bar = ProgressBar::new(points);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} points, {elapsed} (eta {eta})  {wide_msg}",
+    ) {
         bar.set_style(style);
     }
     bar
@@ -362,9 +440,10 @@ fn write_files(
     dir: &Path,
     grid: &Grid,
     settings: &Settings,
-    results: &[sweep::PointResult],
+    outcome: &sweep::Outcome,
     failure: Option<&str>,
 ) -> Result<()> {
+    let results = &outcome.results;
     let csv_path = dir.join("sweep.csv");
     std::fs::write(&csv_path, table::csv(grid.mode, results, settings.load))
         .with_context(|| format!("cannot write {}", csv_path.display()))?;
@@ -372,8 +451,9 @@ fn write_files(
     let json = table::json(&table::Sweep {
         mode: grid.mode,
         command: &command,
-        reps: settings.reps,
+        target: &settings.target,
         load: settings.load,
+        load_check: &outcome.load_check,
         results,
         failure,
     });

@@ -505,6 +505,8 @@ fn ttcp_pair_and_sweep_put_the_reference_stack_against_the_kernel_on_a_veth_pair
         "4M",
         "--reps",
         "2",
+        "--max-reps",
+        "2",
         "--out",
         out,
     ]);

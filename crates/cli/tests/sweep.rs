@@ -90,6 +90,8 @@ fn kernel_throughput_sweep_writes_a_row_per_point_with_consistent_reps() {
         "200",
         "--reps",
         "2",
+        "--max-reps",
+        "2",
         "--port",
         "47311",
         "--min-duration",
@@ -129,6 +131,15 @@ fn kernel_throughput_sweep_writes_a_row_per_point_with_consistent_reps() {
             "{min} {mean} {max}"
         );
         assert!(number(&header, row, "stdev_bps") >= 0.0);
+        // Two repetitions: the mean's 95 % interval around it, and the
+        // verdict on it (met, or stopped at the two-repetition cap).
+        let (lo, hi) = (
+            number(&header, row, "ci95_lo_bps"),
+            number(&header, row, "ci95_hi_bps"),
+        );
+        assert!(lo <= mean && mean <= hi, "{lo} {mean} {hi}");
+        assert!(["met", "rep cap"].contains(&cell(&header, row, "verdict")));
+        assert_eq!(number(&header, row, "ci_target_percent"), 2.0);
         assert!(number(&header, row, "sent_mean_bps") > 0.0);
         // Loss is a datagram figure: empty for TCP, a percentage for UDP.
         let lost = cell(&header, row, "lost_percent_mean");
@@ -181,6 +192,8 @@ fn reference_stack_udp_sweep_reports_loss_and_its_target() {
         "--count",
         "500",
         "--reps",
+        "1",
+        "--max-reps",
         "1",
         "--min-duration",
         "0.2",
@@ -238,6 +251,8 @@ fn delay_sweep_gives_ordered_percentiles_and_a_full_histogram() {
         "50",
         "--reps",
         "2",
+        "--max-reps",
+        "2",
         "--port",
         "47321",
         "--out",
@@ -289,6 +304,8 @@ fn reference_stack_tcp_delay_sweep_has_its_percentiles() {
         "200",
         "--reps",
         "2",
+        "--max-reps",
+        "2",
         "--out",
         out.path(),
     ]);
@@ -317,6 +334,8 @@ fn circuits_report_each_flow_and_their_sum() {
         "100",
         "--load",
         "1",
+        "--max-time",
+        "5",
         "--port",
         "47331",
         "--out",
@@ -390,6 +409,12 @@ fn bad_grids_are_refused_in_one_line_before_anything_runs() {
         "--reps must be at least 1",
     );
     refused(&["--timeout=-1"], "--timeout -1 is impossible");
+    refused(&["--ci-target", "0"], "--ci-target 0 is impossible");
+    refused(
+        &["--reps", "5", "--max-reps", "4"],
+        "--max-reps 4 is below --reps 5",
+    );
+    refused(&["--max-time", "0"], "--max-time 0 is impossible");
     refused(
         &[
             "--stack",

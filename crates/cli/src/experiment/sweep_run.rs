@@ -1,8 +1,10 @@
 //! Runs a recipe's `throughput` and `delay` runs with `stackscope sweep`'s
 //! machinery (the reference stack on the run's link profile, the kernel
-//! over loopback) and turns the points into the report's series and
-//! tables: per-circuit figures when flows ran at once, and the header-cost
-//! prediction beside measured TCP throughput when the recipe asks.
+//! over loopback), each point repeated until the 95 % interval of its mean
+//! is within the recipe's target or a cap, and turns the points into the
+//! report's series and tables: n, the interval and the verdict per point,
+//! per-circuit figures when flows ran at once, and IPv6 against IPv4
+//! tested against the header-cost prediction when the recipe asks.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,18 +16,23 @@ use serde_json::{Map, Value};
 
 use report::model::{Series, SeriesPoint, SweepRun, Table};
 use traffic::kernel::KernelPath;
-use traffic::spec::{Family, StackKind};
+use traffic::spec::StackKind;
+use traffic::sweep::busy;
 use traffic::sweep::columns::{columns, Cell};
-use traffic::sweep::{self, table, Mode, Point, PointResult, Settings, Targets};
+use traffic::sweep::repeat::verdict_text;
+use traffic::sweep::{self, table, Event, Mode, Point, PointResult, Settings, Targets};
 
 use super::recipe::{Prediction, Recipe, Run, SweepPlan, XAxis};
 
-/// Repetitions a sweep run makes (for progress bars).
+mod header_cost;
+
+/// Repetitions a sweep run makes at the least (for progress bars: the
+/// repetitions a point adds past its minimum are not counted).
 pub fn steps(plan: &SweepPlan, quick: bool) -> u64 {
     plan.grid(quick)
         .points(KernelPath::Loopback)
         .map_or(0, |p| p.len() as u64)
-        * u64::from(plan.reps(quick))
+        * plan.target(quick).min_reps as u64
 }
 
 pub fn run(
@@ -47,8 +54,9 @@ pub fn run(
 
     let grid = plan.grid(quick);
     let points = grid.points(KernelPath::Loopback)?;
+    let target = *plan.target(quick);
     let settings = Settings {
-        reps: plan.reps(quick),
+        target,
         load: plan.load,
         targets: Targets {
             ref_link: None,
@@ -56,8 +64,13 @@ pub fn run(
             topology: Some(topology),
         },
     };
-    let outcome = sweep::run(&points, &settings, |_| {
-        progress.fetch_add(1, Ordering::Relaxed);
+    let outcome = sweep::run(&points, &settings, |event| match event {
+        Event::Rep(p) if p.rep as usize <= target.min_reps => {
+            progress.fetch_add(1, Ordering::Relaxed);
+        }
+        // Said once per run below, from the notes: a line per point
+        // would bury the lab's output.
+        Event::Rep(_) | Event::Busy(_) => {}
     })?;
     let stem = format!("{}-{}", recipe.name, run.id);
     let csv = format!("{stem}.csv");
@@ -79,8 +92,17 @@ pub fn run(
     {
         tables.push(circuits_table(results));
     }
+    let mut points: Vec<Map<String, Value>> =
+        results.iter().map(|r| point_json(r, plan.load)).collect();
     if plan.predict == Some(Prediction::HeaderCost) {
-        tables.push(header_cost_table(results, run.link.rate_bps()));
+        let comparisons = header_cost::comparisons(results);
+        tables.push(header_cost::table(run, &comparisons));
+        // The test's figures beside the IPv6 point they judge.
+        for (index, _, comparison) in &comparisons {
+            if let Some(point) = points.iter_mut().find(|p| p["point"] == *index) {
+                point.insert("ipv6_vs_ipv4".into(), serde_json::json!(comparison));
+            }
+        }
     }
     let (y_label, log_x) = match grid.mode {
         Mode::Throughput => (
@@ -89,6 +111,13 @@ pub fn run(
         ),
         Mode::Delay => ("round trip, mean µs", plan.x == XAxis::Size),
     };
+    let notes = notes(grid, &target, &outcome);
+    for busy in notes
+        .iter()
+        .filter(|n| n.contains("busy") || n.contains("Busy"))
+    {
+        eprintln!("stackscope: warning: {stem}: {busy}");
+    }
     Ok(SweepRun {
         id: run.id.clone(),
         title: run
@@ -102,9 +131,9 @@ pub fn run(
         .into(),
         link: link_description(run, grid),
         link_bps: run.link.rate_bps().map(|b| b as f64),
-        reps: settings.reps,
+        reps: target.min_reps as u32,
         load: plan.load,
-        points: results.iter().map(|r| point_json(r, plan.load)).collect(),
+        points,
         x_label: plan.x.label().into(),
         y_label: y_label.into(),
         log_x,
@@ -114,7 +143,7 @@ pub fn run(
             .failure
             .as_ref()
             .map(|f| format!("{}: {}", f.point, f.error)),
-        notes: notes(grid, results),
+        notes,
         csv,
     })
 }
@@ -153,9 +182,12 @@ fn point_json(result: &PointResult, load: u32) -> Map<String, Value> {
     point
 }
 
-/// The minimum duration, and the points that are no result.
-fn notes(grid: &sweep::Grid, results: &[PointResult]) -> Vec<String> {
-    let mut notes = Vec::new();
+/// The repetitions' target and the points that missed it, the machine's
+/// load, the minimum duration, and the points that are no result.
+fn notes(grid: &sweep::Grid, target: &sweep::Target, outcome: &sweep::Outcome) -> Vec<String> {
+    let results = &outcome.results;
+    let mut notes = vec![target_note(grid.mode, target, results)];
+    notes.extend(load_notes(&outcome.load_check, results));
     if grid.mode == Mode::Throughput {
         notes.push(match grid.min_duration {
             Some(d) => format!(
@@ -194,6 +226,96 @@ fn notes(grid: &sweep::Grid, results: &[PointResult]) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// How busy the machine was: before the run, and the points during which
+/// other processes used more than [`busy::BUSY_OTHERS_CPU`] CPUs (one
+/// note for them all; each point's figure is its `others_cpu`).
+fn load_notes(check: &busy::LoadCheck, results: &[PointResult]) -> Vec<String> {
+    let before = match check.loadavg_before {
+        Some(load) => format!(
+            "Machine load before the run: load average {load:.2} on {} cores ({}).",
+            check.cores,
+            if busy::busy_before(Some(load), check.cores).is_some() {
+                "busy: above 0.5 per core, so figures may be slower and noisier than the \
+                 machine can do"
+            } else {
+                "quiet"
+            }
+        ),
+        None => "Machine load before the run: /proc/loadavg could not be read.".into(),
+    };
+    let busy: Vec<(usize, f64)> = results
+        .iter()
+        .filter_map(|r| {
+            let others = r.run().others_cpu?;
+            (others > busy::BUSY_OTHERS_CPU).then_some((r.point().index, others))
+        })
+        .collect();
+    let mut notes = vec![before];
+    if !busy.is_empty() {
+        let (lo, hi) = busy
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &(_, o)| {
+                (lo.min(o), hi.max(o))
+            });
+        let points: Vec<String> = busy.iter().map(|(i, _)| i.to_string()).collect();
+        notes.push(format!(
+            "Busy machine: during {} of {} points other processes used more than {} CPUs \
+             ({lo:.2} to {hi:.2}; each point's others_cpu in the CSV): point{} {}. Their \
+             figures may be slower and noisier than the machine can do.",
+            busy.len(),
+            results.len(),
+            busy::BUSY_OTHERS_CPU,
+            if busy.len() == 1 { "" } else { "s" },
+            points.join(", ")
+        ));
+    }
+    notes
+}
+
+/// How the points were repeated, and which stopped short of the target.
+fn target_note(mode: Mode, target: &sweep::Target, results: &[PointResult]) -> String {
+    let figure = match mode {
+        Mode::Throughput => "received throughput",
+        Mode::Delay => "round trip (each repetition's mean)",
+    };
+    let mut note = format!(
+        "Each point was repeated at least {} times, then until the 95 % confidence interval \
+         of its mean {figure} was within ±{} % of the mean, or {} repetitions, or {:.1} s.",
+        target.min_reps,
+        target.relative * 100.0,
+        target.max_reps,
+        target.max_time.as_secs_f64()
+    );
+    let missed: Vec<String> = results
+        .iter()
+        .filter(|r| !r.run().verdict.met())
+        .map(|r| {
+            let half = r
+                .estimate()
+                .and_then(|e| e.relative_half_width())
+                .map_or("no interval".into(), |h| format!("±{:.2} %", h * 100.0));
+            format!(
+                "point {} {} ({}, {half})",
+                r.point().index,
+                point_name(r.point()),
+                verdict_text(r.run().verdict)
+            )
+        })
+        .collect();
+    if missed.is_empty() {
+        note.push_str(" Every point met the target.");
+    } else {
+        note.push_str(&format!(
+            " {} of {} points stopped at a cap with a wider interval (their means are less \
+             certain than asked; the table's target column says so): {}.",
+            missed.len(),
+            results.len(),
+            missed.join(", ")
+        ));
+    }
+    note
 }
 
 /// Where every lost datagram died, per point: the places add up to the
@@ -283,11 +405,12 @@ fn x_of(p: &Point, x: XAxis) -> Option<f64> {
 }
 
 /// The plotted figure per point over its repetitions: Mbit/s received, or
-/// the round trip in µs.
+/// the round trip in µs (the mean of each repetition's mean, with their
+/// interval).
 fn y_of(result: &PointResult) -> Option<stats::Estimate> {
     match result {
         PointResult::Throughput(t) => Some(t.recv_bps.scaled(1e-6)),
-        PointResult::Delay(d) => d.rtt_us,
+        PointResult::Delay(d) => d.rep_mean_us,
     }
 }
 
@@ -340,9 +463,38 @@ fn point_name(p: &Point) -> String {
     name
 }
 
+/// `95.41 ± 0.31` (the mean's 95 % interval as mean ± half-width), or the
+/// mean alone with `(n 1)` when one repetition gives no interval.
+fn mean_ci(e: &stats::Estimate, scale: f64, decimals: usize) -> String {
+    match e.half_width() {
+        Some(h) => format!("{:.decimals$} ± {:.decimals$}", e.mean * scale, h * scale),
+        None => format!("{:.decimals$} (no CI)", e.mean * scale),
+    }
+}
+
+/// `met`, or the cap that stopped the point and how wide its interval
+/// was against the target: `rep cap: ±4.1 % > ±2 %`.
+fn target_cell(result: &PointResult) -> String {
+    let run = result.run();
+    if run.verdict.met() {
+        return format!("met (±{} %)", run.target_percent);
+    }
+    let half = result
+        .estimate()
+        .and_then(|e| e.relative_half_width())
+        .map_or("no CI".into(), |h| format!("±{:.2} %", h * 100.0));
+    format!(
+        "{}: {half} > ±{} %",
+        verdict_text(run.verdict),
+        run.target_percent
+    )
+}
+
 fn points_table(mode: Mode, results: &[PointResult]) -> Table {
     let mut table = Table {
-        caption: "Every point (mean over the repetitions)".into(),
+        caption: "Every point: n repetitions, the mean with its 95 % confidence interval \
+                  (mean ± half-width), and whether the interval met the target"
+            .into(),
         ..Table::default()
     };
     match mode {
@@ -353,13 +505,15 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                 "sockbuf",
                 "offered",
                 "circuits",
-                "recv Mbit/s",
-                "± stdev",
+                "n",
+                "recv Mbit/s (95 % CI)",
+                "median",
                 "min",
                 "max",
                 "sent Mbit/s",
                 "loss %",
                 "window s",
+                "target",
                 "flags",
             ]
             .map(String::from)
@@ -377,6 +531,7 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                     p.rate_bps
                         .map_or("-".into(), |r| traffic::units::bits_per_second(r as f64)),
                     p.circuits.to_string(),
+                    t.recv_bps.n.to_string(),
                 ];
                 if let Some(why) = r.no_result() {
                     // No figure from a point too short to mean anything,
@@ -384,8 +539,8 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                     row.extend([why, "-", "-", "-", "-", "-"].map(String::from));
                 } else {
                     row.extend([
-                        mbps(t.recv_bps.mean),
-                        opt(t.recv_bps.stdev.map(|s| s / 1e6), 2),
+                        mean_ci(&t.recv_bps, 1e-6, 2),
+                        mbps(t.recv_bps.median),
                         mbps(t.recv_bps.min),
                         mbps(t.recv_bps.max),
                         mbps(t.sent_bps_mean),
@@ -398,14 +553,25 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                 }
                 flags.extend(t.problems.iter().cloned());
                 row.push(format!("{:.3}", t.shortest_window_s));
+                row.push(target_cell(r));
                 row.push(flags.join("; "));
                 table.rows.push(row);
             }
         }
         Mode::Delay => {
             table.columns = [
-                "point", "size B", "samples", "mean µs", "± stdev", "min", "p50", "p90", "p99",
-                "max", "lost",
+                "point",
+                "size B",
+                "n",
+                "samples",
+                "mean µs (95 % CI)",
+                "min",
+                "p50",
+                "p90",
+                "p99",
+                "max",
+                "lost",
+                "target",
             ]
             .map(String::from)
             .to_vec();
@@ -416,15 +582,18 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                 table.rows.push(vec![
                     point_name(p),
                     p.size_bytes.to_string(),
+                    d.reps.len().to_string(),
                     d.samples.to_string(),
-                    opt(rtt.map(|s| s.mean), 1),
-                    opt(rtt.and_then(|s| s.stdev), 1),
+                    d.rep_mean_us
+                        .as_ref()
+                        .map_or("-".into(), |e| mean_ci(e, 1.0, 1)),
                     opt(rtt.map(|s| s.min), 1),
                     opt(d.p50_us, 1),
                     opt(d.p90_us, 1),
                     opt(d.p99_us, 1),
                     opt(rtt.map(|s| s.max), 1),
                     d.lost.to_string(),
+                    target_cell(r),
                 ]);
             }
         }
@@ -435,12 +604,15 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
 /// Each flow of the points that ran several at once.
 fn circuits_table(results: &[PointResult]) -> Table {
     let mut table = Table {
-        caption: "Flows running at once: each flow's share".into(),
+        caption: "Flows running at once: each flow's share (mean with its 95 % interval over \
+                  the point's repetitions; the point's target judged their sum)"
+            .into(),
         columns: [
             "point",
             "size B",
             "flow",
-            "recv Mbit/s",
+            "n",
+            "recv Mbit/s (95 % CI)",
             "± stdev",
             "lost packets",
         ]
@@ -457,109 +629,12 @@ fn circuits_table(results: &[PointResult]) -> Table {
                 point_name(&t.point),
                 t.point.size_bytes.to_string(),
                 format!("{:?} port {}", c.protocol, c.port).to_lowercase(),
-                mbps(c.recv_bps.mean),
+                c.recv_bps.n.to_string(),
+                mean_ci(&c.recv_bps, 1e-6, 2),
                 opt(c.recv_bps.stdev.map(|s| s / 1e6), 2),
                 c.lost_packets.map_or("-".into(), |l| l.to_string()),
             ]);
         }
     }
     table
-}
-
-/// TCP payload bytes per full 1500-byte frame: MTU less the IP header,
-/// the TCP header and its timestamp option (RFC 7323 §3, 12 bytes with
-/// padding).
-fn tcp_payload_per_frame(family: Family) -> f64 {
-    let ip = match family {
-        Family::V4 => 20.0,
-        Family::V6 => 40.0,
-    };
-    1500.0 - ip - 20.0 - 12.0
-}
-
-/// Bytes a full frame holds the virtual wire for: the MTU and the
-/// Ethernet header (the wire does not model preamble, FCS or gap).
-const FRAME_BYTES: f64 = 1514.0;
-
-/// Measured TCP throughput per family beside the header-cost prediction:
-/// on a wire of `rate` bits/s, payload goes at rate × payload / frame.
-fn header_cost_table(results: &[PointResult], rate: Option<u64>) -> Table {
-    let mut table = Table {
-        caption: "TCP throughput, IPv4 against IPv6, beside what the header bytes alone predict"
-            .into(),
-        columns: [
-            "point",
-            "size B",
-            "recv Mbit/s",
-            "± stdev",
-            "predicted Mbit/s",
-            "measured / predicted",
-            "IPv6 vs IPv4 measured",
-            "IPv6 vs IPv4 predicted",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
-    let predicted_drop =
-        1.0 - tcp_payload_per_frame(Family::V6) / tcp_payload_per_frame(Family::V4);
-    let tcp: Vec<_> = results
-        .iter()
-        .filter_map(|r| match r {
-            PointResult::Throughput(t) if t.point.protocol == "tcp" => Some(t),
-            _ => None,
-        })
-        .collect();
-    for t in &tcp {
-        let p = &t.point;
-        let Some(family) = p.family else { continue };
-        // The wire's rate applies to the reference stack; the kernel ran
-        // over loopback, which has none.
-        let predicted = rate
-            .filter(|_| p.stack == StackKind::Ref)
-            .map(|r| r as f64 * tcp_payload_per_frame(family) / FRAME_BYTES);
-        let v4 = tcp.iter().find(|o| {
-            o.point.stack == p.stack
-                && o.point.family == Some(Family::V4)
-                && o.point.size_bytes == p.size_bytes
-                && o.point.sockbuf_bytes == p.sockbuf_bytes
-        });
-        let (measured_drop, predicted_drop) = match (family, v4) {
-            (Family::V6, Some(v4)) if v4.recv_bps.mean > 0.0 => (
-                format!(
-                    "{:+.2} %",
-                    (t.recv_bps.mean / v4.recv_bps.mean - 1.0) * 100.0
-                ),
-                format!("{:+.2} %", -predicted_drop * 100.0),
-            ),
-            _ => ("-".into(), "-".into()),
-        };
-        table.rows.push(vec![
-            point_name(p),
-            p.size_bytes.to_string(),
-            mbps(t.recv_bps.mean),
-            opt(t.recv_bps.stdev.map(|s| s / 1e6), 2),
-            opt(predicted.map(|b| b / 1e6), 2),
-            opt(predicted.map(|b| t.recv_bps.mean / b), 3),
-            measured_drop,
-            predicted_drop,
-        ]);
-    }
-    table
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_cost_is_twenty_bytes_of_a_full_segment() {
-        // The MSR study's arithmetic (`003_…` §5): 20 more header bytes
-        // out of about 1460 payload bytes, some 1.4 %.
-        let drop = 1.0 - tcp_payload_per_frame(Family::V6) / tcp_payload_per_frame(Family::V4);
-        assert!((drop - 20.0 / 1448.0).abs() < 1e-12, "{drop}");
-        // 100 Mbit/s of 1514-byte frames carrying 1448 payload bytes.
-        let v4 = 100e6 * tcp_payload_per_frame(Family::V4) / FRAME_BYTES;
-        assert!((v4 / 1e6 - 95.64).abs() < 0.01, "{v4}");
-    }
 }

@@ -54,6 +54,7 @@ pub fn columns(result: &PointResult, load: u32) -> Vec<(&'static str, Cell)> {
         PointResult::Throughput(t) => throughput(t, &mut cols),
         PointResult::Delay(d) => delay(d, &mut cols),
     }
+    repetitions(result, &mut cols);
     let target = result.target();
     let granted = target.sockbuf_granted;
     cols.extend([
@@ -84,6 +85,9 @@ fn throughput(t: &ThroughputPoint, cols: &mut Vec<(&'static str, Cell)>) {
     cols.extend([
         ("reps", Cell::Int(r.n as u64)),
         ("mean_bps", Cell::Float(r.mean, BPS)),
+        ("median_bps", Cell::Float(r.median, BPS)),
+        ("ci95_lo_bps", Cell::opt_float(r.ci95.map(|c| c.lo), BPS)),
+        ("ci95_hi_bps", Cell::opt_float(r.ci95.map(|c| c.hi), BPS)),
         ("stdev_bps", Cell::opt_float(r.stdev, BPS)),
         ("min_bps", Cell::Float(r.min, BPS)),
         ("max_bps", Cell::Float(r.max, BPS)),
@@ -105,6 +109,30 @@ fn throughput(t: &ThroughputPoint, cols: &mut Vec<(&'static str, Cell)>) {
     ]);
 }
 
+/// The repetitions' verdict (issue 16): the mean's 95 % half-width as a
+/// share of the mean beside its target, whether it was met, and how busy
+/// the machine was meanwhile.
+fn repetitions(result: &PointResult, cols: &mut Vec<(&'static str, Cell)>) {
+    let run = result.run();
+    let half = result
+        .estimate()
+        .and_then(|e| e.relative_half_width())
+        .map(|r| r * 100.0);
+    cols.extend([
+        ("ci95_half_percent", Cell::opt_float(half, PERCENT)),
+        (
+            "ci_target_percent",
+            Cell::Float(run.target_percent, PERCENT),
+        ),
+        (
+            "verdict",
+            Cell::Text(super::repeat::verdict_text(run.verdict).into()),
+        ),
+        ("elapsed_s", Cell::Float(run.elapsed_s, US)),
+        ("others_cpu", Cell::opt_float(run.others_cpu, 2)),
+    ]);
+}
+
 /// `place=n;place=n`, places in name order (one CSV cell).
 pub fn places_text(places: &std::collections::BTreeMap<String, u64>) -> String {
     places
@@ -122,6 +150,14 @@ fn delay(d: &DelayPoint, cols: &mut Vec<(&'static str, Cell)>) {
         ("lost", Cell::Int(d.lost)),
         ("corrupted", Cell::Int(d.corrupted)),
         ("mean_us", Cell::opt_float(rtt.map(|s| s.mean), US)),
+        (
+            "ci95_lo_us",
+            Cell::opt_float(d.rep_mean_us.and_then(|s| s.ci95).map(|c| c.lo), US),
+        ),
+        (
+            "ci95_hi_us",
+            Cell::opt_float(d.rep_mean_us.and_then(|s| s.ci95).map(|c| c.hi), US),
+        ),
         ("stdev_us", Cell::opt_float(rtt.and_then(|s| s.stdev), US)),
         ("min_us", Cell::opt_float(rtt.map(|s| s.min), US)),
         ("p50_us", Cell::opt_float(d.p50_us, US)),

@@ -7,14 +7,18 @@
 //! * [`points`]: the grid into validated points;
 //! * [`run`], [`target`], [`load`]: running them, under optional
 //!   background CPU load;
+//! * [`repeat`]: each point until the 95 % interval of its mean is within
+//!   the target or a cap; [`busy`]: whether other work shared the machine;
 //! * [`outcome`], [`stats`]: each point's figures;
 //! * [`columns`], [`table`], [`text`]: the outputs.
 
 pub mod axis;
+pub mod busy;
 pub mod columns;
 pub mod load;
 pub mod outcome;
 pub mod points;
+pub mod repeat;
 pub mod run;
 pub mod stats;
 pub mod table;
@@ -26,5 +30,6 @@ mod fixtures;
 
 pub use outcome::PointResult;
 pub use points::{Amount, Grid, Mode, Point, DELAY_EXCHANGES};
-pub use run::{run, Failure, Outcome, Progress, Settings};
+pub use repeat::{PointRun, Target, Verdict};
+pub use run::{run, Event, Failure, Outcome, Progress, Settings};
 pub use target::Targets;

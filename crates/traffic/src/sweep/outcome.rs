@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::points::Point;
+use super::repeat::PointRun;
 use super::stats::{percentile, Histogram, Summary};
 use crate::echo::EchoReport;
 use crate::env::Environment;
@@ -57,6 +58,30 @@ impl PointResult {
         match self {
             PointResult::Throughput(t) => &t.target,
             PointResult::Delay(d) => &d.target,
+        }
+    }
+
+    /// How its repetitions ended.
+    pub fn run(&self) -> &PointRun {
+        match self {
+            PointResult::Throughput(t) => &t.run,
+            PointResult::Delay(d) => &d.run,
+        }
+    }
+
+    pub fn run_mut(&mut self) -> &mut PointRun {
+        match self {
+            PointResult::Throughput(t) => &mut t.run,
+            PointResult::Delay(d) => &mut d.run,
+        }
+    }
+
+    /// The figure the repetitions were judged by, over them: received
+    /// bit/s, or each repetition's mean round trip in µs.
+    pub fn estimate(&self) -> Option<Summary> {
+        match self {
+            PointResult::Throughput(t) => Some(t.recv_bps),
+            PointResult::Delay(d) => d.rep_mean_us,
         }
     }
 }
@@ -148,6 +173,8 @@ pub struct ThroughputPoint {
     pub impossible: bool,
     pub problems: Vec<String>,
     pub reps: Vec<TransferRep>,
+    /// How the repetitions ended (set by the runner).
+    pub run: PointRun,
 }
 
 fn flow_rep(report: &TransferReport) -> FlowRep {
@@ -207,6 +234,12 @@ fn problem(report: &TransferReport) -> Option<String> {
 }
 
 impl ThroughputPoint {
+    /// One flow's received bits per second (0 when nothing arrived): the
+    /// figure each repetition is judged by, summed over its flows.
+    pub fn received_bps(report: &TransferReport) -> f64 {
+        flow_rep(report).recv_bps
+    }
+
     /// From each repetition's reports (one per flow, in flow order).
     /// `None` without a repetition.
     pub fn new(point: Point, reps: &[Vec<TransferReport>]) -> Option<Self> {
@@ -296,6 +329,7 @@ impl ThroughputPoint {
             circuits,
             problems,
             reps: rep_figures,
+            run: PointRun::default(),
         })
     }
 }
@@ -347,8 +381,14 @@ pub struct DelayPoint {
     pub p90_us: Option<f64>,
     pub p99_us: Option<f64>,
     pub histogram: Histogram,
+    /// Each repetition's mean round trip, over the repetitions: what the
+    /// CI target judges (the pooled samples of one series are not
+    /// independent draws; the series are).
+    pub rep_mean_us: Option<Summary>,
     pub problems: Vec<String>,
     pub reps: Vec<EchoRep>,
+    /// How the repetitions ended (set by the runner).
+    pub run: PointRun,
 }
 
 fn us(ns: u64) -> f64 {
@@ -356,6 +396,16 @@ fn us(ns: u64) -> f64 {
 }
 
 impl DelayPoint {
+    /// One series' mean round trip in µs; NaN when nothing was answered
+    /// (left out of the estimate).
+    pub fn rep_mean_us(report: &EchoReport) -> f64 {
+        let n = report.rtt_ns.len();
+        if n == 0 {
+            return f64::NAN;
+        }
+        report.rtt_ns.iter().map(|&ns| us(ns)).sum::<f64>() / n as f64
+    }
+
     /// `None` without a repetition.
     pub fn new(point: Point, reps: &[EchoReport]) -> Option<Self> {
         let target = reps.first()?.target.clone();
@@ -379,7 +429,9 @@ impl DelayPoint {
             p90_us: percentile(&pooled, 90).map(us),
             p99_us: percentile(&pooled, 99).map(us),
             histogram: Histogram::of(&pooled),
+            rep_mean_us: Summary::of(&reps.iter().map(Self::rep_mean_us).collect::<Vec<_>>()),
             problems,
+            run: PointRun::default(),
             reps: reps
                 .iter()
                 .map(|r| {
@@ -483,6 +535,9 @@ mod tests {
         );
         assert_eq!(d.histogram.buckets.iter().map(|b| b.count).sum::<u64>(), 10);
         assert_eq!(d.reps[1].mean_us, Some(80.0));
+        // Judged by the series' means, 30 and 80 µs: n 2, not 10.
+        let by_rep = d.rep_mean_us.unwrap();
+        assert_eq!((by_rep.n, by_rep.mean), (2, 55.0));
         assert!(d.problems.is_empty());
 
         let bad = DelayPoint::new(point(1, "udp"), &[echoed(&[], 5, 1)]).unwrap();

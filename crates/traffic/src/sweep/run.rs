@@ -1,13 +1,18 @@
-//! Runs a sweep's points in order, each `reps` times, under the requested
-//! background load, reporting progress as it goes. A point that fails
-//! stops the sweep; the points finished before it are kept so they can
-//! still be written out.
+//! Runs a sweep's points in order, each repeated until the 95 % interval
+//! of its mean is within the target or a cap stops it ([`repeat`]), under
+//! the requested background load, watching the machine for other work
+//! ([`busy`]) and reporting progress as it goes. A point that fails stops
+//! the sweep; the points finished before it are kept so they can still be
+//! written out.
 
 use std::fmt;
+use std::time::Instant;
 
+use super::busy::{self, CpuSample, LoadCheck};
 use super::load::Load;
 use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Point, Work};
+use super::repeat::{self, PointRun, Target};
 use super::target::{self, Targets};
 use crate::echo::MAX_EXCHANGES;
 use crate::error::TrafficError;
@@ -15,30 +20,42 @@ use crate::error::TrafficError;
 /// How to run the points.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Repetitions per point (at least 1).
-    pub reps: u32,
+    /// When a point has been repeated enough: `min_reps` (`--reps`), the
+    /// CI target and the caps.
+    pub target: Target,
     /// CPU-bound background processes for the whole sweep.
     pub load: u32,
     pub targets: Targets,
 }
 
-/// Where the sweep is: called before each repetition.
+/// Where the sweep is.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// Before each repetition.
+    Rep(Progress<'a>),
+    /// The machine is busy (before the start, or during a point): say so
+    /// now; the same words are in [`Outcome::load_check`].
+    Busy(&'a str),
+}
+
+/// Before each repetition.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress<'a> {
-    /// Repetitions finished so far, over all points.
-    pub done: u64,
-    /// Repetitions in the whole sweep.
-    pub total: u64,
+    /// Points finished so far.
+    pub points_done: usize,
+    pub points: usize,
     pub point: &'a Point,
     /// 1-based.
     pub rep: u32,
 }
 
-/// The points that finished, and the failure that stopped the rest.
+/// The points that finished, the failure that stopped the rest, and how
+/// busy the machine was.
 #[derive(Debug)]
 pub struct Outcome {
     pub results: Vec<PointResult>,
     pub failure: Option<Failure>,
+    pub load_check: LoadCheck,
 }
 
 /// Runs every point. `Err` only when the sweep could not start (bad
@@ -47,42 +64,57 @@ pub struct Outcome {
 pub fn run(
     points: &[Point],
     settings: &Settings,
-    mut progress: impl FnMut(Progress<'_>),
+    mut event: impl FnMut(Event<'_>),
 ) -> Result<Outcome, TrafficError> {
-    if settings.reps == 0 {
-        return Err(TrafficError::Invalid("--reps must be at least 1".into()));
-    }
+    repeat::check(&settings.target)?;
     for point in points {
         if let Work::Echo(spec) = &point.work {
             // Every round trip of every repetition is kept for the pooled
             // percentiles: bound them as one echo run is bounded.
-            let kept = spec.count.saturating_mul(u64::from(settings.reps));
+            let max_reps = settings.target.max_reps as u64;
+            let kept = spec.count.saturating_mul(max_reps);
             if kept > MAX_EXCHANGES {
                 return Err(TrafficError::Invalid(format!(
-                    "{point}: {} reps x {} exchanges is {kept} round trips to keep; \
-                     at most {MAX_EXCHANGES}: use fewer --reps or a smaller --count",
-                    settings.reps, spec.count
+                    "{point}: up to {max_reps} reps x {} exchanges is {kept} round trips to \
+                     keep; at most {MAX_EXCHANGES}: use fewer --max-reps or a smaller --count",
+                    spec.count
                 )));
             }
         }
     }
     // Held to the end of this function: dropping it kills the spinners on
     // every way out, a failed point included.
-    let _load = Load::start(settings.load)?;
-    let total = points.len() as u64 * u64::from(settings.reps);
+    let load = Load::start(settings.load)?;
+    // After the spinners start (a bad --load is refused first); the
+    // 1-minute average has not seen them yet.
+    let mut load_check = LoadCheck::before_start();
+    for warning in &load_check.warnings {
+        event(Event::Busy(warning));
+    }
     let mut results = Vec::with_capacity(points.len());
     for (i, point) in points.iter().enumerate() {
-        let done = i as u64 * u64::from(settings.reps);
+        let before = CpuSample::now(load.pids());
         let mut on_rep = |rep: u32| {
-            progress(Progress {
-                done: done + u64::from(rep - 1),
-                total,
+            event(Event::Rep(Progress {
+                points_done: i,
+                points: points.len(),
                 point,
                 rep,
-            })
+            }))
         };
         match run_point(point, settings, &mut on_rep) {
-            Ok(result) => results.push(result),
+            Ok(mut result) => {
+                let after = CpuSample::now(load.pids());
+                let others = before
+                    .zip(after)
+                    .and_then(|(b, a)| b.others_cpu(&a, load_check.cores));
+                result.run_mut().others_cpu = others;
+                if let Some(w) = busy::busy_during(&point.to_string(), others) {
+                    event(Event::Busy(&w));
+                    load_check.warnings.push(w);
+                }
+                results.push(result);
+            }
             Err(error) => {
                 return Ok(Outcome {
                     results,
@@ -90,6 +122,7 @@ pub fn run(
                         point: point.to_string(),
                         error,
                     }),
+                    load_check,
                 })
             }
         }
@@ -97,6 +130,7 @@ pub fn run(
     Ok(Outcome {
         results,
         failure: None,
+        load_check,
     })
 }
 
@@ -120,29 +154,49 @@ fn run_point(
     on_rep: &mut dyn FnMut(u32),
 ) -> Result<PointResult, TrafficError> {
     let targets = &settings.targets;
+    let target = &settings.target;
     let missing = || TrafficError::Invalid("no repetition ran".into());
-    match &point.work {
+    let start = Instant::now();
+    let elapsed = || start.elapsed();
+    let (mut result, verdict) = match &point.work {
         Work::Transfer(flows) => {
-            let mut reps = Vec::with_capacity(settings.reps as usize);
-            for rep in 1..=settings.reps {
-                on_rep(rep);
-                reps.push(target::transfer(flows, point.stack, targets)?);
-            }
-            ThroughputPoint::new(point.clone(), &reps)
+            let (reps, verdict) = repeat::until_known(
+                target,
+                elapsed,
+                |rep| {
+                    on_rep(rep);
+                    target::transfer(flows, point.stack, targets)
+                },
+                |reports| reports.iter().map(ThroughputPoint::received_bps).sum(),
+            )?;
+            let result = ThroughputPoint::new(point.clone(), &reps)
                 .map(PointResult::Throughput)
-                .ok_or_else(missing)
+                .ok_or_else(missing)?;
+            (result, verdict)
         }
         Work::Echo(spec) => {
-            let mut reps = Vec::with_capacity(settings.reps as usize);
-            for rep in 1..=settings.reps {
-                on_rep(rep);
-                reps.push(target::echo(spec, point.stack, targets)?);
-            }
-            DelayPoint::new(point.clone(), &reps)
+            let (reps, verdict) = repeat::until_known(
+                target,
+                elapsed,
+                |rep| {
+                    on_rep(rep);
+                    target::echo(spec, point.stack, targets)
+                },
+                DelayPoint::rep_mean_us,
+            )?;
+            let result = DelayPoint::new(point.clone(), &reps)
                 .map(PointResult::Delay)
-                .ok_or_else(missing)
+                .ok_or_else(missing)?;
+            (result, verdict)
         }
-    }
+    };
+    *result.run_mut() = PointRun {
+        verdict,
+        target_percent: target.relative * 100.0,
+        elapsed_s: start.elapsed().as_secs_f64(),
+        others_cpu: None,
+    };
+    Ok(result)
 }
 
 #[cfg(test)]
@@ -155,9 +209,14 @@ mod tests {
     use crate::spec::{Family, Protocol, StackKind};
     use crate::sweep::points::{Amount, Grid, Mode};
 
+    /// Exactly `reps` repetitions: the minimum and the cap.
     fn settings(reps: u32) -> Settings {
         Settings {
-            reps,
+            target: Target {
+                min_reps: reps as usize,
+                max_reps: reps as usize,
+                ..Target::default()
+            },
             load: 0,
             targets: Targets {
                 ref_link: None,
@@ -194,11 +253,25 @@ mod tests {
         let grid = grid(vec![Protocol::Udp, Protocol::Tcp], port);
         let points = grid.points(KernelPath::Loopback).unwrap();
         let mut seen = Vec::new();
-        let outcome = run(&points, &settings(2), |p| {
-            seen.push((p.done, p.total, p.point.index, p.rep))
+        let outcome = run(&points, &settings(2), |e| {
+            if let Event::Rep(p) = e {
+                seen.push((p.points_done, p.points, p.point.index, p.rep))
+            }
         })
         .unwrap();
-        assert_eq!(seen, vec![(0, 4, 1, 1), (1, 4, 1, 2), (2, 4, 2, 1)]);
+        assert_eq!(seen, vec![(0, 2, 1, 1), (0, 2, 1, 2), (1, 2, 2, 1)]);
+        let run = outcome.results[0].run();
+        // Min and cap both 2: two repetitions, judged.
+        assert!(
+            matches!(run.verdict, repeat::Verdict::Met | repeat::Verdict::RepCap),
+            "{run:?}"
+        );
+        assert_eq!(outcome.results[0].estimate().map(|e| e.n), Some(2));
+        // The machine was watched: its cores, and others' CPU during the
+        // point (none when the point ended within one clock tick).
+        assert!(outcome.load_check.cores >= 1);
+        assert!(run.others_cpu.is_none_or(|o| o >= 0.0), "{run:?}");
+        assert!(run.elapsed_s > 0.0 && run.target_percent == 2.0, "{run:?}");
         assert_eq!(outcome.results.len(), 1);
         assert_eq!(outcome.results[0].point().protocol, "udp");
         let failure = outcome.failure.unwrap().to_string();
@@ -213,13 +286,17 @@ mod tests {
     fn zero_repetitions_and_too_many_kept_round_trips_are_refused() {
         let err = run(&[], &settings(0), |_| {}).unwrap_err();
         assert_eq!(err.to_string(), "--reps must be at least 1");
+        let mut bad = settings(3);
+        bad.target.max_reps = 2;
+        let err = run(&[], &bad, |_| {}).unwrap_err();
+        assert!(err.to_string().contains("--max-reps 2"), "{err}");
 
         let mut grid = grid(vec![Protocol::Udp], 5001);
         grid.mode = Mode::Delay;
         grid.amount = Amount::Count(MAX_EXCHANGES / 2 + 1);
         let points = grid.points(KernelPath::Loopback).unwrap();
         let mut ran = false;
-        let err = run(&points, &settings(2), |_| ran = true).unwrap_err();
+        let err = run(&points, &settings(2), |e| ran |= matches!(e, Event::Rep(_))).unwrap_err();
         assert!(err.to_string().contains("round trips to keep"), "{err}");
         assert!(!ran, "refused before running");
     }

@@ -6,9 +6,11 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use super::busy::LoadCheck;
 use super::columns::{columns, Cell};
 use super::outcome::PointResult;
 use super::points::Mode;
+use super::repeat::Target;
 use crate::env::Environment;
 use crate::spec::StackKind;
 
@@ -19,6 +21,9 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
         Mode::Throughput => &[
             "reps",
             "mean_bps",
+            "median_bps",
+            "ci95_lo_bps",
+            "ci95_hi_bps",
             "stdev_bps",
             "min_bps",
             "max_bps",
@@ -36,6 +41,8 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
             "lost",
             "corrupted",
             "mean_us",
+            "ci95_lo_us",
+            "ci95_hi_us",
             "stdev_us",
             "min_us",
             "p50_us",
@@ -58,6 +65,13 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
     ]
     .into_iter()
     .chain(specific.iter().copied())
+    .chain([
+        "ci95_half_percent",
+        "ci_target_percent",
+        "verdict",
+        "elapsed_s",
+        "others_cpu",
+    ])
     .chain([
         "sockbuf_granted_send_bytes",
         "sockbuf_granted_recv_bytes",
@@ -135,14 +149,19 @@ pub struct Sweep<'a> {
     pub mode: Mode,
     /// The command line that ran the sweep.
     pub command: &'a str,
-    pub reps: u32,
+    /// When each point had been repeated enough.
+    pub target: &'a Target,
     pub load: u32,
+    /// How busy the machine was.
+    pub load_check: &'a LoadCheck,
     pub results: &'a [PointResult],
     /// Why the sweep stopped early, if it did.
     pub failure: Option<&'a str>,
 }
 
-/// `{"mode", "command", "environment", "reps", "load_procs", "failure",
+/// `{"mode", "command", "environment", "repeat": {"min_reps",
+/// "max_reps", "max_time_s", "ci_target_percent"}, "load_procs",
+/// "load_check": {"cores", "loadavg_before", "warnings"}, "failure",
 /// "points": [...]}`.
 pub fn json(sweep: &Sweep<'_>) -> Value {
     let environment = match sweep.results.first() {
@@ -158,8 +177,14 @@ pub fn json(sweep: &Sweep<'_>) -> Value {
         "mode": sweep.mode,
         "command": sweep.command,
         "environment": environment,
-        "reps": sweep.reps,
+        "repeat": {
+            "min_reps": sweep.target.min_reps,
+            "max_reps": sweep.target.max_reps,
+            "max_time_s": sweep.target.max_time.as_secs_f64(),
+            "ci_target_percent": sweep.target.relative * 100.0,
+        },
         "load_procs": sweep.load,
+        "load_check": sweep.load_check,
         "failure": sweep.failure,
         "points": points,
     })
@@ -286,8 +311,13 @@ mod tests {
         let doc = json(&Sweep {
             mode: Mode::Delay,
             command: "stackscope sweep --mode delay",
-            reps: 1,
+            target: &Target::default(),
             load: 0,
+            load_check: &LoadCheck {
+                cores: 2,
+                loadavg_before: Some(1.5),
+                warnings: vec!["busy".into()],
+            },
             results: &results,
             failure: None,
         });
@@ -315,5 +345,10 @@ mod tests {
         );
         assert_eq!(buckets[2]["count"], 1, "2.5 µs is in [1.778, 3.162)");
         assert_eq!(p["per_rep"][0]["samples"], 3);
+        assert_eq!(doc["repeat"]["ci_target_percent"], 2.0);
+        assert_eq!(doc["load_check"]["warnings"][0], "busy");
+        // One series: no interval, and said so.
+        assert_eq!(p["ci95_lo_us"], Value::Null);
+        assert_eq!(p["verdict"], "not judged");
     }
 }

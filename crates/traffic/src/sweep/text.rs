@@ -1,9 +1,12 @@
 //! The readable table on stdout: one aligned line per point, rates in
-//! Mbit/s and times in microseconds, flagged points marked, and under a
-//! multi-flow point one line per circuit.
+//! Mbit/s and times in microseconds, each mean with the half-width of its
+//! 95 % interval and whether that met the target (`met`, or the cap that
+//! stopped it), flagged points marked, and under a multi-flow point one
+//! line per circuit.
 
 use super::outcome::{no_result, DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Mode, Point};
+use super::repeat::verdict_text;
 
 const MBIT: f64 = 1e6;
 
@@ -26,6 +29,20 @@ fn common(p: &Point) -> Vec<String> {
 
 const COMMON: [&str; 7] = ["#", "stack", "proto", "family", "size", "count", "sockbuf"];
 
+/// The mean's 95 % half-width as a share of it: `±1.3 %`; `-` without an
+/// interval (one repetition).
+fn half_width(e: Option<&stats::Estimate>) -> String {
+    opt(e.and_then(|e| e.relative_half_width()), |r| {
+        format!("±{:.2} %", r * 100.0)
+    })
+}
+
+/// `met`, or the cap that stopped the point short of its target.
+fn verdict(result: &PointResult) -> String {
+    let run = result.run();
+    format!("{} (±{} %)", verdict_text(run.verdict), run.target_percent)
+}
+
 fn throughput_row(t: &ThroughputPoint) -> Vec<String> {
     let mbit = |bps: f64| format!("{:.2}", bps / MBIT);
     let r = &t.recv_bps;
@@ -38,7 +55,7 @@ fn throughput_row(t: &ThroughputPoint) -> Vec<String> {
     } else {
         row.extend([
             mbit(r.mean),
-            opt(r.stdev, mbit),
+            half_width(Some(r)),
             mbit(r.min),
             mbit(r.max),
             mbit(t.sent_bps_mean),
@@ -48,15 +65,16 @@ fn throughput_row(t: &ThroughputPoint) -> Vec<String> {
     row
 }
 
-const THROUGHPUT: [&str; 8] = [
+const THROUGHPUT: [&str; 9] = [
     "rate Mbit/s",
-    "reps",
+    "n",
     "recv Mbit/s",
-    "stdev",
+    "95 % CI",
     "min",
     "max",
     "sent Mbit/s",
     "lost %",
+    "target",
 ];
 
 fn delay_row(d: &DelayPoint) -> Vec<String> {
@@ -68,6 +86,7 @@ fn delay_row(d: &DelayPoint) -> Vec<String> {
         d.samples.to_string(),
         d.lost.to_string(),
         opt(rtt.map(|s| s.mean), us),
+        half_width(d.rep_mean_us.as_ref()),
         opt(d.p50_us, us),
         opt(d.p90_us, us),
         opt(d.p99_us, us),
@@ -76,8 +95,8 @@ fn delay_row(d: &DelayPoint) -> Vec<String> {
     row
 }
 
-const DELAY: [&str; 8] = [
-    "reps", "samples", "lost", "mean µs", "p50", "p90", "p99", "max",
+const DELAY: [&str; 10] = [
+    "n", "samples", "lost", "mean µs", "95 % CI", "p50", "p90", "p99", "max", "target",
 ];
 
 /// The table, header first; "!" ends the line of a flagged point.
@@ -93,10 +112,11 @@ pub fn render(mode: Mode, results: &[PointResult]) -> String {
     let rows: Vec<(Vec<String>, &PointResult)> = results
         .iter()
         .map(|r| {
-            let row = match r {
+            let mut row = match r {
                 PointResult::Throughput(t) => throughput_row(t),
                 PointResult::Delay(d) => delay_row(d),
             };
+            row.push(verdict(r));
             (row, r)
         })
         .collect();
@@ -193,6 +213,23 @@ mod tests {
         assert!(lines[2].contains("1234567.0"), "{text}");
         assert!(lines[2].ends_with("! rep 1: 1 corrupted answers"), "{text}");
         assert!(!lines[1].contains('!'));
+    }
+
+    #[test]
+    fn a_point_that_missed_its_target_says_which_cap_stopped_it() {
+        let reps = vec![
+            vec![tcp(5001, 1_000_000, 1_000_000)],
+            vec![tcp(5001, 2_000_000, 2_000_000)],
+        ];
+        let mut t = ThroughputPoint::new(point(1, "tcp"), &reps).unwrap();
+        t.run.verdict = crate::sweep::Verdict::RepCap;
+        let text = render(Mode::Throughput, &[PointResult::Throughput(t)]);
+        let row = text.lines().nth(1).unwrap();
+        // 8 and 16 Mbit/s: mean 12, half-width t(1)·5.657/√2 = 50.82 Mbit/s
+        // (12.7062·4), 423.54 % of the mean.
+        assert!(row.contains(" 12.00 "), "{text}");
+        assert!(row.contains("±423.54 %"), "{text}");
+        assert!(row.ends_with("rep cap (±2 %)"), "{text}");
     }
 
     #[test]

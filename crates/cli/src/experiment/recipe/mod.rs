@@ -84,6 +84,12 @@ pub(super) struct RawRun {
     pub(super) load: Option<Spanned<u32>>,
     pub(super) x: Option<Spanned<String>>,
     pub(super) predict: Option<Spanned<String>>,
+    pub(super) ci_target: Option<Spanned<f64>>,
+    pub(super) quick_ci_target: Option<Spanned<f64>>,
+    pub(super) max_reps: Option<Spanned<u32>>,
+    pub(super) quick_max_reps: Option<Spanned<u32>>,
+    pub(super) max_time: Option<Spanned<f64>>,
+    pub(super) quick_max_time: Option<Spanned<f64>>,
 }
 
 /// A checked recipe.
@@ -103,6 +109,9 @@ pub struct Recipe {
 /// no files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Link {
+    /// Two hosts on a 10 Mbit/s wire, MTU 1500 (Ethernet as the 1990s
+    /// studies ran it).
+    Ethernet,
     /// Two hosts on a 100 Mbit/s wire, MTU 1500.
     FastEthernet,
     /// Two hosts on a wire with no rate limit, MTU 1500.
@@ -112,10 +121,11 @@ pub enum Link {
 }
 
 impl Link {
-    pub const NAMES: &'static str = "fast-ethernet, unlimited, default";
+    pub const NAMES: &'static str = "ethernet, fast-ethernet, unlimited, default";
 
     fn parse(name: &str) -> Option<Link> {
         match name {
+            "ethernet" => Some(Link::Ethernet),
             "fast-ethernet" => Some(Link::FastEthernet),
             "unlimited" => Some(Link::Unlimited),
             "default" => Some(Link::Default),
@@ -125,6 +135,7 @@ impl Link {
 
     pub fn name(self) -> &'static str {
         match self {
+            Link::Ethernet => "ethernet",
             Link::FastEthernet => "fast-ethernet",
             Link::Unlimited => "unlimited",
             Link::Default => "default",
@@ -134,6 +145,7 @@ impl Link {
     /// The topology file's text.
     pub fn topology_toml(self) -> &'static str {
         match self {
+            Link::Ethernet => include_str!("../../../../../topologies/ethernet.toml"),
             Link::FastEthernet => include_str!("../../../../../topologies/fast-ethernet.toml"),
             Link::Unlimited => include_str!("../../../../../topologies/unlimited.toml"),
             Link::Default => include_str!("../../../../../topologies/default.toml"),
@@ -143,6 +155,7 @@ impl Link {
     /// The wire's rate in bits per second, if it has one.
     pub fn rate_bps(self) -> Option<u64> {
         match self {
+            Link::Ethernet => Some(10_000_000),
             Link::FastEthernet => Some(100_000_000),
             Link::Unlimited => None,
             Link::Default => Some(1_000_000_000),
@@ -473,6 +486,12 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     refuse(loc, kind, "load", &run.load)?;
     refuse(loc, kind, "x", &run.x)?;
     refuse(loc, kind, "predict", &run.predict)?;
+    refuse(loc, kind, "ci_target", &run.ci_target)?;
+    refuse(loc, kind, "quick_ci_target", &run.quick_ci_target)?;
+    refuse(loc, kind, "max_reps", &run.max_reps)?;
+    refuse(loc, kind, "quick_max_reps", &run.quick_max_reps)?;
+    refuse(loc, kind, "max_time", &run.max_time)?;
+    refuse(loc, kind, "quick_max_time", &run.quick_max_time)?;
     let Some(protocol_key) = &run.protocol else {
         return Err(loc.at(
             run.kind.span(),

@@ -1,6 +1,8 @@
 //! `throughput` and `delay` runs: a grid of `stackscope sweep` points
 //! (stack × protocol or mix × family × socket buffer × offered load ×
-//! size), each repeated. Lists use the sweep flags' syntax (`tcp,udp`,
+//! size), each repeated until the 95 % interval of its mean is within
+//! `ci_target` or a cap (`max_reps`, `max_time`) stops it, `reps` being
+//! the minimum. Lists use the sweep flags' syntax (`tcp,udp`,
 //! `4K..64K:4K`); every point is built and validated here, so an
 //! impossible one is an error at parse time, not after an hour of runs.
 
@@ -10,7 +12,7 @@ use toml::Spanned;
 
 use traffic::kernel::KernelPath;
 use traffic::spec::{Family, Protocol, StackKind};
-use traffic::sweep::{axis, Amount, Grid, Mode, DELAY_EXCHANGES};
+use traffic::sweep::{axis, Amount, Grid, Mode, Target, DELAY_EXCHANGES};
 use traffic::units;
 
 use super::{refuse, reps_of, Locator, RawRun, RecipeError};
@@ -21,8 +23,10 @@ use crate::sweep::{family, protocol, stack};
 pub struct SweepPlan {
     pub full: Grid,
     pub quick: Grid,
-    pub reps: u32,
-    pub quick_reps: u32,
+    /// When a point has been repeated enough: `reps` (the minimum),
+    /// `ci_target`, `max_reps`, `max_time`, and their `quick_` twins.
+    pub target: Target,
+    pub quick_target: Target,
     /// CPU-bound background processes during the run.
     pub load: u32,
     /// What the plot's x axis shows.
@@ -39,11 +43,11 @@ impl SweepPlan {
         }
     }
 
-    pub fn reps(&self, quick: bool) -> u32 {
+    pub fn target(&self, quick: bool) -> &Target {
         if quick {
-            self.quick_reps
+            &self.quick_target
         } else {
-            self.reps
+            &self.target
         }
     }
 }
@@ -84,6 +88,21 @@ const MIN_DURATION: f64 = 1.0;
 /// ...and in quick mode this long (`quick_min_duration`): long enough
 /// for a rate over many packets, short enough for CI.
 const QUICK_MIN_DURATION: f64 = 0.1;
+/// Repeat until the mean's 95 % interval is within ±2 % (`ci_target`, in
+/// percent; the quick run's default too)...
+const CI_TARGET_PERCENT: f64 = 2.0;
+/// ...the fewest repetitions (`reps`, `quick_reps`)...
+const MIN_REPS: u32 = 3;
+/// ...or until this many repetitions (`max_reps`)...
+const MAX_REPS: u32 = 30;
+const QUICK_MAX_REPS: u32 = 10;
+/// ...or this long per point (`max_time`, seconds): a full lab of some 160
+/// points stays within its half hour, a quick one within two minutes.
+const MAX_TIME: f64 = 5.0;
+const QUICK_MAX_TIME: f64 = 0.5;
+/// Below this `ci_target` is most likely a fraction meant as a percentage
+/// (0.02 for ±2 %).
+const SMALLEST_CI_TARGET: f64 = 0.1;
 
 pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan, RecipeError> {
     let kind = match mode {
@@ -278,14 +297,104 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         },
         None => None,
     };
+    let targets = |prefix: &str,
+                   reps: &Option<Spanned<u32>>,
+                   ci: &Option<Spanned<f64>>,
+                   max_reps: &Option<Spanned<u32>>,
+                   max_time: &Option<Spanned<f64>>,
+                   defaults: (f64, u32, f64)| {
+        target_of(loc, prefix, reps, ci, max_reps, max_time, defaults)
+    };
+    let target = targets(
+        "",
+        &run.reps,
+        &run.ci_target,
+        &run.max_reps,
+        &run.max_time,
+        (CI_TARGET_PERCENT, MAX_REPS, MAX_TIME),
+    )?;
+    let quick_target = targets(
+        "quick_",
+        &run.quick_reps,
+        &run.quick_ci_target,
+        &run.quick_max_reps,
+        &run.quick_max_time,
+        (target.relative * 100.0, QUICK_MAX_REPS, QUICK_MAX_TIME),
+    )?;
     Ok(SweepPlan {
         full,
         quick,
-        reps: reps_of(loc, "reps", &run.reps, 1)?,
-        quick_reps: reps_of(loc, "quick_reps", &run.quick_reps, 1)?,
+        target,
+        quick_target,
         load,
         x,
         predict,
+    })
+}
+
+/// One of the full or quick targets from its keys (`prefix` is `quick_`
+/// or empty), absent keys taking `defaults` (ci percent, max reps, max
+/// seconds).
+fn target_of(
+    loc: &Locator,
+    prefix: &str,
+    reps: &Option<Spanned<u32>>,
+    ci: &Option<Spanned<f64>>,
+    max_reps: &Option<Spanned<u32>>,
+    max_time: &Option<Spanned<f64>>,
+    (ci_default, max_reps_default, max_time_default): (f64, u32, f64),
+) -> Result<Target, RecipeError> {
+    let min_reps = reps_of(loc, &format!("{prefix}reps"), reps, MIN_REPS)?;
+    let ci_percent = match ci {
+        Some(c) if !(SMALLEST_CI_TARGET..=100.0).contains(c.get_ref()) => {
+            return Err(loc.at(
+                c.span(),
+                format!(
+                    "{prefix}ci_target = {}: give the half-width of the 95 % interval in \
+                     percent of the mean, {SMALLEST_CI_TARGET} to 100 (2 is ±2 %, not 0.02)",
+                    c.get_ref()
+                ),
+            ))
+        }
+        Some(c) => *c.get_ref(),
+        None => ci_default,
+    };
+    let max_reps = match max_reps {
+        Some(m)
+            if *m.get_ref() < min_reps
+                || *m.get_ref() as usize > traffic::sweep::repeat::MAX_REPS =>
+        {
+            return Err(loc.at(
+                m.span(),
+                format!(
+                    "{prefix}max_reps = {}: give at least {prefix}reps ({min_reps}) and at most {}",
+                    m.get_ref(),
+                    traffic::sweep::repeat::MAX_REPS
+                ),
+            ))
+        }
+        Some(m) => *m.get_ref(),
+        // A minimum above the default cap raises the cap with it.
+        None => max_reps_default.max(min_reps),
+    };
+    let max_time = match max_time {
+        Some(t) if !(t.get_ref().is_finite() && *t.get_ref() > 0.0 && *t.get_ref() <= 3600.0) => {
+            return Err(loc.at(
+                t.span(),
+                format!(
+                    "{prefix}max_time = {}: give seconds per point, above 0 and at most 3600",
+                    t.get_ref()
+                ),
+            ))
+        }
+        Some(t) => *t.get_ref(),
+        None => max_time_default,
+    };
+    Ok(Target {
+        relative: ci_percent / 100.0,
+        min_reps: min_reps as usize,
+        max_reps: max_reps as usize,
+        max_time: Duration::from_secs_f64(max_time),
     })
 }
 

@@ -64,7 +64,10 @@ fn an_impossible_sweep_is_refused_at_its_key() {
 #[test]
 fn bad_names_and_values_say_what_is_allowed() {
     let e = error(&GOOD.replace("\"fast-ethernet\"", "\"token-ring\""));
-    assert!(e.message.contains("fast-ethernet, unlimited"), "{e}");
+    assert!(
+        e.message.contains("ethernet, fast-ethernet, unlimited"),
+        "{e}"
+    );
     assert_eq!(e.line, 10);
     let e = error(&GOOD.replace("\"tcp\"\nlink", "\"xtp\"\nlink"));
     assert!(e.message.contains("tcp, udp"), "{e}");
@@ -142,7 +145,7 @@ fn a_sweep_run_expands_full_and_quick_grids() {
     assert_eq!(plan.full.sockbufs, [4096, 65536]);
     assert_eq!(plan.full.amount, traffic::sweep::Amount::Total(2 << 20));
     assert_eq!(plan.quick.amount, traffic::sweep::Amount::Total(256 << 10));
-    assert_eq!((plan.reps, plan.quick_reps), (3, 1));
+    assert_eq!((plan.target.min_reps, plan.quick_target.min_reps), (3, 3));
     // Two sockbufs and one size: the plot runs along the buffer size.
     assert_eq!(plan.x, XAxis::Sockbuf);
     // 2 stacks × 2 protocols × 2 families × 2 buffers × 5 sizes.
@@ -241,4 +244,68 @@ fn the_lab_recipes_cite_their_studies() {
             r.citation
         );
     }
+}
+
+#[test]
+fn repetition_keys_set_the_target_and_the_caps_full_and_quick() {
+    use std::time::Duration;
+    // Defaults: ±2 %, at least 3, at most 30 reps or 5 s; quick 10 reps
+    // or 0.5 s at the same target.
+    let plan = sweep_plan(SWEEP);
+    assert_eq!(plan.target.relative, 0.02);
+    assert_eq!((plan.target.min_reps, plan.target.max_reps), (3, 30));
+    assert_eq!(plan.target.max_time, Duration::from_secs(5));
+    assert_eq!(plan.quick_target.relative, 0.02);
+    assert_eq!(plan.quick_target.max_reps, 10);
+    assert_eq!(plan.quick_target.max_time, Duration::from_millis(500));
+    let plan = sweep_plan(&SWEEP.replace(
+        "reps = 3",
+        "reps = 4\nquick_reps = 2\nci_target = 1\nquick_ci_target = 5.5\n\
+         max_reps = 50\nquick_max_reps = 6\nmax_time = 90\nquick_max_time = 1.5",
+    ));
+    assert_eq!(plan.target.relative, 0.01);
+    assert_eq!((plan.target.min_reps, plan.target.max_reps), (4, 50));
+    assert_eq!(plan.target.max_time, Duration::from_secs(90));
+    assert_eq!(plan.quick_target.relative, 0.055);
+    assert_eq!(
+        (plan.quick_target.min_reps, plan.quick_target.max_reps),
+        (2, 6)
+    );
+    assert_eq!(plan.quick_target.max_time, Duration::from_millis(1500));
+    // The quick target follows the full one unless given.
+    let plan = sweep_plan(&SWEEP.replace("reps = 3", "reps = 3\nci_target = 4"));
+    assert_eq!(plan.quick_target.relative, 0.04);
+    // A minimum above the default cap raises the cap.
+    let plan = sweep_plan(&SWEEP.replace("reps = 3", "reps = 40"));
+    assert_eq!(plan.target.max_reps, 40);
+}
+
+#[test]
+fn bad_repetition_keys_are_refused_at_their_line() {
+    let bad = |key: &str| error(&SWEEP.replace("reps = 3", &format!("reps = 3\n{key}")));
+    // A fraction meant as a percentage.
+    let e = bad("ci_target = 0.02");
+    assert_eq!(e.line, 19, "{e}");
+    assert!(
+        e.message.contains("in percent") && e.message.contains("not 0.02"),
+        "{e}"
+    );
+    assert!(bad("quick_ci_target = 0")
+        .message
+        .contains("quick_ci_target"));
+    assert!(bad("ci_target = 150").message.contains("ci_target = 150"));
+    let e = bad("max_reps = 2");
+    assert!(e.message.contains("at least reps (3)"), "{e}");
+    assert!(bad("max_reps = 5000").message.contains("at most 1000"));
+    assert!(bad("quick_max_reps = 0").message.contains("quick_max_reps"));
+    assert!(bad("max_time = 0").message.contains("max_time = 0"));
+    assert!(bad("quick_max_time = -1.0")
+        .message
+        .contains("quick_max_time"));
+    assert!(bad("max_time = nan").message.contains("max_time"));
+    let e = bad("ci_target = \"2%\"");
+    assert!(e.message.contains("invalid type"), "{e}");
+    // And a messages run has no such keys.
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nci_target = 2"));
+    assert!(e.message.contains("`ci_target` does not apply"), "{e}");
 }

@@ -1,0 +1,199 @@
+//! Is the machine busy? A measurement shares its CPUs with whatever else
+//! runs, and a busy machine makes every figure slower and noisier. Before
+//! a sweep the 1-minute load average is read (/proc/loadavg); during each
+//! point, the CPU time other processes used is the machine's busy time
+//! (/proc/stat) less this process's (/proc/self/stat) and its background
+//! load's (its spinners are the experiment, not interference).
+
+use serde::Serialize;
+
+/// Load average per core above which the machine is busy before a sweep.
+pub const BUSY_LOADAVG_PER_CORE: f64 = 0.5;
+/// Other processes' CPU during a point, in cores, above which the point
+/// ran on a busy machine.
+pub const BUSY_OTHERS_CPU: f64 = 0.5;
+
+/// CPU ticks at one moment: the whole machine's and ours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuSample {
+    /// All CPUs, every state.
+    pub total: u64,
+    /// All CPUs, not idle and not waiting for I/O.
+    pub busy: u64,
+    /// This process's user and system time, plus the background load's.
+    pub ours: u64,
+}
+
+/// Parses /proc/stat's first line (`cpu  user nice system idle iowait
+/// irq softirq steal ...`) into (total, busy) ticks.
+pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|t| t.parse().ok())
+        .collect::<Option<_>>()?;
+    if ticks.len() < 5 {
+        return None;
+    }
+    let total: u64 = ticks.iter().sum();
+    // idle and iowait are not work.
+    Some((total, total - ticks[3] - ticks[4]))
+}
+
+/// Parses a /proc/PID/stat line into its utime + stime ticks (fields 14
+/// and 15; the command name in parentheses may hold spaces).
+pub fn parse_pid_stat(text: &str) -> Option<u64> {
+    let after = text.rsplit_once(") ")?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // `after` starts at field 3 (state): utime is field 14.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Parses /proc/loadavg's 1-minute figure.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+impl CpuSample {
+    /// Now; `helpers` are the background load's processes. `None` where
+    /// /proc cannot be read (not Linux, or hidden).
+    pub fn now(helpers: &[libc::pid_t]) -> Option<Self> {
+        let (total, busy) = parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)?;
+        let mut ours = parse_pid_stat(&std::fs::read_to_string("/proc/self/stat").ok()?)?;
+        for pid in helpers {
+            // A spinner that is gone used nothing more.
+            if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                ours += parse_pid_stat(&text).unwrap_or(0);
+            }
+        }
+        Some(Self { total, busy, ours })
+    }
+
+    /// CPUs' worth of time others used between `self` and `later` on a
+    /// machine of `cores`: their share of all ticks times the cores.
+    pub fn others_cpu(&self, later: &CpuSample, cores: usize) -> Option<f64> {
+        let total = later.total.checked_sub(self.total)?;
+        if total == 0 {
+            return None;
+        }
+        let busy = later.busy.saturating_sub(self.busy);
+        let ours = later.ours.saturating_sub(self.ours);
+        let others = busy.saturating_sub(ours);
+        Some(others as f64 / total as f64 * cores as f64)
+    }
+}
+
+/// The machine's load as a sweep saw it: before the start, and the
+/// warnings for points that ran beside other work.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadCheck {
+    pub cores: usize,
+    /// 1-minute load average before the first point.
+    pub loadavg_before: Option<f64>,
+    /// Why the figures may be slower or noisier than the machine can do.
+    pub warnings: Vec<String>,
+}
+
+impl LoadCheck {
+    /// Reads the load average; warns when it is above
+    /// [`BUSY_LOADAVG_PER_CORE`] per core.
+    pub fn before_start() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let loadavg_before = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|t| parse_loadavg(&t));
+        let mut check = Self {
+            cores,
+            loadavg_before,
+            warnings: Vec::new(),
+        };
+        if let Some(w) = busy_before(loadavg_before, cores) {
+            check.warnings.push(w);
+        }
+        check
+    }
+}
+
+/// The warning for a load average of `load` on `cores`, if it is busy.
+pub fn busy_before(load: Option<f64>, cores: usize) -> Option<String> {
+    let load = load?;
+    (load > BUSY_LOADAVG_PER_CORE * cores as f64).then(|| {
+        format!(
+            "the machine was busy before the sweep: load average {load:.2} on {cores} \
+             core{} (above {BUSY_LOADAVG_PER_CORE} per core); figures may be slower and \
+             noisier than it can do",
+            if cores == 1 { "" } else { "s" }
+        )
+    })
+}
+
+/// The warning for a point during which others used `others` CPUs.
+pub fn busy_during(point: &str, others: Option<f64>) -> Option<String> {
+    let others = others?;
+    (others > BUSY_OTHERS_CPU).then(|| {
+        format!(
+            "{point}: other processes used {others:.2} CPUs during it (above \
+             {BUSY_OTHERS_CPU}); its figures may be slower and noisier"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_files_parse() {
+        let stat = "cpu  100 5 50 800 20 3 2 0 0 0\ncpu0 50 2 25 400 10 1 1 0 0 0\n";
+        // total 980; busy = total − idle 800 − iowait 20.
+        assert_eq!(parse_proc_stat(stat), Some((980, 160)));
+        assert_eq!(parse_proc_stat("nothing"), None);
+        let pid = "1234 (a (strange) name) S 1 1 1 0 -1 4194560 100 0 0 0 70 30 0 0 20 0 4 0";
+        assert_eq!(parse_pid_stat(pid), Some(100));
+        assert_eq!(parse_pid_stat("1234 (x) S 1"), None);
+        assert_eq!(parse_loadavg("0.83 0.99 1.16 2/345 6789\n"), Some(0.83));
+        assert_eq!(parse_loadavg(""), None);
+    }
+
+    #[test]
+    fn others_are_the_busy_ticks_that_are_not_ours() {
+        let before = CpuSample {
+            total: 1000,
+            busy: 100,
+            ours: 40,
+        };
+        // 200 ticks over 2 cores; 150 busy of which 50 ours: others used
+        // half the ticks, one core's worth.
+        let after = CpuSample {
+            total: 1200,
+            busy: 250,
+            ours: 90,
+        };
+        assert_eq!(before.others_cpu(&after, 2), Some(1.0));
+        assert_eq!(before.others_cpu(&before, 2), None, "no time passed");
+        assert!(busy_during("point 1", Some(1.0))
+            .unwrap()
+            .contains("1.00 CPUs"));
+        assert_eq!(busy_during("point 1", Some(0.2)), None);
+        assert_eq!(busy_during("point 1", None), None);
+    }
+
+    #[test]
+    fn a_load_average_above_half_a_core_each_is_busy() {
+        assert!(busy_before(Some(1.2), 2)
+            .unwrap()
+            .contains("load average 1.20 on 2 cores"));
+        assert_eq!(busy_before(Some(0.9), 2), None);
+        assert_eq!(busy_before(None, 2), None);
+    }
+
+    #[test]
+    fn this_machine_can_be_sampled() {
+        let a = CpuSample::now(&[]).expect("/proc is readable on Linux");
+        assert!(a.busy <= a.total);
+    }
+}
