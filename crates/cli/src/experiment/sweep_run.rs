@@ -382,7 +382,7 @@ fn series_label(p: &Point, x: XAxis) -> String {
     }
     if x != XAxis::Sockbuf {
         if let Some(b) = p.sockbuf_bytes {
-            label.push_str(&format!(" buf {}", traffic::units::bytes(b)));
+            label.push_str(&format!(" buf {}", report::units::size(b)));
         }
     }
     if x != XAxis::Rate {
@@ -527,7 +527,7 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                     point_name(p),
                     p.size_bytes.to_string(),
                     p.sockbuf_bytes
-                        .map_or("default".into(), traffic::units::bytes),
+                        .map_or("default".into(), report::units::size),
                     p.rate_bps
                         .map_or("-".into(), |r| traffic::units::bits_per_second(r as f64)),
                     p.circuits.to_string(),
