@@ -149,6 +149,10 @@ pub struct PathTrends {
     /// Mean share of the stop latency per category over the sizes.
     pub category_shares: BTreeMap<Category, f64>,
     pub other_share: f64,
+    /// Per cost centre with time in the window: its mean time per message
+    /// against size, x in thousands of bytes, y in µs (the IPv6 study's
+    /// Table 5b and §5.2 checksum and data-move lines).
+    pub categories: BTreeMap<Category, Fit>,
 }
 
 /// How a messages run repeated its sizes until the slope of the send
@@ -258,7 +262,35 @@ pub fn trends(points: &[SizePoint], segment: Option<f64>, receive: bool) -> Path
         stop_slope_repetition: None,
         category_shares: shares,
         other_share: other,
+        categories: category_trends(points, receive),
     }
+}
+
+/// Each cost centre's mean time per message against size (x KB, y µs),
+/// for the centres with time at some size.
+fn category_trends(points: &[SizePoint], receive: bool) -> BTreeMap<Category, Fit> {
+    Category::ALL
+        .iter()
+        .copied()
+        .filter(|c| c.is_cost_centre())
+        .filter_map(|c| {
+            let series: Vec<(f64, f64)> = points
+                .iter()
+                .filter_map(|p| {
+                    let fig = if receive { &p.receive } else { &p.send };
+                    let fig = fig.as_ref()?;
+                    Some((
+                        f64::from(p.size) / 1000.0,
+                        fig.categories_us.get(&c).copied().unwrap_or(0.0),
+                    ))
+                })
+                .collect();
+            if series.iter().all(|&(_, us)| us <= 0.0) {
+                return None;
+            }
+            Some((c, trend::linear(&series)?))
+        })
+        .collect()
 }
 
 #[cfg(test)]

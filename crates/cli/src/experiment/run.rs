@@ -164,8 +164,9 @@ fn run_messages(
     progress: &Arc<AtomicU64>,
     captures: &mut Vec<RunCapture>,
 ) -> Result<MessagesRun> {
-    let topology = Topology::from_toml_str(run.link.topology_toml())
+    let mut topology = Topology::from_toml_str(run.link.topology_toml())
         .map_err(|e| anyhow::anyhow!("the {} link profile: {e}", run.link.name()))?;
+    topology.set_fragmentation(plan.fragmentation);
     let (sizes, reps) = sizes_and_reps(plan, quick);
     let stem = format!("{}-{}", recipe.name, run.id);
     let pcap_dir = dir.join("pcap").join(&stem);

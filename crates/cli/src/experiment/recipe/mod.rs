@@ -58,6 +58,8 @@ pub(super) struct RawRun {
     pub(super) stop: Option<Spanned<String>>,
     /// Probe depth: `layers` (default) or `functions`.
     pub(super) probes: Option<Spanned<String>>,
+    /// How the hosts fragment: `scatter-gather` (default) or `copy`.
+    fragmentation: Option<Spanned<String>>,
     /// Passes over the sizes until the send stop latency's slope has a
     /// 95 % half-width within this share of it, e.g. 0.05.
     slope_ci_target: Option<Spanned<f64>>,
@@ -197,6 +199,8 @@ pub struct MessagesPlan {
     pub stop: StopAt,
     /// Probe depth (default: layers).
     pub probes: probe::Level,
+    /// How the hosts make fragments (default: scatter-gather).
+    pub fragmentation: stack::iface::host::Fragmentation,
     /// Repeat passes over the sizes until the send stop latency's slope
     /// is known to this share (95 % half-width / slope); `None`: one pass.
     pub slope_ci_target: Option<f64>,
@@ -383,6 +387,8 @@ pub(super) fn refuse<T>(
 /// The slope-target keys are for `messages` runs (a sweep's points have
 /// no trend line to know).
 fn refuse_slope_keys(run: &RawRun, kind: &str, loc: &Locator) -> Result<(), RecipeError> {
+    // The fragmentation mode too: a sweep's hosts are the stacks' own.
+    refuse(loc, kind, "fragmentation", &run.fragmentation)?;
     refuse(loc, kind, "slope_ci_target", &run.slope_ci_target)?;
     refuse(
         loc,
@@ -641,7 +647,27 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
         sockbuf,
         stop,
         probes,
+        fragmentation: fragmentation_of(loc, &run.fragmentation)?,
     })
+}
+
+/// `fragmentation = "copy"` or `"scatter-gather"` (the default).
+fn fragmentation_of(
+    loc: &Locator,
+    key: &Option<Spanned<String>>,
+) -> Result<stack::iface::host::Fragmentation, RecipeError> {
+    use stack::iface::host::Fragmentation;
+    let Some(key) = key else {
+        return Ok(Fragmentation::default());
+    };
+    match key.get_ref().as_str() {
+        "scatter-gather" => Ok(Fragmentation::ScatterGather),
+        "copy" => Ok(Fragmentation::Copy),
+        other => Err(loc.at(
+            key.span(),
+            format!("fragmentation `{other}` is not one of: scatter-gather, copy"),
+        )),
+    }
 }
 
 /// A size list (`100..20000:100`, `16,64,1K`); sizes are at least 1 byte.

@@ -309,3 +309,23 @@ fn bad_repetition_keys_are_refused_at_their_line() {
     let e = error(&GOOD.replace("reps = 2", "reps = 2\nci_target = 2"));
     assert!(e.message.contains("`ci_target` does not apply"), "{e}");
 }
+
+#[test]
+fn fragmentation_is_a_messages_key_with_two_modes() {
+    use stack::iface::host::Fragmentation;
+    let plan = |text: &str| {
+        let r = parse("exp.toml", text).unwrap();
+        let Plan::Messages(m) = &r.runs[0].plan else {
+            panic!("not a messages plan")
+        };
+        m.fragmentation
+    };
+    assert_eq!(plan(GOOD), Fragmentation::ScatterGather);
+    let copy = GOOD.replace("reps = 2", "reps = 2\nfragmentation = \"copy\"");
+    assert_eq!(plan(&copy), Fragmentation::Copy);
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nfragmentation = \"zero-copy\""));
+    assert_eq!(e.line, 13, "the key's own line");
+    assert!(e.message.contains("scatter-gather, copy"), "{e}");
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nfragmentation = \"copy\""));
+    assert!(e.message.contains("fragmentation"), "{e}");
+}
