@@ -42,7 +42,8 @@ for p in paths:
     print(f"summary {p['path']} at {p['size_bytes']} B: shares add to {total:.1f} %; {p['sentences'][1] if len(p['sentences']) > 1 else ''}")
 if whole == 0:
     fail("no summary path whose category shares add up to 100 %")
-if "quick" not in summary["title"] or "xie1999" not in summary["title"]:
+kind = "(quick)" if summary.get("quick") else "(full)"
+if kind not in summary["title"] or "xie1999" not in summary["title"]:
     fail(f"the title does not name the run: {summary['title']}")
 for e in summary["experiments"]:
     if not e.get("citation"):
@@ -125,7 +126,7 @@ for exp in summary["experiments"]:
             if verdict == "met" and (half is None or half > target + 1e-9):
                 fail(f"{name}: marked met with ±{half} % against ±{target} %")
             missed += verdict != "met"
-        if not any(n.startswith("Machine load before the run") for n in sweep["notes"]):
+        if not any(n.startswith("Machine before the run") for n in sweep["notes"]):
             fail(f"{label}: the notes do not say how busy the machine was")
         print(f"{label}: {len(sweep['points'])} points, {short} too short, {missed} short of the CI target")
 offered = next(s for s in experiments["taler1992"]["sweeps"] if s["id"] == "offered-load")

@@ -532,9 +532,17 @@ fn receive_path(
             if first_rx.is_none() {
                 // From the arrival of the first frame's last bit, however
                 // late the receiver looked: the frame's wait in the device
-                // is time on the wire's side.
+                // is time on the wire's side, and what the receiver did
+                // meanwhile (taking the frame off the link into a buffer,
+                // a capture's copy of it, other work) is inside the window,
+                // each span in its category.
                 let wait = waited.filter(|&(at, _)| at + 1 == i).map_or(0, |(_, c)| c);
-                first_rx = Some((i, r.tsc.saturating_sub(wait)));
+                let arrived = r.tsc.saturating_sub(wait);
+                let from = records[..i]
+                    .iter()
+                    .rposition(|p| p.tsc < arrived)
+                    .map_or(0, |p| p + 1);
+                first_rx = Some((from, arrived));
             }
             waited = None;
         } else if Some(r.loc) == enqueue && first_rx.is_some() {

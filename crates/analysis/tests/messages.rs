@@ -479,6 +479,24 @@ fn the_receive_path_starts_when_the_first_frame_arrived_not_when_it_was_read() {
         receive.categories.by_category[&Category::Wire],
         500.0 + 300.0
     );
+    // What the receiver did between the arrival and its link.receive (a
+    // checksum span standing for taking the frame in) is in the window,
+    // in its category, not wire time.
+    let mut all = sender();
+    all.extend(receiver_with(&[
+        ("checksum.enter", 4_800, 1574, FLOW, 0),
+        ("checksum.exit", 4_900, 1574, FLOW, 0),
+        ("link.receive.arrival", 4_999, 1574, FLOW, 300),
+    ]));
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
+    let receive = found.messages[0].receive.as_ref().unwrap();
+    assert_eq!(receive.stop_ns, 1_600.0);
+    assert_eq!(receive.categories.by_category[&Category::Checksum], 100.0);
+    assert_eq!(
+        receive.categories.by_category[&Category::Wire],
+        500.0 + 200.0
+    );
     // Another flow's arrival record, or one not right before the frame,
     // moves nothing.
     let mut unrelated = receiver_with(&[("link.receive.arrival", 4_999, 1574, 99, 300)]);

@@ -44,23 +44,47 @@ pub fn run_title(command: &str, recipes: &[String], generated_unix: u64, quick: 
 
 /// `YYYY-MM-DD HH:MM UTC` for seconds since the epoch.
 pub fn utc(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let t = Civil::of(secs);
     format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        t.year, t.month, t.day, t.hour, t.minute
     )
+}
+
+/// A moment as a UTC calendar date and time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Civil {
+    pub year: i64,
+    pub month: i64,
+    pub day: i64,
+    pub hour: u64,
+    pub minute: u64,
+    pub second: u64,
+}
+
+impl Civil {
+    /// Of `secs` since the Unix epoch.
+    pub fn of(secs: u64) -> Self {
+        let days = secs / 86_400;
+        let rem = secs % 86_400;
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        Self {
+            year: yoe + era * 400 + i64::from(month <= 2),
+            month,
+            day,
+            hour: rem / 3600,
+            minute: rem % 3600 / 60,
+            second: rem % 60,
+        }
+    }
 }
 
 /// The machine the run was measured on; what could not be read is left

@@ -229,13 +229,7 @@ fn run_messages(
     )
     .with_context(|| format!("writing {}", path.display()))?;
 
-    let warmup: Vec<u64> = result
-        .outcomes
-        .iter()
-        .filter(|o| o.warmup)
-        .map(|o| o.index)
-        .collect();
-    found.messages.retain(|m| !warmup.contains(&m.index));
+    let warmup = drop_warmup(&mut found, &result);
     if found.messages.is_empty() {
         bail!("the trace holds no measured message: were probes compiled in?");
     }
@@ -462,6 +456,19 @@ fn now_ns() -> u64 {
 }
 
 /// One pass of traced messages at the run's probe depth.
+/// Leaves out of `found` the messages `result` sent as warm-up; their
+/// numbers.
+fn drop_warmup(found: &mut analysis::Messages, result: &messages::MessagesRun) -> Vec<u64> {
+    let warmup: Vec<u64> = result
+        .outcomes
+        .iter()
+        .filter(|o| o.warmup)
+        .map(|o| o.index)
+        .collect();
+    found.messages.retain(|m| !warmup.contains(&m.index));
+    warmup
+}
+
 fn run_pass(
     topology: &Topology,
     spec: &MessagesSpec,

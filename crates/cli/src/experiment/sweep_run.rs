@@ -232,19 +232,23 @@ fn notes(grid: &sweep::Grid, target: &sweep::Target, outcome: &sweep::Outcome) -
 /// other processes used more than [`busy::BUSY_OTHERS_CPU`] CPUs (one
 /// note for them all; each point's figure is its `others_cpu`).
 fn load_notes(check: &busy::LoadCheck, results: &[PointResult]) -> Vec<String> {
-    let before = match check.loadavg_before {
-        Some(load) => format!(
-            "Machine load before the run: load average {load:.2} on {} cores ({}).",
-            check.cores,
-            if busy::busy_before(Some(load), check.cores).is_some() {
-                "busy: above 0.5 per core, so figures may be slower and noisier than the \
-                 machine can do"
-            } else {
-                "quiet"
-            }
-        ),
-        None => "Machine load before the run: /proc/loadavg could not be read.".into(),
-    };
+    let others = check
+        .others_cpu_before
+        .map_or("others' CPU could not be read".into(), |o| {
+            format!("other processes used {o:.2} CPUs")
+        });
+    let load = check.loadavg_before.map_or(String::new(), |l| {
+        format!("; load average {l:.2}, the lab's own earlier runs included")
+    });
+    let before = format!(
+        "Machine before the run: {others} in the {:.2} s before it{load} ({}).",
+        busy::BEFORE_SAMPLE.as_secs_f64(),
+        if check.busy_before() {
+            "busy: figures may be slower and noisier than the machine can do"
+        } else {
+            "quiet"
+        }
+    );
     let busy: Vec<(usize, f64)> = results
         .iter()
         .filter_map(|r| {

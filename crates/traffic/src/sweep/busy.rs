@@ -1,14 +1,18 @@
 //! Is the machine busy? A measurement shares its CPUs with whatever else
 //! runs, and a busy machine makes every figure slower and noisier. Before
-//! a sweep the 1-minute load average is read (/proc/loadavg); during each
-//! point, the CPU time other processes used is the machine's busy time
-//! (/proc/stat) less this process's (/proc/self/stat) and its background
-//! load's (its spinners are the experiment, not interference).
+//! a sweep and during each point, the CPU time other processes used is
+//! the machine's busy time (/proc/stat) less this process's
+//! (/proc/self/stat) and its background load's (its spinners are the
+//! experiment, not interference). The 1-minute load average is read too,
+//! but only reported: it counts this process's own earlier work (the
+//! lab's previous runs), so it cannot say whether others are busy.
 
 use serde::Serialize;
 
 /// Load average per core above which the machine is busy before a sweep.
 pub const BUSY_LOADAVG_PER_CORE: f64 = 0.5;
+/// How long others' CPU use is sampled before a sweep.
+pub const BEFORE_SAMPLE: std::time::Duration = std::time::Duration::from_millis(250);
 /// Other processes' CPU during a point, in cores, above which the point
 /// ran on a busy machine.
 pub const BUSY_OTHERS_CPU: f64 = 0.5;
@@ -92,29 +96,52 @@ impl CpuSample {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LoadCheck {
     pub cores: usize,
-    /// 1-minute load average before the first point.
+    /// 1-minute load average before the first point (this process's own
+    /// earlier work included).
     pub loadavg_before: Option<f64>,
+    /// CPUs' worth of time other processes used in the
+    /// [`BEFORE_SAMPLE`] before the first point.
+    pub others_cpu_before: Option<f64>,
     /// Why the figures may be slower or noisier than the machine can do.
     pub warnings: Vec<String>,
 }
 
 impl LoadCheck {
-    /// Reads the load average; warns when it is above
-    /// [`BUSY_LOADAVG_PER_CORE`] per core.
-    pub fn before_start() -> Self {
+    /// Reads the load average and samples others' CPU for
+    /// [`BEFORE_SAMPLE`] (`helpers`, the background load's spinners, are
+    /// ours); warns when others used more than [`BUSY_OTHERS_CPU`] CPUs
+    /// (or, where /proc/stat cannot say, when the load average is above
+    /// [`BUSY_LOADAVG_PER_CORE`] per core).
+    pub fn before_start(helpers: &[libc::pid_t]) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let loadavg_before = std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|t| parse_loadavg(&t));
+        let first = CpuSample::now(helpers);
+        std::thread::sleep(BEFORE_SAMPLE);
+        let others_cpu_before = first
+            .zip(CpuSample::now(helpers))
+            .and_then(|(a, b)| a.others_cpu(&b, cores));
         let mut check = Self {
             cores,
             loadavg_before,
+            others_cpu_before,
             warnings: Vec::new(),
         };
-        if let Some(w) = busy_before(loadavg_before, cores) {
-            check.warnings.push(w);
-        }
+        let warning = match others_cpu_before {
+            Some(others) => busy_during("before the sweep", Some(others)),
+            None => busy_before(loadavg_before, cores),
+        };
+        check.warnings.extend(warning);
         check
+    }
+
+    /// Whether others kept the machine busy before the sweep.
+    pub fn busy_before(&self) -> bool {
+        match self.others_cpu_before {
+            Some(others) => others > BUSY_OTHERS_CPU,
+            None => busy_before(self.loadavg_before, self.cores).is_some(),
+        }
     }
 }
 
@@ -157,6 +184,22 @@ mod tests {
         assert_eq!(parse_pid_stat("1234 (x) S 1"), None);
         assert_eq!(parse_loadavg("0.83 0.99 1.16 2/345 6789\n"), Some(0.83));
         assert_eq!(parse_loadavg(""), None);
+    }
+
+    #[test]
+    fn before_a_sweep_others_decide_not_the_load_average() {
+        let check = |others, load| LoadCheck {
+            cores: 2,
+            loadavg_before: Some(load),
+            others_cpu_before: others,
+            warnings: Vec::new(),
+        };
+        // The lab's own earlier runs raise the load average: not busy.
+        assert!(!check(Some(0.1), 1.8).busy_before());
+        assert!(check(Some(0.9), 0.2).busy_before());
+        // Without /proc/stat the load average is all there is.
+        assert!(check(None, 1.8).busy_before());
+        assert!(!check(None, 0.4).busy_before());
     }
 
     #[test]

@@ -85,9 +85,9 @@ pub fn run(
     // Held to the end of this function: dropping it kills the spinners on
     // every way out, a failed point included.
     let load = Load::start(settings.load)?;
-    // After the spinners start (a bad --load is refused first); the
-    // 1-minute average has not seen them yet.
-    let mut load_check = LoadCheck::before_start();
+    // After the spinners start (a bad --load is refused first): they are
+    // the experiment's, counted as ours.
+    let mut load_check = LoadCheck::before_start(load.pids());
     for warning in &load_check.warnings {
         event(Event::Busy(warning));
     }

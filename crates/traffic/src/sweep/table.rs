@@ -161,7 +161,7 @@ pub struct Sweep<'a> {
 
 /// `{"mode", "command", "environment", "repeat": {"min_reps",
 /// "max_reps", "max_time_s", "ci_target_percent"}, "load_procs",
-/// "load_check": {"cores", "loadavg_before", "warnings"}, "failure",
+/// "load_check": {"cores", "loadavg_before", "others_cpu_before", "warnings"}, "failure",
 /// "points": [...]}`.
 pub fn json(sweep: &Sweep<'_>) -> Value {
     let environment = match sweep.results.first() {
@@ -316,6 +316,7 @@ mod tests {
             load_check: &LoadCheck {
                 cores: 2,
                 loadavg_before: Some(1.5),
+                others_cpu_before: Some(0.75),
                 warnings: vec!["busy".into()],
             },
             results: &results,

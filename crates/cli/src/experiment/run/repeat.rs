@@ -158,13 +158,7 @@ fn one_pass(
     let view = TraceView::new(&trace)?;
     let all = analysis::all_spans(&view);
     let mut found = analysis::messages::analyse(&view, &all, cx.plan.stop)?;
-    let warmup: Vec<u64> = result
-        .outcomes
-        .iter()
-        .filter(|o| o.warmup)
-        .map(|o| o.index)
-        .collect();
-    found.messages.retain(|m| !warmup.contains(&m.index));
+    let _ = super::drop_warmup(&mut found, &result);
     let sent_before = tally.sent;
     tally.add(&result, &trace, &all);
     Ok((file, found.messages, tally.sent - sent_before))
