@@ -204,9 +204,10 @@ pub fn ratio(d: &Difference) -> String {
     )
 }
 
-/// The report's stylesheet and what only this page needs: nowrap
-/// figures, breakable paths, significant rows shaded.
-const EXTRA_STYLE: &str = "td{white-space:nowrap}td.l,th.l{white-space:normal}td.path code{word-break:break-all}tr.sig td{background:#fff4e0}";
+/// The report's stylesheet and what only this page needs: a wider page,
+/// figures on one line, a figure column wide enough for its paths (which
+/// break anywhere), significant rows shaded.
+const EXTRA_STYLE: &str = "body{max-width:1500px}td{white-space:nowrap}td.l,th.l{white-space:normal}td.path{min-width:22em}td.path code{word-break:break-all}tr.sig td{background:#fff4e0}";
 
 /// The whole page.
 pub fn render(c: &Comparison) -> String {
