@@ -109,8 +109,10 @@ named_enum! {
         Link = "link",
         /// Serialisation on the wire and waiting for the device: time the
         /// stack has handed a frame over and its last bit has not yet left
-        /// (send), or the next frame of a message is still on its way
-        /// (receive).
+        /// (send), or, on the receive side, an arrived frame waits in the
+        /// device for the receiver to take it (a sleeping receiver's
+        /// wake-up included) or the next frame of a message is still on
+        /// its way.
         Wire = "wire",
         /// The tool's own bookkeeping (capture, trace flushing) where it
         /// cannot be kept out of a timed window; always reported and
