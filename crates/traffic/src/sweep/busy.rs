@@ -11,6 +11,8 @@ use serde::Serialize;
 
 /// Load average per core above which the machine is busy before a sweep.
 pub const BUSY_LOADAVG_PER_CORE: f64 = 0.5;
+/// Fewest ticks (all CPUs together) over which others' CPU is judged.
+pub const MIN_TICKS: u64 = 40;
 /// How long others' CPU use is sampled before a sweep.
 pub const BEFORE_SAMPLE: std::time::Duration = std::time::Duration::from_millis(250);
 /// Other processes' CPU during a point, in cores, above which the point
@@ -29,7 +31,10 @@ pub struct CpuSample {
 }
 
 /// Parses /proc/stat's first line (`cpu  user nice system idle iowait
-/// irq softirq steal ...`) into (total, busy) ticks.
+/// irq softirq steal ...`) into (total, busy) ticks. Interrupt and softirq
+/// time is neither busy nor idle here: it is charged to no process, and on
+/// the kernel target most of it is the kernel carrying the experiment's
+/// own packets, which must not read as others' work.
 pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let ticks: Vec<u64> = line
@@ -42,8 +47,9 @@ pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
         return None;
     }
     let total: u64 = ticks.iter().sum();
-    // idle and iowait are not work.
-    Some((total, total - ticks[3] - ticks[4]))
+    // idle and iowait are not work; irq and softirq are nobody's.
+    let unowned = ticks.get(5).copied().unwrap_or(0) + ticks.get(6).copied().unwrap_or(0);
+    Some((total, total - ticks[3] - ticks[4] - unowned))
 }
 
 /// Parses a /proc/PID/stat line into its utime + stime ticks (fields 14
@@ -79,9 +85,12 @@ impl CpuSample {
 
     /// CPUs' worth of time others used between `self` and `later` on a
     /// machine of `cores`: their share of all ticks times the cores.
+    /// `None` under [`MIN_TICKS`]: the kernel counts in ticks (10 ms), and
+    /// over a few of them one tick charged late reads as a whole CPU (a
+    /// 0.1 s point with nothing else running read 1.00).
     pub fn others_cpu(&self, later: &CpuSample, cores: usize) -> Option<f64> {
         let total = later.total.checked_sub(self.total)?;
-        if total == 0 {
+        if total < MIN_TICKS {
             return None;
         }
         let busy = later.busy.saturating_sub(self.busy);
@@ -176,8 +185,9 @@ mod tests {
     #[test]
     fn proc_files_parse() {
         let stat = "cpu  100 5 50 800 20 3 2 0 0 0\ncpu0 50 2 25 400 10 1 1 0 0 0\n";
-        // total 980; busy = total − idle 800 − iowait 20.
-        assert_eq!(parse_proc_stat(stat), Some((980, 160)));
+        // total 980; busy = total − idle 800 − iowait 20 − irq 3 −
+        // softirq 2.
+        assert_eq!(parse_proc_stat(stat), Some((980, 155)));
         assert_eq!(parse_proc_stat("nothing"), None);
         let pid = "1234 (a (strange) name) S 1 1 1 0 -1 4194560 100 0 0 0 70 30 0 0 20 0 4 0";
         assert_eq!(parse_pid_stat(pid), Some(100));
@@ -218,6 +228,14 @@ mod tests {
         };
         assert_eq!(before.others_cpu(&after, 2), Some(1.0));
         assert_eq!(before.others_cpu(&before, 2), None, "no time passed");
+        // Ten ticks, one of them others': too few to call it a tenth of
+        // the machine.
+        let soon = CpuSample {
+            total: 1010,
+            busy: 110,
+            ours: 49,
+        };
+        assert_eq!(before.others_cpu(&soon, 2), None);
         assert!(busy_during("point 1", Some(1.0))
             .unwrap()
             .contains("1.00 CPUs"));
