@@ -10,16 +10,17 @@
 //! * TCP against UDP on one chart (Fig. 5.5) and the chapter's summary
 //!   (Table 5e) for an experiment with both.
 //!
-//! Trend lines are least squares over the per-size means, x in thousands
-//! of bytes and y in µs as in the study, with the slope's 95 % interval
-//! and R² (`stats::LinearFit`); a weak fit (R² < 0.8) is marked and not
-//! drawn.
+//! Trend lines are the analysis' (`PathTrends::categories`): least
+//! squares over the per-size means, x in thousands of bytes and y in µs as
+//! in the study, with the slope's 95 % interval and R²; a weak fit
+//! (R² < 0.8) is marked and not drawn, and no line is drawn below zero.
 
 use std::fmt::Write;
 
+use analysis::sweep::PathTrends;
 use analysis::sweep::{PathFigures, SizePoint};
+use analysis::trend::Fit;
 use probe::Category;
-use stats::LinearFit;
 
 use crate::html::escape;
 use crate::model::{Experiment, MessagesRun};
@@ -51,21 +52,26 @@ fn path(p: &SizePoint, receive: bool) -> Option<&PathFigures> {
 
 /// One cost centre over the sweep: (size B, µs per message), (size B, %
 /// of the stop latency) and (size B, % of the stack's own work in the
-/// window: every category but the wire and the tool's instrumentation).
+/// window: every category but the wire and the tool's instrumentation),
+/// with the analysis' trend line and mean share of the stop latency.
 struct Curve {
     category: Category,
     time: Vec<(f64, f64)>,
     share: Vec<(f64, f64)>,
     work_share: Vec<(f64, f64)>,
+    fit: Option<Fit>,
+    mean_share: Option<f64>,
 }
 
 impl Curve {
-    fn of(points: &[SizePoint], receive: bool, category: Category) -> Self {
+    fn of(points: &[SizePoint], trends: &PathTrends, receive: bool, category: Category) -> Self {
         let mut curve = Curve {
             category,
             time: Vec::new(),
             share: Vec::new(),
             work_share: Vec::new(),
+            fit: trends.categories.get(&category).copied(),
+            mean_share: trends.category_shares.get(&category).map(|s| s * 100.0),
         };
         for p in points {
             let Some(f) = path(p, receive) else { continue };
@@ -88,58 +94,37 @@ impl Curve {
         curve
     }
 
-    /// The trend in the study's units: µs against thousands of bytes.
-    fn fit(&self) -> Option<LinearFit> {
-        let kb: Vec<(f64, f64)> = self.time.iter().map(|&(x, y)| (x / 1e3, y)).collect();
-        LinearFit::of(&kb)
-    }
-
-    fn mean_share(&self) -> Option<f64> {
-        mean_y(&self.share)
-    }
-
+    /// The mean of the per-size shares of the stack's own work.
     fn mean_work_share(&self) -> Option<f64> {
-        mean_y(&self.work_share)
+        let shares: Vec<f64> = self.work_share.iter().map(|p| p.1).collect();
+        stats::Estimate::of(&shares).map(|e| e.mean)
     }
 }
 
-fn mean_y(points: &[(f64, f64)]) -> Option<f64> {
-    stats::Estimate::of(&points.iter().map(|p| p.1).collect::<Vec<_>>()).map(|e| e.mean)
-}
-
-impl Curve {}
-
-/// "y = (15.888 ± 0.412)·x + 28.00; R² 0.970", weak fits said so.
-pub fn formula(fit: &LinearFit) -> String {
+/// A linear fit as "y = (15.888 ± 0.412)·x + 28.00; R² 0.970", weak fits
+/// said so.
+pub fn formula(fit: &Fit) -> String {
     let slope = match fit.slope_ci95 {
-        Some(ci) => format!("({:.3} ± {:.3})", fit.slope, ci.half_width()),
-        None => format!("{:.3}", fit.slope),
+        Some(ci) => format!("({:.3} ± {:.3})", fit.a, ci.half_width()),
+        None => format!("{:.3}", fit.a),
     };
     format!(
         "y = {slope}·x {} {:.2}; R² {:.3}{}",
-        if fit.intercept < 0.0 { '−' } else { '+' },
-        fit.intercept.abs(),
+        if fit.b < 0.0 { '−' } else { '+' },
+        fit.b.abs(),
         fit.r2,
-        if fit.is_weak() {
-            " (weak: not a trend)"
-        } else {
-            ""
-        }
+        if fit.weak { " (weak: not a trend)" } else { "" }
     )
 }
 
-/// The trend drawn over `lo..=hi` bytes, never below zero latency; a
-/// weak fit is not drawn.
-fn trend_series(name: &str, fit: &LinearFit, lo: f64, hi: f64) -> Option<Series> {
-    if fit.is_weak() {
+/// The trend drawn over `lo..=hi` bytes where it is at or above zero
+/// ([`Fit::curve`]); a weak fit is not drawn.
+fn trend_series(name: &str, fit: &Fit, lo: f64, hi: f64) -> Option<Series> {
+    if fit.weak {
         return None;
     }
-    let points = (0..=40)
-        .map(|i| {
-            let x = lo + (hi - lo) * f64::from(i) / 40.0;
-            (x, fit.eval(x / 1e3).max(0.0))
-        })
-        .collect();
+    let curve = fit.curve(lo / 1e3, hi / 1e3, 40);
+    let points = curve.points.iter().map(|&(x, y)| (x * 1e3, y)).collect();
     Some(Series::new(name, points, Style::Dashed))
 }
 
@@ -158,10 +143,10 @@ pub fn run_figures(h: &mut String, run: &MessagesRun) {
     if run.points.len() < 2 {
         return;
     }
-    for (side, receive) in [("send", false), ("receive", true)] {
+    for (side, receive, trends) in [("send", false, &run.send), ("receive", true, &run.receive)] {
         let curves: Vec<Curve> = centres(&run.points, receive)
             .into_iter()
-            .map(|c| Curve::of(&run.points, receive, c))
+            .map(|c| Curve::of(&run.points, trends, receive, c))
             .collect();
         if curves.is_empty() {
             continue;
@@ -176,8 +161,8 @@ pub fn run_figures(h: &mut String, run: &MessagesRun) {
                 h,
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 c.category,
-                c.fit().map_or("-".into(), |f| escape(&formula(&f))),
-                c.mean_share().map_or("-".into(), |s| format!("{s:.1} %")),
+                c.fit.as_ref().map_or("-".into(), |f| escape(&formula(f))),
+                c.mean_share.map_or("-".into(), |s| format!("{s:.1} %")),
                 c.mean_work_share().map_or("-".into(), |s| format!("{s:.1} %")),
                 c.time.len()
             );
@@ -191,8 +176,9 @@ pub fn run_figures(h: &mut String, run: &MessagesRun) {
             )];
             let (lo, hi) = extent(&c.time);
             if let Some(trend) = c
-                .fit()
-                .and_then(|f| trend_series(&format!("trend: {}", formula(&f)), &f, lo, hi))
+                .fit
+                .as_ref()
+                .and_then(|f| trend_series(&format!("trend: {}", formula(f)), f, lo, hi))
             {
                 series.push(trend);
             }
@@ -337,7 +323,7 @@ fn summary_table(h: &mut String, tcp: &MessagesRun, udp: &MessagesRun) {
                 Some((f64::from(p.size) / 1e3, s.mean))
             })
             .collect();
-        LinearFit::of(&points).map_or("-".into(), |f| formula(&f))
+        analysis::trend::linear(&points).map_or("-".into(), |f| formula(&f))
     };
     row(h, "start latency", runs.map(|r| latency(r, true)));
     row(
@@ -357,16 +343,16 @@ fn summary_table(h: &mut String, tcp: &MessagesRun, udp: &MessagesRun) {
         }),
     );
     for category in [Category::Checksum, Category::Buffer, Category::DataMove] {
-        let curves = runs.map(|r| Curve::of(&r.points, false, category));
+        let curves = runs.map(|r| Curve::of(&r.points, &r.send, false, category));
         row(
             h,
             &format!("{category} latency"),
-            [&curves[0], &curves[1]].map(|c| c.fit().map_or("-".into(), |f| formula(&f))),
+            [&curves[0], &curves[1]].map(|c| c.fit.as_ref().map_or("-".into(), formula)),
         );
         row(
             h,
             &format!("mean share of {category} in stop latency (in the stack's work)"),
-            [&curves[0], &curves[1]].map(|c| match (c.mean_share(), c.mean_work_share()) {
+            [&curves[0], &curves[1]].map(|c| match (c.mean_share, c.mean_work_share()) {
                 (Some(s), Some(w)) => format!("{s:.2} % ({w:.1} %)"),
                 (Some(s), None) => format!("{s:.2} %"),
                 _ => "-".into(),
@@ -415,18 +401,19 @@ mod tests {
             .collect();
         assert_eq!(centres(&points, false), vec![Category::Checksum]);
         assert!(centres(&points, true).is_empty());
-        let c = Curve::of(&points, false, Category::Checksum);
-        let fit = c.fit().unwrap();
-        assert!((fit.slope - 10.0).abs() < 1e-9 && (fit.intercept - 5.0).abs() < 1e-9);
+        let trends = analysis::sweep::trends(&points, None, false);
+        let c = Curve::of(&points, &trends, false, Category::Checksum);
+        let fit = c.fit.unwrap();
+        assert!((fit.a - 10.0).abs() < 1e-9 && (fit.b - 5.0).abs() < 1e-9);
         // Shares 15 %, 12.5 %, 11.67 %, 11.25 %, 11 %: mean 12.283 %.
-        assert!((c.mean_share().unwrap() - 12.2833).abs() < 1e-3);
+        assert!((c.mean_share.unwrap() - 12.2833).abs() < 1e-3);
         // The only category: all of the stack's work.
         assert!((c.mean_work_share().unwrap() - 100.0).abs() < 1e-9);
     }
 
     #[test]
     fn weak_trends_are_not_drawn_and_drawn_ones_stay_at_or_above_zero() {
-        let steep = LinearFit::of(&[(1.0, 1.0), (2.0, 50.0), (3.0, 99.0)]).unwrap();
+        let steep = analysis::trend::linear(&[(1.0, 1.0), (2.0, 50.0), (3.0, 99.0)]).unwrap();
         let drawn = trend_series("t", &steep, 0.0, 3000.0).unwrap();
         assert!(drawn.points.iter().all(|p| p.1 >= 0.0));
         assert_eq!(
@@ -434,8 +421,9 @@ mod tests {
             0.0,
             "the negative intercept is clipped"
         );
-        let weak = LinearFit::of(&[(1.0, 5.0), (2.0, 1.0), (3.0, 6.0), (4.0, 2.0)]).unwrap();
-        assert!(weak.is_weak());
+        let weak =
+            analysis::trend::linear(&[(1.0, 5.0), (2.0, 1.0), (3.0, 6.0), (4.0, 2.0)]).unwrap();
+        assert!(weak.weak);
         assert!(trend_series("t", &weak, 0.0, 1.0).is_none());
         assert!(formula(&weak).contains("weak"));
     }
