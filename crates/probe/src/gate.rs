@@ -223,8 +223,11 @@ mod tests {
         assert!(is_open_at(flow, layer) && !is_open_at(flow, centre));
         set_level(Level::Functions);
         assert!(is_open_at(flow, layer) && is_open_at(flow, centre));
+        assert!(crate::would_record(centre, flow));
+        assert!(!crate::would_record(centre, Flow::untraced(2)));
         set_mode(Mode::Off);
         assert!(!is_open_at(flow, layer));
+        assert!(!crate::would_record(layer, flow));
         for l in [Level::Layers, Level::Functions] {
             assert_eq!(l.as_str().parse::<Level>(), Ok(l));
         }

@@ -81,6 +81,20 @@ pub fn record(loc: Loc, len: u32, flow: Flow, aux: u64) {
     let _ = (loc, len, flow, aux);
 }
 
+/// Whether [`record`] at `loc` would record for `flow` now: for a site
+/// whose record needs work to compute (a clock read), so that work is done
+/// only when it is kept.
+#[inline(always)]
+pub fn would_record(loc: Loc, flow: Flow) -> bool {
+    #[cfg(feature = "probes")]
+    return gate::is_open_at(flow, loc);
+    #[cfg(not(feature = "probes"))]
+    {
+        let _ = (loc, flow);
+        false
+    }
+}
+
 /// Serialises unit tests that change the global gate mode.
 #[cfg(test)]
 pub(crate) fn test_lock() -> std::sync::MutexGuard<'static, ()> {

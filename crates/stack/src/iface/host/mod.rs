@@ -933,8 +933,11 @@ impl Host {
         if let Some(flow) = traced {
             packet.set_flow(flow);
         }
+        let arrived = arrived
+            .filter(|_| probe::would_record(crate::probes::LINK_RECEIVE_ARRIVAL, packet.flow()));
         if let Some(arrived) = arrived {
-            // The runner's clock now, as the wire's arrival is on it.
+            // The runner's clock now, as the wire's arrival is on it: read
+            // only for a frame whose arrival is recorded.
             let looked = self.wall.as_ref().map_or(now, |wall| wall().max(now));
             let waited = looked.saturating_duration_since(arrived);
             probe::record(
