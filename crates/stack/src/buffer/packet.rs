@@ -291,6 +291,7 @@ impl Packet {
     /// fragmentation's fragment), one `data_move` span per buffer filled.
     pub fn from_parts(pool: &Pool, flow: Flow, parts: &[&[u8]]) -> Result<Packet, PacketError> {
         let mut packet = Packet::new(pool, flow)?;
+        let mut remaining: usize = parts.iter().map(|p| p.len()).sum();
         let mut parts = parts.iter().copied().filter(|p| !p.is_empty()).peekable();
         // Into the head while it has room.
         while let Some(part) = parts.peek_mut() {
@@ -299,23 +300,26 @@ impl Packet {
                 break;
             }
             packet.append_copy(&part[..take])?;
+            remaining -= take;
             *part = &part[take..];
             if part.is_empty() {
                 parts.next();
             }
         }
-        let rest: Vec<&[u8]> = parts.collect();
-        packet.append_copies(pool, &rest)?;
+        packet.append_copies(pool, &mut parts, remaining)?;
         Ok(packet)
     }
 
-    /// Copies `parts` into further pool buffers, used whole since headers
-    /// only ever go into the head, appended as segments: one `data_move`
-    /// span per buffer.
-    fn append_copies(&mut self, pool: &Pool, parts: &[&[u8]]) -> Result<(), PacketError> {
+    /// Copies the `remaining` bytes of `parts` into further pool buffers,
+    /// used whole since headers only ever go into the head, appended as
+    /// segments: one `data_move` span per buffer.
+    fn append_copies<'a>(
+        &mut self,
+        pool: &Pool,
+        parts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
+        mut remaining: usize,
+    ) -> Result<(), PacketError> {
         let flow = self.flow;
-        let mut remaining: usize = parts.iter().map(|p| p.len()).sum();
-        let mut parts = parts.iter().copied().filter(|p| !p.is_empty()).peekable();
         while remaining > 0 {
             let mut buffer = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
             let fill = remaining.min(buffer.capacity());
