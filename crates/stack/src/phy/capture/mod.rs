@@ -22,6 +22,7 @@
 //! file is complete once the link is dropped or [`Captured::finish`]ed;
 //! [`Captured::flush_capture`] makes it complete so far.
 
+mod stream;
 mod writer;
 
 use std::io::{self, Write};
@@ -36,7 +37,7 @@ use wire::pcapng::Direction;
 
 use super::{Link, LinkError, LinkStats};
 use crate::time::Instant;
-use writer::{Shared, ToWriter, Writer, RECORD_HEADER};
+use writer::{record_len, Shared, ToWriter, Writer};
 
 /// How the capture went.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -148,7 +149,7 @@ impl<L: Link> Captured<L> {
         interface_name: &str,
         config: CaptureConfig,
     ) -> Self {
-        let frame_max = inner.mtu() + inner.medium().header_len() + RECORD_HEADER;
+        let frame_max = record_len(inner.mtu() + inner.medium().header_len());
         let config = CaptureConfig {
             chunk_bytes: config.chunk_bytes.max(frame_max),
             chunks: config.chunks.max(1),
@@ -284,7 +285,7 @@ impl<L: Link> Captured<L> {
             return;
         }
         let Some(ring) = &mut self.ring else { return };
-        let need = RECORD_HEADER + len;
+        let need = record_len(len);
         if need > self.config.chunk_bytes {
             self.dropped += 1;
             return;
@@ -299,13 +300,12 @@ impl<L: Link> Captured<L> {
         }
         match ring.current.as_mut() {
             Some(chunk) => {
+                // Past the caches (`stream.rs`), then waited for, so the
+                // copy's whole cost is inside this span: the link's next
+                // instructions neither stall on its stores nor miss the
+                // lines it would have evicted.
                 writer::append(chunk, now.as_nanos(), direction, parts, len);
-                // The copy's stores still draining when the span's exit
-                // reads the counter would stall the link's next
-                // instructions instead: drain them inside the span (a full
-                // fence; on x86 `mfence`), so the copy's whole cost is
-                // instrumentation.
-                std::sync::atomic::fence(Ordering::SeqCst);
+                stream::settle();
             }
             None => self.dropped += 1,
         }

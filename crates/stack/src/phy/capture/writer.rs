@@ -18,6 +18,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::stream;
 use wire::pcapng::{CapturedPacket, Direction, InterfaceId, LinkType, PcapngWriter};
 
 /// Bytes in front of each frame in a chunk.
@@ -64,8 +65,9 @@ impl Shared {
     }
 }
 
-/// Appends one frame's record to `chunk`; the caller checked that it fits
-/// in the chunk's capacity, so nothing is allocated.
+/// Appends one frame's record to `chunk`, padded to the record alignment
+/// (`stream.rs`); the caller checked that [`record_len`] fits in the
+/// chunk's capacity, so nothing is allocated.
 pub(super) fn append(
     chunk: &mut Vec<u8>,
     timestamp_ns: u64,
@@ -73,15 +75,20 @@ pub(super) fn append(
     parts: &[&[u8]],
     len: usize,
 ) {
-    chunk.extend_from_slice(&timestamp_ns.to_le_bytes());
-    chunk.push(match direction {
+    let mut header = [0u8; RECORD_HEADER];
+    header[..8].copy_from_slice(&timestamp_ns.to_le_bytes());
+    header[8] = match direction {
         Direction::Inbound => 1,
         Direction::Outbound => 2,
-    });
-    chunk.extend_from_slice(&(len as u32).to_le_bytes());
-    for part in parts {
-        chunk.extend_from_slice(part);
-    }
+    };
+    header[9..].copy_from_slice(&(len as u32).to_le_bytes());
+    let pieces = std::iter::once(&header[..]).chain(parts.iter().copied());
+    stream::append_padded(chunk, pieces, RECORD_HEADER + len);
+}
+
+/// Bytes a record of a `len`-byte frame takes in a chunk.
+pub(super) fn record_len(len: usize) -> usize {
+    stream::padded(RECORD_HEADER + len)
 }
 
 /// The records of a chunk: (timestamp ns, direction, frame).
@@ -98,7 +105,7 @@ fn records(chunk: &[u8]) -> impl Iterator<Item = (u64, Direction, &[u8])> {
         let len = u32::from_le_bytes(header[9..13].try_into().ok()?) as usize;
         let start = at + RECORD_HEADER;
         let frame = chunk.get(start..start.checked_add(len)?)?;
-        at = start + len;
+        at += record_len(len);
         Some((timestamp, direction, frame))
     })
 }
