@@ -11,6 +11,10 @@ import sys
 out = sys.argv[1]
 
 
+# The machine's state is measured between two CPUs: on one there is none.
+MULTI_CPU = len(os.sched_getaffinity(0)) >= 2
+
+
 def fail(message):
     print(f"check-lab: {message}", file=sys.stderr)
     sys.exit(1)
@@ -126,6 +130,9 @@ for exp in summary["experiments"]:
             if verdict == "met" and (half is None or half > target + 1e-9):
                 fail(f"{name}: marked met with ±{half} % against ±{target} %")
             missed += verdict != "met"
+            # The machine's state the point ran in, for `compare`.
+            if MULTI_CPU and not (p.get("core_trip_ns") or 0) > 0:
+                fail(f"{name}: no core-to-core round trip (the machine's state): {p.get('core_trip_ns')}")
         if not any(n.startswith("Machine before the run") for n in sweep["notes"]):
             fail(f"{label}: the notes do not say how busy the machine was")
         print(f"{label}: {len(sweep['points'])} points, {short} too short, {missed} short of the CI target")
@@ -274,6 +281,8 @@ for exp in summary["experiments"]:
                 for step in steps["steps"]:
                     if "detectable" not in step:
                         fail(f"{label} {key}: boundary {step['multiple']} says nothing of the step it could see")
+        if MULTI_CPU and not (run.get("core_trip_ns") or 0) > 0:
+            fail(f"{exp['name']}/{run['id']}: no core-to-core round trip (the machine's state)")
         repetition = run["send"].get("stop_slope_repetition")
         if repetition is not None:
             passes = repetition["passes"]

@@ -158,7 +158,11 @@ enum Command {
     /// interval of its mean is within --ci-target percent (default ±2 %)
     /// or --max-reps / --max-time stop it; every point reports n, mean,
     /// median, the interval and the verdict (met, rep cap, time cap). A
-    /// busy machine (load average, other processes' CPU) is warned about.
+    /// busy machine (load average, other processes' CPU) is warned about,
+    /// and so is a point whose repetitions ran in two machine states: the
+    /// round trip of a cache line between two CPUs, measured before each
+    /// repetition (core_trip_ns), which on a virtual machine moves with
+    /// the vCPUs' placement and moves cross-thread throughput with it.
     /// Throughput: per point the received bits/s (mean, its interval,
     /// median, sample stdev, min, max), sent bits/s, and for UDP/raw the
     /// loss; --rate

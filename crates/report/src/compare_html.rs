@@ -75,8 +75,13 @@ pub struct TestedFigure {
     pub detectable: Option<f64>,
     /// The p-value after the correction.
     pub p_adjusted: f64,
-    /// `p_adjusted < alpha` and B/A's interval outside 1 ± threshold.
+    /// `p_adjusted < alpha` and B/A's interval outside 1 ± threshold, and
+    /// both sides ran in one machine state.
     pub significant: bool,
+    /// A's and B's core-to-core round trips (ns) when the machine's state
+    /// differed between them (`traffic::core_trip`): a difference here is
+    /// the machine's, so the figure gets no verdict.
+    pub machine_differed: Option<[f64; 2]>,
     /// "faster" or "slower" for a significant difference of a time or a
     /// rate (read from the figure's unit), else `None`.
     pub verdict: Option<String>,
@@ -95,6 +100,11 @@ pub struct UntestedFigure {
 impl Comparison {
     pub fn significant(&self) -> impl Iterator<Item = &TestedFigure> {
         self.tested.iter().filter(|f| f.significant)
+    }
+
+    /// Figures whose runs' machine states differed.
+    pub fn machine_differed(&self) -> impl Iterator<Item = &TestedFigure> {
+        self.tested.iter().filter(|f| f.machine_differed.is_some())
     }
 
     /// The median of the tested figures' smallest marked changes (a
@@ -256,7 +266,21 @@ pub fn render(c: &Comparison) -> String {
     } else {
         tested_table(&mut h, &significant);
     }
-    let rest: Vec<&TestedFigure> = c.tested.iter().filter(|f| !f.significant).collect();
+    let machine: Vec<&TestedFigure> = c.machine_differed().collect();
+    if !machine.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Measured in different machine states ({})</h2><p class=\"note\">{}</p>",
+            machine.len(),
+            escape(MACHINE_NOTE)
+        );
+        tested_table(&mut h, &machine);
+    }
+    let rest: Vec<&TestedFigure> = c
+        .tested
+        .iter()
+        .filter(|f| !f.significant && f.machine_differed.is_none())
+        .collect();
     let _ = write!(h, "<h2>Tested, not significant ({})</h2>", rest.len());
     if !rest.is_empty() {
         tested_table(&mut h, &rest);
@@ -318,11 +342,22 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
             match (&f.verdict, f.significant) {
                 (Some(v), true) => format!("B {}", escape(v)),
                 (None, true) => "differs".to_string(),
-                _ => "—".to_string(),
+                _ => f.machine_differed.map_or_else(|| "—".to_string(), machine_text),
             },
         );
     }
     h.push_str("</table>");
+}
+
+/// Why figures measured in different machine states get no verdict.
+pub const MACHINE_NOTE: &str = "The two runs measured these figures with the machine in different states: the round trip of a cache line between two CPUs (measured before each repetition, outside every window) differed by more than 1.5×. On a virtual machine this moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). A difference here is the machine's, not the code's: run both again to compare them.";
+
+/// `machine: A 58 ns, B 340 ns` (core-to-core round trips).
+pub fn machine_text(ns: [f64; 2]) -> String {
+    format!(
+        "machine state differed (core round trip A {:.0} ns, B {:.0} ns)",
+        ns[0], ns[1]
+    )
 }
 
 fn untested_table(h: &mut String, figures: &[UntestedFigure]) {

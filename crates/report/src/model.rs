@@ -152,6 +152,16 @@ pub struct MessagesRun {
     /// Payload one packet carries on the path; stop-latency steps are
     /// looked for at its multiples.
     pub segment_bytes: f64,
+    /// The machine's state before each pass: the median, least and
+    /// greatest core-to-core round trip, ns (`traffic::core_trip`; `None`
+    /// on one CPU). `stackscope compare` reads runs whose states differ as
+    /// the machine's difference, not the stack's.
+    #[serde(default)]
+    pub core_trip_ns: Option<f64>,
+    #[serde(default)]
+    pub core_trip_min_ns: Option<f64>,
+    #[serde(default)]
+    pub core_trip_max_ns: Option<f64>,
     /// Where the send path's stop latency ends (named in every table).
     pub stop_at: analysis::messages::StopAt,
     pub points: Vec<SizePoint>,

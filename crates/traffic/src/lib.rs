@@ -9,6 +9,7 @@
 //! * [`kernel`] and [`reference`]: the two targets.
 
 pub mod circuits;
+pub mod core_trip;
 pub mod cpu;
 pub mod datagram;
 pub mod echo;

@@ -112,23 +112,30 @@ struct Test {
 /// Tests every pair, corrects the p-values of those tested and marks
 /// the significant ones by `rule`.
 pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
-    let mut tested: Vec<(String, Test)> = Vec::new();
+    let mut tested: Vec<(String, Test, Option<[f64; 2]>)> = Vec::new();
     let mut untested = Vec::new();
     for pair in pairs {
         match test(pair) {
-            Outcome::Tested(t) => tested.push((pair.path.clone(), *t)),
+            Outcome::Tested(t) => tested.push((pair.path.clone(), *t, machine_differed(pair))),
             Outcome::Untested(figure) => untested.push(figure),
         }
     }
-    let p: Vec<f64> = tested.iter().map(|(_, t)| t.difference.p_value).collect();
+    let p: Vec<f64> = tested
+        .iter()
+        .map(|(_, t, _)| t.difference.p_value)
+        .collect();
     let adjusted = rule.correction.adjust(&p);
     let lone_level = rule.lone_level(p.len());
     let tested = tested
         .into_iter()
         .zip(adjusted)
-        .map(|((path, t), p_adjusted)| {
-            let significant = rule.significant(p_adjusted, &t.difference);
+        .map(|((path, t, machine_differed), p_adjusted)| {
+            // A difference between runs in different machine states is the
+            // machine's: it gets no verdict, and is listed as such.
+            let significant =
+                machine_differed.is_none() && rule.significant(p_adjusted, &t.difference);
             TestedFigure {
+                machine_differed,
                 verdict: significant
                     .then(|| verdict(&path, t.difference.ratio))
                     .flatten()
@@ -150,6 +157,15 @@ pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<Untested
         })
         .collect();
     (tested, untested)
+}
+
+/// Both sides' core-to-core round trips (ns) when they ran in different
+/// machine states (`traffic::core_trip`), else `None`.
+fn machine_differed(pair: &Pair) -> Option<[f64; 2]> {
+    match pair.states {
+        [Some(a), Some(b)] if traffic::core_trip::states_differ(a, b) => Some([a, b]),
+        _ => None,
+    }
 }
 
 fn test(pair: &Pair) -> Outcome {
@@ -341,6 +357,29 @@ mod tests {
             path: path.to_string(),
             a,
             b,
+            states: [None, None],
+        }
+    }
+
+    #[test]
+    fn a_difference_between_machine_states_gets_no_verdict() {
+        let a = spread(&[100.0, 101.0, 99.0, 100.5]);
+        let b = spread(&[50.0, 50.5, 49.5, 50.2]);
+        let in_states = |states| Pair {
+            states,
+            ..pair("x.mean_bps", a, b)
+        };
+        let pairs = [
+            in_states([Some(58.0), Some(340.0)]),
+            in_states([Some(58.0), Some(70.0)]),
+            in_states([None, Some(340.0)]),
+        ];
+        let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.02));
+        assert_eq!(tested[0].machine_differed, Some([58.0, 340.0]));
+        assert!(!tested[0].significant && tested[0].verdict.is_none());
+        // One state, or a side that did not say: judged as before.
+        for t in &tested[1..] {
+            assert!(t.significant && t.machine_differed.is_none(), "{t:?}");
         }
     }
 

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use report::compare_html::{
-    blindness, detectable, measured, number, p_value, percent, ratio, Comparison, Side,
-    TestedFigure,
+    blindness, detectable, machine_text, measured, number, p_value, percent, ratio, Comparison,
+    Side, TestedFigure, MACHINE_NOTE,
 };
 
 pub fn render(c: &Comparison, all: bool) -> String {
@@ -36,7 +36,18 @@ pub fn render(c: &Comparison, all: bool) -> String {
     for f in &significant {
         figure(&mut t, f);
     }
-    let rest = c.tested.len() - significant.len();
+    let machine: Vec<&TestedFigure> = c.machine_differed().collect();
+    if !machine.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nMeasured in different machine states (no verdict): {}\n  {MACHINE_NOTE}",
+            machine.len()
+        );
+        for f in &machine {
+            figure(&mut t, f);
+        }
+    }
+    let rest = c.tested.len() - significant.len() - machine.len();
     if !all {
         let _ = writeln!(
             t,
@@ -46,7 +57,11 @@ pub fn render(c: &Comparison, all: bool) -> String {
         return t;
     }
     let _ = writeln!(t, "\nTested, not significant: {rest}");
-    for f in c.tested.iter().filter(|f| !f.significant) {
+    for f in c
+        .tested
+        .iter()
+        .filter(|f| !f.significant && f.machine_differed.is_none())
+    {
         figure(&mut t, f);
     }
     let _ = writeln!(t, "\nWithout a spread: {}", c.untested.len());
@@ -92,8 +107,9 @@ fn figure(t: &mut String, f: &TestedFigure) {
     } else {
         format!("; markable change {}", detectable(f))
     };
-    let verdict = match (&f.verdict, f.significant) {
-        (Some(v), true) => format!("  B {v}"),
+    let verdict = match (&f.verdict, f.significant, f.machine_differed) {
+        (Some(v), true, _) => format!("  B {v}"),
+        (_, false, Some(ns)) => format!("  {}", machine_text(ns)),
         _ => String::new(),
     };
     let _ = writeln!(

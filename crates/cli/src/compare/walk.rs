@@ -51,7 +51,14 @@ pub struct Pair {
     pub path: String,
     pub a: Figure,
     pub b: Figure,
+    /// The machine's state each side measured the figure in: the
+    /// `core_trip_ns` of the nearest object around it that has one
+    /// (`traffic::core_trip`).
+    pub states: [Option<f64>; 2],
 }
+
+/// The field naming the machine's state a measurement ran in.
+const STATE: &str = "core_trip_ns";
 
 /// Every figure of both sides, paired where they match.
 #[derive(Debug, Default)]
@@ -82,7 +89,7 @@ pub fn pair(a: &Value, b: &Value, a_dirs: &[String], b_dirs: &[String]) -> Paire
         ),
         other => other.clone(),
     };
-    walker.visit("", Some(&strip(a)), Some(&strip(b)));
+    walker.visit("", Some(&strip(a)), Some(&strip(b)), [None, None]);
     walker.out
 }
 
@@ -107,19 +114,21 @@ enum Entry<'a> {
 }
 
 impl Walker {
-    fn visit(&mut self, path: &str, a: Option<&Value>, b: Option<&Value>) {
+    fn visit(&mut self, path: &str, a: Option<&Value>, b: Option<&Value>, states: States) {
         let (a, b) = (a.map(node), b.map(node));
-        self.visit_nodes(path, a, b);
+        self.visit_nodes(path, a, b, states);
     }
 
-    fn visit_nodes(&mut self, path: &str, a: Option<Node>, b: Option<Node>) {
+    fn visit_nodes(&mut self, path: &str, a: Option<Node>, b: Option<Node>, states: States) {
         match (a, b) {
             (Some(Node::Figure(a)), Some(Node::Figure(b))) => self.out.pairs.push(Pair {
                 path: path.to_string(),
                 a,
                 b,
+                states,
             }),
             (Some(Node::Object(a)), Some(Node::Object(b))) => {
+                let states = [state(&a).or(states[0]), state(&b).or(states[1])];
                 let mut keys: Vec<&String> = a.iter().map(|(k, _)| k).collect();
                 keys.extend(
                     b.iter()
@@ -128,10 +137,10 @@ impl Walker {
                 );
                 for key in keys {
                     let child = field_path(path, key);
-                    self.visit_nodes(&child, find(&a, key), find(&b, key));
+                    self.visit_nodes(&child, find(&a, key), find(&b, key), states);
                 }
             }
-            (Some(Node::Array(a)), Some(Node::Array(b))) => self.visit_arrays(path, a, b),
+            (Some(Node::Array(a)), Some(Node::Array(b))) => self.visit_arrays(path, a, b, states),
             (a, b) => {
                 if let Some(a) = a {
                     self.one_sided(0, path, a);
@@ -143,10 +152,10 @@ impl Walker {
         }
     }
 
-    fn visit_arrays(&mut self, path: &str, a: &[Value], b: &[Value]) {
+    fn visit_arrays(&mut self, path: &str, a: &[Value], b: &[Value], states: States) {
         let Some(id) = Identity::of(a, b, &self.dirs) else {
             for i in 0..a.len().max(b.len()) {
-                self.visit(&format!("{path}[{i}]"), a.get(i), b.get(i));
+                self.visit(&format!("{path}[{i}]"), a.get(i), b.get(i), states);
             }
             return;
         };
@@ -163,12 +172,12 @@ impl Walker {
         for (i, item) in a.iter().enumerate() {
             let child = format!("{path}[{}]", la[i]);
             let other = in_b.get(&ka[i]).map(|&j| id.strip(&b[j]));
-            self.visit(&child, Some(&id.strip(item)), other.as_ref());
+            self.visit(&child, Some(&id.strip(item)), other.as_ref(), states);
         }
         for (j, item) in b.iter().enumerate() {
             if !in_a.contains_key(&kb[j]) {
                 let child = format!("{path}[{}]", lb[j]);
-                self.visit(&child, None, Some(&id.strip(item)));
+                self.visit(&child, None, Some(&id.strip(item)), states);
             }
         }
     }
@@ -206,6 +215,17 @@ impl Walker {
             Node::Nothing => {}
         }
     }
+}
+
+/// The machine's state on each side, where known.
+type States = [Option<f64>; 2];
+
+/// An object's own machine state, if it has one.
+fn state(fields: &[(String, Entry)]) -> Option<f64> {
+    fields.iter().find_map(|(key, entry)| match entry {
+        Entry::Value(v) if key == STATE => v.as_f64().filter(|x| x.is_finite() && *x > 0.0),
+        _ => None,
+    })
 }
 
 fn field_path(path: &str, key: &str) -> String {

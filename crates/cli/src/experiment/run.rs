@@ -190,6 +190,8 @@ fn run_messages(
         poll: Poll::Block,
     };
     let started = Instant::now();
+    // The machine's state, before the pass and outside its windows.
+    let first_trip = traffic::core_trip::measure();
     let began = now_ns();
     let result = run_pass(&topology, &spec, plan.probes)?;
     captures.push(run_capture(recipe, run, &pcap_dir, began, &result, 1)?);
@@ -234,6 +236,7 @@ fn run_messages(
         bail!("the trace holds no measured message: were probes compiled in?");
     }
     let mut tally = Tally::default();
+    tally.core_trips.extend(first_trip);
     tally.add(&result, &trace, &all);
     // With a slope target, more passes over the sizes until the send stop
     // latency's slope is known; their messages join the first pass's.
@@ -388,7 +391,11 @@ fn run_messages(
     let secs = |d: Duration| d.as_secs_f64();
     let mut send = sweep::trends(&points, Some(segment), false);
     send.stop_slope_repetition = repetition;
+    let trips = traffic::core_trip::CoreTrips::of(&tally.core_trips);
     Ok(MessagesRun {
+        core_trip_ns: trips.map(|t| t.median_ns),
+        core_trip_min_ns: trips.map(|t| t.min_ns),
+        core_trip_max_ns: trips.map(|t| t.max_ns),
         id: run.id.clone(),
         title: run.title.clone().unwrap_or_default(),
         protocol: format!("{:?}", plan.protocol).to_uppercase(),
@@ -493,6 +500,8 @@ struct Tally {
     dropped: u64,
     unmatched_exits: u64,
     unclosed_spans: u64,
+    /// The machine's state before each pass (`traffic::core_trip`).
+    core_trips: Vec<traffic::core_trip::CoreTrip>,
 }
 
 impl Tally {

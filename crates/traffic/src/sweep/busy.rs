@@ -9,6 +9,8 @@
 
 use serde::Serialize;
 
+use crate::core_trip::CoreTrips;
+
 /// Load average per core above which the machine is busy before a sweep.
 pub const BUSY_LOADAVG_PER_CORE: f64 = 0.5;
 /// Fewest ticks (all CPUs together) over which others' CPU is judged.
@@ -178,9 +180,38 @@ pub fn busy_during(point: &str, others: Option<f64>) -> Option<String> {
     })
 }
 
+/// The warning for a point whose repetitions ran in more than one
+/// machine state ([`crate::core_trip`]), or none.
+pub fn state_changed(point: &str, trips: Option<CoreTrips>) -> Option<String> {
+    let trips = trips.filter(|t| t.mixed)?;
+    Some(format!(
+        "{point}: the machine changed state during its repetitions (core-to-core round trip \
+         {:.0} to {:.0} ns); its spread holds that change, not only the stack's",
+        trips.min_ns, trips.max_ns
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_of_machine_state_is_warned_about() {
+        let trips = |min_ns, max_ns| {
+            Some(CoreTrips {
+                n: 3,
+                min_ns,
+                median_ns: min_ns,
+                max_ns,
+                mixed: crate::core_trip::states_differ(min_ns, max_ns),
+            })
+        };
+        assert_eq!(state_changed("p", trips(55.0, 70.0)), None);
+        assert_eq!(state_changed("p", None), None);
+        let w = state_changed("point 2 (kernel udp IPv6 16384 B)", trips(55.0, 340.0)).unwrap();
+        assert!(w.starts_with("point 2 (kernel udp IPv6 16384 B): the machine changed state"));
+        assert!(w.contains("55 to 340 ns"), "{w}");
+    }
 
     #[test]
     fn proc_files_parse() {

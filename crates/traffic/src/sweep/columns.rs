@@ -130,6 +130,18 @@ fn repetitions(result: &PointResult, cols: &mut Vec<(&'static str, Cell)>) {
         ),
         ("elapsed_s", Cell::Float(run.elapsed_s, US)),
         ("others_cpu", Cell::opt_float(run.others_cpu, 2)),
+        (
+            "core_trip_ns",
+            Cell::opt_float(run.core_trip.map(|t| t.median_ns), 0),
+        ),
+        (
+            "core_trip_min_ns",
+            Cell::opt_float(run.core_trip.map(|t| t.min_ns), 0),
+        ),
+        (
+            "core_trip_max_ns",
+            Cell::opt_float(run.core_trip.map(|t| t.max_ns), 0),
+        ),
     ]);
 }
 

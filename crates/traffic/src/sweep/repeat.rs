@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::core_trip::CoreTrips;
 use serde::Serialize;
 pub use stats::{Target, Verdict};
 
@@ -57,6 +58,9 @@ pub struct PointRun {
     /// CPUs' worth of time other processes used during the point (0.5 =
     /// half a core on average); `None` when /proc could not be read.
     pub others_cpu: Option<f64>,
+    /// The machine's state before each repetition
+    /// ([`crate::core_trip`]); `None` where it could not be measured.
+    pub core_trip: Option<CoreTrips>,
 }
 
 impl Default for PointRun {
@@ -67,6 +71,7 @@ impl Default for PointRun {
             target_percent: Target::default().relative * 100.0,
             elapsed_s: 0.0,
             others_cpu: None,
+            core_trip: None,
         }
     }
 }

@@ -14,6 +14,7 @@ use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Point, Work};
 use super::repeat::{self, PointRun, Target};
 use super::target::{self, Targets};
+use crate::core_trip::{self, CoreTrips};
 use crate::echo::MAX_EXCHANGES;
 use crate::error::TrafficError;
 
@@ -113,6 +114,10 @@ pub fn run(
                     event(Event::Busy(&w));
                     load_check.warnings.push(w);
                 }
+                if let Some(w) = busy::state_changed(&point.to_string(), result.run().core_trip) {
+                    event(Event::Busy(&w));
+                    load_check.warnings.push(w);
+                }
                 results.push(result);
             }
             Err(error) => {
@@ -158,13 +163,19 @@ fn run_point(
     let missing = || TrafficError::Invalid("no repetition ran".into());
     let start = Instant::now();
     let elapsed = || start.elapsed();
+    // The machine's state before each repetition, outside its window.
+    let mut trips = Vec::new();
+    let mut before_rep = |rep: u32| {
+        trips.extend(core_trip::measure());
+        on_rep(rep);
+    };
     let (mut result, verdict) = match &point.work {
         Work::Transfer(flows) => {
             let (reps, verdict) = repeat::until_known(
                 target,
                 elapsed,
                 |rep| {
-                    on_rep(rep);
+                    before_rep(rep);
                     target::transfer(flows, point.stack, targets)
                 },
                 |reports| reports.iter().map(ThroughputPoint::received_bps).sum(),
@@ -179,7 +190,7 @@ fn run_point(
                 target,
                 elapsed,
                 |rep| {
-                    on_rep(rep);
+                    before_rep(rep);
                     target::echo(spec, point.stack, targets)
                 },
                 DelayPoint::rep_mean_us,
@@ -195,6 +206,7 @@ fn run_point(
         target_percent: target.relative * 100.0,
         elapsed_s: start.elapsed().as_secs_f64(),
         others_cpu: None,
+        core_trip: CoreTrips::of(&trips),
     };
     Ok(result)
 }

@@ -71,6 +71,9 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
         "verdict",
         "elapsed_s",
         "others_cpu",
+        "core_trip_ns",
+        "core_trip_min_ns",
+        "core_trip_max_ns",
     ])
     .chain([
         "sockbuf_granted_send_bytes",

@@ -96,6 +96,7 @@ pub(super) fn more_passes(
             break verdict;
         }
         let number = passes.len() as u32 + 1;
+        tally.core_trips.extend(traffic::core_trip::measure());
         let pass_started = Instant::now();
         let (trace, mut found, sent) = one_pass(cx, number, tally, captures)?;
         tally.extra_reps = tally.extra_reps.saturating_add(cx.spec.reps);
