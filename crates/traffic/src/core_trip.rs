@@ -144,7 +144,11 @@ fn ask(line: &AtomicU64, start: Instant) -> Option<f64> {
 fn answer(line: &AtomicU64, start: Instant) -> Option<()> {
     let mut last = 0u64;
     loop {
-        let value = wait_for_value(line, |v| v != last && (v == STOP || !v.is_multiple_of(2)), start)?;
+        let value = wait_for_value(
+            line,
+            |v| v != last && (v == STOP || !v.is_multiple_of(2)),
+            start,
+        )?;
         if value == STOP {
             return Some(());
         }
