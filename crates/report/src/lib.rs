@@ -5,6 +5,7 @@
 pub mod capture;
 pub mod compare_html;
 mod cost_centres;
+mod families;
 pub mod html;
 mod machine_html;
 pub mod model;

@@ -136,8 +136,8 @@ fn sizes_and_reps(run: &MessagesPlan, quick: bool) -> (&[usize], u32) {
 
 /// The payload one packet carries on the run's path: TCP's segment (MSS
 /// less the timestamp option and the trace option), or for UDP one
-/// fragment's share of the datagram (RFC 8200 §4.5: fragments carry a
-/// multiple of 8 bytes).
+/// fragment's share of the datagram (RFC 8200 §4.5, RFC 791: fragments
+/// carry a multiple of 8 bytes).
 fn segment_bytes(run: &MessagesPlan, mtu: usize) -> f64 {
     const TIMESTAMPS: usize = 12;
     let (ip, trace) = match run.family {
@@ -147,8 +147,15 @@ fn segment_bytes(run: &MessagesPlan, mtu: usize) -> f64 {
     match run.protocol {
         Protocol::Tcp => (mtu - ip - 20 - TIMESTAMPS - trace) as f64,
         _ => {
-            let fragment_header = if run.family == Family::V6 { 8 } else { 0 };
-            ((mtu - ip - fragment_header) & !7) as f64
+            // IPv6: the Fragment header in every fragment, the trace
+            // option (a Destination Options header) in the first only.
+            // IPv4: the trace option in every fragment, since its type
+            // has the copy bit (RFC 791).
+            let per_fragment = match run.family {
+                Family::V6 => 8,
+                Family::V4 => trace,
+            };
+            ((mtu - ip - per_fragment) & !7) as f64
         }
     }
 }

@@ -1117,13 +1117,21 @@ fn traced_flow(ip: &[u8]) -> Option<Flow> {
         4 if ip.first()? & 0x0f > 5 => (4, wire::ipv4::HEADER_LEN),
         _ => return None,
     };
-    let kind = if version == 6 {
-        wire::trace_option::IPV6_OPTION_TYPE
+    // An IPv6 option's length counts its data (RFC 8200 §4.2), an IPv4
+    // option's the whole option, type and length octets too (RFC 791).
+    let (kind, length) = if version == 6 {
+        (
+            wire::trace_option::IPV6_OPTION_TYPE,
+            wire::trace_option::DATA_LEN,
+        )
     } else {
-        wire::trace_option::IPV4_OPTION_TYPE
+        (
+            wire::trace_option::IPV4_OPTION_TYPE,
+            2 + wire::trace_option::DATA_LEN,
+        )
     };
     let option = ip.get(at..at + 2 + wire::trace_option::DATA_LEN)?;
-    if option[0] != kind || usize::from(option[1]) != wire::trace_option::DATA_LEN {
+    if option[0] != kind || usize::from(option[1]) != length {
         return None;
     }
     let id = u32::from_be_bytes([option[2], option[3], option[4], option[5]]);
@@ -1142,4 +1150,37 @@ fn random_delay(rng: &mut SplitMix64, max: Duration) -> Duration {
         return Duration::ZERO;
     }
     Duration::from_nanos(rng.next_u64() % nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 header with the trace option first in its options, as
+    /// `wire::ipv4` writes it (option length 6: type, length and data).
+    fn ipv4_with_trace(length: u8, id: u32) -> Vec<u8> {
+        let mut ip = vec![0u8; wire::ipv4::HEADER_LEN + wire::trace_option::IPV4_OPTIONS_LEN];
+        ip[0] = 0x47;
+        ip[20] = wire::trace_option::IPV4_OPTION_TYPE;
+        ip[21] = length;
+        ip[22..26].copy_from_slice(&id.to_be_bytes());
+        ip
+    }
+
+    #[test]
+    fn the_link_sees_the_trace_option_of_both_families() {
+        let v4 = ipv4_with_trace(2 + wire::trace_option::DATA_LEN as u8, 42);
+        assert_eq!(traced_flow(&v4), Some(Flow::traced(42)));
+        // IPv6's length convention in an IPv4 option is no trace option.
+        let v4_short = ipv4_with_trace(wire::trace_option::DATA_LEN as u8, 42);
+        assert_eq!(traced_flow(&v4_short), None);
+
+        let mut v6 = vec![0u8; wire::ipv6::HEADER_LEN + wire::trace_option::IPV6_HEADER_LEN];
+        v6[0] = 0x60;
+        v6[6] = u8::from(IpProtocol::Ipv6Opts);
+        v6[42] = wire::trace_option::IPV6_OPTION_TYPE;
+        v6[43] = wire::trace_option::DATA_LEN as u8;
+        v6[44..48].copy_from_slice(&7u32.to_be_bytes());
+        assert_eq!(traced_flow(&v6), Some(Flow::traced(7)));
+    }
 }
