@@ -23,6 +23,7 @@ pub mod callpath;
 pub mod histogram;
 pub mod messages;
 pub mod profile;
+pub mod protocol_delay;
 pub mod queues;
 pub mod resolution;
 pub mod site_trace;

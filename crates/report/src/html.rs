@@ -188,6 +188,9 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
             tree,
         ));
     }
+    if let Some(delay) = &run.protocol_delay {
+        crate::protocol_delay_html::charts(h, &run.id, delay);
+    }
     for (side, layers) in [
         ("sender", &run.sender_layers),
         ("receiver", &run.receiver_layers),

@@ -10,6 +10,7 @@ pub mod html;
 mod machine_html;
 pub mod model;
 pub mod plot;
+mod protocol_delay_html;
 pub mod published;
 pub mod queues_html;
 pub mod summary;

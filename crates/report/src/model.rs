@@ -179,6 +179,9 @@ pub struct MessagesRun {
     /// study's Figures 4.6 / 4.7).
     pub call_tree: Option<CallTree>,
     /// Processing time per layer on each side.
+    /// Protocol processing delay per packet in linear bins, send and
+    /// receive side (the SunOS study's Figure 14).
+    pub protocol_delay: Option<analysis::protocol_delay::ProtocolDelay>,
     pub sender_layers: Vec<SpanHistograms>,
     pub receiver_layers: Vec<SpanHistograms>,
     /// Every queue of every host thread; the series are drawn in the HTML

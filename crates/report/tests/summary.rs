@@ -74,6 +74,7 @@ fn run(id: &str, protocol: &str, sizes: &[u32]) -> MessagesRun {
         probes: ProbeHealth::default(),
         components: Table::default(),
         call_tree: None,
+        protocol_delay: None,
         sender_layers: Vec::new(),
         receiver_layers: Vec::new(),
         queues: Vec::new(),

@@ -351,6 +351,28 @@ fn run_messages(
             .into_iter()
             .collect()
     };
+    // The SunOS study's Figure 14, over the measured messages.
+    let side = |thread: Option<u16>| {
+        let t = thread?;
+        Some(analysis::protocol_delay::Side {
+            records: view.threads.get(&t)?,
+            spans: all.get(&t)?,
+        })
+    };
+    let protocol_delay = match (
+        side(found.sender_thread),
+        side(found.receiver_thread),
+        found.flow,
+    ) {
+        (Some(sender), Some(receiver), Some(flow)) => Some(analysis::protocol_delay::analyse(
+            &view,
+            sender,
+            receiver,
+            flow,
+            first_measured.unwrap_or(0),
+        )),
+        _ => None,
+    };
     let sender_spans = one_thread(found.sender_thread);
     let receiver_spans = one_thread(found.receiver_thread);
     let layers = |spans: &BTreeMap<u16, spans::ThreadSpans>| {
@@ -446,6 +468,7 @@ fn run_messages(
         },
         components,
         call_tree,
+        protocol_delay,
         sender_layers: layers(&sender_spans),
         receiver_layers: layers(&receiver_spans),
         queues,

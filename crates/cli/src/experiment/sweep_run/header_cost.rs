@@ -52,6 +52,10 @@ pub enum Verdict {
     /// No test: fewer than two repetitions on a side, or a point that is
     /// no result.
     Untested,
+    /// No test: the two families ran in different machine states (their
+    /// core-to-core round trips, ns, IPv4 and IPv6; `traffic::core_trip`),
+    /// so the difference is not the headers' alone.
+    MachineStateDiffered { core_trip_ns: [f64; 2] },
 }
 
 /// One stack's IPv6 − IPv4 comparison on one link.
@@ -96,6 +100,19 @@ impl Comparison {
         }
     }
 
+    /// The same comparison, judged only if both families ran in one
+    /// machine state (their points' median core-to-core round trips).
+    pub fn in_states(mut self, ipv4: Option<f64>, ipv6: Option<f64>) -> Self {
+        if let (Some(v4), Some(v6)) = (ipv4, ipv6) {
+            if traffic::core_trip::states_differ(v4, v6) {
+                self.verdict = Verdict::MachineStateDiffered {
+                    core_trip_ns: [v4, v6],
+                };
+            }
+        }
+        self
+    }
+
     /// The relative difference and its interval, if tested.
     pub fn relative(&self) -> Option<(f64, Interval)> {
         self.difference.map(|d| d.relative())
@@ -120,6 +137,13 @@ impl Comparison {
                 format!("inconsistent with {predicted}: the prediction is outside the 95 % CI")
             }
             Verdict::Untested => "no test: a side has fewer than two repetitions".into(),
+            Verdict::MachineStateDiffered {
+                core_trip_ns: [v4, v6],
+            } => format!(
+                "no test: the machine changed state between the families (core-to-core round \
+                 trip {v4:.0} ns for IPv4, {v6:.0} ns for IPv6), which moves throughput more \
+                 than the headers do"
+            ),
         }
     }
 }
@@ -198,7 +222,10 @@ pub fn comparisons(results: &[PointResult]) -> Vec<Compared> {
         out.push((
             p.index,
             p.stack,
-            Comparison::of(v4.recv_bps, v6.recv_bps, mtu),
+            Comparison::of(v4.recv_bps, v6.recv_bps, mtu).in_states(
+                v4.run.core_trip.map(|t| t.median_ns),
+                v6.run.core_trip.map(|t| t.median_ns),
+            ),
         ));
     }
     out
@@ -330,6 +357,28 @@ mod tests {
         let r = resolvable.unwrap();
         assert!((r - 0.137).abs() < 0.005, "{r}");
         assert!(c.verdict_text().contains("resolves differences of 13."));
+    }
+
+    #[test]
+    fn families_in_different_machine_states_are_not_tested() {
+        let e = |mean: f64| Estimate::of(&[mean * 0.999, mean, mean * 1.001]).unwrap();
+        let c = Comparison::of(e(100.0), e(98.62), 1500.0);
+        assert_eq!(c.verdict, Verdict::Consistent);
+        assert_eq!(
+            c.in_states(Some(60.0), Some(70.0)).verdict,
+            Verdict::Consistent
+        );
+        assert_eq!(c.in_states(None, Some(330.0)).verdict, Verdict::Consistent);
+        let moved = c.in_states(Some(60.0), Some(330.0));
+        assert_eq!(
+            moved.verdict,
+            Verdict::MachineStateDiffered {
+                core_trip_ns: [60.0, 330.0]
+            }
+        );
+        assert!(moved
+            .verdict_text()
+            .starts_with("no test: the machine changed state"));
     }
 
     #[test]
