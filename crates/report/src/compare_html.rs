@@ -237,7 +237,7 @@ pub fn render(c: &Comparison) -> String {
     let significant: Vec<&TestedFigure> = c.significant().collect();
     let _ = write!(
         h,
-        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % — {} significant; {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
+        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % and both runs measured it in one machine state — {} significant, {} measured in different machine states (no verdict); {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
         c.tested.len() + c.untested.len(),
         c.tested.len(),
         c.alpha * 100.0,
@@ -245,6 +245,7 @@ pub fn render(c: &Comparison) -> String {
         c.tested.len(),
         percent(c.threshold),
         significant.len(),
+        c.machine_differed().count(),
         c.untested.len(),
         c.only_a.len(),
         c.only_b.len(),

@@ -255,39 +255,57 @@ pub fn protocols_compared(h: &mut String, experiment: &Experiment) {
         return;
     };
     let _ = write!(h, "<h3>{}: TCP against UDP</h3>", escape(&experiment.name));
+    h.push_str(&send_latency_chart(
+        format!(
+            "{}: TCP and UDP send start and stop latency",
+            experiment.name
+        ),
+        [(tcp, tcp.protocol.as_str()), (udp, udp.protocol.as_str())],
+        false,
+    ));
+    summary_table(h, tcp, udp);
+}
+
+/// Each run's send start and stop latency against payload size, as
+/// points (the sizes' medians, or means), in one chart; each run's series
+/// named by its label.
+pub(crate) fn send_latency_chart(
+    title: String,
+    runs: [(&MessagesRun, &str); 2],
+    medians: bool,
+) -> String {
     let mut series = Vec::new();
-    for run in [tcp, udp] {
-        for (what, stat) in [("start", true), ("stop", false)] {
+    for (run, label) in runs {
+        for (what, start) in [("start", true), ("stop", false)] {
             let points: Vec<(f64, f64)> = run
                 .points
                 .iter()
                 .filter_map(|p| {
                     let f = p.send.as_ref()?;
-                    let s = if stat { &f.start_us } else { &f.stop_us };
-                    Some((f64::from(p.size), s.mean))
+                    let s = if start { &f.start_us } else { &f.stop_us };
+                    Some((f64::from(p.size), if medians { s.median } else { s.mean }))
                 })
                 .collect();
             series.push(Series::new(
-                format!("{} send {what} ({})", run.protocol, run.stop_at),
+                format!(
+                    "{label} send {what} ({}, {})",
+                    run.stop_at,
+                    if medians { "median" } else { "mean" }
+                ),
                 points,
                 Style::Points,
             ));
         }
     }
-    h.push_str("<div class=\"plots\">");
-    h.push_str(&plot::xy_chart(&XyChart {
-        title: format!(
-            "{}: TCP and UDP send start and stop latency",
-            experiment.name
-        ),
+    let chart = plot::xy_chart(&XyChart {
+        title,
         x_label: "payload (bytes)".into(),
         y_label: "latency (µs)".into(),
         series,
         log_x: false,
         log_y: false,
-    }));
-    h.push_str("</div>");
-    summary_table(h, tcp, udp);
+    });
+    format!("<div class=\"plots\">{chart}</div>")
 }
 
 /// One row of the summary: a label and a cell per protocol.

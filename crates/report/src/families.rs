@@ -18,7 +18,6 @@ use analysis::trend::Fit;
 
 use crate::html::escape;
 use crate::model::{Experiment, MessagesRun};
-use crate::plot::{self, Series, Style, XyChart};
 
 /// The first size sweep of `protocol` over `family` on `link`.
 fn sweep<'a>(
@@ -58,41 +57,16 @@ pub fn families_compared(h: &mut String, experiment: &Experiment) {
             "<h3>{}: {protocol} over IPv6 against IPv4, traced</h3>",
             escape(&experiment.name)
         );
-        chart(h, &experiment.name, protocol, [v6, v4]);
+        h.push_str(&crate::cost_centres::send_latency_chart(
+            format!(
+                "{}: {protocol} send latency, IPv6 and IPv4",
+                experiment.name
+            ),
+            [(v6, "IPv6"), (v4, "IPv4")],
+            true,
+        ));
         table(h, protocol, [v6, v4]);
     }
-}
-
-fn chart(h: &mut String, experiment: &str, protocol: &str, runs: [&MessagesRun; 2]) {
-    let mut series = Vec::new();
-    for run in runs {
-        for (what, start) in [("start", true), ("stop", false)] {
-            let points: Vec<(f64, f64)> = run
-                .points
-                .iter()
-                .filter_map(|p| {
-                    let f = p.send.as_ref()?;
-                    let s = if start { &f.start_us } else { &f.stop_us };
-                    Some((f64::from(p.size), s.median))
-                })
-                .collect();
-            series.push(Series::new(
-                format!("{} send {what} ({}, median)", run.family, run.stop_at),
-                points,
-                Style::Points,
-            ));
-        }
-    }
-    h.push_str("<div class=\"plots\">");
-    h.push_str(&plot::xy_chart(&XyChart {
-        title: format!("{experiment}: {protocol} send latency, IPv6 and IPv4"),
-        x_label: "payload (bytes)".into(),
-        y_label: "latency (µs)".into(),
-        series,
-        log_x: false,
-        log_y: false,
-    }));
-    h.push_str("</div>");
 }
 
 /// `a [lo, hi]` of a fit's slope.

@@ -73,8 +73,9 @@ fn bars(summary: &Summary, keep: impl Fn(&str) -> bool, title: &str, value_label
                 .sum();
             (
                 format!(
-                    "{} · {}",
+                    "{} · {} · {}",
                     p.path,
+                    p.family,
                     crate::units::size(u64::from(p.size_bytes))
                 ),
                 layers

@@ -18,7 +18,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let significant: Vec<&TestedFigure> = c.significant().collect();
     let _ = writeln!(
         t,
-        "\nFigures both have: {}\n  tested (a spread on both sides): {} by Welch's t-test, B against A, at the {:.0} % level with p-values corrected by {} over the {} tests; significant only if B/A's 95 % interval also lies outside 1 ± {} %\n  single numbers (ratio only, never significant): {}\nOnly in A: {}; only in B: {}",
+        "\nFigures both have: {}\n  tested (a spread on both sides): {} by Welch's t-test, B against A, at the {:.0} % level with p-values corrected by {} over the {} tests; significant only if B/A's 95 % interval also lies outside 1 ± {} % and both runs measured it in one machine state\n  single numbers (ratio only, never significant): {}\nOnly in A: {}; only in B: {}",
         c.tested.len() + c.untested.len(),
         c.tested.len(),
         c.alpha * 100.0,
