@@ -40,6 +40,14 @@ pub(crate) fn render(h: &mut String, report: &Report) {
             format!("{one:.2} (1 min), {five:.2} (5 min), {fifteen:.2} (15 min)"),
         );
     }
+    if let Some((lo, hi, n)) = core_trips(report) {
+        row(
+            "core-to-core round trip",
+            format!(
+                "{lo:.0}–{hi:.0} ns over the {n} points and runs that measured it (before each repetition and pass, outside every window): the machine's state, which on a virtual machine moves cross-thread figures with it; stackscope compare gives figures measured more than 1.5× apart no verdict"
+            ),
+        );
+    }
     if c.counter_hz.is_finite() && c.counter_hz > 0.0 {
         row("counter", format!("{:.4} GHz", c.counter_hz / 1e9));
     }
@@ -57,4 +65,27 @@ pub(crate) fn render(h: &mut String, report: &Report) {
     }
     row("started", crate::model::utc(report.generated_unix));
     h.push_str("</table><p class=\"note\">Files beside this page: <code>summary.json</code> (every figure, the summary above included), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p></section>");
+}
+
+/// The least and greatest core-to-core round trip (ns) the run's points
+/// and messages runs measured, and how many did.
+fn core_trips(report: &Report) -> Option<(f64, f64, usize)> {
+    let runs = report
+        .experiments
+        .iter()
+        .flat_map(|e| e.runs.iter().filter_map(|r| r.core_trip_ns));
+    let points = report.experiments.iter().flat_map(|e| {
+        e.sweeps.iter().flat_map(|s| {
+            s.points
+                .iter()
+                .filter_map(|p| p.get("core_trip_ns")?.as_f64())
+        })
+    });
+    let trips: Vec<f64> = runs
+        .chain(points)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let lo = trips.iter().copied().reduce(f64::min)?;
+    let hi = trips.iter().copied().reduce(f64::max)?;
+    Some((lo, hi, trips.len()))
 }

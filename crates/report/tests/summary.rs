@@ -312,3 +312,15 @@ fn messages_throughput_is_in_mbit_per_s_beside_the_link_rate() {
     // Sizes as the recipe wrote them.
     assert!(section.contains("4 KiB"));
 }
+
+#[test]
+fn the_machine_table_gives_the_core_round_trips_the_run_saw() {
+    let html = report::html::render(&report(true));
+    let row = html
+        .split("<tr>")
+        .find(|r| r.contains("core-to-core round trip"))
+        .expect("a row for the machine's state");
+    // Every messages run of the fixture measured 58 ns.
+    assert!(row.contains("58–58 ns over the "), "{row}");
+    assert!(row.contains("no verdict"), "{row}");
+}
