@@ -48,6 +48,16 @@ pub fn states_differ(a: f64, b: f64) -> bool {
     lo > 0.0 && hi / lo > STATE_RATIO
 }
 
+/// Two measurements' round trips (ns), when both are known and come from
+/// different machine states: what a comparison of the two must say
+/// instead of a verdict.
+pub fn differing(a: Option<f64>, b: Option<f64>) -> Option<[f64; 2]> {
+    match (a, b) {
+        (Some(a), Some(b)) if states_differ(a, b) => Some([a, b]),
+        _ => None,
+    }
+}
+
 /// The round trips of a measurement's repetitions, as a measurement
 /// reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -57,8 +67,6 @@ pub struct CoreTrips {
     pub min_ns: f64,
     pub median_ns: f64,
     pub max_ns: f64,
-    /// The repetitions ran in more than one machine state.
-    pub mixed: bool,
 }
 
 impl CoreTrips {
@@ -72,8 +80,12 @@ impl CoreTrips {
             min_ns,
             median_ns: ns[ns.len() / 2],
             max_ns,
-            mixed: states_differ(min_ns, max_ns),
         })
+    }
+
+    /// The repetitions ran in more than one machine state.
+    pub fn mixed(&self) -> bool {
+        states_differ(self.min_ns, self.max_ns)
     }
 }
 
@@ -235,6 +247,9 @@ mod tests {
         assert!(states_differ(55.0, 340.0));
         assert!(states_differ(340.0, 55.0));
         assert!(!states_differ(0.0, 340.0), "no figure, no verdict");
+        assert_eq!(differing(Some(55.0), Some(340.0)), Some([55.0, 340.0]));
+        assert_eq!(differing(Some(55.0), Some(70.0)), None);
+        assert_eq!(differing(None, Some(340.0)), None);
     }
 
     #[test]
@@ -246,7 +261,7 @@ mod tests {
             (one.n, one.min_ns, one.median_ns, one.max_ns),
             (3, 58.0, 60.0, 70.0)
         );
-        assert!(!one.mixed);
-        assert!(CoreTrips::of(&[at(60.0), at(340.0)]).unwrap().mixed);
+        assert!(!one.mixed());
+        assert!(CoreTrips::of(&[at(60.0), at(340.0)]).unwrap().mixed());
     }
 }

@@ -162,10 +162,8 @@ pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<Untested
 /// Both sides' core-to-core round trips (ns) when they ran in different
 /// machine states (`traffic::core_trip`), else `None`.
 fn machine_differed(pair: &Pair) -> Option<[f64; 2]> {
-    match pair.states {
-        [Some(a), Some(b)] if traffic::core_trip::states_differ(a, b) => Some([a, b]),
-        _ => None,
-    }
+    let [a, b] = pair.states;
+    traffic::core_trip::differing(a, b)
 }
 
 fn test(pair: &Pair) -> Outcome {

@@ -183,7 +183,7 @@ pub fn busy_during(point: &str, others: Option<f64>) -> Option<String> {
 /// The warning for a point whose repetitions ran in more than one
 /// machine state ([`crate::core_trip`]), or none.
 pub fn state_changed(point: &str, trips: Option<CoreTrips>) -> Option<String> {
-    let trips = trips.filter(|t| t.mixed)?;
+    let trips = trips.filter(CoreTrips::mixed)?;
     Some(format!(
         "{point}: the machine changed state during its repetitions (core-to-core round trip \
          {:.0} to {:.0} ns); its spread holds that change, not only the stack's",
@@ -203,7 +203,6 @@ mod tests {
                 min_ns,
                 median_ns: min_ns,
                 max_ns,
-                mixed: crate::core_trip::states_differ(min_ns, max_ns),
             })
         };
         assert_eq!(state_changed("p", trips(55.0, 70.0)), None);

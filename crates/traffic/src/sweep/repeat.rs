@@ -126,15 +126,22 @@ mod tests {
         mean: f64,
         spread: f64,
         per_rep: Duration,
-        reps: u32,
     }
 
     impl Source {
-        fn run(&mut self, target: &Target) -> (Vec<f64>, Verdict) {
+        fn new(mean: f64, spread: f64, per_rep: Duration) -> Self {
+            Self {
+                mean,
+                spread,
+                per_rep,
+            }
+        }
+
+        fn run(&self, target: &Target) -> (Vec<f64>, Verdict) {
             let per_rep = self.per_rep;
             let ran = std::cell::Cell::new(0u32);
             let (mean, spread) = (self.mean, self.spread);
-            let out = until_known(
+            until_known(
                 target,
                 || per_rep * ran.get(),
                 |rep| {
@@ -144,9 +151,7 @@ mod tests {
                 },
                 |v| *v,
             )
-            .unwrap();
-            self.reps = ran.get();
-            out
+            .unwrap()
         }
     }
 
@@ -161,12 +166,7 @@ mod tests {
 
     #[test]
     fn a_quiet_source_stops_at_the_minimum_with_the_target_met() {
-        let mut s = Source {
-            mean: 100.0,
-            spread: 0.1,
-            per_rep: Duration::from_secs(1),
-            reps: 0,
-        };
+        let s = Source::new(100.0, 0.1, Duration::from_secs(1));
         let (values, verdict) = s.run(&target(0.02, 3, 30, 60));
         assert_eq!((values.len(), verdict), (3, Verdict::Met));
     }
@@ -175,12 +175,7 @@ mod tests {
     fn a_noisier_source_repeats_until_the_interval_is_narrow_enough() {
         // ±5 around 100: s ≈ 5, half-width t·5/√n ≤ 2 needs n ≥ 27 or so
         // (t(26) = 2.056: 2.056·5.1/√27 = 2.02; n = 28 gives 1.98).
-        let mut s = Source {
-            mean: 100.0,
-            spread: 5.0,
-            per_rep: Duration::from_millis(10),
-            reps: 0,
-        };
+        let s = Source::new(100.0, 5.0, Duration::from_millis(10));
         let (values, verdict) = s.run(&target(0.02, 3, 100, 60));
         assert_eq!(verdict, Verdict::Met);
         let e = stats::Estimate::of(&values).unwrap();
@@ -197,12 +192,7 @@ mod tests {
 
     #[test]
     fn caps_stop_a_source_that_cannot_meet_the_target() {
-        let noisy = |per_rep| Source {
-            mean: 100.0,
-            spread: 50.0,
-            per_rep,
-            reps: 0,
-        };
+        let noisy = |per_rep| Source::new(100.0, 50.0, per_rep);
         let (values, verdict) = noisy(Duration::from_millis(1)).run(&target(0.02, 3, 8, 60));
         assert_eq!((values.len(), verdict), (8, Verdict::RepCap));
         // 2 s a repetition against a 7 s cap: stops after the fourth
@@ -213,12 +203,7 @@ mod tests {
 
     #[test]
     fn the_minimum_is_run_even_past_the_time_cap() {
-        let mut s = Source {
-            mean: 100.0,
-            spread: 50.0,
-            per_rep: Duration::from_secs(100),
-            reps: 0,
-        };
+        let s = Source::new(100.0, 50.0, Duration::from_secs(100));
         let (values, verdict) = s.run(&target(0.02, 5, 30, 1));
         assert_eq!((values.len(), verdict), (5, Verdict::TimeCap));
     }

@@ -103,12 +103,8 @@ impl Comparison {
     /// The same comparison, judged only if both families ran in one
     /// machine state (their points' median core-to-core round trips).
     pub fn in_states(mut self, ipv4: Option<f64>, ipv6: Option<f64>) -> Self {
-        if let (Some(v4), Some(v6)) = (ipv4, ipv6) {
-            if traffic::core_trip::states_differ(v4, v6) {
-                self.verdict = Verdict::MachineStateDiffered {
-                    core_trip_ns: [v4, v6],
-                };
-            }
+        if let Some(core_trip_ns) = traffic::core_trip::differing(ipv4, ipv6) {
+            self.verdict = Verdict::MachineStateDiffered { core_trip_ns };
         }
         self
     }
