@@ -69,15 +69,18 @@ pub fn families_compared(h: &mut String, experiment: &Experiment) {
     }
 }
 
-/// `a [lo, hi]` of a fit's slope.
-fn slope(fit: Option<&Fit>) -> String {
-    match fit {
-        None => "-".into(),
-        Some(f) => match &f.slope_ci95 {
-            Some(ci) => format!("{:.3} [{:.3}, {:.3}]", f.a, ci.lo, ci.hi),
-            None => format!("{:.3}", f.a),
-        },
+/// `value [lo, hi]`, and `(weak fit)` under R² 0.8.
+fn with_interval(fit: &Fit, value: f64, ci: Option<&stats::Interval>) -> String {
+    let weak = if fit.weak { " (weak fit)" } else { "" };
+    match ci {
+        Some(ci) => format!("{value:.3} [{:.3}, {:.3}]{weak}", ci.lo, ci.hi),
+        None => format!("{value:.3}{weak}"),
     }
+}
+
+/// A fit's slope with its 95 % interval.
+fn slope(fit: Option<&Fit>) -> String {
+    fit.map_or("-".into(), |f| with_interval(f, f.a, f.slope_ci95.as_ref()))
 }
 
 /// IPv6's slope over IPv4's with an interval from the two slopes'
@@ -149,7 +152,11 @@ fn table(h: &mut String, protocol: &str, runs: [&MessagesRun; 2]) {
         }),
         _ => "-".into(),
     };
-    let intercept = |f: Option<&Fit>| f.map_or("-".into(), |f| format!("{:.2}", f.b));
+    let intercept = |f: Option<&Fit>| {
+        f.map_or("-".into(), |f| {
+            with_interval(f, f.b, f.intercept_ci95.as_ref())
+        })
+    };
     row(
         h,
         "stop latency intercept (µs)",
