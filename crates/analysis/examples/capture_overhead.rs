@@ -12,7 +12,12 @@
 //!
 //! The last lines give the verdict with its uncertainty: the paired on/off
 //! ratio of the runs' medians with its 95 % interval, and Welch's test on
-//! the runs' medians (the `stats` crate).
+//! the runs' medians (the `stats` crate). On a machine whose core-to-core
+//! round trip switches between states (`traffic::core_trip`), the sender's
+//! `link.transmit` (a hand-over to the wire's thread on the other CPU)
+//! switches with it: the round trip is measured before and after each run,
+//! and the paired verdict is also given over the pairs whose four
+//! measurements are all in one state.
 //!
 //! Defaults: 6 pairs of runs, 20 000 B messages, 30 messages per run (after
 //! the recipe's 10 warm-up messages). It lives with the analysis because it
@@ -34,6 +39,8 @@ struct Samples {
     stop: Vec<f64>,
     /// Instrumentation spans' inclusive time on the sender, ns per span.
     instrumentation: Vec<f64>,
+    /// Core-to-core round trips before and after the run, ns.
+    core_trips: Vec<f64>,
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -79,13 +86,18 @@ fn one_run(capture: bool, size: usize, reps: u32, hz: f64, overhead: f64) -> Sam
         warmup: 10,
         ..MessagesSpec::new(Protocol::Tcp, vec![size], reps, 1 << 20)
     };
+    let before = traffic::core_trip::measure();
     let run = messages::run(&topology, &spec).expect("the run");
+    let after = traffic::core_trip::measure();
     let trace = run.trace(hz, overhead, "capture overhead");
     let view = TraceView::new(&trace).expect("a valid trace");
     let spans = all_spans(&view);
     let found = analysis::messages::analyse(&view, &spans, analysis::messages::StopAt::OnTheWire)
         .expect("messages");
-    let mut out = Samples::default();
+    let mut out = Samples {
+        core_trips: [before, after].iter().flatten().map(|t| t.ns).collect(),
+        ..Samples::default()
+    };
     let sender = found.sender_thread.expect("a sender thread");
     let link = view.loc("link.transmit.enter").expect("link.transmit");
     // Warm-up messages are numbered first: leave them out, as the lab does.
@@ -145,6 +157,8 @@ fn main() {
     // Per pair: the on/off ratio of the two runs' medians (the machine's
     // state changes between runs more than capture changes anything).
     let mut ratios = Vec::new();
+    // The same, over the pairs run in one machine state throughout.
+    let mut steady_ratios = Vec::new();
     // Per run: the median of its link.transmit exclusive times.
     let mut run_medians: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for pair in 0..pairs {
@@ -155,6 +169,7 @@ fn main() {
             [true, false]
         };
         let mut pair_medians = [f64::NAN; 2];
+        let mut trips = Vec::new();
         for capture in order {
             let s = one_run(capture, size, reps, hz, overhead);
             pair_medians[usize::from(capture)] = median(&s.link_exclusive);
@@ -170,12 +185,22 @@ fn main() {
                 median(&s.instrumentation),
                 s.instrumentation.iter().sum::<f64>() / 1e3,
             );
+            println!(
+                "        core round trips before and after: {:?} ns",
+                s.core_trips.iter().map(|t| t.round()).collect::<Vec<_>>()
+            );
+            trips.extend_from_slice(&s.core_trips);
             let into = &mut all[usize::from(capture)];
             into.link_exclusive.extend(s.link_exclusive);
             into.stop.extend(s.stop);
             into.instrumentation.extend(s.instrumentation);
         }
         ratios.push(pair_medians[1] / pair_medians[0]);
+        let lo = trips.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = trips.iter().copied().fold(0.0, f64::max);
+        if trips.len() == 4 && !traffic::core_trip::states_differ(lo, hi) {
+            steady_ratios.push(pair_medians[1] / pair_medians[0]);
+        }
     }
     for (capture, s) in all.iter().enumerate() {
         println!(
@@ -224,27 +249,8 @@ fn main() {
     // samples. Paired: the geometric mean of the per-pair ratios and its
     // 95 % interval (log ratios are the samples); unpaired: Welch on the
     // runs' medians.
-    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
-    if let Some(e) = stats::Estimate::of(&logs) {
-        match e.ci95 {
-            Some(ci) => println!(
-                "paired on/off ratio of run medians: {:.3}, 95 % CI [{:.3}, {:.3}] (n {} pairs){}",
-                e.mean.exp(),
-                ci.lo.exp(),
-                ci.hi.exp(),
-                e.n,
-                if ci.lo.exp() >= 0.9 && ci.hi.exp() <= 1.1 {
-                    ": within ±10 %"
-                } else {
-                    ": NOT shown within ±10 %"
-                }
-            ),
-            None => println!(
-                "paired on/off ratio: {:.3} (one pair: no interval)",
-                e.mean.exp()
-            ),
-        }
-    }
+    paired_verdict("all pairs", &ratios);
+    paired_verdict("pairs in one machine state", &steady_ratios);
     let [off_runs, on_runs] = &run_medians;
     if let (Some(a), Some(b)) = (stats::Estimate::of(off_runs), stats::Estimate::of(on_runs)) {
         if let Some(d) = stats::Difference::welch(&a, &b) {
@@ -259,5 +265,33 @@ fn main() {
                 if d.significant { " (significant)" } else { "" }
             );
         }
+    }
+}
+
+/// The paired verdict: the geometric mean of the per-pair on/off ratios
+/// and its 95 % interval (log ratios are the samples).
+fn paired_verdict(which: &str, ratios: &[f64]) {
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let Some(e) = stats::Estimate::of(&logs) else {
+        println!("paired on/off ratio of run medians, {which}: no pairs");
+        return;
+    };
+    match e.ci95 {
+        Some(ci) => println!(
+            "paired on/off ratio of run medians, {which}: {:.3}, 95 % CI [{:.3}, {:.3}] (n {} pairs){}",
+            e.mean.exp(),
+            ci.lo.exp(),
+            ci.hi.exp(),
+            e.n,
+            if ci.lo.exp() >= 0.9 && ci.hi.exp() <= 1.1 {
+                ": within ±10 %"
+            } else {
+                ": NOT shown within ±10 %"
+            }
+        ),
+        None => println!(
+            "paired on/off ratio, {which}: {:.3} (one pair: no interval)",
+            e.mean.exp()
+        ),
     }
 }

@@ -8,8 +8,8 @@
 //! is that minus its children's inclusive time. Both are clamped at 0.
 //!
 //! Spans of category `instrumentation` (the tool's own work that cannot
-//! leave a window, e.g. a capture's copy of a frame inside
-//! `link.transmit`) are kept, so they can be reported, but their time is
+//! leave a window, e.g. a capture's copy of a frame in a message's send
+//! path, or the runner's wake-up of another thread) are kept, so they can be reported, but their time is
 //! not the stack's: it is taken out of the inclusive time of every span
 //! around them (and so of their parent's exclusive time), and
 //! [`ThreadSpans::instrumentation_between`] gives what a window of records

@@ -1,5 +1,5 @@
 //! Instrumentation spans (the tool's own work inside a window, e.g. a
-//! capture's copy of a frame inside `link.transmit`) are reported but are
+//! capture's copy of a frame in a send path) are reported but are
 //! not the stack's time: every span around them loses their time, and a
 //! window can ask how much of it it holds.
 

@@ -93,8 +93,9 @@ probe::locations! {
     NEIGHBOR_LOOKUP_ENTER = ("neighbor.lookup.enter", Layer::Network, Kind::SpanEnter, Category::DataStructure, None);
     NEIGHBOR_LOOKUP_EXIT = ("neighbor.lookup.exit", Layer::Network, Kind::SpanExit, Category::DataStructure, None);
 
-    // The tool's own work inside the link windows: a pcapng capture's copy
-    // of a frame into its ring (`phy::capture`), subtracted by analysis.
+    // The tool's own work beside the link windows (never in them): a pcapng
+    // capture's copy of a frame into its ring (`phy::capture`), subtracted
+    // by the analysis from the windows that hold it.
     // A link knows no flow: flow 0, `aux` the direction (1 in, 2 out).
     CAPTURE_COPY_ENTER = ("capture.copy.enter", Layer::Link, Kind::SpanEnter, Category::Instrumentation, None);
     CAPTURE_COPY_EXIT = ("capture.copy.exit", Layer::Link, Kind::SpanExit, Category::Instrumentation, None);

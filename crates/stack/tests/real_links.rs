@@ -314,6 +314,9 @@ impl<L: Link, S: Copy> Link for Watched<L, S> {
         self.update();
         result
     }
+    fn transmitted(&mut self, now: Instant, parts: &[&[u8]]) {
+        self.inner.transmitted(now, parts);
+    }
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let result = self.inner.receive(now, buf);
         self.update();

@@ -17,7 +17,7 @@ use crate::iface::device::{DeviceRing, DEFAULT_RING_FRAMES};
 use crate::iface::mld::MldListener;
 use crate::iface::neighbor::NeighborCache;
 use crate::iface::route::InterfaceId;
-use crate::phy::{Link, LinkError, Medium};
+use crate::phy::{Link, Medium};
 use crate::probes::{INTERFACE_QUEUE_DEQUEUE, INTERFACE_QUEUE_ENQUEUE};
 use crate::time::Instant;
 
@@ -236,7 +236,7 @@ impl Interface {
                     frame.flow(),
                     self.id.0 as u64,
                 );
-                transmit(self.link.as_mut(), handed, &frame)
+                with_parts(&frame, |parts| self.link.transmit(handed, parts))
             };
             match result {
                 Ok(()) => {
@@ -244,6 +244,8 @@ impl Interface {
                     self.counters.tx_bytes += len as u64;
                     let complete = self.link.transmit_complete_at();
                     self.device.push(handed, len, frame.flow(), complete);
+                    // Outside the span: a capture's copy is not the link's.
+                    with_parts(&frame, |parts| self.link.transmitted(handed, parts));
                 }
                 Err(_) => self.counters.tx_link_errors += 1,
             }
@@ -255,19 +257,19 @@ impl Interface {
     }
 }
 
-/// Hands `frame` to `link`, scatter-gather: at most a head and a few
-/// payload segments, flattened only when there are more.
-fn transmit(link: &mut (dyn Link + Send), now: Instant, frame: &Packet) -> Result<(), LinkError> {
+/// Calls `f` with `frame` as scatter-gather parts: at most a head and a
+/// few payload segments, flattened only when there are more.
+fn with_parts<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
     let mut parts: [&[u8]; 8] = [&[]; 8];
     let mut count = 0;
     for part in frame.parts() {
         if count == parts.len() {
             let mut flat = Vec::with_capacity(frame.len());
             frame.parts().for_each(|p| flat.extend_from_slice(p));
-            return link.transmit(now, &[&flat]);
+            return f(&[&flat]);
         }
         parts[count] = part;
         count += 1;
     }
-    link.transmit(now, &parts[..count])
+    f(&parts[..count])
 }

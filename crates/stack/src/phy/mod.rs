@@ -133,6 +133,15 @@ pub trait Link {
     /// order) onto the link at `now`.
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError>;
 
+    /// Told, after [`transmit`](Link::transmit) took the frame made of
+    /// `parts` and after the frame's measured `link.transmit` span has
+    /// closed, that the frame left at `now`: where a wrapper keeps its
+    /// bookkeeping (a capture's copy), so that no link window holds it. A
+    /// wrapper forwards it; a link has nothing to do.
+    fn transmitted(&mut self, now: Instant, parts: &[&[u8]]) {
+        let _ = (now, parts);
+    }
+
     /// Sends what [`transmit`](Link::transmit) gathered, for links that
     /// batch frames into one system call; the host calls it after handing
     /// over each poll's frames. A link that sends at once has nothing to do.

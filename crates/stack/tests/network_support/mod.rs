@@ -675,6 +675,10 @@ impl<L: Link> Link for Tap<L> {
         self.inner.transmit(now, parts)
     }
 
+    fn transmitted(&mut self, now: Instant, parts: &[&[u8]]) {
+        self.inner.transmitted(now, parts);
+    }
+
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.inner.receive(now, buf)
     }

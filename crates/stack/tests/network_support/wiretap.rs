@@ -130,6 +130,10 @@ impl Link for Splice {
         self.inner.transmit(now, parts)
     }
 
+    fn transmitted(&mut self, now: Instant, parts: &[&[u8]]) {
+        self.inner.transmitted(now, parts);
+    }
+
     fn flush(&mut self, now: Instant) {
         self.inner.flush(now);
     }

@@ -2,13 +2,15 @@
 //! transmits or receives in a pcapng capture, so any interface can leave a
 //! capture behind (DESIGN.md, "Links").
 //!
-//! The capture stays off the measured path: `transmit` and `receive` only
-//! copy the frame (with its timestamp and direction) into a ring of chunks
-//! allocated and written once when the link is made; a writer thread of
-//! the capture's own turns full chunks into pcapng and writes them
-//! (`writer.rs`). The copy is a probe span of its own, `capture.copy`,
-//! category `instrumentation`, which the analysis subtracts from the spans
-//! around it. The ring is bounded: when the writer has not emptied a chunk
+//! The capture stays off the measured path: a frame is only copied (with
+//! its timestamp and direction) into a ring of chunks allocated and
+//! written once when the link is made — a received one in `receive`, a
+//! transmitted one in [`Link::transmitted`], which the interface calls
+//! after the frame's `link.transmit` span has closed, so no link window
+//! holds a copy. A writer thread of the capture's own turns full chunks
+//! into pcapng and writes them (`writer.rs`). The copy is a probe span of
+//! its own, `capture.copy`, category `instrumentation`, which the analysis
+//! subtracts from the windows around it. The ring is bounded: when the writer has not emptied a chunk
 //! in time the frame is not captured and is counted
 //! ([`CaptureStats::dropped`]), unless the capture was made lossless
 //! ([`WhenFull::Wait`], for the simulator, whose clock does not run while
@@ -352,10 +354,16 @@ impl<L: Link> Link for Captured<L> {
         self.inner.mtu()
     }
 
+    /// Only the inner link's work: the frame is copied into the capture
+    /// when the interface says it left ([`Link::transmitted`]), after the
+    /// `link.transmit` span, so the capture is in no link window at all.
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        self.inner.transmit(now, parts)?;
+        self.inner.transmit(now, parts)
+    }
+
+    fn transmitted(&mut self, now: Instant, parts: &[&[u8]]) {
+        self.inner.transmitted(now, parts);
         self.record(now, Direction::Outbound, parts);
-        Ok(())
     }
 
     fn flush(&mut self, now: Instant) {
@@ -548,6 +556,26 @@ mod tests {
         (head.to_vec(), tail.to_vec())
     }
 
+    /// Sends a frame as an interface does: the link's `transmit`, then,
+    /// after its span, `transmitted`.
+    fn send<L: Link>(lo: &mut Captured<L>, now: Instant, parts: &[&[u8]]) {
+        lo.transmit(now, parts).unwrap();
+        lo.transmitted(now, parts);
+    }
+
+    #[test]
+    fn the_copy_is_made_when_the_frame_has_left_not_in_transmit() {
+        let out = Recorder::default();
+        let mut lo = Captured::new(small_loopback(), out.clone(), "lo");
+        let (head, tail) = frame(7, 100);
+        lo.transmit(Instant::ZERO, &[&head, &tail]).unwrap();
+        lo.flush_capture();
+        assert!(packets(&out.seen().bytes).is_empty(), "copied in transmit");
+        lo.transmitted(Instant::ZERO, &[&head, &tail]);
+        lo.flush_capture();
+        assert_eq!(packets(&out.seen().bytes).len(), 1);
+    }
+
     fn small_loopback() -> Loopback {
         Loopback::with_limits(1500, 64).unwrap()
     }
@@ -562,8 +590,11 @@ mod tests {
         for i in 0..200u32 {
             let (head, tail) = frame(i, 60 + (i as usize * 7) % 1400);
             let whole = [head.clone(), tail.clone()].concat();
-            lo.transmit(Instant::from_nanos(1000 * u64::from(i)), &[&head, &tail])
-                .unwrap();
+            send(
+                &mut lo,
+                Instant::from_nanos(1000 * u64::from(i)),
+                &[&head, &tail],
+            );
             expected.push((1000 * u64::from(i), Direction::Outbound, whole.clone()));
             let at = 1000 * u64::from(i) + 500;
             assert_eq!(
@@ -598,7 +629,7 @@ mod tests {
         );
         // Finished: the link carries on, uncaptured and counted.
         assert!(!lo.is_capturing());
-        lo.transmit(Instant::ZERO, &[&[0x60; 40]]).unwrap();
+        send(&mut lo, Instant::ZERO, &[&[0x60; 40]]);
         assert_eq!(lo.capture_stats().missed, 1);
         assert_eq!(lo.stats().tx_frames, 201);
     }
@@ -610,8 +641,7 @@ mod tests {
             let mut lo = Captured::new(small_loopback(), out.clone(), "lo");
             for i in 0..5u32 {
                 let (head, tail) = frame(i, 100);
-                lo.transmit(Instant::from_nanos(u64::from(i)), &[&head, &tail])
-                    .unwrap();
+                send(&mut lo, Instant::from_nanos(u64::from(i)), &[&head, &tail]);
             }
         }
         assert_eq!(packets(&out.seen().bytes).len(), 5);
@@ -623,8 +653,7 @@ mod tests {
         let mut lo = Captured::new(small_loopback(), out.clone(), "lo");
         for i in 0..3u32 {
             let (head, tail) = frame(i, 100);
-            lo.transmit(Instant::from_nanos(u64::from(i)), &[&head, &tail])
-                .unwrap();
+            send(&mut lo, Instant::from_nanos(u64::from(i)), &[&head, &tail]);
         }
         lo.flush_capture();
         assert_eq!(packets(&out.seen().bytes).len(), 3);
@@ -647,8 +676,7 @@ mod tests {
         out.close();
         for i in 0..10u32 {
             let (head, tail) = frame(i, 1000);
-            lo.transmit(Instant::from_nanos(u64::from(i)), &[&head, &tail])
-                .unwrap();
+            send(&mut lo, Instant::from_nanos(u64::from(i)), &[&head, &tail]);
         }
         let stats = lo.capture_stats();
         assert_eq!((stats.dropped, stats.missed, stats.errors), (8, 0, 0));
@@ -680,8 +708,7 @@ mod tests {
         };
         for i in 0..10u32 {
             let (head, tail) = frame(i, 1000);
-            lo.transmit(Instant::from_nanos(u64::from(i)), &[&head, &tail])
-                .unwrap();
+            send(&mut lo, Instant::from_nanos(u64::from(i)), &[&head, &tail]);
         }
         opener.join().unwrap();
         lo.finish();
@@ -695,7 +722,7 @@ mod tests {
         let out = Recorder::default();
         let mut lo = Captured::new(small_loopback(), out.clone(), "lo");
         let (head, tail) = frame(1, 100);
-        lo.transmit(Instant::ZERO, &[&head, &tail]).unwrap();
+        send(&mut lo, Instant::ZERO, &[&head, &tail]);
         lo.flush(Instant::from_nanos(1));
         assert_eq!(lo.ring.as_ref().map(|r| r.current.is_some()), Some(true));
         lo.flush(Instant::ZERO + Duration::from_secs(1));
@@ -718,7 +745,7 @@ mod tests {
         let mut buf = [0u8; 100];
         for i in 0..10u64 {
             let now = Instant::from_nanos(i);
-            lo.transmit(now, &[&[0x60; 40], &[i as u8; 20]]).unwrap();
+            send(&mut lo, now, &[&[0x60; 40], &[i as u8; 20]]);
             assert_eq!(lo.receive(now, &mut buf), Some(60));
             if i == 4 {
                 // The writer finds out; the rest is not even copied.
@@ -746,7 +773,7 @@ mod tests {
         };
         let mut lo = Captured::new(Loopback::new(), out, "lo");
         assert!(!lo.is_capturing());
-        lo.transmit(Instant::ZERO, &[&[0x60; 40]]).unwrap();
+        send(&mut lo, Instant::ZERO, &[&[0x60; 40]]);
         let stats = lo.capture_stats();
         assert_eq!((stats.errors, stats.written, stats.missed), (1, 0, 1));
         assert!(lo.capture_error().is_some());
