@@ -14,6 +14,7 @@
 //! pcapng capture per interface, and a host per node.
 
 pub mod blocking;
+mod idle;
 #[cfg(target_os = "linux")]
 pub mod realtime;
 mod simulator;

@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Duration;
 
+use super::idle::Idle;
+pub use super::idle::{SPIN_BEFORE_BLOCK, WAKE_AHEAD_MAX, WAKE_AHEAD_MIN};
 use super::wake::{self, HostWaker};
 use super::{build_host, BuildError, NetworkBuilder};
 use crate::iface::host::{Host, HostCounters};
@@ -76,7 +78,7 @@ impl Progress {
     }
 }
 
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -130,6 +132,12 @@ pub struct HostReport {
     /// Times the thread blocked in the measured part, and for how long.
     pub blocks: u64,
     pub blocked: Duration,
+    /// Timed blocks that ended after the deadline they were for, so the
+    /// host saw it late, and the latest by how much (the head start
+    /// before a timed deadline follows the machine's wake-ups; these
+    /// outran it).
+    pub late_wakes: u64,
+    pub latest_late_wake: Duration,
     /// The probe records of the measured part, when the run was traced.
     pub trace: Option<ThreadTrace>,
 }
@@ -263,10 +271,10 @@ pub fn run_with(
                     idle.after_poll(&host, t, None, warm_end, now);
                 }
                 let workload = factory.map(|f| f(&mut host));
-                Ok((host, workload))
+                Ok((host, workload, idle.wake_ahead))
             }));
             measure.wait();
-            let (mut host, mut workload) = match warmed {
+            let (mut host, mut workload, wake_ahead) = match warmed {
                 Ok(Ok(ready)) => ready,
                 failed => {
                     // This host's workload will never finish: do not make
@@ -289,7 +297,9 @@ pub fn run_with(
             let began = clock.elapsed();
             let end = Instant::from_nanos((warmup + duration).as_nanos() as u64);
             let mut polls = 0u64;
+            // With the head start the warm-up learnt.
             let mut idle = Idle::new(mode, &host);
+            idle.wake_ahead = wake_ahead;
             while clock.elapsed() < warmup + duration && running.load(Ordering::Acquire) > 0 {
                 let t = now();
                 let mut next_work = None;
@@ -321,6 +331,8 @@ pub fn run_with(
                 poll: mode,
                 blocks: idle.blocks,
                 blocked: idle.blocked,
+                late_wakes: idle.late_wakes,
+                latest_late_wake: idle.latest_late,
                 trace: trace_capacity.map(|_| ThreadTrace {
                     thread: probe::thread_id(),
                     records: probe::drain_thread(),
@@ -333,98 +345,6 @@ pub fn run_with(
         .into_iter()
         .map(|t| t.join().expect("a host thread panicked"))
         .collect()
-}
-
-/// In [`Poll::Spin`], how long a thread keeps polling after the last
-/// packet moved before it blocks: a reply within it costs no wake-up,
-/// which on two CPUs keeps a request/response exchange at tens of µs.
-pub const SPIN_BEFORE_BLOCK: Duration = Duration::from_micros(50);
-
-/// How much sooner than a timed deadline (a timer, a frame still on the
-/// wire, a transmit completion) a blocked thread wakes, to poll the rest of
-/// the way: waking from a timed park takes 15–20 µs on this machine's
-/// kernel even with 1 ns timer slack (a 1000-byte frame's transmit
-/// complete on 100 Mbit/s was seen 18 µs late), which would land in every
-/// stop latency ending at a deadline. In [`Poll::Block`] the spin costs at
-/// most this much CPU per timed wake.
-pub const WAKE_AHEAD: Duration = Duration::from_micros(30);
-
-/// Deciding, after each poll, whether to poll again at once, spin or
-/// block, and counting the blocks.
-struct Idle {
-    mode: Poll,
-    seen: u64,
-    /// The earliest deadline seen after the last poll.
-    due: Option<Instant>,
-    last_active: std::time::Instant,
-    blocks: u64,
-    blocked: Duration,
-}
-
-impl Idle {
-    fn new(mode: Poll, host: &Host) -> Self {
-        Self {
-            mode,
-            seen: host.counters().packets_moved(),
-            due: None,
-            last_active: std::time::Instant::now(),
-            blocks: 0,
-            blocked: Duration::ZERO,
-        }
-    }
-
-    /// After a poll at `t`: returns at once if the host moved packets or
-    /// something is due, else spins or blocks until a frame is pushed
-    /// towards the host, its next deadline, `next_work` or `end`.
-    fn after_poll(
-        &mut self,
-        host: &Host,
-        t: Instant,
-        next_work: Option<Instant>,
-        end: Instant,
-        now: impl Fn() -> Instant,
-    ) {
-        let moved = host.counters().packets_moved();
-        // A deadline that had come by this poll fired in it (a timer, a
-        // frame's arrival): the workload has yet to see what it changed
-        // (an address after DAD), so it runs once more before any block.
-        let fired = self.due.is_some_and(|d| d <= t);
-        // Looks at the wires' queues (`next_arrival`): a frame pushed after
-        // this look wakes the park below.
-        let due = earliest(host.next_deadline(t), next_work);
-        self.due = due;
-        if moved != self.seen || fired || due.is_some_and(|d| d <= t) {
-            self.seen = moved;
-            self.last_active = std::time::Instant::now();
-            return;
-        }
-        if self.mode == Poll::Spin && self.last_active.elapsed() < SPIN_BEFORE_BLOCK {
-            // Yield, not a bare spin: when the peer host's thread waits for
-            // this CPU (more runnable threads than CPUs, or both woken onto
-            // one CPU), a bare spin holds it off for the whole window and
-            // every exchange paid two windows (113 µs instead of 8 µs
-            // for a 16 B TCP exchange at load 8 on 2 CPUs).
-            std::thread::yield_now();
-            return;
-        }
-        let wake_at = due.map_or(end, |d| d.min(end));
-        let left = wake_at.saturating_duration_since(now());
-        if left.is_zero() {
-            return;
-        }
-        // A timed deadline is woken for early and polled up to, so it is
-        // seen on time (`WAKE_AHEAD`); the run's end needs no precision.
-        let timed = due.is_some_and(|d| d <= end);
-        if timed && left <= WAKE_AHEAD {
-            std::thread::yield_now();
-            return;
-        }
-        let sleep = if timed { left - WAKE_AHEAD } else { left };
-        let parked = std::time::Instant::now();
-        wake::park(Some(sleep));
-        self.blocked += parked.elapsed();
-        self.blocks += 1;
-    }
 }
 
 /// The counters accumulated between two readings.
