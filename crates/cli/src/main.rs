@@ -79,7 +79,11 @@ enum Command {
     /// Benjamini–Hochberg), and a change must also exceed the noise
     /// threshold (--threshold, 2 %); each figure not marked says the
     /// smallest change that could have been. Single numbers get their
-    /// ratio only, never a verdict. The tests know each run's own spread,
+    /// ratio only, never a verdict. A figure whose machine states (the
+    /// core-to-core round trips measured around its repetitions) span
+    /// more than 1.5× over both runs gets no verdict either: on a virtual
+    /// machine that moves with the vCPUs' placement, not with the code.
+    /// The tests know each run's own spread,
     /// not how the machine differed between the runs: a busy machine can
     /// move a figure beyond its spread; repeat both runs before trusting
     /// one lone difference.
@@ -161,7 +165,8 @@ enum Command {
     /// busy machine (load average, other processes' CPU) is warned about,
     /// and so is a point whose repetitions ran in two machine states: the
     /// round trip of a cache line between two CPUs, measured before each
-    /// repetition (core_trip_ns), which on a virtual machine moves with
+    /// repetition and after the last (core_trip_ns, its min and max),
+    /// which on a virtual machine moves with
     /// the vCPUs' placement and moves cross-thread throughput with it.
     /// Throughput: per point the received bits/s (mean, its interval,
     /// median, sample stdev, min, max), sent bits/s, and for UDP/raw the

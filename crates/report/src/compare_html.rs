@@ -78,14 +78,18 @@ pub struct TestedFigure {
     /// `p_adjusted < alpha` and B/A's interval outside 1 ± threshold, and
     /// both sides ran in one machine state.
     pub significant: bool,
-    /// A's and B's core-to-core round trips (ns) when the machine's state
-    /// differed between them (`traffic::core_trip`): a difference here is
-    /// the machine's, so the figure gets no verdict.
-    pub machine_differed: Option<[f64; 2]>,
+    /// A's and B's ranges of core-to-core round trips (ns) when the
+    /// figure was not measured in one machine state on both sides
+    /// (`traffic::core_trip`): a difference here is the machine's, so the
+    /// figure gets no verdict.
+    pub machine_differed: Option<StateRanges>,
     /// "faster" or "slower" for a significant difference of a time or a
     /// rate (read from the figure's unit), else `None`.
     pub verdict: Option<String>,
 }
+
+/// A's and B's ranges of core-to-core round trips, ns: `[[lo, hi]; 2]`.
+pub type StateRanges = [[f64; 2]; 2];
 
 /// A figure present on both sides without a spread on at least one.
 #[derive(Debug, Clone, Serialize)]
@@ -351,13 +355,21 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
 }
 
 /// Why figures measured in different machine states get no verdict.
-pub const MACHINE_NOTE: &str = "The two runs measured these figures with the machine in different states: the round trip of a cache line between two CPUs (measured before each repetition, outside every window) differed by more than 1.5×. On a virtual machine this moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). A difference here is the machine's, not the code's: run both again to compare them.";
+pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state: the round trips of a cache line between two CPUs (measured before each repetition and after the last, outside every window) differed by more than 1.5× between the runs or within one. On a virtual machine this moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). A difference here is the machine's, not the code's: run both again to compare them.";
 
-/// `machine: A 58 ns, B 340 ns` (core-to-core round trips).
-pub fn machine_text(ns: [f64; 2]) -> String {
+/// `… (core round trip A 58 ns, B 61–340 ns)`: each side's range.
+pub fn machine_text(ns: StateRanges) -> String {
+    let range = |[lo, hi]: [f64; 2]| {
+        if (hi - lo).abs() < 0.5 {
+            format!("{lo:.0} ns")
+        } else {
+            format!("{lo:.0}–{hi:.0} ns")
+        }
+    };
     format!(
-        "machine state differed (core round trip A {:.0} ns, B {:.0} ns)",
-        ns[0], ns[1]
+        "machine state differed (core round trip A {}, B {})",
+        range(ns[0]),
+        range(ns[1])
     )
 }
 

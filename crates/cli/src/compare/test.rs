@@ -4,7 +4,7 @@
 //! 15 "significant" differences by chance alone.
 
 use clap::ValueEnum;
-use report::compare_html::{Measured, TestedFigure, UntestedFigure};
+use report::compare_html::{Measured, StateRanges, TestedFigure, UntestedFigure};
 use stats::{Difference, Estimate};
 
 use super::walk::{Figure, Pair};
@@ -112,7 +112,7 @@ struct Test {
 /// Tests every pair, corrects the p-values of those tested and marks
 /// the significant ones by `rule`.
 pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
-    let mut tested: Vec<(String, Test, Option<[f64; 2]>)> = Vec::new();
+    let mut tested: Vec<(String, Test, Option<StateRanges>)> = Vec::new();
     let mut untested = Vec::new();
     for pair in pairs {
         match test(pair) {
@@ -159,11 +159,16 @@ pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<Untested
     (tested, untested)
 }
 
-/// Both sides' core-to-core round trips (ns) when they ran in different
-/// machine states (`traffic::core_trip`), else `None`.
-fn machine_differed(pair: &Pair) -> Option<[f64; 2]> {
-    let [a, b] = pair.states;
-    traffic::core_trip::differing(a, b)
+/// Both sides' ranges of core-to-core round trips (ns) when the figure
+/// was not measured in one machine state throughout (`traffic::core_trip`):
+/// the sides' states differ, or either side's repetitions spanned two.
+/// `None` when they agree or a side did not say.
+fn machine_differed(pair: &Pair) -> Option<StateRanges> {
+    let [Some(a), Some(b)] = pair.states else {
+        return None;
+    };
+    let (lo, hi) = (a[0].min(b[0]), a[1].max(b[1]));
+    traffic::core_trip::states_differ(lo, hi).then_some([a, b])
 }
 
 fn test(pair: &Pair) -> Outcome {
@@ -368,15 +373,26 @@ mod tests {
             ..pair("x.mean_bps", a, b)
         };
         let pairs = [
-            in_states([Some(58.0), Some(340.0)]),
-            in_states([Some(58.0), Some(70.0)]),
-            in_states([None, Some(340.0)]),
+            in_states([Some([58.0, 58.0]), Some([340.0, 340.0])]),
+            // Both medians alike, but B's repetitions spanned two states.
+            in_states([Some([58.0, 60.0]), Some([61.0, 330.0])]),
+            in_states([Some([58.0, 58.0]), Some([62.0, 70.0])]),
+            in_states([None, Some([340.0, 340.0])]),
         ];
         let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.02));
-        assert_eq!(tested[0].machine_differed, Some([58.0, 340.0]));
-        assert!(!tested[0].significant && tested[0].verdict.is_none());
+        assert_eq!(
+            tested[0].machine_differed,
+            Some([[58.0, 58.0], [340.0, 340.0]])
+        );
+        assert_eq!(
+            tested[1].machine_differed,
+            Some([[58.0, 60.0], [61.0, 330.0]])
+        );
+        for t in &tested[..2] {
+            assert!(!t.significant && t.verdict.is_none());
+        }
         // One state, or a side that did not say: judged as before.
-        for t in &tested[1..] {
+        for t in &tested[2..] {
             assert!(t.significant && t.machine_differed.is_none(), "{t:?}");
         }
     }

@@ -51,14 +51,18 @@ pub struct Pair {
     pub path: String,
     pub a: Figure,
     pub b: Figure,
-    /// The machine's state each side measured the figure in: the
-    /// `core_trip_ns` of the nearest object around it that has one
-    /// (`traffic::core_trip`).
-    pub states: [Option<f64>; 2],
+    /// The machine's states each side measured the figure in: the range
+    /// of core-to-core round trips (`core_trip_min_ns`..`core_trip_max_ns`,
+    /// or `core_trip_ns` alone) of the nearest object around it that has
+    /// one (`traffic::core_trip`).
+    pub states: [Option<[f64; 2]>; 2],
 }
 
-/// The field naming the machine's state a measurement ran in.
+/// The fields naming the machine's state a measurement ran in: the
+/// median of its round trips, and their range when there were several.
 const STATE: &str = "core_trip_ns";
+const STATE_MIN: &str = "core_trip_min_ns";
+const STATE_MAX: &str = "core_trip_max_ns";
 
 /// Every figure of both sides, paired where they match.
 #[derive(Debug, Default)]
@@ -218,14 +222,20 @@ impl Walker {
 }
 
 /// The machine's state on each side, where known.
-type States = [Option<f64>; 2];
+type States = [Option<[f64; 2]>; 2];
 
 /// An object's own machine state, if it has one.
-fn state(fields: &[(String, Entry)]) -> Option<f64> {
-    fields.iter().find_map(|(key, entry)| match entry {
-        Entry::Value(v) if key == STATE => v.as_f64().filter(|x| x.is_finite() && *x > 0.0),
-        _ => None,
-    })
+fn state(fields: &[(String, Entry)]) -> Option<[f64; 2]> {
+    let field = |name: &str| {
+        fields.iter().find_map(|(key, entry)| match entry {
+            Entry::Value(v) if key == name => v.as_f64().filter(|x| x.is_finite() && *x > 0.0),
+            _ => None,
+        })
+    };
+    let median = field(STATE)?;
+    let lo = field(STATE_MIN).map_or(median, |m| m.min(median));
+    let hi = field(STATE_MAX).map_or(median, |m| m.max(median));
+    Some([lo, hi])
 }
 
 fn field_path(path: &str, key: &str) -> String {

@@ -201,6 +201,8 @@ fn run_messages(
     let first_trip = traffic::core_trip::measure();
     let began = now_ns();
     let result = run_pass(&topology, &spec, plan.probes)?;
+    // And after it: a state that changed during the pass shows as a range.
+    let after_trip = traffic::core_trip::measure();
     captures.push(run_capture(recipe, run, &pcap_dir, began, &result, 1)?);
     let trace = result.trace(
         calibration.counter_hz,
@@ -244,6 +246,7 @@ fn run_messages(
     }
     let mut tally = Tally::default();
     tally.core_trips.extend(first_trip);
+    tally.core_trips.extend(after_trip);
     tally.add(&result, &trace, &all);
     // With a slope target, more passes over the sizes until the send stop
     // latency's slope is known; their messages join the first pass's.
@@ -530,7 +533,7 @@ struct Tally {
     dropped: u64,
     unmatched_exits: u64,
     unclosed_spans: u64,
-    /// The machine's state before each pass (`traffic::core_trip`).
+    /// The machine's state before and after each pass (`traffic::core_trip`).
     core_trips: Vec<traffic::core_trip::CoreTrip>,
 }
 

@@ -58,7 +58,7 @@ pub struct PointRun {
     /// CPUs' worth of time other processes used during the point (0.5 =
     /// half a core on average); `None` when /proc could not be read.
     pub others_cpu: Option<f64>,
-    /// The machine's state before each repetition
+    /// The machine's state before each repetition and after the last
     /// ([`crate::core_trip`]); `None` where it could not be measured.
     pub core_trip: Option<CoreTrips>,
 }

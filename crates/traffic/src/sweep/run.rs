@@ -201,6 +201,9 @@ fn run_point(
             (result, verdict)
         }
     };
+    // And after the last: a state that changed during the point shows
+    // as a range (`CoreTrips::mixed`).
+    trips.extend(core_trip::measure());
     *result.run_mut() = PointRun {
         verdict,
         target_percent: target.relative * 100.0,

@@ -143,6 +143,8 @@ fn one_pass(
     let began = now_ns();
     let result =
         run_pass(cx.topology, &spec, cx.plan.probes).with_context(|| format!("pass {number}"))?;
+    // The machine's state after the pass too (before it: the caller).
+    tally.core_trips.extend(traffic::core_trip::measure());
     captures.push(run_capture(
         cx.recipe, cx.run, &pcap_dir, began, &result, number,
     )?);
