@@ -304,6 +304,31 @@ for exp in summary["experiments"]:
             reached = repetition["reached"]
             reached = f"±{reached * 100:.1f} %" if reached is not None else "no interval"
             print(f"{exp['name']}/{run['id']}: send stop slope {slope} {reached} over {len(passes)} passes ({repetition['verdict']}, target ±{repetition['target'] * 100:.0f} %)")
+# Issue 16, point 5 (SunOS Figure 18): the pipeline stage's three
+# processes each have on-times with n and an interval, duty cycles that
+# are shares, and every on-interval in the CSV.
+stages = experiments["papadopoulos1993"].get("pipelines") or fail("papadopoulos1993 has no pipeline stage")
+for stage in stages:
+    label = f"papadopoulos1993/{stage['id']}"
+    figures = stage["figures"]
+    if figures["blocks"] <= 0 or figures["blocks"] + figures["warmup"] != stage["blocks"]:
+        fail(f"{label}: {figures['blocks']} blocks counted + {figures['warmup']} warm-up of {stage['blocks']}")
+    processes = {p["process"]: p for p in figures["processes"]}
+    if sorted(processes) != ["compute", "receive", "transmit"]:
+        fail(f"{label}: processes {sorted(processes)}")
+    for name, p in processes.items():
+        on = p["on_us"]
+        if not on or on["n"] != figures["blocks"] or not on["ci95"] or not 0 <= p["duty"] <= 1:
+            fail(f"{label}: {name}: on {on}, duty {p['duty']}")
+    if not all(figures[k] and figures[k]["ci95"] for k in ("period_us", "compute_to_transmit_us")):
+        fail(f"{label}: no block period or hand-over delay with an interval")
+    lines = open(path(stage["csv"]), encoding="utf-8").read().splitlines()
+    if lines[0] != "process,block,start_us,end_us" or len(lines) != 1 + 3 * stage["blocks"]:
+        fail(f"{label}: {stage['csv']} has {len(lines) - 1} on-intervals for {stage['blocks']} blocks")
+    if len(stage["lanes"]) != 3 or not all(on for _, on in stage["lanes"]):
+        fail(f"{label}: the activity chart has an empty lane")
+    duty = ", ".join(f"{n} {p['duty'] * 100:.1f} %" for n, p in processes.items())
+    print(f"{label}: {figures['blocks']} blocks, duty {duty}, period {figures['period_us']['mean']:.0f} µs")
 if fits == 0:
     fail("no trend line in summary.json")
 print(f"{fits} trend lines carry R², a slope interval and a weak flag")

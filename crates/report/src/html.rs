@@ -88,6 +88,9 @@ pub fn render(report: &Report) -> String {
         for sweep in &exp.sweeps {
             crate::sweep_html::section(&mut h, &exp.name, sweep);
         }
+        for stage in &exp.pipelines {
+            crate::pipeline_html::section(&mut h, &exp.name, stage);
+        }
         h.push_str(&crate::published::beside_html(exp));
     }
     h.push_str("</body></html>\n");

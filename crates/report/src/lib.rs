@@ -9,6 +9,7 @@ mod families;
 pub mod html;
 mod machine_html;
 pub mod model;
+mod pipeline_html;
 pub mod plot;
 mod protocol_delay_html;
 pub mod published;

@@ -129,6 +129,8 @@ pub struct Experiment {
     pub runs: Vec<MessagesRun>,
     /// Throughput and delay sweeps.
     pub sweeps: Vec<SweepRun>,
+    /// Pipeline stages (the SunOS study's Figure 18).
+    pub pipelines: Vec<PipelineStageRun>,
     /// The study's own published values beside ours (`crate::published`).
     pub published: Vec<crate::published::Row>,
 }
@@ -297,6 +299,41 @@ pub struct SweepRun {
     /// figures.
     pub notes: Vec<String>,
     /// The sweep's CSV, relative to the report directory.
+    pub csv: String,
+}
+
+/// One stage of a pipelined application on the kernel's loopback: its
+/// receive, compute and transmit processes' activity (the SunOS study's
+/// Figure 18).
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineStageRun {
+    pub id: String,
+    pub title: String,
+    pub family: String,
+    pub block_bytes: u64,
+    pub blocks: u32,
+    /// Blocks at the start left out of the figures.
+    pub warmup: u32,
+    /// CPU work per block on an idle CPU, and the iterations that are it.
+    pub compute_us: f64,
+    pub compute_iterations: u64,
+    /// The CPU the stage's processes ran on and the source's and sink's;
+    /// `None` when pinning was refused (the scheduler placed them).
+    pub stage_cpu: Option<usize>,
+    pub peer_cpu: Option<usize>,
+    /// The figures, each with n and its 95 % interval
+    /// (`traffic::kernel::pipeline_summary`).
+    pub figures: serde_json::Value,
+    /// The chart's window, ms since the run began, and in it each
+    /// process's on-intervals (ms since the window's start).
+    pub window_ms: [f64; 2],
+    pub lanes: Vec<(String, Vec<[f64; 2]>)>,
+    /// The transmit socket's send queue before and after each write in
+    /// the window: (ms since the window's start, bytes).
+    pub send_queue: Vec<[f64; 2]>,
+    pub table: Table,
+    pub notes: Vec<String>,
+    /// Every on-interval, relative to the report directory.
     pub csv: String,
 }
 

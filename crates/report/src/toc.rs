@@ -64,13 +64,14 @@ pub(crate) fn render(h: &mut String, report: &Report) {
                 escape(&caption)
             );
         }
-        for s in &exp.sweeps {
+        let sweeps = exp.sweeps.iter().map(|s| (&s.id, &s.title));
+        for (id, title) in sweeps.chain(exp.pipelines.iter().map(|p| (&p.id, &p.title))) {
             let _ = write!(
                 h,
                 "<li><a href=\"#{}\">{}</a>: {}</li>",
-                run(&exp.name, &s.id),
-                escape(&s.id),
-                escape(&s.title)
+                run(&exp.name, id),
+                escape(id),
+                escape(title)
             );
         }
         h.push_str("</ol></li>");

@@ -102,6 +102,7 @@ fn experiments() -> Vec<Experiment> {
                 run("udp", "UDP", &[1000, 2000, 3000, 4000]),
             ],
             sweeps: Vec::new(),
+            pipelines: Vec::new(),
             published: Vec::new(),
         },
         Experiment {
@@ -112,6 +113,7 @@ fn experiments() -> Vec<Experiment> {
             description: String::new(),
             runs: Vec::new(),
             sweeps: Vec::new(),
+            pipelines: Vec::new(),
             published: Vec::new(),
         },
     ]

@@ -193,7 +193,7 @@ fn wait_for_value(line: &AtomicU64, done: impl Fn(u64) -> bool, start: Instant) 
 }
 
 /// The first two CPUs in this thread's affinity mask.
-fn first_two_cpus() -> Option<[usize; 2]> {
+pub(crate) fn first_two_cpus() -> Option<[usize; 2]> {
     // SAFETY: an all-zero cpu_set_t is a valid, empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a live cpu_set_t of the size given; pid 0 is the
@@ -209,8 +209,9 @@ fn first_two_cpus() -> Option<[usize; 2]> {
     Some([cpus.next()?, cpus.next()?])
 }
 
-/// Pins the calling thread (a scratch thread of [`measure`]'s) to `cpu`.
-fn pin(cpu: usize) -> bool {
+/// Pins the calling thread to `cpu` (a scratch thread of [`measure`]'s,
+/// or a pipeline stage's process); `false` if refused.
+pub(crate) fn pin(cpu: usize) -> bool {
     // SAFETY: as in `first_two_cpus`.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     if cpu >= libc::CPU_SETSIZE as usize {

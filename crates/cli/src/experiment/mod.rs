@@ -2,6 +2,7 @@
 //! run on the embedded virtual network, analysed, and written as a report.
 
 mod machine;
+mod pipeline_run;
 pub mod recipe;
 mod run;
 mod sweep_run;

@@ -65,6 +65,7 @@ pub fn run_recipe(
 ) -> Result<Experiment> {
     let mut runs = Vec::new();
     let mut sweeps = Vec::new();
+    let mut pipelines = Vec::new();
     for run in &recipe.runs {
         let context = || format!("{} / {}", recipe.name, run.id);
         match &run.plan {
@@ -84,6 +85,10 @@ pub fn run_recipe(
             Plan::Sweep(plan) => sweeps.push(
                 sweep_run::run(recipe, run, plan, quick, dir, progress).with_context(context)?,
             ),
+            Plan::Pipeline(plan) => pipelines.push(
+                super::pipeline_run::run(recipe, run, plan, quick, dir, progress)
+                    .with_context(context)?,
+            ),
         }
     }
     let mut experiment = Experiment {
@@ -94,6 +99,7 @@ pub fn run_recipe(
         description: recipe.description.clone(),
         runs,
         sweeps,
+        pipelines,
         published: Vec::new(),
     };
     // The study's own values beside ours (experiments/published/).
@@ -113,6 +119,7 @@ pub fn steps_in(recipe: &Recipe, quick: bool) -> u64 {
                 sizes.len() as u64 * u64::from(reps) + u64::from(m.warmup)
             }
             Plan::Sweep(s) => sweep_run::steps(s, quick),
+            Plan::Pipeline(p) => super::pipeline_run::steps(p, quick),
         })
         .sum()
 }

@@ -7,6 +7,8 @@ pub mod drops;
 pub mod echo;
 pub mod link;
 pub mod netns;
+pub mod pipeline;
+pub mod pipeline_summary;
 mod socket;
 pub mod stream;
 pub mod udp;

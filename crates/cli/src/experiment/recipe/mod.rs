@@ -13,8 +13,10 @@ use toml::Spanned;
 use analysis::messages::StopAt;
 use traffic::spec::{Family, Protocol};
 
+pub use pipeline::PipelinePlan;
 pub use sweep::{Prediction, SweepPlan, XAxis};
 
+mod pipeline;
 mod sweep;
 
 /// A recipe as written.
@@ -39,7 +41,7 @@ struct RawRecipe {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRun {
     id: Spanned<String>,
-    /// `messages`, `throughput` or `delay`.
+    /// `messages`, `throughput`, `delay` or `pipeline`.
     kind: Spanned<String>,
     title: Option<String>,
     /// A link profile (`fast-ethernet`, `unlimited`, `default`).
@@ -92,6 +94,8 @@ pub(super) struct RawRun {
     pub(super) quick_max_reps: Option<Spanned<u32>>,
     pub(super) max_time: Option<Spanned<f64>>,
     pub(super) quick_max_time: Option<Spanned<f64>>,
+    // pipeline (see pipeline.rs)
+    compute_us: Option<Spanned<u64>>,
 }
 
 /// A checked recipe.
@@ -182,6 +186,8 @@ pub enum Plan {
     Messages(MessagesPlan),
     /// Throughput or delay points (`stackscope sweep`'s grid).
     Sweep(Box<SweepPlan>),
+    /// One stage of a pipelined application on the kernel's loopback.
+    Pipeline(PipelinePlan),
 }
 
 /// Traced single messages: start and stop latency per size.
@@ -325,8 +331,12 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
                 ),
             )
         })?;
+        if run.kind.get_ref() != "pipeline" {
+            refuse(&loc, run.kind.get_ref(), "compute_us", &run.compute_us)?;
+        }
         let plan = match run.kind.get_ref().as_str() {
             "messages" => Plan::Messages(messages_plan(run, &loc)?),
+            "pipeline" => Plan::Pipeline(pipeline::plan(run, link, &loc)?),
             "throughput" => {
                 refuse_slope_keys(run, "throughput", &loc)?;
                 Plan::Sweep(Box::new(sweep::plan(
@@ -346,7 +356,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
             other => {
                 return Err(loc.at(
                     run.kind.span(),
-                    format!("kind `{other}` is not one of: messages, throughput, delay"),
+                    format!("kind `{other}` is not one of: messages, throughput, delay, pipeline"),
                 ))
             }
         };

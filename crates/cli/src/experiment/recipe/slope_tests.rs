@@ -24,7 +24,7 @@ fn plan(text: &str) -> MessagesPlan {
     let recipe = parse("exp.toml", text).unwrap();
     match &recipe.runs[0].plan {
         Plan::Messages(m) => m.clone(),
-        Plan::Sweep(_) => panic!("not a messages plan"),
+        _ => panic!("not a messages plan"),
     }
 }
 

@@ -133,7 +133,7 @@ reps = 3
 fn sweep_plan(text: &str) -> SweepPlan {
     match &parse("s.toml", text).unwrap().runs[0].plan {
         Plan::Sweep(plan) => (**plan).clone(),
-        Plan::Messages(_) => panic!("a messages plan"),
+        _ => panic!("not a sweep plan"),
     }
 }
 
