@@ -235,7 +235,9 @@ pub fn run_pair_on(
         std::thread::spawn(move || -> Result<(ReceiverSide, bool), TrafficError> {
             setup.enter(Side::A)?;
             // Before the socket exists, so all of its work is on the CPU.
-            let pinned = spec.cpus.is_some_and(|c| affinity::pin_current_checked(c.receiver));
+            let pinned = spec
+                .cpus
+                .is_some_and(|c| affinity::pin_current_checked(c.receiver));
             let ready = match Ready::bind(&spec, addr) {
                 Ok(ready) => ready,
                 Err(e) => {
@@ -265,7 +267,9 @@ pub fn run_pair_on(
             (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
         std::thread::spawn(move || {
             setup.enter(Side::B)?;
-            let pinned = spec.cpus.is_some_and(|c| affinity::pin_current_checked(c.sender));
+            let pinned = spec
+                .cpus
+                .is_some_and(|c| affinity::pin_current_checked(c.sender));
             // The sender's namespace too, when it has one of its own.
             let counting = spec.protocol != Protocol::Tcp && setup.separate_namespaces();
             let before = counting.then(drops::snapshot);

@@ -668,8 +668,10 @@ mod tests {
         g.load_on = vec![LoadOn::Server, LoadOn::Client];
         let points = g.points(KernelPath::Loopback).unwrap();
         assert_eq!(points.len(), 4 * 2 * 2);
-        let shape: Vec<(u32, LoadOn, StackKind)> =
-            points.iter().map(|p| (p.load, p.load_on, p.stack)).collect();
+        let shape: Vec<(u32, LoadOn, StackKind)> = points
+            .iter()
+            .map(|p| (p.load, p.load_on, p.stack))
+            .collect();
         let mut expected = Vec::new();
         for load in [0, 1, 2, 4] {
             for side in [LoadOn::Server, LoadOn::Client] {

@@ -223,9 +223,11 @@ fn run_point(
                 },
                 |reports| reports.iter().map(ThroughputPoint::received_bps).sum(),
             )?;
-            sides_held = Some(reps.iter().flatten().all(|report| {
-                report.start.target.placement.is_some_and(|p| p.held)
-            }));
+            sides_held = Some(
+                reps.iter()
+                    .flatten()
+                    .all(|report| report.start.target.placement.is_some_and(|p| p.held)),
+            );
             let result = ThroughputPoint::new(point.clone(), &reps)
                 .map(PointResult::Throughput)
                 .ok_or_else(missing)?;

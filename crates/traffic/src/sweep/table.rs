@@ -178,11 +178,7 @@ pub fn json(sweep: &Sweep<'_>) -> Value {
         Some(first) => Machine::of(first.target()),
         None => Machine::of(&Environment::detect(StackKind::Kernel, "")),
     };
-    let points: Vec<Value> = sweep
-        .results
-        .iter()
-        .map(json_point)
-        .collect();
+    let points: Vec<Value> = sweep.results.iter().map(json_point).collect();
     json!({
         "mode": sweep.mode,
         "command": sweep.command,
@@ -368,9 +364,15 @@ mod tests {
         assert_eq!(p["per_rep"][0]["samples"], 3);
         assert_eq!(doc["repeat"]["ci_target_percent"], 2.0);
         assert_eq!(doc["load_check"]["warnings"][0], "busy");
-        assert_eq!((&doc["loads"], &doc["load_on"]), (&json!([0]), &json!(["both"])));
+        assert_eq!(
+            (&doc["loads"], &doc["load_on"]),
+            (&json!([0]), &json!(["both"]))
+        );
         // Nothing pinned under `both`: no CPU, no verdict on pins.
-        assert_eq!((&p["load_on"], &p["load_cpu"], &p["pinned"]), (&json!("both"), &Value::Null, &Value::Null));
+        assert_eq!(
+            (&p["load_on"], &p["load_cpu"], &p["pinned"]),
+            (&json!("both"), &Value::Null, &Value::Null)
+        );
         // One series: no interval, and said so.
         assert_eq!(p["ci95_lo_us"], Value::Null);
         assert_eq!(p["verdict"], "not judged");

@@ -4,9 +4,9 @@
 //! stopped it), flagged points marked, and under a multi-flow point one
 //! line per circuit.
 
+use super::load::LoadOn;
 use super::outcome::{no_result, DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Mode, Point};
-use super::load::LoadOn;
 use super::repeat::{verdict_text, PointRun};
 
 const MBIT: f64 = 1e6;
