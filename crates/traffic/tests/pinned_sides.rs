@@ -75,7 +75,10 @@ fn each_side_runs_on_its_own_cpu_and_the_report_says_so() {
     let placement = report.start.target.placement.expect("placement");
     assert_eq!((placement.receiver_cpu, placement.sender_cpu), (b, a));
     assert!(placement.held, "{placement:?}");
-    assert!(seen.contains(&vec![b]) && seen.contains(&vec![a]), "{seen:?}");
+    assert!(
+        seen.contains(&vec![b]) && seen.contains(&vec![a]),
+        "{seen:?}"
+    );
     // This thread was never pinned.
     assert_eq!(affinity::allowed(), Some(all.clone()));
 
@@ -87,7 +90,10 @@ fn each_side_runs_on_its_own_cpu_and_the_report_says_so() {
     assert!(report.is_clean());
     let placement = report.start.target.placement.expect("placement");
     assert!(placement.held, "{placement:?}");
-    assert!(seen.contains(&vec![b]) && seen.contains(&vec![a]), "{seen:?}");
+    assert!(
+        seen.contains(&vec![b]) && seen.contains(&vec![a]),
+        "{seen:?}"
+    );
 
     // A router's thread could not be placed: refused, not run half-pinned.
     let err = reference::run_pair(&spec(15_422, sides), None, false).unwrap_err();
