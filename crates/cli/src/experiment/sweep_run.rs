@@ -214,7 +214,7 @@ fn notes(grid: &sweep::Grid, target: &sweep::Target, outcome: &sweep::Outcome) -
         .iter()
         .filter_map(|r| match r {
             PointResult::Throughput(t) if t.too_short && !t.impossible => {
-                Some(point_name(&t.point))
+                Some(noted_name(&t.point))
             }
             _ => None,
         })
@@ -312,7 +312,7 @@ fn side_note(results: &[PointResult]) -> Option<String> {
     let unpinned: Vec<String> = sided
         .iter()
         .filter(|r| r.run().pinned != Some(true))
-        .map(|r| format!("point {} {}", r.point().index, point_name(r.point())))
+        .map(|r| format!("point {} {}", r.point().index, noted_name(r.point())))
         .collect();
     let mut note = format!(
         "Load on one side: {placed}, the background processes pinned to the loaded side's \
@@ -355,7 +355,7 @@ fn target_note(mode: Mode, target: &sweep::Target, results: &[PointResult]) -> S
             format!(
                 "point {} {} ({}, {half})",
                 r.point().index,
-                point_name(r.point()),
+                noted_name(r.point()),
                 verdict_text(r.run().verdict)
             )
         })
@@ -516,6 +516,15 @@ fn mbps(bps: f64) -> String {
 
 fn opt(v: Option<f64>, decimals: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.decimals$}"))
+}
+
+/// A point as the notes name it: its name, and its load when it has one
+/// (the notes have no load column to tell levels apart).
+fn noted_name(p: &Point) -> String {
+    match load_text(p).as_str() {
+        "-" => point_name(p),
+        load => format!("{} load {load}", point_name(p)),
+    }
 }
 
 /// `-`, `2` (anywhere), or `2 on server`.
