@@ -346,6 +346,15 @@ impl SweepArgs {
             // Read now, so a bad file fails before the kernel points run.
             let topology = traffic::reference::load(self.topology.as_deref())?;
             traffic::reference::hosts(&topology)?;
+            // A side load pins every node's thread: a router's could not be.
+            let nodes = topology.nodes().len();
+            if grid.load_on.iter().any(|&s| s != LoadOn::Both) && nodes != 2 {
+                bail!(
+                    "--load-on server or client puts the reference stack's two hosts on two \
+                     CPUs: give a --topology of two hosts on one wire (this one has {nodes} \
+                     nodes), e.g. topologies/fast-ethernet.toml"
+                );
+            }
         }
         Ok(Targets {
             kernel_path: if self.netns {

@@ -496,6 +496,10 @@ fn load_levels_and_sides_are_points_that_say_where_their_load_ran() {
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(table.contains("2 client"), "{table}");
 
+    // The default network's router could not be placed: refused first.
+    let output = stackscope(&["sweep", "--stack", "ref", "--load-on", "client"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("two hosts"));
     // Delay mode has no sides to pin: refused before anything runs.
     let output = stackscope(&["sweep", "--mode", "delay", "--load-on", "server"]);
     assert!(!output.status.success());
