@@ -280,6 +280,7 @@ mod tests {
     use super::*;
     use crate::kernel::KernelPath;
     use crate::spec::{Family, Protocol, StackKind};
+    use crate::sweep::load::LoadOn;
     use crate::sweep::points::{Amount, Grid, Mode};
 
     /// Exactly `reps` repetitions: the minimum and the cap.
@@ -373,5 +374,61 @@ mod tests {
         let err = run(&points, &settings(2), |e| ran |= matches!(e, Event::Rep(_))).unwrap_err();
         assert!(err.to_string().contains("round trips to keep"), "{err}");
         assert!(!ran, "refused before running");
+    }
+
+    /// The CPUs each child process of the calling thread may use, as the
+    /// kernel says (/proc/thread-self/children, then each one's status).
+    fn childrens_cpus() -> Vec<Vec<usize>> {
+        let children = std::fs::read_to_string("/proc/thread-self/children").unwrap_or_default();
+        children
+            .split_whitespace()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+            .filter_map(|status| crate::affinity::cpus_allowed_list(&status))
+            .collect()
+    }
+
+    #[test]
+    fn each_level_runs_its_spinners_on_the_loaded_sides_cpu() {
+        let Some([server, client]) = crate::affinity::first_two_cpus() else {
+            return; // one CPU: `pinned = false`, tested in the CLI's sweep test
+        };
+        let mut g = grid(vec![Protocol::Tcp], 47_361);
+        g.loads = vec![0, 2];
+        g.load_on = vec![LoadOn::Server, LoadOn::Client];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        // Seen before each point's first repetition, while its load runs.
+        let mut seen = Vec::new();
+        let outcome = run(&points, &settings(1), |e| {
+            if let Event::Rep(p) = e {
+                seen.push((p.point.load, p.point.load_on, childrens_cpus()));
+            }
+        })
+        .unwrap();
+        assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+        assert_eq!(
+            seen,
+            vec![
+                (0, LoadOn::Server, vec![]),
+                (0, LoadOn::Client, vec![]),
+                (2, LoadOn::Server, vec![vec![server]; 2]),
+                (2, LoadOn::Client, vec![vec![client]; 2]),
+            ]
+        );
+        for result in &outcome.results {
+            let (p, run) = (result.point(), result.run());
+            let cpu = if p.load_on == LoadOn::Server {
+                server
+            } else {
+                client
+            };
+            assert_eq!((run.load_cpu, run.pinned), (Some(cpu), Some(true)), "{p}");
+            let placement = result.target().placement.expect("a placement");
+            assert_eq!(
+                (placement.receiver_cpu, placement.sender_cpu),
+                (server, client)
+            );
+        }
+        // Killed and reaped once the sweep is over.
+        assert_eq!(childrens_cpus(), Vec::<Vec<usize>>::new());
     }
 }
