@@ -136,6 +136,24 @@ for exp in summary["experiments"]:
         if not any(n.startswith("Machine before the run") for n in sweep["notes"]):
             fail(f"{label}: the notes do not say how busy the machine was")
         print(f"{label}: {len(sweep['points'])} points, {short} too short, {missed} short of the CI target")
+# Papadopoulos Figure 16: throughput against the load level, with the
+# load on the server's CPU and, apart, on the client's; every point says
+# where its load ran and whether the pins held (on one CPU they cannot).
+background = next((s for s in experiments["papadopoulos1993"]["sweeps"] if s["id"] == "background"), None) \
+    or fail("papadopoulos1993 has no background sweep")
+sides = {}
+for p in background["points"]:
+    if p.get("load_on") not in ("server", "client") or not isinstance(p.get("pinned"), bool):
+        fail(f"papadopoulos1993/background point {p.get('point')}: load_on {p.get('load_on')}, pinned {p.get('pinned')}")
+    if MULTI_CPU and (not p["pinned"] or p.get("load_cpu") is None):
+        fail(f"papadopoulos1993/background point {p['point']}: the side load was not pinned")
+    sides.setdefault((p["stack"], p["load_on"]), set()).add(p["load_procs"])
+for (stack, side), levels in sorted(sides.items()):
+    if len(levels) < 2 or 0 not in levels:
+        fail(f"papadopoulos1993/background {stack} on the {side}: levels {sorted(levels)}, no curve")
+    print(f"papadopoulos1993/background {stack} load on the {side}: levels {sorted(levels)}")
+if {side for _, side in sides} != {"server", "client"}:
+    fail(f"papadopoulos1993/background: sides {sorted(sides)}")
 offered = next(s for s in experiments["taler1992"]["sweeps"] if s["id"] == "offered-load")
 if not any(t["caption"].startswith("Where the lost datagrams died") for t in offered["tables"]):
     fail("taler1992/offered-load has no table of where the lost datagrams died")

@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use traffic::kernel::KernelPath;
 use traffic::reference::kernel_peer::{KernelPeer, PeerLink};
 use traffic::spec::{Family, Protocol, StackKind};
+use traffic::sweep::load::LoadOn;
 use traffic::sweep::{
     self, axis, table, text, Amount, Event, Grid, Mode, Settings, Target, Targets, DELAY_EXCHANGES,
 };
@@ -92,9 +93,22 @@ pub struct SweepArgs {
     /// ranges, e.g. 10M..100M:10M; TCP points run once, unpaced.
     #[arg(long, value_name = "LIST")]
     rate: Option<String>,
-    /// CPU-bound background processes during the whole sweep.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    load: u32,
+    /// CPU-bound background processes (spinners) during each point: one
+    /// level, or a list or range of levels swept as the outermost axis,
+    /// e.g. 0,1,2,4 (the SunOS study's "artificial workload level").
+    #[arg(long, value_name = "LIST", default_value = "0")]
+    load: String,
+    /// Where the load runs, a list (each a point of its own): `both`
+    /// leaves the spinners and the two sides to the scheduler; `server`
+    /// and `client` put the receiver's thread on the first CPU this
+    /// process may use and the sender's on the second (kernel: the
+    /// sockets' threads; ref: the two hosts' threads, on a topology of two
+    /// hosts), and pin the spinners to the server's or the client's CPU.
+    /// Each point's `pinned` says whether every pin held (false when the
+    /// kernel refused one or there is one CPU). Throughput mode, one flow
+    /// per point.
+    #[arg(long, value_name = "LIST", default_value = "both")]
+    load_on: String,
     /// Kernel: run across a veth pair between two network namespaces the
     /// tool makes and removes (root only), instead of loopback.
     #[arg(long)]
@@ -188,6 +202,19 @@ fn sizes(flag: &str, text: &str) -> Result<Vec<u64>> {
     axis::numbers(flag, text, units::parse_size).map_err(anyhow::Error::msg)
 }
 
+/// Background load levels: counts of processes.
+pub(crate) fn loads(flag: &str, text: &str) -> Result<Vec<u32>> {
+    axis::numbers(flag, text, |t| {
+        t.parse::<u32>()
+            .map(u64::from)
+            .map_err(|_| format!("`{t}` is not a number of processes"))
+    })
+    .map_err(anyhow::Error::msg)?
+    .into_iter()
+    .map(|n| u32::try_from(n).map_err(|_| anyhow::anyhow!("{flag}: {n} is too many")))
+    .collect()
+}
+
 /// A list of names.
 fn names<T>(
     flag: &str,
@@ -260,6 +287,8 @@ impl SweepArgs {
             circuits: self.circuits,
             port: self.port,
             timeout: Duration::from_secs_f64(self.timeout),
+            loads: loads("--load", &self.load)?,
+            load_on: names("--load-on", &self.load_on, LoadOn::parse, LoadOn::NAMES)?,
         })
     }
 
@@ -317,6 +346,15 @@ impl SweepArgs {
             // Read now, so a bad file fails before the kernel points run.
             let topology = traffic::reference::load(self.topology.as_deref())?;
             traffic::reference::hosts(&topology)?;
+            // A side load pins every node's thread: a router's could not be.
+            let nodes = topology.nodes().len();
+            if grid.load_on.iter().any(|&s| s != LoadOn::Both) && nodes != 2 {
+                bail!(
+                    "--load-on server or client puts the reference stack's two hosts on two \
+                     CPUs: give a --topology of two hosts on one wire (this one has {nodes} \
+                     nodes), e.g. topologies/fast-ethernet.toml"
+                );
+            }
         }
         Ok(Targets {
             kernel_path: if self.netns {
@@ -348,11 +386,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create --out {}", dir.display()))?;
     }
-    let settings = Settings {
-        target,
-        load: args.load,
-        targets,
-    };
+    let settings = Settings { target, targets };
 
     let bar = progress_bar(points.len() as u64);
     let outcome = sweep::run(&points, &settings, |event| match event {
@@ -391,6 +425,20 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             outcome.results.len(),
             args.ci_target,
             missed.join(", ")
+        );
+    }
+    let unpinned: Vec<String> = outcome
+        .results
+        .iter()
+        .filter(|r| r.point().load_on != LoadOn::Both && r.run().pinned != Some(true))
+        .map(|r| r.point().index.to_string())
+        .collect();
+    if !unpinned.is_empty() {
+        eprintln!(
+            "stackscope: warning: point(s) {} were to put their load on one side, but a pin \
+             did not hold or the machine has one CPU: their sides and load ran where the \
+             scheduler put them (pinned = false in the files, `!unpinned` above)",
+            unpinned.join(", ")
         );
     }
     if let Some(failure) = failure {
@@ -445,14 +493,15 @@ fn write_files(
 ) -> Result<()> {
     let results = &outcome.results;
     let csv_path = dir.join("sweep.csv");
-    std::fs::write(&csv_path, table::csv(grid.mode, results, settings.load))
+    std::fs::write(&csv_path, table::csv(grid.mode, results))
         .with_context(|| format!("cannot write {}", csv_path.display()))?;
     let command = command_line();
     let json = table::json(&table::Sweep {
         mode: grid.mode,
         command: &command,
         target: &settings.target,
-        load: settings.load,
+        loads: &grid.loads,
+        load_on: &grid.load_on,
         load_check: &outcome.load_check,
         results,
         failure,

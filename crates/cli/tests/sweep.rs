@@ -427,3 +427,81 @@ fn bad_grids_are_refused_in_one_line_before_anything_runs() {
         "/nonexistent/t.toml",
     );
 }
+
+#[test]
+fn load_levels_and_sides_are_points_that_say_where_their_load_ran() {
+    let out = Scratch::new("load-sides");
+    let output = stackscope(&[
+        "sweep",
+        "--sizes",
+        "8192",
+        "--count",
+        "200",
+        "--min-duration",
+        "0",
+        "--reps",
+        "1",
+        "--max-reps",
+        "1",
+        "--load",
+        "0,2",
+        "--load-on",
+        "server,client",
+        "--port",
+        "47351",
+        "--out",
+        out.path(),
+    ]);
+    succeeded(&output);
+    let json = read_json(&out.0);
+    assert_eq!(json["loads"], serde_json::json!([0, 2]));
+    assert_eq!(json["load_on"], serde_json::json!(["server", "client"]));
+    let points = json["points"].as_array().unwrap();
+    let shape: Vec<(u64, &str)> = points
+        .iter()
+        .map(|p| {
+            (
+                p["load_procs"].as_u64().unwrap(),
+                p["load_on"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![(0, "server"), (0, "client"), (2, "server"), (2, "client")]
+    );
+    let cpus: Vec<usize> = {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        traffic::affinity::cpus_allowed_list(&status).unwrap()
+    };
+    for p in points {
+        if cpus.len() < 2 {
+            // One CPU: no side to load, and said so.
+            assert_eq!(p["pinned"], false, "{p}");
+            continue;
+        }
+        assert_eq!(p["pinned"], true, "{p}");
+        // Server: the receiver's CPU, the first; client: the sender's.
+        let side = if p["load_on"] == "server" { 0 } else { 1 };
+        assert_eq!(p["load_cpu"].as_u64(), Some(cpus[side] as u64), "{p}");
+        let placement = &p["target"]["placement"];
+        assert_eq!(placement["receiver_cpu"].as_u64(), Some(cpus[0] as u64));
+        assert_eq!(placement["sender_cpu"].as_u64(), Some(cpus[1] as u64));
+        assert_eq!(placement["held"], true);
+    }
+    let (header, rows) = read_csv(&out.0);
+    assert_eq!(cell(&header, &rows[3], "load_on"), "client");
+    assert_eq!(cell(&header, &rows[3], "load_procs"), "2");
+    // The table says the level and side of each point.
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("2 client"), "{table}");
+
+    // The default network's router could not be placed: refused first.
+    let output = stackscope(&["sweep", "--stack", "ref", "--load-on", "client"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("two hosts"));
+    // Delay mode has no sides to pin: refused before anything runs.
+    let output = stackscope(&["sweep", "--mode", "delay", "--load-on", "server"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--mode throughput"));
+}

@@ -31,7 +31,7 @@ pub fn escape(text: &str) -> String {
 pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.6em}\
 table{border-collapse:collapse;margin:.8em 0;display:block;max-width:100%;overflow-x:auto}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
-th{background:#f4f4f4}td.l,th.l{text-align:left}.note{color:#555;font-size:.92em}\
+th{background:#f4f4f4}td.l,th.l{text-align:left}.note{color:#555;font-size:.92em}.study{border-left:3px solid #bbb;padding-left:.6em}\
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{max-width:100%;height:auto;border:1px solid #eee}\
 code{background:#f4f4f4;padding:0 .2em}\
 .front{display:flex;flex-wrap:wrap;gap:2em;align-items:flex-start}.front>*{flex:1 1 420px}\

@@ -281,8 +281,16 @@ pub struct SweepRun {
     /// throughput plots).
     pub link_bps: Option<f64>,
     pub reps: u32,
-    /// CPU-bound background processes during the run.
-    pub load: u32,
+    /// Background load levels (CPU-bound processes) the points ran
+    /// under ([0] for none)...
+    pub loads: Vec<u32>,
+    /// ...and where (`both`: anywhere; `server`, `client`: pinned to that
+    /// side's CPU). Each point says its own in `load_procs`, `load_on`,
+    /// `load_cpu` and `pinned`.
+    pub load_on: Vec<String>,
+    /// The study's own description of the figure, shown beside ours.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub study: Option<String>,
     /// Every point's columns by name (the sweep CSV's columns).
     pub points: Vec<serde_json::Map<String, serde_json::Value>>,
     /// The plot: one series per stack / protocol / family.

@@ -23,13 +23,16 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
         escape(&run.link),
         run.reps,
         if run.reps == 1 { "" } else { "s" },
-        if run.load > 0 {
-            format!(", under {} CPU-bound background process{}", run.load, if run.load == 1 { "" } else { "es" })
-        } else {
-            String::new()
-        },
+        load_words(run),
         escape(&run.csv),
     );
+    if let Some(study) = &run.study {
+        let _ = write!(
+            h,
+            "<p class=\"study\"><strong>The study:</strong> {}</p>",
+            escape(study)
+        );
+    }
     if let Some(failure) = &run.failure {
         let _ = write!(h, "<p><strong>Stopped:</strong> {}</p>", escape(failure));
     }
@@ -57,6 +60,44 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
     }
     for table in &run.tables {
         table_html(h, table);
+    }
+}
+
+/// `, under 1 CPU-bound background process`, `, at background loads of
+/// 0, 1, 2 and 4 CPU-bound processes on the server's and on the client's
+/// CPU`, or nothing without load.
+fn load_words(run: &SweepRun) -> String {
+    if run.loads.iter().all(|&l| l == 0) {
+        return String::new();
+    }
+    let levels: Vec<String> = run.loads.iter().map(u32::to_string).collect();
+    let sides: Vec<String> = run
+        .load_on
+        .iter()
+        .filter(|s| *s != "both")
+        .map(|s| format!("the {s}'s"))
+        .collect();
+    let what = match levels.as_slice() {
+        [one] if one == "1" => "under 1 CPU-bound background process".to_string(),
+        [one] => format!("under {one} CPU-bound background processes"),
+        [rest @ .., last] => format!(
+            "at background loads of {} and {last} CPU-bound processes",
+            rest.join(", ")
+        ),
+        [] => return String::new(),
+    };
+    let whole = run.load_on.iter().any(|s| s == "both");
+    let mut places: Vec<String> = Vec::new();
+    if whole {
+        places.push("anywhere on the machine".into());
+    }
+    if !sides.is_empty() {
+        places.push(format!("on {} CPU", sides.join(" and on ")));
+    }
+    if places.is_empty() {
+        format!(", {what}")
+    } else {
+        format!(", {what} {}", places.join(", and "))
     }
 }
 

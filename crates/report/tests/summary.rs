@@ -267,7 +267,9 @@ fn one_point_sweep() -> SweepRun {
         link: "reference stack on fast-ethernet".into(),
         link_bps: Some(100e6),
         reps: 3,
-        load: 0,
+        loads: vec![0],
+        load_on: vec!["both".into()],
+        study: None,
         points: Vec::new(),
         x_label: "socket buffer (bytes)".into(),
         y_label: "received Mbit/s".into(),
@@ -300,6 +302,62 @@ fn a_one_point_sweep_is_plotted_with_the_link_rate_and_binary_sizes() {
     let svg = &section[section.find("<svg").unwrap()..section.find("</svg>").unwrap()];
     assert!(svg.contains("64 KiB"), "the x axis is not in KiB");
     assert!(!svg.contains("65536") && !svg.contains("kB"));
+}
+
+#[test]
+fn a_load_sweep_names_its_levels_and_sides_beside_the_studys_words() {
+    let mut sweep = one_point_sweep();
+    sweep.id = "background".into();
+    sweep.loads = vec![0, 1, 2, 4];
+    sweep.load_on = vec!["server".into(), "client".into()];
+    sweep.study = Some("Throughput drops sharply as the load rises.".into());
+    sweep.x_label = "background load (CPU-bound processes)".into();
+    sweep.log_x = false;
+    sweep.series = ["server", "client"]
+        .iter()
+        .map(|side| Series {
+            label: format!("ref tcp IPv6, load on {side}"),
+            points: [(0.0, 68.0), (1.0, 60.0), (2.0, 50.0), (4.0, 30.0)]
+                .iter()
+                .map(|&(x, y)| SeriesPoint {
+                    x,
+                    y,
+                    stdev: Some(1.0),
+                    ci95: Some(stats::Interval {
+                        lo: y - 2.0,
+                        hi: y + 2.0,
+                    }),
+                })
+                .collect(),
+        })
+        .collect();
+    let mut r = report(true);
+    r.experiments[1].sweeps.push(sweep);
+    let html = report::html::render(&r);
+    let start = html.find("id=\"run-other1993-background\"").unwrap();
+    let section = &html[start..];
+    assert!(
+        section.contains(
+            "at background loads of 0, 1, 2 and 4 CPU-bound processes on the server&#39;s and \
+             on the client&#39;s CPU"
+        ) || section.contains(
+            "at background loads of 0, 1, 2 and 4 CPU-bound processes on the server's and on \
+             the client's CPU"
+        ),
+        "{}",
+        &section[..600]
+    );
+    assert!(section.contains("<strong>The study:</strong> Throughput drops sharply"));
+    let svg = &section[section.find("<svg").unwrap()..section.find("</svg>").unwrap()];
+    assert!(svg.contains("load on server") && svg.contains("load on client"));
+    assert!(svg.contains("link rate 100 Mbit/s"));
+    // One series under one CPU-bound process is still said as before.
+    let mut one = one_point_sweep();
+    one.loads = vec![1];
+    let mut r = report(true);
+    r.experiments[1].sweeps.push(one);
+    let html = report::html::render(&r);
+    assert!(html.contains(", under 1 CPU-bound background process anywhere on the machine;"));
 }
 
 #[test]

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::affinity::{first_two_cpus, pin_current as pin};
+
 /// Round trips per batch, and batches.
 const TRIPS: u64 = 1000;
 const BATCHES: usize = 5;
@@ -190,38 +192,6 @@ fn wait_for_value(line: &AtomicU64, done: impl Fn(u64) -> bool, start: Instant) 
         }
         std::hint::spin_loop();
     }
-}
-
-/// The first two CPUs in this thread's affinity mask.
-pub(crate) fn first_two_cpus() -> Option<[usize; 2]> {
-    // SAFETY: an all-zero cpu_set_t is a valid, empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a live cpu_set_t of the size given; pid 0 is the
-    // calling thread.
-    let got = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
-    if got != 0 {
-        return None;
-    }
-    let mut cpus = (0..libc::CPU_SETSIZE as usize).filter(|&cpu| {
-        // SAFETY: `cpu` is below CPU_SETSIZE, inside the set's bits.
-        unsafe { libc::CPU_ISSET(cpu, &set) }
-    });
-    Some([cpus.next()?, cpus.next()?])
-}
-
-/// Pins the calling thread to `cpu` (a scratch thread of [`measure`]'s,
-/// or a pipeline stage's process); `false` if refused.
-pub(crate) fn pin(cpu: usize) -> bool {
-    // SAFETY: as in `first_two_cpus`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return false;
-    }
-    // SAFETY: `cpu` is below CPU_SETSIZE (checked above).
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a live cpu_set_t of the size given; pid 0 is the
-    // calling thread, which ends when the measurement does.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0 }
 }
 
 #[cfg(test)]

@@ -35,6 +35,10 @@ pub struct Environment {
     /// The slowest link's rate where the path has one (the reference
     /// stack's rate-limited wires): no payload rate can exceed it.
     pub link_rate_bps: Option<u64>,
+    /// Where the two sides' threads were pinned, when the run asked
+    /// (`TransferSpec::cpus`), and whether the pins held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::affinity::Placement>,
     pub stackscope_version: &'static str,
 }
 
@@ -52,6 +56,7 @@ impl Environment {
             sockbuf_granted: GrantedBuffers::default(),
             mtu: None,
             link_rate_bps: None,
+            placement: None,
             stackscope_version: env!("CARGO_PKG_VERSION"),
         }
     }

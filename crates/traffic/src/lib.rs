@@ -8,6 +8,7 @@
 //! * [`spec`]: what to run; [`report`]: what it did, iperf3-shaped;
 //! * [`kernel`] and [`reference`]: the two targets.
 
+pub mod affinity;
 pub mod circuits;
 pub mod core_trip;
 pub mod cpu;

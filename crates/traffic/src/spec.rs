@@ -109,6 +109,11 @@ pub struct TransferSpec {
     /// and for more data before it gives up.
     #[serde(skip)]
     pub timeout: Duration,
+    /// Pin the receiver's and the sender's thread to these CPUs (a sweep's
+    /// `--load-on server|client`); `None` leaves them to the scheduler.
+    /// Where the pins held is in the report's `target.placement`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::affinity::SideCpus>,
 }
 
 fn serialize_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -134,6 +139,7 @@ impl TransferSpec {
             interval: None,
             min_duration: None,
             timeout: Duration::from_secs(10),
+            cpus: None,
         }
     }
 

@@ -21,6 +21,7 @@ const CONFIGURATION: &[&str] = &[
     "rate_bps",
     "circuits",
     "load_procs",
+    "load_on",
     "mtu_bytes",
 ];
 

@@ -19,6 +19,7 @@ use traffic::kernel::KernelPath;
 use traffic::spec::StackKind;
 use traffic::sweep::busy;
 use traffic::sweep::columns::{columns, Cell};
+use traffic::sweep::load::LoadOn;
 use traffic::sweep::repeat::verdict_text;
 use traffic::sweep::{self, table, Event, Mode, Point, PointResult, Settings, Targets};
 
@@ -57,7 +58,6 @@ pub fn run(
     let target = *plan.target(quick);
     let settings = Settings {
         target,
-        load: plan.load,
         targets: Targets {
             ref_link: None,
             kernel_path: KernelPath::Loopback,
@@ -75,7 +75,7 @@ pub fn run(
     let stem = format!("{}-{}", recipe.name, run.id);
     let csv = format!("{stem}.csv");
     let path = dir.join(&csv);
-    std::fs::write(&path, table::csv(grid.mode, &outcome.results, plan.load))
+    std::fs::write(&path, table::csv(grid.mode, &outcome.results))
         .with_context(|| format!("writing {}", path.display()))?;
 
     let results = &outcome.results;
@@ -92,8 +92,7 @@ pub fn run(
     {
         tables.push(circuits_table(results));
     }
-    let mut points: Vec<Map<String, Value>> =
-        results.iter().map(|r| point_json(r, plan.load)).collect();
+    let mut points: Vec<Map<String, Value>> = results.iter().map(point_json).collect();
     if plan.predict == Some(Prediction::HeaderCost) {
         let comparisons = header_cost::comparisons(results);
         tables.push(header_cost::table(run, &comparisons));
@@ -109,6 +108,7 @@ pub fn run(
             "received Mbit/s",
             plan.x == XAxis::Size || plan.x == XAxis::Sockbuf,
         ),
+        Mode::Delay if plan.x == XAxis::Load => ("round trip, mean µs", false),
         Mode::Delay => ("round trip, mean µs", plan.x == XAxis::Size),
     };
     let notes = notes(grid, &target, &outcome);
@@ -132,7 +132,17 @@ pub fn run(
         link: link_description(run, grid),
         link_bps: run.link.rate_bps().map(|b| b as f64),
         reps: target.min_reps as u32,
-        load: plan.load,
+        loads: if grid.loads.is_empty() {
+            vec![0]
+        } else {
+            grid.loads.clone()
+        },
+        load_on: if grid.load_on.is_empty() {
+            vec![LoadOn::Both.to_string()]
+        } else {
+            grid.load_on.iter().map(ToString::to_string).collect()
+        },
+        study: plan.study.clone(),
         points,
         x_label: plan.x.label().into(),
         y_label: y_label.into(),
@@ -170,8 +180,8 @@ fn cell_json(cell: &Cell) -> Value {
     }
 }
 
-fn point_json(result: &PointResult, load: u32) -> Map<String, Value> {
-    let mut point: Map<String, Value> = columns(result, load)
+fn point_json(result: &PointResult) -> Map<String, Value> {
+    let mut point: Map<String, Value> = columns(result)
         .iter()
         .map(|(name, cell)| (name.to_string(), cell_json(cell)))
         .collect();
@@ -188,6 +198,7 @@ fn notes(grid: &sweep::Grid, target: &sweep::Target, outcome: &sweep::Outcome) -
     let results = &outcome.results;
     let mut notes = vec![target_note(grid.mode, target, results)];
     notes.extend(load_notes(&outcome.load_check, results));
+    notes.extend(side_note(results));
     if grid.mode == Mode::Throughput {
         notes.push(match grid.min_duration {
             Some(d) => format!(
@@ -203,7 +214,7 @@ fn notes(grid: &sweep::Grid, target: &sweep::Target, outcome: &sweep::Outcome) -
         .iter()
         .filter_map(|r| match r {
             PointResult::Throughput(t) if t.too_short && !t.impossible => {
-                Some(point_name(&t.point))
+                Some(noted_name(&t.point))
             }
             _ => None,
         })
@@ -278,6 +289,47 @@ fn load_notes(check: &busy::LoadCheck, results: &[PointResult]) -> Vec<String> {
     notes
 }
 
+/// Where a load on one side ran: the CPUs of the receiver, the sender
+/// and the spinners, and the points whose pins did not hold (their load
+/// ran wherever the scheduler put it, so they are not a side's figure).
+fn side_note(results: &[PointResult]) -> Option<String> {
+    let sided: Vec<&PointResult> = results
+        .iter()
+        .filter(|r| r.point().load_on != LoadOn::Both)
+        .collect();
+    if sided.is_empty() {
+        return None;
+    }
+    let placed = sided.iter().find_map(|r| r.target().placement).map_or(
+        "the receiver's and the sender's threads each on a CPU of their own".into(),
+        |p| {
+            format!(
+                "the receiver's (server's) thread on CPU {}, the sender's (client's) on CPU {}",
+                p.receiver_cpu, p.sender_cpu
+            )
+        },
+    );
+    let unpinned: Vec<String> = sided
+        .iter()
+        .filter(|r| r.run().pinned != Some(true))
+        .map(|r| format!("point {} {}", r.point().index, noted_name(r.point())))
+        .collect();
+    let mut note = format!(
+        "Load on one side: {placed}, the background processes pinned to the loaded side's \
+         CPU (two vCPUs of one machine stand for the study's two machines)."
+    );
+    if unpinned.is_empty() {
+        note.push_str(" Every pin held.");
+    } else {
+        note.push_str(&format!(
+            " Not pinned (the kernel refused a pin, or one CPU): {} — their load and sides \
+             ran where the scheduler put them, so they are no side's figure.",
+            unpinned.join(", ")
+        ));
+    }
+    Some(note)
+}
+
 /// How the points were repeated, and which stopped short of the target.
 fn target_note(mode: Mode, target: &sweep::Target, results: &[PointResult]) -> String {
     let figure = match mode {
@@ -303,7 +355,7 @@ fn target_note(mode: Mode, target: &sweep::Target, results: &[PointResult]) -> S
             format!(
                 "point {} {} ({}, {half})",
                 r.point().index,
-                point_name(r.point()),
+                noted_name(r.point()),
                 verdict_text(r.run().verdict)
             )
         })
@@ -397,6 +449,12 @@ fn series_label(p: &Point, x: XAxis) -> String {
     if p.circuits > 1 {
         label.push_str(&format!(" ×{}", p.circuits));
     }
+    if x != XAxis::Load && p.load > 0 {
+        label.push_str(&format!(" load {}", p.load));
+    }
+    if p.load_on != LoadOn::Both {
+        label.push_str(&format!(", load on {}", p.load_on));
+    }
     label
 }
 
@@ -405,6 +463,7 @@ fn x_of(p: &Point, x: XAxis) -> Option<f64> {
         XAxis::Size => Some(p.size_bytes as f64),
         XAxis::Sockbuf => p.sockbuf_bytes.map(|b| b as f64),
         XAxis::Rate => p.rate_bps.map(|r| r as f64 / 1e6),
+        XAxis::Load => Some(f64::from(p.load)),
     }
 }
 
@@ -459,6 +518,24 @@ fn opt(v: Option<f64>, decimals: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.decimals$}"))
 }
 
+/// A point as the notes name it: its name, and its load when it has one
+/// (the notes have no load column to tell levels apart).
+fn noted_name(p: &Point) -> String {
+    match load_text(p).as_str() {
+        "-" => point_name(p),
+        load => format!("{} load {load}", point_name(p)),
+    }
+}
+
+/// `-`, `2` (anywhere), or `2 on server`.
+fn load_text(p: &Point) -> String {
+    match (p.load, p.load_on) {
+        (0, LoadOn::Both) => "-".into(),
+        (n, LoadOn::Both) => n.to_string(),
+        (n, side) => format!("{n} on {side}"),
+    }
+}
+
 fn point_name(p: &Point) -> String {
     let mut name = format!("{} {}", p.stack, p.protocol);
     if let Some(f) = p.family {
@@ -509,6 +586,7 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                 "sockbuf",
                 "offered",
                 "circuits",
+                "load",
                 "n",
                 "recv Mbit/s (95 % CI)",
                 "median",
@@ -535,6 +613,7 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                     p.rate_bps
                         .map_or("-".into(), |r| traffic::units::bits_per_second(r as f64)),
                     p.circuits.to_string(),
+                    load_text(p),
                     t.recv_bps.n.to_string(),
                 ];
                 if let Some(why) = r.no_result() {
@@ -554,6 +633,9 @@ fn points_table(mode: Mode, results: &[PointResult]) -> Table {
                 let mut flags: Vec<String> = Vec::new();
                 if t.too_short {
                     flags.push("too short".into());
+                }
+                if p.load_on != LoadOn::Both && t.run.pinned != Some(true) {
+                    flags.push("not pinned: the load ran on no one side".into());
                 }
                 flags.extend(t.problems.iter().cloned());
                 row.push(format!("{:.3}", t.shortest_window_s));

@@ -16,6 +16,7 @@ pub mod udp;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{mpsc, Arc};
 
+use crate::affinity;
 use crate::env::{Environment, GrantedBuffers};
 use crate::error::TrafficError;
 use crate::meter::{IntervalRecorder, Meter};
@@ -148,6 +149,13 @@ pub fn run_pair(
 ) -> Result<TransferReport, TrafficError> {
     spec.validate()?;
     if spec.protocol == Protocol::Raw {
+        if spec.cpus.is_some() {
+            return Err(TrafficError::Unsupported(
+                "raw frames on the kernel target do not pin their sides (--load-on server or \
+                 client): use TCP or UDP, or --stack ref"
+                    .into(),
+            ));
+        }
         match path {
             KernelPath::Netns { mtu } => return link::run_pair(spec, mtu, print_intervals),
             KernelPath::Loopback => refuse_raw(spec)?,
@@ -226,8 +234,12 @@ pub fn run_pair_on(
     let receiver = {
         let (spec, pattern, meter, setup) =
             (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
-        std::thread::spawn(move || -> Result<ReceiverSide, TrafficError> {
+        std::thread::spawn(move || -> Result<(ReceiverSide, bool), TrafficError> {
             setup.enter(Side::A)?;
+            // Before the socket exists, so all of its work is on the CPU.
+            let pinned = spec
+                .cpus
+                .is_some_and(|c| affinity::pin_current_checked(c.receiver));
             let ready = match Ready::bind(&spec, addr) {
                 Ok(ready) => ready,
                 Err(e) => {
@@ -242,7 +254,7 @@ pub fn run_pair_on(
             let before = counting.then(drops::snapshot);
             let mut side = ready.receive(&spec, &pattern, &meter)?;
             side.drops = before.map(|b| crate::losses::delta(&b, &drops::snapshot()));
-            Ok(side)
+            Ok((side, pinned))
         })
     };
     let receiver_facts = match ready_rx.recv() {
@@ -257,6 +269,9 @@ pub fn run_pair_on(
             (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
         std::thread::spawn(move || {
             setup.enter(Side::B)?;
+            let pinned = spec
+                .cpus
+                .is_some_and(|c| affinity::pin_current_checked(c.sender));
             // The sender's namespace too, when it has one of its own.
             let counting = spec.protocol != Protocol::Tcp && setup.separate_namespaces();
             let before = counting.then(drops::snapshot);
@@ -264,14 +279,15 @@ pub fn run_pair_on(
             Ok((
                 sent,
                 before.map(|b| crate::losses::delta(&b, &drops::snapshot())),
+                pinned,
             ))
         })
     };
     let sent = joined(sender, "sender");
     let received = joined(receiver, "receiver");
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
-    let ((sender_side, sender_facts), sender_drops) = sent?;
-    let mut receiver_side = received?;
+    let ((sender_side, sender_facts), sender_drops, sender_pinned) = sent?;
+    let (mut receiver_side, receiver_pinned) = received?;
     if let (Some(drops), Some(more)) = (&mut receiver_side.drops, sender_drops) {
         crate::losses::add(drops, &more);
     }
@@ -283,6 +299,9 @@ pub fn run_pair_on(
     };
     target.congestion_control = sender_facts.congestion_control;
     target.mtu = Some(setup.mtu());
+    target.placement = spec
+        .cpus
+        .map(|c| c.placement(receiver_pinned, sender_pinned));
     Ok(TransferReport::new(
         spec,
         target,

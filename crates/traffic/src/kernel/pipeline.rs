@@ -113,7 +113,7 @@ pub fn run(spec: &PipelineSpec) -> Result<PipelineRun, TrafficError> {
             "a pipeline needs at least one block of at least one byte".into(),
         ));
     }
-    let cpus = crate::core_trip::first_two_cpus();
+    let cpus = crate::affinity::first_two_cpus();
     let (stage_cpu, peer_cpu) = match cpus {
         Some([peer, stage]) => (Some(stage), Some(peer)),
         None => (None, None),
@@ -137,7 +137,7 @@ pub fn run(spec: &PipelineSpec) -> Result<PipelineRun, TrafficError> {
     let refused = std::sync::atomic::AtomicBool::new(false);
     let refused = &refused;
     let pinned = move |cpu: Option<usize>| {
-        if cpu.is_some_and(|cpu| !crate::core_trip::pin(cpu)) {
+        if cpu.is_some_and(|cpu| !crate::affinity::pin_current_checked(cpu)) {
             refused.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     };
@@ -379,7 +379,7 @@ fn iterations_for(compute: Duration, cpu: Option<usize>) -> u64 {
         scope
             .spawn(|| {
                 if let Some(cpu) = cpu {
-                    crate::core_trip::pin(cpu);
+                    crate::affinity::pin_current(cpu);
                 }
                 let mut times: Vec<Duration> = (0..5)
                     .map(|_| {

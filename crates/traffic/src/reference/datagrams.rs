@@ -127,9 +127,14 @@ pub(super) fn run(
                 .push(tally::monitor(accounts.clone()));
         }
     }
+    let flows: Vec<&Flow> = running.iter().map(|(flow, _, _)| flow).collect();
+    let pins = super::pinned::Pins::plan(&flows, topology)?;
     let workloads = per_host
         .into_iter()
-        .map(|(host, factories)| (host, together(factories)))
+        .map(|(host, factories)| {
+            let work = pins.wrap(&host, together(factories));
+            (host, work)
+        })
         .collect();
     let timestamp = Timestamp::now();
     // Each workload ends itself (done or timed out); the limit is a
@@ -138,7 +143,8 @@ pub(super) fn run(
     let ran = threaded::run(topology, Duration::ZERO, limit, workloads);
     let mut reports = Vec::with_capacity(running.len());
     let mut first_error = None;
-    for (flow, outcome, recorder) in running {
+    for (mut flow, outcome, recorder) in running {
+        flow.target.placement = pins.placement();
         let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
         let receiver_side = take(&outcome.receiver, "receiver");
         let sender_side = take(&outcome.sender, "sender");

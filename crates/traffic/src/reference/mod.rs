@@ -10,6 +10,7 @@ mod datagrams;
 pub mod echo;
 pub mod kernel_peer;
 pub mod messages;
+mod pinned;
 mod stream;
 mod stream_echo;
 mod tally;

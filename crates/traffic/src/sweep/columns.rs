@@ -31,9 +31,8 @@ const BPS: usize = 0;
 const US: usize = 3;
 const PERCENT: usize = 4;
 
-/// The point's columns, in CSV order. `load` is the number of background
-/// processes the sweep ran under.
-pub fn columns(result: &PointResult, load: u32) -> Vec<(&'static str, Cell)> {
+/// The point's columns, in CSV order.
+pub fn columns(result: &PointResult) -> Vec<(&'static str, Cell)> {
     let p = result.point();
     let mut cols = vec![
         ("point", Cell::Int(p.index as u64)),
@@ -48,7 +47,16 @@ pub fn columns(result: &PointResult, load: u32) -> Vec<(&'static str, Cell)> {
         ("sockbuf_bytes", Cell::opt_int(p.sockbuf_bytes)),
         ("rate_bps", Cell::opt_int(p.rate_bps)),
         ("circuits", Cell::Int(u64::from(p.circuits))),
-        ("load_procs", Cell::Int(u64::from(load))),
+        ("load_procs", Cell::Int(u64::from(p.load))),
+        ("load_on", Cell::Text(p.load_on.to_string())),
+        (
+            "load_cpu",
+            Cell::opt_int(result.run().load_cpu.map(|c| c as u64)),
+        ),
+        (
+            "pinned",
+            result.run().pinned.map_or(Cell::Empty, Cell::Bool),
+        ),
     ];
     match result {
         PointResult::Throughput(t) => throughput(t, &mut cols),

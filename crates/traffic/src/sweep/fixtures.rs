@@ -22,6 +22,8 @@ pub fn point(index: usize, protocol: &str) -> Point {
         sockbuf_bytes: None,
         rate_bps: None,
         circuits: 1,
+        load: 0,
+        load_on: super::load::LoadOn::Both,
         work: Work::Transfer(Vec::new()),
     }
 }

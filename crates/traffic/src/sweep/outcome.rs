@@ -567,7 +567,7 @@ mod tests {
         );
         assert!(table.contains("too short"), "{table}");
         assert!(!table.contains("8.00"), "no figure printed: {table}");
-        let cols = crate::sweep::columns::columns(&result, 0);
+        let cols = crate::sweep::columns::columns(&result);
         assert!(cols.contains(&("too_short", crate::sweep::columns::Cell::Bool(true))));
     }
 

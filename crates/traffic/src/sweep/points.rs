@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::axis::MAX_POINTS;
+use super::load::{LoadOn, MAX_LOAD};
 use crate::error::TrafficError;
 use crate::kernel::KernelPath;
 use crate::spec::{EchoSpec, Family, Protocol, StackKind, TransferSpec};
@@ -79,6 +80,11 @@ pub struct Grid {
     /// window lasts this long; a point whose windows are still shorter is
     /// marked too short.
     pub min_duration: Option<Duration>,
+    /// Background load levels (CPU-bound processes), the outermost axis;
+    /// empty for none.
+    pub loads: Vec<u32>,
+    /// Where the load runs, each a point of its own; empty for `both`.
+    pub load_on: Vec<LoadOn>,
 }
 
 /// The most concurrent flows a point may have (circuits × mix).
@@ -102,6 +108,10 @@ pub struct Point {
     /// Offered load per paced (UDP, raw) flow.
     pub rate_bps: Option<u64>,
     pub circuits: u32,
+    /// CPU-bound background processes during the point...
+    pub load: u32,
+    /// ...and where they ran (and whether the sides were pinned).
+    pub load_on: LoadOn,
     pub work: Work,
 }
 
@@ -130,6 +140,12 @@ impl fmt::Display for Point {
         }
         if self.circuits > 1 {
             write!(f, " x{} circuits", self.circuits)?;
+        }
+        if self.load > 0 || self.load_on != LoadOn::Both {
+            write!(f, " load {}", self.load)?;
+            if self.load_on != LoadOn::Both {
+                write!(f, " on {}", self.load_on)?;
+            }
         }
         f.write_str(")")
     }
@@ -160,6 +176,17 @@ impl Grid {
             self.rates.iter().copied().map(Some).collect()
         };
         let unpaced = [None];
+        let loads = if self.loads.is_empty() {
+            vec![0]
+        } else {
+            self.loads.clone()
+        };
+        let load_ons = if self.load_on.is_empty() {
+            vec![LoadOn::Both]
+        } else {
+            self.load_on.clone()
+        };
+        let levels = loads.len() as u64 * load_ons.len() as u64;
 
         // Counted before built, so a huge grid is refused without
         // allocating it.
@@ -183,14 +210,15 @@ impl Grid {
                     .saturating_mul(per_size),
             );
         }
+        let total = total.saturating_mul(levels);
         if total > MAX_POINTS {
             return Err(TrafficError::Invalid(format!(
                 "the grid has {total} points: a sweep has at most {MAX_POINTS}; \
-                 use fewer sizes, rates or buffer sizes"
+                 use fewer sizes, rates, buffer sizes or load levels"
             )));
         }
 
-        let mut points = Vec::with_capacity(total as usize);
+        let mut points = Vec::with_capacity((total / levels.max(1)) as usize);
         for &stack in &self.stacks {
             for group in &groups {
                 // Raw frames have no family: one point, not one per family.
@@ -225,7 +253,22 @@ impl Grid {
                 }
             }
         }
-        Ok(points)
+        // Each configuration at every level, sides of a level together
+        // so slow drifts of the machine touch both sides' curves alike.
+        let mut all = Vec::with_capacity(total as usize);
+        for &load in &loads {
+            for &load_on in &load_ons {
+                for base in &points {
+                    all.push(Point {
+                        index: all.len() + 1,
+                        load,
+                        load_on,
+                        ..base.clone()
+                    });
+                }
+            }
+        }
+        Ok(all)
     }
 
     /// Refusals that do not depend on a point.
@@ -262,6 +305,25 @@ impl Grid {
         if self.mix.as_ref().is_some_and(|m| m.len() < 2) {
             return invalid("--mix runs protocols at the same time: name at least two");
         }
+        if let Some(&too_many) = self.loads.iter().find(|&&l| l > MAX_LOAD) {
+            return Err(TrafficError::Invalid(format!(
+                "--load {too_many} is too many: use at most {MAX_LOAD} background processes"
+            )));
+        }
+        if self.load_on.iter().any(|&s| s != LoadOn::Both) {
+            if self.mode == Mode::Delay {
+                return invalid(
+                    "--load-on server or client pins a transfer's two sides: use it with \
+                     --mode throughput",
+                );
+            }
+            if self.circuits > 1 || self.mix.is_some() {
+                return invalid(
+                    "--load-on server or client pins one flow's two sides: not with \
+                     --circuits or --mix",
+                );
+            }
+        }
         Ok(())
     }
 
@@ -288,6 +350,8 @@ impl Grid {
             sockbuf_bytes: sockbuf,
             rate_bps: rate,
             circuits: self.circuits,
+            load: 0,
+            load_on: LoadOn::Both,
             work: Work::Transfer(Vec::new()),
         };
         // Raw frames ignore the family; the spec still needs one.
@@ -393,6 +457,8 @@ mod tests {
             port: 5001,
             timeout: Duration::from_secs(5),
             min_duration: None,
+            loads: vec![],
+            load_on: vec![],
         }
     }
 
@@ -592,5 +658,60 @@ mod tests {
         assert!(e.contains("150000 points"), "{e}");
         g.rates = vec![1, 2];
         assert_eq!(g.points(KernelPath::Loopback).unwrap().len(), 100_000);
+    }
+
+    #[test]
+    fn load_levels_and_sides_are_the_outermost_axes() {
+        let mut g = grid();
+        g.stacks = vec![StackKind::Ref, StackKind::Kernel];
+        g.loads = vec![0, 1, 2, 4];
+        g.load_on = vec![LoadOn::Server, LoadOn::Client];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        assert_eq!(points.len(), 4 * 2 * 2);
+        let shape: Vec<(u32, LoadOn, StackKind)> = points
+            .iter()
+            .map(|p| (p.load, p.load_on, p.stack))
+            .collect();
+        let mut expected = Vec::new();
+        for load in [0, 1, 2, 4] {
+            for side in [LoadOn::Server, LoadOn::Client] {
+                for stack in [StackKind::Ref, StackKind::Kernel] {
+                    expected.push((load, side, stack));
+                }
+            }
+        }
+        assert_eq!(shape, expected);
+        assert_eq!(
+            points.iter().map(|p| p.index).collect::<Vec<_>>(),
+            (1..=16).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            points[14].to_string(),
+            "point 15 (ref tcp IPv6 1024 B load 4 on client)"
+        );
+        // No load asked: one level, nothing said.
+        let plain = grid().points(KernelPath::Loopback).unwrap();
+        assert_eq!((plain[0].load, plain[0].load_on), (0, LoadOn::Both));
+        assert_eq!(plain[0].to_string(), "point 1 (kernel tcp IPv6 1024 B)");
+    }
+
+    #[test]
+    fn side_loads_pin_one_transfer_and_levels_are_bounded() {
+        let mut g = grid();
+        g.load_on = vec![LoadOn::Server];
+        g.mode = Mode::Delay;
+        assert!(error(&g, KernelPath::Loopback).contains("--mode throughput"));
+        g.mode = Mode::Throughput;
+        g.circuits = 2;
+        assert!(error(&g, KernelPath::Loopback).contains("not with --circuits"));
+        g.circuits = 1;
+        g.loads = vec![1, MAX_LOAD + 1];
+        assert!(error(&g, KernelPath::Loopback).contains("at most 1024"));
+        // `both` pins nothing: delay mode may run under it.
+        let mut g = grid();
+        g.mode = Mode::Delay;
+        g.loads = vec![0, 2];
+        g.load_on = vec![LoadOn::Both];
+        assert_eq!(g.points(KernelPath::Loopback).unwrap().len(), 2);
     }
 }

@@ -61,6 +61,14 @@ pub struct PointRun {
     /// The machine's state before each repetition and after the last
     /// ([`crate::core_trip`]); `None` where it could not be measured.
     pub core_trip: Option<CoreTrips>,
+    /// The CPU the background load was pinned to (`--load-on server` or
+    /// `client`); `None` when it ran unpinned.
+    pub load_cpu: Option<usize>,
+    /// Whether the side load's pins held: the spinners on `load_cpu`,
+    /// the receiver and the sender on their CPUs in every repetition.
+    /// `None` when the point pinned nothing (`both`); `false` when the
+    /// kernel refused a pin or the machine has one CPU.
+    pub pinned: Option<bool>,
 }
 
 impl Default for PointRun {
@@ -72,6 +80,8 @@ impl Default for PointRun {
             elapsed_s: 0.0,
             others_cpu: None,
             core_trip: None,
+            load_cpu: None,
+            pinned: None,
         }
     }
 }

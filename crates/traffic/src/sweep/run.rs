@@ -1,22 +1,25 @@
 //! Runs a sweep's points in order, each repeated until the 95 % interval
 //! of its mean is within the target or a cap stops it ([`repeat`]), under
-//! the requested background load, watching the machine for other work
-//! ([`busy`]) and reporting progress as it goes. A point that fails stops
-//! the sweep; the points finished before it are kept so they can still be
-//! written out.
+//! its background load (started when the level or side changes, pinned to
+//! a side's CPU with the transfer's sides when the point asks), watching
+//! the machine for other work ([`busy`]) and reporting progress as it
+//! goes. A point that fails stops the sweep; the points finished before
+//! it are kept so they can still be written out.
 
 use std::fmt;
 use std::time::Instant;
 
 use super::busy::{self, CpuSample, LoadCheck};
-use super::load::Load;
+use super::load::{self, Load, LoadOn};
 use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Point, Work};
 use super::repeat::{self, PointRun, Target};
 use super::target::{self, Targets};
+use crate::affinity::SideCpus;
 use crate::core_trip::{self, CoreTrips};
 use crate::echo::MAX_EXCHANGES;
 use crate::error::TrafficError;
+use crate::spec::TransferSpec;
 
 /// How to run the points.
 #[derive(Debug, Clone)]
@@ -24,8 +27,6 @@ pub struct Settings {
     /// When a point has been repeated enough: `min_reps` (`--reps`), the
     /// CI target and the caps.
     pub target: Target,
-    /// CPU-bound background processes for the whole sweep.
-    pub load: u32,
     pub targets: Targets,
 }
 
@@ -60,8 +61,8 @@ pub struct Outcome {
 }
 
 /// Runs every point. `Err` only when the sweep could not start (bad
-/// settings, or the background load failed to fork); a failing point ends
-/// up in `Outcome::failure`.
+/// settings); a failing point, or a background load that failed to fork,
+/// ends up in `Outcome::failure`.
 pub fn run(
     points: &[Point],
     settings: &Settings,
@@ -83,18 +84,48 @@ pub fn run(
             }
         }
     }
-    // Held to the end of this function: dropping it kills the spinners on
-    // every way out, a failed point included.
-    let load = Load::start(settings.load)?;
-    // After the spinners start (a bad --load is refused first): they are
-    // the experiment's, counted as ours.
-    let mut load_check = LoadCheck::before_start(load.pids());
+    if let Some(p) = points.iter().find(|p| p.load > load::MAX_LOAD) {
+        return Err(TrafficError::Invalid(format!(
+            "{p}: at most {} background processes",
+            load::MAX_LOAD
+        )));
+    }
+    // Before any spinner starts: the machine as others left it.
+    let mut load_check = LoadCheck::before_start(&[]);
     for warning in &load_check.warnings {
         event(Event::Busy(warning));
     }
+    // The two CPUs a side load puts the receiver and the sender on.
+    let cpus = load::side_cpus();
+    // The running spinners and the (level, side) they are for. Held to
+    // the end of this function: dropping it kills them on every way out,
+    // a failed point included.
+    let mut running: Option<((u32, LoadOn), Load)> = None;
     let mut results = Vec::with_capacity(points.len());
     for (i, point) in points.iter().enumerate() {
-        let before = CpuSample::now(load.pids());
+        let placement = point.load_on.placement(cpus);
+        let key = (point.load, point.load_on);
+        if running.as_ref().map(|(k, _)| *k) != Some(key) {
+            // The last level's spinners die before the next start.
+            drop(running.take());
+            match Load::start(point.load, placement.map(|(_, cpu)| cpu)) {
+                Ok(started) => running = Some((key, started)),
+                Err(error) => {
+                    return Ok(Outcome {
+                        results,
+                        failure: Some(Failure {
+                            point: point.to_string(),
+                            error,
+                        }),
+                        load_check,
+                    })
+                }
+            }
+        }
+        let load = running.as_ref().map(|(_, l)| l);
+        let pids = load.map_or(&[][..], Load::pids);
+        let spinners_held = load.and_then(Load::pin).is_none_or(|(_, held)| held);
+        let before = CpuSample::now(pids);
         let mut on_rep = |rep: u32| {
             event(Event::Rep(Progress {
                 points_done: i,
@@ -103,9 +134,15 @@ pub fn run(
                 rep,
             }))
         };
-        match run_point(point, settings, &mut on_rep) {
+        let sides = placement.map(|(sides, _)| sides);
+        match run_point(point, settings, sides, &mut on_rep) {
             Ok(mut result) => {
-                let after = CpuSample::now(load.pids());
+                let run = result.run_mut();
+                run.load_cpu = placement.map(|(_, cpu)| cpu);
+                // Asked to pin and it did not all hold (or one CPU): said.
+                run.pinned = (point.load_on != LoadOn::Both)
+                    .then(|| placement.is_some() && spinners_held && run.pinned == Some(true));
+                let after = CpuSample::now(pids);
                 let others = before
                     .zip(after)
                     .and_then(|(b, a)| b.others_cpu(&a, load_check.cores));
@@ -153,9 +190,13 @@ impl fmt::Display for Failure {
     }
 }
 
+/// Runs `point`'s repetitions, its transfers' sides pinned to `sides`
+/// when given. The result's `run.pinned` says whether every repetition's
+/// pins held (the caller adds the spinners' and the side's).
 fn run_point(
     point: &Point,
     settings: &Settings,
+    sides: Option<SideCpus>,
     on_rep: &mut dyn FnMut(u32),
 ) -> Result<PointResult, TrafficError> {
     let targets = &settings.targets;
@@ -169,17 +210,24 @@ fn run_point(
         trips.extend(core_trip::measure());
         on_rep(rep);
     };
+    let mut sides_held = None;
     let (mut result, verdict) = match &point.work {
         Work::Transfer(flows) => {
+            let flows = pinned(flows, sides);
             let (reps, verdict) = repeat::until_known(
                 target,
                 elapsed,
                 |rep| {
                     before_rep(rep);
-                    target::transfer(flows, point.stack, targets)
+                    target::transfer(&flows, point.stack, targets)
                 },
                 |reports| reports.iter().map(ThroughputPoint::received_bps).sum(),
             )?;
+            sides_held = Some(
+                reps.iter()
+                    .flatten()
+                    .all(|report| report.start.target.placement.is_some_and(|p| p.held)),
+            );
             let result = ThroughputPoint::new(point.clone(), &reps)
                 .map(PointResult::Throughput)
                 .ok_or_else(missing)?;
@@ -210,8 +258,21 @@ fn run_point(
         elapsed_s: start.elapsed().as_secs_f64(),
         others_cpu: None,
         core_trip: CoreTrips::of(&trips),
+        load_cpu: None,
+        pinned: sides.and(sides_held),
     };
     Ok(result)
+}
+
+/// `flows` with their sides to be pinned to `sides`, when given.
+fn pinned(flows: &[TransferSpec], sides: Option<SideCpus>) -> Vec<TransferSpec> {
+    flows
+        .iter()
+        .map(|flow| TransferSpec {
+            cpus: sides,
+            ..flow.clone()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -222,6 +283,7 @@ mod tests {
     use super::*;
     use crate::kernel::KernelPath;
     use crate::spec::{Family, Protocol, StackKind};
+    use crate::sweep::load::LoadOn;
     use crate::sweep::points::{Amount, Grid, Mode};
 
     /// Exactly `reps` repetitions: the minimum and the cap.
@@ -232,7 +294,6 @@ mod tests {
                 max_reps: reps as usize,
                 ..Target::default()
             },
-            load: 0,
             targets: Targets {
                 ref_link: None,
                 kernel_path: KernelPath::Loopback,
@@ -256,6 +317,8 @@ mod tests {
             port,
             timeout: Duration::from_secs(5),
             min_duration: None,
+            loads: vec![],
+            load_on: vec![],
         }
     }
 
@@ -314,5 +377,61 @@ mod tests {
         let err = run(&points, &settings(2), |e| ran |= matches!(e, Event::Rep(_))).unwrap_err();
         assert!(err.to_string().contains("round trips to keep"), "{err}");
         assert!(!ran, "refused before running");
+    }
+
+    /// The CPUs each child process of the calling thread may use, as the
+    /// kernel says (/proc/thread-self/children, then each one's status).
+    fn childrens_cpus() -> Vec<Vec<usize>> {
+        let children = std::fs::read_to_string("/proc/thread-self/children").unwrap_or_default();
+        children
+            .split_whitespace()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+            .filter_map(|status| crate::affinity::cpus_allowed_list(&status))
+            .collect()
+    }
+
+    #[test]
+    fn each_level_runs_its_spinners_on_the_loaded_sides_cpu() {
+        let Some([server, client]) = crate::affinity::first_two_cpus() else {
+            return; // one CPU: `pinned = false`, tested in the CLI's sweep test
+        };
+        let mut g = grid(vec![Protocol::Tcp], 47_361);
+        g.loads = vec![0, 2];
+        g.load_on = vec![LoadOn::Server, LoadOn::Client];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        // Seen before each point's first repetition, while its load runs.
+        let mut seen = Vec::new();
+        let outcome = run(&points, &settings(1), |e| {
+            if let Event::Rep(p) = e {
+                seen.push((p.point.load, p.point.load_on, childrens_cpus()));
+            }
+        })
+        .unwrap();
+        assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+        assert_eq!(
+            seen,
+            vec![
+                (0, LoadOn::Server, vec![]),
+                (0, LoadOn::Client, vec![]),
+                (2, LoadOn::Server, vec![vec![server]; 2]),
+                (2, LoadOn::Client, vec![vec![client]; 2]),
+            ]
+        );
+        for result in &outcome.results {
+            let (p, run) = (result.point(), result.run());
+            let cpu = if p.load_on == LoadOn::Server {
+                server
+            } else {
+                client
+            };
+            assert_eq!((run.load_cpu, run.pinned), (Some(cpu), Some(true)), "{p}");
+            let placement = result.target().placement.expect("a placement");
+            assert_eq!(
+                (placement.receiver_cpu, placement.sender_cpu),
+                (server, client)
+            );
+        }
+        // Killed and reaped once the sweep is over.
+        assert_eq!(childrens_cpus(), Vec::<Vec<usize>>::new());
     }
 }

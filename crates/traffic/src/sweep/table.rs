@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::busy::LoadCheck;
 use super::columns::{columns, Cell};
+use super::load::LoadOn;
 use super::outcome::PointResult;
 use super::points::Mode;
 use super::repeat::Target;
@@ -62,6 +63,9 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
         "rate_bps",
         "circuits",
         "load_procs",
+        "load_on",
+        "load_cpu",
+        "pinned",
     ]
     .into_iter()
     .chain(specific.iter().copied())
@@ -87,11 +91,11 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
 }
 
 /// The CSV text: header, then one row per point.
-pub fn csv(mode: Mode, results: &[PointResult], load: u32) -> String {
+pub fn csv(mode: Mode, results: &[PointResult]) -> String {
     let mut out = header(mode).join(",");
     out.push('\n');
     for result in results {
-        let row: Vec<String> = columns(result, load)
+        let row: Vec<String> = columns(result)
             .into_iter()
             .map(|(_, cell)| csv_cell(&cell))
             .collect();
@@ -154,7 +158,10 @@ pub struct Sweep<'a> {
     pub command: &'a str,
     /// When each point had been repeated enough.
     pub target: &'a Target,
-    pub load: u32,
+    /// The background load levels and where they ran (each point has its
+    /// own in `load_procs` and `load_on`).
+    pub loads: &'a [u32],
+    pub load_on: &'a [LoadOn],
     /// How busy the machine was.
     pub load_check: &'a LoadCheck,
     pub results: &'a [PointResult],
@@ -163,7 +170,7 @@ pub struct Sweep<'a> {
 }
 
 /// `{"mode", "command", "environment", "repeat": {"min_reps",
-/// "max_reps", "max_time_s", "ci_target_percent"}, "load_procs",
+/// "max_reps", "max_time_s", "ci_target_percent"}, "loads", "load_on",
 /// "load_check": {"cores", "loadavg_before", "others_cpu_before", "warnings"}, "failure",
 /// "points": [...]}`.
 pub fn json(sweep: &Sweep<'_>) -> Value {
@@ -171,11 +178,7 @@ pub fn json(sweep: &Sweep<'_>) -> Value {
         Some(first) => Machine::of(first.target()),
         None => Machine::of(&Environment::detect(StackKind::Kernel, "")),
     };
-    let points: Vec<Value> = sweep
-        .results
-        .iter()
-        .map(|r| json_point(r, sweep.load))
-        .collect();
+    let points: Vec<Value> = sweep.results.iter().map(json_point).collect();
     json!({
         "mode": sweep.mode,
         "command": sweep.command,
@@ -186,15 +189,16 @@ pub fn json(sweep: &Sweep<'_>) -> Value {
             "max_time_s": sweep.target.max_time.as_secs_f64(),
             "ci_target_percent": sweep.target.relative * 100.0,
         },
-        "load_procs": sweep.load,
+        "loads": sweep.loads,
+        "load_on": sweep.load_on,
         "load_check": sweep.load_check,
         "failure": sweep.failure,
         "points": points,
     })
 }
 
-fn json_point(result: &PointResult, load: u32) -> Value {
-    let mut point: Map<String, Value> = columns(result, load)
+fn json_point(result: &PointResult) -> Value {
+    let mut point: Map<String, Value> = columns(result)
         .into_iter()
         .map(|(name, cell)| (name.to_string(), json_cell(cell)))
         .collect();
@@ -231,8 +235,13 @@ mod tests {
         let mut p = point(3, "tcp");
         p.family = Some(Family::V4);
         p.sockbuf_bytes = Some(4096);
+        p.load = 2;
+        p.load_on = LoadOn::Server;
         let reps = vec![vec![tcp(5001, 1000, 1000)], vec![tcp(5001, 1000, 500)]];
-        PointResult::Throughput(ThroughputPoint::new(p, &reps).unwrap())
+        let mut t = ThroughputPoint::new(p, &reps).unwrap();
+        t.run.load_cpu = Some(0);
+        t.run.pinned = Some(false);
+        PointResult::Throughput(t)
     }
 
     fn delay() -> PointResult {
@@ -243,7 +252,7 @@ mod tests {
     #[test]
     fn the_header_names_exactly_the_columns_of_each_mode() {
         let names = |r: &PointResult| -> Vec<&str> {
-            columns(r, 0).into_iter().map(|(name, _)| name).collect()
+            columns(r).into_iter().map(|(name, _)| name).collect()
         };
         assert_eq!(names(&throughput()), header(Mode::Throughput));
         assert_eq!(names(&delay()), header(Mode::Delay));
@@ -252,7 +261,7 @@ mod tests {
     #[test]
     fn csv_has_a_header_and_a_row_per_point_with_units_in_the_names() {
         let results = [throughput(), throughput()];
-        let text = csv(Mode::Throughput, &results, 2);
+        let text = csv(Mode::Throughput, &results);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         let head = split_csv(lines[0]);
@@ -263,6 +272,9 @@ mod tests {
         assert_eq!(at("sockbuf_bytes"), "4096");
         assert_eq!(at("rate_bps"), "", "TCP is unpaced");
         assert_eq!(at("load_procs"), "2");
+        assert_eq!(at("load_on"), "server");
+        assert_eq!(at("load_cpu"), "0");
+        assert_eq!(at("pinned"), "false", "a refused pin is said");
         assert_eq!(at("reps"), "2");
         // 8000 and 4000 bit/s.
         assert_eq!(
@@ -315,7 +327,8 @@ mod tests {
             mode: Mode::Delay,
             command: "stackscope sweep --mode delay",
             target: &Target::default(),
-            load: 0,
+            loads: &[0],
+            load_on: &[LoadOn::Both],
             load_check: &LoadCheck {
                 cores: 2,
                 loadavg_before: Some(1.5),
@@ -351,6 +364,15 @@ mod tests {
         assert_eq!(p["per_rep"][0]["samples"], 3);
         assert_eq!(doc["repeat"]["ci_target_percent"], 2.0);
         assert_eq!(doc["load_check"]["warnings"][0], "busy");
+        assert_eq!(
+            (&doc["loads"], &doc["load_on"]),
+            (&json!([0]), &json!(["both"]))
+        );
+        // Nothing pinned under `both`: no CPU, no verdict on pins.
+        assert_eq!(
+            (&p["load_on"], &p["load_cpu"], &p["pinned"]),
+            (&json!("both"), &Value::Null, &Value::Null)
+        );
         // One series: no interval, and said so.
         assert_eq!(p["ci95_lo_us"], Value::Null);
         assert_eq!(p["verdict"], "not judged");

@@ -37,6 +37,7 @@ pub fn transfer(
         [flow] => match stack {
             StackKind::Kernel => kernel::run_pair(flow, targets.kernel_path, false),
             StackKind::Ref => match targets.ref_link {
+                Some(_) if flow.cpus.is_some() => Err(unsupported("pinning the sides (--load-on)")),
                 Some(peer) => reference::kernel_peer::run_pair(flow, peer, false),
                 None => reference::run_pair(flow, targets.topology.as_deref(), false),
             },

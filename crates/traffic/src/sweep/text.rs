@@ -4,9 +4,10 @@
 //! stopped it), flagged points marked, and under a multi-flow point one
 //! line per circuit.
 
+use super::load::LoadOn;
 use super::outcome::{no_result, DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Mode, Point};
-use super::repeat::verdict_text;
+use super::repeat::{verdict_text, PointRun};
 
 const MBIT: f64 = 1e6;
 
@@ -14,8 +15,24 @@ fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)
 }
 
+/// The background load: `-`, `2` (unpinned), `2 server`, and `!` when
+/// a side's pins did not hold.
+fn load_cell(p: &Point, run: &PointRun) -> String {
+    if p.load == 0 && p.load_on == LoadOn::Both {
+        return "-".into();
+    }
+    let mut cell = p.load.to_string();
+    if p.load_on != LoadOn::Both {
+        cell.push_str(&format!(" {}", p.load_on));
+        if run.pinned != Some(true) {
+            cell.push_str(" !unpinned");
+        }
+    }
+    cell
+}
+
 /// The columns every point has.
-fn common(p: &Point) -> Vec<String> {
+fn common(p: &Point, run: &PointRun) -> Vec<String> {
     vec![
         p.index.to_string(),
         p.stack.to_string(),
@@ -24,10 +41,13 @@ fn common(p: &Point) -> Vec<String> {
         p.size_bytes.to_string(),
         p.count.to_string(),
         opt(p.sockbuf_bytes, |b| b.to_string()),
+        load_cell(p, run),
     ]
 }
 
-const COMMON: [&str; 7] = ["#", "stack", "proto", "family", "size", "count", "sockbuf"];
+const COMMON: [&str; 8] = [
+    "#", "stack", "proto", "family", "size", "count", "sockbuf", "load",
+];
 
 /// The mean's 95 % half-width as a share of it: `±1.3 %`; `-` without an
 /// interval (one repetition).
@@ -46,7 +66,7 @@ fn verdict(result: &PointResult) -> String {
 fn throughput_row(t: &ThroughputPoint) -> Vec<String> {
     let mbit = |bps: f64| format!("{:.2}", bps / MBIT);
     let r = &t.recv_bps;
-    let mut row = common(&t.point);
+    let mut row = common(&t.point, &t.run);
     row.extend([opt(t.point.rate_bps, |b| mbit(b as f64)), r.n.to_string()]);
     if let Some(why) = no_result(t) {
         // Not a result: say so where the figures would be.
@@ -80,7 +100,7 @@ const THROUGHPUT: [&str; 9] = [
 fn delay_row(d: &DelayPoint) -> Vec<String> {
     let us = |v: f64| format!("{v:.1}");
     let rtt = d.rtt_us.as_ref();
-    let mut row = common(&d.point);
+    let mut row = common(&d.point, &d.run);
     row.extend([
         d.reps.len().to_string(),
         d.samples.to_string(),

@@ -86,6 +86,12 @@ pub(super) struct RawRun {
     pub(super) quick_min_duration: Option<Spanned<f64>>,
     pub(super) circuits: Option<Spanned<u32>>,
     pub(super) load: Option<Spanned<u32>>,
+    pub(super) loads: Option<Spanned<String>>,
+    pub(super) quick_loads: Option<Spanned<String>>,
+    pub(super) load_on: Option<Spanned<String>>,
+    /// The study's own words for the figure the run reproduces, printed
+    /// beside the chart.
+    pub(super) study: Option<Spanned<String>>,
     pub(super) x: Option<Spanned<String>>,
     pub(super) predict: Option<Spanned<String>>,
     pub(super) ci_target: Option<Spanned<f64>>,
@@ -500,6 +506,10 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     refuse(loc, kind, "quick_min_duration", &run.quick_min_duration)?;
     refuse(loc, kind, "circuits", &run.circuits)?;
     refuse(loc, kind, "load", &run.load)?;
+    refuse(loc, kind, "loads", &run.loads)?;
+    refuse(loc, kind, "quick_loads", &run.quick_loads)?;
+    refuse(loc, kind, "load_on", &run.load_on)?;
+    refuse(loc, kind, "study", &run.study)?;
     refuse(loc, kind, "x", &run.x)?;
     refuse(loc, kind, "predict", &run.predict)?;
     refuse(loc, kind, "ci_target", &run.ci_target)?;

@@ -12,6 +12,7 @@ use toml::Spanned;
 
 use traffic::kernel::KernelPath;
 use traffic::spec::{Family, Protocol, StackKind};
+use traffic::sweep::load::LoadOn;
 use traffic::sweep::{axis, Amount, Grid, Mode, Target, DELAY_EXCHANGES};
 use traffic::units;
 
@@ -27,11 +28,11 @@ pub struct SweepPlan {
     /// `ci_target`, `max_reps`, `max_time`, and their `quick_` twins.
     pub target: Target,
     pub quick_target: Target,
-    /// CPU-bound background processes during the run.
-    pub load: u32,
     /// What the plot's x axis shows.
     pub x: XAxis,
     pub predict: Option<Prediction>,
+    /// The study's own description of the figure (`study`).
+    pub study: Option<String>,
 }
 
 impl SweepPlan {
@@ -58,6 +59,8 @@ pub enum XAxis {
     Size,
     Sockbuf,
     Rate,
+    /// The background load level (CPU-bound processes).
+    Load,
 }
 
 impl XAxis {
@@ -66,6 +69,7 @@ impl XAxis {
             XAxis::Size => "message size (bytes)",
             XAxis::Sockbuf => "socket buffer (bytes)",
             XAxis::Rate => "offered load (Mbit/s)",
+            XAxis::Load => "background load (CPU-bound processes)",
         }
     }
 }
@@ -100,6 +104,8 @@ const QUICK_MAX_REPS: u32 = 10;
 /// points stays within its half hour, a quick one within two minutes.
 const MAX_TIME: f64 = 5.0;
 const QUICK_MAX_TIME: f64 = 0.5;
+/// The most background processes a recipe may start at one level.
+const MAX_RECIPE_LOAD: u32 = 64;
 /// Below this `ci_target` is most likely a fraction meant as a percentage
 /// (0.02 for ±2 %).
 const SMALLEST_CI_TARGET: f64 = 0.1;
@@ -208,13 +214,46 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         Some(c) => *c.get_ref(),
         None => 1,
     };
-    let load = match &run.load {
-        Some(l) if *l.get_ref() > 64 => {
-            return Err(loc.at(l.span(), "load: at most 64 background processes".into()))
+    let levels = |key: &str, value: &Spanned<String>| {
+        let loads = crate::sweep::loads(key, value.get_ref())
+            .map_err(|e| loc.at(value.span(), e.to_string()))?;
+        match loads.iter().find(|&&l| l > MAX_RECIPE_LOAD) {
+            Some(l) => Err(loc.at(
+                value.span(),
+                format!("{key}: {l} is too many, at most {MAX_RECIPE_LOAD} background processes"),
+            )),
+            None => Ok(loads),
         }
-        Some(l) => *l.get_ref(),
-        None => 0,
     };
+    let loads = match (&run.load, &run.loads) {
+        (Some(l), Some(_)) => {
+            return Err(loc.at(
+                l.span(),
+                "give `load` (one level) or `loads` (a list), not both".into(),
+            ))
+        }
+        (Some(l), None) if *l.get_ref() > MAX_RECIPE_LOAD => {
+            return Err(loc.at(
+                l.span(),
+                format!("load: at most {MAX_RECIPE_LOAD} background processes"),
+            ))
+        }
+        (Some(l), None) => vec![*l.get_ref()],
+        (None, Some(list)) => levels("loads", list)?,
+        (None, None) => Vec::new(),
+    };
+    let quick_loads = match &run.quick_loads {
+        Some(q) => levels("quick_loads", q)?,
+        None => loads.clone(),
+    };
+    let load_on = names_of(
+        loc,
+        "load_on",
+        &run.load_on,
+        "both",
+        LoadOn::parse,
+        LoadOn::NAMES,
+    )?;
     let seconds = |key: &str, value: &Option<Spanned<f64>>, default: f64| match value {
         Some(v) if !(0.0..=3600.0).contains(v.get_ref()) => Err(loc.at(
             v.span(),
@@ -233,6 +272,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
     let grid = |sizes: Vec<u64>,
                 sockbufs: Vec<u64>,
                 rates: Vec<u64>,
+                loads: Vec<u32>,
                 amount: Amount,
                 min_duration: Option<Duration>| Grid {
         mode,
@@ -248,12 +288,15 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         port: PORT,
         timeout: TIMEOUT,
         min_duration,
+        loads,
+        load_on: load_on.clone(),
     };
-    let full = grid(sizes, sockbufs, rates, full_amount, min_duration);
+    let full = grid(sizes, sockbufs, rates, loads, full_amount, min_duration);
     let quick = grid(
         quick_sizes,
         quick_sockbufs,
         quick_rates,
+        quick_loads,
         quick_amount,
         quick_min_duration,
     );
@@ -274,13 +317,15 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
             "size" => XAxis::Size,
             "sockbuf" => XAxis::Sockbuf,
             "rate" => XAxis::Rate,
+            "load" => XAxis::Load,
             other => {
                 return Err(loc.at(
                     x.span(),
-                    format!("x `{other}` is not one of: size, sockbuf, rate"),
+                    format!("x `{other}` is not one of: size, sockbuf, rate, load"),
                 ))
             }
         },
+        None if full.loads.len() > 1 => XAxis::Load,
         None if full.rates.len() > 1 => XAxis::Rate,
         None if full.sockbufs.len() > 1 => XAxis::Sockbuf,
         None => XAxis::Size,
@@ -326,9 +371,9 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         quick,
         target,
         quick_target,
-        load,
         x,
         predict,
+        study: run.study.as_ref().map(|s| s.get_ref().clone()),
     })
 }
 

@@ -1,6 +1,8 @@
 //! Recipe parsing: good recipes expand, bad ones name file, line and key.
 
 use super::*;
+use traffic::kernel::KernelPath;
+use traffic::sweep::load::LoadOn;
 
 const GOOD: &str = r#"
 name = "t"
@@ -328,4 +330,66 @@ fn fragmentation_is_a_messages_key_with_two_modes() {
     assert!(e.message.contains("scatter-gather, copy"), "{e}");
     let e = error(&SWEEP.replace("reps = 3", "reps = 3\nfragmentation = \"copy\""));
     assert!(e.message.contains("fragmentation"), "{e}");
+}
+
+#[test]
+fn load_levels_and_sides_sweep_and_take_the_x_axis() {
+    let text = SWEEP
+        .replace("\"tcp,udp\"", "\"tcp\"")
+        .replace("families = \"ipv4,ipv6\"", "families = \"ipv6\"")
+        .replace("sockbufs = \"4K,64K\"", "sockbufs = \"64K\"")
+        .replace(
+            "reps = 3",
+            "reps = 3\nloads = \"0,1,2,4\"\nquick_loads = \"0,2\"\nload_on = \"server,client\"\n\
+             study = \"Throughput drops sharply.\"",
+        );
+    let plan = sweep_plan(&text);
+    assert_eq!(plan.full.loads, [0, 1, 2, 4]);
+    assert_eq!(plan.quick.loads, [0, 2]);
+    assert_eq!(plan.full.load_on, [LoadOn::Server, LoadOn::Client]);
+    assert_eq!(plan.x, XAxis::Load);
+    assert_eq!(plan.study.as_deref(), Some("Throughput drops sharply."));
+    // Every level on every side is a point: 4 levels × 2 sides × 2
+    // stacks × 5 sizes.
+    let points = plan.full.points(KernelPath::Loopback).unwrap();
+    assert_eq!(points.len(), 4 * 2 * 2 * 5);
+    assert_eq!((points[0].load, points[0].load_on), (0, LoadOn::Server));
+    assert_eq!((points[79].load, points[79].load_on), (4, LoadOn::Client));
+
+    // One level the old way is still one level, anywhere.
+    let plan = sweep_plan(&SWEEP.replace("reps = 3", "reps = 3\nload = 1"));
+    assert_eq!(
+        (plan.full.loads.as_slice(), plan.x),
+        (&[1][..], XAxis::Sockbuf)
+    );
+    assert!(plan.full.load_on.iter().all(|&s| s == LoadOn::Both));
+
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nload = 1\nloads = \"0,1\""));
+    assert!(e.message.contains("not both"), "{e}");
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nloads = \"0,65\""));
+    assert!(e.message.contains("at most 64"), "{e}");
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nload_on = \"left\""));
+    assert!(e.message.contains("both, server, client"), "{e}");
+    // A side load pins one flow: not with circuits.
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nload_on = \"server\"\ncircuits = 2"));
+    assert!(e.message.contains("--circuits"), "{e}");
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nload_on = \"server\""));
+    assert!(e.message.contains("load_on"), "{e}");
+}
+
+#[test]
+fn the_papadopoulos_recipe_sweeps_loads_on_each_side() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/papadopoulos1993.toml"
+    );
+    let recipe = load(std::path::Path::new(path)).unwrap();
+    let run = recipe.runs.iter().find(|r| r.id == "background").unwrap();
+    let Plan::Sweep(plan) = &run.plan else {
+        panic!("background is not a sweep")
+    };
+    assert_eq!(plan.full.loads, [0, 1, 2, 4]);
+    assert_eq!(plan.full.load_on, [LoadOn::Server, LoadOn::Client]);
+    assert_eq!(plan.x, XAxis::Load);
+    assert!(plan.quick.loads.len() >= 2 && plan.quick.loads[0] == 0);
 }
