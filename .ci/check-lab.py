@@ -322,6 +322,17 @@ for exp in summary["experiments"]:
             reached = repetition["reached"]
             reached = f"±{reached * 100:.1f} %" if reached is not None else "no interval"
             print(f"{exp['name']}/{run['id']}: send stop slope {slope} {reached} over {len(passes)} passes ({repetition['verdict']}, target ±{repetition['target'] * 100:.0f} %)")
+# Issue 16, point 5 (SunOS Figure 17): the transfer under a load on the
+# server says where the load and the hosts ran and whether the pins held.
+runs = {r["id"]: r for r in experiments["papadopoulos1993"]["runs"]}
+loaded = runs.get("server-load") or fail("papadopoulos1993 has no server-load run")
+load = loaded.get("load") or fail("papadopoulos1993/server-load: no load recorded")
+if load["processes"] != 4 or load["on"] != "server" or load["pinned"] is None:
+    fail(f"papadopoulos1993/server-load: load {load}")
+if load["pinned"] and load["load_cpu"] != load["receiver_cpu"]:
+    fail(f"papadopoulos1993/server-load: the load ran on CPU {load['load_cpu']}, the receiver on {load['receiver_cpu']}")
+print(f"papadopoulos1993/server-load: {load['processes']} processes on CPU {load['load_cpu']} (receiver {load['receiver_cpu']}, sender {load['sender_cpu']}, pinned {load['pinned']})")
+
 # Issue 16, point 5 (SunOS Figure 18): the pipeline stage's three
 # processes each have on-times with n and an interval, duty cycles that
 # are shares, and every on-interval in the CSV.

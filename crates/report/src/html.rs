@@ -97,6 +97,33 @@ pub fn render(report: &Report) -> String {
     h
 }
 
+/// Where a run's background load ran, and whether the pins held.
+fn load_note(h: &mut String, load: &crate::model::RunLoad) {
+    let cpu = |c: Option<usize>| c.map_or("?".to_string(), |c| c.to_string());
+    let placed = match load.pinned {
+        None => "nothing pinned: the processes and both hosts ran wherever the scheduler put them"
+            .to_string(),
+        Some(held) => format!(
+            "on CPU {} ({}'s side); the receiver's host thread on CPU {}, the sender's on CPU {}{}",
+            cpu(load.load_cpu),
+            escape(&load.on),
+            cpu(load.receiver_cpu),
+            cpu(load.sender_cpu),
+            if held {
+                ", every pin held"
+            } else {
+                " — <strong>a pin did not hold</strong>: the sides were not kept apart"
+            }
+        ),
+    };
+    let _ = write!(
+        h,
+        "<p class=\"note\">Under {} CPU-bound background process{} throughout, {placed}.</p>",
+        load.processes,
+        if load.processes == 1 { "" } else { "es" },
+    );
+}
+
 fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     let _ = write!(
         h,
@@ -109,6 +136,9 @@ fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
     );
     if !run.title.is_empty() {
         let _ = write!(h, "<p>{}</p>", escape(&run.title));
+    }
+    if let Some(load) = &run.load {
+        load_note(h, load);
     }
     let _ = write!(
         h,

@@ -164,6 +164,9 @@ pub struct MessagesRun {
     pub core_trip_min_ns: Option<f64>,
     #[serde(default)]
     pub core_trip_max_ns: Option<f64>,
+    /// CPU-bound background processes during the run and where they ran
+    /// (`None`: none).
+    pub load: Option<RunLoad>,
     /// Where the send path's stop latency ends (named in every table).
     pub stop_at: analysis::messages::StopAt,
     pub points: Vec<SizePoint>,
@@ -204,6 +207,22 @@ pub struct MessagesRun {
     pub receiver_thread: Option<u16>,
     /// Files of this run, relative to the report directory.
     pub files: RunFiles,
+}
+
+/// A messages run's background load (the SunOS study's Figure 17).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunLoad {
+    pub processes: u32,
+    /// `both` (nothing pinned), `server` or `client`.
+    pub on: String,
+    /// The processes' CPU, and the receiver's and sender's host threads'
+    /// (`None` where nothing was pinned).
+    pub load_cpu: Option<usize>,
+    pub receiver_cpu: Option<usize>,
+    pub sender_cpu: Option<usize>,
+    /// Every pin held (`None` when nothing was pinned): the processes'
+    /// and both host threads' in every pass.
+    pub pinned: Option<bool>,
 }
 
 /// One queue's figures without its series.

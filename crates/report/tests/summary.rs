@@ -64,6 +64,7 @@ fn run(id: &str, protocol: &str, sizes: &[u32]) -> MessagesRun {
         core_trip_ns: Some(58.0),
         core_trip_min_ns: Some(55.0),
         core_trip_max_ns: Some(61.0),
+        load: None,
         stop_at: StopAt::OnTheWire,
         send: analysis::sweep::trends(&points, None, false),
         receive: analysis::sweep::trends(&points, None, true),

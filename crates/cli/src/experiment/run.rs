@@ -21,7 +21,7 @@ use analysis::{profile, spans, sweep, TraceView};
 use report::capture::{Message, RunMessages};
 use report::model::{
     Calibration, CategoryResolution, Experiment, MessagesRun, ProbeHealth, QueueSummary, RunCpu,
-    RunFiles, Table,
+    RunFiles, RunLoad, Table,
 };
 use stack::runner::threaded::Poll;
 use stack::topology::Topology;
@@ -202,6 +202,25 @@ fn run_messages(
         // Threads that block when idle: the CPU-share tables' "% of wall"
         // is then load, not polling.
         poll: Poll::Block,
+        cpus: None,
+    };
+    // A load on one side (the SunOS study's Figure 17): the two hosts'
+    // threads pinned apart and the processes on that side's CPU, through
+    // every pass; on one CPU nothing can be pinned, and the run says so.
+    let sides = plan
+        .load_on
+        .placement(traffic::sweep::load::side_cpus())
+        .filter(|_| plan.load > 0);
+    let spec = MessagesSpec {
+        cpus: sides.map(|(cpus, _)| cpus),
+        ..spec
+    };
+    let load = match plan.load {
+        0 => None,
+        n => Some(traffic::sweep::load::Load::start(
+            n,
+            sides.map(|(_, cpu)| cpu),
+        )?),
     };
     let started = Instant::now();
     // The machine's state, before the pass and outside its windows.
@@ -431,7 +450,17 @@ fn run_messages(
     let mut send = sweep::trends(&points, Some(segment), false);
     send.stop_slope_repetition = repetition;
     let trips = traffic::core_trip::CoreTrips::of(&tally.core_trips);
+    let load = load.map(|load| RunLoad {
+        processes: plan.load,
+        on: plan.load_on.name().to_string(),
+        load_cpu: load.pin().map(|(cpu, _)| cpu),
+        receiver_cpu: sides.map(|(c, _)| c.receiver),
+        sender_cpu: sides.map(|(c, _)| c.sender),
+        pinned: sides
+            .map(|_| load.pin().is_some_and(|(_, held)| held) && tally.pins_held.unwrap_or(false)),
+    });
     Ok(MessagesRun {
+        load,
         core_trip_ns: trips.map(|t| t.median_ns),
         core_trip_min_ns: trips.map(|t| t.min_ns),
         core_trip_max_ns: trips.map(|t| t.max_ns),
@@ -542,6 +571,9 @@ struct Tally {
     unclosed_spans: u64,
     /// The machine's state before and after each pass (`traffic::core_trip`).
     core_trips: Vec<traffic::core_trip::CoreTrip>,
+    /// Both host threads held their pins in every pass (`None`: no pass
+    /// pinned them).
+    pins_held: Option<bool>,
 }
 
 impl Tally {
@@ -551,6 +583,9 @@ impl Tally {
         trace: &probe::Trace,
         spans: &BTreeMap<u16, spans::ThreadSpans>,
     ) {
+        if let Some(p) = result.placement {
+            self.pins_held = Some(self.pins_held.unwrap_or(true) && p.held);
+        }
         let measured = result.outcomes.iter().filter(|o| !o.warmup);
         self.sent += measured.clone().count() as u64;
         self.delivered += measured.filter(|o| o.delivered).count() as u64;

@@ -24,6 +24,7 @@ use stack::topology::Topology;
 
 use super::datagrams::unspecified;
 use super::{address_of, hosts};
+use crate::affinity::{Placement, SideCpus};
 use crate::cpu::{CpuMeter, CpuUsage};
 use crate::error::TrafficError;
 use crate::spec::{Family, Protocol};
@@ -63,6 +64,10 @@ pub struct MessagesSpec {
     /// the work done, so a CPU share of wall time means load (the lab's
     /// CPU-share tables); [`Poll::Spin`] gives the lowest latency.
     pub poll: Poll,
+    /// Pins the receiver's host thread and the sender's to these CPUs
+    /// (a run under a load on one side); `None` leaves them to the
+    /// scheduler.
+    pub cpus: Option<SideCpus>,
 }
 
 /// Largest UDP message: a datagram's payload over IPv6 without jumbograms.
@@ -92,6 +97,7 @@ impl MessagesSpec {
             warmup: 1,
             progress: None,
             poll: Poll::Spin,
+            cpus: None,
         }
     }
 
@@ -186,6 +192,8 @@ pub struct MessagesRun {
     /// includes polling with nothing to do.
     pub poll: Poll,
     pub elapsed: Duration,
+    /// Where the two host threads ran, when the spec pinned them.
+    pub placement: Option<Placement>,
 }
 
 impl MessagesRun {
@@ -266,14 +274,25 @@ pub fn run(topology: &Topology, spec: &MessagesSpec) -> Result<MessagesRun, Traf
     spec.validate()?;
     let ends = hosts(topology)?;
     let shared = Arc::new(Shared::default());
+    let held = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+    let pin = |factory, side: Option<(usize, usize)>| match side {
+        Some((cpu, slot)) => super::pinned::pinning(factory, cpu, Arc::clone(&held), slot),
+        None => factory,
+    };
     let mut workloads = std::collections::BTreeMap::new();
     workloads.insert(
         ends.sender.clone(),
-        sender(spec.clone(), Arc::clone(&shared)),
+        pin(
+            sender(spec.clone(), Arc::clone(&shared)),
+            spec.cpus.map(|c| (c.sender, 1)),
+        ),
     );
     workloads.insert(
         ends.receiver.clone(),
-        receiver(spec.clone(), Arc::clone(&shared)),
+        pin(
+            receiver(spec.clone(), Arc::clone(&shared)),
+            spec.cpus.map(|c| (c.receiver, 0)),
+        ),
     );
     // Address configuration and the connection happen inside the run;
     // the limit covers them and every message's wait, generously.
@@ -342,6 +361,12 @@ pub fn run(topology: &Topology, spec: &MessagesSpec) -> Result<MessagesRun, Traf
         receiver_cpu,
         poll: spec.poll,
         elapsed,
+        placement: spec.cpus.map(|c| {
+            c.placement(
+                held[0].load(Ordering::Acquire),
+                held[1].load(Ordering::Acquire),
+            )
+        }),
     })
 }
 

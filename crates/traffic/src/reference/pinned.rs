@@ -90,7 +90,7 @@ impl Pins {
 
 /// `factory`, pinning the calling (host) thread to `cpu` before it makes
 /// the workload and noting in `held[slot]` whether the pin held.
-fn pinning(
+pub(super) fn pinning(
     factory: WorkloadFactory,
     cpu: usize,
     held: Arc<[AtomicBool; 2]>,

@@ -213,6 +213,11 @@ pub struct MessagesPlan {
     pub probes: probe::Level,
     /// How the hosts make fragments (default: scatter-gather).
     pub fragmentation: stack::iface::host::Fragmentation,
+    /// CPU-bound background processes during the run, and on whose CPU
+    /// (`both`: nothing pinned; `server` / `client`: the two hosts pinned
+    /// apart and the processes on the receiver's / the sender's CPU).
+    pub load: u32,
+    pub load_on: traffic::sweep::load::LoadOn,
     /// Repeat passes over the sizes until the send stop latency's slope
     /// is known to this share (95 % half-width / slope); `None`: one pass.
     pub slope_ci_target: Option<f64>,
@@ -505,10 +510,8 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     refuse(loc, kind, "min_duration", &run.min_duration)?;
     refuse(loc, kind, "quick_min_duration", &run.quick_min_duration)?;
     refuse(loc, kind, "circuits", &run.circuits)?;
-    refuse(loc, kind, "load", &run.load)?;
-    refuse(loc, kind, "loads", &run.loads)?;
+    refuse(loc, kind, "loads (use load)", &run.loads)?;
     refuse(loc, kind, "quick_loads", &run.quick_loads)?;
-    refuse(loc, kind, "load_on", &run.load_on)?;
     refuse(loc, kind, "study", &run.study)?;
     refuse(loc, kind, "x", &run.x)?;
     refuse(loc, kind, "predict", &run.predict)?;
@@ -652,6 +655,7 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
         &run.quick_slope_time_cap,
         DEFAULT_QUICK_SLOPE_TIME_CAP,
     )?;
+    let (load, load_on) = sweep::messages_load(run, loc)?;
     Ok(MessagesPlan {
         slope_ci_target,
         quick_slope_ci_target,
@@ -668,6 +672,8 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
         stop,
         probes,
         fragmentation: fragmentation_of(loc, &run.fragmentation)?,
+        load,
+        load_on,
     })
 }
 

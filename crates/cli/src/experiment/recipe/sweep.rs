@@ -459,3 +459,33 @@ fn names_of<T>(
         None => axis::names(key, default, parse_one, expected).map_err(|e| loc.at(0..0, e)),
     }
 }
+
+/// A messages run's background load: `load` (one level, default 0) and
+/// `load_on` (one side: `both`, the default, `server` or `client`).
+pub(super) fn messages_load(run: &RawRun, loc: &Locator) -> Result<(u32, LoadOn), RecipeError> {
+    let load = match &run.load {
+        Some(l) if *l.get_ref() > MAX_RECIPE_LOAD => {
+            return Err(loc.at(
+                l.span(),
+                format!("load: at most {MAX_RECIPE_LOAD} background processes"),
+            ))
+        }
+        Some(l) => *l.get_ref(),
+        None => 0,
+    };
+    let sides = names_of(
+        loc,
+        "load_on",
+        &run.load_on,
+        "both",
+        LoadOn::parse,
+        LoadOn::NAMES,
+    )?;
+    match sides.as_slice() {
+        [side] => Ok((load, *side)),
+        _ => Err(loc.at(
+            run.load_on.as_ref().map_or(0..0, |l| l.span()),
+            "load_on: a messages run has one side (both, server or client)".into(),
+        )),
+    }
+}

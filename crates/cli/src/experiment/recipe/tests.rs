@@ -373,8 +373,25 @@ fn load_levels_and_sides_sweep_and_take_the_x_axis() {
     // A side load pins one flow: not with circuits.
     let e = error(&SWEEP.replace("reps = 3", "reps = 3\nload_on = \"server\"\ncircuits = 2"));
     assert!(e.message.contains("--circuits"), "{e}");
-    let e = error(&GOOD.replace("reps = 2", "reps = 2\nload_on = \"server\""));
-    assert!(e.message.contains("load_on"), "{e}");
+    // A messages run has one level on one side (Figure 17).
+    let r = parse(
+        "exp.toml",
+        &GOOD.replace("reps = 2", "reps = 2\nload = 4\nload_on = \"server\""),
+    )
+    .unwrap();
+    let Plan::Messages(m) = &r.runs[0].plan else {
+        panic!("not a messages plan")
+    };
+    assert_eq!((m.load, m.load_on), (4, LoadOn::Server));
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nload_on = \"server,client\""));
+    assert!(e.message.contains("one side"), "{e}");
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nloads = \"0,4\""));
+    assert!(
+        e.message.contains("`loads (use load)` does not apply"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nload = 65"));
+    assert!(e.message.contains("at most 64"), "{e}");
 }
 
 #[test]
