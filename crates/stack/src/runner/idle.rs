@@ -65,9 +65,14 @@ pub(super) struct Idle {
 
 impl Idle {
     pub fn new(mode: Poll, host: &Host) -> Self {
+        Self::starting(mode, host.counters().packets_moved())
+    }
+
+    /// Before any poll, the host having moved `seen` packets.
+    fn starting(mode: Poll, seen: u64) -> Self {
         Self {
             mode,
-            seen: host.counters().packets_moved(),
+            seen,
             due: None,
             last_active: std::time::Instant::now(),
             blocks: 0,
@@ -159,17 +164,7 @@ mod tests {
     use super::*;
 
     fn idle() -> Idle {
-        Idle {
-            mode: Poll::Block,
-            seen: 0,
-            due: None,
-            last_active: std::time::Instant::now(),
-            blocks: 0,
-            blocked: Duration::ZERO,
-            wake_ahead: WAKE_AHEAD_MIN,
-            late_wakes: 0,
-            latest_late: Duration::ZERO,
-        }
+        Idle::starting(Poll::Block, 0)
     }
 
     fn us(n: u64) -> Duration {
