@@ -354,6 +354,8 @@ for stage in stages:
     lines = open(path(stage["csv"]), encoding="utf-8").read().splitlines()
     if lines[0] != "process,block,start_us,end_us" or len(lines) != 1 + 3 * stage["blocks"]:
         fail(f"{label}: {stage['csv']} has {len(lines) - 1} on-intervals for {stage['blocks']} blocks")
+    if MULTI_CPU and not (stage.get("core_trip_ns") or 0) > 0:
+        fail(f"{label}: no core-to-core round trip (the machine's state)")
     if len(stage["lanes"]) != 3 or not all(on for _, on in stage["lanes"]):
         fail(f"{label}: the activity chart has an empty lane")
     duty = ", ".join(f"{n} {p['duty'] * 100:.1f} %" for n, p in processes.items())

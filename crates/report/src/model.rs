@@ -351,6 +351,11 @@ pub struct PipelineStageRun {
     /// The figures, each with n and its 95 % interval
     /// (`traffic::kernel::pipeline_summary`).
     pub figures: serde_json::Value,
+    /// The machine's state before and after the run: the median, least
+    /// and greatest core-to-core round trip, ns (`traffic::core_trip`).
+    pub core_trip_ns: Option<f64>,
+    pub core_trip_min_ns: Option<f64>,
+    pub core_trip_max_ns: Option<f64>,
     /// The chart's window, ms since the run began, and in it each
     /// process's on-intervals (ms since the window's start).
     pub window_ms: [f64; 2],

@@ -35,7 +35,15 @@ pub fn run(
         blocks,
         compute: plan.compute,
     };
+    // The machine's state before and after, outside the run: its threads
+    // talk across the two CPUs (`stackscope compare` reads a change of
+    // state as the machine's).
+    let before = traffic::core_trip::measure();
     let result = pipeline::run(&spec)?;
+    let after = traffic::core_trip::measure();
+    let trips = traffic::core_trip::CoreTrips::of(
+        &[before, after].into_iter().flatten().collect::<Vec<_>>(),
+    );
     progress.fetch_add(u64::from(blocks), Ordering::Relaxed);
     let summary = result.summary(plan.warmup as usize);
     let csv = format!("{}-{}-bursts.csv", recipe.name, run.id);
@@ -63,6 +71,9 @@ pub fn run(
         stage_cpu: result.stage_cpu,
         peer_cpu: result.peer_cpu,
         figures: serde_json::to_value(&summary)?,
+        core_trip_ns: trips.map(|t| t.median_ns),
+        core_trip_min_ns: trips.map(|t| t.min_ns),
+        core_trip_max_ns: trips.map(|t| t.max_ns),
         window_ms,
         lanes,
         send_queue,
