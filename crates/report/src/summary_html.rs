@@ -61,6 +61,9 @@ fn bars(summary: &Summary, keep: impl Fn(&str) -> bool, title: &str, value_label
         .collect();
     layers.sort_by_key(|c| colour_slot(c));
     layers.dedup();
+    // A path on another link than the first (a local run on a wire with
+    // no rate limit beside the fast-ethernet ones) says so in its label.
+    let first_link = summary.paths.first().map(|p| p.link.as_str());
     let rows = summary
         .paths
         .iter()
@@ -73,10 +76,15 @@ fn bars(summary: &Summary, keep: impl Fn(&str) -> bool, title: &str, value_label
                 .sum();
             (
                 format!(
-                    "{} · {} · {}",
+                    "{} · {} · {}{}",
                     p.path,
                     p.family,
-                    crate::units::size(u64::from(p.size_bytes))
+                    crate::units::size(u64::from(p.size_bytes)),
+                    if Some(p.link.as_str()) == first_link {
+                        String::new()
+                    } else {
+                        format!(" · {}", p.link)
+                    }
                 ),
                 layers
                     .iter()

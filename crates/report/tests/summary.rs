@@ -385,3 +385,23 @@ fn the_machine_table_gives_the_core_round_trips_the_run_saw() {
     assert!(row.contains("58–58 ns over the "), "{row}");
     assert!(row.contains("no verdict"), "{row}");
 }
+
+#[test]
+fn a_summary_bar_on_another_link_names_its_link() {
+    let mut r = report(true);
+    let mut local = run("local", "TCP", &[1_048_576]);
+    local.link = "unlimited".into();
+    r.experiments[1].runs.push(local);
+    r.summary = report::summary::of(&r.experiments);
+    let html = report::html::render(&r);
+    let summary =
+        &html[html.find("id=\"summary\"").unwrap()..html.find("<nav class=\"toc\"").unwrap()];
+    assert!(
+        summary.contains("TCP send · IPv6 · 1 MiB · unlimited"),
+        "the local run's bar"
+    );
+    assert!(
+        !summary.contains("· fast-ethernet"),
+        "the first link is not repeated"
+    );
+}
