@@ -109,6 +109,14 @@ pub struct SweepArgs {
     /// per point.
     #[arg(long, value_name = "LIST", default_value = "both")]
     load_on: String,
+    /// Repeat the points of each load level in rounds — one repetition
+    /// of every point not yet known per round — instead of each point's
+    /// repetitions back to back: points compared with each other (IPv4
+    /// and IPv6, two sizes) then see the same machine states, and a
+    /// disturbance lands on one repetition of several points rather than
+    /// on all of one. Each point's time cap counts its own repetitions.
+    #[arg(long)]
+    interleave: bool,
     /// Kernel: run across a veth pair between two network namespaces the
     /// tool makes and removes (root only), instead of loopback.
     #[arg(long)]
@@ -386,7 +394,11 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create --out {}", dir.display()))?;
     }
-    let settings = Settings { target, targets };
+    let settings = Settings {
+        target,
+        targets,
+        interleave: args.interleave,
+    };
 
     let bar = progress_bar(points.len() as u64);
     let outcome = sweep::run(&points, &settings, |event| match event {

@@ -63,6 +63,7 @@ pub fn run(
             kernel_path: KernelPath::Loopback,
             topology: Some(topology),
         },
+        interleave: plan.interleave,
     };
     let outcome = sweep::run(&points, &settings, |event| match event {
         Event::Rep(p) if p.rep as usize <= target.min_reps => {

@@ -17,6 +17,7 @@ pub mod busy;
 pub mod columns;
 pub mod load;
 pub mod outcome;
+mod point_run;
 pub mod points;
 pub mod repeat;
 pub mod run;

@@ -1,5 +1,7 @@
 //! Runs a sweep's points in order, each repeated until the 95 % interval
-//! of its mean is within the target or a cap stops it ([`repeat`]), under
+//! of its mean is within the target or a cap stops it ([`repeat`]) — back
+//! to back, or interleaved in rounds with the other points of its load
+//! level (`point_run`) —, under
 //! its background load (started when the level or side changes, pinned to
 //! a side's CPU with the transfer's sides when the point asks), watching
 //! the machine for other work ([`busy`]) and reporting progress as it
@@ -7,19 +9,16 @@
 //! it are kept so they can still be written out.
 
 use std::fmt;
-use std::time::Instant;
 
 use super::busy::{self, CpuSample, LoadCheck};
 use super::load::{self, Load, LoadOn};
-use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
+use super::outcome::PointResult;
+use super::point_run::PointState;
 use super::points::{Point, Work};
-use super::repeat::{self, PointRun, Target};
-use super::target::{self, Targets};
-use crate::affinity::SideCpus;
-use crate::core_trip::{self, CoreTrips};
+use super::repeat::{self, Target};
+use super::target::Targets;
 use crate::echo::MAX_EXCHANGES;
 use crate::error::TrafficError;
-use crate::spec::TransferSpec;
 
 /// How to run the points.
 #[derive(Debug, Clone)]
@@ -28,6 +27,11 @@ pub struct Settings {
     /// CI target and the caps.
     pub target: Target,
     pub targets: Targets,
+    /// Repeat the points of each load level and side in rounds — one
+    /// repetition of every unfinished point per round — instead of each
+    /// point's repetitions back to back, so points compared with each
+    /// other see the same machine states.
+    pub interleave: bool,
 }
 
 /// Where the sweep is.
@@ -102,19 +106,33 @@ pub fn run(
     // a failed point included.
     let mut running: Option<((u32, LoadOn), Load)> = None;
     let mut results = Vec::with_capacity(points.len());
-    for (i, point) in points.iter().enumerate() {
-        let placement = point.load_on.placement(cpus);
-        let key = (point.load, point.load_on);
+    let target = &settings.target;
+    let mut first = 0;
+    while first < points.len() {
+        // The points run together: one, or — interleaved — every point
+        // of this load level and side (load is the grid's outermost axis,
+        // so they are consecutive).
+        let key = (points[first].load, points[first].load_on);
+        let end = if settings.interleave {
+            points[first..]
+                .iter()
+                .position(|p| (p.load, p.load_on) != key)
+                .map_or(points.len(), |n| first + n)
+        } else {
+            first + 1
+        };
+        let group = &points[first..end];
+        let placement = key.1.placement(cpus);
         if running.as_ref().map(|(k, _)| *k) != Some(key) {
             // The last level's spinners die before the next start.
             drop(running.take());
-            match Load::start(point.load, placement.map(|(_, cpu)| cpu)) {
+            match Load::start(key.0, placement.map(|(_, cpu)| cpu)) {
                 Ok(started) => running = Some((key, started)),
                 Err(error) => {
                     return Ok(Outcome {
                         results,
                         failure: Some(Failure {
-                            point: point.to_string(),
+                            point: group[0].to_string(),
                             error,
                         }),
                         load_check,
@@ -126,48 +144,79 @@ pub fn run(
         let pids = load.map_or(&[][..], Load::pids);
         let spinners_held = load.and_then(Load::pin).is_none_or(|(_, held)| held);
         let before = CpuSample::now(pids);
-        let mut on_rep = |rep: u32| {
-            event(Event::Rep(Progress {
-                points_done: i,
-                points: points.len(),
-                point,
-                rep,
-            }))
-        };
         let sides = placement.map(|(sides, _)| sides);
-        match run_point(point, settings, sides, &mut on_rep) {
-            Ok(mut result) => {
-                let run = result.run_mut();
-                run.load_cpu = placement.map(|(_, cpu)| cpu);
-                // Asked to pin and it did not all hold (or one CPU): said.
-                run.pinned = (point.load_on != LoadOn::Both)
-                    .then(|| placement.is_some() && spinners_held && run.pinned == Some(true));
-                let after = CpuSample::now(pids);
-                let others = before
-                    .zip(after)
-                    .and_then(|(b, a)| b.others_cpu(&a, load_check.cores));
-                result.run_mut().others_cpu = others;
-                if let Some(w) = busy::busy_during(&point.to_string(), others) {
-                    event(Event::Busy(&w));
-                    load_check.warnings.push(w);
-                }
-                if let Some(w) = busy::state_changed(&point.to_string(), result.run().core_trip) {
-                    event(Event::Busy(&w));
-                    load_check.warnings.push(w);
-                }
-                results.push(result);
+        let mut states: Vec<PointState> = group.iter().map(|p| PointState::new(p, sides)).collect();
+        // Rounds: one repetition for every point not yet known, in order,
+        // until none is left (back to back when the group is one point).
+        let failed = 'rounds: loop {
+            let finished = states.iter().filter(|s| s.done(target)).count();
+            if finished == states.len() {
+                break None;
             }
-            Err(error) => {
-                return Ok(Outcome {
-                    results,
-                    failure: Some(Failure {
-                        point: point.to_string(),
+            for state in states.iter_mut().filter(|s| !s.done(target)) {
+                event(Event::Rep(Progress {
+                    points_done: first + finished,
+                    points: points.len(),
+                    point: state.point(),
+                    rep: state.reps() + 1,
+                }));
+                if let Err(error) = state.step(target, &settings.targets) {
+                    break 'rounds Some(Failure {
+                        point: state.point().to_string(),
                         error,
-                    }),
-                    load_check,
-                })
+                    });
+                }
             }
+        };
+        if let Some(failure) = failed {
+            // The group's points that were already known are kept.
+            for state in states.into_iter().filter(|s| s.done(target)) {
+                results.extend(state.finish(target).ok());
+            }
+            return Ok(Outcome {
+                results,
+                failure: Some(failure),
+                load_check,
+            });
         }
+        // Other processes' CPU over the group's time: with interleaving,
+        // every point of it shares that time.
+        let after = CpuSample::now(pids);
+        let others = before
+            .zip(after)
+            .and_then(|(b, a)| b.others_cpu(&a, load_check.cores));
+        for state in states {
+            let point = state.point();
+            let mut result = match state.finish(target) {
+                Ok(result) => result,
+                Err(error) => {
+                    return Ok(Outcome {
+                        results,
+                        failure: Some(Failure {
+                            point: point.to_string(),
+                            error,
+                        }),
+                        load_check,
+                    })
+                }
+            };
+            let run = result.run_mut();
+            run.load_cpu = placement.map(|(_, cpu)| cpu);
+            // Asked to pin and it did not all hold (or one CPU): said.
+            run.pinned = (point.load_on != LoadOn::Both)
+                .then(|| placement.is_some() && spinners_held && run.pinned == Some(true));
+            run.others_cpu = others;
+            if let Some(w) = busy::busy_during(&point.to_string(), others) {
+                event(Event::Busy(&w));
+                load_check.warnings.push(w);
+            }
+            if let Some(w) = busy::state_changed(&point.to_string(), result.run().core_trip) {
+                event(Event::Busy(&w));
+                load_check.warnings.push(w);
+            }
+            results.push(result);
+        }
+        first = end;
     }
     Ok(Outcome {
         results,
@@ -188,91 +237,6 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.point, self.error)
     }
-}
-
-/// Runs `point`'s repetitions, its transfers' sides pinned to `sides`
-/// when given. The result's `run.pinned` says whether every repetition's
-/// pins held (the caller adds the spinners' and the side's).
-fn run_point(
-    point: &Point,
-    settings: &Settings,
-    sides: Option<SideCpus>,
-    on_rep: &mut dyn FnMut(u32),
-) -> Result<PointResult, TrafficError> {
-    let targets = &settings.targets;
-    let target = &settings.target;
-    let missing = || TrafficError::Invalid("no repetition ran".into());
-    let start = Instant::now();
-    let elapsed = || start.elapsed();
-    // The machine's state before each repetition, outside its window.
-    let mut trips = Vec::new();
-    let mut before_rep = |rep: u32| {
-        trips.extend(core_trip::measure());
-        on_rep(rep);
-    };
-    let mut sides_held = None;
-    let (mut result, verdict) = match &point.work {
-        Work::Transfer(flows) => {
-            let flows = pinned(flows, sides);
-            let (reps, verdict) = repeat::until_known(
-                target,
-                elapsed,
-                |rep| {
-                    before_rep(rep);
-                    target::transfer(&flows, point.stack, targets)
-                },
-                |reports| reports.iter().map(ThroughputPoint::received_bps).sum(),
-            )?;
-            sides_held = Some(
-                reps.iter()
-                    .flatten()
-                    .all(|report| report.start.target.placement.is_some_and(|p| p.held)),
-            );
-            let result = ThroughputPoint::new(point.clone(), &reps)
-                .map(PointResult::Throughput)
-                .ok_or_else(missing)?;
-            (result, verdict)
-        }
-        Work::Echo(spec) => {
-            let (reps, verdict) = repeat::until_known(
-                target,
-                elapsed,
-                |rep| {
-                    before_rep(rep);
-                    target::echo(spec, point.stack, targets)
-                },
-                DelayPoint::rep_mean_us,
-            )?;
-            let result = DelayPoint::new(point.clone(), &reps)
-                .map(PointResult::Delay)
-                .ok_or_else(missing)?;
-            (result, verdict)
-        }
-    };
-    // And after the last: a state that changed during the point shows
-    // as a range (`CoreTrips::mixed`).
-    trips.extend(core_trip::measure());
-    *result.run_mut() = PointRun {
-        verdict,
-        target_percent: target.relative * 100.0,
-        elapsed_s: start.elapsed().as_secs_f64(),
-        others_cpu: None,
-        core_trip: CoreTrips::of(&trips),
-        load_cpu: None,
-        pinned: sides.and(sides_held),
-    };
-    Ok(result)
-}
-
-/// `flows` with their sides to be pinned to `sides`, when given.
-fn pinned(flows: &[TransferSpec], sides: Option<SideCpus>) -> Vec<TransferSpec> {
-    flows
-        .iter()
-        .map(|flow| TransferSpec {
-            cpus: sides,
-            ..flow.clone()
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -299,6 +263,7 @@ mod tests {
                 kernel_path: KernelPath::Loopback,
                 topology: None,
             },
+            interleave: false,
         }
     }
 
@@ -358,6 +323,50 @@ mod tests {
             "{failure}"
         );
         drop(busy);
+    }
+
+    #[test]
+    fn interleaved_points_take_turns_one_repetition_a_round() {
+        let settings = Settings {
+            interleave: true,
+            ..settings(2)
+        };
+        // A free port may be taken as another test's ephemeral source
+        // port before the point binds it: a fresh one then, three times.
+        let (outcome, seen) = (0..3)
+            .map(|_| {
+                let port = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port();
+                let mut grid = grid(vec![Protocol::Udp], port);
+                grid.sizes = vec![512, 1024];
+                let points = grid.points(KernelPath::Loopback).unwrap();
+                let mut seen = Vec::new();
+                let outcome = run(&points, &settings, |e| {
+                    if let Event::Rep(p) = e {
+                        seen.push((p.points_done, p.point.index, p.rep))
+                    }
+                })
+                .unwrap();
+                (outcome, seen)
+            })
+            .find(|(o, _)| {
+                !o.failure
+                    .as_ref()
+                    .is_some_and(|f| f.to_string().contains("in use"))
+            })
+            .expect("a free port in three tries");
+        assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+        assert_eq!(seen, vec![(0, 1, 1), (0, 2, 1), (0, 1, 2), (0, 2, 2)]);
+        assert_eq!(outcome.results.len(), 2);
+        for result in &outcome.results {
+            assert_eq!(result.estimate().map(|e| e.n), Some(2));
+            let trips = result.run().core_trip;
+            // Before each repetition and after the last, where measurable.
+            assert!(trips.is_none_or(|t| t.n == 3), "{trips:?}");
+        }
     }
 
     #[test]

@@ -92,6 +92,8 @@ pub(super) struct RawRun {
     /// The study's own words for the figure the run reproduces, printed
     /// beside the chart.
     pub(super) study: Option<Spanned<String>>,
+    /// Repeat the points of each load level in rounds (see sweep.rs).
+    pub(super) interleave: Option<Spanned<bool>>,
     pub(super) x: Option<Spanned<String>>,
     pub(super) predict: Option<Spanned<String>>,
     pub(super) ci_target: Option<Spanned<f64>>,
@@ -513,6 +515,7 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     refuse(loc, kind, "loads (use load)", &run.loads)?;
     refuse(loc, kind, "quick_loads", &run.quick_loads)?;
     refuse(loc, kind, "study", &run.study)?;
+    refuse(loc, kind, "interleave", &run.interleave)?;
     refuse(loc, kind, "x", &run.x)?;
     refuse(loc, kind, "predict", &run.predict)?;
     refuse(loc, kind, "ci_target", &run.ci_target)?;

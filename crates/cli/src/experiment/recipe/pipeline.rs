@@ -176,6 +176,7 @@ fn refuse_other_keys(run: &RawRun, loc: &Locator) -> Result<(), RecipeError> {
             "quick_max_time",
             run.quick_max_time.as_ref().map(Spanned::span),
         ),
+        ("interleave", run.interleave.as_ref().map(Spanned::span)),
     ];
     match spans.into_iter().find_map(|(key, span)| Some((key, span?))) {
         Some((key, span)) => {

@@ -33,6 +33,10 @@ pub struct SweepPlan {
     pub predict: Option<Prediction>,
     /// The study's own description of the figure (`study`).
     pub study: Option<String>,
+    /// Repeat the points of each load level in rounds, one repetition of
+    /// every unfinished point a round (`interleave = true`), so points
+    /// compared with each other see the same machine states.
+    pub interleave: bool,
 }
 
 impl SweepPlan {
@@ -374,6 +378,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         x,
         predict,
         study: run.study.as_ref().map(|s| s.get_ref().clone()),
+        interleave: run.interleave.as_ref().is_some_and(|i| *i.get_ref()),
     })
 }
 
