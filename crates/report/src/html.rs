@@ -125,14 +125,11 @@ fn load_note(h: &mut String, load: &crate::model::RunLoad) {
 }
 
 fn run_section(h: &mut String, experiment: &str, run: &MessagesRun) {
-    let _ = write!(
+    crate::toc::run_heading(
         h,
-        "<h3 id=\"{}\">{experiment} / {}: {} over {} on {}</h3>",
-        crate::toc::run(experiment, &run.id),
-        escape(&run.id),
-        escape(&run.protocol),
-        escape(&run.family),
-        escape(&run.link)
+        experiment,
+        &run.id,
+        &format!("{} over {} on {}", run.protocol, run.family, run.link),
     );
     if !run.title.is_empty() {
         let _ = write!(h, "<p>{}</p>", escape(&run.title));

@@ -12,13 +12,7 @@ use crate::plot::{self, Series, Style, XyChart};
 const ON: f64 = 0.8;
 
 pub(crate) fn section(h: &mut String, experiment: &str, run: &PipelineStageRun) {
-    let _ = write!(
-        h,
-        "<h3 id=\"{}\">{experiment} / {}: {}</h3>",
-        crate::toc::run(experiment, &run.id),
-        escape(&run.id),
-        escape(&run.title)
-    );
+    crate::toc::run_heading(h, experiment, &run.id, &run.title);
     let _ = write!(
         h,
         "<p class=\"note\">{} blocks of {} B through one stage (receive, compute, transmit) over the kernel's TCP/{} loopback, {:.0} µs of compute per block ({} iterations on an idle CPU); every on-interval is in <code>{}</code>. A process is on while it has a block to read, compute or write; waiting for the next process to take a block is off.</p>",

@@ -8,13 +8,7 @@ use crate::plot::{self, Series, Style, XyChart};
 
 /// A sweep's section: caption, plot, tables.
 pub(crate) fn section(h: &mut String, experiment: &str, run: &SweepRun) {
-    let _ = write!(
-        h,
-        "<h3 id=\"{}\">{experiment} / {}: {}</h3>",
-        crate::toc::run(experiment, &run.id),
-        escape(&run.id),
-        escape(&run.title)
-    );
+    crate::toc::run_heading(h, experiment, &run.id, &run.title);
     let _ = write!(
         h,
         "<p class=\"note\">{} {} points on <code>{}</code>, {} repetition{} each{}; every point's figures are in <code>{}</code>.</p>",

@@ -35,6 +35,18 @@ pub(crate) fn run(experiment: &str, id: &str) -> String {
     anchor(&["run", experiment, id])
 }
 
+/// A run's or sweep's section heading, `experiment / id: title`, with the
+/// anchor the contents link to.
+pub(crate) fn run_heading(h: &mut String, experiment: &str, id: &str, title: &str) {
+    let _ = write!(
+        h,
+        "<h3 id=\"{}\">{experiment} / {}: {}</h3>",
+        run(experiment, id),
+        escape(id),
+        escape(title)
+    );
+}
+
 /// The contents: the summary, the run's facts, then every experiment with
 /// its runs and sweeps.
 pub(crate) fn render(h: &mut String, report: &Report) {

@@ -236,13 +236,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
                 "give `load` (one level) or `loads` (a list), not both".into(),
             ))
         }
-        (Some(l), None) if *l.get_ref() > MAX_RECIPE_LOAD => {
-            return Err(loc.at(
-                l.span(),
-                format!("load: at most {MAX_RECIPE_LOAD} background processes"),
-            ))
-        }
-        (Some(l), None) => vec![*l.get_ref()],
+        (Some(l), None) => vec![one_load(l, loc)?],
         (None, Some(list)) => levels("loads", list)?,
         (None, None) => Vec::new(),
     };
@@ -250,14 +244,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         Some(q) => levels("quick_loads", q)?,
         None => loads.clone(),
     };
-    let load_on = names_of(
-        loc,
-        "load_on",
-        &run.load_on,
-        "both",
-        LoadOn::parse,
-        LoadOn::NAMES,
-    )?;
+    let load_on = load_sides(run, loc)?;
     let seconds = |key: &str, value: &Option<Spanned<f64>>, default: f64| match value {
         Some(v) if !(0.0..=3600.0).contains(v.get_ref()) => Err(loc.at(
             v.span(),
@@ -468,29 +455,35 @@ fn names_of<T>(
 /// A messages run's background load: `load` (one level, default 0) and
 /// `load_on` (one side: `both`, the default, `server` or `client`).
 pub(super) fn messages_load(run: &RawRun, loc: &Locator) -> Result<(u32, LoadOn), RecipeError> {
-    let load = match &run.load {
-        Some(l) if *l.get_ref() > MAX_RECIPE_LOAD => {
-            return Err(loc.at(
-                l.span(),
-                format!("load: at most {MAX_RECIPE_LOAD} background processes"),
-            ))
-        }
-        Some(l) => *l.get_ref(),
-        None => 0,
-    };
-    let sides = names_of(
-        loc,
-        "load_on",
-        &run.load_on,
-        "both",
-        LoadOn::parse,
-        LoadOn::NAMES,
-    )?;
-    match sides.as_slice() {
+    let load = run.load.as_ref().map_or(Ok(0), |l| one_load(l, loc))?;
+    match load_sides(run, loc)?.as_slice() {
         [side] => Ok((load, *side)),
         _ => Err(loc.at(
             run.load_on.as_ref().map_or(0..0, |l| l.span()),
             "load_on: a messages run has one side (both, server or client)".into(),
         )),
     }
+}
+
+/// `load`: one level of background processes, at most [`MAX_RECIPE_LOAD`].
+fn one_load(load: &Spanned<u32>, loc: &Locator) -> Result<u32, RecipeError> {
+    match *load.get_ref() {
+        n if n > MAX_RECIPE_LOAD => Err(loc.at(
+            load.span(),
+            format!("load: at most {MAX_RECIPE_LOAD} background processes"),
+        )),
+        n => Ok(n),
+    }
+}
+
+/// `load_on`: the sides a load runs on (default `both`).
+fn load_sides(run: &RawRun, loc: &Locator) -> Result<Vec<LoadOn>, RecipeError> {
+    names_of(
+        loc,
+        "load_on",
+        &run.load_on,
+        "both",
+        LoadOn::parse,
+        LoadOn::NAMES,
+    )
 }
