@@ -22,6 +22,10 @@ pub enum TrafficError {
     /// A wait ran out.
     #[error("timed out after {seconds:.1} s {waiting}")]
     Timeout { seconds: f64, waiting: String },
+    /// This side stopped because the other side of the run failed; the
+    /// other's error is the one to report.
+    #[error("stopped: the other side of the run failed")]
+    PeerFailed,
     /// A system call failed; `context` says what was being done. The
     /// cause is in the message, not chained, so it prints once.
     #[error("{context}: {cause}")]

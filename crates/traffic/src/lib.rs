@@ -21,11 +21,13 @@ pub mod losses;
 pub mod meter;
 pub mod pace;
 pub mod pattern;
+pub mod program;
 pub mod reference;
 pub mod report;
 pub mod session;
 pub mod spec;
 pub mod sweep;
+pub mod transport;
 pub mod units;
 pub mod verify;
 

@@ -102,7 +102,7 @@ fn serve_tcp(
     addr: SocketAddr,
     ready: &mpsc::Sender<bool>,
 ) -> Result<(), TrafficError> {
-    let listening = super::stream::listen(&spec.as_transfer(), addr)?;
+    let listening = super::stream::listen_socket(&spec.as_transfer(), addr)?;
     let _ = ready.send(true);
     let mut stream = super::stream::accept(listening, spec.timeout)?;
     stream

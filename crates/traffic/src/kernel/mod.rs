@@ -6,6 +6,7 @@
 pub mod drops;
 pub mod echo;
 pub mod link;
+pub mod net;
 pub mod netns;
 pub mod pipeline;
 pub mod pipeline_summary;
@@ -45,12 +46,7 @@ pub(crate) fn not_ready<T>(
     }
 }
 
-/// What a side learned from its socket, for the run's record.
-#[derive(Debug, Clone, Default)]
-pub struct SocketFacts {
-    pub granted: GrantedBuffers,
-    pub congestion_control: Option<String>,
-}
+pub use crate::transport::SocketFacts;
 
 /// The path between the two sides of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,14 +80,21 @@ pub fn any(family: Family) -> IpAddr {
 
 /// A receiver bound and ready, of either protocol.
 pub(crate) enum Ready {
-    Tcp(stream::Listening),
+    Tcp(Box<stream::Receiving>),
     Udp(udp::Bound),
 }
 
 impl Ready {
-    pub(crate) fn bind(spec: &TransferSpec, addr: SocketAddr) -> Result<Self, TrafficError> {
+    pub(crate) fn bind(
+        spec: &TransferSpec,
+        addr: SocketAddr,
+        pattern: &Arc<Pattern>,
+        meter: &Arc<Meter>,
+    ) -> Result<Self, TrafficError> {
         match spec.protocol {
-            Protocol::Tcp => stream::listen(spec, addr).map(Ready::Tcp),
+            Protocol::Tcp => {
+                stream::listen(spec, addr, pattern, meter).map(|r| Ready::Tcp(Box::new(r)))
+            }
             Protocol::Udp => udp::bind_receiver(spec, addr).map(Ready::Udp),
             Protocol::Raw => unreachable!("raw frames run over AF_PACKET"),
         }
@@ -99,7 +102,7 @@ impl Ready {
 
     pub(crate) fn facts(&self) -> SocketFacts {
         match self {
-            Ready::Tcp(l) => l.facts.clone(),
+            Ready::Tcp(l) => l.facts(),
             Ready::Udp(b) => b.facts.clone(),
         }
     }
@@ -111,7 +114,7 @@ impl Ready {
         meter: &Meter,
     ) -> Result<ReceiverSide, TrafficError> {
         match self {
-            Ready::Tcp(l) => stream::receive(l, spec, pattern, meter),
+            Ready::Tcp(l) => stream::receive(*l).map(|(side, _)| side),
             Ready::Udp(b) => udp::receive(b, spec, pattern, meter),
         }
     }
@@ -120,8 +123,8 @@ impl Ready {
 pub(crate) fn transmit_side(
     spec: &TransferSpec,
     dest: SocketAddr,
-    pattern: &Pattern,
-    meter: &Meter,
+    pattern: &Arc<Pattern>,
+    meter: &Arc<Meter>,
 ) -> Result<(SenderSide, SocketFacts), TrafficError> {
     match spec.protocol {
         Protocol::Tcp => stream::transmit(spec, dest, pattern, meter),
@@ -240,7 +243,7 @@ pub fn run_pair_on(
             let pinned = spec
                 .cpus
                 .is_some_and(|c| affinity::pin_current_checked(c.receiver));
-            let ready = match Ready::bind(&spec, addr) {
+            let ready = match Ready::bind(&spec, addr, &pattern, &meter) {
                 Ok(ready) => ready,
                 Err(e) => {
                     let _ = ready_tx.send(None);
@@ -328,7 +331,7 @@ pub fn transmit(
 ) -> Result<TransferReport, TrafficError> {
     spec.validate()?;
     refuse_raw(spec)?;
-    let pattern = pattern_for(spec.len);
+    let pattern = Arc::new(pattern_for(spec.len));
     let meter = Arc::new(Meter::default());
     let timestamp = Timestamp::now();
     let recorder = spec
@@ -359,10 +362,10 @@ pub fn receive(
 ) -> Result<TransferReport, TrafficError> {
     spec.validate()?;
     refuse_raw(spec)?;
-    let pattern = pattern_for(spec.len);
+    let pattern = Arc::new(pattern_for(spec.len));
     let meter = Arc::new(Meter::default());
     let timestamp = Timestamp::now();
-    let ready = Ready::bind(spec, SocketAddr::new(bind, spec.port))?;
+    let ready = Ready::bind(spec, SocketAddr::new(bind, spec.port), &pattern, &meter)?;
     let facts = ready.facts();
     let recorder = spec
         .interval

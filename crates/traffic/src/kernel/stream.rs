@@ -1,24 +1,95 @@
-//! TCP over the kernel's sockets: ttcp's transmitter writes `count`
-//! buffers of `len` pattern bytes; the receiver reads `len`-byte buffers
-//! until the sender closes, checking every byte.
+//! TCP over the kernel's sockets: the stream programs
+//! ([`crate::program::stream`]) driven on the calling thread, the
+//! receiver reading `len`-byte buffers as ttcp does.
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
+use super::net::{drive, KernelNet};
 use super::socket::{self, bind, peer_error};
-use super::SocketFacts;
-use crate::cpu::CpuMeter;
 use crate::error::TrafficError;
 use crate::meter::Meter;
 use crate::pattern::Pattern;
-use crate::report::{Received, ReceiverSide, SenderSide};
+use crate::program::stream::{Shared, StreamReceiver, StreamSender};
+use crate::program::{Program, Rendezvous, Step};
+use crate::report::{ReceiverSide, SenderSide};
 use crate::spec::{Protocol, TransferSpec};
-use crate::verify::StreamVerifier;
+use crate::transport::{Peer, SocketFacts};
 
-/// A bound, listening receiver, ready before the sender starts.
+/// A receiver listening, ready before the sender starts.
+pub struct Receiving {
+    net: KernelNet,
+    program: StreamReceiver<KernelNet>,
+}
+
+impl Receiving {
+    /// What the listener was granted.
+    pub fn facts(&self) -> SocketFacts {
+        self.program.facts().clone()
+    }
+}
+
+fn shared(
+    spec: &TransferSpec,
+    pattern: &Arc<Pattern>,
+    meter: &Arc<Meter>,
+    rendezvous: Rendezvous,
+) -> Shared {
+    Shared {
+        spec: spec.clone(),
+        pattern: pattern.clone(),
+        meter: meter.clone(),
+        rendezvous: Arc::new(rendezvous),
+        address_grace: Duration::ZERO,
+    }
+}
+
+/// Listens on `addr` (the first step of the receiving program), so a
+/// port in use or an address not here is reported before the sender
+/// starts.
+pub fn listen(
+    spec: &TransferSpec,
+    addr: SocketAddr,
+    pattern: &Arc<Pattern>,
+    meter: &Arc<Meter>,
+) -> Result<Receiving, TrafficError> {
+    let mut net = KernelNet::new();
+    let mut program = StreamReceiver::new(
+        shared(spec, pattern, meter, Rendezvous::default()),
+        addr,
+        spec.len,
+    );
+    if let Step::Done(Err(e)) = program.step(&mut net) {
+        return Err(e);
+    }
+    Ok(Receiving { net, program })
+}
+
+/// Accepts one connection and receives until the sender closes.
+pub fn receive(mut receiving: Receiving) -> Result<(ReceiverSide, SocketFacts), TrafficError> {
+    let ended = drive(&mut receiving.net, &mut receiving.program)?;
+    Ok((ended.side, ended.facts))
+}
+
+/// Connects to `dest` and writes `count` buffers of `len` pattern bytes
+/// (more while the minimum duration has not passed).
+pub fn transmit(
+    spec: &TransferSpec,
+    dest: SocketAddr,
+    pattern: &Arc<Pattern>,
+    meter: &Arc<Meter>,
+) -> Result<(SenderSide, SocketFacts), TrafficError> {
+    let rendezvous = Rendezvous::with_receiver(Peer::Ip(dest));
+    let mut program = StreamSender::new(shared(spec, pattern, meter, rendezvous));
+    let ended = drive(&mut KernelNet::new(), &mut program)?;
+    Ok((ended.side, ended.facts))
+}
+
+/// A bound, listening socket (the echo server's).
 pub struct Listening {
     listener: TcpListener,
     pub facts: SocketFacts,
@@ -27,7 +98,7 @@ pub struct Listening {
 /// Binds and listens on `addr` with the spec's buffer sizes (set on the
 /// listener, so accepted connections inherit them and the window scale
 /// in the SYN-ACK covers them).
-pub fn listen(spec: &TransferSpec, addr: SocketAddr) -> Result<Listening, TrafficError> {
+pub fn listen_socket(spec: &TransferSpec, addr: SocketAddr) -> Result<Listening, TrafficError> {
     let socket = socket::open(Protocol::Tcp, addr, spec.sockbuf)?;
     socket
         .set_reuse_address(true)
@@ -43,62 +114,6 @@ pub fn listen(spec: &TransferSpec, addr: SocketAddr) -> Result<Listening, Traffi
     Ok(Listening {
         listener: socket.into(),
         facts,
-    })
-}
-
-/// Accepts one connection and receives until the sender closes.
-pub fn receive(
-    listening: Listening,
-    spec: &TransferSpec,
-    pattern: &Pattern,
-    meter: &Meter,
-) -> Result<ReceiverSide, TrafficError> {
-    let mut stream = accept(listening, spec.timeout)?;
-    stream
-        .set_read_timeout(Some(spec.timeout))
-        .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
-    let mut buf = vec![0u8; spec.len];
-    let mut verifier = StreamVerifier::new();
-    let cpu = CpuMeter::start();
-    let mut first: Option<Instant> = None;
-    let mut last = Instant::now();
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                last = Instant::now();
-                first.get_or_insert(last);
-                verifier.check(pattern, &buf[..n]);
-                meter.add_received(n as u64);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(TrafficError::timeout(
-                    spec.timeout,
-                    format!(
-                        "waiting for data ({} of {} bytes received)",
-                        verifier.counts().bytes,
-                        spec.total_bytes()
-                    ),
-                ));
-            }
-            Err(e) => return Err(TrafficError::io("receive", e)),
-        }
-    }
-    let cpu = cpu.stop();
-    let counts = verifier.finish(pattern);
-    let good = counts.bytes - counts.corrupted_bytes - counts.duplicated_bytes;
-    Ok(ReceiverSide {
-        bytes: good,
-        elapsed: first.map_or(Duration::ZERO, |f| last - f),
-        cpu,
-        checks: Received::Stream(counts),
-        drops: None,
     })
 }
 
@@ -154,84 +169,4 @@ pub(super) fn connect(
         congestion_control: socket::congestion_control(&socket),
     };
     Ok((socket.into(), facts))
-}
-
-/// Waits until the kernel says every byte written was acknowledged
-/// (`SIOCOUTQ` at 0). Spins with yields: the wait is part of the measured
-/// window, and a sleep would add its own granularity to it.
-fn wait_until_acknowledged(stream: &TcpStream, timeout: Duration) -> Result<(), TrafficError> {
-    let since = Instant::now();
-    while socket::unacknowledged_bytes(stream).is_some_and(|n| n > 0) {
-        if since.elapsed() > timeout {
-            return Err(TrafficError::timeout(
-                timeout,
-                "waiting for the receiver to acknowledge the last bytes",
-            ));
-        }
-        std::thread::yield_now();
-    }
-    Ok(())
-}
-
-/// Connects to `dest` and writes `count` buffers of `len` pattern bytes
-/// (more while the minimum duration has not passed).
-pub fn transmit(
-    spec: &TransferSpec,
-    dest: SocketAddr,
-    pattern: &Pattern,
-    meter: &Meter,
-) -> Result<(SenderSide, SocketFacts), TrafficError> {
-    let (mut stream, facts) = connect(dest, spec.sockbuf, spec.nodelay, spec.timeout)?;
-    stream
-        .set_write_timeout(Some(spec.timeout))
-        .map_err(|e| TrafficError::io("set SO_SNDTIMEO", e))?;
-    let cpu = CpuMeter::start();
-    let start = Instant::now();
-    let mut offset = 0u64;
-    let mut writes = 0u64;
-    while spec.keep_sending(writes, start.elapsed()) {
-        stream
-            .write_all(pattern.at(offset, spec.len))
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => TrafficError::timeout(
-                    spec.timeout,
-                    format!("sending: the receiver stopped reading after {offset} bytes"),
-                ),
-                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
-                    TrafficError::Invalid(format!(
-                        "the receiver closed the connection after {offset} of {} bytes \
-                         (is it a stackscope ttcp -r?)",
-                        spec.total_bytes()
-                    ))
-                }
-                _ => TrafficError::io(format!("send (after {offset} bytes)"), e),
-            })?;
-        offset += spec.len as u64;
-        writes += 1;
-        meter.add_sent(spec.len as u64);
-    }
-    // iperf3's sender window ends when the last byte is acknowledged,
-    // not when the last write returns (that only filled the buffer).
-    wait_until_acknowledged(&stream, spec.timeout)?;
-    let elapsed = start.elapsed();
-    let cpu = cpu.stop();
-    // Close our half and wait for the receiver's close, so both sides are
-    // done when this returns.
-    let _ = stream.shutdown(Shutdown::Write);
-    stream
-        .set_read_timeout(Some(spec.timeout))
-        .map_err(|e| TrafficError::io("set SO_RCVTIMEO", e))?;
-    let mut sink = [0u8; 64];
-    while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
-    let retransmits = socket::total_retransmits(&stream);
-    Ok((
-        SenderSide {
-            bytes: offset,
-            datagrams: 0,
-            elapsed,
-            cpu,
-            retransmits,
-        },
-        facts,
-    ))
 }

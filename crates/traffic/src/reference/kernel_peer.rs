@@ -225,7 +225,7 @@ pub fn run_pair(
             }
             RefEnd::Sender => {
                 veth.enter(Side::A)?;
-                let ready = match Ready::bind(&spec, receiver_addr) {
+                let ready = match Ready::bind(&spec, receiver_addr, &pattern, &meter) {
                     Ok(ready) => ready,
                     Err(e) => {
                         let _ = ready_tx.send(None);

@@ -1,0 +1,455 @@
+//! The kernel's sockets as a [`Transport`]: non-blocking, readiness by
+//! `ppoll` between a program's steps ([`drive`]). `ppoll` rather than
+//! epoll: a program holds one to three sockets, so registration buys
+//! nothing, and its nanosecond time-out keeps paced sends and sentinels
+//! on time where epoll's millisecond one would not.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use socket2::Socket;
+use wire::ethernet::EthernetAddress;
+
+use super::socket::{self, bind, peer_error};
+use crate::error::TrafficError;
+use crate::program::{Program, Step};
+use crate::spec::{Family, Protocol, StackKind};
+use crate::transport::{
+    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
+};
+
+/// A socket of the table.
+struct Entry {
+    socket: Sock,
+    /// What it was granted, read when it was made.
+    facts: SocketFacts,
+    /// The last send found the buffer full (or a connect is under way):
+    /// wait for it to become writable too.
+    want_write: bool,
+    /// Connected to this address, not yet known to be established.
+    connecting: Option<SocketAddr>,
+}
+
+/// A stream socket (socket2's, for the TCP options) or a UDP one (std's,
+/// whose `recv_from` reads into an initialised buffer).
+enum Sock {
+    Stream(Socket),
+    Udp(std::net::UdpSocket),
+}
+
+impl Sock {
+    fn fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Sock::Stream(s) => s.as_raw_fd(),
+            Sock::Udp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// The calling thread's kernel sockets.
+#[derive(Default)]
+pub struct KernelNet {
+    sockets: Vec<Option<Entry>>,
+}
+
+/// Handles into [`KernelNet`]'s table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle(usize);
+
+/// Waits shorter than this are spun, not slept: a sleep overshoots by
+/// tens of microseconds, which would bend a paced send's schedule.
+const SPIN_BELOW: Duration = Duration::from_micros(200);
+/// The longest one wait lasts, so a program sees its time-outs and the
+/// other side's failure.
+const LONGEST_WAIT: Duration = Duration::from_millis(50);
+
+impl KernelNet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn add(&mut self, socket: Sock, facts: SocketFacts) -> Handle {
+        let entry = Entry {
+            socket,
+            facts,
+            want_write: false,
+            connecting: None,
+        };
+        match self.sockets.iter().position(Option::is_none) {
+            Some(i) => {
+                self.sockets[i] = Some(entry);
+                Handle(i)
+            }
+            None => {
+                self.sockets.push(Some(entry));
+                Handle(self.sockets.len() - 1)
+            }
+        }
+    }
+
+    /// The stream socket behind `handle`, and its entry's flags.
+    fn stream(&mut self, handle: Handle) -> Result<&mut Entry, TrafficError> {
+        let entry = self.entry(handle)?;
+        match entry.socket {
+            Sock::Stream(_) => Ok(entry),
+            Sock::Udp(_) => Err(TrafficError::Invalid(
+                "a UDP socket used as a stream".into(),
+            )),
+        }
+    }
+
+    fn entry(&mut self, handle: Handle) -> Result<&mut Entry, TrafficError> {
+        self.sockets
+            .get_mut(handle.0)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| TrafficError::Invalid("a closed socket was used".into()))
+    }
+
+    fn remove(&mut self, handle: Handle) {
+        if let Some(slot) = self.sockets.get_mut(handle.0) {
+            *slot = None;
+        }
+    }
+
+    /// Waits until a socket is readable (or writable, where a send found
+    /// it full), or `until`; at most [`LONGEST_WAIT`].
+    pub fn wait(&mut self, until: Option<Instant>) {
+        let now = Instant::now();
+        let longest = now + LONGEST_WAIT;
+        let until = until.map_or(longest, |u| u.min(longest));
+        if until <= now {
+            return;
+        }
+        let left = until - now;
+        if left < SPIN_BELOW {
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            return;
+        }
+        let mut fds: Vec<libc::pollfd> = self
+            .sockets
+            .iter()
+            .flatten()
+            .map(|e| libc::pollfd {
+                fd: e.socket.fd(),
+                events: libc::POLLIN | if e.want_write { libc::POLLOUT } else { 0 },
+                revents: 0,
+            })
+            .collect();
+        // Wake a little early and spin the rest, for the same reason.
+        let sleep = left - SPIN_BELOW / 2;
+        let timeout = libc::timespec {
+            tv_sec: sleep.as_secs() as libc::time_t,
+            tv_nsec: libc::c_long::from(sleep.subsec_nanos() as i32),
+        };
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfds for the
+        // call, `timeout` outlives it, and a null signal mask keeps the
+        // thread's own.
+        unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                &timeout,
+                std::ptr::null(),
+            );
+        }
+    }
+}
+
+/// Runs `program` on `net` until it is done, waiting for readiness
+/// between steps.
+pub fn drive<P: Program<KernelNet>>(
+    net: &mut KernelNet,
+    program: &mut P,
+) -> Result<P::Output, TrafficError> {
+    loop {
+        match program.step(net) {
+            Step::Again => {}
+            Step::Wait(until) => net.wait(until),
+            Step::Recheck => std::thread::yield_now(),
+            Step::Done(result) => return result,
+        }
+    }
+}
+
+fn would_block(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
+fn nonblocking(socket: &Socket) -> Result<(), TrafficError> {
+    socket
+        .set_nonblocking(true)
+        .map_err(|e| TrafficError::io("set the socket non-blocking", e))
+}
+
+/// The socket2 socket of a stream entry.
+fn tcp(entry: &Entry) -> &Socket {
+    match &entry.socket {
+        Sock::Stream(socket) => socket,
+        Sock::Udp(_) => unreachable!("checked by KernelNet::stream"),
+    }
+}
+
+fn stream_facts(socket: &Socket) -> SocketFacts {
+    SocketFacts {
+        granted: socket::granted(socket),
+        congestion_control: socket::congestion_control(socket),
+    }
+}
+
+impl Transport for KernelNet {
+    type Listener = Handle;
+    type Stream = Handle;
+    type Datagrams = Handle;
+
+    fn stack(&self) -> StackKind {
+        StackKind::Kernel
+    }
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// The kernel picks the source address per route: a program binds or
+    /// connects to addresses it was given, so this says only that the
+    /// family is usable.
+    fn local_ip(&self, family: Family) -> Option<IpAddr> {
+        Some(super::any(family))
+    }
+
+    fn link_address(&self, _interface: &str) -> Option<EthernetAddress> {
+        None
+    }
+
+    fn listen(
+        &mut self,
+        local: SocketAddr,
+        options: StreamOptions,
+    ) -> Result<Handle, TrafficError> {
+        // The buffer sizes on the listener, so accepted connections
+        // inherit them and the window scale in the SYN-ACK covers them.
+        let socket = socket::open(Protocol::Tcp, local, options.buffer)?;
+        socket
+            .set_reuse_address(true)
+            .map_err(|e| TrafficError::io("set SO_REUSEADDR", e))?;
+        if options.nodelay {
+            socket
+                .set_tcp_nodelay(true)
+                .map_err(|e| TrafficError::io("set TCP_NODELAY", e))?;
+        }
+        bind(&socket, local)?;
+        socket
+            .listen(16)
+            .map_err(|e| TrafficError::io(format!("listen on {local}"), e))?;
+        nonblocking(&socket)?;
+        let facts = stream_facts(&socket);
+        Ok(self.add(Sock::Stream(socket), facts))
+    }
+
+    fn accept(&mut self, listener: Handle) -> Result<Option<Handle>, TrafficError> {
+        let entry = self.stream(listener)?;
+        match tcp(entry).accept() {
+            Ok((conn, _)) => {
+                nonblocking(&conn)?;
+                let facts = stream_facts(&conn);
+                Ok(Some(self.add(Sock::Stream(conn), facts)))
+            }
+            Err(e) if would_block(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(None),
+            Err(e) => Err(TrafficError::io("accept", e)),
+        }
+    }
+
+    fn connect(
+        &mut self,
+        remote: SocketAddr,
+        options: StreamOptions,
+    ) -> Result<Handle, TrafficError> {
+        let socket = socket::open(Protocol::Tcp, remote, options.buffer)?;
+        socket
+            .set_tcp_nodelay(options.nodelay)
+            .map_err(|e| TrafficError::io("set TCP_NODELAY", e))?;
+        nonblocking(&socket)?;
+        match socket.connect(&remote.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) || would_block(&e) => {}
+            Err(e) => return Err(peer_error(e, remote, Duration::ZERO)),
+        }
+        let facts = stream_facts(&socket);
+        let handle = self.add(Sock::Stream(socket), facts);
+        let entry = self.entry(handle)?;
+        entry.want_write = true;
+        entry.connecting = Some(remote);
+        Ok(handle)
+    }
+
+    fn established(&mut self, stream: Handle) -> Result<bool, TrafficError> {
+        let entry = self.stream(stream)?;
+        let Some(remote) = entry.connecting else {
+            return Ok(true);
+        };
+        let socket = tcp(entry);
+        if let Ok(Some(e)) | Err(e) = socket.take_error() {
+            return Err(peer_error(e, remote, Duration::ZERO));
+        }
+        if socket.peer_addr().is_err() {
+            return Ok(false);
+        }
+        entry.connecting = None;
+        entry.want_write = false;
+        Ok(true)
+    }
+
+    fn send(&mut self, stream: Handle, data: &[u8]) -> Result<usize, TrafficError> {
+        let entry = self.stream(stream)?;
+        loop {
+            match tcp(entry).send_with_flags(data, libc::MSG_NOSIGNAL) {
+                Ok(n) => {
+                    entry.want_write = false;
+                    return Ok(n);
+                }
+                Err(e) if would_block(&e) => {
+                    entry.want_write = true;
+                    return Ok(0);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(TrafficError::io("send", e)),
+            }
+        }
+    }
+
+    fn recv(&mut self, stream: Handle, buf: &mut [u8]) -> Result<Read, TrafficError> {
+        let entry = self.stream(stream)?;
+        loop {
+            match io::Read::read(&mut tcp(entry), buf) {
+                Ok(0) => return Ok(Read::End),
+                Ok(n) => return Ok(Read::Data(n)),
+                Err(e) if would_block(&e) => return Ok(Read::Nothing),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(TrafficError::io("receive", e)),
+            }
+        }
+    }
+
+    fn shutdown(&mut self, stream: Handle) -> Result<(), TrafficError> {
+        let entry = self.stream(stream)?;
+        // A connection the peer reset already has nothing left to close.
+        let _ = tcp(entry).shutdown(std::net::Shutdown::Write);
+        Ok(())
+    }
+
+    fn unacknowledged(&mut self, stream: Handle) -> Option<u64> {
+        let entry = self.stream(stream).ok()?;
+        socket::unacknowledged_bytes(tcp(entry))
+    }
+
+    fn retransmits(&mut self, stream: Handle) -> Option<u64> {
+        let entry = self.stream(stream).ok()?;
+        socket::total_retransmits(tcp(entry))
+    }
+
+    fn stream_facts(&mut self, stream: Handle) -> SocketFacts {
+        self.entry(stream)
+            .map(|e| e.facts.clone())
+            .unwrap_or_default()
+    }
+
+    fn listener_facts(&mut self, listener: Handle) -> SocketFacts {
+        self.stream_facts(listener)
+    }
+
+    fn close(&mut self, stream: Handle) {
+        self.remove(stream);
+    }
+
+    fn close_listener(&mut self, listener: Handle) {
+        self.remove(listener);
+    }
+
+    fn open_datagrams(
+        &mut self,
+        kind: &DatagramKind,
+        options: DatagramOptions,
+    ) -> Result<Handle, TrafficError> {
+        match kind {
+            DatagramKind::Udp(local) => {
+                let socket = socket::open(Protocol::Udp, *local, options.buffer)?;
+                bind(&socket, *local)?;
+                nonblocking(&socket)?;
+                let facts = SocketFacts {
+                    granted: socket::granted(&socket),
+                    congestion_control: None,
+                };
+                Ok(self.add(Sock::Udp(socket.into()), facts))
+            }
+            DatagramKind::Link { .. } => Err(TrafficError::Unsupported(
+                "link-level frames on the kernel's sockets run over AF_PACKET (--netns)".into(),
+            )),
+        }
+    }
+
+    fn send_to(&mut self, socket: Handle, data: &[u8], to: Peer) -> Result<bool, TrafficError> {
+        let Peer::Ip(dest) = to else {
+            return Err(TrafficError::Invalid(
+                "a UDP socket sends to IP addresses".into(),
+            ));
+        };
+        let entry = self.entry(socket)?;
+        let Sock::Udp(udp) = &entry.socket else {
+            return Err(TrafficError::Invalid(
+                "a stream used as a UDP socket".into(),
+            ));
+        };
+        loop {
+            match udp.send_to(data, dest) {
+                Ok(_) => {
+                    entry.want_write = false;
+                    return Ok(true);
+                }
+                // The device queue is full (ENOBUFS) or the socket buffer
+                // is: wait for it, as a blocking socket would.
+                Err(e) if would_block(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    entry.want_write = true;
+                    return Ok(false);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(peer_error(e, dest, Duration::ZERO)),
+            }
+        }
+    }
+
+    fn recv_from(
+        &mut self,
+        socket: Handle,
+        buf: &mut [u8],
+    ) -> Result<Option<(usize, Peer)>, TrafficError> {
+        let entry = self.entry(socket)?;
+        let Sock::Udp(udp) = &entry.socket else {
+            return Err(TrafficError::Invalid(
+                "a stream used as a UDP socket".into(),
+            ));
+        };
+        loop {
+            match udp.recv_from(buf) {
+                Ok((n, from)) => return Ok(Some((n, Peer::Ip(from)))),
+                Err(e) if would_block(&e) => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A port unreachable for an earlier send: not this read's.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(TrafficError::io("receive", e)),
+            }
+        }
+    }
+
+    fn datagram_facts(&mut self, socket: Handle) -> SocketFacts {
+        self.entry(socket)
+            .map(|e| e.facts.clone())
+            .unwrap_or_default()
+    }
+
+    fn close_datagrams(&mut self, socket: Handle) {
+        self.remove(socket);
+    }
+}

@@ -1,0 +1,111 @@
+//! The traffic programs, each written once over [`Transport`]: the ttcp
+//! stream sender and receiver ([`stream`]), and what they share. A program
+//! is a state machine stepped by its target's driver — the kernel's
+//! (wait for socket readiness between steps) or the reference stack's
+//! runners (step inside the host's poll loop) — and never blocks.
+
+pub mod stream;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::TrafficError;
+use crate::transport::{Peer, Transport};
+
+/// What a program's step wants next.
+#[derive(Debug)]
+pub enum Step<T> {
+    /// It did work: step again at once.
+    Again,
+    /// Nothing to do until a socket has something, or until the instant
+    /// (a paced send, a sentinel, a time-out).
+    Wait(Option<Instant>),
+    /// It waits for something the stack does not signal to applications
+    /// (the peer acknowledging sent bytes): look again soon. The kernel's
+    /// driver yields the CPU and steps again; a reference host steps it
+    /// when packets move.
+    Recheck,
+    /// Finished, with its side's result.
+    Done(Result<T, TrafficError>),
+}
+
+/// A traffic program on stack `N`.
+pub trait Program<N: Transport> {
+    type Output;
+
+    /// Does what can be done now.
+    fn step(&mut self, net: &mut N) -> Step<Self::Output>;
+}
+
+/// What the two sides of one run share in this process: where the
+/// receiver listens, once it does, and whether a side failed (the other
+/// then stops instead of waiting out its time-outs).
+#[derive(Debug, Default)]
+pub struct Rendezvous {
+    receiver: Mutex<Option<Peer>>,
+    published: Condvar,
+    failed: AtomicBool,
+}
+
+impl Rendezvous {
+    /// A rendezvous whose receiver is known before anything runs (a
+    /// sender to a remote host).
+    pub fn with_receiver(peer: Peer) -> Self {
+        let rendezvous = Self::default();
+        rendezvous.publish(peer);
+        rendezvous
+    }
+
+    /// The receiver says where it listens (once; later calls change
+    /// nothing).
+    pub fn publish(&self, peer: Peer) {
+        let mut slot = self.receiver.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(peer);
+            self.published.notify_all();
+        }
+    }
+
+    /// Where the receiver listens, if it said.
+    pub fn receiver(&self) -> Option<Peer> {
+        *self.receiver.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blocks the calling thread until the receiver has published, a side
+    /// failed, or `timeout` passed.
+    pub fn wait_for_receiver(&self, timeout: Duration) -> Option<Peer> {
+        let deadline = Instant::now() + timeout;
+        let mut slot = self.receiver.lock().unwrap_or_else(|e| e.into_inner());
+        while slot.is_none() && !self.failed() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            // Woken by a publication; a failure is seen within the slice.
+            let slice = left.min(Duration::from_millis(20));
+            slot = self
+                .published
+                .wait_timeout(slot, slice)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *slot
+    }
+
+    /// A side failed.
+    pub fn fail(&self) {
+        self.failed.store(true, Ordering::Relaxed);
+        self.published.notify_all();
+    }
+
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// A program's result when it stopped because the other side failed: the
+/// other side's error is the cause, this one is not reported.
+pub fn peer_failed<T>() -> Step<T> {
+    Step::Done(Err(TrafficError::PeerFailed))
+}

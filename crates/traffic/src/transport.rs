@@ -1,0 +1,182 @@
+//! What a traffic program needs from a stack, and nothing more: streams
+//! (listen, accept, connect, send, receive, shutdown), datagrams (UDP and
+//! link-level frames), addresses, the clock and the counters a report
+//! records. Every operation returns at once: "not now" is `Ok(None)` or
+//! `Ok(0)`, never a blocked thread, so one program runs the same inside
+//! the reference stack's poll loop (`reference::net`) and over the
+//! kernel's non-blocking sockets (`kernel::net`).
+//!
+//! The shape follows smoltcp's socket API (poll-driven, handles into a
+//! socket set) rather than `std::net`'s blocking one, because the
+//! reference host is single-threaded and poll-driven: the trait adapts to
+//! it, and the kernel adapter waits for readiness between steps.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+use wire::ethernet::EthernetAddress;
+
+use crate::env::GrantedBuffers;
+use crate::error::TrafficError;
+use crate::spec::{Family, StackKind};
+
+/// Where a datagram goes or came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// A UDP socket address.
+    Ip(SocketAddr),
+    /// A link-level frame's station.
+    Mac(EthernetAddress),
+}
+
+/// Stream socket settings a program asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Send and receive buffer bytes (`-b`); the stack's default if `None`.
+    pub buffer: Option<usize>,
+    /// Nagle off (`-D`, and every echo).
+    pub nodelay: bool,
+}
+
+/// What a datagram socket carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatagramKind {
+    /// UDP bound to this address (port 0: any port).
+    Udp(SocketAddr),
+    /// Link-level frames of `ethertype` on `interface` (the stack's first
+    /// interface when empty).
+    Link { interface: String, ethertype: u16 },
+}
+
+/// Datagram socket settings a program asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DatagramOptions {
+    /// Receive buffer bytes (`-b`); the stack's default if `None`.
+    pub buffer: Option<usize>,
+    /// The datagram size the program sends, so a stack that queues by
+    /// count can size its queues.
+    pub datagram_len: usize,
+}
+
+/// What a stream read found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// This many bytes (at least one).
+    Data(usize),
+    /// Nothing now; more may come.
+    Nothing,
+    /// The peer closed its sending half: no more will come.
+    End,
+}
+
+/// What a socket was granted and runs with, for the run's record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SocketFacts {
+    pub granted: GrantedBuffers,
+    pub congestion_control: Option<String>,
+}
+
+/// A stack as traffic programs use it. Handles are small copies into the
+/// stack's own socket table.
+pub trait Transport {
+    type Listener: Copy;
+    type Stream: Copy;
+    type Datagrams: Copy;
+
+    /// Which stack this is.
+    fn stack(&self) -> StackKind;
+
+    /// The clock the stack runs on: the real one, or a simulator's.
+    fn now(&self) -> Instant;
+
+    /// The address of `family` this end uses, once it has one (the
+    /// reference stack configures its addresses after it starts).
+    fn local_ip(&self, family: Family) -> Option<IpAddr>;
+
+    /// `interface`'s station address (the first interface when empty),
+    /// once the link is up.
+    fn link_address(&self, interface: &str) -> Option<EthernetAddress>;
+
+    /// Listens on `local` for one or more connections.
+    fn listen(
+        &mut self,
+        local: SocketAddr,
+        options: StreamOptions,
+    ) -> Result<Self::Listener, TrafficError>;
+
+    /// A connection that arrived, if one did.
+    fn accept(&mut self, listener: Self::Listener) -> Result<Option<Self::Stream>, TrafficError>;
+
+    /// Starts connecting to `remote`; [`established`](Self::established)
+    /// says when it is done.
+    fn connect(
+        &mut self,
+        remote: SocketAddr,
+        options: StreamOptions,
+    ) -> Result<Self::Stream, TrafficError>;
+
+    /// True once the connection is open; an error if it failed.
+    fn established(&mut self, stream: Self::Stream) -> Result<bool, TrafficError>;
+
+    /// Takes as much of `data` as the send buffer holds (0 when full).
+    fn send(&mut self, stream: Self::Stream, data: &[u8]) -> Result<usize, TrafficError>;
+
+    /// Reads what has arrived into `buf`.
+    fn recv(&mut self, stream: Self::Stream, buf: &mut [u8]) -> Result<Read, TrafficError>;
+
+    /// Closes the sending half (a FIN after what is queued).
+    fn shutdown(&mut self, stream: Self::Stream) -> Result<(), TrafficError>;
+
+    /// Bytes sent but not yet acknowledged by the peer (queued ones
+    /// included), if the stack says.
+    fn unacknowledged(&mut self, stream: Self::Stream) -> Option<u64>;
+
+    /// Segments the connection retransmitted so far, if the stack says.
+    fn retransmits(&mut self, stream: Self::Stream) -> Option<u64>;
+
+    /// What the connection was granted.
+    fn stream_facts(&mut self, stream: Self::Stream) -> SocketFacts;
+
+    /// What the listener was granted (its connections inherit it).
+    fn listener_facts(&mut self, listener: Self::Listener) -> SocketFacts;
+
+    /// Releases a connection.
+    fn close(&mut self, stream: Self::Stream);
+
+    /// Stops listening.
+    fn close_listener(&mut self, listener: Self::Listener);
+
+    /// Opens a datagram socket.
+    fn open_datagrams(
+        &mut self,
+        kind: &DatagramKind,
+        options: DatagramOptions,
+    ) -> Result<Self::Datagrams, TrafficError>;
+
+    /// Queues one datagram for `to`; false when the socket or device
+    /// queue is full (try again after a wait).
+    fn send_to(
+        &mut self,
+        socket: Self::Datagrams,
+        data: &[u8],
+        to: Peer,
+    ) -> Result<bool, TrafficError>;
+
+    /// The next datagram into `buf` (cut to its length), with its sender.
+    fn recv_from(
+        &mut self,
+        socket: Self::Datagrams,
+        buf: &mut [u8],
+    ) -> Result<Option<(usize, Peer)>, TrafficError>;
+
+    /// What the datagram socket was granted.
+    fn datagram_facts(&mut self, socket: Self::Datagrams) -> SocketFacts;
+
+    /// Releases a datagram socket.
+    fn close_datagrams(&mut self, socket: Self::Datagrams);
+
+    /// Tells programs on the other threads of the run that something they
+    /// wait for changed (an address published, a side finished). Stacks
+    /// whose threads wait on sockets need nothing.
+    fn notify(&mut self) {}
+}
