@@ -169,8 +169,10 @@ pub trait Transport {
         buf: &mut [u8],
     ) -> Result<Option<(usize, Peer)>, TrafficError>;
 
-    /// What the datagram socket was granted.
-    fn datagram_facts(&mut self, socket: Self::Datagrams) -> SocketFacts;
+    /// What the datagram socket opened with `options` was granted (a
+    /// stack that queues by count gives its queues in bytes of the
+    /// program's datagrams).
+    fn datagram_facts(&mut self, socket: Self::Datagrams, options: DatagramOptions) -> SocketFacts;
 
     /// Releases a datagram socket.
     fn close_datagrams(&mut self, socket: Self::Datagrams);

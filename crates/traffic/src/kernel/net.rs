@@ -443,7 +443,7 @@ impl Transport for KernelNet {
         }
     }
 
-    fn datagram_facts(&mut self, socket: Handle) -> SocketFacts {
+    fn datagram_facts(&mut self, socket: Handle, _options: DatagramOptions) -> SocketFacts {
         self.entry(socket)
             .map(|e| e.facts.clone())
             .unwrap_or_default()

@@ -136,9 +136,11 @@ pub(crate) fn run_side(
         let (config, granted) = stream::tcp_config(spec);
         facts.granted = granted;
         facts.congestion_control = Some(stream::algorithm_name(&config).into());
+        let (receiving, sending) =
+            datagrams::stream_workloads(&spec_c, pattern_c, meter_c, &outcome_c);
         match role {
-            Role::Transmit(_) => stream::sender(spec_c, config, pattern_c, meter_c, outcome_c),
-            Role::Receive => stream::receiver(spec_c, config, pattern_c, meter_c, outcome_c),
+            Role::Transmit(_) => sending,
+            Role::Receive => receiving,
         }
     } else {
         let (transport, granted) = Transport::for_spec(spec);
@@ -155,9 +157,9 @@ pub(crate) fn run_side(
     };
     if let Role::Transmit(dest) = role {
         // The peer is given, not discovered: publish it for the sender.
-        let _ = outcome
-            .receiver_addr
-            .set(PeerAddr::Ip(SocketAddr::new(dest, spec.port)));
+        outcome
+            .rendezvous
+            .publish(PeerAddr::Ip(SocketAddr::new(dest, spec.port)));
     }
     let runner = RealTime::new(MAX_SLEEP);
     let mut workload = Some(super::with_timeouts(factory)(host));
@@ -165,9 +167,9 @@ pub(crate) fn run_side(
     let mut said_ready = role != Role::Receive;
     runner.run(host, |host, now| {
         if !said_ready {
-            if let Some(PeerAddr::Ip(addr)) = outcome.receiver_addr.get() {
+            if let Some(PeerAddr::Ip(addr)) = outcome.rendezvous.receiver() {
                 said_ready = true;
-                ready(*addr);
+                ready(addr);
             }
         }
         if let Some(work) = workload.as_mut() {

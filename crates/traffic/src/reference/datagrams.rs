@@ -14,8 +14,8 @@ use stack::runner::threaded::{self, Progress, Workload, WorkloadFactory};
 use stack::socket::udp::UdpConfig;
 use stack::socket::{LinkConfig, SendError};
 use stack::topology::Topology;
-use wire::ethernet::EthernetAddress;
 
+use super::drive;
 use super::tally::{self, Accounts};
 use super::{address_of, take, Endpoints, Outcome, Shared};
 use crate::cpu::{CpuMeter, CpuUsage};
@@ -26,9 +26,11 @@ use crate::kernel::udp::{END_WAIT, SENTINEL_GAP, SENTINEL_REPEATS};
 use crate::meter::{IntervalRecorder, Meter};
 use crate::pace::Pacer;
 use crate::pattern::Pattern;
+use crate::program::stream::{self, StreamReceiver, StreamSender};
 use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
 use crate::session::ReceiveSession;
 use crate::spec::{Family, Protocol, TransferSpec, RAW_ETHERTYPE};
+use crate::transport::StreamOptions;
 use crate::verify::Arrival;
 
 /// How long the hosts may take to configure their addresses (SLAAC, DAD)
@@ -58,25 +60,17 @@ pub(super) fn run(
         let meter = Arc::new(Meter::default());
         let outcome: Shared = Arc::new(Outcome::default());
         let (receiving, sending) = if spec.protocol == Protocol::Tcp {
-            let (config, granted) = super::stream::tcp_config(&spec);
-            flow.target.sockbuf_granted = granted;
-            flow.target.congestion_control = Some(super::stream::algorithm_name(&config).into());
-            (
-                super::stream::receiver(
-                    spec.clone(),
-                    config,
-                    pattern.clone(),
-                    meter.clone(),
-                    outcome.clone(),
-                ),
-                super::stream::sender(
-                    spec.clone(),
-                    config,
-                    pattern,
-                    meter.clone(),
-                    outcome.clone(),
-                ),
-            )
+            let options = StreamOptions {
+                buffer: spec.sockbuf,
+                nodelay: spec.nodelay,
+            };
+            let config = super::net::tcp_config(options);
+            flow.target.sockbuf_granted = GrantedBuffers {
+                send: Some(config.send_buffer),
+                recv: Some(config.recv_buffer),
+            };
+            flow.target.congestion_control = Some(super::net::algorithm_name(&config).into());
+            stream_workloads(&spec, pattern, meter.clone(), &outcome)
         } else {
             let (transport, granted) = Transport::for_spec(&spec);
             flow.target.sockbuf_granted = granted;
@@ -151,7 +145,10 @@ pub(super) fn run(
         // The first failure is the cause; the other side's is a
         // consequence.
         match (sender_side, receiver_side) {
-            (Err(e), _) | (_, Err(e)) => {
+            (Err(e), other) => {
+                first_error.get_or_insert(super::cause(e, other.err()));
+            }
+            (Ok(_), Err(e)) => {
                 first_error.get_or_insert(e);
             }
             (Ok(s), Ok(mut r)) => {
@@ -179,6 +176,36 @@ pub(super) fn run(
         Some(e) => Err(e),
         None => Ok(reports),
     }
+}
+
+/// The stream programs of a TCP flow as the receiver's and the sender's
+/// workloads.
+pub(super) fn stream_workloads(
+    spec: &TransferSpec,
+    pattern: Arc<Pattern>,
+    meter: Arc<Meter>,
+    outcome: &Shared,
+) -> (WorkloadFactory, WorkloadFactory) {
+    let shared = stream::Shared {
+        spec: spec.clone(),
+        pattern,
+        meter,
+        rendezvous: outcome.rendezvous.clone(),
+        address_grace: ADDRESS_GRACE,
+    };
+    let bind = SocketAddr::new(unspecified(spec.family), spec.port);
+    // Whatever the host has, at least 64 KiB a call: each step reads
+    // what arrived since the last.
+    let read_len = spec.len.max(64 * 1024);
+    let receiver = StreamReceiver::new(shared.clone(), bind, read_len);
+    let sender = StreamSender::new(shared);
+    let (r, s) = (outcome.clone(), outcome.clone());
+    (
+        drive::workload(receiver, move |ended| {
+            r.receiver_done(ended.map(|e| e.side))
+        }),
+        drive::workload(sender, move |ended| s.sender_done(ended.map(|e| e.side))),
+    )
 }
 
 /// Several workloads on one host, run in turn; done when all are.
@@ -213,11 +240,7 @@ pub(super) enum Transport {
 }
 
 /// Where the receiver takes datagrams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PeerAddr {
-    Ip(SocketAddr),
-    Mac(EthernetAddress),
-}
+pub(super) use crate::transport::Peer as PeerAddr;
 
 /// A host's open end of the transfer.
 #[derive(Debug, Clone, Copy)]
@@ -401,7 +424,7 @@ impl Receiving {
     ) -> Result<Option<ReceiverSide>, TrafficError> {
         let Some(session) = self.session.as_mut() else {
             if let Some(addr) = self.channel.address(host, spec, &self.interface) {
-                let _ = outcome.receiver_addr.set(addr);
+                outcome.rendezvous.publish(addr);
                 stack::runner::threaded::wake_peers();
                 self.session = Some(ReceiveSession::new(spec.circuit));
             } else if self.began.elapsed() > spec.timeout + ADDRESS_GRACE {
@@ -546,8 +569,8 @@ impl Sending {
         match self.phase {
             Phase::WaitingForPeer { since } => {
                 let own = self.channel.address(host, spec, &self.interface);
-                match (own, outcome.receiver_addr.get()) {
-                    (Some(_), Some(&dest)) => {
+                match (own, outcome.rendezvous.receiver()) {
+                    (Some(_), Some(dest)) => {
                         self.phase = Phase::Start {
                             dest,
                             sent: 0,

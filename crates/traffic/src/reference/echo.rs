@@ -100,10 +100,10 @@ fn server(
         let began = Instant::now();
         let mut buf = vec![0u8; 65_536];
         Box::new(move |host: &mut Host, _now| {
-            if outcome.receiver_addr.get().is_none() {
+            if outcome.rendezvous.receiver().is_none() {
                 match channel.address(host, &spec, &interface) {
                     Some(addr) => {
-                        let _ = outcome.receiver_addr.set(addr);
+                        outcome.rendezvous.publish(addr);
                         stack::runner::threaded::wake_peers();
                     }
                     None if began.elapsed() > spec.timeout + ADDRESS_GRACE => {
@@ -189,8 +189,8 @@ fn client(
             match &mut state {
                 State::WaitingForPeer { since } => {
                     let own = channel.address(host, &spec, &interface);
-                    match (own, outcome.receiver_addr.get()) {
-                        (Some(_), Some(&dest)) => {
+                    match (own, outcome.rendezvous.receiver()) {
+                        (Some(_), Some(dest)) => {
                             state = State::Exchange {
                                 dest,
                                 seq: 0,

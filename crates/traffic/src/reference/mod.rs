@@ -7,9 +7,11 @@
 
 pub mod attached;
 mod datagrams;
+pub mod drive;
 pub mod echo;
 pub mod kernel_peer;
 pub mod messages;
+pub mod net;
 mod pinned;
 mod stream;
 mod stream_echo;
@@ -17,13 +19,14 @@ mod tally;
 
 use std::net::IpAddr;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use stack::runner::threaded::{Progress, WorkloadFactory};
 use stack::topology::{NodeKind, Topology};
 
 use crate::env::Environment;
 use crate::error::TrafficError;
+use crate::program::Rendezvous;
 use crate::report::{ReceiverSide, SenderSide, TransferReport};
 use crate::spec::{Family, Protocol, StackKind, TransferSpec};
 
@@ -99,8 +102,9 @@ pub fn neighbours(topology: &Topology) -> Result<Endpoints, TrafficError> {
 /// What the two sides' workloads hand back across threads: `S` from the
 /// sender (client), `R` from the receiver (server).
 struct Outcome<S = SenderSide, R = ReceiverSide> {
-    /// The receiver's address, once it has one.
-    receiver_addr: OnceLock<datagrams::PeerAddr>,
+    /// The receiver's address, once it has one, and whether a side
+    /// failed.
+    rendezvous: Arc<Rendezvous>,
     sender: Mutex<Option<Result<S, TrafficError>>>,
     receiver: Mutex<Option<Result<R, TrafficError>>>,
 }
@@ -108,7 +112,7 @@ struct Outcome<S = SenderSide, R = ReceiverSide> {
 impl<S, R> Default for Outcome<S, R> {
     fn default() -> Self {
         Self {
-            receiver_addr: OnceLock::new(),
+            rendezvous: Arc::default(),
             sender: Mutex::new(None),
             receiver: Mutex::new(None),
         }
@@ -118,7 +122,32 @@ impl<S, R> Default for Outcome<S, R> {
 impl<S, R> Outcome<S, R> {
     /// True once either side has failed: the other stops too.
     fn failed(&self) -> bool {
-        failed(&self.sender) || failed(&self.receiver)
+        self.rendezvous.failed() || failed(&self.sender) || failed(&self.receiver)
+    }
+
+    /// Records the sender's result (a failure stops the receiver too).
+    fn sender_done(&self, result: Result<S, TrafficError>) {
+        if result.is_err() {
+            self.rendezvous.fail();
+        }
+        *self.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+    }
+
+    /// Records the receiver's result (a failure stops the sender too).
+    fn receiver_done(&self, result: Result<R, TrafficError>) {
+        if result.is_err() {
+            self.rendezvous.fail();
+        }
+        *self.receiver.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+    }
+}
+
+/// Of the two sides' results, the error that caused the failure: a side
+/// that stopped because the other failed is not the cause.
+fn cause(first: TrafficError, second: Option<TrafficError>) -> TrafficError {
+    match (first, second) {
+        (TrafficError::PeerFailed, Some(other)) => other,
+        (first, _) => first,
     }
 }
 

@@ -509,6 +509,12 @@ impl Connection {
         self.fin_queued
     }
 
+    /// The settings the connection was opened with (its buffer sizes and
+    /// congestion control, for a run's record).
+    pub fn config(&self) -> &TcpConfig {
+        &self.config
+    }
+
     /// Bytes in the send queue: unacknowledged and unsent.
     pub fn send_queued(&self) -> usize {
         self.send.len()

@@ -122,6 +122,11 @@ impl Listener {
         self.local
     }
 
+    /// The settings its connections get.
+    pub fn connection_config(&self) -> &TcpConfig {
+        &self.tcp
+    }
+
     pub fn flow(&self) -> Flow {
         self.flow
     }

@@ -1,0 +1,38 @@
+//! Programs on the reference stack's runners: a [`Program`] over the
+//! [`Host`] becomes a workload of the threaded runner (and of the
+//! real-time runner, which takes the same workloads), stepped by the
+//! host's thread between its polls.
+
+use stack::iface::host::Host;
+use stack::runner::threaded::{wake_peers, Progress, Workload, WorkloadFactory};
+
+use crate::error::TrafficError;
+use crate::program::{Program, Step};
+
+/// The workload that steps `program` until it is done, then hands its
+/// result to `done`.
+pub fn workload<P>(
+    program: P,
+    done: impl FnOnce(Result<P::Output, TrafficError>) + Send + 'static,
+) -> WorkloadFactory
+where
+    P: Program<Host> + Send + 'static,
+{
+    Box::new(move |_host: &mut Host| -> Workload {
+        let mut program = program;
+        let mut done = Some(done);
+        Box::new(move |host: &mut Host, now| match program.step(host) {
+            Step::Again => Progress::Running { next: Some(now) },
+            // Frames, host timers and other hosts' news wake it.
+            Step::Wait(None) | Step::Recheck => Progress::WAITING,
+            Step::Wait(Some(at)) => Progress::at(now, at),
+            Step::Done(result) => {
+                if let Some(done) = done.take() {
+                    done(result);
+                }
+                wake_peers();
+                Progress::Done
+            }
+        })
+    })
+}

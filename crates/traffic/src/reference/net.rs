@@ -1,0 +1,307 @@
+//! The reference stack's host as a [`Transport`]: its sockets API taken as
+//! it is (poll-driven, handles into the host's tables), so a program steps
+//! inside the host's own loop on whichever runner drives it
+//! ([`super::drive`]).
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+use stack::iface::host::{Host, LinkHandle, TcpError, TcpHandle, UdpHandle};
+use stack::socket::tcp::congestion::Algorithm;
+use stack::socket::tcp::connection::TcpConfig;
+use stack::socket::tcp::listener::ListenerConfig;
+use stack::socket::udp::UdpConfig;
+use stack::socket::{LinkConfig, SendError};
+use wire::ethernet::EthernetAddress;
+
+use crate::env::GrantedBuffers;
+use crate::error::TrafficError;
+use crate::spec::{Family, StackKind};
+use crate::transport::{
+    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
+};
+
+/// Socket buffers when `-b` is not given: 4 MiB each way, enough for the
+/// default network's bandwidth-delay product many times over (the kernel
+/// autotunes to similar sizes).
+pub const DEFAULT_BUFFER: usize = 4 << 20;
+
+/// Datagrams a sender's socket queues before sends are refused.
+pub const SEND_QUEUE: usize = 256;
+
+/// A host's datagram socket: UDP or link-level frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datagrams {
+    Udp(UdpHandle),
+    Link(LinkHandle),
+}
+
+/// The connection settings for `options`.
+pub fn tcp_config(options: StreamOptions) -> TcpConfig {
+    let size = options.buffer.unwrap_or(DEFAULT_BUFFER);
+    TcpConfig {
+        send_buffer: size,
+        recv_buffer: size,
+        nodelay: options.nodelay,
+        ..TcpConfig::default()
+    }
+}
+
+/// The congestion control's name as Linux spells it.
+pub fn algorithm_name(config: &TcpConfig) -> &'static str {
+    match config.congestion.algorithm {
+        Algorithm::Cubic => "cubic",
+        Algorithm::NewReno => "reno",
+    }
+}
+
+fn config_facts(config: &TcpConfig) -> SocketFacts {
+    SocketFacts {
+        granted: GrantedBuffers {
+            send: Some(config.send_buffer),
+            recv: Some(config.recv_buffer),
+        },
+        congestion_control: Some(algorithm_name(config).into()),
+    }
+}
+
+fn stack_error(what: &str, e: TcpError) -> TrafficError {
+    TrafficError::Invalid(format!("{what}: {e}"))
+}
+
+/// The first address of `family` a host has (global IPv6 only once DAD
+/// is done).
+pub fn address_of(host: &Host, family: Family) -> Option<IpAddr> {
+    match family {
+        Family::V6 => host
+            .global_ipv6_addresses()
+            .first()
+            .copied()
+            .map(IpAddr::V6),
+        Family::V4 => host.ipv4_addresses().first().copied().map(IpAddr::V4),
+    }
+}
+
+/// `interface`'s id, the host's first interface when empty.
+fn interface(host: &Host, name: &str) -> Option<stack::iface::route::InterfaceId> {
+    if name.is_empty() {
+        host.interfaces().first().map(|i| i.id)
+    } else {
+        host.interface_id(name)
+    }
+}
+
+impl Transport for Host {
+    type Listener = TcpHandle;
+    type Stream = TcpHandle;
+    type Datagrams = Datagrams;
+
+    fn stack(&self) -> StackKind {
+        StackKind::Ref
+    }
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn local_ip(&self, family: Family) -> Option<IpAddr> {
+        address_of(self, family)
+    }
+
+    fn link_address(&self, name: &str) -> Option<EthernetAddress> {
+        interface(self, name).and_then(|id| self.interface_mac(id))
+    }
+
+    fn listen(
+        &mut self,
+        local: SocketAddr,
+        options: StreamOptions,
+    ) -> Result<TcpHandle, TrafficError> {
+        self.tcp_listen(local, tcp_config(options), ListenerConfig::default())
+            .map_err(|e| stack_error(&format!("{}: listen on {local}", self.name()), e))
+    }
+
+    fn accept(&mut self, listener: TcpHandle) -> Result<Option<TcpHandle>, TrafficError> {
+        match self.tcp_accept(listener) {
+            Ok(conn) => Ok(Some(conn)),
+            Err(TcpError::WouldBlock) => Ok(None),
+            Err(e) => Err(stack_error("accept", e)),
+        }
+    }
+
+    fn connect(
+        &mut self,
+        remote: SocketAddr,
+        options: StreamOptions,
+    ) -> Result<TcpHandle, TrafficError> {
+        self.tcp_connect(remote, tcp_config(options))
+            .map_err(|e| stack_error(&format!("connect to {remote}"), e))
+    }
+
+    fn established(&mut self, stream: TcpHandle) -> Result<bool, TrafficError> {
+        let ready = self
+            .tcp_readiness(stream)
+            .map_err(|e| stack_error("connect", e))?;
+        if let Some(e) = ready.error {
+            return Err(TrafficError::Invalid(format!(
+                "connect: {e} (is the receiver listening?)"
+            )));
+        }
+        Ok(ready.established)
+    }
+
+    fn send(&mut self, stream: TcpHandle, data: &[u8]) -> Result<usize, TrafficError> {
+        match self.tcp_send(stream, data) {
+            Ok(n) => Ok(n),
+            Err(TcpError::WouldBlock) => Ok(0),
+            Err(e) => Err(stack_error("send", e)),
+        }
+    }
+
+    fn recv(&mut self, stream: TcpHandle, buf: &mut [u8]) -> Result<Read, TrafficError> {
+        match self.tcp_recv(stream, buf) {
+            Ok(0) => Ok(Read::End),
+            Ok(n) => Ok(Read::Data(n)),
+            Err(TcpError::WouldBlock) => Ok(Read::Nothing),
+            Err(e) => Err(stack_error("receive", e)),
+        }
+    }
+
+    fn shutdown(&mut self, stream: TcpHandle) -> Result<(), TrafficError> {
+        self.tcp_shutdown(stream)
+            .map_err(|e| stack_error("shutdown", e))
+    }
+
+    fn unacknowledged(&mut self, stream: TcpHandle) -> Option<u64> {
+        self.tcp_connection(stream).map(|c| c.send_queued() as u64)
+    }
+
+    fn retransmits(&mut self, stream: TcpHandle) -> Option<u64> {
+        self.tcp_connection(stream)
+            .map(|c| c.counters().segments_retransmitted)
+    }
+
+    fn stream_facts(&mut self, stream: TcpHandle) -> SocketFacts {
+        self.tcp_connection(stream)
+            .map(|c| config_facts(c.config()))
+            .unwrap_or_default()
+    }
+
+    /// The listener's connections get the options it was opened with.
+    fn listener_facts(&mut self, listener: TcpHandle) -> SocketFacts {
+        self.tcp_listener(listener)
+            .map(|l| config_facts(l.connection_config()))
+            .unwrap_or_default()
+    }
+
+    fn close(&mut self, stream: TcpHandle) {
+        let _ = self.tcp_close(stream);
+    }
+
+    fn close_listener(&mut self, listener: TcpHandle) {
+        let _ = self.tcp_close(listener);
+    }
+
+    fn open_datagrams(
+        &mut self,
+        kind: &DatagramKind,
+        options: DatagramOptions,
+    ) -> Result<Datagrams, TrafficError> {
+        let recv_bytes = options.buffer.unwrap_or(DEFAULT_BUFFER);
+        let recv_entries = (recv_bytes / options.datagram_len.max(1)).clamp(64, 1 << 16);
+        match kind {
+            DatagramKind::Udp(local) => {
+                let socket = self.udp_open(UdpConfig {
+                    send_queue_datagrams: SEND_QUEUE,
+                    recv_queue_datagrams: recv_entries,
+                    recv_queue_bytes: recv_bytes,
+                    ..UdpConfig::default()
+                });
+                if *local != unspecified_port(local) {
+                    self.udp_bind(socket, *local);
+                }
+                Ok(Datagrams::Udp(socket))
+            }
+            DatagramKind::Link {
+                interface: name,
+                ethertype,
+            } => {
+                let id = interface(self, name).ok_or_else(|| {
+                    TrafficError::Invalid(format!("{} has no interface {name}", self.name()))
+                })?;
+                let config = LinkConfig {
+                    send_queue_frames: SEND_QUEUE,
+                    recv_queue_frames: recv_entries,
+                    recv_queue_bytes: recv_bytes,
+                };
+                self.link_open_with(id, *ethertype, config)
+                    .map(Datagrams::Link)
+                    .map_err(|e| TrafficError::Invalid(format!("{}: {e}", self.name())))
+            }
+        }
+    }
+
+    fn send_to(&mut self, socket: Datagrams, data: &[u8], to: Peer) -> Result<bool, TrafficError> {
+        let sent = match (socket, to) {
+            (Datagrams::Udp(h), Peer::Ip(dest)) => self.udp_send_to(h, data, dest),
+            (Datagrams::Link(h), Peer::Mac(dest)) => self.link_send_to(h, data, dest),
+            _ => Err(SendError::FamilyMismatch),
+        };
+        match sent {
+            Ok(()) => Ok(true),
+            // Back-pressure: the host drains the queue at its next poll.
+            Err(SendError::QueueFull | SendError::PoolExhausted) => Ok(false),
+            Err(e) => Err(TrafficError::Invalid(format!("send: {e}"))),
+        }
+    }
+
+    fn recv_from(
+        &mut self,
+        socket: Datagrams,
+        buf: &mut [u8],
+    ) -> Result<Option<(usize, Peer)>, TrafficError> {
+        Ok(match socket {
+            Datagrams::Udp(h) => self
+                .udp(h)
+                .recv_from(buf)
+                .map(|(n, from)| (n, Peer::Ip(from))),
+            Datagrams::Link(h) => self
+                .link(h)
+                .recv_from(buf)
+                .map(|(n, from)| (n, Peer::Mac(from))),
+        })
+    }
+
+    fn datagram_facts(&mut self, socket: Datagrams, options: DatagramOptions) -> SocketFacts {
+        let (send_entries, recv) = match socket {
+            Datagrams::Udp(h) => {
+                let c = self.udp(h).config();
+                (c.send_queue_datagrams, c.recv_queue_bytes)
+            }
+            Datagrams::Link(h) => {
+                let c = self.link(h).config();
+                (c.send_queue_frames, c.recv_queue_bytes)
+            }
+        };
+        SocketFacts {
+            granted: GrantedBuffers {
+                send: Some(send_entries * options.datagram_len),
+                recv: Some(recv),
+            },
+            congestion_control: None,
+        }
+    }
+
+    /// The host keeps its datagram sockets until it stops (it has no call
+    /// to close one); a closed handle is simply not used again.
+    fn close_datagrams(&mut self, _socket: Datagrams) {}
+
+    fn notify(&mut self) {
+        stack::runner::threaded::wake_peers();
+    }
+}
+
+/// `local` with port 0: a sender's socket, which needs no bind.
+fn unspecified_port(local: &SocketAddr) -> SocketAddr {
+    SocketAddr::new(local.ip(), 0)
+}
