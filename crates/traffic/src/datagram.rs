@@ -132,6 +132,34 @@ pub fn parse_header(data: &[u8]) -> Result<Header, DatagramError> {
     })
 }
 
+/// Ethernet's shortest payload (a 60-byte frame less its 14-byte header):
+/// links pad shorter payloads with zeroes up to it.
+pub const ETH_MIN_PAYLOAD: usize = 46;
+
+/// The test datagram in a received frame's payload. A frame no longer
+/// than Ethernet's minimum payload, whose header names a shorter length
+/// and whose bytes past that length are all zero, was padded by the link
+/// and is cut to the header's length. Anything else is returned whole: a
+/// length field that claims more than arrived, or less with non-zero bytes
+/// after it, then fails the verifier's length check and counts as
+/// corrupted instead of being trusted.
+pub fn strip_padding(frame: &[u8]) -> &[u8] {
+    if frame.len() > ETH_MIN_PAYLOAD {
+        return frame;
+    }
+    let Ok(header) = parse_header(frame) else {
+        return frame;
+    };
+    let Ok(claimed) = usize::try_from(header.length) else {
+        return frame;
+    };
+    if (HEADER_LEN..frame.len()).contains(&claimed) && frame[claimed..].iter().all(|&b| b == 0) {
+        &frame[..claimed]
+    } else {
+        frame
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +208,91 @@ mod tests {
         let mut buf = [0u8; HEADER_LEN];
         write(&mut buf, Kind::Start, 20_000, 0, &pattern);
         assert_eq!(check(&buf, &pattern).unwrap().seq, 20_000);
+    }
+}
+
+#[cfg(test)]
+mod padding_tests {
+    use super::*;
+
+    fn datagram(len: usize, seq: u64, pattern: &Pattern) -> Vec<u8> {
+        let mut buf = vec![0u8; len];
+        write(&mut buf, Kind::Data, seq, 0, pattern);
+        buf
+    }
+
+    #[test]
+    fn zero_padding_of_a_short_frame_is_cut_to_the_header_length() {
+        let pattern = Pattern::new(2048);
+        for len in [HEADER_LEN, 17, 30, ETH_MIN_PAYLOAD - 1] {
+            let sent = datagram(len, 9, &pattern);
+            let mut frame = sent.clone();
+            frame.resize(ETH_MIN_PAYLOAD, 0);
+            assert_eq!(strip_padding(&frame), &sent[..], "len {len}");
+            assert!(check(strip_padding(&frame), &pattern).is_ok());
+        }
+    }
+
+    #[test]
+    fn unpadded_frames_pass_through_whole() {
+        let pattern = Pattern::new(2048);
+        for len in [HEADER_LEN, ETH_MIN_PAYLOAD, ETH_MIN_PAYLOAD + 1, 1500] {
+            let frame = datagram(len, 3, &pattern);
+            assert_eq!(strip_padding(&frame).len(), len);
+        }
+    }
+
+    #[test]
+    fn a_length_claiming_more_than_arrived_is_never_trusted() {
+        let pattern = Pattern::new(2048);
+        let mut frame = datagram(40, 1, &pattern);
+        frame.truncate(30);
+        assert_eq!(strip_padding(&frame).len(), 30);
+        assert_eq!(
+            check(strip_padding(&frame), &pattern),
+            Err(DatagramError::Length {
+                claimed: 40,
+                received: 30
+            })
+        );
+        // A huge claimed length is not trusted either.
+        frame[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert_eq!(strip_padding(&frame).len(), 30);
+    }
+
+    #[test]
+    fn non_zero_bytes_past_the_length_are_not_padding() {
+        let pattern = Pattern::new(2048);
+        let mut frame = datagram(20, 5, &pattern);
+        frame.resize(ETH_MIN_PAYLOAD, 0);
+        frame[ETH_MIN_PAYLOAD - 1] = 1;
+        assert_eq!(strip_padding(&frame).len(), ETH_MIN_PAYLOAD);
+        assert!(check(strip_padding(&frame), &pattern).is_err());
+    }
+
+    #[test]
+    fn zero_bytes_past_the_length_of_a_long_frame_are_not_padding() {
+        // Ethernet pads only up to its minimum; longer frames with zeroes
+        // after the datagram were altered on the way.
+        let pattern = Pattern::new(2048);
+        let mut frame = datagram(60, 5, &pattern);
+        frame.resize(100, 0);
+        assert_eq!(strip_padding(&frame).len(), 100);
+    }
+
+    #[test]
+    fn garbage_and_impossible_lengths_are_returned_whole() {
+        assert_eq!(strip_padding(&[]).len(), 0);
+        assert_eq!(strip_padding(&[0u8; 10]).len(), 10);
+        assert_eq!(
+            strip_padding(&[0u8; ETH_MIN_PAYLOAD]).len(),
+            ETH_MIN_PAYLOAD
+        );
+        // A header whose length is shorter than a header.
+        let pattern = Pattern::new(2048);
+        let mut frame = datagram(HEADER_LEN, 0, &pattern);
+        frame.resize(ETH_MIN_PAYLOAD, 0);
+        frame[4..8].copy_from_slice(&8u32.to_be_bytes());
+        assert_eq!(strip_padding(&frame).len(), ETH_MIN_PAYLOAD);
     }
 }

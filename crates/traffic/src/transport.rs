@@ -174,6 +174,13 @@ pub trait Transport {
     /// program's datagrams).
     fn datagram_facts(&mut self, socket: Self::Datagrams, options: DatagramOptions) -> SocketFacts;
 
+    /// Datagrams the socket's own receive queue dropped for want of room,
+    /// where the stack counts them for the socket alone (and nowhere a
+    /// run's other loss counters would count them again).
+    fn receive_queue_drops(&mut self, _socket: Self::Datagrams) -> Option<u64> {
+        None
+    }
+
     /// Releases a datagram socket.
     fn close_datagrams(&mut self, socket: Self::Datagrams);
 

@@ -8,6 +8,7 @@ pub mod echo;
 pub mod link;
 pub mod net;
 pub mod netns;
+mod packet;
 pub mod pipeline;
 pub mod pipeline_summary;
 mod socket;
@@ -81,7 +82,7 @@ pub fn any(family: Family) -> IpAddr {
 /// A receiver bound and ready, of either protocol.
 pub(crate) enum Ready {
     Tcp(Box<stream::Receiving>),
-    Udp(udp::Bound),
+    Udp(Box<udp::Bound>),
 }
 
 impl Ready {
@@ -95,7 +96,9 @@ impl Ready {
             Protocol::Tcp => {
                 stream::listen(spec, addr, pattern, meter).map(|r| Ready::Tcp(Box::new(r)))
             }
-            Protocol::Udp => udp::bind_receiver(spec, addr).map(Ready::Udp),
+            Protocol::Udp => {
+                udp::bind_receiver(spec, addr, pattern, meter).map(|b| Ready::Udp(Box::new(b)))
+            }
             Protocol::Raw => unreachable!("raw frames run over AF_PACKET"),
         }
     }
@@ -103,19 +106,14 @@ impl Ready {
     pub(crate) fn facts(&self) -> SocketFacts {
         match self {
             Ready::Tcp(l) => l.facts(),
-            Ready::Udp(b) => b.facts.clone(),
+            Ready::Udp(b) => b.facts(),
         }
     }
 
-    pub(crate) fn receive(
-        self,
-        spec: &TransferSpec,
-        pattern: &Pattern,
-        meter: &Meter,
-    ) -> Result<ReceiverSide, TrafficError> {
+    pub(crate) fn receive(self) -> Result<ReceiverSide, TrafficError> {
         match self {
             Ready::Tcp(l) => stream::receive(*l).map(|(side, _)| side),
-            Ready::Udp(b) => udp::receive(b, spec, pattern, meter),
+            Ready::Udp(b) => udp::receive(*b),
         }
     }
 }
@@ -255,7 +253,7 @@ pub fn run_pair_on(
             // the transfer (datagrams only: TCP loses nothing it keeps).
             let counting = spec.protocol != Protocol::Tcp;
             let before = counting.then(drops::snapshot);
-            let mut side = ready.receive(&spec, &pattern, &meter)?;
+            let mut side = ready.receive()?;
             side.drops = before.map(|b| crate::losses::delta(&b, &drops::snapshot()));
             Ok((side, pinned))
         })
@@ -370,7 +368,7 @@ pub fn receive(
     let recorder = spec
         .interval
         .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
-    let received = ready.receive(spec, &pattern, &meter);
+    let received = ready.receive();
     let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
     let side = received?;
     let mut target = Environment::detect(

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use socket2::Socket;
 use wire::ethernet::EthernetAddress;
 
+use super::packet::PacketSocket;
 use super::socket::{self, bind, peer_error};
 use crate::error::TrafficError;
 use crate::program::{Program, Step};
@@ -36,14 +37,22 @@ struct Entry {
 /// whose `recv_from` reads into an initialised buffer).
 enum Sock {
     Stream(Socket),
-    Udp(std::net::UdpSocket),
+    /// A sender's socket (bound to port 0) is connected to its first
+    /// destination, so ICMP errors (port unreachable) come back as errors.
+    Udp {
+        socket: std::net::UdpSocket,
+        sender: bool,
+        connected: Option<SocketAddr>,
+    },
+    Packet(PacketSocket),
 }
 
 impl Sock {
     fn fd(&self) -> std::os::fd::RawFd {
         match self {
             Sock::Stream(s) => s.as_raw_fd(),
-            Sock::Udp(s) => s.as_raw_fd(),
+            Sock::Udp { socket, .. } => socket.as_raw_fd(),
+            Sock::Packet(p) => p.socket.as_raw_fd(),
         }
     }
 }
@@ -94,8 +103,8 @@ impl KernelNet {
         let entry = self.entry(handle)?;
         match entry.socket {
             Sock::Stream(_) => Ok(entry),
-            Sock::Udp(_) => Err(TrafficError::Invalid(
-                "a UDP socket used as a stream".into(),
+            _ => Err(TrafficError::Invalid(
+                "a datagram socket used as a stream".into(),
             )),
         }
     }
@@ -185,11 +194,38 @@ fn nonblocking(socket: &Socket) -> Result<(), TrafficError> {
         .map_err(|e| TrafficError::io("set the socket non-blocking", e))
 }
 
+/// Sends one UDP datagram (on the connected path when `connected`);
+/// false when the socket buffer or the device queue is full.
+fn udp_send(
+    socket: &std::net::UdpSocket,
+    data: &[u8],
+    dest: SocketAddr,
+    connected: bool,
+) -> Result<bool, TrafficError> {
+    loop {
+        let sent = if connected {
+            socket.send(data)
+        } else {
+            socket.send_to(data, dest)
+        };
+        match sent {
+            Ok(_) => return Ok(true),
+            // ENOBUFS: the device queue is full; wait for it as a blocking
+            // socket waits for its buffer.
+            Err(e) if would_block(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+                return Ok(false)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(peer_error(e, dest, Duration::ZERO)),
+        }
+    }
+}
+
 /// The socket2 socket of a stream entry.
 fn tcp(entry: &Entry) -> &Socket {
     match &entry.socket {
         Sock::Stream(socket) => socket,
-        Sock::Udp(_) => unreachable!("checked by KernelNet::stream"),
+        _ => unreachable!("checked by KernelNet::stream"),
     }
 }
 
@@ -220,8 +256,15 @@ impl Transport for KernelNet {
         Some(super::any(family))
     }
 
-    fn link_address(&self, _interface: &str) -> Option<EthernetAddress> {
-        None
+    /// Read through an open packet socket on the interface (the
+    /// program opens its socket before it asks).
+    fn link_address(&self, interface: &str) -> Option<EthernetAddress> {
+        self.sockets.iter().flatten().find_map(|e| match &e.socket {
+            Sock::Packet(p) if interface.is_empty() || p.name() == interface => {
+                p.hardware_address().ok().map(EthernetAddress)
+            }
+            _ => None,
+        })
     }
 
     fn listen(
@@ -373,7 +416,7 @@ impl Transport for KernelNet {
         kind: &DatagramKind,
         options: DatagramOptions,
     ) -> Result<Handle, TrafficError> {
-        match kind {
+        let (socket, facts) = match kind {
             DatagramKind::Udp(local) => {
                 let socket = socket::open(Protocol::Udp, *local, options.buffer)?;
                 bind(&socket, *local)?;
@@ -382,42 +425,61 @@ impl Transport for KernelNet {
                     granted: socket::granted(&socket),
                     congestion_control: None,
                 };
-                Ok(self.add(Sock::Udp(socket.into()), facts))
+                let udp = Sock::Udp {
+                    socket: socket.into(),
+                    sender: local.port() == 0,
+                    connected: None,
+                };
+                (udp, facts)
             }
-            DatagramKind::Link { .. } => Err(TrafficError::Unsupported(
-                "link-level frames on the kernel's sockets run over AF_PACKET (--netns)".into(),
-            )),
-        }
+            DatagramKind::Link {
+                interface,
+                ethertype,
+            } => {
+                if interface.is_empty() {
+                    return Err(TrafficError::Invalid(
+                        "link-level frames on the kernel need an interface".into(),
+                    ));
+                }
+                let packet = PacketSocket::open(interface, *ethertype, options.buffer)?;
+                let facts = SocketFacts {
+                    granted: socket::granted(&packet.socket),
+                    congestion_control: None,
+                };
+                (Sock::Packet(packet), facts)
+            }
+        };
+        Ok(self.add(socket, facts))
     }
 
     fn send_to(&mut self, socket: Handle, data: &[u8], to: Peer) -> Result<bool, TrafficError> {
-        let Peer::Ip(dest) = to else {
-            return Err(TrafficError::Invalid(
-                "a UDP socket sends to IP addresses".into(),
-            ));
-        };
         let entry = self.entry(socket)?;
-        let Sock::Udp(udp) = &entry.socket else {
-            return Err(TrafficError::Invalid(
-                "a stream used as a UDP socket".into(),
-            ));
-        };
-        loop {
-            match udp.send_to(data, dest) {
-                Ok(_) => {
-                    entry.want_write = false;
-                    return Ok(true);
+        let sent = match (&mut entry.socket, to) {
+            (Sock::Packet(packet), Peer::Mac(mac)) => packet.send_to(data, mac.0)?,
+            (
+                Sock::Udp {
+                    socket,
+                    sender,
+                    connected,
+                },
+                Peer::Ip(dest),
+            ) => {
+                if *sender && connected.is_none() {
+                    socket
+                        .connect(dest)
+                        .map_err(|e| peer_error(e, dest, Duration::ZERO))?;
+                    *connected = Some(dest);
                 }
-                // The device queue is full (ENOBUFS) or the socket buffer
-                // is: wait for it, as a blocking socket would.
-                Err(e) if would_block(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    entry.want_write = true;
-                    return Ok(false);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(peer_error(e, dest, Duration::ZERO)),
+                udp_send(socket, data, dest, *connected == Some(dest))?
             }
-        }
+            _ => {
+                return Err(TrafficError::Invalid(
+                    "a datagram for another kind of address".into(),
+                ))
+            }
+        };
+        entry.want_write = !sent;
+        Ok(sent)
     }
 
     fn recv_from(
@@ -426,20 +488,31 @@ impl Transport for KernelNet {
         buf: &mut [u8],
     ) -> Result<Option<(usize, Peer)>, TrafficError> {
         let entry = self.entry(socket)?;
-        let Sock::Udp(udp) = &entry.socket else {
-            return Err(TrafficError::Invalid(
-                "a stream used as a UDP socket".into(),
-            ));
-        };
-        loop {
-            match udp.recv_from(buf) {
-                Ok((n, from)) => return Ok(Some((n, Peer::Ip(from)))),
-                Err(e) if would_block(&e) => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // A port unreachable for an earlier send: not this read's.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-                Err(e) => return Err(TrafficError::io("receive", e)),
-            }
+        match &entry.socket {
+            Sock::Packet(packet) => Ok(packet
+                .recv_from(buf)?
+                .map(|(n, mac)| (n, Peer::Mac(EthernetAddress(mac))))),
+            Sock::Udp { socket, .. } => loop {
+                match socket.recv_from(buf) {
+                    Ok((n, from)) => return Ok(Some((n, Peer::Ip(from)))),
+                    Err(e) if would_block(&e) => return Ok(None),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    // A port unreachable for an earlier send: not this
+                    // read's business.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                    Err(e) => return Err(TrafficError::io("receive", e)),
+                }
+            },
+            Sock::Stream(_) => Err(TrafficError::Invalid(
+                "a stream used as a datagram socket".into(),
+            )),
+        }
+    }
+
+    fn receive_queue_drops(&mut self, socket: Handle) -> Option<u64> {
+        match &self.entry(socket).ok()?.socket {
+            Sock::Packet(packet) => packet.drops(),
+            _ => None,
         }
     }
 

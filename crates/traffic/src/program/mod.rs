@@ -4,6 +4,7 @@
 //! (wait for socket readiness between steps) or the reference stack's
 //! runners (step inside the host's poll loop) — and never blocks.
 
+pub mod datagrams;
 pub mod stream;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,6 +47,7 @@ pub struct Rendezvous {
     receiver: Mutex<Option<Peer>>,
     published: Condvar,
     failed: AtomicBool,
+    receiver_finished: AtomicBool,
 }
 
 impl Rendezvous {
@@ -93,10 +95,28 @@ impl Rendezvous {
         *slot
     }
 
+    /// The receiver has finished (a sender repeating end sentinels may
+    /// stop: its peer is in this process and says so).
+    pub fn receiver_finished(&self) {
+        self.receiver_finished.store(true, Ordering::Release);
+    }
+
+    pub fn has_receiver_finished(&self) -> bool {
+        self.receiver_finished.load(Ordering::Acquire)
+    }
+
     /// A side failed.
     pub fn fail(&self) {
         self.failed.store(true, Ordering::Relaxed);
         self.published.notify_all();
+    }
+
+    /// Passes a side's result on, failing the rendezvous if it failed.
+    pub fn watch<T>(&self, result: Result<T, TrafficError>) -> Result<T, TrafficError> {
+        if result.is_err() {
+            self.fail();
+        }
+        result
     }
 
     pub fn failed(&self) -> bool {

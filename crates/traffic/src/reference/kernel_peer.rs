@@ -234,7 +234,7 @@ pub fn run_pair(
                 };
                 let facts = ready.facts();
                 let _ = ready_tx.send(Some(facts.granted));
-                let side = ready.receive(&spec, &pattern, &meter)?;
+                let side = ready.receive()?;
                 Ok((Ended::Received(side), None, Some(facts)))
             }
         })
