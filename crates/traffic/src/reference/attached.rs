@@ -143,16 +143,19 @@ pub(crate) fn run_side(
             Role::Receive => receiving,
         }
     } else {
-        let (transport, granted) = Transport::for_spec(spec);
+        let (_, granted) = Transport::for_spec(spec);
         facts.granted = granted;
-        let interface = String::new();
+        let ends = super::Endpoints {
+            sender: String::new(),
+            receiver: String::new(),
+            sender_interface: String::new(),
+            receiver_interface: String::new(),
+        };
+        let (receiving, sending) =
+            datagrams::datagram_workloads(&spec_c, pattern_c, meter_c, &outcome_c, &ends);
         match role {
-            Role::Transmit(_) => {
-                datagrams::sender(spec_c, transport, interface, pattern_c, meter_c, outcome_c)
-            }
-            Role::Receive => {
-                datagrams::receiver(spec_c, transport, interface, pattern_c, meter_c, outcome_c)
-            }
+            Role::Transmit(_) => sending,
+            Role::Receive => receiving,
         }
     };
     if let Role::Transmit(dest) = role {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stack::iface::host::{Host, LinkHandle, UdpHandle};
 use stack::runner::threaded::{self, Progress, Workload, WorkloadFactory};
@@ -18,20 +18,15 @@ use stack::topology::Topology;
 use super::drive;
 use super::tally::{self, Accounts};
 use super::{address_of, take, Endpoints, Outcome, Shared};
-use crate::cpu::{CpuMeter, CpuUsage};
-use crate::datagram::{self, Kind};
 use crate::env::{Environment, GrantedBuffers};
 use crate::error::TrafficError;
-use crate::kernel::udp::{END_WAIT, SENTINEL_GAP, SENTINEL_REPEATS};
 use crate::meter::{IntervalRecorder, Meter};
-use crate::pace::Pacer;
 use crate::pattern::Pattern;
+use crate::program::datagrams::{self, DatagramReceiver, DatagramSender};
 use crate::program::stream::{self, StreamReceiver, StreamSender};
-use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
-use crate::session::ReceiveSession;
+use crate::report::{Timestamp, TransferReport};
 use crate::spec::{Family, Protocol, TransferSpec, RAW_ETHERTYPE};
 use crate::transport::StreamOptions;
-use crate::verify::Arrival;
 
 /// How long the hosts may take to configure their addresses (SLAAC, DAD)
 /// on top of the spec's timeout.
@@ -72,26 +67,9 @@ pub(super) fn run(
             flow.target.congestion_control = Some(super::net::algorithm_name(&config).into());
             stream_workloads(&spec, pattern, meter.clone(), &outcome)
         } else {
-            let (transport, granted) = Transport::for_spec(&spec);
+            let (_, granted) = Transport::for_spec(&spec);
             flow.target.sockbuf_granted = granted;
-            (
-                receiver(
-                    spec.clone(),
-                    transport,
-                    flow.ends.receiver_interface.clone(),
-                    pattern.clone(),
-                    meter.clone(),
-                    outcome.clone(),
-                ),
-                sender(
-                    spec.clone(),
-                    transport,
-                    flow.ends.sender_interface.clone(),
-                    pattern,
-                    meter.clone(),
-                    outcome.clone(),
-                ),
-            )
+            datagram_workloads(&spec, pattern, meter.clone(), &outcome, &flow.ends)
         };
         per_host
             .entry(flow.ends.receiver.clone())
@@ -199,6 +177,35 @@ pub(super) fn stream_workloads(
     let read_len = spec.len.max(64 * 1024);
     let receiver = StreamReceiver::new(shared.clone(), bind, read_len);
     let sender = StreamSender::new(shared);
+    let (r, s) = (outcome.clone(), outcome.clone());
+    (
+        drive::workload(receiver, move |ended| {
+            r.receiver_done(ended.map(|e| e.side))
+        }),
+        drive::workload(sender, move |ended| s.sender_done(ended.map(|e| e.side))),
+    )
+}
+
+/// The datagram programs of a UDP or raw flow as the receiver's and the
+/// sender's workloads.
+pub(super) fn datagram_workloads(
+    spec: &TransferSpec,
+    pattern: Arc<Pattern>,
+    meter: Arc<Meter>,
+    outcome: &Shared,
+    ends: &Endpoints,
+) -> (WorkloadFactory, WorkloadFactory) {
+    let shared = |interface: &str| datagrams::Shared {
+        spec: spec.clone(),
+        pattern: pattern.clone(),
+        meter: meter.clone(),
+        rendezvous: outcome.rendezvous.clone(),
+        address_grace: ADDRESS_GRACE,
+        interface: interface.to_string(),
+    };
+    let bind = SocketAddr::new(unspecified(spec.family), spec.port);
+    let receiver = DatagramReceiver::new(shared(&ends.receiver_interface), bind);
+    let sender = DatagramSender::new(shared(&ends.sender_interface));
     let (r, s) = (outcome.clone(), outcome.clone());
     (
         drive::workload(receiver, move |ended| {
@@ -354,44 +361,6 @@ pub(super) fn unspecified(family: Family) -> IpAddr {
     }
 }
 
-pub(super) fn receiver(
-    spec: TransferSpec,
-    transport: Transport,
-    interface: String,
-    pattern: Arc<Pattern>,
-    meter: Arc<Meter>,
-    outcome: Shared,
-) -> WorkloadFactory {
-    Box::new(move |host: &mut Host| -> Workload {
-        let channel = match transport.open(host, &spec, &interface, true) {
-            Ok(channel) => channel,
-            Err(e) => return failed(&outcome.receiver, e),
-        };
-        let mut state = Receiving {
-            channel,
-            interface,
-            buf: vec![0u8; 65_536],
-            began: Instant::now(),
-            session: None,
-        };
-        Box::new(move |host: &mut Host, _now| {
-            match state.step(host, &spec, &pattern, &meter, &outcome) {
-                Ok(None) => Progress::WAITING,
-                Ok(Some(side)) => {
-                    *outcome.receiver.lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok(side));
-                    stack::runner::threaded::wake_peers();
-                    Progress::Done
-                }
-                Err(e) => {
-                    *outcome.receiver.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(e));
-                    stack::runner::threaded::wake_peers();
-                    Progress::Done
-                }
-            }
-        })
-    })
-}
-
 /// A workload that records `error` as its side's outcome and is done.
 pub(super) fn failed<T: Send + 'static>(
     slot: &std::sync::Mutex<Option<Result<T, TrafficError>>>,
@@ -400,295 +369,4 @@ pub(super) fn failed<T: Send + 'static>(
     *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(error));
     stack::runner::threaded::wake_peers();
     Box::new(|_: &mut Host, _| Progress::Done)
-}
-
-struct Receiving {
-    channel: Channel,
-    interface: String,
-    buf: Vec<u8>,
-    began: Instant,
-    /// Once the receiver's address is usable and published.
-    session: Option<ReceiveSession>,
-}
-
-impl Receiving {
-    /// One turn: publish the address once there is one, drain the socket,
-    /// check the deadlines. `Some` when the transfer is over.
-    fn step(
-        &mut self,
-        host: &mut Host,
-        spec: &TransferSpec,
-        pattern: &Pattern,
-        meter: &Meter,
-        outcome: &Outcome,
-    ) -> Result<Option<ReceiverSide>, TrafficError> {
-        let Some(session) = self.session.as_mut() else {
-            if let Some(addr) = self.channel.address(host, spec, &self.interface) {
-                outcome.rendezvous.publish(addr);
-                stack::runner::threaded::wake_peers();
-                self.session = Some(ReceiveSession::new(spec.circuit));
-            } else if self.began.elapsed() > spec.timeout + ADDRESS_GRACE {
-                return Err(TrafficError::timeout(
-                    spec.timeout + ADDRESS_GRACE,
-                    format!(
-                        "waiting for the receiving host to get an {} address",
-                        spec.family
-                    ),
-                ));
-            }
-            return Ok(None);
-        };
-        let mut over = outcome.failed();
-        while let Some((n, _from)) = self.channel.recv(host, &mut self.buf) {
-            if let Arrival::End { .. } = session.arrival(pattern, &self.buf[..n], meter) {
-                over = true;
-                break;
-            }
-        }
-        if over || session.quiet(spec.timeout, "waiting for the first datagram")? {
-            return Ok(self.session.take().map(ReceiveSession::finish));
-        }
-        Ok(None)
-    }
-}
-
-pub(super) fn sender(
-    spec: TransferSpec,
-    transport: Transport,
-    interface: String,
-    pattern: Arc<Pattern>,
-    meter: Arc<Meter>,
-    outcome: Shared,
-) -> WorkloadFactory {
-    Box::new(move |host: &mut Host| -> Workload {
-        let channel = match transport.open(host, &spec, &interface, false) {
-            Ok(channel) => channel,
-            Err(e) => return failed(&outcome.sender, e),
-        };
-        let mut state = Sending {
-            channel,
-            interface,
-            ended: None,
-            buf: vec![0u8; spec.len],
-            phase: Phase::WaitingForPeer {
-                since: Instant::now(),
-            },
-            seq: 0,
-            started: None,
-            elapsed: Duration::ZERO,
-            cpu: None,
-            cpu_usage: CpuUsage::default(),
-            pacer: None,
-            stalled_since: None,
-        };
-        Box::new(move |host: &mut Host, now| {
-            match state.step(host, &spec, &pattern, &meter, &outcome) {
-                Ok(false) => state
-                    .next_event()
-                    .map_or(Progress::WAITING, |at| Progress::at(now, at)),
-                Ok(true) => {
-                    let side = SenderSide {
-                        bytes: state.seq * spec.len as u64,
-                        datagrams: state.seq,
-                        elapsed: state.elapsed,
-                        cpu: state.cpu_usage,
-                        retransmits: None,
-                    };
-                    *outcome.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok(side));
-                    stack::runner::threaded::wake_peers();
-                    Progress::Done
-                }
-                Err(e) => {
-                    *outcome.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(e));
-                    stack::runner::threaded::wake_peers();
-                    Progress::Done
-                }
-            }
-        })
-    })
-}
-
-enum Phase {
-    WaitingForPeer {
-        since: Instant,
-    },
-    Start {
-        dest: PeerAddr,
-        sent: usize,
-        next: Instant,
-    },
-    Data {
-        dest: PeerAddr,
-    },
-    End {
-        dest: PeerAddr,
-        sent: usize,
-        next: Instant,
-    },
-}
-
-struct Sending {
-    channel: Channel,
-    interface: String,
-    /// When the last data datagram was queued.
-    ended: Option<Instant>,
-    buf: Vec<u8>,
-    phase: Phase,
-    seq: u64,
-    started: Option<Instant>,
-    elapsed: Duration,
-    cpu: Option<CpuMeter>,
-    cpu_usage: CpuUsage,
-    pacer: Option<Pacer>,
-    /// Since when the socket's send queue has refused every datagram.
-    stalled_since: Option<Instant>,
-}
-
-impl Sending {
-    /// When the sender next has something to do that no frame or peer
-    /// will wake it for: the next sentinel, or the pacer's next datagram.
-    /// (A full send queue drains at the next poll, which moves packets.)
-    fn next_event(&self) -> Option<Instant> {
-        match self.phase {
-            Phase::WaitingForPeer { .. } => None,
-            Phase::Start { next, .. } | Phase::End { next, .. } => Some(next),
-            Phase::Data { .. } => self.pacer.as_ref().map(Pacer::due),
-        }
-    }
-
-    /// One turn of the sender; true when it is done.
-    fn step(
-        &mut self,
-        host: &mut Host,
-        spec: &TransferSpec,
-        pattern: &Pattern,
-        meter: &Meter,
-        outcome: &Outcome,
-    ) -> Result<bool, TrafficError> {
-        let now = Instant::now();
-        match self.phase {
-            Phase::WaitingForPeer { since } => {
-                let own = self.channel.address(host, spec, &self.interface);
-                match (own, outcome.rendezvous.receiver()) {
-                    (Some(_), Some(dest)) => {
-                        self.phase = Phase::Start {
-                            dest,
-                            sent: 0,
-                            next: now,
-                        };
-                    }
-                    _ if outcome.failed() => return Ok(true),
-                    _ if since.elapsed() > spec.timeout + ADDRESS_GRACE => {
-                        return Err(TrafficError::timeout(
-                            spec.timeout + ADDRESS_GRACE,
-                            format!("waiting for both hosts to get an {} address", spec.family),
-                        ))
-                    }
-                    _ => {}
-                }
-            }
-            Phase::Start { dest, sent, next } | Phase::End { dest, sent, next } => {
-                let ending = matches!(self.phase, Phase::End { .. });
-                if now >= next {
-                    let (kind, seq) = if ending {
-                        (Kind::End, self.seq)
-                    } else {
-                        (Kind::Start, spec.count)
-                    };
-                    datagram::write(&mut self.buf, kind, seq, spec.circuit, pattern);
-                    // A refused sentinel is retried at the next gap.
-                    let ok = self.channel.send(host, &self.buf, dest).is_ok();
-                    let sent = sent + usize::from(ok);
-                    let next = now + SENTINEL_GAP;
-                    // End sentinels go on until the receiver has them (it
-                    // is in this process), or END_WAIT has passed.
-                    let received = outcome
-                        .receiver
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .is_some();
-                    let enough = if ending {
-                        received || self.ended.is_some_and(|t| t.elapsed() > END_WAIT)
-                    } else {
-                        sent >= SENTINEL_REPEATS
-                    };
-                    self.phase = match (ending, enough) {
-                        (true, true) => return Ok(true),
-                        (false, true) => {
-                            self.started = Some(Instant::now());
-                            self.cpu = Some(CpuMeter::start());
-                            self.pacer = spec.rate_bps.map(Pacer::new);
-                            Phase::Data { dest }
-                        }
-                        (true, false) => Phase::End { dest, sent, next },
-                        (false, false) => Phase::Start { dest, sent, next },
-                    };
-                }
-            }
-            Phase::Data { dest } => {
-                if outcome.failed() {
-                    return Ok(true);
-                }
-                self.send_data(host, spec, pattern, meter, dest)?;
-                let since_start = self.started.map_or(Duration::ZERO, |s| s.elapsed());
-                if !spec.keep_sending(self.seq, since_start) {
-                    self.elapsed = self.started.map_or(Duration::ZERO, |s| s.elapsed());
-                    self.cpu_usage = self.cpu.map_or(CpuUsage::default(), |c| c.stop());
-                    self.ended = Some(Instant::now());
-                    self.phase = Phase::End {
-                        dest,
-                        sent: 0,
-                        next: Instant::now() + SENTINEL_GAP,
-                    };
-                }
-            }
-        }
-        Ok(false)
-    }
-
-    /// Queues data datagrams until the socket's send queue is full, the
-    /// pacer says wait, or all are sent (`count`, and the minimum
-    /// duration passed).
-    fn send_data(
-        &mut self,
-        host: &mut Host,
-        spec: &TransferSpec,
-        pattern: &Pattern,
-        meter: &Meter,
-        dest: PeerAddr,
-    ) -> Result<(), TrafficError> {
-        let started = self.started.unwrap_or_else(Instant::now);
-        while spec.keep_sending(self.seq, started.elapsed()) {
-            if let Some(pacer) = &self.pacer {
-                if Instant::now() < pacer.due() {
-                    return Ok(());
-                }
-            }
-            datagram::write(&mut self.buf, Kind::Data, self.seq, spec.circuit, pattern);
-            match self.channel.send(host, &self.buf, dest) {
-                Ok(()) => {
-                    self.stalled_since = None;
-                    self.seq += 1;
-                    meter.add_sent(spec.len as u64);
-                    if let Some(pacer) = &mut self.pacer {
-                        pacer.sent(spec.len);
-                    }
-                }
-                Err(SendError::QueueFull | SendError::PoolExhausted) => {
-                    // Back-pressure: the host drains the queue at its
-                    // next poll. A queue that never drains is a fault.
-                    let since = *self.stalled_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > spec.timeout {
-                        return Err(TrafficError::timeout(
-                            spec.timeout,
-                            "the sending host stopped taking datagrams",
-                        ));
-                    }
-                    return Ok(());
-                }
-                Err(e) => return Err(TrafficError::Invalid(format!("send: {e}"))),
-            }
-        }
-        Ok(())
-    }
 }
