@@ -35,6 +35,8 @@ pub mod first;
 pub mod header;
 pub mod options;
 pub mod packet;
+#[cfg(test)]
+mod tests;
 
 pub use control::{ControlRepr, Span, Spans};
 pub use diag::{DiagCode, DiagValue};
