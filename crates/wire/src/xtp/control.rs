@@ -274,6 +274,10 @@ pub struct Span {
 /// The spans of an ECNTL: as parsed (the wire bytes, borrowed from the
 /// packet) or as a stack builds them (a slice of [`Span`]). Two lists are
 /// equal when they hold the same spans, whatever their form.
+///
+/// Edges are big-endian like every XTP field. packet-xtp.c adds them with
+/// `ENC_LITTLE_ENDIAN`, so Wireshark shows each edge byte-swapped
+/// (`tests/xtp_tshark.rs` pins this); the count and positions agree.
 #[derive(Debug, Clone, Copy)]
 pub enum Spans<'a> {
     /// Big-endian pairs of 64-bit edges, a whole number of 16-byte spans.

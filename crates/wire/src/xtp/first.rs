@@ -416,7 +416,9 @@ impl TrafficRepr {
 }
 
 /// A FIRST segment's address and traffic specifier, and the bytes after
-/// them (the data, with its tag if BTAG is set).
+/// them (the data, with its tag if BTAG is set). The specifier starts
+/// `alen` bytes in; packet-xtp.c always looks 16 bytes in (the IPv4
+/// length), so it misreads the specifier after a null or IPv6 address.
 pub fn parse_first(segment: &[u8]) -> Result<(AddressRepr, TrafficRepr, &[u8])> {
     let (address, alen) = AddressRepr::parse(segment)?;
     let rest = &segment[alen..];
