@@ -13,9 +13,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use samples::xtp::packet;
-use wire::ethernet::EtherType;
+use wire::ethernet::{EtherType, EthernetFrame};
+use wire::ipv4::Ipv4Packet;
+use wire::ipv6::Ipv6Packet;
 use wire::pcapng::{CapturedPacket, LinkType, PcapngWriter};
-use wire::xtp::{ControlRepr, Segment, XtpOptions, XtpRepr, ETHERTYPE};
+use wire::xtp::first::Traffic;
+use wire::xtp::{
+    Address, ControlRepr, Segment, TrafficRepr, XtpOptions, XtpPacket, XtpRepr, ETHERTYPE,
+};
+use wire::ChecksumMode;
 
 fn tshark_available() -> bool {
     let present = Command::new("tshark")
@@ -149,4 +155,132 @@ fn ethertype_0x817d_needs_a_script_to_decode_as_xtp() {
         "{decoded}"
     );
     assert!(!decoded.contains("Malformed"), "{decoded}");
+}
+
+/// Fields tshark is asked for, one column each.
+const FIELDS: [&str; 17] = [
+    "xtp.key",
+    "xtp.cmd.ptype.pformat",
+    "xtp.dlen",
+    "xtp.seq",
+    "xtp.sync",
+    "xtp.cmd.options",
+    "xtp.checksum.status",
+    "xtp.cntl.rseq",
+    "xtp.ecntl.rseq",
+    "xtp.ecntl.nspan",
+    "xtp.tcntl.xkey",
+    "xtp.aseg.dstport",
+    "xtp.aseg.srchost",
+    "xtp.tspec.outburst",
+    "xtp.diag.code",
+    "xtp.diag.val",
+    "xtp.data.btag",
+];
+
+/// The XTP packet inside an Ethernet / IPv4 or IPv6 sample frame.
+fn xtp_bytes(frame: &[u8]) -> &[u8] {
+    let eth = EthernetFrame::new_checked(frame).unwrap();
+    let ip = &frame[eth.header_len()..];
+    let (header_len, payload_len) = match eth.ethertype() {
+        EtherType::Ipv4 => {
+            let packet = Ipv4Packet::new_checked(ip).unwrap();
+            (packet.header_len(), packet.payload().len())
+        }
+        _ => {
+            let packet = Ipv6Packet::new_checked(ip).unwrap();
+            (wire::ipv6::HEADER_LEN, packet.payload().len())
+        }
+    };
+    &ip[header_len..header_len + payload_len]
+}
+
+fn outburst(traffic: &TrafficRepr) -> String {
+    match traffic.traffic {
+        Traffic::Rates { outburst, .. } => outburst.to_string(),
+        Traffic::None { .. } => String::new(),
+    }
+}
+
+/// What tshark should report in each of [`FIELDS`] for this packet, by our
+/// own parser: Good checksum (1) always.
+fn expected_fields(repr: &XtpRepr<'_>, dlen: usize, options: u32) -> Vec<String> {
+    let mut f = vec![String::new(); FIELDS.len()];
+    f[0] = format!("{:#018x}", repr.key);
+    f[1] = u8::from(repr.segment.packet_type()).to_string();
+    f[2] = dlen.to_string();
+    f[3] = repr.seq.to_string();
+    f[4] = repr.sync.to_string();
+    f[5] = format!("{options:#08x}");
+    f[6] = "1".into();
+    match repr.segment {
+        Segment::Cntl(c) => f[7] = c.rseq.to_string(),
+        Segment::Ecntl { control, spans } => {
+            f[8] = control.rseq.to_string();
+            f[9] = spans.len().to_string();
+        }
+        Segment::Tcntl { xkey, traffic, .. } => {
+            f[10] = format!("{xkey:#018x}");
+            f[13] = outburst(&traffic);
+        }
+        Segment::First {
+            address, traffic, ..
+        } => {
+            // Wireshark decodes the IPv4 format only (and then looks for
+            // the traffic specifier 16 bytes in, where it is only then).
+            if let Address::Ipv4 {
+                dst_port, src_host, ..
+            } = address.address
+            {
+                f[11] = dst_port.to_string();
+                f[12] = src_host.to_string();
+                f[13] = outburst(&traffic);
+            }
+        }
+        Segment::Diag { code, value, .. } => {
+            f[14] = u32::from(code).to_string();
+            f[15] = u32::from(value).to_string();
+        }
+        Segment::Data { btag, .. } => {
+            if let Some(tag) = btag {
+                f[16] = format!("{tag:#018x}");
+            }
+        }
+    }
+    f
+}
+
+#[test]
+fn tshark_reads_the_fields_our_parser_reads() {
+    if !tshark_available() {
+        return;
+    }
+    let samples: Vec<_> = samples::all()
+        .into_iter()
+        .filter(|s| s.name.starts_with("xtp-"))
+        .collect();
+    assert!(samples.len() >= 16, "every type over both families");
+    let frames: Vec<_> = samples.iter().map(|s| s.frame.clone()).collect();
+    let path = capture("fields", &frames);
+    let mut command = Command::new("tshark");
+    command
+        .arg("-r")
+        .arg(&path)
+        .args(["-T", "fields", "-E", "separator=|"]);
+    for field in FIELDS {
+        command.args(["-e", field]);
+    }
+    let output = command.output().expect("run tshark");
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert_eq!(rows.len(), samples.len());
+    for (sample, row) in samples.iter().zip(rows) {
+        let bytes = xtp_bytes(&sample.frame);
+        let packet = XtpPacket::new_checked(bytes).unwrap();
+        let repr = XtpRepr::parse(&packet, ChecksumMode::Full).unwrap();
+        let expected = expected_fields(&repr, packet.dlen() as usize, packet.options().bits());
+        let got: Vec<String> = row.split('|').map(str::to_lowercase).collect();
+        assert_eq!(got, expected, "{}: tshark {row}", sample.name);
+    }
 }
