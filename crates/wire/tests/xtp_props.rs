@@ -69,6 +69,12 @@ impl Parts {
                 xkey: self.xkey,
                 traffic: self.traffic,
             },
+            5 => Segment::Jcntl {
+                control: self.control,
+                xkey: self.xkey,
+                address: self.address,
+                traffic: self.traffic,
+            },
             _ => Segment::Diag {
                 code: DiagCode::from(self.code),
                 value: DiagValue::from(self.value),
@@ -141,7 +147,7 @@ fn parts() -> impl Strategy<Value = Parts> {
         any::<u16>(),
         any::<u32>(),
         any::<u64>(),
-        0..6u8,
+        0..7u8,
     );
     let body = (
         any::<Option<u64>>(),

@@ -237,6 +237,22 @@ fn expected_fields(repr: &XtpRepr<'_>, dlen: usize, options: u32) -> Vec<String>
                 f[13] = outburst(&traffic);
             }
         }
+        Segment::Jcntl {
+            xkey,
+            address,
+            traffic,
+            ..
+        } => {
+            f[10] = format!("{xkey:#018x}");
+            if let Address::Ipv4 {
+                dst_port, src_host, ..
+            } = address.address
+            {
+                f[11] = dst_port.to_string();
+                f[12] = src_host.to_string();
+                f[13] = outburst(&traffic);
+            }
+        }
         Segment::Diag { code, value, .. } => {
             f[14] = u32::from(code).to_string();
             f[15] = u32::from(value).to_string();

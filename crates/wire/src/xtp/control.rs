@@ -1,6 +1,7 @@
 //! Control segments: CNTL (receiver state), ECNTL (CNTL plus the spans of
-//! data received, for selective retransmission) and TCNTL (CNTL plus key
-//! exchange and a traffic specifier).
+//! data received, for selective retransmission), TCNTL (CNTL plus key
+//! exchange and a traffic specifier) and JCNTL (TCNTL's fields with an
+//! address segment before the specifier: multicast join control).
 //!
 //! Common part (20 bytes): `rseq` (next byte expected in order), `alloc`
 //! (one past the last byte the sender may send), `echo` (the `sync` being
@@ -10,7 +11,7 @@
 use crate::bytes::{be_u32, put_be_u32};
 use crate::{Error, Result};
 
-use super::first::TrafficRepr;
+use super::first::{AddressRepr, TrafficRepr};
 use super::{be_u64, put_be_u64};
 
 mod field {
@@ -243,6 +244,49 @@ impl ControlRepr {
             ));
         }
         Ok((Self::read(&view), view.xkey(), traffic))
+    }
+
+    /// A JCNTL segment: TCNTL's fixed part, then an address segment and a
+    /// traffic specifier that fill the rest exactly (packet-xtp.c,
+    /// `dissect_xtp_jcntl`).
+    pub fn parse_jcntl(segment: &[u8]) -> Result<(Self, u64, AddressRepr, TrafficRepr)> {
+        let view = ControlSegment::new_unchecked(segment);
+        view.check_tcntl_len()?;
+        let rest = view.traffic_bytes();
+        let (address, alen) = AddressRepr::parse(rest)?;
+        let (traffic, tlen) = TrafficRepr::parse(&rest[alen..])?;
+        if alen + tlen != rest.len() {
+            return Err(Error::Malformed(
+                "XTP JCNTL bytes after its traffic specifier",
+            ));
+        }
+        Ok((Self::read(&view), view.xkey(), address, traffic))
+    }
+
+    /// Segment length of a JCNTL with `address` and `traffic`.
+    pub fn jcntl_len(address: &AddressRepr, traffic: &TrafficRepr) -> usize {
+        TCNTL_FIXED_LEN + address.buffer_len() + traffic.buffer_len()
+    }
+
+    /// Writes a JCNTL segment into exactly [`jcntl_len`](Self::jcntl_len)
+    /// bytes; the reserved word is sent as zero.
+    pub fn emit_jcntl(
+        &self,
+        xkey: u64,
+        address: &AddressRepr,
+        traffic: &TrafficRepr,
+        segment: &mut [u8],
+    ) -> Result<()> {
+        if segment.len() != Self::jcntl_len(address, traffic) {
+            return Err(Error::Truncated);
+        }
+        let mut view = ControlSegment::new_unchecked(segment);
+        self.write(&mut view);
+        view.set_rsvd(0);
+        view.set_xkey(xkey);
+        let (head, rest) = view.traffic_bytes_mut().split_at_mut(address.buffer_len());
+        address.emit(head)?;
+        traffic.emit(rest)
     }
 
     /// Segment length of a TCNTL with `traffic`.

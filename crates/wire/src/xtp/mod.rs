@@ -18,6 +18,7 @@
 //! | FIRST | address segment, traffic specifier, [tag] data             |
 //! | ECNTL | rseq alloc echo nspan(4), nspan spans of (left, right)(16) |
 //! | TCNTL | rseq alloc echo rsvd(4) xkey(8), traffic specifier         |
+//! | JCNTL | TCNTL's fixed part, address segment, traffic specifier     |
 //! | DIAG  | code(4) val(4) message                                     |
 //!
 //! All fields are big-endian. The one checksum field covers the header and,
@@ -25,7 +26,7 @@
 //! pseudo-header). There is no trailer in 4.0.
 //!
 //! Modules: [`header`] (the common header and checksum), [`control`] (CNTL,
-//! ECNTL, TCNTL), [`first`] (address segment, traffic specifier), [`data`]
+//! ECNTL, TCNTL, JCNTL), [`first`] (address segment, traffic specifier), [`data`]
 //! (the beginning tag), [`diag`], and [`packet`] (the whole packet's `Repr`).
 
 pub mod control;

@@ -12,7 +12,8 @@ pub struct XtpOptions(u32);
 impl XtpOptions {
     /// The checksum covers the header only, not the segment.
     pub const NOCHECK: Self = Self(0x40_0000);
-    /// Multicast: the sender is at the edge of the group (4.0 §multicast).
+    /// The EDGE bit (named so by Wireshark; its meaning is the
+    /// protocol's business, not the wire format's).
     pub const EDGE: Self = Self(0x20_0000);
     /// No error control: no retransmission.
     pub const NOERR: Self = Self(0x10_0000);
@@ -28,7 +29,8 @@ impl XtpOptions {
     pub const FASTNAK: Self = Self(0x00_8000);
     /// Status request: answer with a control packet.
     pub const SREQ: Self = Self(0x00_4000);
-    /// Delayed status request: answer once the data is delivered.
+    /// Delivery status request: answer once the data is delivered to the
+    /// application.
     pub const DREQ: Self = Self(0x00_2000);
     /// The sender will read no more (its incoming stream is closed).
     pub const RCLOSE: Self = Self(0x00_1000);

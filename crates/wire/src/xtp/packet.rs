@@ -40,6 +40,13 @@ pub enum Segment<'a> {
         xkey: u64,
         traffic: TrafficRepr,
     },
+    /// Multicast join control: TCNTL's fields and the group's address.
+    Jcntl {
+        control: ControlRepr,
+        xkey: u64,
+        address: AddressRepr,
+        traffic: TrafficRepr,
+    },
     Diag {
         code: DiagCode,
         value: DiagValue,
@@ -55,6 +62,7 @@ impl Segment<'_> {
             Self::First { .. } => PacketType::First,
             Self::Ecntl { .. } => PacketType::Ecntl,
             Self::Tcntl { .. } => PacketType::Tcntl,
+            Self::Jcntl { .. } => PacketType::Jcntl,
             Self::Diag { .. } => PacketType::Diag,
         }
     }
@@ -80,6 +88,9 @@ impl Segment<'_> {
             } => address.buffer_len() + traffic.buffer_len() + data_len(*btag, data),
             Self::Ecntl { spans, .. } => ControlRepr::ecntl_len(spans),
             Self::Tcntl { traffic, .. } => ControlRepr::tcntl_len(traffic),
+            Self::Jcntl {
+                address, traffic, ..
+            } => ControlRepr::jcntl_len(address, traffic),
             Self::Diag { message, .. } => DIAG_FIXED_LEN + message.len(),
         }
     }
@@ -110,6 +121,12 @@ impl Segment<'_> {
                 xkey,
                 traffic,
             } => control.emit_tcntl(*xkey, traffic, out),
+            Self::Jcntl {
+                control,
+                xkey,
+                address,
+                traffic,
+            } => control.emit_jcntl(*xkey, address, traffic, out),
             Self::Diag {
                 code,
                 value,
@@ -134,8 +151,8 @@ pub struct XtpRepr<'a> {
 
 impl<'a> XtpRepr<'a> {
     /// Validates a packet: lengths, version 4.0, the checksum under `mode`,
-    /// then the segment of its type. BTAG on a packet without data, and
-    /// multicast JOIN/JCNTL packets, are refused.
+    /// then the segment of its type. BTAG on a packet without data, and the
+    /// obsolete JOIN packet, are refused.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(
         packet: &XtpPacket<&'a T>,
         mode: ChecksumMode,
@@ -190,9 +207,16 @@ impl<'a> XtpRepr<'a> {
                     message,
                 }
             }
-            PacketType::Join | PacketType::Jcntl => {
-                return Err(Error::Unsupported("XTP multicast join packet"))
+            PacketType::Jcntl => {
+                let (control, xkey, address, traffic) = ControlRepr::parse_jcntl(segment)?;
+                Segment::Jcntl {
+                    control,
+                    xkey,
+                    address,
+                    traffic,
+                }
             }
+            PacketType::Join => return Err(Error::Unsupported("XTP JOIN packet (obsolete)")),
             PacketType::Unknown(_) => return Err(Error::Malformed("unknown XTP packet type")),
         };
         Ok(Self {

@@ -133,6 +133,15 @@ fn samples() -> Vec<XtpRepr<'static>> {
             },
         ),
         repr(
+            XtpOptions::MULTI,
+            Segment::Jcntl {
+                control: CONTROL,
+                xkey: 0x99,
+                address: ipv4,
+                traffic: RATES,
+            },
+        ),
+        repr(
             XtpOptions::END,
             Segment::Diag {
                 code: DiagCode::ContextRefused,
@@ -257,9 +266,9 @@ fn packets_the_repr_cannot_mean_are_refused() {
     ));
     // BTAG on a control packet.
     assert!(matches!(refit(&|b| b[9] |= 0x01), Err(Error::Malformed(_))));
-    // Multicast JCNTL and an unassigned type.
+    // The obsolete JOIN and an unassigned type.
     assert!(matches!(
-        refit(&|b| b[11] = 0x27),
+        refit(&|b| b[11] = 0x26),
         Err(Error::Unsupported(_))
     ));
     assert!(matches!(refit(&|b| b[11] = 0x24), Err(Error::Malformed(_))));

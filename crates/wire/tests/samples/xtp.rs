@@ -1,5 +1,5 @@
-//! XTP samples: one packet of every type, over IPv4 and over IPv6 (IP
-//! protocol 36), emitted through `XtpRepr::emit`.
+//! XTP samples: one packet of every type (JOIN, obsolete, aside), over IPv4
+//! and over IPv6 (IP protocol 36), emitted through `XtpRepr::emit`.
 
 use wire::ethernet::EtherType;
 use wire::xtp::first::Traffic;
@@ -117,6 +117,19 @@ fn first(address: Address, data: &'static [u8]) -> XtpRepr<'static> {
     )
 }
 
+/// Multicast join control for the group at `address`.
+fn jcntl(address: Address) -> XtpRepr<'static> {
+    repr(
+        XtpOptions::MULTI,
+        Segment::Jcntl {
+            control: CONTROL,
+            xkey: 0x0303,
+            address: AddressRepr { domain: 0, address },
+            traffic: RATES,
+        },
+    )
+}
+
 pub fn packet(repr: &XtpRepr<'_>) -> Vec<u8> {
     let mut buf = vec![0; repr.buffer_len()];
     repr.emit(
@@ -139,6 +152,7 @@ fn decoded_text(segment: &Segment<'_>) -> &'static [&'static str] {
             "Number of spans: 2",
         ],
         Segment::Tcntl { .. } => &["Traffic Control Segment, Recv-Seq: 1000"],
+        Segment::Jcntl { .. } => &["Traffic Control Segment, Recv-Seq: 1000", "Address Segment"],
         Segment::Diag { .. } => &["Diagnostic Segment", "Message: no listener"],
     }
 }
@@ -199,6 +213,33 @@ pub fn samples() -> Vec<Sample> {
             "Address Segment, Dst Port: 5001, Src Port: 40000",
             "Destination host: 198.51.100.2",
             "Outgoing burst size: 16384",
+        ],
+    ));
+    samples.push(sample(
+        "xtp-v4-jcntl",
+        over_v4(&packet(&jcntl(Address::Ipv4 {
+            dst_host: Ipv4Addr::new(233, 252, 0, 1),
+            src_host: V4_A,
+            dst_port: 5001,
+            src_port: 40_000,
+        }))),
+        &[
+            "Traffic Control Segment, Recv-Seq: 1000",
+            "Destination host: 233.252.0.1",
+            "Outgoing burst size: 16384",
+        ],
+    ));
+    samples.push(sample(
+        "xtp-v6-jcntl",
+        over_v6(&packet(&jcntl(Address::Ipv6 {
+            dst_host: Ipv6Addr::new(0xff0e, 0, 0, 0, 0, 0, 0xdb8, 1),
+            src_host: V6_A,
+            dst_port: 5001,
+            src_port: 40_000,
+        }))),
+        &[
+            "Traffic Control Segment, Recv-Seq: 1000",
+            "Unsupported aformat(6)",
         ],
     ));
     let v6_first = first(
