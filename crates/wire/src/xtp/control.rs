@@ -4,8 +4,8 @@
 //! address segment before the specifier: multicast join control).
 //!
 //! Common part (20 bytes): `rseq` (next byte expected in order), `alloc`
-//! (one past the last byte the sender may send), `echo` (the `sync` being
-//! answered). ECNTL adds `nspan` (4) and `nspan` spans of two 64-bit edges;
+//! (the do-not-exceed sequence number of flow control), `echo` (the `sync`
+//! being answered). ECNTL adds `nspan` (4) and `nspan` spans of two 64-bit edges;
 //! TCNTL adds a reserved word (4), `xkey` (8) and a traffic specifier.
 
 use crate::bytes::{be_u32, put_be_u32};
@@ -158,7 +158,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ControlSegment<T> {
 pub struct ControlRepr {
     /// Next sequence number the receiver expects in order.
     pub rseq: u64,
-    /// One past the last sequence number the sender may send.
+    /// The do-not-exceed sequence number the sender may send up to (flow
+    /// control; study §2.4.2).
     pub alloc: u64,
     /// The `sync` value this control packet answers.
     pub echo: u32,

@@ -1,7 +1,8 @@
 //! The data of a DATA (or FIRST) packet and its optional beginning tag: with
-//! the BTAG option the first 8 bytes are a tag for the application, not
-//! data, and take no sequence numbers (4.0 §BTAG; the study's §2.6
-//! "Support for Encapsulation": uninterpreted, beside the data).
+//! the BTAG option the first 8 bytes are a tag for the application, kept
+//! apart from the data (the study's §2.6 "Support for Encapsulation" and
+//! §2.7 "Tagging": written in the first 8 bytes, not interpreted by XTP).
+//! Wireshark reads it the same way (`have_btag` in packet-xtp.c, DATA only).
 
 use crate::{Error, Result};
 

@@ -316,8 +316,9 @@ impl From<Service> for u8 {
 pub enum Traffic {
     /// Format 0: no parameters; one word Wireshark shows as "Traffic".
     None { traffic: u32 },
-    /// Format 1: largest data segment, and rate (bytes per second) and
-    /// burst (bytes per rate period) each way.
+    /// Format 1: largest data segment, and rate and burst each way (the
+    /// study, §2.4.2: rate is a maximum data rate per second, burst the
+    /// bytes in each burst).
     Rates {
         maxdata: u32,
         inrate: u32,

@@ -62,8 +62,8 @@ impl<T: AsRef<[u8]>> XtpPacket<T> {
         self.buffer
     }
 
-    /// The context key; [`KEY_RETURN`](super::KEY_RETURN) marks a key the
-    /// receiver assigned.
+    /// The context key, its top bit the return bit
+    /// ([`KEY_RETURN`](super::KEY_RETURN)).
     pub fn key(&self) -> u64 {
         be_u64(self.buffer.as_ref(), field::KEY.start)
     }
@@ -197,8 +197,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> XtpPacket<T> {
         &mut self.buffer.as_mut()[HEADER_LEN..end]
     }
 
-    /// Computes and stores the checksum over the covered bytes. Unlike UDP,
-    /// XTP gives 0x0000 no special meaning, so the value is stored as is.
+    /// Computes and stores the checksum over the covered bytes. Unlike UDP's,
+    /// a zero field does not mean "no checksum" (Wireshark verifies it like
+    /// any other value), so the value is stored as is.
     pub fn fill_checksum(&mut self) {
         self.set_check(0);
         let value = checksum::checksum(self.checksummed());

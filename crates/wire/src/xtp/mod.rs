@@ -57,8 +57,8 @@ pub const ETHERTYPE: u16 = 0x817d;
 /// XTP 4.0, the only version Wireshark knows (`XTP_VERSION_4`).
 pub const VERSION_4: u8 = 1;
 
-/// High bit of the key: set when the key is the one the receiver assigned
-/// (returned after a key exchange), so lookup can index it directly.
+/// High bit of the key: the return bit (Wireshark's `XTP_KEY_RTN`); what
+/// it selects is the protocol's business, not the wire format's.
 pub const KEY_RETURN: u64 = 1 << 63;
 
 /// The big-endian `u64` at `offset`. Panics past the end of `data`.
