@@ -39,6 +39,7 @@ pub mod ndisc;
 // Transport layer.
 pub mod tcp;
 pub mod udp;
+pub mod xtp;
 
 // Capture files.
 pub mod pcapng;

@@ -8,6 +8,7 @@ mod icmpv6;
 mod tcp;
 mod v4;
 mod v6;
+pub mod xtp;
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -40,6 +41,7 @@ pub fn all() -> Vec<Sample> {
     samples.extend(v6::samples());
     samples.extend(tcp::samples());
     samples.extend(icmpv6::samples());
+    samples.extend(xtp::samples());
     samples
 }
 
