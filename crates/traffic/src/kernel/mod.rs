@@ -199,6 +199,11 @@ impl PathSetup {
         }
     }
 
+    /// The interface of `side` (none on loopback).
+    pub fn interface(&self, side: Side) -> Option<&str> {
+        self.veth.as_ref().map(|v| v.interface(side))
+    }
+
     pub fn description(&self) -> String {
         match &self.veth {
             None => "loopback".to_string(),

@@ -5,6 +5,7 @@
 //! runners (step inside the host's poll loop) — and never blocks.
 
 pub mod datagrams;
+pub mod echo;
 pub mod stream;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +49,7 @@ pub struct Rendezvous {
     published: Condvar,
     failed: AtomicBool,
     receiver_finished: AtomicBool,
+    sender_finished: AtomicBool,
 }
 
 impl Rendezvous {
@@ -103,6 +105,16 @@ impl Rendezvous {
 
     pub fn has_receiver_finished(&self) -> bool {
         self.receiver_finished.load(Ordering::Acquire)
+    }
+
+    /// The sender (echo client) has finished: a server in this process
+    /// may stop.
+    pub fn sender_finished(&self) {
+        self.sender_finished.store(true, Ordering::Release);
+    }
+
+    pub fn has_sender_finished(&self) -> bool {
+        self.sender_finished.load(Ordering::Acquire)
     }
 
     /// A side failed.

@@ -13,14 +13,16 @@ use stack::iface::host::Host;
 use stack::runner::realtime::{RealTime, Turn};
 use stack::runner::threaded::{Progress, WorkloadFactory};
 
-use super::datagrams::{self, PeerAddr, Transport};
-use super::{stream, take, Outcome, Shared};
+use super::datagrams;
+use super::{take, Outcome, Shared};
 use crate::env::{Environment, GrantedBuffers};
 use crate::error::TrafficError;
 use crate::meter::{IntervalRecorder, Meter};
 use crate::pattern::Pattern;
 use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
 use crate::spec::{Protocol, StackKind, TransferSpec};
+use crate::transport::Peer as PeerAddr;
+use crate::transport::StreamOptions;
 
 /// Which end the attached host is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,9 +135,12 @@ pub(crate) fn run_side(
         outcome.clone(),
     );
     let factory: WorkloadFactory = if spec.protocol == Protocol::Tcp {
-        let (config, granted) = stream::tcp_config(spec);
-        facts.granted = granted;
-        facts.congestion_control = Some(stream::algorithm_name(&config).into());
+        let planned = super::net::stream_facts_for(StreamOptions {
+            buffer: spec.sockbuf,
+            nodelay: spec.nodelay,
+        });
+        facts.granted = planned.granted;
+        facts.congestion_control = planned.congestion_control;
         let (receiving, sending) =
             datagrams::stream_workloads(&spec_c, pattern_c, meter_c, &outcome_c);
         match role {
@@ -143,8 +148,7 @@ pub(crate) fn run_side(
             Role::Receive => receiving,
         }
     } else {
-        let (_, granted) = Transport::for_spec(spec);
-        facts.granted = granted;
+        facts.granted = super::net::datagram_granted(spec);
         let ends = super::Endpoints {
             sender: String::new(),
             receiver: String::new(),

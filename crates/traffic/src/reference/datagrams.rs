@@ -9,23 +9,21 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use stack::iface::host::{Host, LinkHandle, UdpHandle};
+use stack::iface::host::Host;
 use stack::runner::threaded::{self, Progress, Workload, WorkloadFactory};
-use stack::socket::udp::UdpConfig;
-use stack::socket::{LinkConfig, SendError};
 use stack::topology::Topology;
 
 use super::drive;
 use super::tally::{self, Accounts};
-use super::{address_of, take, Endpoints, Outcome, Shared};
-use crate::env::{Environment, GrantedBuffers};
+use super::{take, Endpoints, Outcome, Shared};
+use crate::env::Environment;
 use crate::error::TrafficError;
 use crate::meter::{IntervalRecorder, Meter};
 use crate::pattern::Pattern;
 use crate::program::datagrams::{self, DatagramReceiver, DatagramSender};
 use crate::program::stream::{self, StreamReceiver, StreamSender};
 use crate::report::{Timestamp, TransferReport};
-use crate::spec::{Family, Protocol, TransferSpec, RAW_ETHERTYPE};
+use crate::spec::{Family, Protocol, TransferSpec};
 use crate::transport::StreamOptions;
 
 /// How long the hosts may take to configure their addresses (SLAAC, DAD)
@@ -59,16 +57,12 @@ pub(super) fn run(
                 buffer: spec.sockbuf,
                 nodelay: spec.nodelay,
             };
-            let config = super::net::tcp_config(options);
-            flow.target.sockbuf_granted = GrantedBuffers {
-                send: Some(config.send_buffer),
-                recv: Some(config.recv_buffer),
-            };
-            flow.target.congestion_control = Some(super::net::algorithm_name(&config).into());
+            let planned = super::net::stream_facts_for(options);
+            flow.target.sockbuf_granted = planned.granted;
+            flow.target.congestion_control = planned.congestion_control;
             stream_workloads(&spec, pattern, meter.clone(), &outcome)
         } else {
-            let (_, granted) = Transport::for_spec(&spec);
-            flow.target.sockbuf_granted = granted;
+            flow.target.sockbuf_granted = super::net::datagram_granted(&spec);
             datagram_workloads(&spec, pattern, meter.clone(), &outcome, &flow.ends)
         };
         per_host
@@ -235,138 +229,10 @@ fn together(factories: Vec<WorkloadFactory>) -> WorkloadFactory {
     })
 }
 
-/// Datagrams a sender's socket queues before sends are refused.
-pub(super) const SEND_QUEUE: usize = 256;
-
-/// What carries the datagrams.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Transport {
-    Udp(UdpConfig),
-    /// Link-level frames of [`RAW_ETHERTYPE`] between neighbours.
-    Link(LinkConfig),
-}
-
-/// Where the receiver takes datagrams.
-pub(super) use crate::transport::Peer as PeerAddr;
-
-/// A host's open end of the transfer.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Channel {
-    Udp(UdpHandle),
-    Link(LinkHandle),
-}
-
-impl Transport {
-    /// UDP or link sockets sized by the spec's `-b` (default 4 MiB of
-    /// receive queue), and what that grants.
-    pub(super) fn for_spec(spec: &TransferSpec) -> (Self, GrantedBuffers) {
-        let recv_bytes = spec.sockbuf.unwrap_or(4 << 20);
-        let recv_entries = (recv_bytes / spec.len.max(1)).clamp(64, 1 << 16);
-        let transport = match spec.protocol {
-            Protocol::Udp => Transport::Udp(UdpConfig {
-                send_queue_datagrams: SEND_QUEUE,
-                recv_queue_datagrams: recv_entries,
-                recv_queue_bytes: recv_bytes,
-                ..UdpConfig::default()
-            }),
-            _ => Transport::Link(LinkConfig {
-                send_queue_frames: SEND_QUEUE,
-                recv_queue_frames: recv_entries,
-                recv_queue_bytes: recv_bytes,
-            }),
-        };
-        let granted = GrantedBuffers {
-            send: Some(SEND_QUEUE * spec.len),
-            recv: Some(recv_bytes),
-        };
-        (transport, granted)
-    }
-
-    /// Opens the channel on `host`: UDP bound to the spec's port (the
-    /// receiver) or unbound (the sender); a link socket on `interface`.
-    pub(super) fn open(
-        self,
-        host: &mut Host,
-        spec: &TransferSpec,
-        interface: &str,
-        receiving: bool,
-    ) -> Result<Channel, TrafficError> {
-        match self {
-            Transport::Udp(config) => {
-                let socket = host.udp_open(config);
-                if receiving {
-                    host.udp_bind(socket, SocketAddr::new(unspecified(spec.family), spec.port));
-                }
-                Ok(Channel::Udp(socket))
-            }
-            Transport::Link(config) => {
-                let id = host.interface_id(interface).ok_or_else(|| {
-                    TrafficError::Invalid(format!("{} has no interface {interface}", host.name()))
-                })?;
-                host.link_open_with(id, RAW_ETHERTYPE, config)
-                    .map(Channel::Link)
-                    .map_err(|e| TrafficError::Invalid(format!("{}: {e}", host.name())))
-            }
-        }
-    }
-}
-
-impl Channel {
-    /// The address the peer sends to, once this end has one.
-    pub(super) fn address(
-        self,
-        host: &Host,
-        spec: &TransferSpec,
-        interface: &str,
-    ) -> Option<PeerAddr> {
-        match self {
-            Channel::Udp(_) => {
-                address_of(host, spec.family).map(|ip| PeerAddr::Ip(SocketAddr::new(ip, spec.port)))
-            }
-            Channel::Link(_) => host
-                .interface_id(interface)
-                .and_then(|id| host.interface_mac(id))
-                .map(PeerAddr::Mac),
-        }
-    }
-
-    pub(super) fn send(self, host: &mut Host, data: &[u8], to: PeerAddr) -> Result<(), SendError> {
-        match (self, to) {
-            (Channel::Udp(h), PeerAddr::Ip(dest)) => host.udp_send_to(h, data, dest),
-            (Channel::Link(h), PeerAddr::Mac(dest)) => host.link_send_to(h, data, dest),
-            _ => Err(SendError::FamilyMismatch),
-        }
-    }
-
-    /// The next datagram into `buf` (truncated to it), with its sender.
-    pub(super) fn recv(self, host: &mut Host, buf: &mut [u8]) -> Option<(usize, PeerAddr)> {
-        match self {
-            Channel::Udp(h) => host
-                .udp(h)
-                .recv_from(buf)
-                .map(|(n, from)| (n, PeerAddr::Ip(from))),
-            Channel::Link(h) => host
-                .link(h)
-                .recv_from(buf)
-                .map(|(n, from)| (n, PeerAddr::Mac(from))),
-        }
-    }
-}
-
 /// The unspecified address of `family`: a receiver's wildcard bind.
 pub(super) fn unspecified(family: Family) -> IpAddr {
     match family {
         Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     }
-}
-
-/// A workload that records `error` as its side's outcome and is done.
-pub(super) fn failed<T: Send + 'static>(
-    slot: &std::sync::Mutex<Option<Result<T, TrafficError>>>,
-    error: TrafficError,
-) -> Workload {
-    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(error));
-    stack::runner::threaded::wake_peers();
-    Box::new(|_: &mut Host, _| Progress::Done)
 }

@@ -696,7 +696,7 @@ fn fail_factory(shared: &Arc<Shared>, error: TrafficError) -> Workload {
 /// ACK of the previous message's last one, and the start latency would
 /// measure the peer's delayed-ACK timer instead of the stack.
 fn tcp_config(spec: &MessagesSpec) -> TcpConfig {
-    let size = spec.sockbuf.unwrap_or(super::stream::DEFAULT_BUFFER);
+    let size = spec.sockbuf.unwrap_or(super::net::DEFAULT_BUFFER);
     TcpConfig {
         send_buffer: size,
         recv_buffer: size,

@@ -13,8 +13,6 @@ pub mod kernel_peer;
 pub mod messages;
 pub mod net;
 mod pinned;
-mod stream;
-mod stream_echo;
 mod tally;
 
 use std::net::IpAddr;

@@ -55,6 +55,21 @@ pub fn algorithm_name(config: &TcpConfig) -> &'static str {
     }
 }
 
+/// What a connection opened with `options` is granted, known before it
+/// exists (for a run's record).
+pub fn stream_facts_for(options: StreamOptions) -> SocketFacts {
+    config_facts(&tcp_config(options))
+}
+
+/// What a datagram socket for `spec` is granted (the sender's queue in
+/// bytes of its datagrams), known before it exists.
+pub fn datagram_granted(spec: &crate::spec::TransferSpec) -> GrantedBuffers {
+    GrantedBuffers {
+        send: Some(SEND_QUEUE * spec.len),
+        recv: Some(spec.sockbuf.unwrap_or(DEFAULT_BUFFER)),
+    }
+}
+
 fn config_facts(config: &TcpConfig) -> SocketFacts {
     SocketFacts {
         granted: GrantedBuffers {

@@ -1,0 +1,548 @@
+//! Delay mode once for every stack (the XTP study's `dela`, the SunOS
+//! study's stop-and-wait): a client sends a `len`-byte request, the server
+//! returns it whole, the client times the round trip and checks the
+//! answer. One exchange is outstanding at a time.
+//!
+//! Streams: requests are `len` pattern bytes on one connection with Nagle
+//! off at both ends (else Nagle and delayed ACKs would be what is
+//! measured). Datagrams (UDP, link frames): each request is a test
+//! datagram of kind Echo numbered by its exchange; a late answer to an
+//! earlier exchange is ignored, a missing one counts as lost after
+//! [`answer_wait`](crate::echo::answer_wait).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::datagrams::SENTINEL_REPEATS;
+use super::{peer_failed, Program, Rendezvous, Step};
+use crate::datagram::{self, Kind};
+use crate::echo::answer_wait;
+use crate::error::TrafficError;
+use crate::pattern::Pattern;
+use crate::spec::{EchoSpec, Protocol, RAW_ETHERTYPE};
+use crate::transport::{
+    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
+};
+
+/// What both ends of an echo series are given.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub spec: EchoSpec,
+    pub pattern: Arc<Pattern>,
+    pub rendezvous: Arc<Rendezvous>,
+    /// How long the stack may take to configure its addresses.
+    pub address_grace: Duration,
+    /// For link-level frames: the interface (empty: the first).
+    pub interface: String,
+}
+
+impl Shared {
+    fn setup_limit(&self) -> Duration {
+        self.spec.timeout + self.address_grace
+    }
+
+    fn stream_options(&self) -> StreamOptions {
+        StreamOptions {
+            buffer: self.spec.sockbuf,
+            nodelay: true,
+        }
+    }
+
+    fn datagram_options(&self) -> DatagramOptions {
+        DatagramOptions {
+            buffer: self.spec.sockbuf,
+            datagram_len: self.spec.len,
+        }
+    }
+
+    fn datagram_kind(&self, bind: Option<SocketAddr>) -> DatagramKind {
+        match self.spec.protocol {
+            Protocol::Raw => DatagramKind::Link {
+                interface: self.interface.clone(),
+                ethertype: RAW_ETHERTYPE,
+            },
+            _ => DatagramKind::Udp(
+                bind.unwrap_or_else(|| SocketAddr::new(crate::kernel::any(self.spec.family), 0)),
+            ),
+        }
+    }
+
+    /// This end's address once it has one (`bind`'s port for a server).
+    fn own_address<N: Transport>(&self, net: &N, bind: Option<SocketAddr>) -> Option<Peer> {
+        match self.spec.protocol {
+            Protocol::Raw => net.link_address(&self.interface).map(Peer::Mac),
+            _ => {
+                let port = bind.map_or(0, |b| b.port());
+                match bind {
+                    Some(b) if !b.ip().is_unspecified() => Some(b.ip()),
+                    _ => net.local_ip(self.spec.family),
+                }
+                .map(|ip| Peer::Ip(SocketAddr::new(ip, port)))
+            }
+        }
+    }
+
+    /// Publishes the server's address once it has one.
+    fn publish<N: Transport>(&self, net: &mut N, bind: SocketAddr) -> bool {
+        match self.own_address(net, Some(bind)) {
+            Some(own) => {
+                self.rendezvous.publish(own);
+                net.notify();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn address_timeout<T>(&self, whose: &str) -> Step<T> {
+        Step::Done(Err(TrafficError::timeout(
+            self.setup_limit(),
+            format!("waiting for {whose} to get an {} address", self.spec.family),
+        )))
+    }
+}
+
+/// What the client measured.
+#[derive(Debug, Clone, Default)]
+pub struct Exchanges {
+    /// Round-trip time of each answered exchange, in order.
+    pub rtt_ns: Vec<u64>,
+    pub lost: u64,
+    pub corrupted: u64,
+    pub facts: SocketFacts,
+}
+
+/// The server: echoes every byte (stream) or datagram back until the
+/// client is done.
+pub struct EchoServer<N: Transport> {
+    shared: Shared,
+    bind: SocketAddr,
+    state: Serving<N>,
+    since: Instant,
+    buf: Vec<u8>,
+    /// Stream bytes read and not yet sent back.
+    pending: Vec<u8>,
+}
+
+enum Serving<N: Transport> {
+    Start,
+    Listening(N::Listener),
+    Stream(N::Stream),
+    Datagrams {
+        socket: N::Datagrams,
+        published: bool,
+        /// When the last request came (or the socket opened).
+        last: Instant,
+    },
+}
+
+impl<N: Transport> EchoServer<N> {
+    pub fn new(shared: Shared, bind: SocketAddr) -> Self {
+        Self {
+            shared,
+            bind,
+            state: Serving::Start,
+            since: Instant::now(),
+            buf: vec![0; 65_536],
+            pending: Vec::new(),
+        }
+    }
+
+    fn serve_stream(&mut self, net: &mut N, conn: N::Stream) -> Step<()> {
+        loop {
+            while !self.pending.is_empty() {
+                match net.send(conn, &self.pending) {
+                    Ok(0) => return Step::Wait(None),
+                    Ok(n) => {
+                        self.pending.drain(..n);
+                    }
+                    Err(e) => return Step::Done(Err(e)),
+                }
+            }
+            match net.recv(conn, &mut self.buf) {
+                Ok(Read::Data(n)) => self.pending.extend_from_slice(&self.buf[..n]),
+                Ok(Read::Nothing) => return Step::Wait(None),
+                Ok(Read::End) => {
+                    net.close(conn);
+                    return Step::Done(Ok(()));
+                }
+                Err(e) => return Step::Done(Err(e)),
+            }
+        }
+    }
+}
+
+impl<N: Transport> Program<N> for EchoServer<N> {
+    type Output = ();
+
+    fn step(&mut self, net: &mut N) -> Step<()> {
+        if self.shared.rendezvous.failed() {
+            return peer_failed();
+        }
+        match self.state {
+            Serving::Start => {
+                let opened = if self.shared.spec.protocol == Protocol::Tcp {
+                    net.listen(self.bind, self.shared.stream_options())
+                        .map(Serving::Listening)
+                } else {
+                    let kind = self.shared.datagram_kind(Some(self.bind));
+                    net.open_datagrams(&kind, self.shared.datagram_options())
+                        .map(|socket| Serving::Datagrams {
+                            socket,
+                            published: false,
+                            last: Instant::now(),
+                        })
+                };
+                match opened {
+                    Ok(state) => {
+                        self.state = state;
+                        self.since = Instant::now();
+                        Step::Again
+                    }
+                    Err(e) => Step::Done(Err(e)),
+                }
+            }
+            Serving::Listening(listener) => {
+                if self.shared.rendezvous.receiver().is_none() {
+                    self.shared.publish(net, self.bind);
+                }
+                match net.accept(listener) {
+                    Ok(Some(conn)) => {
+                        net.close_listener(listener);
+                        self.state = Serving::Stream(conn);
+                        Step::Again
+                    }
+                    Ok(None) if self.since.elapsed() > self.shared.setup_limit() => {
+                        Step::Done(Err(TrafficError::timeout(
+                            self.shared.setup_limit(),
+                            "waiting for the echo client to connect",
+                        )))
+                    }
+                    Ok(None) => Step::Wait(None),
+                    Err(e) => Step::Done(Err(e)),
+                }
+            }
+            Serving::Stream(conn) => self.serve_stream(net, conn),
+            Serving::Datagrams {
+                socket,
+                ref mut published,
+                ref mut last,
+            } => {
+                if !*published {
+                    if !self.shared.publish(net, self.bind) {
+                        if self.since.elapsed() > self.shared.setup_limit() {
+                            return self.shared.address_timeout("the echo server");
+                        }
+                        return Step::Wait(None);
+                    }
+                    *published = true;
+                    *last = Instant::now();
+                }
+                loop {
+                    let (n, from) = match net.recv_from(socket, &mut self.buf) {
+                        Ok(Some(got)) => got,
+                        Ok(None) => break,
+                        Err(e) => return Step::Done(Err(e)),
+                    };
+                    *last = Instant::now();
+                    let request = datagram::strip_padding(&self.buf[..n]);
+                    if matches!(datagram::parse_header(request), Ok(h) if h.kind == Kind::End) {
+                        net.close_datagrams(socket);
+                        return Step::Done(Ok(()));
+                    }
+                    // Echo anything else, damaged or not: the client judges.
+                    let len = request.len();
+                    let _ = net.send_to(socket, &self.buf[..len], from);
+                }
+                // The client went quiet without saying goodbye, or said so
+                // in this process.
+                if self.shared.rendezvous.has_sender_finished()
+                    || last.elapsed() > self.shared.spec.timeout
+                {
+                    net.close_datagrams(socket);
+                    return Step::Done(Ok(()));
+                }
+                Step::Wait(None)
+            }
+        }
+    }
+}
+
+/// The client: `count` exchanges, timed from the request's first byte
+/// handed over to the answer's last byte taken.
+pub struct EchoClient<N: Transport> {
+    shared: Shared,
+    state: Asking<N>,
+    since: Instant,
+    request: Vec<u8>,
+    answer: Vec<u8>,
+    exchanges: Exchanges,
+    seq: u64,
+}
+
+enum Asking<N: Transport> {
+    Start,
+    /// Waiting for the server's address and the own one.
+    Peer(Channel<N>),
+    Connecting(N::Stream),
+    Stream {
+        conn: N::Stream,
+        written: usize,
+        read: usize,
+        began: Instant,
+    },
+    Datagrams {
+        socket: N::Datagrams,
+        dest: Peer,
+        sent: Option<Instant>,
+    },
+}
+
+/// A client's open socket before the exchanges.
+enum Channel<N: Transport> {
+    Stream,
+    Datagrams(N::Datagrams),
+}
+
+impl<N: Transport> EchoClient<N> {
+    pub fn new(shared: Shared) -> Self {
+        let len = shared.spec.len;
+        let count = shared.spec.count.min(1 << 24) as usize;
+        Self {
+            shared,
+            state: Asking::Start,
+            since: Instant::now(),
+            request: vec![0; len],
+            answer: vec![0; len.max(65_536)],
+            exchanges: Exchanges {
+                rtt_ns: Vec::with_capacity(count),
+                ..Exchanges::default()
+            },
+            seq: 0,
+        }
+    }
+
+    fn done(&mut self) -> Step<Exchanges> {
+        self.shared.rendezvous.sender_finished();
+        Step::Done(Ok(std::mem::take(&mut self.exchanges)))
+    }
+
+    fn stream_exchange(&mut self, net: &mut N) -> Step<Exchanges> {
+        let Asking::Stream {
+            conn,
+            ref mut written,
+            ref mut read,
+            ref mut began,
+        } = self.state
+        else {
+            unreachable!("called while exchanging on a stream");
+        };
+        let spec = &self.shared.spec;
+        let len = spec.len;
+        if self.seq == spec.count {
+            net.close(conn);
+            return self.done();
+        }
+        let request = self.shared.pattern.at(self.seq * len as u64, len);
+        if *written == 0 {
+            *began = Instant::now();
+        }
+        let writing = *written < len;
+        while *written < len {
+            match net.send(conn, &request[*written..]) {
+                Ok(0) => break,
+                Ok(n) => *written += n,
+                Err(e) => return Step::Done(Err(e)),
+            }
+        }
+        if writing {
+            // The answer cannot be here yet: the server has not had the
+            // request. Wait for it rather than look in vain.
+            return Step::Wait(None);
+        }
+        while *read < len {
+            match net.recv(conn, &mut self.answer[*read..len]) {
+                Ok(Read::Data(n)) => *read += n,
+                Ok(Read::Nothing) => break,
+                Ok(Read::End) => {
+                    return Step::Done(Err(TrafficError::Invalid(
+                        "echo: the server closed the connection".into(),
+                    )))
+                }
+                Err(e) => return Step::Done(Err(e)),
+            }
+        }
+        if *read == len {
+            self.exchanges
+                .rtt_ns
+                .push(began.elapsed().as_nanos() as u64);
+            if self.answer[..len] != *request {
+                self.exchanges.corrupted += 1;
+            }
+            self.seq += 1;
+            *written = 0;
+            *read = 0;
+            return Step::Again;
+        }
+        if began.elapsed() > spec.timeout {
+            return Step::Done(Err(TrafficError::timeout(
+                spec.timeout,
+                format!("waiting for the answer to exchange {}", self.seq),
+            )));
+        }
+        Step::Wait(None)
+    }
+
+    fn datagram_exchange(&mut self, net: &mut N) -> Step<Exchanges> {
+        let Asking::Datagrams {
+            socket,
+            dest,
+            ref mut sent,
+        } = self.state
+        else {
+            unreachable!("called while exchanging datagrams");
+        };
+        let spec = &self.shared.spec;
+        let wait = answer_wait(spec);
+        if self.seq == spec.count {
+            // Goodbye, several times: the server stops on the first.
+            datagram::write(
+                &mut self.request,
+                Kind::End,
+                spec.count,
+                0,
+                &self.shared.pattern,
+            );
+            for _ in 0..SENTINEL_REPEATS {
+                let _ = net.send_to(socket, &self.request, dest);
+            }
+            net.close_datagrams(socket);
+            return self.done();
+        }
+        let Some(at) = *sent else {
+            datagram::write(
+                &mut self.request,
+                Kind::Echo,
+                self.seq,
+                0,
+                &self.shared.pattern,
+            );
+            let now = Instant::now();
+            return match net.send_to(socket, &self.request, dest) {
+                Ok(true) => {
+                    *sent = Some(now);
+                    // The answer cannot be here yet: wait for it.
+                    Step::Wait(Some(now + wait))
+                }
+                Ok(false) => Step::Wait(None),
+                Err(e) => Step::Done(Err(e)),
+            };
+        };
+        loop {
+            let n = match net.recv_from(socket, &mut self.answer) {
+                Ok(Some((n, _))) => n,
+                Ok(None) => break,
+                Err(e) => return Step::Done(Err(e)),
+            };
+            let elapsed = at.elapsed();
+            let answer = datagram::strip_padding(&self.answer[..n]);
+            match datagram::check(answer, &self.shared.pattern) {
+                Ok(h) if h.kind == Kind::Echo && h.seq == self.seq && answer.len() == spec.len => {
+                    self.exchanges.rtt_ns.push(elapsed.as_nanos() as u64);
+                    self.seq += 1;
+                    *sent = None;
+                    return Step::Again;
+                }
+                // A late answer to an earlier exchange.
+                Ok(h) if h.kind == Kind::Echo && h.seq < self.seq => {}
+                _ => self.exchanges.corrupted += 1,
+            }
+        }
+        if at.elapsed() > wait {
+            self.exchanges.lost += 1;
+            self.seq += 1;
+            *sent = None;
+            return Step::Again;
+        }
+        Step::Wait(Some(at + wait))
+    }
+}
+
+impl<N: Transport> Program<N> for EchoClient<N> {
+    type Output = Exchanges;
+
+    fn step(&mut self, net: &mut N) -> Step<Exchanges> {
+        if self.shared.rendezvous.failed() {
+            return peer_failed();
+        }
+        match self.state {
+            Asking::Start => {
+                if self.shared.spec.protocol == Protocol::Tcp {
+                    self.state = Asking::Peer(Channel::Stream);
+                    return Step::Again;
+                }
+                let kind = self.shared.datagram_kind(None);
+                match net.open_datagrams(&kind, self.shared.datagram_options()) {
+                    Ok(socket) => {
+                        self.exchanges.facts =
+                            net.datagram_facts(socket, self.shared.datagram_options());
+                        self.state = Asking::Peer(Channel::Datagrams(socket));
+                        Step::Again
+                    }
+                    Err(e) => Step::Done(Err(e)),
+                }
+            }
+            Asking::Peer(ref channel) => {
+                let own = self.shared.own_address(net, None);
+                let Some(dest) = own.and(self.shared.rendezvous.receiver()) else {
+                    if self.since.elapsed() > self.shared.setup_limit() {
+                        return self.shared.address_timeout("both ends");
+                    }
+                    return Step::Wait(Some(Instant::now() + Duration::from_millis(1)));
+                };
+                self.state = match (channel, dest) {
+                    (Channel::Stream, Peer::Ip(addr)) => {
+                        match net.connect(addr, self.shared.stream_options()) {
+                            Ok(conn) => Asking::Connecting(conn),
+                            Err(e) => return Step::Done(Err(e)),
+                        }
+                    }
+                    (Channel::Datagrams(socket), dest) => Asking::Datagrams {
+                        socket: *socket,
+                        dest,
+                        sent: None,
+                    },
+                    (Channel::Stream, Peer::Mac(_)) => {
+                        return Step::Done(Err(TrafficError::Invalid(
+                            "a stream needs an IP server".into(),
+                        )))
+                    }
+                };
+                Step::Again
+            }
+            Asking::Connecting(conn) => match net.established(conn) {
+                Ok(true) => {
+                    self.exchanges.facts = net.stream_facts(conn);
+                    self.state = Asking::Stream {
+                        conn,
+                        written: 0,
+                        read: 0,
+                        began: Instant::now(),
+                    };
+                    Step::Again
+                }
+                Ok(false) if self.since.elapsed() > self.shared.setup_limit() => {
+                    Step::Done(Err(TrafficError::timeout(
+                        self.shared.setup_limit(),
+                        "connecting to the echo server",
+                    )))
+                }
+                Ok(false) => Step::Wait(None),
+                Err(e) => Step::Done(Err(e)),
+            },
+            Asking::Stream { .. } => self.stream_exchange(net),
+            Asking::Datagrams { .. } => self.datagram_exchange(net),
+        }
+    }
+}
