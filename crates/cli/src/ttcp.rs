@@ -12,6 +12,7 @@ use traffic::kernel::{self, KernelPath};
 use traffic::reference::attached::Role;
 use traffic::reference::kernel_peer::{KernelPeer, PeerLink, RefEnd};
 use traffic::report::TransferReport;
+use traffic::run::Target;
 use traffic::spec::{Family, Protocol, TransferSpec};
 use traffic::units;
 
@@ -244,7 +245,7 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
                 } else {
                     KernelPath::Loopback
                 };
-                kernel::run_pair(&spec, path, print_intervals)?
+                traffic::run::pair(&spec, &Target::Kernel(path), print_intervals)?
             } else if args.transmit {
                 let host = args.host.expect("clap requires HOST with -t");
                 kernel::transmit(&spec, host, print_intervals)?
@@ -270,7 +271,11 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
             if args.netns {
                 bail!("--netns is for --stack kernel; the reference stack has its own network");
             }
-            traffic::reference::run_pair(&spec, args.topology.as_deref(), print_intervals)?
+            traffic::run::pair(
+                &spec,
+                &Target::Reference(args.topology.clone()),
+                print_intervals,
+            )?
         }
     };
     if args.json {
@@ -310,9 +315,9 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
             mtu: args.mtu,
             ref_end: args.ref_end.into(),
         };
-        return Ok(traffic::reference::kernel_peer::run_pair(
+        return Ok(traffic::run::pair(
             spec,
-            peer,
+            &Target::Cross(peer),
             print_intervals,
         )?);
     }

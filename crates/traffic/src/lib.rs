@@ -9,7 +9,6 @@
 //! * [`kernel`] and [`reference`]: the two targets.
 
 pub mod affinity;
-pub mod circuits;
 pub mod core_trip;
 pub mod cpu;
 pub mod datagram;
@@ -24,6 +23,7 @@ pub mod pattern;
 pub mod program;
 pub mod reference;
 pub mod report;
+pub mod run;
 pub mod session;
 pub mod spec;
 pub mod sweep;

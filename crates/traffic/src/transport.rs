@@ -79,9 +79,9 @@ pub struct SocketFacts {
 /// A stack as traffic programs use it. Handles are small copies into the
 /// stack's own socket table.
 pub trait Transport {
-    type Listener: Copy;
-    type Stream: Copy;
-    type Datagrams: Copy;
+    type Listener: Copy + Send + 'static;
+    type Stream: Copy + Send + 'static;
+    type Datagrams: Copy + Send + 'static;
 
     /// Which stack this is.
     fn stack(&self) -> StackKind;

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use traffic::kernel::{self, KernelPath};
+use traffic::kernel::KernelPath;
 use traffic::losses::UNATTRIBUTED;
-use traffic::reference;
 use traffic::report::{DatagramSum, TransferReport};
+use traffic::run::{self, Target};
 use traffic::spec::{Family, Protocol, TransferSpec};
 
 fn spec(protocol: Protocol, family: Family, len: usize, count: u64, port: u16) -> TransferSpec {
@@ -54,7 +54,12 @@ fn reference_udp_losses_on_an_impaired_slow_wire_each_have_a_place() {
     // sender unpaced: the router's queue to the slow wire overflows and
     // the wire loses some of what it carries.
     let s = spec(Protocol::Udp, Family::V4, 1200, 2000, 5001);
-    let report = reference::run_pair(&s, Some(&topology("impaired.toml")), false).expect("run");
+    let report = run::pair(
+        &s,
+        &Target::Reference(Some(topology("impaired.toml").clone())),
+        false,
+    )
+    .expect("run");
     let d = datagrams(&report);
     assert!(d.lost_packets > 0, "{d:?}");
     let places = places(&d);
@@ -78,8 +83,12 @@ fn reference_udp_fragments_lost_at_a_full_queue_are_counted_as_datagrams() {
     // wire: fragments die at the queue, whole datagrams are lost.
     let mut s = spec(Protocol::Udp, Family::V4, 8192, 1500, 5001);
     s.rate_bps = Some(200_000_000);
-    let report =
-        reference::run_pair(&s, Some(&topology("fast-ethernet.toml")), false).expect("run");
+    let report = run::pair(
+        &s,
+        &Target::Reference(Some(topology("fast-ethernet.toml").clone())),
+        false,
+    )
+    .expect("run");
     let d = datagrams(&report);
     assert!(d.lost_packets > 0, "{d:?}");
     let places = places(&d);
@@ -98,8 +107,12 @@ fn reference_tcp_sender_window_ends_when_the_last_byte_is_acknowledged() {
     // 2 MB fits the 4 MiB send buffer: timed to the last write it would be
     // sent "faster" than the 100 Mbit/s wire.
     let s = spec(Protocol::Tcp, Family::V4, 65_536, 32, 5001);
-    let report =
-        reference::run_pair(&s, Some(&topology("fast-ethernet.toml")), false).expect("run");
+    let report = run::pair(
+        &s,
+        &Target::Reference(Some(topology("fast-ethernet.toml").clone())),
+        false,
+    )
+    .expect("run");
     let sent = report.end.sum_sent.as_ref().unwrap();
     let received = report.end.sum_received.as_ref().unwrap();
     assert_eq!(received.bytes, sent.bytes);
@@ -120,7 +133,7 @@ fn reference_tcp_sender_window_ends_when_the_last_byte_is_acknowledged() {
 #[test]
 fn kernel_tcp_sender_window_holds_the_receivers() {
     let s = spec(Protocol::Tcp, Family::V6, 65_536, 32, 15_310);
-    let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("run");
+    let report = run::pair(&s, &Target::Kernel(KernelPath::Loopback), false).expect("run");
     let sent = report.end.sum_sent.as_ref().unwrap();
     let received = report.end.sum_received.as_ref().unwrap();
     assert_eq!(received.bytes, sent.bytes);
@@ -141,9 +154,15 @@ fn a_minimum_duration_extends_a_run_past_its_count() {
     udp.min_duration = Some(min);
     udp.rate_bps = Some(8_000_000);
     for (s, report) in [
-        (&tcp, kernel::run_pair(&tcp, KernelPath::Loopback, false)),
-        (&udp, kernel::run_pair(&udp, KernelPath::Loopback, false)),
-        (&udp, reference::run_pair(&udp, None, false)),
+        (
+            &tcp,
+            run::pair(&tcp, &Target::Kernel(KernelPath::Loopback), false),
+        ),
+        (
+            &udp,
+            run::pair(&udp, &Target::Kernel(KernelPath::Loopback), false),
+        ),
+        (&udp, run::pair(&udp, &Target::Reference(None), false)),
     ] {
         let report = report.expect("run");
         let sent = report.end.sum_sent.as_ref().unwrap();
@@ -169,7 +188,7 @@ fn kernel_udp_losses_at_a_full_receive_buffer_have_their_place() {
     // kernel drops at the socket (RcvbufErrors).
     let mut s = spec(Protocol::Udp, Family::V4, 1472, 20_000, 15_340);
     s.sockbuf = Some(4096);
-    let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("run");
+    let report = run::pair(&s, &Target::Kernel(KernelPath::Loopback), false).expect("run");
     let d = datagrams(&report);
     let places = places(&d);
     if d.lost_packets > 0 {

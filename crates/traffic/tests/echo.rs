@@ -2,8 +2,8 @@
 //! kernel's loopback and on the reference stack.
 
 use traffic::echo::EchoReport;
-use traffic::kernel::{self, KernelPath};
-use traffic::reference;
+use traffic::kernel::KernelPath;
+use traffic::run::{self, Target};
 use traffic::spec::{EchoSpec, Family, Protocol};
 use traffic::TrafficError;
 
@@ -23,9 +23,9 @@ fn assert_all_answered(report: &EchoReport) {
 #[test]
 fn kernel_tcp_echo_times_every_exchange_at_every_size() {
     for (i, len) in [1usize, 1024, 16384].into_iter().enumerate() {
-        let report = kernel::echo::run_pair(
+        let report = run::echo(
             &spec(Protocol::Tcp, Family::V6, len, 200, 15_100 + i as u16),
-            KernelPath::Loopback,
+            &Target::Kernel(KernelPath::Loopback),
         )
         .expect("echo");
         assert_all_answered(&report);
@@ -38,9 +38,9 @@ fn kernel_tcp_echo_times_every_exchange_at_every_size() {
 #[test]
 fn kernel_udp_echo_over_ipv4_and_ipv6() {
     for (port, family) in [(15_110, Family::V4), (15_111, Family::V6)] {
-        let report = kernel::echo::run_pair(
+        let report = run::echo(
             &spec(Protocol::Udp, family, 1024, 300, port),
-            KernelPath::Loopback,
+            &Target::Kernel(KernelPath::Loopback),
         )
         .expect("echo");
         assert_all_answered(&report);
@@ -50,8 +50,11 @@ fn kernel_udp_echo_over_ipv4_and_ipv6() {
 #[test]
 fn reference_udp_and_raw_echo() {
     for protocol in [Protocol::Udp, Protocol::Raw] {
-        let report = reference::echo::run_pair(&spec(protocol, Family::V6, 512, 100, 7), None)
-            .expect("echo");
+        let report = run::echo(
+            &spec(protocol, Family::V6, 512, 100, 7),
+            &Target::Reference(None),
+        )
+        .expect("echo");
         assert_all_answered(&report);
         // Round trips cross simulated wires with 100 us of delay each way
         // (UDP: two wires, raw: one).
@@ -64,8 +67,11 @@ fn reference_udp_and_raw_echo() {
 fn reference_tcp_echo_over_both_families() {
     for family in [Family::V6, Family::V4] {
         // 3000 bytes: each request takes three segments.
-        let report = reference::echo::run_pair(&spec(Protocol::Tcp, family, 3000, 100, 7), None)
-            .expect("echo");
+        let report = run::echo(
+            &spec(Protocol::Tcp, family, 3000, 100, 7),
+            &Target::Reference(None),
+        )
+        .expect("echo");
         assert_all_answered(&report);
         assert_eq!(report.corrupted, 0);
         // Two wires of 100 us each way.
@@ -78,14 +84,14 @@ fn reference_tcp_echo_over_both_families() {
 #[test]
 fn impossible_echoes_are_refused_with_a_reason() {
     let refused = |r: Result<EchoReport, TrafficError>| r.expect_err("refused").to_string();
-    let tiny_udp = refused(kernel::echo::run_pair(
+    let tiny_udp = refused(run::echo(
         &spec(Protocol::Udp, Family::V6, 8, 10, 15_120),
-        KernelPath::Loopback,
+        &Target::Kernel(KernelPath::Loopback),
     ));
     assert!(tiny_udp.contains("16-byte"), "{tiny_udp}");
-    let raw_on_kernel = refused(kernel::echo::run_pair(
+    let raw_on_kernel = refused(run::echo(
         &spec(Protocol::Raw, Family::V6, 64, 10, 15_121),
-        KernelPath::Loopback,
+        &Target::Kernel(KernelPath::Loopback),
     ));
     assert!(raw_on_kernel.contains("--stack ref"), "{raw_on_kernel}");
 }

@@ -5,8 +5,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use traffic::kernel::{self, KernelPath};
+use traffic::kernel::KernelPath;
 use traffic::report::TransferReport;
+use traffic::run::{self, Target};
 use traffic::spec::{Family, Protocol, TransferSpec};
 use traffic::TrafficError;
 
@@ -54,7 +55,7 @@ fn spec(protocol: Protocol, family: Family, len: usize, count: u64) -> TransferS
 }
 
 fn run(spec: &TransferSpec) -> TransferReport {
-    let report = kernel::run_pair(spec, PATH, false).unwrap_or_else(|e| panic!("{e}"));
+    let report = run::pair(spec, &Target::Kernel(PATH), false).unwrap_or_else(|e| panic!("{e}"));
     assert_cleaned_up();
     report
 }
@@ -183,7 +184,11 @@ fn raw_frames_longer_than_the_mtu_are_refused_before_any_namespace_exists() {
     }
     let _turn = lock();
     let spec = spec(Protocol::Raw, Family::V4, 1500, 10);
-    match kernel::run_pair(&spec, KernelPath::Netns { mtu: 1400 }, false) {
+    match run::pair(
+        &spec,
+        &Target::Kernel(KernelPath::Netns { mtu: 1400 }),
+        false,
+    ) {
         Err(TrafficError::Invalid(message)) => {
             assert!(message.contains("MTU 1400"), "{message}");
         }
@@ -196,7 +201,7 @@ fn raw_frames_longer_than_the_mtu_are_refused_before_any_namespace_exists() {
 fn raw_over_loopback_is_still_refused() {
     let spec = spec(Protocol::Raw, Family::V4, 100, 10);
     assert!(matches!(
-        kernel::run_pair(&spec, KernelPath::Loopback, false),
+        run::pair(&spec, &Target::Kernel(KernelPath::Loopback), false),
         Err(TrafficError::Unsupported(_))
     ));
 }

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use traffic::affinity::{self, SideCpus};
-use traffic::kernel::{self, KernelPath};
-use traffic::reference;
+use traffic::kernel::KernelPath;
 use traffic::report::TransferReport;
+use traffic::run::{self, Target};
 use traffic::spec::{Family, Protocol, TransferSpec};
 
 /// Every thread's allowed CPUs seen while `run` ran, sampled each
@@ -69,7 +69,12 @@ fn each_side_runs_on_its_own_cpu_and_the_report_says_so() {
     };
 
     let (report, seen) = masks_during(|| {
-        kernel::run_pair(&spec(15_420, sides), KernelPath::Loopback, false).expect("kernel")
+        run::pair(
+            &spec(15_420, sides),
+            &Target::Kernel(KernelPath::Loopback),
+            false,
+        )
+        .expect("kernel")
     });
     assert!(report.is_clean());
     let placement = report.start.target.placement.expect("placement");
@@ -85,7 +90,12 @@ fn each_side_runs_on_its_own_cpu_and_the_report_says_so() {
     let topologies = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../topologies");
     let two_hosts = topologies.join("fast-ethernet.toml");
     let (report, seen) = masks_during(|| {
-        reference::run_pair(&spec(15_421, sides), Some(&two_hosts), false).expect("ref")
+        run::pair(
+            &spec(15_421, sides),
+            &Target::Reference(Some(two_hosts.clone())),
+            false,
+        )
+        .expect("ref")
     });
     assert!(report.is_clean());
     let placement = report.start.target.placement.expect("placement");
@@ -96,12 +106,12 @@ fn each_side_runs_on_its_own_cpu_and_the_report_says_so() {
     );
 
     // A router's thread could not be placed: refused, not run half-pinned.
-    let err = reference::run_pair(&spec(15_422, sides), None, false).unwrap_err();
+    let err = run::pair(&spec(15_422, sides), &Target::Reference(None), false).unwrap_err();
     assert!(err.to_string().contains("two hosts"), "{err}");
 
     // Unpinned runs record no placement.
     let mut free = spec(15_423, sides);
     free.cpus = None;
-    let report = kernel::run_pair(&free, KernelPath::Loopback, false).unwrap();
+    let report = run::pair(&free, &Target::Kernel(KernelPath::Loopback), false).unwrap();
     assert_eq!(report.start.target.placement, None);
 }

@@ -5,8 +5,8 @@
 use std::net::TcpListener;
 
 use traffic::kernel::{self, KernelPath};
-use traffic::reference;
 use traffic::report::TransferReport;
+use traffic::run::{self, Target};
 use traffic::spec::{Family, Protocol, TransferSpec};
 use traffic::TrafficError;
 
@@ -27,7 +27,7 @@ fn kernel_tcp_is_byte_exact_and_reported_like_iperf3() {
     for (port, family) in [(15_200, Family::V4), (15_201, Family::V6)] {
         let mut s = spec(Protocol::Tcp, family, 100_000, 50, port);
         s.sockbuf = Some(256 * 1024);
-        let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("transfer");
+        let report = run::pair(&s, &Target::Kernel(KernelPath::Loopback), false).expect("transfer");
         assert!(report.is_clean());
         let v = json(&report);
         let end = &v["end"];
@@ -64,7 +64,7 @@ fn kernel_tcp_is_byte_exact_and_reported_like_iperf3() {
 fn kernel_udp_accounts_for_every_datagram() {
     let mut s = spec(Protocol::Udp, Family::V6, 1472, 5000, 15_210);
     s.interval = Some(std::time::Duration::from_millis(20));
-    let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("transfer");
+    let report = run::pair(&s, &Target::Kernel(KernelPath::Loopback), false).expect("transfer");
     let received = report.end.sum_received.as_ref().unwrap();
     let d = received.datagrams.as_ref().unwrap();
     assert_eq!(d.sent_by_sender, Some(5000));
@@ -77,7 +77,7 @@ fn kernel_udp_accounts_for_every_datagram() {
 fn paced_udp_offers_the_requested_load() {
     let mut s = spec(Protocol::Udp, Family::V4, 1000, 2000, 15_220);
     s.rate_bps = Some(80_000_000); // 10 000 datagrams/s: 0.2 s
-    let report = kernel::run_pair(&s, KernelPath::Loopback, false).expect("transfer");
+    let report = run::pair(&s, &Target::Kernel(KernelPath::Loopback), false).expect("transfer");
     let sent = report.end.sum_sent.as_ref().unwrap();
     let ratio = sent.bits_per_second / 80e6;
     assert!(
@@ -91,7 +91,7 @@ fn paced_udp_offers_the_requested_load() {
 fn reference_stack_udp_and_raw_frames_account_for_every_datagram() {
     for protocol in [Protocol::Udp, Protocol::Raw] {
         let s = spec(protocol, Family::V6, 1400, 3000, 5001);
-        let report = reference::run_pair(&s, None, false).expect("transfer");
+        let report = run::pair(&s, &Target::Reference(None), false).expect("transfer");
         let d = report
             .end
             .sum_received
@@ -121,7 +121,7 @@ fn a_paced_reference_sender_runs_at_its_pacers_times() {
     // burst, and finish with every datagram accounted for.
     let mut s = spec(Protocol::Udp, Family::V6, 1000, 200, 5002);
     s.rate_bps = Some(8_000_000);
-    let report = reference::run_pair(&s, None, false).expect("transfer");
+    let report = run::pair(&s, &Target::Reference(None), false).expect("transfer");
     let d = report
         .end
         .sum_received
@@ -141,9 +141,12 @@ fn a_paced_reference_sender_runs_at_its_pacers_times() {
 fn reference_stack_tcp_is_byte_exact_over_both_families() {
     for family in [Family::V6, Family::V4] {
         // Odd-sized writes, so segments and writes never line up.
-        let report =
-            reference::run_pair(&spec(Protocol::Tcp, family, 10_007, 300, 5001), None, false)
-                .unwrap();
+        let report = run::pair(
+            &spec(Protocol::Tcp, family, 10_007, 300, 5001),
+            &Target::Reference(None),
+            false,
+        )
+        .unwrap();
         let end = &json(&report)["end"];
         let received = &end["sum_received"];
         assert_eq!(received["bytes"], 10_007 * 300, "{family}: {received}");
@@ -161,15 +164,15 @@ fn reference_stack_tcp_is_byte_exact_over_both_families() {
 #[test]
 fn refusals_say_what_is_wrong() {
     let refused = |r: Result<TransferReport, TrafficError>| r.expect_err("refused").to_string();
-    let huge = refused(kernel::run_pair(
+    let huge = refused(run::pair(
         &spec(Protocol::Udp, Family::V4, 70_000, 1, 15_230),
-        KernelPath::Loopback,
+        &Target::Kernel(KernelPath::Loopback),
         false,
     ));
     assert!(huge.contains("-l 70000 is impossible"), "{huge}");
-    let missing_topology = refused(reference::run_pair(
+    let missing_topology = refused(run::pair(
         &spec(Protocol::Raw, Family::V6, 1500, 1, 5001),
-        Some(std::path::Path::new("/nonexistent/topology.toml")),
+        &Target::Reference(Some("/nonexistent/topology.toml".into())),
         false,
     ));
     assert!(
@@ -179,9 +182,9 @@ fn refusals_say_what_is_wrong() {
     // A port someone else holds.
     let holder = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = holder.local_addr().unwrap().port();
-    let in_use = refused(kernel::run_pair(
+    let in_use = refused(run::pair(
         &spec(Protocol::Tcp, Family::V4, 1000, 1, port),
-        KernelPath::Loopback,
+        &Target::Kernel(KernelPath::Loopback),
         false,
     ));
     assert!(
@@ -209,15 +212,12 @@ fn a_sender_with_no_receiver_fails_fast_instead_of_hanging() {
 
 #[test]
 fn concurrent_circuits_and_mixes_are_reported_each() {
-    use traffic::circuits;
-    use traffic::spec::StackKind;
     let tcp = spec(Protocol::Tcp, Family::V6, 65_536, 100, 15_250);
     let udp = spec(Protocol::Udp, Family::V6, 1200, 2000, 15_250);
-    let reports = circuits::run(
+    let reports = run::transfer(
         &[tcp.clone(), tcp.clone(), udp],
-        StackKind::Kernel,
-        KernelPath::Loopback,
-        None,
+        &Target::Kernel(KernelPath::Loopback),
+        false,
     )
     .expect("kernel circuits");
     assert_eq!(reports.len(), 3);
@@ -233,13 +233,8 @@ fn concurrent_circuits_and_mixes_are_reported_each() {
     // Raw circuits share an Ethertype: each receiver sees the other's
     // frames and counts them foreign, never as damage.
     let raw = spec(Protocol::Raw, Family::V6, 1000, 1500, 5001);
-    let reports = circuits::run(
-        &[raw.clone(), raw],
-        StackKind::Ref,
-        KernelPath::Loopback,
-        None,
-    )
-    .expect("reference circuits");
+    let reports = run::transfer(&[raw.clone(), raw], &Target::Reference(None), false)
+        .expect("reference circuits");
     for report in &reports {
         let d = report
             .end

@@ -4,8 +4,6 @@
 //! or in its own process with `-t` / `-r`.
 
 pub mod drops;
-pub mod echo;
-pub mod link;
 pub mod net;
 pub mod netns;
 mod packet;
@@ -16,36 +14,15 @@ pub mod stream;
 pub mod udp;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 
-use crate::affinity;
-use crate::env::{Environment, GrantedBuffers};
+use crate::env::Environment;
 use crate::error::TrafficError;
 use crate::meter::{IntervalRecorder, Meter};
 use crate::pattern::Pattern;
 use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
 use crate::spec::{Family, Protocol, StackKind, TransferSpec};
 use netns::{Side, VethPair};
-
-/// Waits for a side's thread; a panic becomes an error naming the side.
-pub(crate) fn joined<T>(
-    thread: std::thread::JoinHandle<Result<T, TrafficError>>,
-    side: &str,
-) -> Result<T, TrafficError> {
-    thread
-        .join()
-        .unwrap_or_else(|_| Err(TrafficError::Invalid(format!("the {side} thread panicked"))))
-}
-
-/// Why a receiver never said it was ready: its own error.
-pub(crate) fn not_ready<T>(
-    receiver: std::thread::JoinHandle<Result<T, TrafficError>>,
-) -> TrafficError {
-    match joined(receiver, "receiver") {
-        Err(e) => e,
-        Ok(_) => TrafficError::Invalid("the receiver stopped before it was ready".into()),
-    }
-}
 
 pub use crate::transport::SocketFacts;
 
@@ -140,32 +117,6 @@ pub(crate) fn refuse_raw(spec: &TransferSpec) -> Result<(), TrafficError> {
     Ok(())
 }
 
-/// Runs both sides in this process: the receiver on one thread, the
-/// sender on another, over `path`. `print_intervals` prints `-i` reports
-/// to stderr as they come.
-pub fn run_pair(
-    spec: &TransferSpec,
-    path: KernelPath,
-    print_intervals: bool,
-) -> Result<TransferReport, TrafficError> {
-    spec.validate()?;
-    if spec.protocol == Protocol::Raw {
-        if spec.cpus.is_some() {
-            return Err(TrafficError::Unsupported(
-                "raw frames on the kernel target do not pin their sides (--load-on server or \
-                 client): use TCP or UDP, or --stack ref"
-                    .into(),
-            ));
-        }
-        match path {
-            KernelPath::Netns { mtu } => return link::run_pair(spec, mtu, print_intervals),
-            KernelPath::Loopback => refuse_raw(spec)?,
-        }
-    }
-    let setup = PathSetup::new(path)?;
-    run_pair_on(spec, &setup, print_intervals)
-}
-
 /// The path of a run once made: loopback, or the namespaces and veth pair
 /// (removed when the last clone is dropped).
 #[derive(Debug, Clone)]
@@ -220,102 +171,6 @@ impl PathSetup {
     pub fn mtu(&self) -> u32 {
         self.veth.as_ref().map_or_else(loopback_mtu, |v| v.mtu())
     }
-}
-
-/// [`run_pair`] on a path already made (so concurrent circuits share it).
-pub fn run_pair_on(
-    spec: &TransferSpec,
-    setup: &PathSetup,
-    print_intervals: bool,
-) -> Result<TransferReport, TrafficError> {
-    spec.validate()?;
-    refuse_raw(spec)?;
-    let addr = SocketAddr::new(setup.receiver_ip(spec.family), spec.port);
-    let pattern = Arc::new(pattern_for(spec.len));
-    let meter = Arc::new(Meter::default());
-    let timestamp = Timestamp::now();
-
-    // The receiver binds first and says so (or why it cannot).
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let receiver = {
-        let (spec, pattern, meter, setup) =
-            (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
-        std::thread::spawn(move || -> Result<(ReceiverSide, bool), TrafficError> {
-            setup.enter(Side::A)?;
-            // Before the socket exists, so all of its work is on the CPU.
-            let pinned = spec
-                .cpus
-                .is_some_and(|c| affinity::pin_current_checked(c.receiver));
-            let ready = match Ready::bind(&spec, addr, &pattern, &meter) {
-                Ok(ready) => ready,
-                Err(e) => {
-                    let _ = ready_tx.send(None);
-                    return Err(e);
-                }
-            };
-            let _ = ready_tx.send(Some(ready.facts()));
-            // The kernel's drop counters where the receiver runs, around
-            // the transfer (datagrams only: TCP loses nothing it keeps).
-            let counting = spec.protocol != Protocol::Tcp;
-            let before = counting.then(drops::snapshot);
-            let mut side = ready.receive()?;
-            side.drops = before.map(|b| crate::losses::delta(&b, &drops::snapshot()));
-            Ok((side, pinned))
-        })
-    };
-    let receiver_facts = match ready_rx.recv() {
-        Ok(Some(facts)) => facts,
-        _ => return Err(not_ready(receiver)),
-    };
-    let recorder = spec
-        .interval
-        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
-    let sender = {
-        let (spec, pattern, meter, setup) =
-            (spec.clone(), pattern.clone(), meter.clone(), setup.clone());
-        std::thread::spawn(move || {
-            setup.enter(Side::B)?;
-            let pinned = spec
-                .cpus
-                .is_some_and(|c| affinity::pin_current_checked(c.sender));
-            // The sender's namespace too, when it has one of its own.
-            let counting = spec.protocol != Protocol::Tcp && setup.separate_namespaces();
-            let before = counting.then(drops::snapshot);
-            let sent = transmit_side(&spec, addr, &pattern, &meter)?;
-            Ok((
-                sent,
-                before.map(|b| crate::losses::delta(&b, &drops::snapshot())),
-                pinned,
-            ))
-        })
-    };
-    let sent = joined(sender, "sender");
-    let received = joined(receiver, "receiver");
-    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
-    let ((sender_side, sender_facts), sender_drops, sender_pinned) = sent?;
-    let (mut receiver_side, receiver_pinned) = received?;
-    if let (Some(drops), Some(more)) = (&mut receiver_side.drops, sender_drops) {
-        crate::losses::add(drops, &more);
-    }
-
-    let mut target = Environment::detect(StackKind::Kernel, setup.description());
-    target.sockbuf_granted = GrantedBuffers {
-        send: sender_facts.granted.send,
-        recv: receiver_facts.granted.recv,
-    };
-    target.congestion_control = sender_facts.congestion_control;
-    target.mtu = Some(setup.mtu());
-    target.placement = spec
-        .cpus
-        .map(|c| c.placement(receiver_pinned, sender_pinned));
-    Ok(TransferReport::new(
-        spec,
-        target,
-        timestamp,
-        intervals,
-        Some(&sender_side),
-        Some(&receiver_side),
-    ))
 }
 
 /// `lo`'s MTU as the kernel reports it (65536 on Linux by default).

@@ -2,8 +2,9 @@
 //! operating system (a TAP, AF_PACKET on a veth end or NIC), the other end
 //! anywhere else — typically the kernel's stack running `stackscope ttcp`
 //! (`stackscope ttcp --stack ref --link tap|packet -t HOST` or `-r`). The
-//! same workloads, checks and report as the in-process pair; the host runs
-//! on the real-time runner in the calling thread.
+//! same programs, checks and report as every other run; the host runs on
+//! the real-time runner in the calling thread ([`run_host`], which the
+//! cross-stack runs use too).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -13,16 +14,16 @@ use stack::iface::host::Host;
 use stack::runner::realtime::{RealTime, Turn};
 use stack::runner::threaded::{Progress, WorkloadFactory};
 
-use super::datagrams;
-use super::{take, Outcome, Shared};
-use crate::env::{Environment, GrantedBuffers};
+use super::drive;
+use crate::env::Environment;
 use crate::error::TrafficError;
 use crate::meter::{IntervalRecorder, Meter};
-use crate::pattern::Pattern;
-use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
+use crate::program::Rendezvous;
+use crate::report::{Timestamp, TransferReport};
+use crate::run::role::{Job, Outcome};
+use crate::run::{address_grace, transfer_roles, EndPlan};
 use crate::spec::{Protocol, StackKind, TransferSpec};
-use crate::transport::Peer as PeerAddr;
-use crate::transport::StreamOptions;
+use crate::transport::Peer;
 
 /// Which end the attached host is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +34,8 @@ pub enum Role {
     Receive,
 }
 
-/// How long the host keeps answering after its side is done, so the last
-/// ACKs and FINs leave.
+/// How long the host keeps answering after its programs are done, so the
+/// last ACKs and FINs leave.
 const LINGER: Duration = Duration::from_millis(50);
 /// How the real-time runner waits: it polls for a moment after each
 /// packet, then sleeps in `ppoll`.
@@ -53,132 +54,106 @@ pub fn run(
     print_intervals: bool,
 ) -> Result<TransferReport, TrafficError> {
     spec.validate()?;
-    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
-    let meter = Arc::new(Meter::default());
-    let timestamp = Timestamp::now();
-    let recorder = spec
-        .interval
-        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
-    let announce = |addr: SocketAddr| {
-        // stderr: stdout is the report. The sender may go now.
-        eprintln!(
-            "ttcp-r: ready: {} port {} ({} buffers of {} bytes expected)",
-            addr.ip(),
-            addr.port(),
-            spec.count,
-            spec.len
-        );
-    };
-    let ran = run_side(spec, host, role, &pattern, &meter, announce);
-    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
-    let (side, facts) = ran?;
-    let mut target = Environment::detect(StackKind::Ref, path);
-    facts.describe(&mut target);
-    Ok(match side {
-        Ended::Sent(s) => TransferReport::new(spec, target, timestamp, intervals, Some(&s), None),
-        Ended::Received(r) => {
-            TransferReport::new(spec, target, timestamp, intervals, None, Some(&r))
-        }
-    }
-    .with_runner_wait(RUNNER_WAIT))
-}
-
-/// What one side's run gives back.
-pub(crate) enum Ended {
-    Sent(SenderSide),
-    Received(ReceiverSide),
-}
-
-/// What the reference host's side was configured with, for the record.
-pub(crate) struct SideFacts {
-    pub granted: GrantedBuffers,
-    pub congestion_control: Option<String>,
-    pub mtu: Option<u32>,
-    /// Frames the operating system dropped before the host read them.
-    pub rx_overrun: u64,
-}
-
-impl SideFacts {
-    pub(crate) fn describe(&self, target: &mut Environment) {
-        target.sockbuf_granted = self.granted;
-        target.congestion_control = self.congestion_control.clone();
-        target.mtu = self.mtu;
-    }
-}
-
-/// Runs `role`'s side of `spec` on `host` until it is done, counting into
-/// `meter`; `ready` is called once with the address a receiver listens on.
-pub(crate) fn run_side(
-    spec: &TransferSpec,
-    host: &mut Host,
-    role: Role,
-    pattern: &Arc<Pattern>,
-    meter: &Arc<Meter>,
-    mut ready: impl FnMut(SocketAddr),
-) -> Result<(Ended, SideFacts), TrafficError> {
     if spec.protocol == Protocol::Raw {
         return Err(TrafficError::Invalid(
             "raw frames need both ends on the reference stack: use --pair without --link".into(),
         ));
     }
-    let outcome: Shared = Arc::new(Outcome::default());
-    let mut facts = SideFacts {
-        granted: GrantedBuffers::default(),
-        congestion_control: None,
-        mtu: host.interfaces().first().map(|i| i.link.mtu() as u32),
-        rx_overrun: 0,
-    };
-    let (spec_c, pattern_c, meter_c, outcome_c) = (
-        spec.clone(),
-        pattern.clone(),
-        meter.clone(),
-        outcome.clone(),
-    );
-    let factory: WorkloadFactory = if spec.protocol == Protocol::Tcp {
-        let planned = super::net::stream_facts_for(StreamOptions {
-            buffer: spec.sockbuf,
-            nodelay: spec.nodelay,
-        });
-        facts.granted = planned.granted;
-        facts.congestion_control = planned.congestion_control;
-        let (receiving, sending) =
-            datagrams::stream_workloads(&spec_c, pattern_c, meter_c, &outcome_c);
-        match role {
-            Role::Transmit(_) => sending,
-            Role::Receive => receiving,
+    let meter = Arc::new(Meter::default());
+    let rendezvous = Arc::new(match role {
+        // The peer is given, not discovered.
+        Role::Transmit(dest) => {
+            Rendezvous::with_receiver(Peer::Ip(SocketAddr::new(dest, spec.port)))
         }
-    } else {
-        facts.granted = super::net::datagram_granted(spec);
-        let ends = super::Endpoints {
-            sender: String::new(),
-            receiver: String::new(),
-            sender_interface: String::new(),
-            receiver_interface: String::new(),
-        };
-        let (receiving, sending) =
-            datagrams::datagram_workloads(&spec_c, pattern_c, meter_c, &outcome_c, &ends);
-        match role {
-            Role::Transmit(_) => sending,
-            Role::Receive => receiving,
-        }
+        Role::Receive => Rendezvous::default(),
+    });
+    let plan = EndPlan {
+        bind: SocketAddr::new(crate::kernel::any(spec.family), spec.port),
+        receiver_interface: String::new(),
+        sender_interface: String::new(),
+        receiver_grace: address_grace(StackKind::Ref),
+        sender_grace: address_grace(StackKind::Ref),
+        read_len: spec.len.max(64 * 1024),
     };
-    if let Role::Transmit(dest) = role {
-        // The peer is given, not discovered: publish it for the sender.
-        outcome
-            .rendezvous
-            .publish(PeerAddr::Ip(SocketAddr::new(dest, spec.port)));
-    }
-    let runner = RealTime::new(MAX_SLEEP);
-    let mut workload = Some(super::with_timeouts(factory)(host));
-    let mut done_at = None;
+    let (receiving, sending) = transfer_roles(spec, &plan, &meter, &rendezvous);
+    let job = Job::new(match role {
+        Role::Transmit(_) => sending,
+        Role::Receive => receiving,
+    });
+    let timestamp = Timestamp::now();
+    let recorder = spec
+        .interval
+        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
     let mut said_ready = role != Role::Receive;
-    runner.run(host, |host, now| {
+    let program = job.role.clone().build::<Host>();
+    let finished = job.clone();
+    let work = drive::workload(program, move |result| finished.finish(result));
+    run_host(host, work, |_| {
         if !said_ready {
-            if let Some(PeerAddr::Ip(addr)) = outcome.rendezvous.receiver() {
+            if let Some(Peer::Ip(addr)) = rendezvous.receiver() {
                 said_ready = true;
-                ready(addr);
+                // stderr: stdout is the report. The sender may go now.
+                eprintln!(
+                    "ttcp-r: ready: {} port {} ({} buffers of {} bytes expected)",
+                    addr.ip(),
+                    addr.port(),
+                    spec.count,
+                    spec.len
+                );
             }
         }
+    });
+    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
+    let mut target = Environment::detect(StackKind::Ref, path);
+    target.mtu = host.interfaces().first().map(|i| i.link.mtu() as u32);
+    let report = match job.take(role_name(role))? {
+        Outcome::Sent(sent) => {
+            target.sockbuf_granted = sent.facts.granted;
+            target.congestion_control = sent.facts.congestion_control;
+            TransferReport::new(spec, target, timestamp, intervals, Some(&sent.side), None)
+        }
+        Outcome::Received(received) => {
+            target.sockbuf_granted = received.facts.granted;
+            target.congestion_control = received.facts.congestion_control;
+            TransferReport::new(
+                spec,
+                target,
+                timestamp,
+                intervals,
+                None,
+                Some(&received.side),
+            )
+        }
+        _ => {
+            return Err(TrafficError::Invalid(
+                "a transfer's end ended as an echo".into(),
+            ))
+        }
+    };
+    Ok(report.with_runner_wait(RUNNER_WAIT))
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Transmit(_) => "sender",
+        Role::Receive => "receiver",
+    }
+}
+
+/// Runs `work` on `host` on the real-time runner in the calling thread
+/// until it is done and [`LINGER`] has passed; `turn` is called before
+/// each look at it. Returns the frames the operating system dropped
+/// before the host read them (and says so on stderr).
+pub(crate) fn run_host(
+    host: &mut Host,
+    work: WorkloadFactory,
+    mut turn: impl FnMut(&mut Host),
+) -> u64 {
+    let runner = RealTime::new(MAX_SLEEP);
+    let mut workload = Some(super::with_timeouts(work)(host));
+    let mut done_at = None;
+    runner.run(host, |host, now| {
+        turn(host);
         if let Some(work) = workload.as_mut() {
             return match work(host, now) {
                 Progress::Done => {
@@ -199,21 +174,16 @@ pub(crate) fn run_side(
             _ => Turn::Stop,
         }
     });
-    facts.rx_overrun = host
+    let rx_overrun = host
         .interfaces()
         .iter()
         .map(|i| i.link.stats().dropped_rx_overrun)
         .sum();
-    if facts.rx_overrun > 0 {
+    if rx_overrun > 0 {
         eprintln!(
-            "note: the operating system dropped {} frames for the reference host before it \
-             read them (its queue for the link was full): the host fell behind",
-            facts.rx_overrun
+            "note: the operating system dropped {rx_overrun} frames for the reference host \
+             before it read them (its queue for the link was full): the host fell behind"
         );
     }
-    let ended = match role {
-        Role::Transmit(_) => Ended::Sent(take(&outcome.sender, "sender")?),
-        Role::Receive => Ended::Received(take(&outcome.receiver, "receiver")?),
-    };
-    Ok((ended, facts))
+    rx_overrun
 }

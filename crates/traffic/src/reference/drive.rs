@@ -36,3 +36,23 @@ where
         })
     })
 }
+
+/// Several workloads on one host, run in turn; done when all are.
+pub fn together(factories: Vec<WorkloadFactory>) -> WorkloadFactory {
+    Box::new(move |host: &mut Host| -> Workload {
+        let mut workloads: Vec<Option<Workload>> =
+            factories.into_iter().map(|f| Some(f(host))).collect();
+        Box::new(move |host: &mut Host, now| {
+            let mut progress = Progress::Done;
+            for slot in &mut workloads {
+                if let Some(work) = slot {
+                    match work(host, now) {
+                        Progress::Done => *slot = None,
+                        running => progress = progress.and(running),
+                    }
+                }
+            }
+            progress
+        })
+    })
+}

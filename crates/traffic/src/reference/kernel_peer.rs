@@ -10,8 +10,7 @@
 //! * `tap`: one namespace holding a TAP; the kernel's end is the TAP's
 //!   kernel side, the reference host holds its descriptor.
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::{mpsc, Arc};
+use std::net::IpAddr;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -24,14 +23,9 @@ use stack::phy::Link;
 use stack::topology::{derived_mac, Ipv4Cidr, Ipv6Cidr};
 use wire::ethernet::EthernetAddress;
 
-use super::attached::{run_side, Ended, Role};
-use crate::env::{Environment, GrantedBuffers};
 use crate::error::TrafficError;
 use crate::kernel::netns::{address, Side, TapNamespace, VethPair};
-use crate::kernel::{self, joined, not_ready, Ready};
-use crate::meter::{IntervalRecorder, Meter};
-use crate::report::{Timestamp, TransferReport};
-use crate::spec::{Family, StackKind, TransferSpec};
+use crate::spec::Family;
 
 /// Which end of the transfer the reference stack is; the kernel is the
 /// other.
@@ -72,7 +66,7 @@ pub struct KernelPeer {
 
 /// The path made for one transfer. Side A receives, side B sends (as in
 /// the kernel's pair), whichever stack each is.
-enum Path {
+pub(crate) enum Path {
     Veth(VethPair),
     /// The namespace, and the TAP until the reference host takes it.
     Tap(TapNamespace, Mutex<Option<Tap>>),
@@ -81,7 +75,7 @@ enum Path {
 impl Path {
     /// Makes the path with the kernel's end configured and up; `ref_side`
     /// is the reference stack's.
-    fn create(link: PeerLink, mtu: u32, ref_side: Side) -> Result<Self, TrafficError> {
+    pub(crate) fn create(link: PeerLink, mtu: u32, ref_side: Side) -> Result<Self, TrafficError> {
         match link {
             PeerLink::Packet => {
                 let veth = VethPair::create(mtu)?;
@@ -113,21 +107,21 @@ impl Path {
     }
 
     /// Moves the calling thread to where the kernel's end of `side` is.
-    fn enter(&self, side: Side) -> Result<(), TrafficError> {
+    pub(crate) fn enter(&self, side: Side) -> Result<(), TrafficError> {
         match self {
             Path::Veth(veth) => veth.enter(side),
             Path::Tap(ns, _) => ns.enter(),
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Path::Veth(veth) => veth.describe(),
             Path::Tap(ns, _) => ns.describe(),
         }
     }
 
-    fn mtu(&self) -> u32 {
+    pub(crate) fn mtu(&self) -> u32 {
         match self {
             Path::Veth(veth) => veth.mtu(),
             Path::Tap(ns, _) => ns.mtu(),
@@ -189,138 +183,9 @@ fn wait_until_up(tap: &Tap) -> Result<(), TrafficError> {
     }
 }
 
-/// Runs `spec` between the kernel and the reference stack as `peer` says.
-/// Needs root.
-pub fn run_pair(
-    spec: &TransferSpec,
-    peer: KernelPeer,
-    print_intervals: bool,
-) -> Result<TransferReport, TrafficError> {
-    spec.validate()?;
-    kernel::refuse_raw(spec)?;
-    let ref_end = peer.ref_end;
-    let ref_side = match ref_end {
-        RefEnd::Receiver => Side::A,
-        RefEnd::Sender => Side::B,
-    };
-    let veth = Arc::new(Path::create(peer.link, peer.mtu, ref_side)?);
-    let pattern = Arc::new(kernel::pattern_for(spec.len));
-    let meter = Arc::new(Meter::default());
-    let timestamp = Timestamp::now();
-    let receiver_addr = SocketAddr::new(address(Side::A, spec.family), spec.port);
-
-    // The receiver first; the sender starts once it listens.
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let receiver = {
-        let (spec, pattern, meter, veth) =
-            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
-        std::thread::spawn(move || match ref_end {
-            RefEnd::Receiver => {
-                let mut host = reference_host(&veth, Side::A)?;
-                let ready = |_| {
-                    let _ = ready_tx.send(Some(GrantedBuffers::default()));
-                };
-                run_side(&spec, &mut host, Role::Receive, &pattern, &meter, ready)
-                    .map(|(ended, facts)| (ended, Some(facts), None))
-            }
-            RefEnd::Sender => {
-                veth.enter(Side::A)?;
-                let ready = match Ready::bind(&spec, receiver_addr, &pattern, &meter) {
-                    Ok(ready) => ready,
-                    Err(e) => {
-                        let _ = ready_tx.send(None);
-                        return Err(e);
-                    }
-                };
-                let facts = ready.facts();
-                let _ = ready_tx.send(Some(facts.granted));
-                let side = ready.receive()?;
-                Ok((Ended::Received(side), None, Some(facts)))
-            }
-        })
-    };
-    let Ok(Some(_)) = ready_rx.recv() else {
-        return Err(not_ready(receiver));
-    };
-    let recorder = spec
-        .interval
-        .map(|every| IntervalRecorder::start(meter.clone(), every, print_intervals));
-    let sender = {
-        let (spec, pattern, meter, veth) =
-            (spec.clone(), pattern.clone(), meter.clone(), veth.clone());
-        std::thread::spawn(move || match ref_end {
-            RefEnd::Receiver => {
-                veth.enter(Side::B)?;
-                let (side, facts) = kernel::transmit_side(&spec, receiver_addr, &pattern, &meter)?;
-                Ok((Ended::Sent(side), None, Some(facts)))
-            }
-            RefEnd::Sender => {
-                let mut host = reference_host(&veth, Side::B)?;
-                let role = Role::Transmit(receiver_addr.ip());
-                run_side(&spec, &mut host, role, &pattern, &meter, |_| {})
-                    .map(|(ended, facts)| (ended, Some(facts), None))
-            }
-        })
-    };
-    let sent = joined(sender, "sender");
-    let received = joined(receiver, "receiver");
-    let intervals = recorder.map(IntervalRecorder::finish).unwrap_or_default();
-    let (sent, sender_ref, sender_kernel) = sent?;
-    let (received, receiver_ref, receiver_kernel) = received?;
-    let (Ended::Sent(sent), Ended::Received(received)) = (sent, received) else {
-        return Err(TrafficError::Invalid(
-            "the sides ended the wrong way round".into(),
-        ));
-    };
-
-    let path = format!(
-        "{}: {} -> {} ({})",
-        veth.describe(),
-        if ref_end == RefEnd::Sender {
-            "reference stack"
-        } else {
-            "kernel"
-        },
-        if ref_end == RefEnd::Receiver {
-            "reference stack"
-        } else {
-            "kernel"
-        },
-        match peer.link {
-            PeerLink::Packet => "AF_PACKET",
-            PeerLink::Tap => "TAP",
-        },
-    );
-    let mut target = Environment::detect(StackKind::Ref, path);
-    if let Some(facts) = receiver_ref.as_ref().or(sender_ref.as_ref()) {
-        facts.describe(&mut target);
-    }
-    target.sockbuf_granted = GrantedBuffers {
-        send: sender_ref
-            .map(|f| f.granted.send)
-            .unwrap_or_else(|| sender_kernel.as_ref().and_then(|f| f.granted.send)),
-        recv: receiver_ref
-            .map(|f| f.granted.recv)
-            .unwrap_or_else(|| receiver_kernel.as_ref().and_then(|f| f.granted.recv)),
-    };
-    if let Some(cc) = sender_kernel.and_then(|f| f.congestion_control) {
-        target.congestion_control = Some(format!("{cc} (kernel sender)"));
-    }
-    target.mtu = Some(veth.mtu());
-    Ok(TransferReport::new(
-        spec,
-        target,
-        timestamp,
-        intervals,
-        Some(&sent),
-        Some(&received),
-    )
-    .with_runner_wait(super::attached::RUNNER_WAIT))
-}
-
 /// A reference host at `side` of the path (on the host's own thread),
 /// with the addresses of that side.
-fn reference_host(path: &Path, side: Side) -> Result<Host, TrafficError> {
+pub(crate) fn reference_host(path: &Path, side: Side) -> Result<Host, TrafficError> {
     let (link, name, mac) = path.reference_link(side)?;
     let mtu = link.mtu();
     let (IpAddr::V4(v4), IpAddr::V6(v6)) = (address(side, Family::V4), address(side, Family::V6))

@@ -22,11 +22,12 @@ use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::udp::UdpConfig;
 use stack::topology::Topology;
 
-use super::datagrams::unspecified;
-use super::{address_of, hosts};
+use super::hosts;
+use super::net::address_of;
 use crate::affinity::{Placement, SideCpus};
 use crate::cpu::{CpuMeter, CpuUsage};
 use crate::error::TrafficError;
+use crate::kernel::any as unspecified;
 use crate::spec::{Family, Protocol};
 
 /// What to send.

@@ -6,27 +6,21 @@
 //! warm-up has to be guessed.
 
 pub mod attached;
-mod datagrams;
 pub mod drive;
-pub mod echo;
 pub mod kernel_peer;
 pub mod messages;
 pub mod net;
-mod pinned;
-mod tally;
+pub(crate) mod pinned;
+pub(crate) mod tally;
 
-use std::net::IpAddr;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use stack::runner::threaded::{Progress, WorkloadFactory};
 use stack::topology::{NodeKind, Topology};
 
 use crate::env::Environment;
 use crate::error::TrafficError;
-use crate::program::Rendezvous;
-use crate::report::{ReceiverSide, SenderSide, TransferReport};
-use crate::spec::{Family, Protocol, StackKind, TransferSpec};
+use crate::spec::{Protocol, StackKind};
 
 /// The two nodes a transfer runs between, and for link-level frames the
 /// interfaces (the wire between them).
@@ -97,65 +91,6 @@ pub fn neighbours(topology: &Topology) -> Result<Endpoints, TrafficError> {
     })
 }
 
-/// What the two sides' workloads hand back across threads: `S` from the
-/// sender (client), `R` from the receiver (server).
-struct Outcome<S = SenderSide, R = ReceiverSide> {
-    /// The receiver's address, once it has one, and whether a side
-    /// failed.
-    rendezvous: Arc<Rendezvous>,
-    sender: Mutex<Option<Result<S, TrafficError>>>,
-    receiver: Mutex<Option<Result<R, TrafficError>>>,
-}
-
-impl<S, R> Default for Outcome<S, R> {
-    fn default() -> Self {
-        Self {
-            rendezvous: Arc::default(),
-            sender: Mutex::new(None),
-            receiver: Mutex::new(None),
-        }
-    }
-}
-
-impl<S, R> Outcome<S, R> {
-    /// True once either side has failed: the other stops too.
-    fn failed(&self) -> bool {
-        self.rendezvous.failed() || failed(&self.sender) || failed(&self.receiver)
-    }
-
-    /// Records the sender's result (a failure stops the receiver too).
-    fn sender_done(&self, result: Result<S, TrafficError>) {
-        if result.is_err() {
-            self.rendezvous.fail();
-        }
-        *self.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
-    }
-
-    /// Records the receiver's result (a failure stops the sender too).
-    fn receiver_done(&self, result: Result<R, TrafficError>) {
-        if result.is_err() {
-            self.rendezvous.fail();
-        }
-        *self.receiver.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
-    }
-}
-
-/// Of the two sides' results, the error that caused the failure: a side
-/// that stopped because the other failed is not the cause.
-fn cause(first: TrafficError, second: Option<TrafficError>) -> TrafficError {
-    match (first, second) {
-        (TrafficError::PeerFailed, Some(other)) => other,
-        (first, _) => first,
-    }
-}
-
-fn failed<T>(slot: &Mutex<Option<Result<T, TrafficError>>>) -> bool {
-    matches!(
-        *slot.lock().unwrap_or_else(|e| e.into_inner()),
-        Some(Err(_))
-    )
-}
-
 /// How often a waiting workload of the threaded runner looks at its
 /// failure time-outs (seconds long: the peer stopped answering, an address
 /// never came), which no frame or peer wakes it for. The events of the
@@ -172,51 +107,16 @@ fn checking_timeouts(now: stack::time::Instant, progress: Progress) -> Progress 
 
 /// `factory`'s workload, looking at its time-outs at least every
 /// [`TIMEOUT_CHECK`].
-fn with_timeouts(factory: WorkloadFactory) -> WorkloadFactory {
+pub(crate) fn with_timeouts(factory: WorkloadFactory) -> WorkloadFactory {
     Box::new(move |host| {
         let mut work = factory(host);
         Box::new(move |host, now| checking_timeouts(now, work(host, now)))
     })
 }
 
-/// Runs a transfer between the topology's first and last host.
-pub fn run_pair(
-    spec: &TransferSpec,
-    topology: Option<&Path>,
-    print_intervals: bool,
-) -> Result<TransferReport, TrafficError> {
-    let reports = run_flows(std::slice::from_ref(spec), topology, print_intervals)?;
-    reports
-        .into_iter()
-        .next()
-        .ok_or_else(|| TrafficError::Invalid("the transfer produced no report".into()))
-}
-
-/// Runs several transfers at once on one network (circuits, mixes), one
-/// report each, in order. Flows must differ in port (UDP) and circuit
-/// (raw frames).
-pub fn run_flows(
-    specs: &[TransferSpec],
-    topology: Option<&Path>,
-    print_intervals: bool,
-) -> Result<Vec<TransferReport>, TrafficError> {
-    let topology = load(topology)?;
-    let mut flows = Vec::with_capacity(specs.len());
-    for spec in specs {
-        spec.validate()?;
-        let (ends, target) = plan(spec.protocol, spec.len, &topology)?;
-        flows.push(datagrams::Flow {
-            spec: spec.clone(),
-            ends,
-            target,
-        });
-    }
-    datagrams::run(flows, &topology, print_intervals)
-}
-
 /// Loads the topology, picks the two ends for `protocol` and describes
 /// the run; refuses what the reference stack cannot do.
-fn plan(
+pub(crate) fn plan(
     protocol: Protocol,
     len: usize,
     topology: &Topology,
@@ -270,29 +170,3 @@ fn plan(
         .min();
     Ok((ends, target))
 }
-
-/// The first address of `family` a host has (global IPv6 only once DAD
-/// is done).
-fn address_of(host: &stack::iface::host::Host, family: Family) -> Option<IpAddr> {
-    match family {
-        Family::V6 => host
-            .global_ipv6_addresses()
-            .first()
-            .copied()
-            .map(IpAddr::V6),
-        Family::V4 => host.ipv4_addresses().first().copied().map(IpAddr::V4),
-    }
-}
-
-fn take<T>(slot: &Mutex<Option<Result<T, TrafficError>>>, side: &str) -> Result<T, TrafficError> {
-    slot.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-        .unwrap_or_else(|| {
-            Err(TrafficError::Invalid(format!(
-                "the {side} did not finish (its host failed to start?)"
-            )))
-        })
-}
-
-type Shared<S = SenderSide, R = ReceiverSide> = Arc<Outcome<S, R>>;

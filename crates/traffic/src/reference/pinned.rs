@@ -10,12 +10,12 @@ use std::sync::Arc;
 use stack::runner::threaded::WorkloadFactory;
 use stack::topology::Topology;
 
-use super::datagrams::Flow;
+use super::Endpoints;
 use crate::affinity::{self, Placement, SideCpus};
 use crate::error::TrafficError;
 
 /// The pins a run makes: none, or the two hosts of its one flow.
-pub(super) struct Pins {
+pub(crate) struct Pins {
     plan: Option<Plan>,
 }
 
@@ -31,8 +31,11 @@ impl Pins {
     /// The pins `flows` ask for. Refused when they cannot all be kept:
     /// several flows, or a topology with nodes besides the two hosts
     /// (a router's thread would run wherever the scheduler put it).
-    pub(super) fn plan(flows: &[&Flow], topology: &Topology) -> Result<Self, TrafficError> {
-        let Some(cpus) = flows.iter().find_map(|f| f.spec.cpus) else {
+    pub(crate) fn plan(
+        flows: &[(Option<SideCpus>, &Endpoints)],
+        topology: &Topology,
+    ) -> Result<Self, TrafficError> {
+        let Some(cpus) = flows.iter().find_map(|f| f.0) else {
             return Ok(Self { plan: None });
         };
         let refuse = |why: String| {
@@ -54,8 +57,8 @@ impl Pins {
         Ok(Self {
             plan: Some(Plan {
                 cpus,
-                receiver: flows[0].ends.receiver.clone(),
-                sender: flows[0].ends.sender.clone(),
+                receiver: flows[0].1.receiver.clone(),
+                sender: flows[0].1.sender.clone(),
                 held: Arc::new([AtomicBool::new(false), AtomicBool::new(false)]),
             }),
         })
@@ -63,7 +66,7 @@ impl Pins {
 
     /// `host`'s factory, pinning its thread first when it is one of the
     /// two ends.
-    pub(super) fn wrap(&self, host: &str, factory: WorkloadFactory) -> WorkloadFactory {
+    pub(crate) fn wrap(&self, host: &str, factory: WorkloadFactory) -> WorkloadFactory {
         let Some(plan) = &self.plan else {
             return factory;
         };
@@ -78,7 +81,7 @@ impl Pins {
     }
 
     /// The run's record, once the hosts have run.
-    pub(super) fn placement(&self) -> Option<Placement> {
+    pub(crate) fn placement(&self) -> Option<Placement> {
         self.plan.as_ref().map(|p| {
             p.cpus.placement(
                 p.held[0].load(Ordering::Acquire),

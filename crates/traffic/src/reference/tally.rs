@@ -9,37 +9,37 @@ use std::sync::{Arc, Mutex};
 use stack::iface::host::Host;
 use stack::runner::threaded::{Progress, Workload, WorkloadFactory};
 
-use super::Shared;
 use crate::losses;
+use crate::run::role::Job;
 
-/// The run's datagram flows and the drops counted so far.
-pub(super) struct Accounts {
-    flows: Vec<Shared>,
+/// The run's datagram receivers and the drops counted so far.
+pub(crate) struct Accounts {
+    receivers: Vec<Job>,
     drops: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Accounts {
-    pub(super) fn new(flows: Vec<Shared>) -> Self {
+    pub(crate) fn new(receivers: Vec<Job>) -> Self {
         Self {
-            flows,
+            receivers,
             drops: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// Every receiver has its end (or a side failed): stop counting.
     fn over(&self) -> bool {
-        self.flows.iter().any(|f| f.failed())
-            || self.flows.iter().all(|f| {
-                f.receiver
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .is_some()
-            })
+        self.receivers
+            .iter()
+            .any(|job| job.role.rendezvous().failed())
+            || self
+                .receivers
+                .iter()
+                .all(|job| job.slot.lock().unwrap_or_else(|e| e.into_inner()).is_some())
     }
 
     /// The drops by place when the run had one datagram flow.
-    pub(super) fn drops_if_alone(&self) -> Option<BTreeMap<String, u64>> {
-        (self.flows.len() == 1)
+    pub(crate) fn drops_if_alone(&self) -> Option<BTreeMap<String, u64>> {
+        (self.receivers.len() == 1)
             .then(|| self.drops.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 }
@@ -47,7 +47,7 @@ impl Accounts {
 /// A node's drop counters by place: its links' (wire loss and device
 /// queue), its interfaces' queues and its own drop reasons, control
 /// traffic's left out.
-pub(super) fn snapshot(host: &Host) -> BTreeMap<String, u64> {
+pub(crate) fn snapshot(host: &Host) -> BTreeMap<String, u64> {
     let mut places = BTreeMap::new();
     let mut count = |place: &str, n: u64| {
         if n > 0 {
@@ -84,7 +84,7 @@ pub(super) fn snapshot(host: &Host) -> BTreeMap<String, u64> {
 /// full-lab point) and when every receiver has ended. What the start and
 /// end sentinels lost is counted too; attribution shares the places out
 /// when they count more than the lost datagrams.
-pub(super) fn monitor(accounts: Arc<Accounts>) -> WorkloadFactory {
+pub(crate) fn monitor(accounts: Arc<Accounts>) -> WorkloadFactory {
     Box::new(move |host: &mut Host| -> Workload {
         let before = snapshot(host);
         Box::new(move |host: &mut Host, _now| {

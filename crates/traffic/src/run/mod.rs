@@ -1,0 +1,174 @@
+//! Where a run's ends are, chosen in one place: both on the kernel's
+//! stack, both on the reference stack's network, or one on each across a
+//! link the tool makes. Every program ([`crate::program`]) runs on every
+//! target; a target only says where each end's programs run
+//! ([`kernel`], [`network`], [`cross`]) and what it records.
+
+mod cross;
+mod kernel;
+mod network;
+pub(crate) mod role;
+mod transfer;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::TrafficError;
+use crate::kernel::KernelPath;
+use crate::meter::Meter;
+use crate::program::{datagrams, echo, stream, Rendezvous};
+use crate::reference::kernel_peer::KernelPeer;
+use crate::spec::{EchoSpec, Protocol, StackKind, TransferSpec};
+use role::Role;
+
+pub use transfer::{echo, pair, transfer, MAX_CIRCUITS};
+
+/// Where the two ends of a run are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Both on the kernel's stack: loopback, or a veth pair between two
+    /// namespaces the tool makes.
+    Kernel(KernelPath),
+    /// Both on the reference stack: the first and last host of a topology
+    /// (the default network when `None`), each node a thread.
+    Reference(Option<PathBuf>),
+    /// The reference stack at one end, the kernel's at the other.
+    Cross(KernelPeer),
+}
+
+impl Target {
+    /// The target of `stack`, given how each stack is reached.
+    pub fn of(
+        stack: StackKind,
+        kernel_path: KernelPath,
+        topology: Option<PathBuf>,
+        ref_link: Option<KernelPeer>,
+    ) -> Self {
+        match (stack, ref_link) {
+            (StackKind::Kernel, _) => Target::Kernel(kernel_path),
+            (StackKind::Ref, Some(peer)) => Target::Cross(peer),
+            (StackKind::Ref, None) => Target::Reference(topology),
+        }
+    }
+
+    /// The stack the report names (the reference stack for a cross run).
+    pub fn stack(&self) -> StackKind {
+        match self {
+            Target::Kernel(_) => StackKind::Kernel,
+            Target::Reference(_) | Target::Cross(_) => StackKind::Ref,
+        }
+    }
+}
+
+/// How long a stack may take to configure its addresses, on top of a
+/// spec's time-outs: the reference stack's SLAAC and DAD take about a
+/// second; the kernel's are configured before the run.
+pub fn address_grace(stack: StackKind) -> Duration {
+    match stack {
+        StackKind::Kernel => Duration::ZERO,
+        StackKind::Ref => Duration::from_secs(10),
+    }
+}
+
+/// Where each end of one flow listens or sends from, per stack.
+#[derive(Debug, Clone)]
+pub struct EndPlan {
+    /// The receiver's (server's) bind address.
+    pub bind: SocketAddr,
+    /// Link-level frames: the receiver's and the sender's interfaces.
+    pub receiver_interface: String,
+    pub sender_interface: String,
+    /// Address grace of the receiving end's stack and the sending end's.
+    pub receiver_grace: Duration,
+    pub sender_grace: Duration,
+    /// Stream reads per call at the receiver: ttcp's `-l` on the kernel,
+    /// at least 64 KiB on the reference stack (each step reads what the
+    /// host has).
+    pub read_len: usize,
+}
+
+/// The receiver's and sender's roles of a transfer.
+pub fn transfer_roles(
+    spec: &TransferSpec,
+    plan: &EndPlan,
+    meter: &Arc<Meter>,
+    rendezvous: &Arc<Rendezvous>,
+) -> (Role, Role) {
+    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
+    if spec.protocol == Protocol::Tcp {
+        let shared = |grace| stream::Shared {
+            spec: spec.clone(),
+            pattern: pattern.clone(),
+            meter: meter.clone(),
+            rendezvous: rendezvous.clone(),
+            address_grace: grace,
+        };
+        (
+            Role::StreamReceiver(shared(plan.receiver_grace), plan.bind, plan.read_len),
+            Role::StreamSender(shared(plan.sender_grace)),
+        )
+    } else {
+        let shared = |grace, interface: &str| datagrams::Shared {
+            spec: spec.clone(),
+            pattern: pattern.clone(),
+            meter: meter.clone(),
+            rendezvous: rendezvous.clone(),
+            address_grace: grace,
+            interface: interface.to_string(),
+        };
+        (
+            Role::DatagramReceiver(
+                shared(plan.receiver_grace, &plan.receiver_interface),
+                plan.bind,
+            ),
+            Role::DatagramSender(shared(plan.sender_grace, &plan.sender_interface)),
+        )
+    }
+}
+
+/// The server's and client's roles of an echo series.
+pub fn echo_roles(spec: &EchoSpec, plan: &EndPlan, rendezvous: &Arc<Rendezvous>) -> (Role, Role) {
+    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
+    let shared = |grace, interface: &str| echo::Shared {
+        spec: spec.clone(),
+        pattern: pattern.clone(),
+        rendezvous: rendezvous.clone(),
+        address_grace: grace,
+        interface: interface.to_string(),
+    };
+    (
+        Role::EchoServer(
+            shared(plan.receiver_grace, &plan.receiver_interface),
+            plan.bind,
+        ),
+        Role::EchoClient(shared(plan.sender_grace, &plan.sender_interface)),
+    )
+}
+
+/// Refuses what `target` cannot do with `protocol` and `len`, before any
+/// path is made.
+fn refuse_raw_without_link(
+    protocol: Protocol,
+    len: usize,
+    target: &Target,
+) -> Result<(), TrafficError> {
+    match (protocol, target) {
+        // A frame longer than the MTU is refused by the kernel (EMSGSIZE)
+        // on every send.
+        (Protocol::Raw, Target::Kernel(KernelPath::Netns { mtu })) if len > *mtu as usize => {
+            Err(TrafficError::Invalid(format!(
+                "-l {len} does not fit one frame on a link with MTU {mtu}: use -l {mtu} or \
+                 less, or raise --mtu"
+            )))
+        }
+        (Protocol::Raw, Target::Kernel(KernelPath::Loopback)) => Err(TrafficError::Unsupported(
+            "raw link-level frames need a link: use --netns (kernel) or --stack ref".into(),
+        )),
+        (Protocol::Raw, Target::Cross(_)) => Err(TrafficError::Invalid(
+            "raw frames need both ends on the reference stack: use --pair without --link".into(),
+        )),
+        _ => Ok(()),
+    }
+}

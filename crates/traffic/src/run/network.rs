@@ -1,0 +1,71 @@
+//! Ends on the reference stack's own network: every program a workload
+//! of its host on the threaded runner (a thread per node), with a drop
+//! monitor on every node when datagrams flow and the two hosts pinned
+//! when the run asks.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stack::iface::host::Host;
+use stack::runner::threaded::{self, WorkloadFactory};
+use stack::topology::Topology;
+
+use super::role::Job;
+use crate::affinity::Placement;
+use crate::error::TrafficError;
+use crate::reference::pinned::Pins;
+use crate::reference::tally::{self, Accounts};
+use crate::reference::{drive, with_timeouts};
+
+/// What the network's run learned besides the programs' results.
+#[derive(Debug, Default)]
+pub struct NetworkEnd {
+    pub placement: Option<Placement>,
+    /// Drops by place over the run, when one datagram flow ran (with
+    /// several, the counters cannot tell whose a drop was).
+    pub drops_if_alone: Option<BTreeMap<String, u64>>,
+}
+
+/// Runs `jobs` (each on its host) on `topology` until all are done.
+/// `datagram_receivers` are the jobs whose ends the drop monitors wait
+/// for.
+pub fn run(
+    topology: &Topology,
+    jobs: Vec<(String, Job)>,
+    datagram_receivers: Vec<Job>,
+    pins: Pins,
+) -> Result<NetworkEnd, TrafficError> {
+    let mut per_host: BTreeMap<String, Vec<WorkloadFactory>> = BTreeMap::new();
+    for (host, job) in jobs {
+        let program = job.role.clone().build::<Host>();
+        let work = drive::workload(program, move |result| job.finish(result));
+        per_host.entry(host).or_default().push(work);
+    }
+    let accounts =
+        (!datagram_receivers.is_empty()).then(|| Arc::new(Accounts::new(datagram_receivers)));
+    if let Some(accounts) = &accounts {
+        for node in topology.nodes() {
+            per_host
+                .entry(node.name.clone())
+                .or_default()
+                .push(tally::monitor(accounts.clone()));
+        }
+    }
+    let workloads = per_host
+        .into_iter()
+        .map(|(host, factories)| {
+            let work = pins.wrap(&host, with_timeouts(drive::together(factories)));
+            (host, work)
+        })
+        .collect();
+    // Each workload ends itself (done or timed out); the limit is a
+    // backstop only.
+    let limit = Duration::from_secs(24 * 3600);
+    threaded::run(topology, Duration::ZERO, limit, workloads)
+        .map_err(|e| TrafficError::Invalid(format!("the network did not start: {e}")))?;
+    Ok(NetworkEnd {
+        placement: pins.placement(),
+        drops_if_alone: accounts.and_then(|a| a.drops_if_alone()),
+    })
+}

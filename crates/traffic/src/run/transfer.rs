@@ -1,0 +1,484 @@
+//! Transfers and echo series on any target: the flows' ends are planned
+//! for the target, started where it puts them, and their results turned
+//! into reports with what the target records.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::kernel::{self as kernel_end, Enter, KernelEnd};
+use super::network::{self, NetworkEnd};
+use super::role::{Job, Outcome};
+use super::{cross, echo_roles, refuse_raw_without_link, transfer_roles, EndPlan, Target};
+use crate::echo::EchoReport;
+use crate::env::{Environment, GrantedBuffers};
+use crate::error::TrafficError;
+use crate::kernel::netns::Side;
+use crate::kernel::{KernelPath, PathSetup};
+use crate::meter::{IntervalRecorder, Meter};
+use crate::program::echo::Exchanges;
+use crate::program::stream::Ended;
+use crate::program::Rendezvous;
+use crate::reference::pinned::Pins;
+use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
+use crate::spec::{EchoSpec, Protocol, StackKind, TransferSpec, RAW_ETHERTYPE};
+
+/// Most flows one run takes.
+pub const MAX_CIRCUITS: usize = 64;
+
+/// Runs `flows` at the same time on `target`, one report per flow in
+/// order. With several flows, flow `i` gets port `port + i` and circuit
+/// number `i`, so the flows stay apart whatever they share.
+/// `print_intervals` prints `-i` reports to stderr as they come.
+pub fn transfer(
+    flows: &[TransferSpec],
+    target: &Target,
+    print_intervals: bool,
+) -> Result<Vec<TransferReport>, TrafficError> {
+    let flows = numbered(flows)?;
+    for flow in &flows {
+        refuse_raw_without_link(flow.protocol, flow.len, target)?;
+    }
+    match target {
+        Target::Kernel(path) => kernel_transfer(&flows, *path, print_intervals),
+        Target::Reference(topology) => {
+            network_transfer(&flows, topology.as_deref(), print_intervals)
+        }
+        Target::Cross(peer) => cross::transfer(&flows, *peer, print_intervals),
+    }
+}
+
+/// Runs one transfer on `target`.
+pub fn pair(
+    spec: &TransferSpec,
+    target: &Target,
+    print_intervals: bool,
+) -> Result<TransferReport, TrafficError> {
+    transfer(std::slice::from_ref(spec), target, print_intervals)?
+        .pop()
+        .ok_or_else(|| TrafficError::Invalid("the transfer produced no report".into()))
+}
+
+/// Runs one echo series (delay mode) on `target`.
+pub fn echo(spec: &EchoSpec, target: &Target) -> Result<EchoReport, TrafficError> {
+    spec.validate()?;
+    refuse_raw_without_link(spec.protocol, spec.len, target)?;
+    match target {
+        Target::Kernel(path) => kernel_echo(spec, *path),
+        Target::Reference(topology) => network_echo(spec, topology.as_deref()),
+        Target::Cross(peer) => cross::echo(spec, *peer),
+    }
+}
+
+/// The flows checked, and numbered apart when there are several.
+fn numbered(flows: &[TransferSpec]) -> Result<Vec<TransferSpec>, TrafficError> {
+    if flows.is_empty() || flows.len() > MAX_CIRCUITS {
+        return Err(TrafficError::Invalid(format!(
+            "{} concurrent flows is impossible: use 1 to {MAX_CIRCUITS}",
+            flows.len()
+        )));
+    }
+    let alone = flows.len() == 1;
+    flows
+        .iter()
+        .enumerate()
+        .map(|(i, flow)| {
+            let mut flow = flow.clone();
+            if !alone {
+                flow.port = flow.port.checked_add(i as u16).ok_or_else(|| {
+                    TrafficError::Invalid(format!(
+                        "port {} + {i} circuits runs past 65535: pick a lower -p",
+                        flow.port
+                    ))
+                })?;
+                flow.circuit = i as u8;
+            }
+            flow.validate()?;
+            Ok(flow)
+        })
+        .collect()
+}
+
+/// A finished flow: the sender's and receiver's results and the interval
+/// reports.
+pub(super) type FlowEnds = (
+    Ended<SenderSide>,
+    Ended<ReceiverSide>,
+    Vec<crate::meter::Interval>,
+);
+
+/// One flow of a run: its two ends, its meter and interval reports.
+pub(super) struct FlowRun {
+    pub spec: TransferSpec,
+    pub meter: Arc<Meter>,
+    pub rendezvous: Arc<Rendezvous>,
+    pub receiver: Job,
+    pub sender: Job,
+    recorder: Option<IntervalRecorder>,
+}
+
+impl FlowRun {
+    pub fn new(spec: &TransferSpec, plan: &EndPlan) -> Self {
+        let meter = Arc::new(Meter::default());
+        let rendezvous = Arc::new(Rendezvous::default());
+        let (receiver, sender) = transfer_roles(spec, plan, &meter, &rendezvous);
+        Self {
+            spec: spec.clone(),
+            meter,
+            rendezvous,
+            receiver: Job::new(receiver),
+            sender: Job::new(sender),
+            recorder: None,
+        }
+    }
+
+    /// Waits until the receiver listens (or a side failed, or its
+    /// set-up time passed); interval reports start then.
+    pub fn wait_until_listening(&mut self, grace: std::time::Duration, print: bool) -> bool {
+        let listening = self
+            .rendezvous
+            .wait_for_receiver(self.spec.timeout + grace)
+            .is_some();
+        self.recorder = self
+            .spec
+            .interval
+            .map(|every| IntervalRecorder::start(self.meter.clone(), every, print));
+        listening
+    }
+
+    /// The two ends' results, or the error that caused the failure.
+    pub fn ends(&mut self) -> Result<FlowEnds, TrafficError> {
+        let intervals = self
+            .recorder
+            .take()
+            .map(IntervalRecorder::finish)
+            .unwrap_or_default();
+        let sent = self.sender.take("sender");
+        let received = self.receiver.take("receiver");
+        match (sent, received) {
+            (Ok(Outcome::Sent(s)), Ok(Outcome::Received(r))) => Ok((s, r, intervals)),
+            (Err(e), other) => Err(cause(e, other.err())),
+            (_, Err(e)) => Err(e),
+            _ => Err(TrafficError::Invalid(
+                "the ends of a transfer ended the wrong way round".into(),
+            )),
+        }
+    }
+}
+
+/// Of two ends' errors, the cause: an end that stopped because the other
+/// failed is not it.
+pub(super) fn cause(first: TrafficError, second: Option<TrafficError>) -> TrafficError {
+    match (first, second) {
+        (TrafficError::PeerFailed, Some(other)) => other,
+        (first, _) => first,
+    }
+}
+
+/// What both ends' sockets were granted, and the sender's congestion
+/// control.
+pub(super) fn describe(
+    target: &mut Environment,
+    sent: &Ended<SenderSide>,
+    received: &Ended<ReceiverSide>,
+) {
+    target.sockbuf_granted = GrantedBuffers {
+        send: sent.facts.granted.send,
+        recv: received.facts.granted.recv,
+    };
+    target.congestion_control = sent.facts.congestion_control.clone();
+}
+
+fn merge_drops(
+    into: &mut Option<std::collections::BTreeMap<String, u64>>,
+    more: Option<std::collections::BTreeMap<String, u64>>,
+) {
+    if let Some(more) = more {
+        crate::losses::add(into.get_or_insert_with(Default::default), &more);
+    }
+}
+
+fn kernel_plan(
+    spec_port: u16,
+    family: crate::spec::Family,
+    len: usize,
+    setup: &PathSetup,
+) -> EndPlan {
+    EndPlan {
+        bind: SocketAddr::new(setup.receiver_ip(family), spec_port),
+        receiver_interface: setup.interface(Side::A).unwrap_or_default().to_string(),
+        sender_interface: setup.interface(Side::B).unwrap_or_default().to_string(),
+        receiver_grace: std::time::Duration::ZERO,
+        sender_grace: std::time::Duration::ZERO,
+        read_len: len,
+    }
+}
+
+fn enter(setup: &PathSetup, side: Side) -> Enter {
+    let setup = setup.clone();
+    Arc::new(move || setup.enter(side))
+}
+
+fn kernel_transfer(
+    flows: &[TransferSpec],
+    path: KernelPath,
+    print_intervals: bool,
+) -> Result<Vec<TransferReport>, TrafficError> {
+    let setup = PathSetup::new(path)?;
+    let timestamp = Timestamp::now();
+    let mut runs: Vec<FlowRun> = flows
+        .iter()
+        .map(|spec| FlowRun::new(spec, &kernel_plan(spec.port, spec.family, spec.len, &setup)))
+        .collect();
+    // Receivers first; each sender once its receiver listens.
+    let mut threads = Vec::with_capacity(runs.len());
+    for run in &mut runs {
+        let datagrams = run.spec.protocol != Protocol::Tcp;
+        let cpus = run.spec.cpus;
+        let receiving = kernel_end::spawn(
+            enter(&setup, Side::A),
+            run.receiver.clone(),
+            cpus.map(|c| c.receiver),
+            datagrams,
+        );
+        run.wait_until_listening(std::time::Duration::ZERO, print_intervals);
+        let sending = kernel_end::spawn(
+            enter(&setup, Side::B),
+            run.sender.clone(),
+            cpus.map(|c| c.sender),
+            datagrams && setup.separate_namespaces(),
+        );
+        threads.push((receiving, sending));
+    }
+    let ends: Vec<(KernelEnd, KernelEnd)> = threads
+        .into_iter()
+        .zip(&runs)
+        .map(|((r, s), run)| {
+            (
+                kernel_end::join(r, &run.receiver),
+                kernel_end::join(s, &run.sender),
+            )
+        })
+        .collect();
+    let datagram_flows = flows.iter().filter(|f| f.protocol != Protocol::Tcp).count();
+    let mut reports = Vec::with_capacity(runs.len());
+    for (mut run, (receiving, sending)) in runs.into_iter().zip(ends) {
+        let (sent, mut received, intervals) = run.ends()?;
+        let description = match run.spec.protocol {
+            Protocol::Raw => format!(
+                "AF_PACKET frames, Ethertype 0x{RAW_ETHERTYPE:04X}, {}",
+                setup.description()
+            ),
+            _ => setup.description(),
+        };
+        let mut target = Environment::detect(StackKind::Kernel, description);
+        describe(&mut target, &sent, &received);
+        target.mtu = Some(setup.mtu());
+        target.placement = run
+            .spec
+            .cpus
+            .map(|c| c.placement(receiving.pinned, sending.pinned));
+        if run.spec.protocol != Protocol::Tcp {
+            merge_drops(&mut received.side.drops, receiving.drops);
+            merge_drops(&mut received.side.drops, sending.drops);
+        }
+        let mut report = TransferReport::new(
+            &run.spec,
+            target,
+            timestamp.clone(),
+            intervals,
+            Some(&sent.side),
+            Some(&received.side),
+        );
+        // The kernel's counters are the namespace's: with several
+        // datagram flows each would see the others' drops, so none says
+        // where.
+        if datagram_flows > 1 {
+            if let Some(d) = report
+                .end
+                .sum_received
+                .as_mut()
+                .and_then(|r| r.datagrams.as_mut())
+            {
+                d.lost_where = None;
+                d.drops_counted = None;
+            }
+        }
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+fn network_plan(spec: &TransferSpec, ends: &crate::reference::Endpoints) -> EndPlan {
+    let grace = super::address_grace(StackKind::Ref);
+    EndPlan {
+        bind: SocketAddr::new(crate::kernel::any(spec.family), spec.port),
+        receiver_interface: ends.receiver_interface.clone(),
+        sender_interface: ends.sender_interface.clone(),
+        receiver_grace: grace,
+        sender_grace: grace,
+        read_len: spec.len.max(64 * 1024),
+    }
+}
+
+fn network_transfer(
+    flows: &[TransferSpec],
+    topology: Option<&std::path::Path>,
+    print_intervals: bool,
+) -> Result<Vec<TransferReport>, TrafficError> {
+    let topology = crate::reference::load(topology)?;
+    let mut runs = Vec::with_capacity(flows.len());
+    let mut targets = Vec::with_capacity(flows.len());
+    let mut ends_of = Vec::with_capacity(flows.len());
+    for spec in flows {
+        let (ends, target) = crate::reference::plan(spec.protocol, spec.len, &topology)?;
+        runs.push(FlowRun::new(spec, &network_plan(spec, &ends)));
+        targets.push(target);
+        ends_of.push(ends);
+    }
+    let pins = Pins::plan(
+        &flows
+            .iter()
+            .zip(&ends_of)
+            .map(|(f, e)| (f.cpus, e))
+            .collect::<Vec<_>>(),
+        &topology,
+    )?;
+    let mut jobs = Vec::new();
+    let mut datagram_receivers = Vec::new();
+    for (run, ends) in runs.iter().zip(&ends_of) {
+        jobs.push((ends.receiver.clone(), run.receiver.clone()));
+        jobs.push((ends.sender.clone(), run.sender.clone()));
+        if run.spec.protocol != Protocol::Tcp {
+            datagram_receivers.push(run.receiver.clone());
+        }
+    }
+    let timestamp = Timestamp::now();
+    let network = {
+        let topology = topology.clone();
+        std::thread::spawn(move || network::run(&topology, jobs, datagram_receivers, pins))
+    };
+    let grace = super::address_grace(StackKind::Ref);
+    for run in &mut runs {
+        run.wait_until_listening(grace, print_intervals);
+    }
+    let NetworkEnd {
+        placement,
+        drops_if_alone,
+    } = network.join().unwrap_or_else(|_| {
+        Err(TrafficError::Invalid(
+            "the network's thread panicked".into(),
+        ))
+    })?;
+    let mut reports = Vec::with_capacity(runs.len());
+    for (mut run, mut target) in runs.into_iter().zip(targets) {
+        let (sent, mut received, intervals) = run.ends()?;
+        describe(&mut target, &sent, &received);
+        target.placement = placement;
+        // With one datagram flow every drop of the run is its own.
+        if run.spec.protocol != Protocol::Tcp {
+            received.side.drops = drops_if_alone.clone();
+        }
+        reports.push(
+            TransferReport::new(
+                &run.spec,
+                target,
+                timestamp.clone(),
+                intervals,
+                Some(&sent.side),
+                Some(&received.side),
+            )
+            .with_runner_wait(stack::runner::threaded::Poll::Spin.as_str()),
+        );
+    }
+    Ok(reports)
+}
+
+/// An echo series' two ends and their results.
+pub(super) struct EchoRun {
+    pub spec: EchoSpec,
+    pub rendezvous: Arc<Rendezvous>,
+    pub server: Job,
+    pub client: Job,
+}
+
+impl EchoRun {
+    pub fn new(spec: &EchoSpec, plan: &EndPlan) -> Self {
+        let rendezvous = Arc::new(Rendezvous::default());
+        let (server, client) = echo_roles(spec, plan, &rendezvous);
+        Self {
+            spec: spec.clone(),
+            rendezvous,
+            server: Job::new(server),
+            client: Job::new(client),
+        }
+    }
+
+    /// The client's exchanges, or the error that caused the failure (the
+    /// server's explains a client's, not the reverse).
+    pub fn exchanges(&self) -> Result<Exchanges, TrafficError> {
+        let served = self.server.take("echo server");
+        let asked = self.client.take("echo client");
+        match (served, asked) {
+            (Ok(_), Ok(Outcome::Asked(exchanges))) => Ok(exchanges),
+            (Err(e), other) => Err(cause(e, other.err())),
+            (Ok(_), Err(e)) => Err(e),
+            _ => Err(TrafficError::Invalid(
+                "the ends of an echo ended the wrong way round".into(),
+            )),
+        }
+    }
+
+    pub fn report(&self, mut target: Environment) -> Result<EchoReport, TrafficError> {
+        let exchanges = self.exchanges()?;
+        target.sockbuf_granted = exchanges.facts.granted;
+        target.congestion_control = exchanges.facts.congestion_control;
+        Ok(EchoReport {
+            spec: self.spec.clone(),
+            target,
+            rtt_ns: exchanges.rtt_ns,
+            lost: exchanges.lost,
+            corrupted: exchanges.corrupted,
+        })
+    }
+}
+
+fn kernel_echo(spec: &EchoSpec, path: KernelPath) -> Result<EchoReport, TrafficError> {
+    let setup = PathSetup::new(path)?;
+    let run = EchoRun::new(spec, &kernel_plan(spec.port, spec.family, spec.len, &setup));
+    let server = kernel_end::spawn(enter(&setup, Side::A), run.server.clone(), None, false);
+    let client = match run.rendezvous.wait_for_receiver(spec.timeout) {
+        Some(_) => Some(kernel_end::spawn(
+            enter(&setup, Side::B),
+            run.client.clone(),
+            None,
+            false,
+        )),
+        None => {
+            run.client.finish(Err(TrafficError::PeerFailed));
+            None
+        }
+    };
+    if let Some(client) = client {
+        kernel_end::join(client, &run.client);
+    }
+    kernel_end::join(server, &run.server);
+    let mut target = Environment::detect(StackKind::Kernel, setup.description());
+    target.mtu = Some(setup.mtu());
+    run.report(target)
+}
+
+fn network_echo(
+    spec: &EchoSpec,
+    topology: Option<&std::path::Path>,
+) -> Result<EchoReport, TrafficError> {
+    let topology = crate::reference::load(topology)?;
+    let (ends, target) = crate::reference::plan(spec.protocol, spec.len, &topology)?;
+    let transfer = spec.as_transfer();
+    let run = EchoRun::new(spec, &network_plan(&transfer, &ends));
+    let jobs = vec![
+        (ends.receiver.clone(), run.server.clone()),
+        (ends.sender.clone(), run.client.clone()),
+    ];
+    network::run(&topology, jobs, Vec::new(), Pins::plan(&[], &topology)?)?;
+    run.report(target)
+}
