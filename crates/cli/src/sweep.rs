@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use traffic::kernel::KernelPath;
-use traffic::reference::kernel_peer::{KernelPeer, PeerLink};
+use traffic::run::{KernelPeer, PeerLink};
 use traffic::spec::{Family, Protocol, StackKind};
 use traffic::sweep::load::LoadOn;
 use traffic::sweep::{

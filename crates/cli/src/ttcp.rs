@@ -8,11 +8,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use stack::topology::{derived_mac, IpCidr};
-use traffic::kernel::{self, KernelPath};
-use traffic::reference::attached::Role;
-use traffic::reference::kernel_peer::{KernelPeer, PeerLink, RefEnd};
+use traffic::kernel::KernelPath;
 use traffic::report::TransferReport;
 use traffic::run::Target;
+use traffic::run::{KernelPeer, OneEnd, PeerLink, RefEnd};
 use traffic::spec::{Family, Protocol, TransferSpec};
 use traffic::units;
 
@@ -248,11 +247,17 @@ pub fn run(args: &TtcpArgs) -> Result<()> {
                 traffic::run::pair(&spec, &Target::Kernel(path), print_intervals)?
             } else if args.transmit {
                 let host = args.host.expect("clap requires HOST with -t");
-                kernel::transmit(&spec, host, print_intervals)?
-            } else if args.receive {
-                kernel::receive(
+                traffic::run::one_kernel_end(
                     &spec,
-                    args.host.unwrap_or(kernel::any(spec.family)),
+                    OneEnd::Transmit(host),
+                    spec.family.unspecified(),
+                    print_intervals,
+                )?
+            } else if args.receive {
+                traffic::run::one_kernel_end(
+                    &spec,
+                    OneEnd::Receive,
+                    args.host.unwrap_or(spec.family.unspecified()),
                     print_intervals,
                 )?
             } else {
@@ -325,12 +330,12 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
         bail!("--link with -t or -r needs --iface NAME (the TAP to create or the interface to take over)");
     };
     let role = if args.transmit {
-        Role::Transmit(args.host.expect("clap requires HOST with -t"))
+        OneEnd::Transmit(args.host.expect("clap requires HOST with -t"))
     } else if args.receive {
         if args.host.is_some() {
             bail!("-r with --link receives on the host's own addresses: give them with --addr");
         }
-        Role::Receive
+        OneEnd::Receive
     } else {
         bail!("say which end runs here: -t HOST (transmit) or -r (receive)");
     };
@@ -375,7 +380,7 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
     let [link] = links;
     let (mut host, kernel_settings) =
         attach::build_host("stackscope-ttcp", vec![link], args.dad_transmits, &[])?;
-    let report = traffic::reference::attached::run(spec, &mut host, role, path, print_intervals)?;
+    let report = traffic::run::attached(spec, &mut host, role, path, print_intervals)?;
     drop(host);
     drop(kernel_settings);
     Ok(report)

@@ -31,6 +31,4 @@ pub fn answer_wait(spec: &EchoSpec) -> Duration {
     spec.timeout.min(Duration::from_secs(1))
 }
 
-/// The most exchanges one run may ask for: the round-trip times are kept
-/// (8 bytes each), so this bounds memory at 80 MB.
-pub const MAX_EXCHANGES: u64 = 10_000_000;
+pub use crate::spec::MAX_EXCHANGES;

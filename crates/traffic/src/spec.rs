@@ -37,6 +37,17 @@ pub enum Family {
     V6,
 }
 
+impl Family {
+    /// The unspecified address of the family: a wildcard bind, or a
+    /// sender's "any".
+    pub fn unspecified(self) -> std::net::IpAddr {
+        match self {
+            Family::V4 => std::net::Ipv4Addr::UNSPECIFIED.into(),
+            Family::V6 => std::net::Ipv6Addr::UNSPECIFIED.into(),
+        }
+    }
+}
+
 impl fmt::Display for StackKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -217,6 +228,10 @@ impl TransferSpec {
     }
 }
 
+/// The most exchanges one echo run may ask for: the round-trip times are
+/// kept (8 bytes each), so this bounds memory at 80 MB.
+pub const MAX_EXCHANGES: u64 = 10_000_000;
+
 /// A request/response exchange (delay mode): `count` round trips of
 /// `len`-byte requests echoed back whole.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -262,11 +277,10 @@ impl EchoSpec {
     }
 
     pub fn validate(&self) -> Result<(), TrafficError> {
-        if self.count > crate::echo::MAX_EXCHANGES {
+        if self.count > MAX_EXCHANGES {
             return Err(TrafficError::Invalid(format!(
                 "{} exchanges is too many for one run: use at most {}",
-                self.count,
-                crate::echo::MAX_EXCHANGES
+                self.count, MAX_EXCHANGES
             )));
         }
         if self.protocol != Protocol::Tcp && self.len < HEADER_LEN {

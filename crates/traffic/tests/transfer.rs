@@ -4,7 +4,7 @@
 
 use std::net::TcpListener;
 
-use traffic::kernel::{self, KernelPath};
+use traffic::kernel::KernelPath;
 use traffic::report::TransferReport;
 use traffic::run::{self, Target};
 use traffic::spec::{Family, Protocol, TransferSpec};
@@ -197,16 +197,26 @@ fn refusals_say_what_is_wrong() {
 fn a_sender_with_no_receiver_fails_fast_instead_of_hanging() {
     let mut s = spec(Protocol::Tcp, Family::V4, 1000, 1, 15_240);
     s.timeout = std::time::Duration::from_secs(2);
-    let error = kernel::transmit(&s, "127.0.0.1".parse().unwrap(), false)
-        .expect_err("nobody listens")
-        .to_string();
+    let error = run::one_kernel_end(
+        &s,
+        run::OneEnd::Transmit("127.0.0.1".parse().unwrap()),
+        s.family.unspecified(),
+        false,
+    )
+    .expect_err("nobody listens")
+    .to_string();
     assert!(
         error.contains("nothing listens on 127.0.0.1:15240"),
         "{error}"
     );
-    let error = kernel::receive(&s, "127.0.0.1".parse().unwrap(), false)
-        .expect_err("nobody sends")
-        .to_string();
+    let error = run::one_kernel_end(
+        &s,
+        run::OneEnd::Receive,
+        "127.0.0.1".parse().unwrap(),
+        false,
+    )
+    .expect_err("nobody sends")
+    .to_string();
     assert!(error.contains("timed out after 2.0 s"), "{error}");
 }
 

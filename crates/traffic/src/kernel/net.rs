@@ -253,7 +253,7 @@ impl Transport for KernelNet {
     /// connects to addresses it was given, so this says only that the
     /// family is usable.
     fn local_ip(&self, family: Family) -> Option<IpAddr> {
-        Some(super::any(family))
+        Some(family.unspecified())
     }
 
     /// Read through an open packet socket on the interface (the

@@ -71,7 +71,7 @@ impl Shared {
                 ethertype: RAW_ETHERTYPE,
             },
             _ => DatagramKind::Udp(
-                bind.unwrap_or_else(|| SocketAddr::new(crate::kernel::any(self.spec.family), 0)),
+                bind.unwrap_or_else(|| SocketAddr::new(self.spec.family.unspecified(), 0)),
             ),
         }
     }
@@ -342,7 +342,12 @@ impl<N: Transport> DatagramSender<N> {
         }
         while let Ok(Some((n, _))) = net.recv_from(socket, &mut self.answer) {
             let answer = datagram::strip_padding(&self.answer[..n]);
-            if matches!(datagram::parse_header(answer), Ok(h) if h.kind == Kind::End) {
+            // Raw circuits share an Ethertype and a station: only the
+            // own circuit's echo counts.
+            if matches!(
+                datagram::parse_header(answer),
+                Ok(h) if h.kind == Kind::End && h.circuit == self.shared.spec.circuit
+            ) {
                 return true;
             }
         }

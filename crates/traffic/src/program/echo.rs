@@ -63,7 +63,7 @@ impl Shared {
                 ethertype: RAW_ETHERTYPE,
             },
             _ => DatagramKind::Udp(
-                bind.unwrap_or_else(|| SocketAddr::new(crate::kernel::any(self.spec.family), 0)),
+                bind.unwrap_or_else(|| SocketAddr::new(self.spec.family.unspecified(), 0)),
             ),
         }
     }

@@ -27,7 +27,6 @@ use super::net::address_of;
 use crate::affinity::{Placement, SideCpus};
 use crate::cpu::{CpuMeter, CpuUsage};
 use crate::error::TrafficError;
-use crate::kernel::any as unspecified;
 use crate::spec::{Family, Protocol};
 
 /// What to send.
@@ -533,7 +532,7 @@ fn open(
         _ => {
             let handle = host.udp_open(UdpConfig::default());
             host.udp(handle).set_traced(true);
-            host.udp_bind(handle, SocketAddr::new(unspecified(spec.family), 0));
+            host.udp_bind(handle, SocketAddr::new(spec.family.unspecified(), 0));
             shared.flows.lock().unwrap_or_else(|e| e.into_inner()).0 = host.udp(handle).flow().id;
             Ok(Some(Socket::Udp(handle, dest)))
         }
@@ -577,7 +576,7 @@ fn write_some(
 
 fn receiver(spec: MessagesSpec, shared: Arc<Shared>) -> WorkloadFactory {
     Box::new(move |host: &mut Host| -> Workload {
-        let local = SocketAddr::new(unspecified(spec.family), spec.port);
+        let local = SocketAddr::new(spec.family.unspecified(), spec.port);
         enum Side {
             Listening(TcpHandle),
             Tcp(TcpHandle),

@@ -5,12 +5,11 @@
 //! address of the family (SLAAC and DAD take about a second), so no
 //! warm-up has to be guessed.
 
-pub mod attached;
 pub mod drive;
-pub mod kernel_peer;
 pub mod messages;
 pub mod net;
 pub(crate) mod pinned;
+pub(crate) mod realtime;
 pub(crate) mod tally;
 
 use std::path::Path;

@@ -10,37 +10,34 @@ use stack::iface::host::Host;
 use stack::runner::threaded::{Progress, Workload, WorkloadFactory};
 
 use crate::losses;
-use crate::run::role::Job;
 
-/// The run's datagram receivers and the drops counted so far.
+/// Says when every datagram receiver has its end (or a side failed).
+pub(crate) type Over = Box<dyn Fn() -> bool + Send + Sync>;
+
+/// The run's datagram flows and the drops counted so far.
 pub(crate) struct Accounts {
-    receivers: Vec<Job>,
+    flows: usize,
+    over: Over,
     drops: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Accounts {
-    pub(crate) fn new(receivers: Vec<Job>) -> Self {
+    /// Counts over `flows` datagram flows until `over` says they ended.
+    pub(crate) fn new(flows: usize, over: Over) -> Self {
         Self {
-            receivers,
+            flows,
+            over,
             drops: Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// Every receiver has its end (or a side failed): stop counting.
     fn over(&self) -> bool {
-        self.receivers
-            .iter()
-            .any(|job| job.role.rendezvous().failed())
-            || self
-                .receivers
-                .iter()
-                .all(|job| job.slot.lock().unwrap_or_else(|e| e.into_inner()).is_some())
+        (self.over)()
     }
 
     /// The drops by place when the run had one datagram flow.
     pub(crate) fn drops_if_alone(&self) -> Option<BTreeMap<String, u64>> {
-        (self.receivers.len() == 1)
-            .then(|| self.drops.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        (self.flows == 1).then(|| self.drops.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 }
 

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use stack::iface::host::Host;
 
 use super::kernel::{self as kernel_end, Enter};
+use super::link_path::{reference_host, KernelPeer, Path, PeerLink, RefEnd};
 use super::role::Job;
 use super::transfer::{describe, EchoRun, FlowRun};
 use super::{address_grace, EndPlan};
@@ -18,9 +19,8 @@ use crate::echo::EchoReport;
 use crate::env::Environment;
 use crate::error::TrafficError;
 use crate::kernel::netns::{address, Side};
-use crate::reference::attached::{run_host, RUNNER_WAIT};
 use crate::reference::drive;
-use crate::reference::kernel_peer::{reference_host, KernelPeer, Path, PeerLink, RefEnd};
+use crate::reference::realtime::{run_host, RUNNER_WAIT};
 use crate::report::{Timestamp, TransferReport};
 use crate::spec::{EchoSpec, StackKind, TransferSpec};
 

@@ -6,7 +6,9 @@
 
 mod cross;
 mod kernel;
+mod link_path;
 mod network;
+mod one_end;
 pub(crate) mod role;
 mod transfer;
 
@@ -19,10 +21,12 @@ use crate::error::TrafficError;
 use crate::kernel::KernelPath;
 use crate::meter::Meter;
 use crate::program::{datagrams, echo, stream, Rendezvous};
-use crate::reference::kernel_peer::KernelPeer;
+
 use crate::spec::{EchoSpec, Protocol, StackKind, TransferSpec};
 use role::Role;
 
+pub use link_path::{KernelPeer, PeerLink, RefEnd};
+pub use one_end::{attached, kernel as one_kernel_end, OneEnd};
 pub use transfer::{echo, pair, transfer, MAX_CIRCUITS};
 
 /// Where the two ends of a run are.

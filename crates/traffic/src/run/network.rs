@@ -42,8 +42,16 @@ pub fn run(
         let work = drive::workload(program, move |result| job.finish(result));
         per_host.entry(host).or_default().push(work);
     }
-    let accounts =
-        (!datagram_receivers.is_empty()).then(|| Arc::new(Accounts::new(datagram_receivers)));
+    let accounts = (!datagram_receivers.is_empty()).then(|| {
+        let flows = datagram_receivers.len();
+        let over = move || {
+            datagram_receivers
+                .iter()
+                .any(|job| job.role.rendezvous().failed())
+                || datagram_receivers.iter().all(Job::finished)
+        };
+        Arc::new(Accounts::new(flows, Box::new(over)))
+    });
     if let Some(accounts) = &accounts {
         for node in topology.nodes() {
             per_host

@@ -139,6 +139,14 @@ impl Job {
         *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
     }
 
+    /// True once the end has its result.
+    pub fn finished(&self) -> bool {
+        self.slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
     /// The end's result, once the run is over.
     pub fn take(&self, what: &str) -> Result<Outcome, TrafficError> {
         self.slot

@@ -311,7 +311,7 @@ fn kernel_transfer(
 fn network_plan(spec: &TransferSpec, ends: &crate::reference::Endpoints) -> EndPlan {
     let grace = super::address_grace(StackKind::Ref);
     EndPlan {
-        bind: SocketAddr::new(crate::kernel::any(spec.family), spec.port),
+        bind: SocketAddr::new(spec.family.unspecified(), spec.port),
         receiver_interface: ends.receiver_interface.clone(),
         sender_interface: ends.sender_interface.clone(),
         receiver_grace: grace,

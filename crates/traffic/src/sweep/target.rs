@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use crate::echo::EchoReport;
 use crate::error::TrafficError;
 use crate::kernel::KernelPath;
-use crate::reference::kernel_peer::KernelPeer;
 use crate::report::TransferReport;
-use crate::run::{self, Target};
+use crate::run::{self, KernelPeer, Target};
 use crate::spec::{EchoSpec, StackKind, TransferSpec};
 
 /// How to reach each stack.
