@@ -9,10 +9,10 @@ use std::thread::JoinHandle;
 
 use stack::iface::host::Host;
 
+use super::flow::{describe, EchoRun, FlowRun};
 use super::kernel::{self as kernel_end, Enter};
 use super::link_path::{reference_host, KernelPeer, Path, PeerLink, RefEnd};
 use super::role::Job;
-use super::transfer::{describe, EchoRun, FlowRun};
 use super::{address_grace, EndPlan};
 use crate::affinity::SideCpus;
 use crate::echo::EchoReport;

@@ -5,6 +5,7 @@
 //! ([`kernel`], [`network`], [`cross`]) and what it records.
 
 mod cross;
+mod flow;
 mod kernel;
 mod link_path;
 mod network;
