@@ -33,7 +33,15 @@ fn ref_side(peer: KernelPeer) -> Side {
     }
 }
 
-fn plan(peer: KernelPeer, spec_port: u16, family: crate::spec::Family, len: usize) -> EndPlan {
+/// The ends of a flow: the reference end on its host's one interface,
+/// the kernel's on its end of `path`.
+fn plan(
+    path: &Path,
+    peer: KernelPeer,
+    spec_port: u16,
+    family: crate::spec::Family,
+    len: usize,
+) -> EndPlan {
     let (kernel_grace, ref_grace) = (
         address_grace(StackKind::Kernel),
         address_grace(StackKind::Ref),
@@ -41,8 +49,16 @@ fn plan(peer: KernelPeer, spec_port: u16, family: crate::spec::Family, len: usiz
     let ref_receives = peer.ref_end == RefEnd::Receiver;
     EndPlan {
         bind: SocketAddr::new(address(Side::A, family), spec_port),
-        receiver_interface: String::new(),
-        sender_interface: String::new(),
+        receiver_interface: if ref_receives {
+            String::new()
+        } else {
+            path.interface(Side::A).to_string()
+        },
+        sender_interface: if ref_receives {
+            path.interface(Side::B).to_string()
+        } else {
+            String::new()
+        },
         receiver_grace: if ref_receives {
             ref_grace
         } else {
@@ -173,7 +189,7 @@ pub fn transfer(
     let timestamp = Timestamp::now();
     let mut runs: Vec<FlowRun> = flows
         .iter()
-        .map(|spec| FlowRun::new(spec, &plan(peer, spec.port, spec.family, spec.len)))
+        .map(|spec| FlowRun::new(spec, &plan(&path, peer, spec.port, spec.family, spec.len)))
         .collect();
     let receivers = runs.iter().map(|r| r.receiver.clone()).collect();
     let senders = runs.iter().map(|r| r.sender.clone()).collect();
@@ -218,7 +234,7 @@ pub fn transfer(
 /// server at the receiving end, the client at the sending one.
 pub fn echo(spec: &EchoSpec, peer: KernelPeer) -> Result<EchoReport, TrafficError> {
     let path = Arc::new(Path::create(peer.link, peer.mtu, ref_side(peer))?);
-    let run = EchoRun::new(spec, &plan(peer, spec.port, spec.family, spec.len));
+    let run = EchoRun::new(spec, &plan(&path, peer, spec.port, spec.family, spec.len));
     let grace = address_grace(StackKind::Ref);
     run_ends(
         &path,

@@ -114,6 +114,15 @@ impl Path {
         }
     }
 
+    /// The interface the kernel's end of `side` uses (raw frames open
+    /// their packet socket on it).
+    pub(crate) fn interface(&self, side: Side) -> &str {
+        match self {
+            Path::Veth(veth) => veth.interface(side),
+            Path::Tap(ns, _) => ns.interface(),
+        }
+    }
+
     pub(crate) fn describe(&self) -> String {
         match self {
             Path::Veth(veth) => veth.describe(),

@@ -171,9 +171,12 @@ fn refuse_raw_without_link(
         (Protocol::Raw, Target::Kernel(KernelPath::Loopback)) => Err(TrafficError::Unsupported(
             "raw link-level frames need a link: use --netns (kernel) or --stack ref".into(),
         )),
-        (Protocol::Raw, Target::Cross(_)) => Err(TrafficError::Invalid(
-            "raw frames need both ends on the reference stack: use --pair without --link".into(),
-        )),
+        (Protocol::Raw, Target::Cross(peer)) if len > peer.mtu as usize => {
+            Err(TrafficError::Invalid(format!(
+                "-l {len} does not fit one frame on a link with MTU {}: use -l {} or less",
+                peer.mtu, peer.mtu
+            )))
+        }
         _ => Ok(()),
     }
 }
