@@ -2,9 +2,11 @@
 //! than the time `k` datagrams' bits take at the rate, so bursts never
 //! exceed one datagram and the long-run rate is exact.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Paces sends to a bit rate.
+use stack::time::Instant;
+
+/// Paces sends to a bit rate, on the stack's clock.
 #[derive(Debug)]
 pub struct Pacer {
     start: Instant,
@@ -12,14 +14,11 @@ pub struct Pacer {
     bits: f64,
 }
 
-/// Gaps longer than this are slept; shorter ones are spun, because a
-/// sleep overshoots by tens of microseconds.
-const SLEEP_ABOVE: Duration = Duration::from_micros(200);
-
 impl Pacer {
-    pub fn new(bits_per_second: u64) -> Self {
+    /// Starts pacing at `now`.
+    pub fn new(bits_per_second: u64, now: Instant) -> Self {
         Self {
-            start: Instant::now(),
+            start: now,
             bits_per_second: bits_per_second as f64,
             bits: 0.0,
         }
@@ -34,23 +33,6 @@ impl Pacer {
     pub fn sent(&mut self, bytes: usize) {
         self.bits += bytes as f64 * 8.0;
     }
-
-    /// Blocks until the next datagram is due.
-    pub fn wait(&self) {
-        let due = self.due();
-        loop {
-            let now = Instant::now();
-            if now >= due {
-                return;
-            }
-            let left = due - now;
-            if left > SLEEP_ABOVE {
-                std::thread::sleep(left - SLEEP_ABOVE / 2);
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -59,8 +41,9 @@ mod tests {
 
     #[test]
     fn datagrams_become_due_at_the_rate() {
-        let mut pacer = Pacer::new(8_000_000); // 1 MB/s
+        let mut pacer = Pacer::new(8_000_000, Instant::from_nanos(5)); // 1 MB/s
         let t0 = pacer.due();
+        assert_eq!(t0, Instant::from_nanos(5));
         pacer.sent(1000);
         let t1 = pacer.due();
         assert_eq!(t1 - t0, Duration::from_millis(1));

@@ -2,7 +2,9 @@
 //! the clock (first to last data datagram, so sentinel gaps do not
 //! count), the CPU meter and the deadlines.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use stack::time::Instant;
 
 use crate::cpu::{CpuMeter, CpuUsage};
 use crate::error::TrafficError;
@@ -22,9 +24,9 @@ pub struct ReceiveSession {
 }
 
 impl ReceiveSession {
-    /// Starts waiting for `circuit`'s datagrams now.
-    pub fn new(circuit: u8) -> Self {
-        let now = Instant::now();
+    /// Starts waiting for `circuit`'s datagrams at `now` (the stack's
+    /// clock, as every time this session is given).
+    pub fn new(circuit: u8, now: Instant) -> Self {
         Self {
             verifier: DatagramVerifier::new(circuit),
             waiting_since: now,
@@ -34,11 +36,16 @@ impl ReceiveSession {
         }
     }
 
-    /// Checks one arrival, counting data into `meter`.
-    pub fn arrival(&mut self, pattern: &Pattern, data: &[u8], meter: &Meter) -> Arrival {
+    /// Checks one arrival at `now`, counting data into `meter`.
+    pub fn arrival(
+        &mut self,
+        pattern: &Pattern,
+        data: &[u8],
+        meter: &Meter,
+        now: Instant,
+    ) -> Arrival {
         let arrival = self.verifier.check(pattern, data);
         if let Arrival::Data { .. } = arrival {
-            let now = Instant::now();
             if self.first.is_none() {
                 self.first = Some(now);
                 // CPU from the first data on: waiting is not work.
@@ -53,11 +60,16 @@ impl ReceiveSession {
     /// Called when nothing arrived for a while: true when the run is over
     /// (traffic started and then `timeout` passed in silence: every end
     /// sentinel lost); an error when nothing ever came within `timeout`.
-    pub fn quiet(&self, timeout: Duration, waiting_for: &str) -> Result<bool, TrafficError> {
+    pub fn quiet(
+        &self,
+        timeout: Duration,
+        waiting_for: &str,
+        now: Instant,
+    ) -> Result<bool, TrafficError> {
         if self.verifier.started() {
             let quiet_since = self.first.map_or(self.waiting_since, |_| self.last);
-            Ok(quiet_since.elapsed() >= timeout)
-        } else if self.waiting_since.elapsed() >= timeout {
+            Ok(now - quiet_since >= timeout)
+        } else if now - self.waiting_since >= timeout {
             Err(TrafficError::timeout(timeout, waiting_for))
         } else {
             Ok(false)
@@ -70,9 +82,7 @@ impl ReceiveSession {
         let counts = self.verifier.finish();
         ReceiverSide {
             bytes: counts.bytes,
-            elapsed: self
-                .first
-                .map_or(Duration::ZERO, |f| self.last.saturating_duration_since(f)),
+            elapsed: self.first.map_or(Duration::ZERO, |f| self.last - f),
             cpu,
             checks: Received::Datagrams(counts),
             drops: None,

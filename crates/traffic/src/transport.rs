@@ -12,7 +12,8 @@
 //! it, and the kernel adapter waits for readiness between steps.
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::Instant;
+
+use stack::time::Instant;
 
 use wire::ethernet::EthernetAddress;
 
@@ -86,7 +87,9 @@ pub trait Transport {
     /// Which stack this is.
     fn stack(&self) -> StackKind;
 
-    /// The clock the stack runs on: the real one, or a simulator's.
+    /// The stack's clock, read now: the real one (nanoseconds since the
+    /// transport or its runner began), or a simulator's virtual one.
+    /// Programs time everything with it, so they run under either.
     fn now(&self) -> Instant;
 
     /// The address of `family` this end uses, once it has one (the

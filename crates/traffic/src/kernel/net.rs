@@ -10,6 +10,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
+use stack::time::Instant as Time;
 use wire::ethernet::EthernetAddress;
 
 use super::packet::PacketSocket;
@@ -57,10 +58,20 @@ impl Sock {
     }
 }
 
-/// The calling thread's kernel sockets.
-#[derive(Default)]
+/// The calling thread's kernel sockets, and the clock its programs read
+/// (nanoseconds since it was made).
 pub struct KernelNet {
     sockets: Vec<Option<Entry>>,
+    epoch: std::time::Instant,
+}
+
+impl Default for KernelNet {
+    fn default() -> Self {
+        Self {
+            sockets: Vec::new(),
+            epoch: std::time::Instant::now(),
+        }
+    }
 }
 
 /// Handles into [`KernelNet`]'s table.
@@ -124,7 +135,8 @@ impl KernelNet {
 
     /// Waits until a socket is readable (or writable, where a send found
     /// it full), or `until`; at most [`LONGEST_WAIT`].
-    pub fn wait(&mut self, until: Option<Instant>) {
+    pub fn wait(&mut self, until: Option<Time>) {
+        let until = until.map(|t| self.epoch + Duration::from_nanos(t.as_nanos()));
         let now = Instant::now();
         let longest = now + LONGEST_WAIT;
         let until = until.map_or(longest, |u| u.min(longest));
@@ -245,8 +257,8 @@ impl Transport for KernelNet {
         StackKind::Kernel
     }
 
-    fn now(&self) -> Instant {
-        Instant::now()
+    fn now(&self) -> Time {
+        Time::from_nanos(self.epoch.elapsed().as_nanos() as u64)
     }
 
     /// The kernel picks the source address per route: a program binds or

@@ -7,7 +7,9 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use stack::time::Instant;
 
 use super::{peer_failed, Program, Rendezvous, Step};
 use crate::cpu::{CpuMeter, CpuUsage};
@@ -116,7 +118,7 @@ impl<N: Transport> DatagramReceiver<N> {
             socket: None,
             facts: SocketFacts::default(),
             session: None,
-            since: Instant::now(),
+            since: Instant::ZERO,
             buf: vec![0; RECV_BUF],
         }
     }
@@ -160,7 +162,7 @@ impl<N: Transport> Program<N> for DatagramReceiver<N> {
                 Ok(socket) => {
                     self.facts = net.datagram_facts(socket, self.shared.options());
                     self.socket = Some(socket);
-                    self.since = Instant::now();
+                    self.since = net.now();
                     Step::Again
                 }
                 Err(e) => Step::Done(Err(e)),
@@ -170,10 +172,10 @@ impl<N: Transport> Program<N> for DatagramReceiver<N> {
             if let Some(own) = self.shared.own_address(net, Some(self.bind)) {
                 self.shared.rendezvous.publish(own);
                 net.notify();
-                self.session = Some(ReceiveSession::new(self.shared.spec.circuit));
+                self.session = Some(ReceiveSession::new(self.shared.spec.circuit, net.now()));
                 return Step::Again;
             }
-            if self.since.elapsed() > self.shared.setup_limit() {
+            if (net.now() - self.since) > self.shared.setup_limit() {
                 return Step::Done(Err(TrafficError::timeout(
                     self.shared.setup_limit(),
                     format!(
@@ -193,7 +195,7 @@ impl<N: Transport> Program<N> for DatagramReceiver<N> {
             let frame = datagram::strip_padding(&self.buf[..n]);
             let len = frame.len();
             if let Arrival::End { .. } =
-                session.arrival(&self.shared.pattern, frame, &self.shared.meter)
+                session.arrival(&self.shared.pattern, frame, &self.shared.meter, net.now())
             {
                 // The acknowledgement: the sentinel, echoed. Lost or
                 // refused, the sender stops after END_WAIT anyway.
@@ -205,7 +207,7 @@ impl<N: Transport> Program<N> for DatagramReceiver<N> {
             Protocol::Raw => "waiting for the first frame",
             _ => "waiting for the first datagram",
         };
-        match session.quiet(self.shared.spec.timeout, waiting_for) {
+        match session.quiet(self.shared.spec.timeout, waiting_for, net.now()) {
             Ok(true) => self.finish(net, socket),
             Ok(false) => Step::Wait(None),
             Err(e) => Step::Done(Err(e)),
@@ -260,7 +262,7 @@ impl<N: Transport> DatagramSender<N> {
             socket: None,
             facts: SocketFacts::default(),
             phase: Phase::Open,
-            since: Instant::now(),
+            since: Instant::ZERO,
             answer: vec![0; RECV_BUF],
             seq: 0,
             started: None,
@@ -293,11 +295,11 @@ impl<N: Transport> DatagramSender<N> {
         dest: Peer,
     ) -> Option<Step<Ended<SenderSide>>> {
         let spec = &self.shared.spec;
-        let started = self.started.unwrap_or_else(Instant::now);
-        while spec.keep_sending(self.seq, started.elapsed()) {
+        let started = self.started.unwrap_or_else(|| net.now());
+        while spec.keep_sending(self.seq, net.now() - started) {
             if let Some(pacer) = &self.pacer {
                 let due = pacer.due();
-                if Instant::now() < due {
+                if net.now() < due {
                     return Some(Step::Wait(Some(due)));
                 }
             }
@@ -319,8 +321,9 @@ impl<N: Transport> DatagramSender<N> {
                 }
                 Ok(false) => {
                     // Back-pressure; a queue that never drains is a fault.
-                    let since = *self.stalled_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > spec.timeout {
+                    let now = net.now();
+                    let since = *self.stalled_since.get_or_insert(now);
+                    if (net.now() - since) > spec.timeout {
                         return Some(Step::Done(Err(TrafficError::timeout(
                             spec.timeout,
                             "the sending stack stopped taking datagrams",
@@ -367,13 +370,14 @@ impl<N: Transport> Program<N> for DatagramSender<N> {
                     self.facts = net.datagram_facts(socket, self.shared.options());
                     self.socket = Some(socket);
                     self.phase = Phase::WaitingForPeer;
+                    self.since = net.now();
                     Step::Again
                 }
                 Err(e) => Step::Done(Err(e)),
             };
         };
         let failed = self.shared.rendezvous.failed();
-        let now = Instant::now();
+        let now = net.now();
         match self.phase {
             Phase::Open | Phase::WaitingForPeer => {
                 if failed {
@@ -389,7 +393,7 @@ impl<N: Transport> Program<N> for DatagramSender<N> {
                         };
                         Step::Again
                     }
-                    _ if self.since.elapsed() > self.shared.setup_limit() => {
+                    _ if (net.now() - self.since) > self.shared.setup_limit() => {
                         Step::Done(Err(TrafficError::timeout(
                             self.shared.setup_limit(),
                             format!("waiting for both ends to get an {} address", spec.family),
@@ -406,9 +410,9 @@ impl<N: Transport> Program<N> for DatagramSender<N> {
                     return Step::Wait(Some(next));
                 }
                 if sent == SENTINEL_REPEATS {
-                    self.started = Some(Instant::now());
+                    self.started = Some(net.now());
                     self.cpu = Some(CpuMeter::start());
-                    self.pacer = spec.rate_bps.map(Pacer::new);
+                    self.pacer = spec.rate_bps.map(|bps| Pacer::new(bps, net.now()));
                     self.phase = Phase::Data { dest };
                     return Step::Again;
                 }
@@ -439,17 +443,17 @@ impl<N: Transport> Program<N> for DatagramSender<N> {
                 if let Some(step) = self.send_data(net, socket, dest) {
                     return step;
                 }
-                self.elapsed = self.started.map_or(Duration::ZERO, |s| s.elapsed());
+                self.elapsed = self.started.map_or(Duration::ZERO, |s| net.now() - s);
                 self.cpu_usage = self.cpu.map_or(CpuUsage::default(), |c| c.stop());
-                self.ended = Some(Instant::now());
+                self.ended = Some(net.now());
                 self.phase = Phase::End {
                     dest,
-                    next: Instant::now(),
+                    next: net.now(),
                 };
                 Step::Again
             }
             Phase::End { dest, next } => {
-                let waited = self.ended.is_some_and(|t| t.elapsed() > END_WAIT);
+                let waited = self.ended.is_some_and(|t| (net.now() - t) > END_WAIT);
                 if failed || waited || self.end_acknowledged(net, socket) {
                     net.close_datagrams(socket);
                     return Step::Done(Ok(Ended {

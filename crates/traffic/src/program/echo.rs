@@ -12,7 +12,9 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use stack::time::Instant;
 
 use super::datagrams::SENTINEL_REPEATS;
 use super::{peer_failed, Program, Rendezvous, Step};
@@ -143,7 +145,7 @@ impl<N: Transport> EchoServer<N> {
             shared,
             bind,
             state: Serving::Start,
-            since: Instant::now(),
+            since: Instant::ZERO,
             buf: vec![0; 65_536],
             pending: Vec::new(),
         }
@@ -191,13 +193,13 @@ impl<N: Transport> Program<N> for EchoServer<N> {
                         .map(|socket| Serving::Datagrams {
                             socket,
                             published: false,
-                            last: Instant::now(),
+                            last: net.now(),
                         })
                 };
                 match opened {
                     Ok(state) => {
                         self.state = state;
-                        self.since = Instant::now();
+                        self.since = net.now();
                         Step::Again
                     }
                     Err(e) => Step::Done(Err(e)),
@@ -213,7 +215,7 @@ impl<N: Transport> Program<N> for EchoServer<N> {
                         self.state = Serving::Stream(conn);
                         Step::Again
                     }
-                    Ok(None) if self.since.elapsed() > self.shared.setup_limit() => {
+                    Ok(None) if (net.now() - self.since) > self.shared.setup_limit() => {
                         Step::Done(Err(TrafficError::timeout(
                             self.shared.setup_limit(),
                             "waiting for the echo client to connect",
@@ -231,13 +233,13 @@ impl<N: Transport> Program<N> for EchoServer<N> {
             } => {
                 if !*published {
                     if !self.shared.publish(net, self.bind) {
-                        if self.since.elapsed() > self.shared.setup_limit() {
+                        if (net.now() - self.since) > self.shared.setup_limit() {
                             return self.shared.address_timeout("the echo server");
                         }
                         return Step::Wait(None);
                     }
                     *published = true;
-                    *last = Instant::now();
+                    *last = net.now();
                 }
                 loop {
                     let (n, from) = match net.recv_from(socket, &mut self.buf) {
@@ -245,7 +247,7 @@ impl<N: Transport> Program<N> for EchoServer<N> {
                         Ok(None) => break,
                         Err(e) => return Step::Done(Err(e)),
                     };
-                    *last = Instant::now();
+                    *last = net.now();
                     let request = datagram::strip_padding(&self.buf[..n]);
                     if matches!(datagram::parse_header(request), Ok(h) if h.kind == Kind::End) {
                         net.close_datagrams(socket);
@@ -258,7 +260,7 @@ impl<N: Transport> Program<N> for EchoServer<N> {
                 // The client went quiet without saying goodbye, or said so
                 // in this process.
                 if self.shared.rendezvous.has_sender_finished()
-                    || last.elapsed() > self.shared.spec.timeout
+                    || (net.now() - *last) > self.shared.spec.timeout
                 {
                     net.close_datagrams(socket);
                     return Step::Done(Ok(()));
@@ -312,7 +314,7 @@ impl<N: Transport> EchoClient<N> {
         Self {
             shared,
             state: Asking::Start,
-            since: Instant::now(),
+            since: Instant::ZERO,
             request: vec![0; len],
             answer: vec![0; len.max(65_536)],
             exchanges: Exchanges {
@@ -346,7 +348,7 @@ impl<N: Transport> EchoClient<N> {
         }
         let request = self.shared.pattern.at(self.seq * len as u64, len);
         if *written == 0 {
-            *began = Instant::now();
+            *began = net.now();
         }
         let writing = *written < len;
         while *written < len {
@@ -376,7 +378,7 @@ impl<N: Transport> EchoClient<N> {
         if *read == len {
             self.exchanges
                 .rtt_ns
-                .push(began.elapsed().as_nanos() as u64);
+                .push((net.now() - *began).as_nanos() as u64);
             if self.answer[..len] != *request {
                 self.exchanges.corrupted += 1;
             }
@@ -385,7 +387,7 @@ impl<N: Transport> EchoClient<N> {
             *read = 0;
             return Step::Again;
         }
-        if began.elapsed() > spec.timeout {
+        if (net.now() - *began) > spec.timeout {
             return Step::Done(Err(TrafficError::timeout(
                 spec.timeout,
                 format!("waiting for the answer to exchange {}", self.seq),
@@ -428,7 +430,7 @@ impl<N: Transport> EchoClient<N> {
                 0,
                 &self.shared.pattern,
             );
-            let now = Instant::now();
+            let now = net.now();
             return match net.send_to(socket, &self.request, dest) {
                 Ok(true) => {
                     *sent = Some(now);
@@ -445,7 +447,7 @@ impl<N: Transport> EchoClient<N> {
                 Ok(None) => break,
                 Err(e) => return Step::Done(Err(e)),
             };
-            let elapsed = at.elapsed();
+            let elapsed = net.now() - at;
             let answer = datagram::strip_padding(&self.answer[..n]);
             match datagram::check(answer, &self.shared.pattern) {
                 Ok(h) if h.kind == Kind::Echo && h.seq == self.seq && answer.len() == spec.len => {
@@ -459,7 +461,7 @@ impl<N: Transport> EchoClient<N> {
                 _ => self.exchanges.corrupted += 1,
             }
         }
-        if at.elapsed() > wait {
+        if (net.now() - at) > wait {
             self.exchanges.lost += 1;
             self.seq += 1;
             *sent = None;
@@ -478,6 +480,7 @@ impl<N: Transport> Program<N> for EchoClient<N> {
         }
         match self.state {
             Asking::Start => {
+                self.since = net.now();
                 if self.shared.spec.protocol == Protocol::Tcp {
                     self.state = Asking::Peer(Channel::Stream);
                     return Step::Again;
@@ -496,10 +499,10 @@ impl<N: Transport> Program<N> for EchoClient<N> {
             Asking::Peer(ref channel) => {
                 let own = self.shared.own_address(net, None);
                 let Some(dest) = own.and(self.shared.rendezvous.receiver()) else {
-                    if self.since.elapsed() > self.shared.setup_limit() {
+                    if (net.now() - self.since) > self.shared.setup_limit() {
                         return self.shared.address_timeout("both ends");
                     }
-                    return Step::Wait(Some(Instant::now() + Duration::from_millis(1)));
+                    return Step::Wait(Some(net.now() + Duration::from_millis(1)));
                 };
                 self.state = match (channel, dest) {
                     (Channel::Stream, Peer::Ip(addr)) => {
@@ -528,11 +531,11 @@ impl<N: Transport> Program<N> for EchoClient<N> {
                         conn,
                         written: 0,
                         read: 0,
-                        began: Instant::now(),
+                        began: net.now(),
                     };
                     Step::Again
                 }
-                Ok(false) if self.since.elapsed() > self.shared.setup_limit() => {
+                Ok(false) if (net.now() - self.since) > self.shared.setup_limit() => {
                     Step::Done(Err(TrafficError::timeout(
                         self.shared.setup_limit(),
                         "connecting to the echo server",

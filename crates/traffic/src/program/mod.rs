@@ -10,7 +10,9 @@ pub mod stream;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant as WallInstant};
+
+use stack::time::Instant;
 
 use crate::error::TrafficError;
 use crate::transport::{Peer, Transport};
@@ -79,10 +81,10 @@ impl Rendezvous {
     /// Blocks the calling thread until the receiver has published, a side
     /// failed, or `timeout` passed.
     pub fn wait_for_receiver(&self, timeout: Duration) -> Option<Peer> {
-        let deadline = Instant::now() + timeout;
+        let deadline = WallInstant::now() + timeout;
         let mut slot = self.receiver.lock().unwrap_or_else(|e| e.into_inner());
         while slot.is_none() && !self.failed() {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_duration_since(WallInstant::now());
             if left.is_zero() {
                 break;
             }

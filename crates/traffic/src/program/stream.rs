@@ -7,7 +7,9 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use stack::time::Instant;
 
 use super::{peer_failed, Program, Rendezvous, Step};
 use crate::cpu::CpuMeter;
@@ -52,8 +54,9 @@ pub struct Ended<T> {
     pub facts: SocketFacts,
 }
 
-fn limit_passed(since: Instant, limit: Duration) -> bool {
-    since.elapsed() > limit
+/// True once more than `limit` has passed from `since` to `now`.
+fn limit_passed(now: Instant, since: Instant, limit: Duration) -> bool {
+    now - since > limit
 }
 
 /// The receiving side: listens on `bind`, publishes where it listens once
@@ -158,7 +161,7 @@ impl<N: Transport> Program<N> for StreamReceiver<N> {
                     self.facts = net.listener_facts(listener);
                     self.state = Receiving::Listening {
                         listener,
-                        since: Instant::now(),
+                        since: net.now(),
                     };
                     Step::Again
                 }
@@ -174,11 +177,11 @@ impl<N: Transport> Program<N> for StreamReceiver<N> {
                             conn,
                             cpu: CpuMeter::start(),
                             first: None,
-                            last: Instant::now(),
+                            last: net.now(),
                         };
                         Step::Again
                     }
-                    Ok(None) if limit_passed(since, self.shared.setup_limit()) => {
+                    Ok(None) if limit_passed(net.now(), since, self.shared.setup_limit()) => {
                         Step::Done(Err(TrafficError::timeout(
                             self.shared.setup_limit(),
                             "waiting for the sender to connect",
@@ -197,7 +200,7 @@ impl<N: Transport> Program<N> for StreamReceiver<N> {
                 loop {
                     match net.recv(conn, &mut self.buf[..self.read_len]) {
                         Ok(Read::Data(n)) => {
-                            *last = Instant::now();
+                            *last = net.now();
                             first.get_or_insert(*last);
                             self.verifier.check(&self.shared.pattern, &self.buf[..n]);
                             self.shared.meter.add_received(n as u64);
@@ -210,7 +213,7 @@ impl<N: Transport> Program<N> for StreamReceiver<N> {
                         Err(e) => return Step::Done(Err(e)),
                     }
                 }
-                if limit_passed(*last, self.shared.spec.timeout) {
+                if limit_passed(net.now(), *last, self.shared.spec.timeout) {
                     return Step::Done(Err(TrafficError::timeout(
                         self.shared.spec.timeout,
                         format!(
@@ -236,9 +239,10 @@ pub struct StreamSender<N: Transport> {
 }
 
 enum Sending<N: Transport> {
-    /// Waiting for the receiver's address and the own one.
+    /// Waiting for the receiver's address and the own one (since the
+    /// first step).
     Start {
-        since: Instant,
+        since: Option<Instant>,
     },
     Connecting {
         conn: N::Stream,
@@ -272,9 +276,7 @@ impl<N: Transport> StreamSender<N> {
     pub fn new(shared: Shared) -> Self {
         Self {
             shared,
-            state: Sending::Start {
-                since: Instant::now(),
-            },
+            state: Sending::Start { since: None },
             facts: SocketFacts::default(),
             sink: [0; 64],
         }
@@ -302,14 +304,15 @@ impl<N: Transport> StreamSender<N> {
         let total = spec.total_bytes();
         while *offset < total
             || *offset % len != 0
-            || spec.keep_sending(offset.div_ceil(len), started.elapsed())
+            || spec.keep_sending(offset.div_ceil(len), net.now() - started)
         {
             let in_buffer = (*offset % len) as usize;
             let data = self.shared.pattern.at(*offset, spec.len - in_buffer);
             match net.send(conn, data) {
                 Ok(0) => {
-                    let since = *stalled_since.get_or_insert_with(Instant::now);
-                    if limit_passed(since, spec.timeout) {
+                    let now = net.now();
+                    let since = *stalled_since.get_or_insert(now);
+                    if limit_passed(net.now(), since, spec.timeout) {
                         let offset = *offset;
                         return self.timed_out(format!(
                             "sending: the receiver stopped reading after {offset} bytes"
@@ -350,7 +353,7 @@ impl<N: Transport> StreamSender<N> {
             offset: *offset,
             started,
             cpu,
-            since: Instant::now(),
+            since: net.now(),
         };
         Step::Again
     }
@@ -366,6 +369,15 @@ impl<N: Transport> Program<N> for StreamSender<N> {
         let spec = &self.shared.spec;
         match self.state {
             Sending::Start { since } => {
+                let since = match since {
+                    Some(since) => since,
+                    None => {
+                        self.state = Sending::Start {
+                            since: Some(net.now()),
+                        };
+                        return Step::Again;
+                    }
+                };
                 let own = net.local_ip(spec.family);
                 match (own, self.shared.rendezvous.receiver()) {
                     (Some(_), Some(Peer::Ip(dest))) => {
@@ -380,7 +392,7 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                     (_, Some(Peer::Mac(_))) => Step::Done(Err(TrafficError::Invalid(
                         "a stream needs an IP receiver".into(),
                     ))),
-                    _ if limit_passed(since, self.shared.setup_limit()) => {
+                    _ if limit_passed(net.now(), since, self.shared.setup_limit()) => {
                         Step::Done(Err(TrafficError::timeout(
                             self.shared.setup_limit(),
                             format!("waiting for both ends to get an {} address", spec.family),
@@ -388,7 +400,7 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                     }
                     // The receiver's publication wakes reference hosts;
                     // a kernel sender starts after it, so rarely waits.
-                    _ => Step::Wait(Some(Instant::now() + Duration::from_millis(1))),
+                    _ => Step::Wait(Some(net.now() + Duration::from_millis(1))),
                 }
             }
             Sending::Connecting { conn, since } => match net.established(conn) {
@@ -397,13 +409,13 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                     self.state = Sending::Writing {
                         conn,
                         offset: 0,
-                        started: Instant::now(),
+                        started: net.now(),
                         cpu: CpuMeter::start(),
                         stalled_since: None,
                     };
                     Step::Again
                 }
-                Ok(false) if limit_passed(since, self.shared.setup_limit()) => {
+                Ok(false) if limit_passed(net.now(), since, self.shared.setup_limit()) => {
                     Step::Done(Err(TrafficError::timeout(
                         self.shared.setup_limit(),
                         format!("connecting over {} to the receiver", spec.family),
@@ -421,7 +433,7 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                 since,
             } => {
                 if net.unacknowledged(conn).is_some_and(|n| n > 0) {
-                    if limit_passed(since, spec.timeout) {
+                    if limit_passed(net.now(), since, spec.timeout) {
                         return self.timed_out(
                             "waiting for the receiver to acknowledge the last bytes".into(),
                         );
@@ -431,7 +443,7 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                 let side = SenderSide {
                     bytes: offset,
                     datagrams: 0,
-                    elapsed: started.elapsed(),
+                    elapsed: (net.now() - started),
                     cpu: cpu.stop(),
                     retransmits: None,
                 };
@@ -441,7 +453,7 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                 self.state = Sending::Closing {
                     conn,
                     side,
-                    since: Instant::now(),
+                    since: net.now(),
                 };
                 Step::Again
             }
@@ -466,7 +478,7 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                     }
                     Ok(_) => {}
                 }
-                if limit_passed(since, spec.timeout) {
+                if limit_passed(net.now(), since, spec.timeout) {
                     return self.timed_out("waiting for the receiver to close".into());
                 }
                 Step::Wait(None)

@@ -25,7 +25,8 @@ where
             Step::Again => Progress::Running { next: Some(now) },
             // Frames, host timers and other hosts' news wake it.
             Step::Wait(None) | Step::Recheck => Progress::WAITING,
-            Step::Wait(Some(at)) => Progress::at(now, at),
+            // The program reads the host's clock, which is the runner's.
+            Step::Wait(Some(at)) => Progress::Running { next: Some(at) },
             Step::Done(result) => {
                 if let Some(done) = done.take() {
                     done(result);

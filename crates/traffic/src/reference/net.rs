@@ -4,7 +4,6 @@
 //! ([`super::drive`]).
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::Instant;
 
 use stack::iface::host::{Host, LinkHandle, TcpError, TcpHandle, UdpHandle};
 use stack::socket::tcp::congestion::Algorithm;
@@ -12,6 +11,7 @@ use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::udp::UdpConfig;
 use stack::socket::{LinkConfig, SendError};
+use stack::time::Instant;
 use wire::ethernet::EthernetAddress;
 
 use crate::env::GrantedBuffers;
@@ -116,7 +116,7 @@ impl Transport for Host {
     }
 
     fn now(&self) -> Instant {
-        Instant::now()
+        Host::now(self)
     }
 
     fn local_ip(&self, family: Family) -> Option<IpAddr> {

@@ -745,6 +745,15 @@ impl Host {
         }
     }
 
+    /// The host's time: its runner's clock read now where it runs on the
+    /// real one (see [`set_wall_clock`](Self::set_wall_clock)), else the
+    /// time of its last poll (a simulator's virtual time).
+    pub fn now(&self) -> Instant {
+        self.wall
+            .as_ref()
+            .map_or(self.clock, |wall| wall().max(self.clock))
+    }
+
     /// Gives the host the runner's clock, read when the poll hands frames
     /// to the links (see the `wall` field); runners on the real clock set
     /// it.
