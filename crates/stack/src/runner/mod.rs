@@ -26,7 +26,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-pub use simulator::{SimError, Simulator};
+pub use simulator::{Next, SimError, Simulator};
 
 use crate::iface::host::{Host, HostConfig, HostError, InterfaceConfig, StaticRoute};
 use crate::iface::interface::AdvertisedPrefix;

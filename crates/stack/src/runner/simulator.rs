@@ -23,6 +23,15 @@ pub enum SimError {
     Build(#[from] BuildError),
 }
 
+/// What the step of [`Simulator::drive`] wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Its work is done: stop.
+    Done,
+    /// Step again at this instant, or (`None`) whenever anything happens.
+    At(Option<Instant>),
+}
+
 /// Hosts and wires on a virtual clock.
 pub struct Simulator {
     now: Instant,
@@ -104,6 +113,33 @@ impl Simulator {
                     self.now = end.max(self.now);
                     self.settle();
                     return;
+                }
+            }
+        }
+    }
+
+    /// Runs with a driver of its own events — applications stepped on the
+    /// hosts' sockets between polls: `step` runs at every instant with
+    /// work, and its `Next::At` instant counts as a deadline like the
+    /// hosts' own. Stops when `step` says [`Next::Done`] (true) or after
+    /// `limit` of virtual time (false).
+    pub fn drive(&mut self, limit: Duration, mut step: impl FnMut(&mut Simulator) -> Next) -> bool {
+        let end = self.now + limit;
+        loop {
+            self.settle();
+            let own = match step(self) {
+                Next::Done => return true,
+                Next::At(at) => at,
+            };
+            // What the step queued moves at this instant.
+            self.settle();
+            let next = [self.next_deadline(), own].into_iter().flatten().min();
+            match next {
+                Some(next) if next <= end => self.now = next.max(self.now),
+                _ => {
+                    self.now = end.max(self.now);
+                    self.settle();
+                    return step(self) == Next::Done;
                 }
             }
         }

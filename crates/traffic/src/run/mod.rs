@@ -39,6 +39,10 @@ pub enum Target {
     /// Both on the reference stack: the first and last host of a topology
     /// (the default network when `None`), each node a thread.
     Reference(Option<PathBuf>),
+    /// The same on the simulator: one thread, a virtual clock, seeded
+    /// randomness, so a run replays exactly (rates and times are the
+    /// simulated links', CPU figures are the simulation's own).
+    Simulated(Option<PathBuf>),
     /// The reference stack at one end, the kernel's at the other.
     Cross(KernelPeer),
 }
@@ -62,7 +66,7 @@ impl Target {
     pub fn stack(&self) -> StackKind {
         match self {
             Target::Kernel(_) => StackKind::Kernel,
-            Target::Reference(_) | Target::Cross(_) => StackKind::Ref,
+            Target::Reference(_) | Target::Simulated(_) | Target::Cross(_) => StackKind::Ref,
         }
     }
 }

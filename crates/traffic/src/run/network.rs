@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use stack::iface::host::Host;
 use stack::runner::threaded::{self, WorkloadFactory};
+use stack::runner::Simulator;
 use stack::topology::Topology;
 
 use super::role::Job;
@@ -76,4 +77,30 @@ pub fn run(
         placement: pins.placement(),
         drops_if_alone: accounts.and_then(|a| a.drops_if_alone()),
     })
+}
+
+/// The longest virtual time a simulated run may take: every program ends
+/// itself (done or timed out on the simulator's clock) long before.
+const SIMULATED_LIMIT: Duration = Duration::from_secs(3600);
+
+/// Runs `jobs` (each on its host) on `topology` in the simulator: one
+/// thread, a virtual clock, every random choice seeded, so the same
+/// topology and jobs replay the same run packet for packet.
+pub fn simulate(topology: &Topology, jobs: Vec<(String, Job)>) -> Result<(), TrafficError> {
+    let mut sim = Simulator::new(topology, None)
+        .map_err(|e| TrafficError::Invalid(format!("the network did not start: {e}")))?;
+    let programs = jobs
+        .iter()
+        .map(|(host, job)| (host.clone(), job.role.clone().build::<Host>()))
+        .collect();
+    let results = drive::simulate(&mut sim, programs, SIMULATED_LIMIT);
+    for ((_, job), result) in jobs.iter().zip(results) {
+        job.finish(result.unwrap_or_else(|| {
+            Err(TrafficError::timeout(
+                SIMULATED_LIMIT,
+                "of virtual time: the simulated run did not end",
+            ))
+        }));
+    }
+    Ok(())
 }

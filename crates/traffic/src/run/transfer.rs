@@ -39,6 +39,7 @@ pub fn transfer(
         Target::Reference(topology) => {
             network_transfer(&flows, topology.as_deref(), print_intervals)
         }
+        Target::Simulated(topology) => simulated_transfer(&flows, topology.as_deref()),
         Target::Cross(peer) => cross::transfer(&flows, *peer, print_intervals),
     }
 }
@@ -61,6 +62,7 @@ pub fn echo(spec: &EchoSpec, target: &Target) -> Result<EchoReport, TrafficError
     match target {
         Target::Kernel(path) => kernel_echo(spec, *path),
         Target::Reference(topology) => network_echo(spec, topology.as_deref()),
+        Target::Simulated(topology) => simulated_echo(spec, topology.as_deref()),
         Target::Cross(peer) => cross::echo(spec, *peer),
     }
 }
@@ -338,4 +340,72 @@ fn network_echo(
     ];
     network::run(&topology, jobs, Vec::new(), Pins::plan(&[], &topology)?)?;
     run.report(target)
+}
+
+/// How a simulated run names its path.
+fn simulated(mut target: Environment) -> Environment {
+    target.path = target
+        .path
+        .replace("threaded runner", "simulator, virtual clock");
+    target
+}
+
+fn simulated_transfer(
+    flows: &[TransferSpec],
+    topology: Option<&std::path::Path>,
+) -> Result<Vec<TransferReport>, TrafficError> {
+    let topology = crate::reference::load(topology)?;
+    let mut runs = Vec::with_capacity(flows.len());
+    let mut jobs = Vec::new();
+    let mut targets = Vec::with_capacity(flows.len());
+    for spec in flows {
+        if spec.cpus.is_some() {
+            return Err(TrafficError::Unsupported(
+                "the simulator runs every host on one thread: nothing to pin".into(),
+            ));
+        }
+        let (ends, target) = crate::reference::plan(spec.protocol, spec.len, &topology)?;
+        let run = FlowRun::new(spec, &network_plan(spec, &ends));
+        jobs.push((ends.receiver.clone(), run.receiver.clone()));
+        jobs.push((ends.sender.clone(), run.sender.clone()));
+        runs.push(run);
+        targets.push(simulated(target));
+    }
+    let timestamp = Timestamp::now();
+    network::simulate(&topology, jobs)?;
+    let mut reports = Vec::with_capacity(runs.len());
+    for (mut run, mut target) in runs.into_iter().zip(targets) {
+        // Interval reports sample the real clock: none in virtual time.
+        let (sent, received, _) = run.ends()?;
+        describe(&mut target, &sent, &received);
+        reports.push(
+            TransferReport::new(
+                &run.spec,
+                target,
+                timestamp.clone(),
+                Vec::new(),
+                Some(&sent.side),
+                Some(&received.side),
+            )
+            .with_runner_wait("simulated"),
+        );
+    }
+    Ok(reports)
+}
+
+fn simulated_echo(
+    spec: &EchoSpec,
+    topology: Option<&std::path::Path>,
+) -> Result<EchoReport, TrafficError> {
+    let topology = crate::reference::load(topology)?;
+    let (ends, target) = crate::reference::plan(spec.protocol, spec.len, &topology)?;
+    let run = EchoRun::new(spec, &network_plan(&spec.as_transfer(), &ends));
+    network::simulate(
+        &topology,
+        vec![
+            (ends.receiver.clone(), run.server.clone()),
+            (ends.sender.clone(), run.client.clone()),
+        ],
+    )?;
+    run.report(simulated(target))
 }

@@ -1,0 +1,110 @@
+//! The traffic programs on the simulator: the same programs as on the
+//! threaded runner and the kernel, on a virtual clock with seeded
+//! randomness — so a run over impaired wires is byte-checked and replays
+//! exactly.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use traffic::report::TransferReport;
+use traffic::run::{self, Target};
+use traffic::spec::{EchoSpec, Family, Protocol, TransferSpec};
+
+fn topology(name: &str) -> Option<PathBuf> {
+    Some(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../topologies")
+            .join(name),
+    )
+}
+
+fn spec(protocol: Protocol, family: Family, len: usize, count: u64) -> TransferSpec {
+    let mut spec = TransferSpec::new(protocol, family);
+    spec.len = len;
+    spec.count = count;
+    spec.timeout = Duration::from_secs(5);
+    spec
+}
+
+/// What a replay must reproduce: the measured figures, not the wall
+/// clock's or the CPU's.
+fn figures(report: &TransferReport) -> String {
+    let received = report.end.sum_received.as_ref().expect("received");
+    let sent = report.end.sum_sent.as_ref().expect("sent");
+    format!(
+        "sent {} in {:.9} s, received {} in {:.9} s, {:?} {:?}",
+        sent.bytes,
+        sent.seconds,
+        received.bytes,
+        received.seconds,
+        received.datagrams,
+        sent.retransmits
+    )
+}
+
+#[test]
+fn tcp_is_byte_exact_over_impaired_wires_and_replays_exactly() {
+    for family in [Family::V6, Family::V4] {
+        let target = Target::Simulated(topology("impaired.toml"));
+        let s = spec(Protocol::Tcp, family, 8192, 512);
+        let first = run::pair(&s, &target, false).expect("simulated tcp");
+        assert!(first.is_clean(), "{family}: {first:?}");
+        assert!(first.impossible().is_empty(), "{:?}", first.impossible());
+        assert_eq!(first.end.sum_received.as_ref().unwrap().bytes, 8192 * 512);
+        // The impairments cost retransmissions.
+        assert!(first.end.sum_sent.as_ref().unwrap().retransmits.unwrap() > 0);
+        assert!(first.start.target.path.contains("simulator"));
+        let second = run::pair(&s, &target, false).expect("replay");
+        assert_eq!(figures(&first), figures(&second), "{family}");
+    }
+}
+
+#[test]
+fn datagrams_and_raw_frames_run_and_replay() {
+    for protocol in [Protocol::Udp, Protocol::Raw] {
+        let target = Target::Simulated(None);
+        let mut s = spec(protocol, Family::V6, 1000, 2000);
+        s.rate_bps = Some(50_000_000);
+        let first = run::pair(&s, &target, false).expect("simulated datagrams");
+        let received = first.end.sum_received.as_ref().unwrap();
+        let datagrams = received.datagrams.as_ref().unwrap();
+        assert_eq!(datagrams.corrupted, 0, "{protocol}");
+        assert_eq!(
+            datagrams.packets + datagrams.lost_packets,
+            2000,
+            "{protocol}"
+        );
+        // Paced at 50 Mbit/s: the sender's window is the rate's, in
+        // virtual time (2000 x 8000 bits = 0.32 s), give or take one
+        // datagram.
+        let seconds = first.end.sum_sent.as_ref().unwrap().seconds;
+        assert!(
+            (0.3198..=0.3202).contains(&seconds),
+            "{protocol}: {seconds} s"
+        );
+        let second = run::pair(&s, &target, false).expect("replay");
+        assert_eq!(figures(&first), figures(&second), "{protocol}");
+    }
+}
+
+#[test]
+fn echoes_time_the_simulated_wires() {
+    for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Raw] {
+        let mut s = EchoSpec::new(protocol, Family::V6, 512, 50);
+        s.timeout = Duration::from_secs(5);
+        let report = run::echo(&s, &Target::Simulated(None)).expect("simulated echo");
+        assert_eq!(report.rtt_ns.len(), 50, "{protocol}");
+        assert_eq!((report.lost, report.corrupted), (0, 0), "{protocol}");
+        // The default network's wires have 100 us of delay each way (UDP
+        // and TCP cross two, raw frames one).
+        let min = *report.rtt_ns.iter().min().unwrap();
+        let floor = if protocol == Protocol::Raw {
+            200_000
+        } else {
+            400_000
+        };
+        assert!(min >= floor, "{protocol}: {min} ns");
+        let again = run::echo(&s, &Target::Simulated(None)).expect("replay");
+        assert_eq!(report.rtt_ns, again.rtt_ns, "{protocol}");
+    }
+}
