@@ -1,5 +1,5 @@
 //! The kernel's sockets as a [`Transport`]: non-blocking, readiness by
-//! `ppoll` between a program's steps ([`drive`]). `ppoll` rather than
+//! `ppoll` between a program's steps ([`KernelNet::wait`]). `ppoll` rather than
 //! epoll: a program holds one to three sockets, so registration buys
 //! nothing, and its nanosecond time-out keeps paced sends and sentinels
 //! on time where epoll's millisecond one would not.
@@ -16,7 +16,6 @@ use wire::ethernet::EthernetAddress;
 use super::packet::PacketSocket;
 use super::socket::{self, bind, peer_error};
 use crate::error::TrafficError;
-use crate::program::{Program, Step};
 use crate::spec::{Family, Protocol, StackKind};
 use crate::transport::{
     DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
@@ -176,22 +175,6 @@ impl KernelNet {
                 &timeout,
                 std::ptr::null(),
             );
-        }
-    }
-}
-
-/// Runs `program` on `net` until it is done, waiting for readiness
-/// between steps.
-pub fn drive<P: Program<KernelNet>>(
-    net: &mut KernelNet,
-    program: &mut P,
-) -> Result<P::Output, TrafficError> {
-    loop {
-        match program.step(net) {
-            Step::Again => {}
-            Step::Wait(until) => net.wait(until),
-            Step::Recheck => std::thread::yield_now(),
-            Step::Done(result) => return result,
         }
     }
 }

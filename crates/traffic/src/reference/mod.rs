@@ -5,7 +5,6 @@
 //! address of the family (SLAAC and DAD take about a second), so no
 //! warm-up has to be guessed.
 
-pub mod drive;
 pub mod messages;
 pub mod net;
 pub(crate) mod pinned;

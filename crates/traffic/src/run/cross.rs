@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use stack::iface::host::Host;
 
 use super::flow::{describe, EchoRun, FlowRun};
+use super::host;
 use super::kernel::{self as kernel_end, Enter};
 use super::link_path::{reference_host, KernelPeer, Path, PeerLink, RefEnd};
 use super::role::Job;
@@ -19,7 +20,6 @@ use crate::echo::EchoReport;
 use crate::env::Environment;
 use crate::error::TrafficError;
 use crate::kernel::netns::{address, Side};
-use crate::reference::drive;
 use crate::reference::realtime::{run_host, RUNNER_WAIT};
 use crate::report::{Timestamp, TransferReport};
 use crate::spec::{EchoSpec, StackKind, TransferSpec};
@@ -127,10 +127,10 @@ fn start(
                 .into_iter()
                 .map(|job| {
                     let program = job.role.clone().build::<Host>();
-                    drive::workload(program, move |result| job.finish(result))
+                    host::workload(program, move |result| job.finish(result))
                 })
                 .collect();
-            run_host(&mut host, drive::together(work), |_| {});
+            run_host(&mut host, host::together(work), |_| {});
             pinned
         }));
     }

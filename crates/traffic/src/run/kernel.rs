@@ -11,7 +11,8 @@ use super::role::Job;
 use crate::affinity;
 use crate::error::TrafficError;
 use crate::kernel::drops;
-use crate::kernel::net::{drive, KernelNet};
+use crate::kernel::net::KernelNet;
+use crate::program::{Program, Step};
 
 /// Moves the calling thread to where an end's stack is.
 pub type Enter = Arc<dyn Fn() -> Result<(), TrafficError> + Send + Sync>;
@@ -57,4 +58,20 @@ pub fn join(thread: JoinHandle<KernelEnd>, job: &Job) -> KernelEnd {
         )));
         KernelEnd::default()
     })
+}
+
+/// Runs `program` on `net` until it is done, waiting for readiness
+/// between steps.
+pub fn drive<P: Program<KernelNet>>(
+    net: &mut KernelNet,
+    program: &mut P,
+) -> Result<P::Output, TrafficError> {
+    loop {
+        match program.step(net) {
+            Step::Again => {}
+            Step::Wait(until) => net.wait(until),
+            Step::Recheck => std::thread::yield_now(),
+            Step::Done(result) => return result,
+        }
+    }
 }

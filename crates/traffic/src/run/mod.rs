@@ -6,6 +6,7 @@
 
 mod cross;
 mod flow;
+pub mod host;
 mod kernel;
 mod link_path;
 mod network;
@@ -13,18 +14,13 @@ mod one_end;
 pub(crate) mod role;
 mod transfer;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
 use crate::error::TrafficError;
 use crate::kernel::KernelPath;
-use crate::meter::Meter;
-use crate::program::{datagrams, echo, stream, Rendezvous};
 
-use crate::spec::{EchoSpec, Protocol, StackKind, TransferSpec};
-use role::Role;
+use crate::spec::{Protocol, StackKind};
+pub use role::{address_grace, echo_roles, transfer_roles, EndPlan};
 
 pub use link_path::{KernelPeer, PeerLink, RefEnd};
 pub use one_end::{attached, kernel as one_kernel_end, OneEnd};
@@ -69,91 +65,6 @@ impl Target {
             Target::Reference(_) | Target::Simulated(_) | Target::Cross(_) => StackKind::Ref,
         }
     }
-}
-
-/// How long a stack may take to configure its addresses, on top of a
-/// spec's time-outs: the reference stack's SLAAC and DAD take about a
-/// second; the kernel's are configured before the run.
-pub fn address_grace(stack: StackKind) -> Duration {
-    match stack {
-        StackKind::Kernel => Duration::ZERO,
-        StackKind::Ref => Duration::from_secs(10),
-    }
-}
-
-/// Where each end of one flow listens or sends from, per stack.
-#[derive(Debug, Clone)]
-pub struct EndPlan {
-    /// The receiver's (server's) bind address.
-    pub bind: SocketAddr,
-    /// Link-level frames: the receiver's and the sender's interfaces.
-    pub receiver_interface: String,
-    pub sender_interface: String,
-    /// Address grace of the receiving end's stack and the sending end's.
-    pub receiver_grace: Duration,
-    pub sender_grace: Duration,
-    /// Stream reads per call at the receiver: ttcp's `-l` on the kernel,
-    /// at least 64 KiB on the reference stack (each step reads what the
-    /// host has).
-    pub read_len: usize,
-}
-
-/// The receiver's and sender's roles of a transfer.
-pub fn transfer_roles(
-    spec: &TransferSpec,
-    plan: &EndPlan,
-    meter: &Arc<Meter>,
-    rendezvous: &Arc<Rendezvous>,
-) -> (Role, Role) {
-    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
-    if spec.protocol == Protocol::Tcp {
-        let shared = |grace| stream::Shared {
-            spec: spec.clone(),
-            pattern: pattern.clone(),
-            meter: meter.clone(),
-            rendezvous: rendezvous.clone(),
-            address_grace: grace,
-        };
-        (
-            Role::StreamReceiver(shared(plan.receiver_grace), plan.bind, plan.read_len),
-            Role::StreamSender(shared(plan.sender_grace)),
-        )
-    } else {
-        let shared = |grace, interface: &str| datagrams::Shared {
-            spec: spec.clone(),
-            pattern: pattern.clone(),
-            meter: meter.clone(),
-            rendezvous: rendezvous.clone(),
-            address_grace: grace,
-            interface: interface.to_string(),
-        };
-        (
-            Role::DatagramReceiver(
-                shared(plan.receiver_grace, &plan.receiver_interface),
-                plan.bind,
-            ),
-            Role::DatagramSender(shared(plan.sender_grace, &plan.sender_interface)),
-        )
-    }
-}
-
-/// The server's and client's roles of an echo series.
-pub fn echo_roles(spec: &EchoSpec, plan: &EndPlan, rendezvous: &Arc<Rendezvous>) -> (Role, Role) {
-    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
-    let shared = |grace, interface: &str| echo::Shared {
-        spec: spec.clone(),
-        pattern: pattern.clone(),
-        rendezvous: rendezvous.clone(),
-        address_grace: grace,
-        interface: interface.to_string(),
-    };
-    (
-        Role::EchoServer(
-            shared(plan.receiver_grace, &plan.receiver_interface),
-            plan.bind,
-        ),
-        Role::EchoClient(shared(plan.sender_grace, &plan.sender_interface)),
-    )
 }
 
 /// Refuses what `target` cannot do with `protocol` and `len`, before any

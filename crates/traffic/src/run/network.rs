@@ -12,12 +12,13 @@ use stack::runner::threaded::{self, WorkloadFactory};
 use stack::runner::Simulator;
 use stack::topology::Topology;
 
+use super::host;
 use super::role::Job;
 use crate::affinity::Placement;
 use crate::error::TrafficError;
 use crate::reference::pinned::Pins;
 use crate::reference::tally::{self, Accounts};
-use crate::reference::{drive, with_timeouts};
+use crate::reference::with_timeouts;
 
 /// What the network's run learned besides the programs' results.
 #[derive(Debug, Default)]
@@ -40,7 +41,7 @@ pub fn run(
     let mut per_host: BTreeMap<String, Vec<WorkloadFactory>> = BTreeMap::new();
     for (host, job) in jobs {
         let program = job.role.clone().build::<Host>();
-        let work = drive::workload(program, move |result| job.finish(result));
+        let work = host::workload(program, move |result| job.finish(result));
         per_host.entry(host).or_default().push(work);
     }
     let accounts = (!datagram_receivers.is_empty()).then(|| {
@@ -64,7 +65,7 @@ pub fn run(
     let workloads = per_host
         .into_iter()
         .map(|(host, factories)| {
-            let work = pins.wrap(&host, with_timeouts(drive::together(factories)));
+            let work = pins.wrap(&host, with_timeouts(host::together(factories)));
             (host, work)
         })
         .collect();
@@ -93,7 +94,7 @@ pub fn simulate(topology: &Topology, jobs: Vec<(String, Job)>) -> Result<(), Tra
         .iter()
         .map(|(host, job)| (host.clone(), job.role.clone().build::<Host>()))
         .collect();
-    let results = drive::simulate(&mut sim, programs, SIMULATED_LIMIT);
+    let results = host::simulate(&mut sim, programs, SIMULATED_LIMIT);
     for ((_, job), result) in jobs.iter().zip(results) {
         job.finish(result.unwrap_or_else(|| {
             Err(TrafficError::timeout(

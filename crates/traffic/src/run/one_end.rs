@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use stack::iface::host::Host;
 
+use super::host;
+use super::kernel::drive;
 use super::role::{Job, Outcome};
 use super::{address_grace, transfer_roles, EndPlan};
 use crate::env::Environment;
 use crate::error::TrafficError;
-use crate::kernel::net::{drive, KernelNet};
+use crate::kernel::net::KernelNet;
 use crate::meter::{IntervalRecorder, Meter};
 use crate::program::Rendezvous;
-use crate::reference::drive as host_drive;
 use crate::reference::realtime::{run_host, RUNNER_WAIT};
 use crate::report::{Timestamp, TransferReport};
 use crate::spec::{Protocol, StackKind, TransferSpec};
@@ -155,7 +156,7 @@ pub fn attached(
     let mut said_ready = end != OneEnd::Receive;
     let program = job.role.clone().build::<Host>();
     let finished = job.clone();
-    let work = host_drive::workload(program, move |result| finished.finish(result));
+    let work = host::workload(program, move |result| finished.finish(result));
     run_host(host, work, |_| {
         if !said_ready {
             if let Some(Peer::Ip(addr)) = rendezvous.receiver() {

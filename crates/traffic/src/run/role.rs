@@ -3,13 +3,16 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::error::TrafficError;
+use crate::meter::Meter;
 use crate::program::datagrams::{self, DatagramReceiver, DatagramSender};
 use crate::program::echo::{self, EchoClient, EchoServer, Exchanges};
 use crate::program::stream::{self, Ended, StreamReceiver, StreamSender};
 use crate::program::{Program, Rendezvous, Step};
 use crate::report::{ReceiverSide, SenderSide};
+use crate::spec::{EchoSpec, Protocol, StackKind, TransferSpec};
 use crate::transport::Transport;
 
 /// A program to run at one end.
@@ -113,6 +116,91 @@ impl Role {
             Role::StreamReceiver(..) | Role::DatagramReceiver(..) | Role::EchoServer(..)
         )
     }
+}
+
+/// How long a stack may take to configure its addresses, on top of a
+/// spec's time-outs: the reference stack's SLAAC and DAD take about a
+/// second; the kernel's are configured before the run.
+pub fn address_grace(stack: StackKind) -> Duration {
+    match stack {
+        StackKind::Kernel => Duration::ZERO,
+        StackKind::Ref => Duration::from_secs(10),
+    }
+}
+
+/// Where each end of one flow listens or sends from, per stack.
+#[derive(Debug, Clone)]
+pub struct EndPlan {
+    /// The receiver's (server's) bind address.
+    pub bind: SocketAddr,
+    /// Link-level frames: the receiver's and the sender's interfaces.
+    pub receiver_interface: String,
+    pub sender_interface: String,
+    /// Address grace of the receiving end's stack and the sending end's.
+    pub receiver_grace: Duration,
+    pub sender_grace: Duration,
+    /// Stream reads per call at the receiver: ttcp's `-l` on the kernel,
+    /// at least 64 KiB on the reference stack (each step reads what the
+    /// host has).
+    pub read_len: usize,
+}
+
+/// The receiver's and sender's roles of a transfer.
+pub fn transfer_roles(
+    spec: &TransferSpec,
+    plan: &EndPlan,
+    meter: &Arc<Meter>,
+    rendezvous: &Arc<Rendezvous>,
+) -> (Role, Role) {
+    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
+    if spec.protocol == Protocol::Tcp {
+        let shared = |grace| stream::Shared {
+            spec: spec.clone(),
+            pattern: pattern.clone(),
+            meter: meter.clone(),
+            rendezvous: rendezvous.clone(),
+            address_grace: grace,
+        };
+        (
+            Role::StreamReceiver(shared(plan.receiver_grace), plan.bind, plan.read_len),
+            Role::StreamSender(shared(plan.sender_grace)),
+        )
+    } else {
+        let shared = |grace, interface: &str| datagrams::Shared {
+            spec: spec.clone(),
+            pattern: pattern.clone(),
+            meter: meter.clone(),
+            rendezvous: rendezvous.clone(),
+            address_grace: grace,
+            interface: interface.to_string(),
+        };
+        (
+            Role::DatagramReceiver(
+                shared(plan.receiver_grace, &plan.receiver_interface),
+                plan.bind,
+            ),
+            Role::DatagramSender(shared(plan.sender_grace, &plan.sender_interface)),
+        )
+    }
+}
+
+/// The server's and client's roles of an echo series.
+pub fn echo_roles(spec: &EchoSpec, plan: &EndPlan, rendezvous: &Arc<Rendezvous>) -> (Role, Role) {
+    let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
+    let shared = |grace, interface: &str| echo::Shared {
+        spec: spec.clone(),
+        pattern: pattern.clone(),
+        rendezvous: rendezvous.clone(),
+        address_grace: grace,
+        interface: interface.to_string(),
+    };
+    (
+        Role::EchoServer(
+            shared(plan.receiver_grace, &plan.receiver_interface),
+            plan.bind,
+        ),
+        Role::EchoClient(shared(plan.sender_grace, &plan.sender_interface)),
+    )
 }
 
 /// Where an end's result goes: filled once, read after the run.

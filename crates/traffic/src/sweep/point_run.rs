@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Point, Work};
 use super::repeat::{PointRun, Target, Verdict};
-use super::target::{self, Targets};
+use super::target::Targets;
 use crate::affinity::SideCpus;
 use crate::core_trip::{self, CoreTrip, CoreTrips};
 use crate::echo::EchoReport;
 use crate::error::TrafficError;
 use crate::report::TransferReport;
+use crate::run;
 use crate::spec::TransferSpec;
 
 /// The repetitions so far, by kind of work.
@@ -94,13 +95,13 @@ impl<'a> PointState<'a> {
         let point = self.point;
         let value = match (&mut self.reps, &point.work) {
             (Reps::Transfer { flows, reps }, _) => {
-                let reports = target::transfer(flows, point.stack, targets)?;
+                let reports = run::transfer(flows, &targets.target(point.stack), false)?;
                 let value = reports.iter().map(ThroughputPoint::received_bps).sum();
                 reps.push(reports);
                 value
             }
             (Reps::Echo(reps), Work::Echo(spec)) => {
-                let report = target::echo(spec, point.stack, targets)?;
+                let report = run::echo(spec, &targets.target(point.stack))?;
                 let value = DelayPoint::rep_mean_us(&report);
                 reps.push(report);
                 value

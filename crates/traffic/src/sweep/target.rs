@@ -1,14 +1,11 @@
-//! Where a point's work meets the targets: how each stack is reached, and
-//! the one [`Target`] a point's stack runs on.
+//! How a sweep reaches each stack, and the one [`Target`] a point's stack
+//! runs on.
 
 use std::path::PathBuf;
 
-use crate::echo::EchoReport;
-use crate::error::TrafficError;
 use crate::kernel::KernelPath;
-use crate::report::TransferReport;
-use crate::run::{self, KernelPeer, Target};
-use crate::spec::{EchoSpec, StackKind, TransferSpec};
+use crate::run::{KernelPeer, Target};
+use crate::spec::StackKind;
 
 /// How to reach each stack.
 #[derive(Debug, Clone)]
@@ -32,23 +29,4 @@ impl Targets {
             self.ref_link,
         )
     }
-}
-
-/// Runs `flows` at the same time on `stack`; one report per flow, in
-/// order.
-pub fn transfer(
-    flows: &[TransferSpec],
-    stack: StackKind,
-    targets: &Targets,
-) -> Result<Vec<TransferReport>, TrafficError> {
-    run::transfer(flows, &targets.target(stack), false)
-}
-
-/// Runs one echo series (delay mode).
-pub fn echo(
-    spec: &EchoSpec,
-    stack: StackKind,
-    targets: &Targets,
-) -> Result<EchoReport, TrafficError> {
-    run::echo(spec, &targets.target(stack))
 }

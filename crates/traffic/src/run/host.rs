@@ -1,4 +1,5 @@
-//! Programs on the reference stack's runners: a [`Program`] over the
+//! Programs on the reference stack's runners (its host is their
+//! transport: [`crate::reference::net`]): a [`Program`] over the
 //! [`Host`] becomes a workload of the threaded runner (and of the
 //! real-time runner, which takes the same workloads), stepped by the
 //! host's thread between its polls; or runs on the simulator's virtual
