@@ -3,10 +3,19 @@
 //! stack (`ref`), with every received byte checked (DESIGN.md, "Traffic
 //! tools and experiments").
 //!
+//! * [`program`]: every traffic program, written once — the stream
+//!   transfer, the datagram transfer (UDP and link frames), delay mode's
+//!   echo — over [`transport::Transport`], what a program needs from a
+//!   stack;
+//! * [`kernel`] and [`reference`]: the two stacks as transports (the
+//!   kernel's sockets; the reference host), and what only they have
+//!   (namespaces, the messages run);
+//! * [`run`]: where a run's ends are — both on one stack, on the
+//!   simulator, or one on each across a link — chosen in one place;
 //! * [`pattern`], [`datagram`], [`verify`]: what senders write and how
 //!   receivers check it;
 //! * [`spec`]: what to run; [`report`]: what it did, iperf3-shaped;
-//! * [`kernel`] and [`reference`]: the two targets.
+//!   [`sweep`]: grids of runs with their statistics.
 
 pub mod affinity;
 pub mod core_trip;

@@ -364,8 +364,9 @@ mod tests {
         for result in &outcome.results {
             assert_eq!(result.estimate().map(|e| e.n), Some(2));
             let trips = result.run().core_trip;
-            // Before each repetition and after the last, where measurable.
-            assert!(trips.is_none_or(|t| t.n == 3), "{trips:?}");
+            // Before each repetition and after the last: three tries, each
+            // kept where measurable (a busy partner CPU gives up one).
+            assert!(trips.is_none_or(|t| (1..=3).contains(&t.n)), "{trips:?}");
         }
     }
 
