@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use stack::time::Instant;
 
-use super::{peer_failed, Program, Rendezvous, Step};
+use super::{peer_failed, DatagramEnd, Program, Rendezvous, Step};
 use crate::cpu::{CpuMeter, CpuUsage};
 use crate::datagram::{self, Kind};
 use crate::error::TrafficError;
@@ -20,7 +20,7 @@ use crate::pace::Pacer;
 use crate::pattern::Pattern;
 use crate::report::{ReceiverSide, SenderSide};
 use crate::session::ReceiveSession;
-use crate::spec::{Protocol, TransferSpec, RAW_ETHERTYPE};
+use crate::spec::{Protocol, TransferSpec};
 use crate::transport::{DatagramKind, DatagramOptions, Peer, SocketFacts, Transport};
 use crate::verify::Arrival;
 
@@ -64,34 +64,21 @@ impl Shared {
         self.spec.timeout + self.address_grace
     }
 
-    /// The socket of this side: UDP bound to `bind` (the receiver) or to
-    /// any port (the sender), or link-level frames of the raw Ethertype.
-    fn kind(&self, bind: Option<SocketAddr>) -> DatagramKind {
-        match self.spec.protocol {
-            Protocol::Raw => DatagramKind::Link {
-                interface: self.interface.clone(),
-                ethertype: RAW_ETHERTYPE,
-            },
-            _ => DatagramKind::Udp(
-                bind.unwrap_or_else(|| SocketAddr::new(self.spec.family.unspecified(), 0)),
-            ),
+    /// This end's protocol, family and interface.
+    fn end(&self) -> DatagramEnd<'_> {
+        DatagramEnd {
+            protocol: self.spec.protocol,
+            family: self.spec.family,
+            interface: &self.interface,
         }
     }
 
-    /// This end's address once it has one: where the receiver is
-    /// published, and a sender's sign that it can send.
+    fn kind(&self, bind: Option<SocketAddr>) -> DatagramKind {
+        self.end().socket(bind)
+    }
+
     fn own_address<N: Transport>(&self, net: &N, bind: Option<SocketAddr>) -> Option<Peer> {
-        match self.spec.protocol {
-            Protocol::Raw => net.link_address(&self.interface).map(Peer::Mac),
-            _ => {
-                let port = bind.map_or(0, |b| b.port());
-                match bind {
-                    Some(b) if !b.ip().is_unspecified() => Some(b.ip()),
-                    _ => net.local_ip(self.spec.family),
-                }
-                .map(|ip| Peer::Ip(SocketAddr::new(ip, port)))
-            }
-        }
+        self.end().address(net, bind)
     }
 }
 

@@ -17,12 +17,12 @@ use std::time::Duration;
 use stack::time::Instant;
 
 use super::datagrams::SENTINEL_REPEATS;
-use super::{peer_failed, Program, Rendezvous, Step};
+use super::{peer_failed, DatagramEnd, Program, Rendezvous, Step};
 use crate::datagram::{self, Kind};
 use crate::echo::answer_wait;
 use crate::error::TrafficError;
 use crate::pattern::Pattern;
-use crate::spec::{EchoSpec, Protocol, RAW_ETHERTYPE};
+use crate::spec::{EchoSpec, Protocol};
 use crate::transport::{
     DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
 };
@@ -58,31 +58,21 @@ impl Shared {
         }
     }
 
-    fn datagram_kind(&self, bind: Option<SocketAddr>) -> DatagramKind {
-        match self.spec.protocol {
-            Protocol::Raw => DatagramKind::Link {
-                interface: self.interface.clone(),
-                ethertype: RAW_ETHERTYPE,
-            },
-            _ => DatagramKind::Udp(
-                bind.unwrap_or_else(|| SocketAddr::new(self.spec.family.unspecified(), 0)),
-            ),
+    /// This end's protocol, family and interface.
+    fn end(&self) -> DatagramEnd<'_> {
+        DatagramEnd {
+            protocol: self.spec.protocol,
+            family: self.spec.family,
+            interface: &self.interface,
         }
     }
 
-    /// This end's address once it has one (`bind`'s port for a server).
+    fn datagram_kind(&self, bind: Option<SocketAddr>) -> DatagramKind {
+        self.end().socket(bind)
+    }
+
     fn own_address<N: Transport>(&self, net: &N, bind: Option<SocketAddr>) -> Option<Peer> {
-        match self.spec.protocol {
-            Protocol::Raw => net.link_address(&self.interface).map(Peer::Mac),
-            _ => {
-                let port = bind.map_or(0, |b| b.port());
-                match bind {
-                    Some(b) if !b.ip().is_unspecified() => Some(b.ip()),
-                    _ => net.local_ip(self.spec.family),
-                }
-                .map(|ip| Peer::Ip(SocketAddr::new(ip, port)))
-            }
-        }
+        self.end().address(net, bind)
     }
 
     /// Publishes the server's address once it has one.

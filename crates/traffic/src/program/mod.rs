@@ -8,6 +8,7 @@ pub mod datagrams;
 pub mod echo;
 pub mod stream;
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant as WallInstant};
@@ -15,7 +16,8 @@ use std::time::{Duration, Instant as WallInstant};
 use stack::time::Instant;
 
 use crate::error::TrafficError;
-use crate::transport::{Peer, Transport};
+use crate::spec::{Family, Protocol, RAW_ETHERTYPE};
+use crate::transport::{DatagramKind, Peer, Transport};
 
 /// What a program's step wants next.
 #[derive(Debug)]
@@ -142,4 +144,46 @@ impl Rendezvous {
 /// other side's error is the cause, this one is not reported.
 pub fn peer_failed<T>() -> Step<T> {
     Step::Done(Err(TrafficError::PeerFailed))
+}
+
+/// Where a datagram program's end is: its protocol (UDP or link frames),
+/// family and, for frames, interface (empty: the stack's first).
+#[derive(Debug, Clone, Copy)]
+pub struct DatagramEnd<'a> {
+    pub protocol: Protocol,
+    pub family: Family,
+    pub interface: &'a str,
+}
+
+impl DatagramEnd<'_> {
+    /// The socket of this end: UDP bound to `bind` (a receiver or
+    /// server) or to any port (a sender or client), or link-level frames
+    /// of the raw Ethertype.
+    pub fn socket(&self, bind: Option<SocketAddr>) -> DatagramKind {
+        match self.protocol {
+            Protocol::Raw => DatagramKind::Link {
+                interface: self.interface.to_string(),
+                ethertype: RAW_ETHERTYPE,
+            },
+            _ => DatagramKind::Udp(
+                bind.unwrap_or_else(|| SocketAddr::new(self.family.unspecified(), 0)),
+            ),
+        }
+    }
+
+    /// This end's address once it has one (`bind`'s port for a receiver):
+    /// what a receiver publishes, and a sender's sign it can send.
+    pub fn address<N: Transport>(&self, net: &N, bind: Option<SocketAddr>) -> Option<Peer> {
+        match self.protocol {
+            Protocol::Raw => net.link_address(self.interface).map(Peer::Mac),
+            _ => {
+                let port = bind.map_or(0, |b| b.port());
+                match bind {
+                    Some(b) if !b.ip().is_unspecified() => Some(b.ip()),
+                    _ => net.local_ip(self.family),
+                }
+                .map(|ip| Peer::Ip(SocketAddr::new(ip, port)))
+            }
+        }
+    }
 }

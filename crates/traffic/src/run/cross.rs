@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 
 use stack::iface::host::Host;
 
-use super::flow::{describe, EchoRun, FlowRun};
+use super::flow::{EchoRun, FlowRun};
 use super::host;
 use super::kernel::{self as kernel_end, Enter};
 use super::link_path::{reference_host, KernelPeer, Path, PeerLink, RefEnd};
@@ -202,30 +202,18 @@ pub fn transfer(
     });
     let mut reports = Vec::with_capacity(runs.len());
     for mut run in runs {
-        let (sent, received, intervals) = run.ends()?;
-        let mut target = Environment::detect(StackKind::Ref, description(&path, peer));
-        describe(&mut target, &sent, &received);
-        if peer.ref_end == RefEnd::Receiver {
-            if let Some(cc) = &sent.facts.congestion_control {
-                target.congestion_control = Some(format!("{cc} (kernel sender)"));
+        let target = Environment::detect(StackKind::Ref, description(&path, peer));
+        let cpus = run.spec.cpus;
+        let report = run.report(target, &timestamp, |target, sent, _| {
+            if peer.ref_end == RefEnd::Receiver {
+                if let Some(cc) = &sent.facts.congestion_control {
+                    target.congestion_control = Some(format!("{cc} (kernel sender)"));
+                }
             }
-        }
-        target.mtu = Some(path.mtu());
-        target.placement = run
-            .spec
-            .cpus
-            .map(|c| c.placement(receiver_pinned, sender_pinned));
-        reports.push(
-            TransferReport::new(
-                &run.spec,
-                target,
-                timestamp.clone(),
-                intervals,
-                Some(&sent.side),
-                Some(&received.side),
-            )
-            .with_runner_wait(RUNNER_WAIT),
-        );
+            target.mtu = Some(path.mtu());
+            target.placement = cpus.map(|c| c.placement(receiver_pinned, sender_pinned));
+        })?;
+        reports.push(report.with_runner_wait(RUNNER_WAIT));
     }
     Ok(reports)
 }

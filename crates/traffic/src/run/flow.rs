@@ -13,7 +13,7 @@ use crate::meter::{IntervalRecorder, Meter};
 use crate::program::echo::Exchanges;
 use crate::program::stream::Ended;
 use crate::program::Rendezvous;
-use crate::report::{ReceiverSide, SenderSide};
+use crate::report::{ReceiverSide, SenderSide, Timestamp, TransferReport};
 use crate::spec::{EchoSpec, TransferSpec};
 
 /// A finished flow: the sender's and receiver's results and the interval
@@ -80,6 +80,30 @@ impl FlowRun {
                 "the ends of a transfer ended the wrong way round".into(),
             )),
         }
+    }
+}
+
+impl FlowRun {
+    /// The flow's report on `target`: both ends' results, what their
+    /// sockets were granted and the sender's congestion control; `adjust`
+    /// adds what only the target knows (placement, drops, names).
+    pub fn report(
+        &mut self,
+        mut target: Environment,
+        timestamp: &Timestamp,
+        adjust: impl FnOnce(&mut Environment, &Ended<SenderSide>, &mut Ended<ReceiverSide>),
+    ) -> Result<TransferReport, TrafficError> {
+        let (sent, mut received, intervals) = self.ends()?;
+        describe(&mut target, &sent, &received);
+        adjust(&mut target, &sent, &mut received);
+        Ok(TransferReport::new(
+            &self.spec,
+            target,
+            timestamp.clone(),
+            intervals,
+            Some(&sent.side),
+            Some(&received.side),
+        ))
     }
 }
 

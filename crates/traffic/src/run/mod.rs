@@ -16,10 +16,9 @@ mod transfer;
 
 use std::path::PathBuf;
 
-use crate::error::TrafficError;
 use crate::kernel::KernelPath;
 
-use crate::spec::{Protocol, StackKind};
+use crate::spec::StackKind;
 pub use role::{address_grace, echo_roles, transfer_roles, EndPlan};
 
 pub use link_path::{KernelPeer, PeerLink, RefEnd};
@@ -64,34 +63,5 @@ impl Target {
             Target::Kernel(_) => StackKind::Kernel,
             Target::Reference(_) | Target::Simulated(_) | Target::Cross(_) => StackKind::Ref,
         }
-    }
-}
-
-/// Refuses what `target` cannot do with `protocol` and `len`, before any
-/// path is made.
-fn refuse_raw_without_link(
-    protocol: Protocol,
-    len: usize,
-    target: &Target,
-) -> Result<(), TrafficError> {
-    match (protocol, target) {
-        // A frame longer than the MTU is refused by the kernel (EMSGSIZE)
-        // on every send.
-        (Protocol::Raw, Target::Kernel(KernelPath::Netns { mtu })) if len > *mtu as usize => {
-            Err(TrafficError::Invalid(format!(
-                "-l {len} does not fit one frame on a link with MTU {mtu}: use -l {mtu} or \
-                 less, or raise --mtu"
-            )))
-        }
-        (Protocol::Raw, Target::Kernel(KernelPath::Loopback)) => Err(TrafficError::Unsupported(
-            "raw link-level frames need a link: use --netns (kernel) or --stack ref".into(),
-        )),
-        (Protocol::Raw, Target::Cross(peer)) if len > peer.mtu as usize => {
-            Err(TrafficError::Invalid(format!(
-                "-l {len} does not fit one frame on a link with MTU {}: use -l {} or less",
-                peer.mtu, peer.mtu
-            )))
-        }
-        _ => Ok(()),
     }
 }

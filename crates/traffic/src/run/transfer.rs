@@ -5,10 +5,10 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::flow::{describe, EchoRun, FlowRun};
+use super::flow::{EchoRun, FlowRun};
 use super::kernel::{self as kernel_end, Enter, KernelEnd};
 use super::network::{self, NetworkEnd};
-use super::{cross, refuse_raw_without_link, EndPlan, Target};
+use super::{cross, EndPlan, Target};
 use crate::echo::EchoReport;
 use crate::env::Environment;
 use crate::error::TrafficError;
@@ -170,7 +170,6 @@ fn kernel_transfer(
     let datagram_flows = flows.iter().filter(|f| f.protocol != Protocol::Tcp).count();
     let mut reports = Vec::with_capacity(runs.len());
     for (mut run, (receiving, sending)) in runs.into_iter().zip(ends) {
-        let (sent, mut received, intervals) = run.ends()?;
         let description = match run.spec.protocol {
             Protocol::Raw => format!(
                 "AF_PACKET frames, Ethertype 0x{RAW_ETHERTYPE:04X}, {}",
@@ -178,25 +177,17 @@ fn kernel_transfer(
             ),
             _ => setup.description(),
         };
-        let mut target = Environment::detect(StackKind::Kernel, description);
-        describe(&mut target, &sent, &received);
-        target.mtu = Some(setup.mtu());
-        target.placement = run
-            .spec
-            .cpus
-            .map(|c| c.placement(receiving.pinned, sending.pinned));
-        if run.spec.protocol != Protocol::Tcp {
-            merge_drops(&mut received.side.drops, receiving.drops);
-            merge_drops(&mut received.side.drops, sending.drops);
-        }
-        let mut report = TransferReport::new(
-            &run.spec,
-            target,
-            timestamp.clone(),
-            intervals,
-            Some(&sent.side),
-            Some(&received.side),
-        );
+        let cpus = run.spec.cpus;
+        let datagrams = run.spec.protocol != Protocol::Tcp;
+        let target = Environment::detect(StackKind::Kernel, description);
+        let mut report = run.report(target, &timestamp, |target, _, received| {
+            target.mtu = Some(setup.mtu());
+            target.placement = cpus.map(|c| c.placement(receiving.pinned, sending.pinned));
+            if datagrams {
+                merge_drops(&mut received.side.drops, receiving.drops);
+                merge_drops(&mut received.side.drops, sending.drops);
+            }
+        })?;
         // The kernel's counters are the namespace's: with several
         // datagram flows each would see the others' drops, so none says
         // where.
@@ -278,25 +269,16 @@ fn network_transfer(
         ))
     })?;
     let mut reports = Vec::with_capacity(runs.len());
-    for (mut run, mut target) in runs.into_iter().zip(targets) {
-        let (sent, mut received, intervals) = run.ends()?;
-        describe(&mut target, &sent, &received);
-        target.placement = placement;
-        // With one datagram flow every drop of the run is its own.
-        if run.spec.protocol != Protocol::Tcp {
-            received.side.drops = drops_if_alone.clone();
-        }
-        reports.push(
-            TransferReport::new(
-                &run.spec,
-                target,
-                timestamp.clone(),
-                intervals,
-                Some(&sent.side),
-                Some(&received.side),
-            )
-            .with_runner_wait(stack::runner::threaded::Poll::Spin.as_str()),
-        );
+    for (mut run, target) in runs.into_iter().zip(targets) {
+        let datagrams = run.spec.protocol != Protocol::Tcp;
+        let report = run.report(target, &timestamp, |target, _, received| {
+            target.placement = placement;
+            // With one datagram flow every drop of the run is its own.
+            if datagrams {
+                received.side.drops = drops_if_alone.clone();
+            }
+        })?;
+        reports.push(report.with_runner_wait(stack::runner::threaded::Poll::Spin.as_str()));
     }
     Ok(reports)
 }
@@ -374,21 +356,10 @@ fn simulated_transfer(
     let timestamp = Timestamp::now();
     network::simulate(&topology, jobs)?;
     let mut reports = Vec::with_capacity(runs.len());
-    for (mut run, mut target) in runs.into_iter().zip(targets) {
+    for (mut run, target) in runs.into_iter().zip(targets) {
         // Interval reports sample the real clock: none in virtual time.
-        let (sent, received, _) = run.ends()?;
-        describe(&mut target, &sent, &received);
-        reports.push(
-            TransferReport::new(
-                &run.spec,
-                target,
-                timestamp.clone(),
-                Vec::new(),
-                Some(&sent.side),
-                Some(&received.side),
-            )
-            .with_runner_wait("simulated"),
-        );
+        let report = run.report(target, &timestamp, |_, _, _| {})?;
+        reports.push(report.with_runner_wait("simulated"));
     }
     Ok(reports)
 }
@@ -408,4 +379,33 @@ fn simulated_echo(
         ],
     )?;
     run.report(simulated(target))
+}
+
+/// Refuses what `target` cannot do with `protocol` and `len`, before any
+/// path is made.
+fn refuse_raw_without_link(
+    protocol: Protocol,
+    len: usize,
+    target: &Target,
+) -> Result<(), TrafficError> {
+    match (protocol, target) {
+        // A frame longer than the MTU is refused by the kernel (EMSGSIZE)
+        // on every send.
+        (Protocol::Raw, Target::Kernel(KernelPath::Netns { mtu })) if len > *mtu as usize => {
+            Err(TrafficError::Invalid(format!(
+                "-l {len} does not fit one frame on a link with MTU {mtu}: use -l {mtu} or \
+                 less, or raise --mtu"
+            )))
+        }
+        (Protocol::Raw, Target::Kernel(KernelPath::Loopback)) => Err(TrafficError::Unsupported(
+            "raw link-level frames need a link: use --netns (kernel) or --stack ref".into(),
+        )),
+        (Protocol::Raw, Target::Cross(peer)) if len > peer.mtu as usize => {
+            Err(TrafficError::Invalid(format!(
+                "-l {len} does not fit one frame on a link with MTU {}: use -l {} or less",
+                peer.mtu, peer.mtu
+            )))
+        }
+        _ => Ok(()),
+    }
 }

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use super::outcome::{DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Point, Work};
 use super::repeat::{PointRun, Target, Verdict};
-use super::target::Targets;
 use crate::affinity::SideCpus;
 use crate::core_trip::{self, CoreTrip, CoreTrips};
 use crate::echo::EchoReport;
@@ -34,6 +33,8 @@ enum Reps {
 /// A point being repeated.
 pub(super) struct PointState<'a> {
     point: &'a Point,
+    /// Where its stack's runs go.
+    place: run::Target,
     sides: Option<SideCpus>,
     reps: Reps,
     /// The figure each repetition gives (received bit/s, or mean µs).
@@ -45,8 +46,9 @@ pub(super) struct PointState<'a> {
 }
 
 impl<'a> PointState<'a> {
-    /// `point`, its transfers' sides pinned to `sides` when given.
-    pub fn new(point: &'a Point, sides: Option<SideCpus>) -> Self {
+    /// `point` run on `place`, its transfers' sides pinned to `sides`
+    /// when given.
+    pub fn new(point: &'a Point, place: run::Target, sides: Option<SideCpus>) -> Self {
         let reps = match &point.work {
             Work::Transfer(flows) => Reps::Transfer {
                 flows: flows
@@ -62,6 +64,7 @@ impl<'a> PointState<'a> {
         };
         Self {
             point,
+            place,
             sides,
             reps,
             values: Vec::new(),
@@ -88,20 +91,20 @@ impl<'a> PointState<'a> {
     }
 
     /// One more repetition, judged.
-    pub fn step(&mut self, target: &Target, targets: &Targets) -> Result<(), TrafficError> {
+    pub fn step(&mut self, target: &Target) -> Result<(), TrafficError> {
         let started = Instant::now();
         // The machine's state before each repetition, outside its window.
         self.trips.extend(core_trip::measure());
         let point = self.point;
         let value = match (&mut self.reps, &point.work) {
             (Reps::Transfer { flows, reps }, _) => {
-                let reports = run::transfer(flows, &targets.target(point.stack), false)?;
+                let reports = run::transfer(flows, &self.place, false)?;
                 let value = reports.iter().map(ThroughputPoint::received_bps).sum();
                 reps.push(reports);
                 value
             }
             (Reps::Echo(reps), Work::Echo(spec)) => {
-                let report = run::echo(spec, &targets.target(point.stack))?;
+                let report = run::echo(spec, &self.place)?;
                 let value = DelayPoint::rep_mean_us(&report);
                 reps.push(report);
                 value

@@ -145,7 +145,10 @@ pub fn run(
         let spinners_held = load.and_then(Load::pin).is_none_or(|(_, held)| held);
         let before = CpuSample::now(pids);
         let sides = placement.map(|(sides, _)| sides);
-        let mut states: Vec<PointState> = group.iter().map(|p| PointState::new(p, sides)).collect();
+        let mut states: Vec<PointState> = group
+            .iter()
+            .map(|p| PointState::new(p, settings.targets.target(p.stack), sides))
+            .collect();
         // Rounds: one repetition for every point not yet known, in order,
         // until none is left (back to back when the group is one point).
         let failed = 'rounds: loop {
@@ -160,7 +163,7 @@ pub fn run(
                     point: state.point(),
                     rep: state.reps() + 1,
                 }));
-                if let Err(error) = state.step(target, &settings.targets) {
+                if let Err(error) = state.step(target) {
                     break 'rounds Some(Failure {
                         point: state.point().to_string(),
                         error,
