@@ -1,0 +1,371 @@
+//! XTP in the host (IP protocol 36, over IPv6 and IPv4): packets in
+//! (checksum, parsing, the context found by key, a FIRST handed to its
+//! listener), packets out (built from what an association asks for,
+//! checksummed, IP output), timers, and the stream-queue probes.
+
+use std::net::{IpAddr, SocketAddr};
+
+use probe::Flow;
+use wire::ip::{ChecksumMode, IpProtocol};
+use wire::xtp::{
+    Address, DiagCode, DiagValue, Segment, XtpOptions, XtpPacket, XtpRepr, HEADER_LEN,
+};
+
+use super::ipv4::Ipv4Send;
+use super::ipv6_output::Ipv6Send;
+use super::transport::IpMeta;
+use super::Host;
+use crate::buffer::Packet;
+use crate::probes::{
+    CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, XTP_INPUT_ENTER,
+    XTP_INPUT_EXIT, XTP_OUTPUT_ENTER, XTP_OUTPUT_EXIT, XTP_TIMER_ENTER, XTP_TIMER_EXIT,
+};
+use crate::socket::probe_len;
+use crate::socket::xtp::association::{Association, Ends, State};
+use crate::socket::xtp::packet::{Body, Outgoing};
+use crate::socket::xtp::sockets::{Demux, XtpSocket, BACKLOG};
+use crate::time::Instant;
+
+/// Packets one association sends per poll at most (the rest go at the
+/// next poll), so one fast sender cannot starve the host's other work.
+const OUTPUT_BUDGET: usize = 64;
+
+/// The IP protocol number as the IP layer's enum.
+pub(super) fn xtp_protocol() -> IpProtocol {
+    IpProtocol::from(wire::xtp::IP_PROTOCOL)
+}
+
+impl Host {
+    /// An XTP packet at `pos` of a packet for us.
+    pub(super) fn xtp_input(&mut self, now: Instant, meta: IpMeta, packet: Packet, pos: usize) {
+        let flow = packet.flow();
+        let _span = probe::span(
+            XTP_INPUT_ENTER,
+            XTP_INPUT_EXIT,
+            packet.len() as u32,
+            flow,
+            0,
+        );
+        let Some(total) = packet.len().checked_sub(pos) else {
+            self.count_drop("xtp_truncated");
+            return;
+        };
+        if meta.link_multicast() || meta.dst().is_multicast() {
+            // Multicast XTP is not built: unicast associations only.
+            self.count_drop("xtp_not_unicast");
+            return;
+        }
+        let mut buf = std::mem::take(&mut self.scratch);
+        if buf.len() < total {
+            buf.resize(total, 0);
+        }
+        let n = packet.copy_out(pos, &mut buf[..total]);
+        self.xtp_parse_and_deliver(now, meta, &buf[..n], flow);
+        self.scratch = buf;
+    }
+
+    fn xtp_parse_and_deliver(&mut self, now: Instant, meta: IpMeta, bytes: &[u8], flow: Flow) {
+        let Ok(view) = XtpPacket::new_checked(bytes) else {
+            self.count_drop("xtp_truncated");
+            return;
+        };
+        {
+            let covered = if view.options().contains(XtpOptions::NOCHECK) {
+                HEADER_LEN
+            } else {
+                bytes.len()
+            };
+            let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, covered as u32, flow, 0);
+            if !view.verify_checksum() {
+                self.count_drop("xtp_bad_checksum");
+                return;
+            }
+        }
+        let repr = match XtpRepr::parse(&view, ChecksumMode::Skip) {
+            Ok(repr) => repr,
+            Err(_) => {
+                self.count_drop("xtp_malformed");
+                return;
+            }
+        };
+        self.xtp.received += 1;
+        let (src, dst) = (meta.src(), meta.dst());
+        match self.xtp.demux(src, repr.key) {
+            Demux::Association(index) => {
+                if let Some(assoc) = self.xtp.association_mut(index) {
+                    assoc.input(now, &repr);
+                }
+                self.xtp.output_pending = true;
+                self.xtp_observe(index);
+            }
+            _ if matches!(repr.segment, Segment::First { .. }) => {
+                self.xtp_first(now, src, dst, &repr);
+            }
+            _ => {
+                // A key without the return bit may be data racing its
+                // FIRST (FIRST comes again); one with it names a context
+                // of ours that is gone, whose peer we cannot address (its
+                // key is not in the packet). Dropped either way.
+                self.count_drop("xtp_no_context");
+            }
+        }
+    }
+
+    /// A FIRST for no existing context: a new association if a listener
+    /// holds the port its address segment names, else refused by DIAG.
+    fn xtp_first(&mut self, now: Instant, src: IpAddr, dst: IpAddr, repr: &XtpRepr<'_>) {
+        let Segment::First { address, .. } = repr.segment else {
+            return;
+        };
+        let (dst_port, src_port) = match address.address {
+            Address::Ipv4 {
+                dst_port, src_port, ..
+            }
+            | Address::Ipv6 {
+                dst_port, src_port, ..
+            } => (dst_port, src_port),
+            Address::Null { .. } => {
+                self.count_drop("xtp_null_address");
+                let refuse = diag(
+                    repr.key,
+                    DiagCode::ContextRefused,
+                    DiagValue::AddressFormatNotSupported,
+                );
+                let ends = (SocketAddr::new(dst, 0), SocketAddr::new(src, 0));
+                self.xtp_emit(now, Flow::NONE, ends, &refuse);
+                return;
+            }
+        };
+        let local = SocketAddr::new(dst, dst_port);
+        let remote = SocketAddr::new(src, src_port);
+        let listener = match self.xtp.listener_for(local) {
+            Demux::Listener(index) => index,
+            _ => {
+                self.count_drop("xtp_no_listener");
+                let refuse = diag(repr.key, DiagCode::ContextRefused, DiagValue::NoListener);
+                self.xtp_emit(now, Flow::NONE, (local, remote), &refuse);
+                return;
+            }
+        };
+        let Some(XtpSocket::Listener(l)) = self.xtp.get_mut(listener).map(|s| &mut s.socket) else {
+            return;
+        };
+        if l.pending.len() >= BACKLOG {
+            l.refused += 1;
+            self.count_drop("xtp_backlog_full");
+            let refuse = diag(repr.key, DiagCode::ContextRefused, DiagValue::NoResource);
+            self.xtp_emit(now, Flow::NONE, (local, remote), &refuse);
+            return;
+        }
+        let config = l.config;
+        let flow = self.new_flow();
+        let ends = Ends {
+            local,
+            remote,
+            own_key: self.xtp.fresh_key(),
+            path_maxdata: self.xtp_path_maxdata(now, remote.ip(), flow),
+            flow,
+        };
+        let mut assoc = Association::respond(config, ends, repr.key, now);
+        assoc.input(now, repr);
+        let Some(handle) = self
+            .xtp
+            .insert(XtpSocket::Association(Box::new(assoc)), true)
+        else {
+            self.count_drop("xtp_too_many_sockets");
+            return;
+        };
+        if let Some(XtpSocket::Listener(l)) = self.xtp.get_mut(listener).map(|s| &mut s.socket) {
+            l.pending.push_back(handle);
+        }
+        self.xtp.output_pending = true;
+        if let Some(index) = self.xtp.index(handle) {
+            self.xtp_observe(index);
+        }
+    }
+
+    /// Data bytes an XTP packet to `remote` can carry: the route's MTU
+    /// less the IP and XTP headers.
+    pub(super) fn xtp_path_maxdata(&mut self, now: Instant, remote: IpAddr, flow: Flow) -> usize {
+        let (mtu, ip_header) = match remote {
+            IpAddr::V6(dst) => (self.ipv6_route(now, dst, None, flow).map(|r| r.mtu), 40),
+            IpAddr::V4(dst) => (self.ipv4_route(now, dst, flow).map(|r| r.mtu), 20),
+        };
+        let mtu = mtu.unwrap_or(1280);
+        mtu.saturating_sub(ip_header + HEADER_LEN).max(1)
+    }
+
+    /// The stream-queue probes for what changed since last looked at
+    /// (bytes acknowledged left the send queue; bytes in order joined the
+    /// receive queue), as for TCP; frees a released, closed association.
+    pub(super) fn xtp_observe(&mut self, index: usize) {
+        let Some(slot) = self.xtp.get_mut(index) else {
+            return;
+        };
+        let XtpSocket::Association(assoc) = &slot.socket else {
+            return;
+        };
+        let flow = assoc.flow();
+        let marks = &mut slot.marks;
+        let queued = assoc.send_queued();
+        if queued < marks.send_queued {
+            let acked = marks.send_queued - queued;
+            marks.acked += acked as u64;
+            probe::record(SEND_QUEUE_DEQUEUE, probe_len(acked), flow, marks.acked);
+        }
+        marks.send_queued = queued;
+        let readable = assoc.readable();
+        if readable > marks.readable {
+            let arrived = readable - marks.readable;
+            marks.delivered += arrived as u64;
+            probe::record(
+                RECV_QUEUE_ENQUEUE,
+                probe_len(arrived),
+                flow,
+                marks.delivered,
+            );
+        }
+        marks.readable = readable;
+        if assoc.state() == State::Closed && slot.released {
+            self.xtp.remove(index);
+        }
+    }
+
+    /// Sends what every association has to send.
+    pub(super) fn xtp_output(&mut self, now: Instant) {
+        self.xtp.output_pending = false;
+        for index in 0..self.xtp.slot_count() {
+            for sent in 0..=OUTPUT_BUDGET {
+                if sent == OUTPUT_BUDGET {
+                    self.xtp.output_pending = true;
+                    break;
+                }
+                let Some(assoc) = self.xtp.association_mut(index) else {
+                    break;
+                };
+                let Some(out) = assoc.poll_output(now) else {
+                    break;
+                };
+                let ends = (assoc.local(), assoc.remote());
+                let flow = assoc.flow();
+                self.xtp_emit(now, flow, ends, &out);
+            }
+            self.xtp_observe(index);
+        }
+    }
+
+    /// Runs the timers that are due.
+    pub(super) fn xtp_timers(&mut self, now: Instant) {
+        for index in 0..self.xtp.slot_count() {
+            let Some(assoc) = self.xtp.association_mut(index) else {
+                continue;
+            };
+            if assoc.next_deadline().is_some_and(|t| t <= now) {
+                let _span = probe::span(XTP_TIMER_ENTER, XTP_TIMER_EXIT, 0, assoc.flow(), 0);
+                assoc.poll_timers(now);
+            }
+            self.xtp_observe(index);
+        }
+    }
+
+    /// The earliest XTP timer, RTIMER of a rate-limited sender included.
+    pub(super) fn xtp_next_deadline(&self) -> Option<Instant> {
+        self.xtp
+            .indices()
+            .filter_map(|i| match &self.xtp.get(i)?.socket {
+                XtpSocket::Association(a) => [a.next_deadline(), a.rate_deadline()]
+                    .into_iter()
+                    .flatten()
+                    .min(),
+                XtpSocket::Listener(_) => None,
+            })
+            .min()
+    }
+
+    /// Builds one packet and hands it to IP output.
+    pub(super) fn xtp_emit(
+        &mut self,
+        now: Instant,
+        flow: Flow,
+        (local, remote): (SocketAddr, SocketAddr),
+        out: &Outgoing,
+    ) {
+        let repr = out.repr();
+        let _span = probe::span(
+            XTP_OUTPUT_ENTER,
+            XTP_OUTPUT_EXIT,
+            probe_len(out.data_len()),
+            flow,
+            0,
+        );
+        let mut bytes = vec![0u8; repr.buffer_len()];
+        let mut view = XtpPacket::new_unchecked(&mut bytes[..]);
+        if repr.emit(&mut view, ChecksumMode::Skip).is_err() {
+            self.count_drop("xtp_emit_failed");
+            return;
+        }
+        {
+            let covered = if repr.options.contains(XtpOptions::NOCHECK) {
+                HEADER_LEN
+            } else {
+                repr.buffer_len()
+            };
+            let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, covered as u32, flow, 0);
+            view.fill_checksum();
+        }
+        let Ok(packet) = Packet::from_payload(&self.pool, flow, &bytes) else {
+            self.count_drop("xtp_no_buffer");
+            return;
+        };
+        self.xtp.sent += 1;
+        match (local.ip(), remote.ip()) {
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                let Some(route) = self.ipv6_route(now, dst, None, flow) else {
+                    self.count_drop("xtp_no_route");
+                    return;
+                };
+                let hop_limit = self.interfaces[route.interface.0].v6.hop_limit;
+                let send = Ipv6Send {
+                    src,
+                    dst,
+                    next_header: xtp_protocol(),
+                    hop_limit,
+                    router_alert: false,
+                };
+                self.ipv6_output(now, route, send, packet);
+            }
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                let Some(route) = self.ipv4_route(now, dst, flow) else {
+                    self.count_drop("xtp_no_route");
+                    return;
+                };
+                let send = Ipv4Send {
+                    src,
+                    dst,
+                    protocol: xtp_protocol(),
+                    ttl: super::DEFAULT_HOP_LIMIT,
+                    // No path-MTU discovery for XTP: routers fragment.
+                    dont_frag: false,
+                };
+                self.ipv4_output(now, route, send, packet);
+            }
+            _ => self.count_drop("xtp_family_mismatch"),
+        }
+    }
+}
+
+/// A DIAG with END answering a packet whose key was `key`: it goes back
+/// under that key with the return bit, so the sender finds its context.
+fn diag(key: u64, code: DiagCode, value: DiagValue) -> Outgoing {
+    let message = match code {
+        DiagCode::ContextRefused => "association refused",
+        _ => "no such context",
+    };
+    Outgoing {
+        key: key | wire::xtp::KEY_RETURN,
+        options: XtpOptions::END,
+        sync: 0,
+        seq: 0,
+        body: Body::Diag(code, value, message),
+    }
+}
