@@ -198,9 +198,16 @@ impl XtpSockets {
             XtpSocket::Listener(l) => {
                 self.listeners.remove(&l.local);
             }
-            XtpSocket::Association(_) => {
-                self.by_key.retain(|_, &mut i| i != index);
-                self.by_peer.retain(|_, &mut i| i != index);
+            XtpSocket::Association(a) => {
+                if self.by_key.get(&a.own_key()) == Some(&index) {
+                    self.by_key.remove(&a.own_key());
+                }
+                if let Some(peer) = a.peer_key() {
+                    let entry = (a.remote().ip(), peer);
+                    if self.by_peer.get(&entry) == Some(&index) {
+                        self.by_peer.remove(&entry);
+                    }
+                }
             }
         }
         self.generations[index] = self.generations[index].wrapping_add(1);
