@@ -1054,6 +1054,10 @@ impl Host {
                 });
             }
             other => match addresses {
+                Some(addresses) if u16::from(other) == wire::xtp::ETHERTYPE => {
+                    let ends = (addresses.src, addresses.dst);
+                    self.xtp_link_input(now, interface, ends, packet);
+                }
                 Some(addresses) => {
                     self.link_socket_input(interface, other.into(), addresses, packet)
                 }

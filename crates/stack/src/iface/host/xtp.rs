@@ -16,6 +16,7 @@ use super::ipv6_output::Ipv6Send;
 use super::transport::IpMeta;
 use super::Host;
 use crate::buffer::Packet;
+use crate::iface::route::InterfaceId;
 use crate::probes::{
     CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, XTP_INPUT_ENTER,
     XTP_INPUT_EXIT, XTP_OUTPUT_ENTER, XTP_OUTPUT_EXIT, XTP_TIMER_ENTER, XTP_TIMER_EXIT,
@@ -23,8 +24,9 @@ use crate::probes::{
 use crate::socket::probe_len;
 use crate::socket::xtp::association::{Association, Ends, State};
 use crate::socket::xtp::packet::{Body, Outgoing};
-use crate::socket::xtp::sockets::{Demux, XtpSocket, BACKLOG};
+use crate::socket::xtp::sockets::{Demux, Peer, XtpSocket, BACKLOG};
 use crate::time::Instant;
+use wire::ethernet::{EtherType, EthernetAddress};
 
 /// Packets one association sends per poll at most (the rest go at the
 /// next poll), so one fast sender cannot starve the host's other work.
@@ -60,11 +62,54 @@ impl Host {
             buf.resize(total, 0);
         }
         let n = packet.copy_out(pos, &mut buf[..total]);
-        self.xtp_parse_and_deliver(now, meta, &buf[..n], flow);
+        let from = Peer::Ip(meta.src());
+        self.xtp_parse_and_deliver(now, from, Some(meta.dst()), &buf[..n], flow);
         self.scratch = buf;
     }
 
-    fn xtp_parse_and_deliver(&mut self, now: Instant, meta: IpMeta, bytes: &[u8], flow: Flow) {
+    /// An XTP packet directly in an Ethernet frame (EtherType 0x817D, its
+    /// header stripped) from `src` to `dst`: only frames to this
+    /// interface's own MAC (XTP multicast is not built).
+    pub(super) fn xtp_link_input(
+        &mut self,
+        now: Instant,
+        interface: InterfaceId,
+        (src, dst): (EthernetAddress, EthernetAddress),
+        packet: Packet,
+    ) {
+        let flow = packet.flow();
+        let _span = probe::span(
+            XTP_INPUT_ENTER,
+            XTP_INPUT_EXIT,
+            packet.len() as u32,
+            flow,
+            1,
+        );
+        if dst != self.interfaces[interface.0].mac {
+            self.count_drop("xtp_not_unicast");
+            return;
+        }
+        let total = packet.len();
+        let mut buf = std::mem::take(&mut self.scratch);
+        if buf.len() < total {
+            buf.resize(total, 0);
+        }
+        let n = packet.copy_out(0, &mut buf[..total]);
+        let from = Peer::Link(interface, src);
+        self.xtp_parse_and_deliver(now, from, None, &buf[..n], flow);
+        self.scratch = buf;
+    }
+
+    /// Checks, parses and hands a packet from `from` to its context; `to`
+    /// is the IP destination (none for a frame on the link).
+    fn xtp_parse_and_deliver(
+        &mut self,
+        now: Instant,
+        from: Peer,
+        to: Option<IpAddr>,
+        bytes: &[u8],
+        flow: Flow,
+    ) {
         let Ok(view) = XtpPacket::new_checked(bytes) else {
             self.count_drop("xtp_truncated");
             return;
@@ -89,8 +134,7 @@ impl Host {
             }
         };
         self.xtp.received += 1;
-        let (src, dst) = (meta.src(), meta.dst());
-        match self.xtp.demux(src, repr.key) {
+        match self.xtp.demux(from, repr.key) {
             Demux::Association(index) => {
                 if let Some(assoc) = self.xtp.association_mut(index) {
                     assoc.input(now, &repr);
@@ -99,7 +143,7 @@ impl Host {
                 self.xtp_observe(index);
             }
             _ if matches!(repr.segment, Segment::First { .. }) => {
-                self.xtp_first(now, src, dst, &repr);
+                self.xtp_first(now, from, to, &repr);
             }
             _ => {
                 // A key without the return bit may be data racing its
@@ -113,28 +157,40 @@ impl Host {
 
     /// A FIRST for no existing context: a new association if a listener
     /// holds the port its address segment names, else refused by DIAG.
-    fn xtp_first(&mut self, now: Instant, src: IpAddr, dst: IpAddr, repr: &XtpRepr<'_>) {
+    fn xtp_first(&mut self, now: Instant, from: Peer, to: Option<IpAddr>, repr: &XtpRepr<'_>) {
         let Segment::First { address, .. } = repr.segment else {
             return;
         };
-        let (dst_port, src_port) = match address.address {
-            Address::Ipv4 {
-                dst_port, src_port, ..
-            }
-            | Address::Ipv6 {
-                dst_port, src_port, ..
-            } => (dst_port, src_port),
-            Address::Null { .. } => {
-                self.count_drop("xtp_null_address");
-                let refuse = diag(
-                    repr.key,
-                    DiagCode::ContextRefused,
-                    DiagValue::AddressFormatNotSupported,
-                );
-                let ends = (SocketAddr::new(dst, 0), SocketAddr::new(src, 0));
-                self.xtp_emit(now, Flow::NONE, ends, &refuse);
-                return;
-            }
+        // The address segment names both ends; over IP the packet's own
+        // addresses are the ones answers go to.
+        let (dst_host, src_host, dst_port, src_port): (IpAddr, IpAddr, u16, u16) =
+            match address.address {
+                Address::Ipv4 {
+                    dst_host,
+                    src_host,
+                    dst_port,
+                    src_port,
+                } => (dst_host.into(), src_host.into(), dst_port, src_port),
+                Address::Ipv6 {
+                    dst_host,
+                    src_host,
+                    dst_port,
+                    src_port,
+                } => (dst_host.into(), src_host.into(), dst_port, src_port),
+                Address::Null { .. } => {
+                    self.count_drop("xtp_null_address");
+                    let refuse = diag(
+                        repr.key,
+                        DiagCode::ContextRefused,
+                        DiagValue::AddressFormatNotSupported,
+                    );
+                    self.xtp_reply(now, from, to, &refuse);
+                    return;
+                }
+            };
+        let (dst, src) = match from {
+            Peer::Ip(src) => (to.unwrap_or(dst_host), src),
+            Peer::Link(..) => (dst_host, src_host),
         };
         let local = SocketAddr::new(dst, dst_port);
         let remote = SocketAddr::new(src, src_port);
@@ -143,7 +199,7 @@ impl Host {
             _ => {
                 self.count_drop("xtp_no_listener");
                 let refuse = diag(repr.key, DiagCode::ContextRefused, DiagValue::NoListener);
-                self.xtp_emit(now, Flow::NONE, (local, remote), &refuse);
+                self.xtp_emit(now, Flow::NONE, (local, remote), from, &refuse);
                 return;
             }
         };
@@ -154,7 +210,7 @@ impl Host {
             l.refused += 1;
             self.count_drop("xtp_backlog_full");
             let refuse = diag(repr.key, DiagCode::ContextRefused, DiagValue::NoResource);
-            self.xtp_emit(now, Flow::NONE, (local, remote), &refuse);
+            self.xtp_emit(now, Flow::NONE, (local, remote), from, &refuse);
             return;
         }
         let config = l.config;
@@ -163,14 +219,14 @@ impl Host {
             local,
             remote,
             own_key: self.xtp.fresh_key(),
-            path_maxdata: self.xtp_path_maxdata(now, remote.ip(), flow),
+            path_maxdata: self.xtp_path_maxdata(now, from, flow),
             flow,
         };
         let mut assoc = Association::respond(config, ends, repr.key, now);
         assoc.input(now, repr);
         let Some(handle) = self
             .xtp
-            .insert(XtpSocket::Association(Box::new(assoc)), true)
+            .insert(XtpSocket::Association(Box::new(assoc)), from, true)
         else {
             self.count_drop("xtp_too_many_sockets");
             return;
@@ -184,12 +240,24 @@ impl Host {
         }
     }
 
-    /// Data bytes an XTP packet to `remote` can carry: the route's MTU
-    /// less the IP and XTP headers.
-    pub(super) fn xtp_path_maxdata(&mut self, now: Instant, remote: IpAddr, flow: Flow) -> usize {
-        let (mtu, ip_header) = match remote {
-            IpAddr::V6(dst) => (self.ipv6_route(now, dst, None, flow).map(|r| r.mtu), 40),
-            IpAddr::V4(dst) => (self.ipv4_route(now, dst, flow).map(|r| r.mtu), 20),
+    /// A DIAG answering a packet from `from` (to `to` over IP).
+    fn xtp_reply(&mut self, now: Instant, from: Peer, to: Option<IpAddr>, out: &Outgoing) {
+        let (local, remote) = match (from, to) {
+            (Peer::Ip(src), Some(dst)) => (dst, src),
+            (Peer::Ip(src), None) => (src, src),
+            (Peer::Link(..), _) => (IpAddr::from([0u8; 4]), IpAddr::from([0u8; 4])),
+        };
+        let ends = (SocketAddr::new(local, 0), SocketAddr::new(remote, 0));
+        self.xtp_emit(now, Flow::NONE, ends, from, out);
+    }
+
+    /// Data bytes an XTP packet to `peer` can carry: the route's MTU less
+    /// the IP and XTP headers, or the link's MTU less the XTP header.
+    pub(super) fn xtp_path_maxdata(&mut self, now: Instant, peer: Peer, flow: Flow) -> usize {
+        let (mtu, ip_header) = match peer {
+            Peer::Ip(IpAddr::V6(dst)) => (self.ipv6_route(now, dst, None, flow).map(|r| r.mtu), 40),
+            Peer::Ip(IpAddr::V4(dst)) => (self.ipv4_route(now, dst, flow).map(|r| r.mtu), 20),
+            Peer::Link(interface, _) => (self.interfaces.get(interface.0).map(|i| i.link_mtu()), 0),
         };
         let mtu = mtu.unwrap_or(1280);
         mtu.saturating_sub(ip_header + HEADER_LEN).max(1)
@@ -248,7 +316,10 @@ impl Host {
                 };
                 let ends = (assoc.local(), assoc.remote());
                 let flow = assoc.flow();
-                self.xtp_emit(now, flow, ends, &out);
+                let Some(peer) = self.xtp.get(index).map(|s| s.peer) else {
+                    break;
+                };
+                self.xtp_emit(now, flow, ends, peer, &out);
             }
             self.xtp_observe(index);
         }
@@ -282,12 +353,14 @@ impl Host {
             .min()
     }
 
-    /// Builds one packet and hands it to IP output.
+    /// Builds one packet and hands it to IP output, or to the link for a
+    /// peer reached directly over Ethernet.
     pub(super) fn xtp_emit(
         &mut self,
         now: Instant,
         flow: Flow,
         (local, remote): (SocketAddr, SocketAddr),
+        peer: Peer,
         out: &Outgoing,
     ) {
         let repr = out.repr();
@@ -318,6 +391,15 @@ impl Host {
             return;
         };
         self.xtp.sent += 1;
+        if let Peer::Link(interface, mac) = peer {
+            self.ethernet_output(
+                interface,
+                mac,
+                EtherType::from(wire::xtp::ETHERTYPE),
+                packet,
+            );
+            return;
+        }
         match (local.ip(), remote.ip()) {
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 let Some(route) = self.ipv6_route(now, dst, None, flow) else {

@@ -5,7 +5,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use probe::Flow;
+
 use super::Host;
+use crate::iface::route::InterfaceId;
 use crate::probes::{
     RECV_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE, SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER,
     SOCKET_SEND_EXIT,
@@ -14,7 +17,8 @@ use crate::socket::probe_len;
 use crate::socket::tcp::sockets::StreamMarks;
 use crate::socket::xtp::association::{Association, Ends, Failure, State};
 use crate::socket::xtp::config::XtpConfig;
-use crate::socket::xtp::sockets::{Listener, XtpHandle, XtpSocket};
+use crate::socket::xtp::sockets::{Listener, Peer, XtpHandle, XtpSocket};
+use wire::ethernet::EthernetAddress;
 
 /// Why an XTP call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -86,7 +90,11 @@ impl Host {
             refused: 0,
         };
         self.xtp
-            .insert(XtpSocket::Listener(Box::new(listener)), false)
+            .insert(
+                XtpSocket::Listener(Box::new(listener)),
+                Peer::Ip(local.ip()),
+                false,
+            )
             .ok_or(XtpError::TooManySockets)
     }
 
@@ -99,7 +107,7 @@ impl Host {
         config: XtpConfig,
     ) -> Result<XtpHandle, XtpError> {
         let now = self.clock;
-        let flow = self.new_flow();
+        let flow = Flow::NONE;
         let source = match remote.ip() {
             IpAddr::V6(dst) => {
                 let route = self
@@ -117,18 +125,63 @@ impl Host {
                 IpAddr::V4(route.source)
             }
         };
-        let local = SocketAddr::new(source, self.xtp_free_port()?);
+        self.xtp_open(
+            SocketAddr::new(source, 0),
+            remote,
+            Peer::Ip(remote.ip()),
+            config,
+        )
+    }
+
+    /// Opens an association to `remote` (the host and port its FIRST's
+    /// address segment names) carried directly in Ethernet frames of
+    /// EtherType 0x817D on `interface`, to the peer's MAC `mac`, with no
+    /// IP header (the study's KRM on the network driver). The local
+    /// address named is the interface's of `remote`'s family.
+    pub fn xtp_connect_link(
+        &mut self,
+        interface: InterfaceId,
+        mac: EthernetAddress,
+        remote: SocketAddr,
+        config: XtpConfig,
+    ) -> Result<XtpHandle, XtpError> {
+        let iface = self
+            .interfaces
+            .get(interface.0)
+            .ok_or(XtpError::NoRoute(remote.ip()))?;
+        if iface.medium != crate::phy::Medium::Ethernet {
+            return Err(XtpError::NoRoute(remote.ip()));
+        }
+        let source = match remote.ip() {
+            IpAddr::V6(dst) => self.select_source_v6(interface, dst).map(IpAddr::V6),
+            IpAddr::V4(_) => iface.v4.as_ref().map(|v4| IpAddr::V4(v4.address)),
+        }
+        .ok_or(XtpError::NoSourceAddress(remote.ip()))?;
+        let peer = Peer::Link(interface, mac);
+        self.xtp_open(SocketAddr::new(source, 0), remote, peer, config)
+    }
+
+    fn xtp_open(
+        &mut self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        peer: Peer,
+        config: XtpConfig,
+    ) -> Result<XtpHandle, XtpError> {
+        let now = self.clock;
+        let flow = self.new_flow();
+        let local = SocketAddr::new(local.ip(), self.xtp_free_port()?);
         let ends = Ends {
             local,
             remote,
             own_key: self.xtp.fresh_key(),
-            path_maxdata: self.xtp_path_maxdata(now, remote.ip(), flow),
+            path_maxdata: self.xtp_path_maxdata(now, peer, flow),
             flow,
         };
         let assoc = Association::connect(config, ends, now);
         let handle = self
             .xtp
-            .insert(XtpSocket::Association(Box::new(assoc)), false)
+            .insert(XtpSocket::Association(Box::new(assoc)), peer, false)
             .ok_or(XtpError::TooManySockets)?;
         self.xtp.output_pending = true;
         Ok(handle)
@@ -263,15 +316,19 @@ impl Host {
     /// given up at once.
     pub fn xtp_abort(&mut self, handle: XtpHandle) -> Result<(), XtpError> {
         let index = self.xtp.index(handle).ok_or(XtpError::InvalidHandle)?;
-        if let Some(XtpSocket::Listener(_)) = self.xtp.get(index).map(|s| &s.socket) {
-            return Err(XtpError::IsListener);
-        }
+        let peer = match self.xtp.get(index) {
+            Some(slot) if matches!(slot.socket, XtpSocket::Listener(_)) => {
+                return Err(XtpError::IsListener)
+            }
+            Some(slot) => slot.peer,
+            None => return Err(XtpError::InvalidHandle),
+        };
         let Some(XtpSocket::Association(mut assoc)) = self.xtp.remove(index) else {
             return Err(XtpError::InvalidHandle);
         };
         if let Some(out) = assoc.abort() {
             let ends = (assoc.local(), assoc.remote());
-            self.xtp_emit(self.clock, assoc.flow(), ends, &out);
+            self.xtp_emit(self.clock, assoc.flow(), ends, peer, &out);
         }
         Ok(())
     }

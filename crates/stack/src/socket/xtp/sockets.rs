@@ -10,9 +10,11 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
 use probe::Flow;
+use wire::ethernet::EthernetAddress;
 
 use super::association::{Association, State};
 use super::config::XtpConfig;
+use crate::iface::route::InterfaceId;
 use crate::random::SplitMix64;
 use crate::socket::tcp::sockets::StreamMarks;
 
@@ -27,6 +29,16 @@ pub const BACKLOG: usize = 128;
 pub struct XtpHandle {
     index: u32,
     generation: u32,
+}
+
+/// How packets reach an association's peer, and where an arriving
+/// packet came from: over IP (the peer's address), or directly in
+/// Ethernet frames of EtherType 0x817D (the interface and the peer's MAC),
+/// as the study's KRM ran XTP on the network driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    Ip(IpAddr),
+    Link(InterfaceId, EthernetAddress),
 }
 
 /// A port open for FIRST packets.
@@ -50,6 +62,8 @@ pub enum XtpSocket {
 #[derive(Debug)]
 pub struct Slot {
     pub socket: XtpSocket,
+    /// How the association's packets travel (a listener's: unused).
+    pub peer: Peer,
     /// The application gave the handle up: freed once closed.
     pub released: bool,
     /// Waiting in a listener's backlog: not yet the application's.
@@ -72,8 +86,8 @@ pub struct XtpSockets {
     free: Vec<usize>,
     /// Keys this host assigned, to their association.
     by_key: HashMap<u64, usize>,
-    /// (peer address, peer's key) to the association.
-    by_peer: HashMap<(IpAddr, u64), usize>,
+    /// (peer, peer's key) to the association.
+    by_peer: HashMap<(Peer, u64), usize>,
     listeners: HashMap<SocketAddr, usize>,
     rng: SplitMix64,
     /// An application call left packets to send: the next poll is due now.
@@ -131,7 +145,7 @@ impl XtpSockets {
     }
 
     /// Stores `socket`; `None` when [`MAX_SOCKETS`] are in use.
-    pub fn insert(&mut self, socket: XtpSocket, unaccepted: bool) -> Option<XtpHandle> {
+    pub fn insert(&mut self, socket: XtpSocket, peer: Peer, unaccepted: bool) -> Option<XtpHandle> {
         let index = match self.free.pop() {
             Some(index) => index,
             None if self.slots.len() < MAX_SOCKETS => {
@@ -147,13 +161,14 @@ impl XtpSockets {
             }
             XtpSocket::Association(a) => {
                 self.by_key.insert(a.own_key(), index);
-                if let Some(peer) = a.peer_key() {
-                    self.by_peer.insert((a.remote().ip(), peer), index);
+                if let Some(key) = a.peer_key() {
+                    self.by_peer.insert((peer, key), index);
                 }
             }
         }
         self.slots[index] = Some(Slot {
             socket,
+            peer,
             released: false,
             unaccepted,
             marks: StreamMarks::default(),
@@ -194,6 +209,7 @@ impl XtpSockets {
     /// Frees a slot and its table entries; its handles go stale.
     pub fn remove(&mut self, index: usize) -> Option<XtpSocket> {
         let slot = self.slots.get_mut(index)?.take()?;
+        let peer = slot.peer;
         match &slot.socket {
             XtpSocket::Listener(l) => {
                 self.listeners.remove(&l.local);
@@ -202,8 +218,8 @@ impl XtpSockets {
                 if self.by_key.get(&a.own_key()) == Some(&index) {
                     self.by_key.remove(&a.own_key());
                 }
-                if let Some(peer) = a.peer_key() {
-                    let entry = (a.remote().ip(), peer);
+                if let Some(key) = a.peer_key() {
+                    let entry = (peer, key);
                     if self.by_peer.get(&entry) == Some(&index) {
                         self.by_peer.remove(&entry);
                     }
@@ -216,7 +232,7 @@ impl XtpSockets {
     }
 
     /// The context for a packet with `key` from `src`.
-    pub fn demux(&self, src: IpAddr, key: u64) -> Demux {
+    pub fn demux(&self, src: Peer, key: u64) -> Demux {
         let index = if key & wire::xtp::KEY_RETURN != 0 {
             self.by_key.get(&(key & !wire::xtp::KEY_RETURN))
         } else {
@@ -225,8 +241,8 @@ impl XtpSockets {
         match index {
             // A return key names our context; it must be the sender's
             // association, or anyone could drive it.
-            Some(&i) => match self.get(i).map(|s| &s.socket) {
-                Some(XtpSocket::Association(a)) if a.remote().ip() == src => Demux::Association(i),
+            Some(&i) => match self.get(i) {
+                Some(slot) if slot.peer == src => Demux::Association(i),
                 _ => Demux::None,
             },
             None => Demux::None,
