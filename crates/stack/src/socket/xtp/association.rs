@@ -135,6 +135,8 @@ pub struct Association {
     pub(super) request: Option<Request>,
     /// The peer's latest sync seen (echoed by unsolicited controls).
     pub(super) peer_sync: u32,
+    /// The sync of the latest FIRST, which TCNTL answers.
+    pub(super) first_sync: u32,
     pub(super) owed: Owed,
     /// DREQ: answer once the reader took everything below `.0`.
     pub(super) delivery: Option<(u64, u32)>,
@@ -207,6 +209,7 @@ impl Association {
             sync: 0,
             request: None,
             peer_sync: 0,
+            first_sync: 0,
             owed: Owed::default(),
             delivery: None,
             advertised_alloc,

@@ -44,6 +44,7 @@ impl Association {
                 // Each copy of FIRST is answered: the earlier answer may
                 // have been lost.
                 self.owed.tcntl = self.role == Role::Responder;
+                self.first_sync = packet.sync;
                 self.data_input(now, packet, data);
             }
             Segment::Cntl(control) => {

@@ -20,6 +20,8 @@ pub mod rate;
 pub mod recv_stream;
 pub mod send_stream;
 pub mod sockets;
+#[cfg(test)]
+mod tests;
 
 pub use association::{Association, Ends, Failure, Role, State, XtpCounters};
 pub use config::{ErrorControl, RateLimit, XtpConfig};

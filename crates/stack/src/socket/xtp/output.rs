@@ -183,9 +183,14 @@ impl Association {
 
     /// The responder's answer to FIRST: its control state and its own key
     /// (`xkey`), so the initiator's packets find this context directly.
+    /// It echoes FIRST's sync and carries no spans, so a later status
+    /// request (data right behind FIRST) gets its own answer, with spans.
     fn tcntl(&mut self) -> Outgoing {
         self.counters.tcntl_sent += 1;
-        let echo = self.owed.echo.take().unwrap_or(self.peer_sync);
+        let echo = self.first_sync;
+        if self.owed.echo == Some(echo) {
+            self.owed.echo = None;
+        }
         let control = self.control_repr(echo);
         let mut options = self.base_options();
         options.set(XtpOptions::WCLOSE, self.send.is_closed());
