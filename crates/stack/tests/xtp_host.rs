@@ -182,3 +182,40 @@ fn a_silent_peer_times_the_association_out() {
     assert_eq!(assoc.error(), Some(Failure::TimedOut));
     assert_eq!(assoc.counters().first_sent, 4, "FIRST and three retries");
 }
+
+#[test]
+fn abbreviated_close_stops_the_sender_and_frees_both_contexts() {
+    let mut sim = default_network();
+    let (a, b) = associate(&mut sim, true, XtpConfig::default());
+    let data = pattern(2 << 20, 5);
+    let (mut sent, mut read) = (0, 0);
+    let mut buf = vec![0u8; 8192];
+    // The reader takes 100 kB, then closes before the stream's end.
+    let stopped = sim.run_until_with(Duration::from_secs(10), |sim| {
+        let h = host_mut(sim, "host-a");
+        loop {
+            match h.xtp_send(a, &data[sent..]) {
+                Ok(n) => sent += n,
+                Err(XtpError::WouldBlock) => break,
+                Err(XtpError::PeerStoppedReading) => return true,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let h = host_mut(sim, "host-b");
+        if read < 100_000 {
+            if let Ok(n) = h.xtp_recv(b, &mut buf) {
+                read += n;
+            }
+            if read >= 100_000 {
+                h.xtp_close(b).unwrap();
+            }
+        }
+        false
+    });
+    assert!(stopped, "the sender never heard RCLOSE");
+    assert!(sent < data.len(), "the close came before the end");
+    host_mut(&mut sim, "host-a").xtp_close(a).unwrap();
+    sim.run_for(Duration::from_secs(5));
+    assert_eq!(sim.host("host-a").unwrap().xtp_socket_count(), 0);
+    assert_eq!(sim.host("host-b").unwrap().xtp_socket_count(), 1);
+}

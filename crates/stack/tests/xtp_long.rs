@@ -35,7 +35,10 @@ fn sixty_four_mib(topology: &Topology, config: XtpConfig, limit: Duration) {
     let rate = if took.is_zero() {
         "no rate: the wire takes no virtual time".to_string()
     } else {
-        format!("{:.1} Mbit/s", BYTES as f64 * 8.0 / took.as_secs_f64() / 1e6)
+        format!(
+            "{:.1} Mbit/s",
+            BYTES as f64 * 8.0 / took.as_secs_f64() / 1e6
+        )
     };
     eprintln!(
         "{:?}: 64 MiB in {took:?} of virtual time ({rate}); {counters:?}",
