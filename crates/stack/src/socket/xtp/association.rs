@@ -69,6 +69,7 @@ pub struct XtpCounters {
     pub go_backs: u64,
     pub sreq_sent: u64,
     pub dreq_sent: u64,
+    /// Controls sent at once for a gap (FASTNAK), not on request.
     pub fastnaks_sent: u64,
     pub wtimer_expiries: u64,
     pub keepalives: u64,
@@ -98,6 +99,8 @@ pub(super) struct Owed {
     pub tcntl: bool,
     /// An unsolicited control (alloc update, RCLOSE, FASTNAK).
     pub update: bool,
+    /// That control reports a gap at once (FASTNAK).
+    pub fastnak: bool,
     /// A status request of our own (WTIMER or CTIMER).
     pub probe: bool,
     /// Resend FIRST (initiator, WTIMER before any answer).
@@ -420,14 +423,14 @@ impl Association {
         self.state == State::Active && self.read_done() && self.write_done()
     }
 
-    /// END arrived from the peer.
-    pub(super) fn on_end(&mut self, now: Instant) {
+    /// END arrived from the peer: the end of the close handshake if both
+    /// streams are finished, else an abortive close.
+    pub(super) fn on_end(&mut self) {
         match self.state {
             State::Quiet | State::Closed => self.state = State::Closed,
             _ if self.read_done() && self.write_done() => self.state = State::Closed,
             _ => self.fail(Failure::Reset),
         }
-        let _ = now;
     }
 
     pub(super) fn fail(&mut self, failure: Failure) {

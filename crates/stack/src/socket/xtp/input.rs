@@ -75,7 +75,7 @@ impl Association {
             Segment::Jcntl { .. } | Segment::Diag { .. } => {}
         }
         if options.contains(XtpOptions::END) {
-            self.on_end(now);
+            self.on_end();
         }
         self.arm_wtimer(now);
     }
@@ -115,7 +115,7 @@ impl Association {
                     // reported at once, not at the next status request.
                     if self.config.fastnak || options.contains(XtpOptions::FASTNAK) {
                         self.owed.update = true;
-                        self.counters.fastnaks_sent += 1;
+                        self.owed.fastnak = true;
                     }
                 }
             }

@@ -53,6 +53,9 @@ impl Association {
             || quiet_answer
         {
             let probe = std::mem::take(&mut self.owed.probe);
+            if std::mem::take(&mut self.owed.fastnak) {
+                self.counters.fastnaks_sent += 1;
+            }
             self.owed.update = false;
             return Some(self.control(now, probe));
         }

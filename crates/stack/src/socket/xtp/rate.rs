@@ -15,8 +15,10 @@ pub struct RateControl {
     credit: i64,
     /// RTIMER: when the credit is next refreshed.
     rtimer: Option<Instant>,
-    /// Times a packet waited for RTIMER.
+    /// RTIMER periods whose credit ran out with data still to send (a
+    /// sender held back by the rate, counted once per period).
     pub stalls: u64,
+    held: bool,
 }
 
 impl RateControl {
@@ -28,6 +30,7 @@ impl RateControl {
             credit: limit.map_or(0, |l| i64::from(l.burst)),
             rtimer: None,
             stalls: 0,
+            held: false,
         }
     }
 
@@ -66,6 +69,7 @@ impl RateControl {
         let period = Self::period(limit);
         while let Some(at) = self.rtimer.filter(|&t| t <= now) {
             self.credit = (self.credit + i64::from(limit.burst)).min(i64::from(limit.burst));
+            self.held = false;
             self.rtimer = (self.credit < i64::from(limit.burst)).then_some(at + period);
         }
     }
@@ -77,7 +81,8 @@ impl RateControl {
         }
         self.refresh(now);
         let ok = self.credit > 0;
-        if !ok {
+        if !ok && !self.held {
+            self.held = true;
             self.stalls += 1;
         }
         ok
@@ -123,6 +128,8 @@ mod tests {
         assert!(r.allows(at), "refreshed, less the 20-byte debt");
         r.consume(at, 80);
         assert!(!r.allows(at));
+        assert!(!r.allows(at));
+        assert_eq!(r.stalls, 2, "once per period held");
     }
 
     #[test]
