@@ -299,10 +299,23 @@ impl Host {
         }
     }
 
-    /// Sends what every association has to send.
+    /// Sends what every association has to send: those with a priority
+    /// (SORT) first, the highest first, then the rest (study §2.6: "the
+    /// higher priority contexts are served before those with lower
+    /// priority. The contexts with this option disabled are served last").
     pub(super) fn xtp_output(&mut self, now: Instant) {
         self.xtp.output_pending = false;
-        for index in 0..self.xtp.slot_count() {
+        let mut order: Vec<(Option<u16>, usize)> = self
+            .xtp
+            .indices()
+            .map(|i| match self.xtp.get(i).map(|s| &s.socket) {
+                Some(XtpSocket::Association(a)) => (a.config().sort, i),
+                _ => (None, i),
+            })
+            .collect();
+        // Stable: equal priorities keep their slot order.
+        order.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, index) in order {
             for sent in 0..=OUTPUT_BUDGET {
                 if sent == OUTPUT_BUDGET {
                     self.xtp.output_pending = true;
@@ -446,6 +459,7 @@ fn diag(key: u64, code: DiagCode, value: DiagValue) -> Outgoing {
     Outgoing {
         key: key | wire::xtp::KEY_RETURN,
         options: XtpOptions::END,
+        sort: 0,
         sync: 0,
         seq: 0,
         body: Body::Diag(code, value, message),

@@ -382,6 +382,7 @@ impl Association {
         known.then(|| Outgoing {
             key: self.out_key(),
             options: XtpOptions::END,
+            sort: self.config.sort.unwrap_or(0),
             sync: self.sync,
             seq: self.send.nxt(),
             body: Body::Diag(

@@ -68,6 +68,9 @@ pub struct XtpConfig {
     pub ctimeout: Duration,
     /// How long the end that sent END answers a peer that missed it.
     pub quiet_time: Duration,
+    /// Priority sorting (SORT, study §2.6): the host sends for
+    /// associations with a higher value first, those without last.
+    pub sort: Option<u16>,
 }
 
 impl Default for XtpConfig {
@@ -89,6 +92,7 @@ impl Default for XtpConfig {
             ctimer: Duration::from_secs(30),
             ctimeout: Duration::from_secs(120),
             quiet_time: Duration::from_secs(2),
+            sort: None,
         }
     }
 }

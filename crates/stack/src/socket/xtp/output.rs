@@ -80,6 +80,7 @@ impl Association {
         options.set(XtpOptions::NOCHECK, self.config.nocheck);
         options.set(XtpOptions::RES, self.config.reservation);
         options.set(XtpOptions::RCLOSE, self.read_done());
+        options.set(XtpOptions::SORT, self.config.sort.is_some());
         options
     }
 
@@ -174,6 +175,7 @@ impl Association {
         Outgoing {
             key: self.out_key(),
             options,
+            sort: self.config.sort.unwrap_or(0),
             sync,
             seq: 0,
             body: Body::First {
@@ -200,6 +202,7 @@ impl Association {
         Outgoing {
             key: self.out_key(),
             options,
+            sort: self.config.sort.unwrap_or(0),
             sync: self.sync,
             seq: self.send.end().unwrap_or(self.send.nxt()),
             body: Body::Tcntl {
@@ -242,6 +245,7 @@ impl Association {
         Outgoing {
             key: self.out_key(),
             options,
+            sort: self.config.sort.unwrap_or(0),
             sync,
             seq,
             body,
@@ -285,6 +289,7 @@ impl Association {
         Some(Outgoing {
             key: self.out_key(),
             options,
+            sort: self.config.sort.unwrap_or(0),
             sync,
             seq: piece.seq,
             body: Body::Data(data),

@@ -30,6 +30,8 @@ pub enum Body {
 pub struct Outgoing {
     pub key: u64,
     pub options: XtpOptions,
+    /// Priority (with SORT); 0 otherwise.
+    pub sort: u16,
     pub sync: u32,
     pub seq: u64,
     pub body: Body,
@@ -81,7 +83,7 @@ impl Outgoing {
         XtpRepr {
             key: self.key,
             options: self.options,
-            sort: 0,
+            sort: self.sort,
             sync: self.sync,
             seq: self.seq,
             segment,
