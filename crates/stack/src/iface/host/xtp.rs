@@ -314,7 +314,7 @@ impl Host {
             })
             .collect();
         // Stable: equal priorities keep their slot order.
-        order.sort_by(|a, b| b.0.cmp(&a.0));
+        order.sort_by_key(|&(sort, _)| std::cmp::Reverse(sort));
         for (_, index) in order {
             for sent in 0..=OUTPUT_BUDGET {
                 if sent == OUTPUT_BUDGET {
