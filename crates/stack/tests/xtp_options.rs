@@ -340,3 +340,46 @@ fn sorting_serves_the_higher_priority_association_first() {
     // With one, its whole burst leaves first, though opened second.
     assert_eq!(second_arrived_before_first(plain, urgent), 20_000);
 }
+
+#[test]
+fn noerr_gives_losses_up_and_noflow_lifts_alloc() {
+    // NOERR on the impaired network: nothing resent; what arrives is
+    // delivered and what is lost is counted, byte for byte.
+    let mut sim = network_of(&impaired_topology(7), None);
+    let config = XtpConfig {
+        noerr: true,
+        ..XtpConfig::default()
+    };
+    let (a, b) = associate(&mut sim, true, config);
+    let data = pattern(2 << 20, 14);
+    let (at_b, _) = exchange(&mut sim, (a, b), &data, &[], Duration::from_secs(60));
+    let ca = sim
+        .host("host-a")
+        .unwrap()
+        .xtp_association(a)
+        .unwrap()
+        .counters();
+    let cb = sim
+        .host("host-b")
+        .unwrap()
+        .xtp_association(b)
+        .unwrap()
+        .counters();
+    assert_eq!(ca.retransmitted_packets, 0, "{ca:?}");
+    assert!(cb.bytes_given_up > 0, "the wire lost nothing: {cb:?}");
+    assert_eq!(at_b.len() as u64 + cb.bytes_given_up, data.len() as u64);
+    assert!(at_b.len() > data.len() * 9 / 10);
+
+    // NOFLOW from the receiver: the sender stops counting on alloc.
+    let mut sim = default_network();
+    let config = XtpConfig {
+        noflow: true,
+        ..XtpConfig::default()
+    };
+    let (a, b) = associate(&mut sim, true, config);
+    let data = pattern(1 << 20, 15);
+    let (at_b, _) = exchange(&mut sim, (a, b), &data, &[], Duration::from_secs(30));
+    assert_same(&at_b, &data, "NOFLOW transfer");
+    let assoc = sim.host("host-a").unwrap().xtp_association(a).unwrap();
+    assert_eq!(assoc.peer_alloc(), u64::MAX);
+}

@@ -76,6 +76,8 @@ pub struct XtpCounters {
     pub data_packets_received: u64,
     pub data_bytes_received: u64,
     pub duplicate_packets_received: u64,
+    /// Bytes given up without error control (NOERR): lost, never resent.
+    pub bytes_given_up: u64,
     pub out_of_order_packets: u64,
     pub rate_stalls: u64,
 }
@@ -152,6 +154,8 @@ pub struct Association {
     pub(super) peer_rclosed: bool,
     /// Abbreviated close: this end reads no more.
     pub(super) read_abandoned: bool,
+    /// The peer sends without error control (NOERR seen on its data).
+    pub(super) peer_noerr: bool,
     pub(super) end_sent: bool,
     /// Unsolicited NAK gaps already resent since the last answered
     /// request, so a run of FASTNAKs resends a gap once.
@@ -221,6 +225,7 @@ impl Association {
             wclose_sent: false,
             peer_rclosed: false,
             read_abandoned: false,
+            peer_noerr: false,
             end_sent: false,
             naked: Vec::new(),
             last_go_back: None,
@@ -350,12 +355,27 @@ impl Association {
     /// Reads bytes. An alloc update is owed once reading opened half the
     /// buffer since the last one the peer heard.
     pub fn recv(&mut self, out: &mut [u8]) -> usize {
-        let n = self.recv.recv(out);
+        let mut n = self.recv.recv(out);
+        if self.peer_noerr && n < out.len() {
+            self.give_up_gap();
+            n += self.recv.recv(&mut out[n..]);
+        }
         let grown = self.recv.alloc().saturating_sub(self.advertised_alloc);
         if n > 0 && grown >= (self.config.recv_buffer / 2) as u64 && self.state == State::Active {
             self.owed.update = true;
         }
         n
+    }
+
+    /// NOERR: past the gap the reader is stuck at.
+    pub(super) fn give_up_gap(&mut self) {
+        self.counters.bytes_given_up += self.recv.skip_gap();
+    }
+
+    /// The largest `alloc` heard from the peer (`u64::MAX` once it said
+    /// NOFLOW).
+    pub fn peer_alloc(&self) -> u64 {
+        self.peer_alloc
     }
 
     /// Graceful close of the sending half (WCLOSE after the data).

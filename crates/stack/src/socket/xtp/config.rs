@@ -33,6 +33,14 @@ pub struct XtpConfig {
     pub error_control: ErrorControl,
     /// NOCHECK: the checksum covers the header only.
     pub nocheck: bool,
+    /// NOERR: no error control; nothing is resent, and the receiver
+    /// gives up what is missing (study §2.4.2: "error control can be
+    /// disabled").
+    pub noerr: bool,
+    /// NOFLOW: this end, as receiver, tells its peer to ignore `alloc`
+    /// (study §2.4.2: "flow control can be disabled"); what overflows the
+    /// receive buffer is dropped and left to error control.
+    pub noflow: bool,
     /// FASTNAK: answer a gap at once instead of waiting for a status
     /// request (study §2.7, "Enable Aggressive Error Control").
     pub fastnak: bool,
@@ -78,6 +86,8 @@ impl Default for XtpConfig {
         Self {
             error_control: ErrorControl::Selective,
             nocheck: false,
+            noerr: false,
+            noflow: false,
             fastnak: false,
             rate: None,
             reservation: false,

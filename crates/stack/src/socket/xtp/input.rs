@@ -102,6 +102,10 @@ impl Association {
     fn data_input(&mut self, now: Instant, packet: &XtpRepr<'_>, data: &[u8]) {
         let options = packet.options;
         self.counters.data_packets_received += 1;
+        if options.contains(XtpOptions::NOERR) && !self.peer_noerr {
+            self.peer_noerr = true;
+            self.recv.keep_pieces();
+        }
         self.counters.data_bytes_received += data.len() as u64;
         if self.read_abandoned {
             // Abbreviated close: nothing more is taken.
@@ -123,6 +127,14 @@ impl Association {
         if options.contains(XtpOptions::WCLOSE) {
             self.recv
                 .set_end(packet.seq.saturating_add(data.len() as u64));
+        }
+        if self.peer_noerr
+            && (options.contains(XtpOptions::SREQ)
+                || options.contains(XtpOptions::DREQ)
+                || options.contains(XtpOptions::WCLOSE))
+        {
+            // The end of a burst: what is still missing is not coming.
+            self.give_up_gap();
         }
         self.common_options(now, packet);
     }
@@ -172,6 +184,9 @@ impl Association {
         let options = packet.options;
         if options.contains(XtpOptions::WCLOSE) {
             self.recv.set_end(packet.seq);
+            if self.peer_noerr {
+                self.give_up_gap();
+            }
         }
         self.send.ack(control.rseq);
         if !options.contains(XtpOptions::NOFLOW) {
@@ -201,6 +216,14 @@ impl Association {
     fn recover(&mut self, rseq: u64, spans: &[Span], upto: u64, solicited: bool) {
         let upto = upto.min(self.send.high());
         if rseq >= upto {
+            return;
+        }
+        if self.config.noerr {
+            // No error control: what the answer shows missing is given
+            // up, not resent (the receiver skips it too).
+            if solicited {
+                self.send.ack(upto);
+            }
             return;
         }
         if self.config.error_control == ErrorControl::GoBackN {

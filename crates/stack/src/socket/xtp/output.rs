@@ -78,6 +78,8 @@ impl Association {
     fn base_options(&self) -> XtpOptions {
         let mut options = XtpOptions::empty();
         options.set(XtpOptions::NOCHECK, self.config.nocheck);
+        options.set(XtpOptions::NOERR, self.config.noerr);
+        options.set(XtpOptions::NOFLOW, self.config.noflow);
         options.set(XtpOptions::RES, self.config.reservation);
         options.set(XtpOptions::RCLOSE, self.read_done());
         options.set(XtpOptions::SORT, self.config.sort.is_some());

@@ -28,8 +28,8 @@ pub enum Arrival {
 pub struct RecvStream {
     capacity: usize,
     readable: VecDeque<u8>,
-    /// Bytes the application has read: the sequence number of
-    /// `readable`'s front.
+    /// Bytes the application has read (or, without error control, given
+    /// up as lost): the sequence number of `readable`'s front.
     read: u64,
     /// Pieces beyond `rseq`, disjoint, keyed by first sequence number.
     pieces: BTreeMap<u64, Vec<u8>>,
@@ -227,6 +227,33 @@ impl RecvStream {
         n
     }
 
+    /// Keeps data beyond a gap whatever the mode: a sender without error
+    /// control (NOERR) will not resend, so what is here must be kept.
+    pub fn keep_pieces(&mut self) {
+        self.keep_out_of_order = true;
+    }
+
+    /// No error control (NOERR): when nothing in order waits for the
+    /// reader, the gap before the first piece held (or before the
+    /// stream's end) is given up and the stream goes on past it. Returns
+    /// the bytes given up.
+    pub fn skip_gap(&mut self) -> u64 {
+        if !self.readable.is_empty() {
+            return 0;
+        }
+        let rseq = self.rseq();
+        let target = match self.pieces.first_key_value() {
+            Some((&start, _)) => start,
+            None => match self.end {
+                Some(end) if end > rseq => end,
+                _ => return 0,
+            },
+        };
+        self.read = target;
+        self.drain_pieces();
+        target - rseq
+    }
+
     /// Abbreviated close: the reader wants no more; what is held is
     /// dropped and the stream counts as read up to `rseq`.
     pub fn discard(&mut self) {
@@ -279,6 +306,24 @@ mod tests {
         assert_eq!(&out[20..30], &[3; 10]);
         assert_eq!(&out[30..35], &[4; 5]);
         assert_eq!(s.insert(0, &[9; 10]), Arrival::Duplicate);
+    }
+
+    #[test]
+    fn without_error_control_gaps_are_given_up_once_the_reader_caught_up() {
+        let mut s = RecvStream::new(1000, false);
+        s.keep_pieces();
+        s.insert(0, &[1; 10]);
+        s.insert(20, &[3; 10]);
+        assert_eq!(s.skip_gap(), 0, "the reader has bytes in order");
+        let mut out = [0; 64];
+        assert_eq!(s.recv(&mut out), 10);
+        assert_eq!(s.skip_gap(), 10);
+        assert_eq!(s.rseq(), 30);
+        assert_eq!(s.recv(&mut out), 10);
+        assert_eq!(&out[..10], &[3; 10]);
+        s.set_end(50);
+        assert_eq!(s.skip_gap(), 20, "the lost tail");
+        assert!(s.at_eof());
     }
 
     #[test]

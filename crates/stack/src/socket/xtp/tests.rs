@@ -164,6 +164,32 @@ fn go_back_n_resends_from_the_first_loss() {
 }
 
 #[test]
+fn without_error_control_a_loss_is_given_up_not_resent() {
+    let config = XtpConfig {
+        noerr: true,
+        ..XtpConfig::default()
+    };
+    let mut a = Association::connect(
+        config,
+        ends("[2001:db8::a]:9", "[2001:db8::b]:7", 5),
+        Instant::ZERO,
+    );
+    let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    a.send(&data);
+    a.close();
+    let mut b = None;
+    // Packet 0 is FIRST (bytes 0..1000); packet 5 carries 5000..6000.
+    let got = run(&mut a, &mut b, XtpConfig::default(), |n| n == 5);
+    let mut expected = data[..5000].to_vec();
+    expected.extend_from_slice(&data[6000..]);
+    assert_eq!(got, expected);
+    assert_eq!(a.counters().retransmitted_packets, 0);
+    let b = b.unwrap();
+    assert_eq!(b.counters().bytes_given_up, 1000);
+    assert_eq!((a.error(), b.error()), (None, None));
+}
+
+#[test]
 fn a_lost_first_is_sent_again() {
     let a = transfer(ErrorControl::Selective, |n| n == 0);
     assert_eq!(a.counters().first_sent, 2);
