@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use stack::iface::host::XtpError;
 use stack::runner::Simulator;
-use stack::socket::xtp::{Failure, RateLimit, State, XtpConfig, XtpHandle};
+use stack::socket::xtp::{Failure, RateLimit, Service, State, XtpConfig, XtpHandle};
 use xtp_support::*;
 
 fn listen(sim: &mut Simulator, config: XtpConfig) -> XtpHandle {
@@ -382,4 +382,90 @@ fn noerr_gives_losses_up_and_noflow_lifts_alloc() {
     assert_same(&at_b, &data, "NOFLOW transfer");
     let assoc = sim.host("host-a").unwrap().xtp_association(a).unwrap();
     assert_eq!(assoc.peer_alloc(), u64::MAX);
+}
+
+/// Runs one exchange under `service`: host-a's request (one message),
+/// host-b's reply if it sends one; both ends then close on their own.
+fn service_exchange(service: Service, reply: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
+    let mut sim = default_network();
+    let config = XtpConfig {
+        service,
+        ..XtpConfig::default()
+    };
+    let listener = listen(&mut sim, XtpConfig::default());
+    let remote = remote(&sim);
+    let request = pattern(3000, 16);
+    let h = host_mut(&mut sim, "host-a");
+    let a = h.xtp_connect(remote, config).unwrap();
+    assert_eq!(h.xtp_send(a, &request), Ok(3000));
+    // One message: the sending half closed with it.
+    assert_eq!(h.xtp_send(a, b"more"), Err(XtpError::Shutdown));
+    let (mut b, mut at_b, mut at_a, mut replied) = (None, Vec::new(), Vec::new(), false);
+    let mut buf = vec![0u8; 8192];
+    let done = sim.run_until_with(Duration::from_secs(10), |sim| {
+        let hb = host_mut(sim, "host-b");
+        b = b.or_else(|| hb.xtp_accept(listener).ok());
+        let Some(sb) = b else { return false };
+        while let Ok(n) = hb.xtp_recv(sb, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            at_b.extend_from_slice(&buf[..n]);
+        }
+        if at_b.len() == request.len() && !replied {
+            replied = true;
+            if let Some(reply) = reply {
+                assert_eq!(hb.xtp_send(sb, reply), Ok(reply.len()));
+            }
+        }
+        let ha = host_mut(sim, "host-a");
+        while let Ok(n) = ha.xtp_recv(a, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            at_a.extend_from_slice(&buf[..n]);
+        }
+        [("host-a", a), ("host-b", sb)]
+            .iter()
+            .all(|&(n, h)| sim.host(n).unwrap().xtp_readiness(h).unwrap().closed)
+    });
+    assert!(done, "{service:?}: the association did not close by itself");
+    for (name, handle) in [("host-a", a), ("host-b", b.unwrap())] {
+        let assoc = sim.host(name).unwrap().xtp_association(handle).unwrap();
+        assert_eq!(assoc.service(), service, "{name}");
+        assert_eq!(assoc.error(), None, "{name}: {service:?}");
+    }
+    assert_same(&at_b, &request, "the request");
+    (at_b, at_a)
+}
+
+#[test]
+fn service_types_carry_one_message_each_way_or_one_way() {
+    let reply = pattern(5000, 17);
+    let (_, at_a) = service_exchange(Service::Transaction, Some(&reply));
+    assert_same(&at_a, &reply, "the transaction's reply");
+    for datagram in [
+        Service::AcknowledgedDatagram,
+        Service::UnacknowledgedDatagram,
+    ] {
+        let (_, at_a) = service_exchange(datagram, None);
+        assert!(at_a.is_empty());
+    }
+    // A message must fit the send buffer whole.
+    let mut sim = default_network();
+    let config = XtpConfig {
+        service: Service::Transaction,
+        send_buffer: 1000,
+        ..XtpConfig::default()
+    };
+    let remote = remote(&sim);
+    let h = host_mut(&mut sim, "host-a");
+    let a = h.xtp_connect(remote, config).unwrap();
+    assert_eq!(
+        h.xtp_send(a, &[0; 1001]),
+        Err(XtpError::MessageTooLarge {
+            len: 1001,
+            max: 1000
+        })
+    );
 }

@@ -47,6 +47,8 @@ pub enum XtpError {
     Shutdown,
     #[error("the peer reads no more (RCLOSE)")]
     PeerStoppedReading,
+    #[error("a {len}-byte message exceeds the {max}-byte send buffer of a message service")]
+    MessageTooLarge { len: usize, max: usize },
     #[error("{0}")]
     Association(Failure),
 }
@@ -225,6 +227,13 @@ impl Host {
         }
         if assoc.peer_stopped_reading() {
             return Err(XtpError::PeerStoppedReading);
+        }
+        let max = assoc.config().send_buffer;
+        if crate::socket::xtp::config::is_message_service(assoc.service()) && data.len() > max {
+            return Err(XtpError::MessageTooLarge {
+                len: data.len(),
+                max,
+            });
         }
         let taken = assoc.send(data);
         if taken == 0 {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use probe::Flow;
 use wire::xtp::{DiagCode, DiagValue, XtpOptions};
 
-use super::config::{ErrorControl, XtpConfig};
+use super::config::{is_datagram_service, is_message_service, ErrorControl, XtpConfig};
 use super::packet::{Body, Outgoing};
 use super::rate::RateControl;
 use super::recv_stream::RecvStream;
@@ -184,7 +184,10 @@ pub struct Ends {
 }
 
 impl Association {
-    fn new(config: XtpConfig, role: Role, ends: Ends, now: Instant) -> Self {
+    fn new(mut config: XtpConfig, role: Role, ends: Ends, now: Instant) -> Self {
+        if config.service == wire::xtp::Service::UnacknowledgedDatagram {
+            config.noerr = true;
+        }
         let keep = config.error_control == ErrorControl::Selective;
         let mut recv = RecvStream::new(config.recv_buffer, keep);
         if config.reservation {
@@ -344,12 +347,40 @@ impl Association {
         self.peer_rclosed && !self.send.is_closed()
     }
 
-    /// Writes bytes; returns how many the send buffer took.
+    /// Writes bytes; returns how many the send buffer took. Under a
+    /// message service the first write is the whole message (all of it or
+    /// nothing) and closes the sending half.
     pub fn send(&mut self, data: &[u8]) -> usize {
-        if self.state == State::Closed || self.peer_rclosed {
+        if self.state == State::Closed || self.peer_rclosed || self.send.is_closed() {
             return 0;
         }
+        if is_message_service(self.config.service) {
+            if data.len() > self.send.room() {
+                return 0;
+            }
+            let n = self.send.write(data);
+            self.send.close();
+            return n;
+        }
         self.send.write(data)
+    }
+
+    /// The service the association runs (the initiator's choice).
+    pub fn service(&self) -> wire::xtp::Service {
+        self.config.service
+    }
+
+    /// The responder takes the initiator's service type from FIRST: a
+    /// datagram service sends nothing back, so its sending half is closed
+    /// from the start; unacknowledged datagrams run without error control.
+    pub(super) fn adopt_service(&mut self, service: wire::xtp::Service) {
+        self.config.service = service;
+        if is_datagram_service(service) {
+            self.send.close();
+        }
+        if service == wire::xtp::Service::UnacknowledgedDatagram {
+            self.config.noerr = true;
+        }
     }
 
     /// Reads bytes. An alloc update is owed once reading opened half the

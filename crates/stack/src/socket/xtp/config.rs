@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub use wire::xtp::Service;
+
 /// How lost data is recovered (study §2.4.2, "Error Control").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub enum ErrorControl {
@@ -30,6 +32,16 @@ pub struct RateLimit {
 /// An association's options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct XtpConfig {
+    /// The service type the initiator asks for in FIRST's traffic
+    /// specifier (study §2.7, "Service Type Specification"); the
+    /// responder takes the initiator's. `UnicastStream` (connection, the
+    /// default) is a byte stream each way; `Transaction` is one message
+    /// each way (each end's first `send` is its whole message, WCLOSE
+    /// after it); `AcknowledgedDatagram` one message from the initiator,
+    /// none back, its delivery confirmed by the close handshake;
+    /// `UnacknowledgedDatagram` the same without error control (NOERR).
+    /// Other values are sent as given and run as a connection.
+    pub service: Service,
     pub error_control: ErrorControl,
     /// NOCHECK: the checksum covers the header only.
     pub nocheck: bool,
@@ -84,6 +96,7 @@ pub struct XtpConfig {
 impl Default for XtpConfig {
     fn default() -> Self {
         Self {
+            service: Service::UnicastStream,
             error_control: ErrorControl::Selective,
             nocheck: false,
             noerr: false,
@@ -105,4 +118,20 @@ impl Default for XtpConfig {
             sort: None,
         }
     }
+}
+
+/// Whether `service` carries one message per direction at most.
+pub fn is_message_service(service: Service) -> bool {
+    matches!(
+        service,
+        Service::Transaction | Service::AcknowledgedDatagram | Service::UnacknowledgedDatagram
+    )
+}
+
+/// Whether only the initiator sends (the datagram services).
+pub fn is_datagram_service(service: Service) -> bool {
+    matches!(
+        service,
+        Service::AcknowledgedDatagram | Service::UnacknowledgedDatagram
+    )
 }

@@ -41,6 +41,9 @@ impl Association {
             Segment::Data { data, .. } => self.data_input(now, packet, data),
             Segment::First { traffic, data, .. } => {
                 self.adopt_traffic(&traffic);
+                if self.role == Role::Responder {
+                    self.adopt_service(traffic.service);
+                }
                 // Each copy of FIRST is answered: the earlier answer may
                 // have been lost.
                 self.owed.tcntl = self.role == Role::Responder;

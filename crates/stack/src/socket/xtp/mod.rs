@@ -24,5 +24,5 @@ pub mod sockets;
 mod tests;
 
 pub use association::{Association, Ends, Failure, Role, State, XtpCounters};
-pub use config::{ErrorControl, RateLimit, XtpConfig};
+pub use config::{ErrorControl, RateLimit, Service, XtpConfig};
 pub use sockets::XtpHandle;

@@ -5,7 +5,7 @@
 //! requested on the last packet of a burst.
 
 use wire::xtp::first::Traffic;
-use wire::xtp::{Address, AddressRepr, ControlRepr, Service, TrafficRepr, XtpOptions};
+use wire::xtp::{Address, AddressRepr, ControlRepr, TrafficRepr, XtpOptions};
 
 use super::association::{Association, Request, Role, State};
 use super::config::ErrorControl;
@@ -120,7 +120,7 @@ impl Association {
     pub(super) fn traffic(&self) -> TrafficRepr {
         let (rate, burst) = self.config.rate.map_or((0, 0), |r| (r.rate, r.burst));
         TrafficRepr {
-            service: Service::UnicastStream,
+            service: self.config.service,
             traffic: Traffic::Rates {
                 maxdata: self.local_maxdata,
                 inrate: rate,
