@@ -469,3 +469,52 @@ fn service_types_carry_one_message_each_way_or_one_way() {
         })
     );
 }
+
+#[test]
+fn beginning_tags_mark_their_offsets_through_loss() {
+    let mut sim = network_of(&impaired_topology(8), None);
+    let (a, b) = associate(&mut sim, true, XtpConfig::default());
+    let data = pattern(600_000, 18);
+    let chunk = 5000;
+    let (mut next, mut got, mut tags) = (0usize, Vec::new(), Vec::new());
+    let mut buf = vec![0u8; 65536];
+    let done = sim.run_until_with(Duration::from_secs(60), |sim| {
+        let h = host_mut(sim, "host-a");
+        // Each 5000-byte record goes tagged with its number; the rest of
+        // a record the send buffer did not take goes untagged.
+        while next < data.len() {
+            let end = ((next / chunk + 1) * chunk).min(data.len());
+            let sent = if next % chunk == 0 {
+                h.xtp_send_tagged(a, (next / chunk) as u64, &data[next..end])
+            } else {
+                h.xtp_send(a, &data[next..end])
+            };
+            match sent {
+                Ok(n) => next += n,
+                Err(_) => break,
+            }
+        }
+        let h = host_mut(sim, "host-b");
+        while let Ok(n) = h.xtp_recv(b, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        tags.extend(h.xtp_recv_tags(b).unwrap());
+        got.len() == data.len()
+    });
+    assert!(done, "got {} of {}", got.len(), data.len());
+    assert_same(&got, &data, "tagged records");
+    let expected: Vec<(u64, u64)> = (0..data.len() / chunk)
+        .map(|i| ((i * chunk) as u64, i as u64))
+        .collect();
+    assert_eq!(tags, expected);
+    let counters = sim
+        .host("host-a")
+        .unwrap()
+        .xtp_association(a)
+        .unwrap()
+        .counters();
+    assert!(counters.retransmitted_packets > 0, "{counters:?}");
+}

@@ -15,6 +15,8 @@ use stack::socket::xtp::XtpConfig;
 use stack::topology::Topology;
 use xtp_support::*;
 
+const TAG: u64 = 0x5854_5034_2e30_7467;
+
 fn tshark(file: &Path, args: &[&str]) -> String {
     let output = Command::new("tshark")
         .arg("-r")
@@ -60,7 +62,19 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
             let (a, b) = associate(&mut sim, v6, XtpConfig::default());
             let up = pattern(512 * 1024, 7);
             let down = pattern(64 * 1024, 8);
-            let (at_b, at_a) = exchange(&mut sim, (a, b), &up, &down, Duration::from_secs(30));
+            // The first kilobyte goes tagged (BTAG), the rest plain.
+            let h = host_mut(&mut sim, "host-a");
+            assert_eq!(h.xtp_send_tagged(a, TAG, &up[..1000]), Ok(1000));
+            let (at_b, at_a) = exchange(
+                &mut sim,
+                (a, b),
+                &up[1000..],
+                &down,
+                Duration::from_secs(30),
+            );
+            // host-b read the tagged kilobyte too: `at_b` is all of `up`.
+            let tags = host_mut(&mut sim, "host-b").xtp_recv_tags(b).unwrap();
+            assert_eq!(tags, vec![(0, TAG)]);
             assert_same(&at_b, &up, "host-a to host-b");
             assert_same(&at_a, &down, "host-b to host-a");
             host_mut(&mut sim, "host-a").xtp_close(a).unwrap();
@@ -73,6 +87,7 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
     assert!(!files.is_empty(), "no capture written");
     let mut types: BTreeMap<String, usize> = BTreeMap::new();
     let mut families: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tagged = Vec::new();
     for file in &files {
         let fields = tshark(
             file,
@@ -89,11 +104,16 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
                 "xtp.checksum.status",
                 "-e",
                 "xtp.cmd.ptype.pformat",
+                "-e",
+                "xtp.data.btag",
             ],
         );
         for line in fields.lines() {
             let parts: Vec<&str> = line.split('|').collect();
-            assert_eq!(parts.len(), 3, "{}: {line}", file.display());
+            assert_eq!(parts.len(), 4, "{}: {line}", file.display());
+            if !parts[3].is_empty() {
+                tagged.push(parts[3].to_string());
+            }
             assert!(
                 parts[0].ends_with(":xtp"),
                 "{}: decoded as {}",

@@ -460,6 +460,7 @@ fn diag(key: u64, code: DiagCode, value: DiagValue) -> Outgoing {
         key: key | wire::xtp::KEY_RETURN,
         options: XtpOptions::END,
         sort: 0,
+        btag: None,
         sync: 0,
         seq: 0,
         body: Body::Diag(code, value, message),

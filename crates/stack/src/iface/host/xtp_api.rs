@@ -255,6 +255,46 @@ impl Host {
         Ok(taken)
     }
 
+    /// Queues bytes whose first is tagged with `tag` (the 8-byte beginning
+    /// tag, BTAG): they start a packet, and the peer learns the tag and
+    /// the stream offset it marks from [`xtp_recv_tags`](Self::xtp_recv_tags).
+    /// Takes what fits, like `xtp_send`; the rest is untagged.
+    pub fn xtp_send_tagged(
+        &mut self,
+        handle: XtpHandle,
+        tag: u64,
+        data: &[u8],
+    ) -> Result<usize, XtpError> {
+        let (assoc, marks) = self.xtp_stream(handle)?;
+        if let Some(error) = assoc.error() {
+            return Err(XtpError::Association(error));
+        }
+        if assoc.send_closed() {
+            return Err(XtpError::Shutdown);
+        }
+        let taken = assoc.send_tagged(tag, data);
+        if taken == 0 {
+            return Err(XtpError::WouldBlock);
+        }
+        marks.written += taken as u64;
+        marks.send_queued += taken;
+        probe::record(
+            SEND_QUEUE_ENQUEUE,
+            probe_len(taken),
+            assoc.flow(),
+            marks.written,
+        );
+        self.xtp.output_pending = true;
+        Ok(taken)
+    }
+
+    /// The beginning tags of bytes that arrived in order, each with the
+    /// stream offset of the byte it marks; taken.
+    pub fn xtp_recv_tags(&mut self, handle: XtpHandle) -> Result<Vec<(u64, u64)>, XtpError> {
+        let (assoc, _) = self.xtp_stream(handle)?;
+        Ok(assoc.take_tags())
+    }
+
     /// Reads received bytes: `Ok(0)` is the end of the peer's stream (its
     /// WCLOSE, everything before it read); `WouldBlock`: nothing yet.
     pub fn xtp_recv(&mut self, handle: XtpHandle, out: &mut [u8]) -> Result<usize, XtpError> {

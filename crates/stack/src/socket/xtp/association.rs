@@ -146,8 +146,9 @@ pub struct Association {
     /// DREQ: answer once the reader took everything below `.0`.
     pub(super) delivery: Option<(u64, u32)>,
     pub(super) advertised_alloc: u64,
-    /// Bytes of the FIRST packet's data (resent with FIRST).
+    /// Bytes of the FIRST packet's data (resent with FIRST), and its tag.
     pub(super) first_len: usize,
+    pub(super) first_tag: Option<u64>,
     /// Bytes sent since the last status request.
     pub(super) since_request: usize,
     pub(super) wclose_sent: bool,
@@ -224,6 +225,7 @@ impl Association {
             delivery: None,
             advertised_alloc,
             first_len: 0,
+            first_tag: None,
             since_request: 0,
             wclose_sent: false,
             peer_rclosed: false,
@@ -365,6 +367,25 @@ impl Association {
         self.send.write(data)
     }
 
+    /// Writes bytes whose first carries `tag` (BTAG, study §2.6): it
+    /// starts a packet of its own; the peer's reader gets the tag with
+    /// its stream offset. Not under a message service.
+    pub fn send_tagged(&mut self, tag: u64, data: &[u8]) -> usize {
+        if self.state == State::Closed
+            || self.peer_rclosed
+            || self.send.is_closed()
+            || is_message_service(self.config.service)
+        {
+            return 0;
+        }
+        self.send.write_tagged(tag, data)
+    }
+
+    /// The tags of bytes that arrived in order: (stream offset, tag).
+    pub fn take_tags(&mut self) -> Vec<(u64, u64)> {
+        self.recv.take_tags()
+    }
+
     /// The service the association runs (the initiator's choice).
     pub fn service(&self) -> wire::xtp::Service {
         self.config.service
@@ -434,6 +455,7 @@ impl Association {
             key: self.out_key(),
             options: XtpOptions::END,
             sort: self.config.sort.unwrap_or(0),
+            btag: None,
             sync: self.sync,
             seq: self.send.nxt(),
             body: Body::Diag(

@@ -38,8 +38,21 @@ impl Association {
             self.owed.update = true;
         }
         match packet.segment {
-            Segment::Data { data, .. } => self.data_input(now, packet, data),
-            Segment::First { traffic, data, .. } => {
+            Segment::Data { data, btag } => {
+                if let Some(tag) = btag {
+                    self.recv.tag(packet.seq, tag);
+                }
+                self.data_input(now, packet, data)
+            }
+            Segment::First {
+                traffic,
+                data,
+                btag,
+                ..
+            } => {
+                if let Some(tag) = btag.filter(|_| !data.is_empty()) {
+                    self.recv.tag(packet.seq, tag);
+                }
                 self.adopt_traffic(&traffic);
                 if self.role == Role::Responder {
                     self.adopt_service(traffic.service);

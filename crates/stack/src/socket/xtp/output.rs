@@ -138,10 +138,12 @@ impl Association {
             let limit = self.peer_alloc;
             if let Some(piece) = self.send.next_piece(limit, self.maxdata) {
                 self.first_len = piece.len;
+                self.first_tag = piece.tag;
                 self.rate.consume(now, piece.len);
             }
         }
         let data = self.send.bytes(0, self.first_len.min(self.send.queued()));
+        let data_is_empty = data.is_empty();
         self.counters.data_bytes_sent += data.len() as u64;
         if self.counters.first_sent > 1 {
             probe::record(XTP_RETRANSMIT, data.len() as u32, self.flow, 2);
@@ -178,6 +180,7 @@ impl Association {
             key: self.out_key(),
             options,
             sort: self.config.sort.unwrap_or(0),
+            btag: self.first_tag.filter(|_| !data_is_empty),
             sync,
             seq: 0,
             body: Body::First {
@@ -205,6 +208,7 @@ impl Association {
             key: self.out_key(),
             options,
             sort: self.config.sort.unwrap_or(0),
+            btag: None,
             sync: self.sync,
             seq: self.send.end().unwrap_or(self.send.nxt()),
             body: Body::Tcntl {
@@ -248,6 +252,7 @@ impl Association {
             key: self.out_key(),
             options,
             sort: self.config.sort.unwrap_or(0),
+            btag: None,
             sync,
             seq,
             body,
@@ -292,6 +297,7 @@ impl Association {
             key: self.out_key(),
             options,
             sort: self.config.sort.unwrap_or(0),
+            btag: piece.tag,
             sync,
             seq: piece.seq,
             body: Body::Data(data),

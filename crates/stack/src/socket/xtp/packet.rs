@@ -32,6 +32,8 @@ pub struct Outgoing {
     pub options: XtpOptions,
     /// Priority (with SORT); 0 otherwise.
     pub sort: u16,
+    /// The beginning tag of a DATA or FIRST packet (BTAG).
+    pub btag: Option<u64>,
     pub sync: u32,
     pub seq: u64,
     pub body: Body,
@@ -49,7 +51,10 @@ impl Outgoing {
     /// Its meaning for the wire crate.
     pub fn repr(&self) -> XtpRepr<'_> {
         let segment = match &self.body {
-            Body::Data(data) => Segment::Data { btag: None, data },
+            Body::Data(data) => Segment::Data {
+                btag: self.btag,
+                data,
+            },
             Body::First {
                 address,
                 traffic,
@@ -57,7 +62,7 @@ impl Outgoing {
             } => Segment::First {
                 address: *address,
                 traffic: *traffic,
-                btag: None,
+                btag: self.btag,
                 data,
             },
             Body::Cntl(control) => Segment::Cntl(*control),

@@ -40,7 +40,12 @@ pub struct RecvStream {
     end: Option<u64>,
     /// Reservation mode: the space the reader asked for with its last read.
     reserved: Option<usize>,
+    /// Beginning tags (BTAG) by the sequence number they came with.
+    tags: BTreeMap<u64, u64>,
 }
+
+/// Tags a receiver holds for its reader at most; more are dropped.
+const MAX_TAGS: usize = 1024;
 
 impl RecvStream {
     pub fn new(capacity: usize, keep_out_of_order: bool) -> Self {
@@ -53,6 +58,7 @@ impl RecvStream {
             keep_out_of_order,
             end: None,
             reserved: None,
+            tags: BTreeMap::new(),
         }
     }
 
@@ -225,6 +231,23 @@ impl RecvStream {
             self.reserved = Some(out.len().max(1));
         }
         n
+    }
+
+    /// A data packet from `seq` carried `tag` (kept once per position, at
+    /// most [`MAX_TAGS`] waiting).
+    pub fn tag(&mut self, seq: u64, tag: u64) {
+        if seq >= self.read && self.tags.len() < MAX_TAGS {
+            self.tags.entry(seq).or_insert(tag);
+        }
+    }
+
+    /// The tags of bytes that arrived in order (stream offset, tag),
+    /// taken.
+    pub fn take_tags(&mut self) -> Vec<(u64, u64)> {
+        let later = self.tags.split_off(&self.rseq());
+        std::mem::replace(&mut self.tags, later)
+            .into_iter()
+            .collect()
     }
 
     /// Keeps data beyond a gap whatever the mode: a sender without error

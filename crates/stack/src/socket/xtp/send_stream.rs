@@ -2,16 +2,21 @@
 //! acknowledged (`rseq` of the peer frees them), the next byte to send,
 //! and the ranges error control asked to send again.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// One piece to send: `len` bytes from `seq`; `resent` when some of them
-/// left before.
+/// left before; `tag` when a tagged write starts at `seq` (BTAG).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Piece {
     pub seq: u64,
     pub len: usize,
     pub resent: bool,
+    pub tag: Option<u64>,
 }
+
+/// Tags written and not yet acknowledged at most: a tagged write beyond
+/// is refused until the peer catches up.
+pub const MAX_TAGS: usize = 1024;
 
 #[derive(Debug)]
 pub struct SendStream {
@@ -28,6 +33,9 @@ pub struct SendStream {
     closed: bool,
     /// Ranges selective retransmission asked for, ascending.
     resend: VecDeque<(u64, u64)>,
+    /// Beginning tags by the sequence number their write starts at: a
+    /// packet starts there and carries the tag, and none crosses it.
+    tags: BTreeMap<u64, u64>,
 }
 
 impl SendStream {
@@ -40,6 +48,7 @@ impl SendStream {
             high: 0,
             closed: false,
             resend: VecDeque::new(),
+            tags: BTreeMap::new(),
         }
     }
 
@@ -102,6 +111,29 @@ impl SendStream {
         n
     }
 
+    /// Like [`write`](Self::write), the first byte tagged with `tag` (the
+    /// study's §2.6 "tagging": 8 bytes for the application, not data).
+    /// Nothing is taken when too many tags wait.
+    pub fn write_tagged(&mut self, tag: u64, data: &[u8]) -> usize {
+        if self.tags.len() >= MAX_TAGS || data.is_empty() {
+            return 0;
+        }
+        let at = self.written_end();
+        let n = self.write(data);
+        if n > 0 {
+            self.tags.insert(at, tag);
+        }
+        n
+    }
+
+    /// Caps a piece from `seq` so it stops before the next tagged byte.
+    fn tag_limit(&self, seq: u64, stop: u64) -> u64 {
+        self.tags
+            .range(seq + 1..stop)
+            .next()
+            .map_or(stop, |(&at, _)| at)
+    }
+
     /// The peer received everything below `rseq`: those bytes are freed.
     /// Returns how many were newly acknowledged.
     pub fn ack(&mut self, rseq: u64) -> usize {
@@ -113,6 +145,7 @@ impl SendStream {
         self.buffer.drain(..freed);
         self.una = rseq;
         self.nxt = self.nxt.max(rseq);
+        self.tags = self.tags.split_off(&rseq);
         while let Some(&(start, stop)) = self.resend.front() {
             if stop <= rseq {
                 self.resend.pop_front();
@@ -173,7 +206,7 @@ impl SendStream {
     pub fn next_piece(&mut self, alloc: u64, max: usize) -> Option<Piece> {
         let max = max.max(1) as u64;
         if let Some(&(start, stop)) = self.resend.front() {
-            let len = (stop - start).min(max);
+            let len = (self.tag_limit(start, stop) - start).min(max);
             if start + len >= stop {
                 self.resend.pop_front();
             } else {
@@ -183,6 +216,7 @@ impl SendStream {
                 seq: start,
                 len: len as usize,
                 resent: true,
+                tag: self.tags.get(&start).copied(),
             });
         }
         let limit = self.written_end().min(alloc);
@@ -190,7 +224,7 @@ impl SendStream {
             return None;
         }
         let seq = self.nxt;
-        let len = (limit - seq).min(max);
+        let len = (self.tag_limit(seq, limit) - seq).min(max);
         self.nxt += len;
         let resent = seq < self.high;
         self.high = self.high.max(self.nxt);
@@ -198,6 +232,7 @@ impl SendStream {
             seq,
             len: len as usize,
             resent,
+            tag: self.tags.get(&seq).copied(),
         })
     }
 
@@ -240,6 +275,24 @@ mod tests {
         let p = s.next_piece(30, 100).unwrap();
         assert_eq!((p.seq, p.len), (26, 4), "clipped to what was sent");
         assert_eq!(s.bytes(26, 4), vec![7; 4]);
+    }
+
+    #[test]
+    fn a_tagged_write_starts_a_packet_and_no_packet_crosses_it() {
+        let mut s = SendStream::new(100);
+        s.write(&[1; 10]);
+        s.write_tagged(0xfeed, &[2; 10]);
+        let p = s.next_piece(100, 50).unwrap();
+        assert_eq!((p.seq, p.len, p.tag), (0, 10, None));
+        let p = s.next_piece(100, 50).unwrap();
+        assert_eq!((p.seq, p.len, p.tag), (10, 10, Some(0xfeed)));
+        s.schedule(&[(5, 20)], true);
+        let p = s.next_piece(100, 50).unwrap();
+        assert_eq!((p.seq, p.len, p.tag), (5, 5, None), "stops at the tag");
+        let p = s.next_piece(100, 50).unwrap();
+        assert_eq!((p.seq, p.tag), (10, Some(0xfeed)), "resent with its tag");
+        s.ack(20);
+        assert!(s.tags.is_empty());
     }
 
     #[test]
