@@ -219,3 +219,42 @@ fn abbreviated_close_stops_the_sender_and_frees_both_contexts() {
     assert_eq!(sim.host("host-a").unwrap().xtp_socket_count(), 0);
     assert_eq!(sim.host("host-b").unwrap().xtp_socket_count(), 1);
 }
+
+/// host-a — r1 — r2 — host-b with a 1280-byte link between the routers,
+/// narrower than either host's: only Packet Too Big tells the sender.
+fn narrow_middle() -> stack::topology::Topology {
+    let text = include_str!("../../../topologies/two-routers.toml")
+        .replacen(
+            "name = \"eth1\"\nipv4 = \"203.0.113.1/24\"",
+            "name = \"eth1\"\nmtu = 1280\nipv4 = \"203.0.113.1/24\"",
+            1,
+        )
+        .replacen(
+            "name = \"eth0\"\nipv4 = \"203.0.113.2/24\"",
+            "name = \"eth0\"\nmtu = 1280\nipv4 = \"203.0.113.2/24\"",
+            1,
+        );
+    assert!(text.matches("mtu = 1280").count() == 2);
+    stack::topology::Topology::from_toml_str(&text).unwrap()
+}
+
+#[test]
+fn packet_too_big_shrinks_the_packets_of_an_association() {
+    let mut sim = network_of(&narrow_middle(), None);
+    let (a, b) = associate(&mut sim, true, XtpConfig::default());
+    // Both hosts' links carry 1500 bytes: the traffic specifiers agree on
+    // 1428 bytes of data, which the middle link cannot carry.
+    let before = sim
+        .host("host-a")
+        .unwrap()
+        .xtp_association(a)
+        .unwrap()
+        .maxdata();
+    assert_eq!(before, 1500 - 40 - 32);
+    let data = pattern(1 << 20, 6);
+    let (at_b, _) = exchange(&mut sim, (a, b), &data, &[], Duration::from_secs(30));
+    assert_same(&at_b, &data, "through the narrow link");
+    let assoc = sim.host("host-a").unwrap().xtp_association(a).unwrap();
+    assert_eq!(assoc.maxdata(), 1280 - 40 - 32);
+    assert!(assoc.counters().retransmitted_packets > 0);
+}

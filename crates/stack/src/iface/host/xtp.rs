@@ -316,6 +316,7 @@ impl Host {
         // Stable: equal priorities keep their slot order.
         order.sort_by_key(|&(sort, _)| std::cmp::Reverse(sort));
         for (_, index) in order {
+            self.xtp_clamp_to_path(now, index);
             for sent in 0..=OUTPUT_BUDGET {
                 if sent == OUTPUT_BUDGET {
                     self.xtp.output_pending = true;
@@ -335,6 +336,30 @@ impl Host {
                 self.xtp_emit(now, flow, ends, peer, &out);
             }
             self.xtp_observe(index);
+        }
+    }
+
+    /// Path-MTU discovery for XTP over IP: once the host learned a smaller
+    /// path MTU (Packet Too Big, Fragmentation Needed), an association to
+    /// that destination sends smaller packets (checked when the count of
+    /// such changes moved, as TCP does).
+    fn xtp_clamp_to_path(&mut self, now: Instant, index: usize) {
+        let changes = self.path_mtu_changes;
+        let Some(slot) = self.xtp.get_mut(index) else {
+            return;
+        };
+        if slot.path_mtu_seen == Some(changes) || !matches!(slot.peer, Peer::Ip(_)) {
+            return;
+        }
+        slot.path_mtu_seen = Some(changes);
+        let peer = slot.peer;
+        let XtpSocket::Association(assoc) = &slot.socket else {
+            return;
+        };
+        let flow = assoc.flow();
+        let maxdata = self.xtp_path_maxdata(now, peer, flow);
+        if let Some(assoc) = self.xtp.association_mut(index) {
+            assoc.clamp_maxdata(maxdata);
         }
     }
 

@@ -312,6 +312,14 @@ impl Association {
         self.maxdata
     }
 
+    /// The path carries less than this end sends (a Packet Too Big or
+    /// Fragmentation Needed taught the host): packets shrink from now on,
+    /// resends included (what the path dropped is resent by error
+    /// control).
+    pub fn clamp_maxdata(&mut self, path_maxdata: usize) {
+        self.maxdata = self.maxdata.min(path_maxdata.max(1));
+    }
+
     /// The smoothed round-trip time, once measured.
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt

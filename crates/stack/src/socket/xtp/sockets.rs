@@ -69,6 +69,9 @@ pub struct Slot {
     /// Waiting in a listener's backlog: not yet the application's.
     pub unaccepted: bool,
     pub marks: StreamMarks,
+    /// The host's count of path-MTU changes when this association last
+    /// checked its path (`None`: not yet).
+    pub path_mtu_seen: Option<u64>,
 }
 
 /// Where an arriving packet goes.
@@ -172,6 +175,7 @@ impl XtpSockets {
             released: false,
             unaccepted,
             marks: StreamMarks::default(),
+            path_mtu_seen: None,
         });
         Some(self.handle_of(index))
     }
