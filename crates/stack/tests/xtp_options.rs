@@ -518,3 +518,57 @@ fn beginning_tags_mark_their_offsets_through_loss() {
         .counters();
     assert!(counters.retransmitted_packets > 0, "{counters:?}");
 }
+
+#[test]
+fn a_sender_held_by_alloc_probes_ever_more_rarely_and_resumes_at_once() {
+    let mut sim = default_network();
+    let (a, b) = associate(&mut sim, true, XtpConfig::default());
+    let data = pattern(1 << 20, 19);
+    let mut sent = 0;
+    // host-b reads nothing for ten seconds: its 256 KiB buffer fills.
+    for _ in 0..100 {
+        let h = host_mut(&mut sim, "host-a");
+        while let Ok(n) = h.xtp_send(a, &data[sent..]) {
+            sent += n;
+        }
+        sim.run_for(Duration::from_millis(100));
+    }
+    let requests = |sim: &Simulator| {
+        sim.host("host-a")
+            .unwrap()
+            .xtp_association(a)
+            .unwrap()
+            .counters()
+            .sreq_sent
+    };
+    let held = requests(&sim);
+    eprintln!("{held} status requests while held");
+    assert!(held < 200, "{held} status requests while held for 10 s");
+    let assoc = sim.host("host-a").unwrap().xtp_association(a).unwrap();
+    assert_eq!(assoc.error(), None);
+    // Reading opens the window: the alloc update restarts the sender.
+    let start = sim.now();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let done = sim.run_until_with(Duration::from_secs(10), |sim| {
+        let h = host_mut(sim, "host-a");
+        while sent < data.len() {
+            match h.xtp_send(a, &data[sent..]) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        let h = host_mut(sim, "host-b");
+        while let Ok(n) = h.xtp_recv(b, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        got.len() == data.len()
+    });
+    assert!(done, "got {} of {}", got.len(), data.len());
+    assert_same(&got, &data, "after the stall");
+    let took = sim.now().saturating_duration_since(start);
+    assert!(took < Duration::from_millis(500), "resumed after {took:?}");
+}

@@ -164,6 +164,11 @@ pub struct Association {
     pub(super) last_go_back: Option<u64>,
     pub(super) wtimer_at: Option<Instant>,
     pub(super) retries: u32,
+    /// Answered requests in a row that found the sender still held back
+    /// by the peer's `alloc` (a reader that does not read): WTIMER backs
+    /// off as for unanswered ones, so a stalled association is probed
+    /// ever more rarely, as TCP's persist timer is.
+    pub(super) stalled: u32,
     pub(super) srtt: Option<Duration>,
     pub(super) rttvar: Duration,
     pub(super) last_heard: Instant,
@@ -236,6 +241,7 @@ impl Association {
             last_go_back: None,
             wtimer_at: None,
             retries: 0,
+            stalled: 0,
             srtt: None,
             rttvar: Duration::ZERO,
             last_heard: now,
@@ -531,7 +537,7 @@ impl Association {
             Some(srtt) => (srtt + self.rttvar * 4).max(self.config.wtimer_min),
             None => self.config.wtimer,
         };
-        let backoff = 1u32 << self.retries.min(6);
+        let backoff = 1u32 << (self.retries + self.stalled).min(6);
         (base * backoff).min(Duration::from_secs(60))
     }
 

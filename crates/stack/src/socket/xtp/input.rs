@@ -205,10 +205,16 @@ impl Association {
             }
         }
         self.send.ack(control.rseq);
+        let alloc_before = self.peer_alloc;
         if !options.contains(XtpOptions::NOFLOW) {
             self.peer_alloc = self.peer_alloc.max(control.alloc);
         } else {
             self.peer_alloc = u64::MAX;
+        }
+        if self.peer_alloc > alloc_before || !self.send.blocked_by(self.peer_alloc) {
+            self.stalled = 0;
+        } else if self.request.is_some_and(|r| r.sync == control.echo) {
+            self.stalled = self.stalled.saturating_add(1);
         }
         let solicited = self.request.filter(|r| r.sync == control.echo);
         if let Some(request) = solicited {

@@ -20,11 +20,16 @@ const MAX_SPANS: usize = 64;
 impl Association {
     /// The next packet to send at `now`, if any.
     pub fn poll_output(&mut self, now: Instant) -> Option<Outgoing> {
-        let out = self.next_packet(now)?;
-        self.counters.packets_sent += 1;
-        self.last_sent = now;
+        let out = self.next_packet(now);
+        if out.is_some() {
+            self.counters.packets_sent += 1;
+            self.last_sent = now;
+        }
+        // Also when nothing left: new data held back by `alloc` waits on
+        // the peer, and WTIMER must run for it (a lost alloc update would
+        // otherwise hold the sender until CTIMER).
         self.arm_wtimer(now);
-        Some(out)
+        out
     }
 
     fn next_packet(&mut self, now: Instant) -> Option<Outgoing> {
