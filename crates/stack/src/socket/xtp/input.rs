@@ -11,6 +11,9 @@ use super::recv_stream::Arrival;
 use crate::probes::{XTP_CONTROL_ENTER, XTP_CONTROL_EXIT};
 use crate::time::Instant;
 
+/// Gaps remembered as resent for unsolicited reports, at most.
+const MAX_NAKED: usize = 1024;
+
 impl Association {
     /// Takes one packet the host matched to this context.
     pub fn input(&mut self, now: Instant, packet: &XtpRepr<'_>) {
@@ -274,6 +277,10 @@ impl Association {
         gaps.retain(|&(a, b)| a < b);
         if !solicited {
             gaps.retain(|gap| !self.naked.contains(gap));
+            if self.naked.len() > MAX_NAKED {
+                // Bounded memory: forgetting only risks a second resend.
+                self.naked.clear();
+            }
             self.naked.extend(gaps.iter().copied());
         }
         if gaps.is_empty() {
