@@ -1,8 +1,9 @@
 //! A capture of XTP transfers (IPv6 and IPv4, host-a — router — host-b,
 //! every interface written as pcapng by the simulator) decoded by tshark:
 //! every XTP packet shows as XTP with `Checksum Status: Good`, none is
-//! malformed, and the setup (FIRST, TCNTL), data and control packets are
-//! all there.
+//! malformed (the IPv4 association's checksums, with NOCHECK, cover the
+//! header alone), and the setup (FIRST, TCNTL), data and control packets
+//! are all there.
 
 mod xtp_support;
 
@@ -59,7 +60,13 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
     {
         let mut sim = network_of(&Topology::default_network(), Some(&dir));
         for v6 in [true, false] {
-            let (a, b) = associate(&mut sim, v6, XtpConfig::default());
+            // The IPv4 association runs with NOCHECK: its checksums cover
+            // the header alone, which tshark must find Good too.
+            let config = XtpConfig {
+                nocheck: !v6,
+                ..XtpConfig::default()
+            };
+            let (a, b) = associate(&mut sim, v6, config);
             let up = pattern(512 * 1024, 7);
             let down = pattern(64 * 1024, 8);
             // The first kilobyte goes tagged (BTAG), the rest plain.
@@ -106,11 +113,15 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
                 "xtp.cmd.ptype.pformat",
                 "-e",
                 "xtp.data.btag",
+                "-e",
+                "xtp.cmd.options.nocheck",
             ],
         );
         for line in fields.lines() {
             let parts: Vec<&str> = line.split('|').collect();
-            assert_eq!(parts.len(), 4, "{}: {line}", file.display());
+            assert_eq!(parts.len(), 5, "{}: {line}", file.display());
+            let nocheck = matches!(parts[4], "1" | "True");
+            assert_eq!(nocheck, parts[0].contains(":ip:"), "{line}");
             if !parts[3].is_empty() {
                 tagged.push(parts[3].to_string());
             }

@@ -6,6 +6,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use probe::Flow;
+use wire::checksum;
 use wire::ip::{ChecksumMode, IpProtocol};
 use wire::xtp::{
     Address, DiagCode, DiagValue, Segment, XtpOptions, XtpPacket, XtpRepr, HEADER_LEN,
@@ -57,12 +58,17 @@ impl Host {
             self.count_drop("xtp_not_unicast");
             return;
         }
+        let from = Peer::Ip(meta.src());
+        // In place when the packet is one piece (no reassembly): no copy.
+        if let Some(bytes) = contiguous(&packet, pos, total) {
+            self.xtp_parse_and_deliver(now, from, Some(meta.dst()), bytes, flow);
+            return;
+        }
         let mut buf = std::mem::take(&mut self.scratch);
         if buf.len() < total {
             buf.resize(total, 0);
         }
         let n = packet.copy_out(pos, &mut buf[..total]);
-        let from = Peer::Ip(meta.src());
         self.xtp_parse_and_deliver(now, from, Some(meta.dst()), &buf[..n], flow);
         self.scratch = buf;
     }
@@ -90,12 +96,16 @@ impl Host {
             return;
         }
         let total = packet.len();
+        let from = Peer::Link(interface, src);
+        if let Some(bytes) = contiguous(&packet, 0, total) {
+            self.xtp_parse_and_deliver(now, from, None, bytes, flow);
+            return;
+        }
         let mut buf = std::mem::take(&mut self.scratch);
         if buf.len() < total {
             buf.resize(total, 0);
         }
         let n = packet.copy_out(0, &mut buf[..total]);
-        let from = Peer::Link(interface, src);
         self.xtp_parse_and_deliver(now, from, None, &buf[..n], flow);
         self.scratch = buf;
     }
@@ -401,7 +411,6 @@ impl Host {
         peer: Peer,
         out: &Outgoing,
     ) {
-        let repr = out.repr();
         let _span = probe::span(
             XTP_OUTPUT_ENTER,
             XTP_OUTPUT_EXIT,
@@ -409,22 +418,41 @@ impl Host {
             flow,
             0,
         );
-        let mut bytes = vec![0u8; repr.buffer_len()];
-        let mut view = XtpPacket::new_unchecked(&mut bytes[..]);
-        if repr.emit(&mut view, ChecksumMode::Skip).is_err() {
+        // The header and the segment's fixed parts are built apart from
+        // the data, and both copied once into the packet: the checksum
+        // joins their sums (the head is a whole number of 16-bit words).
+        let head_repr = out.head();
+        let data = out.data();
+        let mut head = vec![0u8; head_repr.buffer_len()];
+        let mut view = XtpPacket::new_unchecked(&mut head[..]);
+        if head_repr.emit(&mut view, ChecksumMode::Skip).is_err()
+            || (head.len() % 2 == 1 && !data.is_empty())
+        {
             self.count_drop("xtp_emit_failed");
             return;
         }
+        let Ok(dlen) = u32::try_from(head.len() - HEADER_LEN + data.len()) else {
+            self.count_drop("xtp_emit_failed");
+            return;
+        };
+        let mut view = XtpPacket::new_unchecked(&mut head[..]);
+        view.set_dlen(dlen);
         {
-            let covered = if repr.options.contains(XtpOptions::NOCHECK) {
+            let nocheck = head_repr.options.contains(XtpOptions::NOCHECK);
+            let covered = if nocheck {
                 HEADER_LEN
             } else {
-                repr.buffer_len()
+                head.len() + data.len()
             };
             let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, covered as u32, flow, 0);
-            view.fill_checksum();
+            let sum = if nocheck {
+                checksum::sum(&head[..HEADER_LEN])
+            } else {
+                checksum::combine(&[checksum::sum(&head), checksum::sum(data)])
+            };
+            XtpPacket::new_unchecked(&mut head[..]).set_check(checksum::finish(sum));
         }
-        let Ok(packet) = Packet::from_payload(&self.pool, flow, &bytes) else {
+        let Ok(packet) = Packet::from_parts(&self.pool, flow, &[&head, data]) else {
             self.count_drop("xtp_no_buffer");
             return;
         };
@@ -472,6 +500,18 @@ impl Host {
             _ => self.count_drop("xtp_family_mismatch"),
         }
     }
+}
+
+/// `len` bytes at `at` when they lie in one part of the packet.
+fn contiguous(packet: &Packet, at: usize, len: usize) -> Option<&[u8]> {
+    let mut skip = at;
+    for part in packet.parts() {
+        if skip < part.len() {
+            return part.get(skip..skip + len);
+        }
+        skip -= part.len();
+    }
+    (len == 0).then_some(&[][..])
 }
 
 /// A DIAG with END answering a packet whose key was `key`: it goes back

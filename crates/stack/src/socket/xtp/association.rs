@@ -17,6 +17,8 @@ use super::packet::{Body, Outgoing};
 use super::rate::RateControl;
 use super::recv_stream::RecvStream;
 use super::send_stream::SendStream;
+use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT};
+use crate::socket::probe_len;
 use crate::time::Instant;
 
 /// Where an association is.
@@ -370,6 +372,13 @@ impl Association {
         if self.state == State::Closed || self.peer_rclosed || self.send.is_closed() {
             return 0;
         }
+        let _copy = probe::span(
+            DATA_COPY_ENTER,
+            DATA_COPY_EXIT,
+            probe_len(data.len().min(self.send.room())),
+            self.flow,
+            0,
+        );
         if is_message_service(self.config.service) {
             if data.len() > self.send.room() {
                 return 0;
@@ -421,6 +430,13 @@ impl Association {
     /// Reads bytes. An alloc update is owed once reading opened half the
     /// buffer since the last one the peer heard.
     pub fn recv(&mut self, out: &mut [u8]) -> usize {
+        let _copy = probe::span(
+            DATA_COPY_ENTER,
+            DATA_COPY_EXIT,
+            probe_len(out.len().min(self.recv.readable())),
+            self.flow,
+            0,
+        );
         let mut n = self.recv.recv(out);
         if self.peer_noerr && n < out.len() {
             self.give_up_gap();

@@ -8,7 +8,7 @@ use wire::xtp::{ControlRepr, DiagCode, Segment, Span, TrafficRepr, XtpOptions, X
 use super::association::{Association, Failure, Role, State};
 use super::config::ErrorControl;
 use super::recv_stream::Arrival;
-use crate::probes::{XTP_CONTROL_ENTER, XTP_CONTROL_EXIT};
+use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT, XTP_CONTROL_ENTER, XTP_CONTROL_EXIT};
 use crate::time::Instant;
 
 /// Gaps remembered as resent for unsolicited reports, at most.
@@ -129,7 +129,17 @@ impl Association {
         if self.read_abandoned {
             // Abbreviated close: nothing more is taken.
         } else {
-            match self.recv.insert(packet.seq, data) {
+            let arrival = {
+                let _copy = probe::span(
+                    DATA_COPY_ENTER,
+                    DATA_COPY_EXIT,
+                    data.len() as u32,
+                    self.flow,
+                    0,
+                );
+                self.recv.insert(packet.seq, data)
+            };
+            match arrival {
                 Arrival::InOrder | Arrival::Nothing => {}
                 Arrival::Duplicate => self.counters.duplicate_packets_received += 1,
                 Arrival::OutOfOrder => {

@@ -10,7 +10,7 @@ use wire::xtp::{Address, AddressRepr, ControlRepr, TrafficRepr, XtpOptions};
 use super::association::{Association, Request, Role, State};
 use super::config::ErrorControl;
 use super::packet::{Body, Outgoing};
-use crate::probes::XTP_RETRANSMIT;
+use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT, XTP_RETRANSMIT};
 use crate::time::Instant;
 
 /// Spans an ECNTL carries at most (the first gaps matter most; the rest
@@ -271,7 +271,16 @@ impl Association {
             return None;
         }
         let piece = self.send.next_piece(limit, self.maxdata)?;
-        let data = self.send.bytes(piece.seq, piece.len);
+        let data = {
+            let _copy = probe::span(
+                DATA_COPY_ENTER,
+                DATA_COPY_EXIT,
+                piece.len as u32,
+                self.flow,
+                0,
+            );
+            self.send.bytes(piece.seq, piece.len)
+        };
         self.rate.consume(now, piece.len);
         self.counters.data_packets_sent += 1;
         self.counters.data_bytes_sent += piece.len as u64;

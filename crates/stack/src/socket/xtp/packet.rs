@@ -48,6 +48,26 @@ impl Outgoing {
         }
     }
 
+    /// The user data it carries (empty for control packets).
+    pub fn data(&self) -> &[u8] {
+        match &self.body {
+            Body::Data(data) | Body::First { data, .. } => data,
+            _ => &[],
+        }
+    }
+
+    /// Everything but the user data: the header and the segment up to its
+    /// data (address segment, traffic specifier, tag). `dlen` must then
+    /// be raised by the data's length; see [`data`](Self::data).
+    pub fn head(&self) -> XtpRepr<'_> {
+        let mut repr = self.repr();
+        match &mut repr.segment {
+            Segment::Data { data, .. } | Segment::First { data, .. } => *data = &[],
+            _ => {}
+        }
+        repr
+    }
+
     /// Its meaning for the wire crate.
     pub fn repr(&self) -> XtpRepr<'_> {
         let segment = match &self.body {
