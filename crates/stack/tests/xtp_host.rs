@@ -258,3 +258,21 @@ fn packet_too_big_shrinks_the_packets_of_an_association() {
     assert_eq!(assoc.maxdata(), 1280 - 40 - 32);
     assert!(assoc.counters().retransmitted_packets > 0);
 }
+
+#[test]
+fn a_traced_association_leaves_room_for_the_trace_option() {
+    let mut sim = default_network();
+    let (a, b) = associate(&mut sim, true, XtpConfig::default());
+    host_mut(&mut sim, "host-a")
+        .xtp_set_traced(a, true)
+        .unwrap();
+    let data = pattern(300_000, 7);
+    let (at_b, _) = exchange(&mut sim, (a, b), &data, &[], Duration::from_secs(10));
+    assert_same(&at_b, &data, "traced transfer");
+    let h = sim.host("host-a").unwrap();
+    let assoc = h.xtp_association(a).unwrap();
+    assert!(assoc.flow().traced);
+    // The 8-byte trace option fits: no packet needed fragmenting.
+    assert_eq!(assoc.maxdata(), 1500 - 40 - 32 - 8);
+    assert_eq!(h.counters().ipv6_fragments_sent, 0);
+}

@@ -270,7 +270,15 @@ impl Host {
             Peer::Link(interface, _) => (self.interfaces.get(interface.0).map(|i| i.link_mtu()), 0),
         };
         let mtu = mtu.unwrap_or(1280);
-        mtu.saturating_sub(ip_header + HEADER_LEN).max(1)
+        // A traced flow's packets carry the trace option: leave it room,
+        // or every full packet would be fragmented in two.
+        let trace_option = match (flow.traced, peer) {
+            (false, _) | (true, Peer::Link(..)) => 0,
+            (true, Peer::Ip(IpAddr::V6(_))) => wire::trace_option::IPV6_HEADER_LEN,
+            (true, Peer::Ip(IpAddr::V4(_))) => wire::trace_option::IPV4_OPTIONS_LEN,
+        };
+        mtu.saturating_sub(ip_header + HEADER_LEN + trace_option)
+            .max(1)
     }
 
     /// The stream-queue probes for what changed since last looked at

@@ -392,6 +392,21 @@ impl Host {
         Ok(())
     }
 
+    /// Traces an association (`SO_LOG`, as `tcp_set_traced`): its probes
+    /// record under a traced flow and its packets carry the trace option,
+    /// for which they shrink at the next output.
+    pub fn xtp_set_traced(&mut self, handle: XtpHandle, traced: bool) -> Result<(), XtpError> {
+        let index = self.xtp.index(handle).ok_or(XtpError::InvalidHandle)?;
+        let slot = self.xtp.get_mut(index).ok_or(XtpError::InvalidHandle)?;
+        let XtpSocket::Association(assoc) = &mut slot.socket else {
+            return Err(XtpError::IsListener);
+        };
+        assoc.set_traced(traced);
+        // The trace option takes room from every packet: clamp again.
+        slot.path_mtu_seen = None;
+        Ok(())
+    }
+
     /// What the socket is ready for.
     pub fn xtp_readiness(&self, handle: XtpHandle) -> Result<XtpReadiness, XtpError> {
         let index = self.xtp.index(handle).ok_or(XtpError::InvalidHandle)?;

@@ -328,6 +328,14 @@ impl Association {
         self.maxdata = self.maxdata.min(path_maxdata.max(1));
     }
 
+    /// Traces this association's probes (as TCP's `SO_LOG`): with the
+    /// gate in mode `traced_flows` only traced flows record, and its
+    /// packets carry the trace option, so the host must fit it in (see
+    /// `Host::xtp_set_traced`).
+    pub fn set_traced(&mut self, traced: bool) {
+        self.flow.traced = traced;
+    }
+
     /// The smoothed round-trip time, once measured.
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt
