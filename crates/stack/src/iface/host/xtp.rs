@@ -236,7 +236,7 @@ impl Host {
         assoc.input(now, repr);
         let Some(handle) = self
             .xtp
-            .insert(XtpSocket::Association(Box::new(assoc)), from, true)
+            .insert(XtpSocket::Association(Box::new(assoc)), from)
         else {
             self.count_drop("xtp_too_many_sockets");
             return;

@@ -95,7 +95,6 @@ impl Host {
             .insert(
                 XtpSocket::Listener(Box::new(listener)),
                 Peer::Ip(local.ip()),
-                false,
             )
             .ok_or(XtpError::TooManySockets)
     }
@@ -183,7 +182,7 @@ impl Host {
         let assoc = Association::connect(config, ends, now);
         let handle = self
             .xtp
-            .insert(XtpSocket::Association(Box::new(assoc)), peer, false)
+            .insert(XtpSocket::Association(Box::new(assoc)), peer)
             .ok_or(XtpError::TooManySockets)?;
         self.xtp.output_pending = true;
         Ok(handle)
@@ -201,8 +200,7 @@ impl Host {
                 return Err(XtpError::WouldBlock);
             };
             // One freed before it was accepted is skipped.
-            if let Some(slot) = self.xtp.index(handle).and_then(|i| self.xtp.get_mut(i)) {
-                slot.unaccepted = false;
+            if self.xtp.index(handle).is_some() {
                 return Ok(handle);
             }
         }

@@ -66,8 +66,6 @@ pub struct Slot {
     pub peer: Peer,
     /// The application gave the handle up: freed once closed.
     pub released: bool,
-    /// Waiting in a listener's backlog: not yet the application's.
-    pub unaccepted: bool,
     pub marks: StreamMarks,
     /// The host's count of path-MTU changes when this association last
     /// checked its path (`None`: not yet).
@@ -148,7 +146,7 @@ impl XtpSockets {
     }
 
     /// Stores `socket`; `None` when [`MAX_SOCKETS`] are in use.
-    pub fn insert(&mut self, socket: XtpSocket, peer: Peer, unaccepted: bool) -> Option<XtpHandle> {
+    pub fn insert(&mut self, socket: XtpSocket, peer: Peer) -> Option<XtpHandle> {
         let index = match self.free.pop() {
             Some(index) => index,
             None if self.slots.len() < MAX_SOCKETS => {
@@ -173,7 +171,6 @@ impl XtpSockets {
             socket,
             peer,
             released: false,
-            unaccepted,
             marks: StreamMarks::default(),
             path_mtu_seen: None,
         });
