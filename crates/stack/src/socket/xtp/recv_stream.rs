@@ -234,7 +234,7 @@ impl RecvStream {
     }
 
     /// A data packet from `seq` carried `tag` (kept once per position, at
-    /// most [`MAX_TAGS`] waiting).
+    /// most `MAX_TAGS` (1024) waiting).
     pub fn tag(&mut self, seq: u64, tag: u64) {
         if seq >= self.read && self.tags.len() < MAX_TAGS {
             self.tags.entry(seq).or_insert(tag);
