@@ -81,6 +81,22 @@ probe::locations! {
     TCP_TIMER_EXIT = ("tcp.timer.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
     TCP_RETRANSMIT = ("tcp.retransmit", Layer::Transport, Kind::Point, Category::ProtocolSend, None);
 
+    // XTP, the same way: output (packet built), input (packet checked,
+    // its context found and the packet processed), control processing
+    // within input (CNTL, ECNTL, TCNTL: acknowledgement, alloc, spans),
+    // timer handling (WTIMER, CTIMER, the quiet period), and each
+    // retransmitted data packet (`aux` 0: selective, from ECNTL spans or
+    // a short `rseq`; 1: go-back-n; 2: FIRST again under WTIMER).
+    XTP_OUTPUT_ENTER = ("xtp.output.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
+    XTP_OUTPUT_EXIT = ("xtp.output.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
+    XTP_INPUT_ENTER = ("xtp.input.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None);
+    XTP_INPUT_EXIT = ("xtp.input.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None);
+    XTP_CONTROL_ENTER = ("xtp.control.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None);
+    XTP_CONTROL_EXIT = ("xtp.control.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None);
+    XTP_TIMER_ENTER = ("xtp.timer.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
+    XTP_TIMER_EXIT = ("xtp.timer.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
+    XTP_RETRANSMIT = ("xtp.retransmit", Layer::Transport, Kind::Point, Category::ProtocolSend, None);
+
     // Cost centres of the network and transport layers.
     CHECKSUM_ENTER = ("checksum.enter", Layer::Transport, Kind::SpanEnter, Category::Checksum, None);
     CHECKSUM_EXIT = ("checksum.exit", Layer::Transport, Kind::SpanExit, Category::Checksum, None);

@@ -13,10 +13,14 @@
 //!   length and (for ICMPv6, UDP and TCP as the first header) a correct
 //!   checksum, so the fuzzer reaches the extension headers, ND, MLD, UDP
 //!   and TCP (a listener on port 5001, a connection opening to
-//!   2001:db8::2 port 80) instead of stopping at the checks;
+//!   2001:db8::2 port 80) instead of stopping at the checks; XTP (next
+//!   header 36) gets its own checksum filled, and finds XTP listeners on
+//!   port 7036 and an association opening to 2001:db8::2 port 7036 (a
+//!   raw frame of EtherType 0x817D reaches XTP over Ethernet, where an
+//!   association to the peer's MAC opens too);
 //! * `128..=255`: likewise an IPv4 packet (protocol, TTL, flags from the
 //!   rest), with correct lengths and header checksum, and a correct TCP
-//!   checksum for protocol 6.
+//!   checksum for protocol 6 (XTP's for protocol 36).
 
 #![no_main]
 
@@ -30,6 +34,8 @@ use stack::iface::route::InterfaceId;
 use stack::phy::{Link, VirtualWire, WireConfig};
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
+use stack::socket::xtp::sockets::BACKLOG;
+use stack::socket::xtp::XtpConfig;
 use stack::socket::{RawFamily, UdpConfig};
 use stack::time::Instant;
 use stack::topology::{Ipv4Cidr, Ipv6Cidr};
@@ -90,6 +96,30 @@ fuzz_target!(|data: &[u8]| {
         .tcp_connect("[2001:db8::2]:80".parse().unwrap(), TcpConfig::default())
         .into_iter()
         .collect();
+    let mut xtp_listeners = Vec::new();
+    for any in [
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+    ] {
+        let local = SocketAddr::new(any, 7036);
+        if let Ok(l) = host.xtp_listen(local, XtpConfig::default()) {
+            xtp_listeners.push(l);
+        }
+    }
+    let peer = "[2001:db8::2]:7036".parse().unwrap();
+    let mut associations: Vec<_> = host
+        .xtp_connect(peer, XtpConfig::default())
+        .into_iter()
+        .chain(
+            host.xtp_connect_link(
+                InterfaceId(0),
+                EthernetAddress(PEER_MAC),
+                peer,
+                XtpConfig::default(),
+            )
+            .ok(),
+        )
+        .collect();
     while rest.len() >= 2 {
         let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
         let frame = build_frame(&rest[2..2 + len]);
@@ -111,10 +141,24 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
+        for &l in &xtp_listeners {
+            while let Ok(a) = host.xtp_accept(l) {
+                if associations.len() < 8 {
+                    associations.push(a);
+                } else {
+                    let _ = host.xtp_close(a);
+                }
+            }
+        }
         let mut sink = [0u8; 2048];
         for &c in &connections {
             while matches!(host.tcp_recv(c, &mut sink), Ok(n) if n > 0) {}
             let _ = host.tcp_send(c, b"reply");
+        }
+        for &a in &associations {
+            while matches!(host.xtp_recv(a, &mut sink), Ok(n) if n > 0) {}
+            let _ = host.xtp_send(a, b"reply");
+            let _ = host.xtp_recv_tags(a);
         }
         while theirs.receive(now, &mut sink).is_some() {}
     }
@@ -126,6 +170,9 @@ fuzz_target!(|data: &[u8]| {
     assert!(host.pool().in_use() <= 128);
     // Half-open and accepted connections are bounded by the listener.
     assert!(host.tcp_socket_count() <= 2 + 8 + 1 + 2 * 128);
+    // So are XTP associations: two listeners' backlogs, those kept, the
+    // two opened.
+    assert!(host.xtp_socket_count() <= 2 + 2 * BACKLOG + 8 + 2);
 });
 
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
@@ -200,6 +247,9 @@ fn build_frame(input: &[u8]) -> Vec<u8> {
                 );
                 payload[at..at + 2].copy_from_slice(&wire::checksum::finish(sum).to_be_bytes());
             }
+            if *next == wire::xtp::IP_PROTOCOL {
+                fill_xtp_checksum(&mut payload);
+            }
             let mut ip = vec![0x60, 0, 0, 0];
             ip.extend_from_slice(&(payload.len().min(65_535) as u16).to_be_bytes());
             ip.extend_from_slice(&[*next, *hops]);
@@ -240,8 +290,18 @@ fn build_frame(input: &[u8]) -> Vec<u8> {
                 );
                 payload[16..18].copy_from_slice(&wire::checksum::finish(sum).to_be_bytes());
             }
+            if *protocol == wire::xtp::IP_PROTOCOL {
+                fill_xtp_checksum(&mut payload);
+            }
             ip.extend_from_slice(&payload);
             ethernet(MAC.0, 0x0800, &ip)
         }
+    }
+}
+
+/// XTP's checksum (no pseudo-header) over a packet whose lengths check.
+fn fill_xtp_checksum(payload: &mut [u8]) {
+    if let Ok(mut packet) = wire::xtp::XtpPacket::new_checked(payload) {
+        packet.fill_checksum();
     }
 }

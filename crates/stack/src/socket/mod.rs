@@ -19,6 +19,7 @@ mod queues;
 pub mod raw;
 pub mod tcp;
 pub mod udp;
+pub mod xtp;
 
 use std::collections::VecDeque;
 

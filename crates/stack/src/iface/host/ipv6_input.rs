@@ -225,6 +225,11 @@ impl Host {
                     self.tcp_input(now, super::transport::IpMeta::V6(meta), packet, pos);
                     return;
                 }
+                IpProtocol::Unknown(wire::xtp::IP_PROTOCOL) => {
+                    self.counters.ipv6_delivered += 1;
+                    self.xtp_input(now, super::transport::IpMeta::V6(meta), packet, pos);
+                    return;
+                }
                 IpProtocol::Ipv6NoNxt => {
                     self.count_drop("ipv6_no_next_header");
                     return;

@@ -38,6 +38,8 @@ mod ndisc;
 mod tcp;
 mod tcp_api;
 mod transport;
+mod xtp;
+mod xtp_api;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -53,6 +55,7 @@ pub use fragmentation::Fragmentation;
 use link_sockets::FrameAddresses;
 pub use link_sockets::LinkOpenError;
 pub use tcp_api::{TcpError, TcpReadiness};
+pub use xtp_api::{XtpError, XtpReadiness};
 
 use crate::buffer::{Packet, Pool, PoolConfig, PoolConfigError};
 use crate::iface::address::{AddressConfig, InterfaceAddresses};
@@ -72,6 +75,7 @@ use crate::random::SplitMix64;
 use crate::socket::tcp::isn::IsnGenerator;
 use crate::socket::tcp::rules::ChallengeLimiter;
 use crate::socket::tcp::sockets::TcpSockets;
+use crate::socket::xtp::sockets::XtpSockets;
 use crate::socket::{
     LinkConfig, LinkSocket, RawConfig, RawFamily, RawSocket, SendError, UdpConfig, UdpSocket,
 };
@@ -275,6 +279,8 @@ pub struct Host {
     /// An application call or a spent output budget left TCP segments to
     /// send: the next poll is due now.
     tcp_output_pending: bool,
+    /// XTP listeners and associations, their key tables (`socket::xtp`).
+    xtp: XtpSockets,
     /// Packet Too Big / Fragmentation Needed messages taken: a TCP
     /// connection rechecks its path MTU when this moves.
     path_mtu_changes: u64,
@@ -386,6 +392,7 @@ impl Host {
             tcp_isn: IsnGenerator::new([0, 0]),
             tcp_challenges: ChallengeLimiter::default(),
             tcp_output_pending: false,
+            xtp: XtpSockets::new(config.seed),
             path_mtu_changes: 0,
             clock: Instant::ZERO,
             wall: None,
@@ -771,6 +778,7 @@ impl Host {
             || self.link.iter().any(|s| s.send_queue_len() > 0)
             || self.interfaces.iter().any(|i| i.can_transmit())
             || self.tcp_output_pending
+            || self.xtp.output_pending
         {
             return Some(now);
         }
@@ -796,6 +804,7 @@ impl Host {
         consider(self.dest6.next_deadline());
         consider(self.dest4.next_deadline());
         consider(self.tcp_next_deadline());
+        consider(self.xtp_next_deadline());
         next.map(|t| t.max(now))
     }
 
@@ -887,6 +896,7 @@ impl Host {
             self.link_socket_output(index);
         }
         self.tcp_output(now);
+        self.xtp_output(now);
     }
 
     fn poll_timers(&mut self, now: Instant) {
@@ -915,9 +925,11 @@ impl Host {
         let _ = self.dest6.poll(now);
         let _ = self.dest4.poll(now);
         self.tcp_timers(now);
+        self.xtp_timers(now);
         // What the timers made due (retransmissions, delayed ACKs, probes)
         // leaves in this poll.
         self.tcp_output(now);
+        self.xtp_output(now);
     }
 
     // ----- Link input ------------------------------------------------------
@@ -1051,6 +1063,10 @@ impl Host {
                 });
             }
             other => match addresses {
+                Some(addresses) if u16::from(other) == wire::xtp::ETHERTYPE => {
+                    let ends = (addresses.src, addresses.dst);
+                    self.xtp_link_input(now, interface, ends, packet);
+                }
                 Some(addresses) => {
                     self.link_socket_input(interface, other.into(), addresses, packet)
                 }
