@@ -68,7 +68,8 @@ pub struct SweepArgs {
     /// run).
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     max_time: f64,
-    /// Protocols, one point each: tcp, udp, raw (link-level frames).
+    /// Protocols, one point each: tcp, udp, raw (link-level frames), xtp
+    /// (XTP associations, the reference stack only).
     #[arg(long, value_name = "LIST", default_value = "tcp")]
     proto: String,
     /// Protocols run at the same time in every point (one flow of each),
@@ -185,6 +186,7 @@ pub(crate) fn protocol(name: &str) -> Option<Protocol> {
         "tcp" => Some(Protocol::Tcp),
         "udp" => Some(Protocol::Udp),
         "raw" => Some(Protocol::Raw),
+        "xtp" => Some(Protocol::Xtp),
         _ => None,
     }
 }
@@ -270,11 +272,11 @@ impl SweepArgs {
                 ModeArg::Delay => Mode::Delay,
             },
             stacks: names("--stack", &self.stack, stack, "kernel, ref")?,
-            protocols: names("--proto", &self.proto, protocol, "tcp, udp, raw")?,
+            protocols: names("--proto", &self.proto, protocol, "tcp, udp, raw, xtp")?,
             mix: self
                 .mix
                 .as_deref()
-                .map(|m| names("--mix", m, protocol, "tcp, udp, raw"))
+                .map(|m| names("--mix", m, protocol, "tcp, udp, raw, xtp"))
                 .transpose()?,
             families: names("--family", &self.family, family, "4, 6")?,
             sockbufs: self

@@ -71,12 +71,17 @@ pub struct TtcpArgs {
     time: Option<f64>,
     /// UDP instead of TCP: sequence-numbered datagrams between start and
     /// end sentinels; loss, duplication and reordering are counted.
-    #[arg(short = 'u', conflicts_with = "raw")]
+    #[arg(short = 'u', conflicts_with_all = ["raw", "xtp"])]
     udp: bool,
     /// Raw link-level frames of Ethertype 0x88B5 (AF_PACKET on a veth pair
     /// with --netns, or the reference stack's link layer).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "xtp")]
     raw: bool,
+    /// XTP instead of TCP: an XTP association (connection service,
+    /// selective retransmission, implicit setup) over IPv6 or IPv4, the
+    /// XTP study's protocol; the reference stack only (--stack ref).
+    #[arg(long)]
+    xtp: bool,
     /// Port.
     #[arg(short = 'p', value_name = "PORT", default_value_t = 5001)]
     port: u16,
@@ -177,9 +182,10 @@ fn parse_rate(text: &str) -> Result<u64, String> {
 
 impl TtcpArgs {
     fn spec(&self) -> Result<TransferSpec> {
-        let protocol = match (self.udp, self.raw) {
-            (true, _) => Protocol::Udp,
-            (_, true) => Protocol::Raw,
+        let protocol = match (self.udp, self.raw, self.xtp) {
+            (true, _, _) => Protocol::Udp,
+            (_, true, _) => Protocol::Raw,
+            (_, _, true) => Protocol::Xtp,
             _ => Protocol::Tcp,
         };
         let family = match self.host {
@@ -401,7 +407,11 @@ fn print_human(report: &TransferReport) {
             ),
         };
         if let Some(r) = sent.retransmits {
-            what.push_str(&format!(", {r} retransmitted segments"));
+            let unit = match report.start.test_start.protocol {
+                Protocol::Xtp => "packets",
+                _ => "segments",
+            };
+            what.push_str(&format!(", {r} retransmitted {unit}"));
         }
         println!(
             "ttcp-t: {} bytes in {:.3} s = {}, {what}, cpu {:.0}% (user {:.0}%, sys {:.0}%)",

@@ -277,7 +277,7 @@ impl TransferReport {
         sender: Option<&SenderSide>,
         receiver: Option<&ReceiverSide>,
     ) -> Self {
-        let datagram_protocol = spec.protocol != crate::spec::Protocol::Tcp;
+        let datagram_protocol = !spec.protocol.is_stream();
         let mut sum_received = receiver.map(ReceivedSum::from_side);
         // One window for both rates where both sides ran here: the longer
         // of the two. A receiver's window can be the shorter by its first
@@ -330,9 +330,9 @@ impl TransferReport {
         }
         if let Some(link) = self.start.target.link_rate_bps {
             // A datagram sender's rate is the load it offered, which may
-            // well exceed the link; TCP's is what the link carried (its
-            // window ends at the last acknowledgement).
-            let tcp = self.start.test_start.protocol == crate::spec::Protocol::Tcp;
+            // well exceed the link; a stream's is what the link carried
+            // (its window ends at the last acknowledgement).
+            let tcp = self.start.test_start.protocol.is_stream();
             let rates = [
                 ("sent", sent.filter(|_| tcp).map(|s| s.bits_per_second)),
                 ("received", received.map(|r| r.bits_per_second)),

@@ -27,6 +27,16 @@ pub enum Protocol {
     Udp,
     /// Link-level frames of the local experimental Ethertype 0x88B5.
     Raw,
+    /// XTP associations (connection service), the XTP study's protocol:
+    /// the reference stack only.
+    Xtp,
+}
+
+impl Protocol {
+    /// A byte stream (TCP, XTP), not datagrams.
+    pub fn is_stream(self) -> bool {
+        matches!(self, Protocol::Tcp | Protocol::Xtp)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -63,6 +73,7 @@ impl fmt::Display for Protocol {
             Protocol::Tcp => "tcp",
             Protocol::Udp => "udp",
             Protocol::Raw => "raw",
+            Protocol::Xtp => "xtp",
         })
     }
 }
@@ -173,11 +184,12 @@ impl TransferSpec {
             return invalid("-n must be at least 1 buffer".into());
         }
         match self.protocol {
-            Protocol::Tcp => {
+            Protocol::Tcp | Protocol::Xtp => {
                 if self.len == 0 || self.len > MAX_STREAM_LEN {
                     return invalid(format!(
-                        "-l {} is impossible for TCP: use 1..={MAX_STREAM_LEN} bytes",
-                        self.len
+                        "-l {} is impossible for {}: use 1..={MAX_STREAM_LEN} bytes",
+                        self.len,
+                        self.protocol.to_string().to_uppercase()
                     ));
                 }
                 if self.rate_bps.is_some() {
@@ -283,7 +295,7 @@ impl EchoSpec {
                 self.count, MAX_EXCHANGES
             )));
         }
-        if self.protocol != Protocol::Tcp && self.len < HEADER_LEN {
+        if !self.protocol.is_stream() && self.len < HEADER_LEN {
             return Err(TrafficError::Invalid(format!(
                 "size {} is too small for {} echo: a datagram carries a {HEADER_LEN}-byte \
                  sequence header",

@@ -30,9 +30,19 @@ pub enum Peer {
     Mac(EthernetAddress),
 }
 
+/// Which stream protocol.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StreamProtocol {
+    #[default]
+    Tcp,
+    /// XTP's connection service.
+    Xtp,
+}
+
 /// Stream socket settings a program asks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StreamOptions {
+    pub protocol: StreamProtocol,
     /// Send and receive buffer bytes (`-b`); the stack's default if `None`.
     pub buffer: Option<usize>,
     /// Nagle off (`-D`, and every echo).

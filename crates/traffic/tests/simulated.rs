@@ -108,3 +108,25 @@ fn echoes_time_the_simulated_wires() {
         assert_eq!(report.rtt_ns, again.rtt_ns, "{protocol}");
     }
 }
+
+#[test]
+fn xtp_is_byte_exact_over_impaired_wires_and_replays_exactly() {
+    // The XTP study's protocol through the same stream programs as TCP:
+    // an association with selective retransmission over lossy,
+    // reordering wires, every byte checked.
+    for family in [Family::V6, Family::V4] {
+        let target = Target::Simulated(topology("impaired.toml"));
+        let s = spec(Protocol::Xtp, family, 8192, 128);
+        let first = run::pair(&s, &target, false).expect("simulated xtp");
+        assert!(first.is_clean(), "{family}: {first:?}");
+        assert_eq!(first.end.sum_received.as_ref().unwrap().bytes, 8192 * 128);
+        assert!(first.end.sum_sent.as_ref().unwrap().retransmits.unwrap() > 0);
+        let second = run::pair(&s, &target, false).expect("replay");
+        assert_eq!(figures(&first), figures(&second), "{family}");
+    }
+    let mut echo = EchoSpec::new(Protocol::Xtp, Family::V6, 512, 50);
+    echo.timeout = Duration::from_secs(5);
+    let report = run::echo(&echo, &Target::Simulated(None)).expect("xtp echo");
+    assert_eq!(report.rtt_ns.len(), 50);
+    assert_eq!((report.lost, report.corrupted), (0, 0));
+}

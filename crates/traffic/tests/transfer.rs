@@ -259,3 +259,25 @@ fn concurrent_circuits_and_mixes_are_reported_each() {
         assert!(d.foreign > 0, "{d:?}");
     }
 }
+
+#[test]
+fn xtp_runs_on_the_reference_stack_and_is_refused_on_the_kernel() {
+    for family in [Family::V6, Family::V4] {
+        let s = spec(Protocol::Xtp, family, 10_007, 300, 5001);
+        let report = run::pair(&s, &Target::Reference(None), false).expect("xtp transfer");
+        assert!(report.is_clean(), "{family}");
+        assert_eq!(
+            report.end.sum_received.as_ref().unwrap().bytes,
+            10_007 * 300
+        );
+        assert!(report.impossible().is_empty(), "{:?}", report.impossible());
+    }
+    let refused = run::pair(
+        &spec(Protocol::Xtp, Family::V6, 1000, 1, 15_260),
+        &Target::Kernel(KernelPath::Loopback),
+        false,
+    )
+    .expect_err("the kernel has no XTP")
+    .to_string();
+    assert!(refused.contains("--stack ref"), "{refused}");
+}

@@ -18,7 +18,8 @@ use super::socket::{self, bind, peer_error};
 use crate::error::TrafficError;
 use crate::spec::{Family, Protocol, StackKind};
 use crate::transport::{
-    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
+    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, StreamProtocol,
+    Transport,
 };
 
 /// A socket of the table.
@@ -216,6 +217,16 @@ fn udp_send(
     }
 }
 
+/// The kernel's streams are TCP's.
+fn refuse_xtp(options: StreamOptions) -> Result<(), TrafficError> {
+    if options.protocol == StreamProtocol::Xtp {
+        return Err(TrafficError::Unsupported(
+            "the kernel has no XTP: run XTP on the reference stack (--stack ref)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The socket2 socket of a stream entry.
 fn tcp(entry: &Entry) -> &Socket {
     match &entry.socket {
@@ -267,6 +278,7 @@ impl Transport for KernelNet {
         local: SocketAddr,
         options: StreamOptions,
     ) -> Result<Handle, TrafficError> {
+        refuse_xtp(options)?;
         // The buffer sizes on the listener, so accepted connections
         // inherit them and the window scale in the SYN-ACK covers them.
         let socket = socket::open(Protocol::Tcp, local, options.buffer)?;
@@ -305,6 +317,7 @@ impl Transport for KernelNet {
         remote: SocketAddr,
         options: StreamOptions,
     ) -> Result<Handle, TrafficError> {
+        refuse_xtp(options)?;
         let socket = socket::open(Protocol::Tcp, remote, options.buffer)?;
         socket
             .set_tcp_nodelay(options.nodelay)

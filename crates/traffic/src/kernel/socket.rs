@@ -22,7 +22,9 @@ pub fn open(
     let (ty, proto) = match protocol {
         Protocol::Tcp => (Type::STREAM, SockProtocol::TCP),
         Protocol::Udp => (Type::DGRAM, SockProtocol::UDP),
-        Protocol::Raw => unreachable!("raw frames use AF_PACKET sockets"),
+        // Callers name TCP or UDP: frames use AF_PACKET sockets, and the
+        // kernel has no XTP (its transport refuses it before this).
+        Protocol::Raw | Protocol::Xtp => unreachable!("only TCP and UDP sockets open here"),
     };
     let socket = Socket::new(domain, ty, Some(proto))
         .map_err(|e| TrafficError::io(format!("open a {protocol} socket"), e))?;

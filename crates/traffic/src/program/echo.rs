@@ -22,7 +22,7 @@ use crate::datagram::{self, Kind};
 use crate::echo::answer_wait;
 use crate::error::TrafficError;
 use crate::pattern::Pattern;
-use crate::spec::{EchoSpec, Protocol};
+use crate::spec::EchoSpec;
 use crate::transport::{
     DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
 };
@@ -46,6 +46,7 @@ impl Shared {
 
     fn stream_options(&self) -> StreamOptions {
         StreamOptions {
+            protocol: super::stream_protocol(self.spec.protocol),
             buffer: self.spec.sockbuf,
             nodelay: true,
         }
@@ -174,7 +175,7 @@ impl<N: Transport> Program<N> for EchoServer<N> {
         }
         match self.state {
             Serving::Start => {
-                let opened = if self.shared.spec.protocol == Protocol::Tcp {
+                let opened = if self.shared.spec.protocol.is_stream() {
                     net.listen(self.bind, self.shared.stream_options())
                         .map(Serving::Listening)
                 } else {
@@ -471,7 +472,7 @@ impl<N: Transport> Program<N> for EchoClient<N> {
         match self.state {
             Asking::Start => {
                 self.since = net.now();
-                if self.shared.spec.protocol == Protocol::Tcp {
+                if self.shared.spec.protocol.is_stream() {
                     self.state = Asking::Peer(Channel::Stream);
                     return Step::Again;
                 }

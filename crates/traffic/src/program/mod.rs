@@ -146,6 +146,14 @@ pub fn peer_failed<T>() -> Step<T> {
     Step::Done(Err(TrafficError::PeerFailed))
 }
 
+/// The stream protocol a spec's protocol names (TCP unless XTP).
+pub fn stream_protocol(protocol: Protocol) -> crate::transport::StreamProtocol {
+    match protocol {
+        Protocol::Xtp => crate::transport::StreamProtocol::Xtp,
+        _ => crate::transport::StreamProtocol::Tcp,
+    }
+}
+
 /// Where a datagram program's end is: its protocol (UDP or link frames),
 /// family and, for frames, interface (empty: the stack's first).
 #[derive(Debug, Clone, Copy)]

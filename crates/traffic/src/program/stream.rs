@@ -36,6 +36,7 @@ pub struct Shared {
 impl Shared {
     fn options(&self) -> StreamOptions {
         StreamOptions {
+            protocol: super::stream_protocol(self.spec.protocol),
             buffer: self.spec.sockbuf,
             nodelay: self.spec.nodelay,
         }

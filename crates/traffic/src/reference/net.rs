@@ -5,11 +5,12 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use stack::iface::host::{Host, LinkHandle, TcpError, TcpHandle, UdpHandle};
+use stack::iface::host::{Host, LinkHandle, TcpError, TcpHandle, UdpHandle, XtpError};
 use stack::socket::tcp::congestion::Algorithm;
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::udp::UdpConfig;
+use stack::socket::xtp::{XtpConfig, XtpHandle};
 use stack::socket::{LinkConfig, SendError};
 use stack::time::Instant;
 use wire::ethernet::EthernetAddress;
@@ -18,7 +19,8 @@ use crate::env::GrantedBuffers;
 use crate::error::TrafficError;
 use crate::spec::{Family, StackKind};
 use crate::transport::{
-    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
+    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, StreamProtocol,
+    Transport,
 };
 
 /// Socket buffers when `-b` is not given: 4 MiB each way, enough for the
@@ -28,6 +30,40 @@ pub const DEFAULT_BUFFER: usize = 4 << 20;
 
 /// Datagrams a sender's socket queues before sends are refused.
 pub const SEND_QUEUE: usize = 256;
+
+/// A host's stream socket (or listener): TCP or an XTP association.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostStream {
+    Tcp(TcpHandle),
+    Xtp(XtpHandle),
+}
+
+/// An XTP association's settings for `options`: the connection service
+/// with the buffers a TCP connection would get, everything else XTP's
+/// defaults (selective retransmission, implicit setup).
+pub fn xtp_config(options: StreamOptions) -> XtpConfig {
+    let size = options.buffer.unwrap_or(DEFAULT_BUFFER);
+    XtpConfig {
+        send_buffer: size,
+        recv_buffer: size,
+        ..XtpConfig::default()
+    }
+}
+
+fn xtp_facts(config: &XtpConfig) -> SocketFacts {
+    SocketFacts {
+        granted: GrantedBuffers {
+            send: Some(config.send_buffer),
+            recv: Some(config.recv_buffer),
+        },
+        // XTP has rate control, not congestion control.
+        congestion_control: None,
+    }
+}
+
+fn xtp_error(what: &str, e: XtpError) -> TrafficError {
+    TrafficError::Invalid(format!("{what}: {e}"))
+}
 
 /// A host's datagram socket: UDP or link-level frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +143,8 @@ fn interface(host: &Host, name: &str) -> Option<stack::iface::route::InterfaceId
 }
 
 impl Transport for Host {
-    type Listener = TcpHandle;
-    type Stream = TcpHandle;
+    type Listener = HostStream;
+    type Stream = HostStream;
     type Datagrams = Datagrams;
 
     fn stack(&self) -> StackKind {
@@ -131,16 +167,32 @@ impl Transport for Host {
         &mut self,
         local: SocketAddr,
         options: StreamOptions,
-    ) -> Result<TcpHandle, TrafficError> {
-        self.tcp_listen(local, tcp_config(options), ListenerConfig::default())
-            .map_err(|e| stack_error(&format!("{}: listen on {local}", self.name()), e))
+    ) -> Result<HostStream, TrafficError> {
+        let what = format!("{}: listen on {local}", self.name());
+        match options.protocol {
+            StreamProtocol::Tcp => self
+                .tcp_listen(local, tcp_config(options), ListenerConfig::default())
+                .map(HostStream::Tcp)
+                .map_err(|e| stack_error(&what, e)),
+            StreamProtocol::Xtp => self
+                .xtp_listen(local, xtp_config(options))
+                .map(HostStream::Xtp)
+                .map_err(|e| xtp_error(&what, e)),
+        }
     }
 
-    fn accept(&mut self, listener: TcpHandle) -> Result<Option<TcpHandle>, TrafficError> {
-        match self.tcp_accept(listener) {
-            Ok(conn) => Ok(Some(conn)),
-            Err(TcpError::WouldBlock) => Ok(None),
-            Err(e) => Err(stack_error("accept", e)),
+    fn accept(&mut self, listener: HostStream) -> Result<Option<HostStream>, TrafficError> {
+        match listener {
+            HostStream::Tcp(h) => match self.tcp_accept(h) {
+                Ok(conn) => Ok(Some(HostStream::Tcp(conn))),
+                Err(TcpError::WouldBlock) => Ok(None),
+                Err(e) => Err(stack_error("accept", e)),
+            },
+            HostStream::Xtp(h) => match self.xtp_accept(h) {
+                Ok(assoc) => Ok(Some(HostStream::Xtp(assoc))),
+                Err(XtpError::WouldBlock) => Ok(None),
+                Err(e) => Err(xtp_error("accept", e)),
+            },
         }
     }
 
@@ -148,73 +200,131 @@ impl Transport for Host {
         &mut self,
         remote: SocketAddr,
         options: StreamOptions,
-    ) -> Result<TcpHandle, TrafficError> {
-        self.tcp_connect(remote, tcp_config(options))
-            .map_err(|e| stack_error(&format!("connect to {remote}"), e))
+    ) -> Result<HostStream, TrafficError> {
+        let what = format!("connect to {remote}");
+        match options.protocol {
+            StreamProtocol::Tcp => self
+                .tcp_connect(remote, tcp_config(options))
+                .map(HostStream::Tcp)
+                .map_err(|e| stack_error(&what, e)),
+            StreamProtocol::Xtp => self
+                .xtp_connect(remote, xtp_config(options))
+                .map(HostStream::Xtp)
+                .map_err(|e| xtp_error(&what, e)),
+        }
     }
 
-    fn established(&mut self, stream: TcpHandle) -> Result<bool, TrafficError> {
-        let ready = self
-            .tcp_readiness(stream)
-            .map_err(|e| stack_error("connect", e))?;
-        if let Some(e) = ready.error {
+    fn established(&mut self, stream: HostStream) -> Result<bool, TrafficError> {
+        let (established, error) = match stream {
+            HostStream::Tcp(h) => {
+                let ready = self
+                    .tcp_readiness(h)
+                    .map_err(|e| stack_error("connect", e))?;
+                (ready.established, ready.error.map(|e| e.to_string()))
+            }
+            HostStream::Xtp(h) => {
+                let ready = self.xtp_readiness(h).map_err(|e| xtp_error("connect", e))?;
+                (ready.established, ready.error.map(|e| e.to_string()))
+            }
+        };
+        if let Some(e) = error {
             return Err(TrafficError::Invalid(format!(
                 "connect: {e} (is the receiver listening?)"
             )));
         }
-        Ok(ready.established)
+        Ok(established)
     }
 
-    fn send(&mut self, stream: TcpHandle, data: &[u8]) -> Result<usize, TrafficError> {
-        match self.tcp_send(stream, data) {
-            Ok(n) => Ok(n),
-            Err(TcpError::WouldBlock) => Ok(0),
-            Err(e) => Err(stack_error("send", e)),
+    fn send(&mut self, stream: HostStream, data: &[u8]) -> Result<usize, TrafficError> {
+        match stream {
+            HostStream::Tcp(h) => match self.tcp_send(h, data) {
+                Ok(n) => Ok(n),
+                Err(TcpError::WouldBlock) => Ok(0),
+                Err(e) => Err(stack_error("send", e)),
+            },
+            HostStream::Xtp(h) => match self.xtp_send(h, data) {
+                Ok(n) => Ok(n),
+                Err(XtpError::WouldBlock) => Ok(0),
+                Err(e) => Err(xtp_error("send", e)),
+            },
         }
     }
 
-    fn recv(&mut self, stream: TcpHandle, buf: &mut [u8]) -> Result<Read, TrafficError> {
-        match self.tcp_recv(stream, buf) {
-            Ok(0) => Ok(Read::End),
-            Ok(n) => Ok(Read::Data(n)),
-            Err(TcpError::WouldBlock) => Ok(Read::Nothing),
-            Err(e) => Err(stack_error("receive", e)),
+    fn recv(&mut self, stream: HostStream, buf: &mut [u8]) -> Result<Read, TrafficError> {
+        let read = match stream {
+            HostStream::Tcp(h) => match self.tcp_recv(h, buf) {
+                Err(TcpError::WouldBlock) => return Ok(Read::Nothing),
+                other => other.map_err(|e| stack_error("receive", e))?,
+            },
+            HostStream::Xtp(h) => match self.xtp_recv(h, buf) {
+                Err(XtpError::WouldBlock) => return Ok(Read::Nothing),
+                other => other.map_err(|e| xtp_error("receive", e))?,
+            },
+        };
+        Ok(if read == 0 {
+            Read::End
+        } else {
+            Read::Data(read)
+        })
+    }
+
+    fn shutdown(&mut self, stream: HostStream) -> Result<(), TrafficError> {
+        match stream {
+            HostStream::Tcp(h) => self.tcp_shutdown(h).map_err(|e| stack_error("shutdown", e)),
+            HostStream::Xtp(h) => self.xtp_shutdown(h).map_err(|e| xtp_error("shutdown", e)),
         }
     }
 
-    fn shutdown(&mut self, stream: TcpHandle) -> Result<(), TrafficError> {
-        self.tcp_shutdown(stream)
-            .map_err(|e| stack_error("shutdown", e))
+    fn unacknowledged(&mut self, stream: HostStream) -> Option<u64> {
+        match stream {
+            HostStream::Tcp(h) => self.tcp_connection(h).map(|c| c.send_queued() as u64),
+            HostStream::Xtp(h) => self.xtp_association(h).map(|a| a.send_queued() as u64),
+        }
     }
 
-    fn unacknowledged(&mut self, stream: TcpHandle) -> Option<u64> {
-        self.tcp_connection(stream).map(|c| c.send_queued() as u64)
+    fn retransmits(&mut self, stream: HostStream) -> Option<u64> {
+        match stream {
+            HostStream::Tcp(h) => self
+                .tcp_connection(h)
+                .map(|c| c.counters().segments_retransmitted),
+            HostStream::Xtp(h) => self
+                .xtp_association(h)
+                .map(|a| a.counters().retransmitted_packets),
+        }
     }
 
-    fn retransmits(&mut self, stream: TcpHandle) -> Option<u64> {
-        self.tcp_connection(stream)
-            .map(|c| c.counters().segments_retransmitted)
-    }
-
-    fn stream_facts(&mut self, stream: TcpHandle) -> SocketFacts {
-        self.tcp_connection(stream)
-            .map(|c| config_facts(c.config()))
-            .unwrap_or_default()
+    fn stream_facts(&mut self, stream: HostStream) -> SocketFacts {
+        match stream {
+            HostStream::Tcp(h) => self.tcp_connection(h).map(|c| config_facts(c.config())),
+            HostStream::Xtp(h) => self.xtp_association(h).map(|a| xtp_facts(a.config())),
+        }
+        .unwrap_or_default()
     }
 
     /// The listener's connections get the options it was opened with.
-    fn listener_facts(&mut self, listener: TcpHandle) -> SocketFacts {
-        self.tcp_listener(listener)
-            .map(|l| config_facts(l.connection_config()))
-            .unwrap_or_default()
+    fn listener_facts(&mut self, listener: HostStream) -> SocketFacts {
+        match listener {
+            HostStream::Tcp(h) => self
+                .tcp_listener(h)
+                .map(|l| config_facts(l.connection_config())),
+            HostStream::Xtp(h) => self.xtp_listener(h).map(|l| xtp_facts(&l.config)),
+        }
+        .unwrap_or_default()
     }
 
-    fn close(&mut self, stream: TcpHandle) {
-        let _ = self.tcp_close(stream);
+    fn close(&mut self, stream: HostStream) {
+        match stream {
+            HostStream::Tcp(h) => {
+                let _ = self.tcp_close(h);
+            }
+            HostStream::Xtp(h) => {
+                let _ = self.xtp_close(h);
+            }
+        }
     }
 
-    fn close_listener(&mut self, listener: TcpHandle) {
-        let _ = self.tcp_close(listener);
+    fn close_listener(&mut self, listener: HostStream) {
+        self.close(listener);
     }
 
     fn open_datagrams(

@@ -12,7 +12,7 @@ use crate::program::echo::{self, EchoClient, EchoServer, Exchanges};
 use crate::program::stream::{self, Ended, StreamReceiver, StreamSender};
 use crate::program::{Program, Rendezvous, Step};
 use crate::report::{ReceiverSide, SenderSide};
-use crate::spec::{EchoSpec, Protocol, StackKind, TransferSpec};
+use crate::spec::{EchoSpec, StackKind, TransferSpec};
 use crate::transport::Transport;
 
 /// A program to run at one end.
@@ -153,7 +153,7 @@ pub fn transfer_roles(
     rendezvous: &Arc<Rendezvous>,
 ) -> (Role, Role) {
     let pattern = Arc::new(crate::kernel::pattern_for(spec.len));
-    if spec.protocol == Protocol::Tcp {
+    if spec.protocol.is_stream() {
         let shared = |grace| stream::Shared {
             spec: spec.clone(),
             pattern: pattern.clone(),

@@ -140,7 +140,7 @@ fn kernel_transfer(
     // Receivers first; each sender once its receiver listens.
     let mut threads = Vec::with_capacity(runs.len());
     for run in &mut runs {
-        let datagrams = run.spec.protocol != Protocol::Tcp;
+        let datagrams = !run.spec.protocol.is_stream();
         let cpus = run.spec.cpus;
         let receiving = kernel_end::spawn(
             enter(&setup, Side::A),
@@ -167,7 +167,7 @@ fn kernel_transfer(
             )
         })
         .collect();
-    let datagram_flows = flows.iter().filter(|f| f.protocol != Protocol::Tcp).count();
+    let datagram_flows = flows.iter().filter(|f| !f.protocol.is_stream()).count();
     let mut reports = Vec::with_capacity(runs.len());
     for (mut run, (receiving, sending)) in runs.into_iter().zip(ends) {
         let description = match run.spec.protocol {
@@ -178,7 +178,7 @@ fn kernel_transfer(
             _ => setup.description(),
         };
         let cpus = run.spec.cpus;
-        let datagrams = run.spec.protocol != Protocol::Tcp;
+        let datagrams = !run.spec.protocol.is_stream();
         let target = Environment::detect(StackKind::Kernel, description);
         let mut report = run.report(target, &timestamp, |target, _, received| {
             target.mtu = Some(setup.mtu());
@@ -247,7 +247,7 @@ fn network_transfer(
     for (run, ends) in runs.iter().zip(&ends_of) {
         jobs.push((ends.receiver.clone(), run.receiver.clone()));
         jobs.push((ends.sender.clone(), run.sender.clone()));
-        if run.spec.protocol != Protocol::Tcp {
+        if !run.spec.protocol.is_stream() {
             datagram_receivers.push(run.receiver.clone());
         }
     }
@@ -270,7 +270,7 @@ fn network_transfer(
     })?;
     let mut reports = Vec::with_capacity(runs.len());
     for (mut run, target) in runs.into_iter().zip(targets) {
-        let datagrams = run.spec.protocol != Protocol::Tcp;
+        let datagrams = !run.spec.protocol.is_stream();
         let report = run.report(target, &timestamp, |target, _, received| {
             target.placement = placement;
             // With one datagram flow every drop of the run is its own.

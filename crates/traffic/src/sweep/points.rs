@@ -152,7 +152,7 @@ impl fmt::Display for Point {
 }
 
 fn datagram(p: Protocol) -> bool {
-    p != Protocol::Tcp
+    !p.is_stream()
 }
 
 impl Grid {
@@ -412,6 +412,11 @@ fn check_target(point: &Point, path: KernelPath) -> Result<(), TrafficError> {
         Work::Echo(spec) => vec![spec.protocol],
     };
     for protocol in protocols {
+        if (point.stack, protocol) == (StackKind::Kernel, Protocol::Xtp) {
+            return Err(TrafficError::Unsupported(format!(
+                "{point}: the kernel has no XTP: run XTP on the reference stack (--stack ref)"
+            )));
+        }
         if let (StackKind::Kernel, Protocol::Raw, KernelPath::Loopback) =
             (point.stack, protocol, path)
         {

@@ -132,7 +132,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         &run.protocols,
         "tcp",
         protocol,
-        "tcp, udp, raw",
+        "tcp, udp, raw, xtp",
     )?;
     let mix = match &run.mix {
         Some(m) => {
@@ -143,7 +143,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
                 ));
             }
             Some(
-                axis::names("mix", m.get_ref(), protocol, "tcp, udp, raw")
+                axis::names("mix", m.get_ref(), protocol, "tcp, udp, raw, xtp")
                     .map_err(|e| loc.at(m.span(), e))?,
             )
         }
