@@ -10,6 +10,7 @@ mod sweep;
 mod throughput;
 mod trace;
 mod ttcp;
+mod xtp_args;
 
 use clap::{Parser, Subcommand};
 

@@ -76,6 +76,8 @@ pub struct SweepArgs {
     /// e.g. tcp,udp; instead of --proto.
     #[arg(long, value_name = "LIST", conflicts_with = "proto")]
     mix: Option<String>,
+    #[command(flatten)]
+    xtp: crate::xtp_args::XtpArgs,
     /// Stacks: kernel (the OS's sockets), ref (the reference stack).
     #[arg(long, value_name = "LIST", default_value = "kernel")]
     stack: String,
@@ -298,6 +300,7 @@ impl SweepArgs {
             port: self.port,
             timeout: Duration::from_secs_f64(self.timeout),
             loads: loads("--load", &self.load)?,
+            xtp: self.xtp.options()?,
             load_on: names("--load-on", &self.load_on, LoadOn::parse, LoadOn::NAMES)?,
         })
     }

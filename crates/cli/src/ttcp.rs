@@ -82,6 +82,8 @@ pub struct TtcpArgs {
     /// XTP study's protocol; the reference stack only (--stack ref).
     #[arg(long)]
     xtp: bool,
+    #[command(flatten)]
+    xtp_options: crate::xtp_args::XtpArgs,
     /// Port.
     #[arg(short = 'p', value_name = "PORT", default_value_t = 5001)]
     port: u16,
@@ -222,6 +224,7 @@ impl TtcpArgs {
         spec.rate_bps = self.rate;
         spec.interval = self.interval.map(|i| seconds(i, "-i")).transpose()?;
         spec.timeout = seconds(self.timeout, "--timeout")?;
+        spec.xtp = self.xtp_options.options()?;
         spec.validate()?;
         Ok(spec)
     }

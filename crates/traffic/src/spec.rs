@@ -136,6 +136,50 @@ pub struct TransferSpec {
     /// Where the pins held is in the report's `target.placement`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::affinity::SideCpus>,
+    /// An XTP association's options (`--xtp` only).
+    #[serde(skip_serializing_if = "XtpOptions::is_default")]
+    pub xtp: XtpOptions,
+}
+
+/// What an XTP association runs with, beyond its buffers (the study's
+/// `thrput`/`dela` options, `002_…` §4.5, and XTP's per-association
+/// modes, §2.7).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct XtpOptions {
+    /// Go-back-n instead of selective retransmission.
+    pub go_back_n: bool,
+    /// NOCHECK: the checksum covers the header only.
+    pub nocheck: bool,
+    /// Rate control: at most this many bits per second...
+    pub rate_bps: Option<u64>,
+    /// ...in bursts of at most this many bytes.
+    pub burst_bytes: Option<u32>,
+}
+
+impl XtpOptions {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Checks the options against each other and what XTP can carry.
+    pub fn validate(&self) -> Result<(), TrafficError> {
+        let invalid = |m: String| Err(TrafficError::Invalid(m));
+        match self.rate_bps {
+            // The traffic specifier carries the rate in bytes per second
+            // in 32 bits.
+            Some(bps) if bps < 8 || bps / 8 > u64::from(u32::MAX) => invalid(format!(
+                "--xtp-rate {bps} is impossible: use 8 bit/s to {} bit/s",
+                u64::from(u32::MAX) * 8
+            )),
+            None if self.burst_bytes.is_some() => {
+                invalid("--xtp-burst shapes a rate: give --xtp-rate too".into())
+            }
+            _ if self.burst_bytes == Some(0) => {
+                invalid("--xtp-burst must be at least 1 byte".into())
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 fn serialize_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -162,6 +206,7 @@ impl TransferSpec {
             min_duration: None,
             timeout: Duration::from_secs(10),
             cpus: None,
+            xtp: XtpOptions::default(),
         }
     }
 
@@ -236,7 +281,13 @@ impl TransferSpec {
         if self.interval.is_some_and(|i| i < Duration::from_millis(10)) {
             return invalid("-i must be at least 0.01 seconds".into());
         }
-        Ok(())
+        if !self.xtp.is_default() && self.protocol != Protocol::Xtp {
+            return invalid(format!(
+                "the XTP options (--xtp-error-control, --xtp-nocheck, --xtp-rate, --xtp-burst) apply to XTP (--xtp), not {}",
+                self.protocol
+            ));
+        }
+        self.xtp.validate()
     }
 }
 
@@ -254,6 +305,9 @@ pub struct EchoSpec {
     pub count: u64,
     pub port: u16,
     pub sockbuf: Option<usize>,
+    /// An XTP association's options (`--xtp` only).
+    #[serde(skip_serializing_if = "XtpOptions::is_default")]
+    pub xtp: XtpOptions,
     /// How long one exchange may take before it counts as lost (UDP) or
     /// fails the run (TCP).
     #[serde(skip)]
@@ -272,6 +326,7 @@ impl EchoSpec {
             count,
             port: defaults.port,
             sockbuf: None,
+            xtp: XtpOptions::default(),
             timeout: defaults.timeout,
         }
     }
@@ -285,6 +340,7 @@ impl EchoSpec {
         spec.sockbuf = self.sockbuf;
         spec.nodelay = true;
         spec.timeout = self.timeout;
+        spec.xtp = self.xtp;
         spec
     }
 

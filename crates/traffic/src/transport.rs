@@ -43,6 +43,8 @@ pub enum StreamProtocol {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StreamOptions {
     pub protocol: StreamProtocol,
+    /// XTP's association options (XTP only).
+    pub xtp: crate::spec::XtpOptions,
     /// Send and receive buffer bytes (`-b`); the stack's default if `None`.
     pub buffer: Option<usize>,
     /// Nagle off (`-D`, and every echo).

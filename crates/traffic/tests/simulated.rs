@@ -130,3 +130,63 @@ fn xtp_is_byte_exact_over_impaired_wires_and_replays_exactly() {
     assert_eq!(report.rtt_ns.len(), 50);
     assert_eq!((report.lost, report.corrupted), (0, 0));
 }
+
+#[test]
+fn xtp_options_reach_the_association() {
+    use traffic::spec::XtpOptions;
+    let target = Target::Simulated(topology("impaired.toml"));
+    let transfer = |xtp: XtpOptions| {
+        let mut s = spec(Protocol::Xtp, Family::V4, 8192, 64);
+        s.timeout = Duration::from_secs(60);
+        s.xtp = xtp;
+        run::pair(&s, &target, false).expect("simulated xtp")
+    };
+    let run = |xtp: XtpOptions| {
+        let report = transfer(xtp);
+        assert!(report.is_clean(), "{xtp:?}");
+        assert_eq!(report.end.sum_received.as_ref().unwrap().bytes, 8192 * 64);
+        let sent = report.end.sum_sent.as_ref().unwrap();
+        (sent.retransmits.unwrap(), sent.seconds)
+    };
+    let (selective, _) = run(XtpOptions::default());
+    let (go_back_n, _) = run(XtpOptions {
+        go_back_n: true,
+        ..XtpOptions::default()
+    });
+    // Go-back-n resends everything behind a gap, selective only the gap.
+    assert!(
+        go_back_n > selective,
+        "go-back-n {go_back_n}, selective {selective}"
+    );
+    // Rate control: 512 KiB at 4 Mbit/s take at least 1.05 s of virtual
+    // time, whatever the 10 Mbit/s wire could do.
+    let (_, paced_seconds) = run(XtpOptions {
+        rate_bps: Some(4_000_000),
+        ..XtpOptions::default()
+    });
+    assert!(paced_seconds >= 1.0, "paced: {paced_seconds} s");
+    // NOCHECK leaves the data unchecked: the impaired wire's corruption
+    // reaches the application, and the receiver's pattern check counts it.
+    let unchecked = transfer(XtpOptions {
+        nocheck: true,
+        ..XtpOptions::default()
+    });
+    let stream = unchecked.end.sum_received.as_ref().unwrap().stream.unwrap();
+    assert!(stream.corrupted_bytes > 0, "{stream:?}");
+    assert!(!unchecked.is_clean());
+
+    let mut tcp = spec(Protocol::Tcp, Family::V4, 1000, 1);
+    tcp.xtp.nocheck = true;
+    assert!(tcp
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("apply to XTP"));
+    let mut burst_alone = spec(Protocol::Xtp, Family::V4, 1000, 1);
+    burst_alone.xtp.burst_bytes = Some(4096);
+    assert!(burst_alone
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("--xtp-rate"));
+}

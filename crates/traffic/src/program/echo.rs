@@ -47,6 +47,7 @@ impl Shared {
     fn stream_options(&self) -> StreamOptions {
         StreamOptions {
             protocol: super::stream_protocol(self.spec.protocol),
+            xtp: self.spec.xtp,
             buffer: self.spec.sockbuf,
             nodelay: true,
         }

@@ -37,6 +37,7 @@ impl Shared {
     fn options(&self) -> StreamOptions {
         StreamOptions {
             protocol: super::stream_protocol(self.spec.protocol),
+            xtp: self.spec.xtp,
             buffer: self.spec.sockbuf,
             nodelay: self.spec.nodelay,
         }

@@ -10,7 +10,7 @@ use stack::socket::tcp::congestion::Algorithm;
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::udp::UdpConfig;
-use stack::socket::xtp::{XtpConfig, XtpHandle};
+use stack::socket::xtp::{ErrorControl, RateLimit, XtpConfig, XtpHandle};
 use stack::socket::{LinkConfig, SendError};
 use stack::time::Instant;
 use wire::ethernet::EthernetAddress;
@@ -43,12 +43,28 @@ pub enum HostStream {
 /// defaults (selective retransmission, implicit setup).
 pub fn xtp_config(options: StreamOptions) -> XtpConfig {
     let size = options.buffer.unwrap_or(DEFAULT_BUFFER);
+    let xtp = options.xtp;
     XtpConfig {
         send_buffer: size,
         recv_buffer: size,
+        error_control: if xtp.go_back_n {
+            ErrorControl::GoBackN
+        } else {
+            ErrorControl::Selective
+        },
+        nocheck: xtp.nocheck,
+        // Validated to fit: bytes per second in 32 bits.
+        rate: xtp.rate_bps.map(|bps| RateLimit {
+            rate: u32::try_from(bps / 8).unwrap_or(u32::MAX),
+            burst: xtp.burst_bytes.unwrap_or(DEFAULT_BURST),
+        }),
         ..XtpConfig::default()
     }
 }
+
+/// An XTP burst when a rate is given without one: 16 KiB, the study's
+/// XTP queue size (`002_…` §5.1).
+pub const DEFAULT_BURST: u32 = 16 * 1024;
 
 fn xtp_facts(config: &XtpConfig) -> SocketFacts {
     SocketFacts {

@@ -11,7 +11,7 @@ use super::axis::MAX_POINTS;
 use super::load::{LoadOn, MAX_LOAD};
 use crate::error::TrafficError;
 use crate::kernel::KernelPath;
-use crate::spec::{EchoSpec, Family, Protocol, StackKind, TransferSpec};
+use crate::spec::{EchoSpec, Family, Protocol, StackKind, TransferSpec, XtpOptions};
 
 /// What each point measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -85,6 +85,8 @@ pub struct Grid {
     pub loads: Vec<u32>,
     /// Where the load runs, each a point of its own; empty for `both`.
     pub load_on: Vec<LoadOn>,
+    /// XTP's association options, for the XTP points.
+    pub xtp: XtpOptions,
 }
 
 /// The most concurrent flows a point may have (circuits × mix).
@@ -156,6 +158,14 @@ fn datagram(p: Protocol) -> bool {
 }
 
 impl Grid {
+    /// The XTP options for a point's `protocol` (none but XTP's take them).
+    fn xtp_for(&self, protocol: Protocol) -> XtpOptions {
+        match protocol {
+            Protocol::Xtp => self.xtp,
+            _ => XtpOptions::default(),
+        }
+    }
+
     /// Every point, validated: a bad point (impossible size, a protocol
     /// the target lacks, a grid too large) fails here, before anything
     /// runs.
@@ -372,6 +382,7 @@ impl Grid {
                     count,
                     port: self.port,
                     sockbuf,
+                    xtp: self.xtp_for(group[0]),
                     timeout: self.timeout,
                 };
                 spec.validate().map_err(bad)?;
@@ -391,6 +402,7 @@ impl Grid {
                         spec.rate_bps = rate.filter(|_| datagram(protocol));
                         spec.timeout = self.timeout;
                         spec.min_duration = self.min_duration;
+                        spec.xtp = self.xtp_for(protocol);
                         spec.validate().map_err(bad)?;
                         flows.push(spec);
                     }
@@ -450,6 +462,7 @@ mod tests {
             min_duration: None,
             loads: vec![],
             load_on: vec![],
+            xtp: XtpOptions::default(),
         }
     }
 

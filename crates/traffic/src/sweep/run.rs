@@ -287,6 +287,7 @@ mod tests {
             min_duration: None,
             loads: vec![],
             load_on: vec![],
+            xtp: Default::default(),
         }
     }
 

@@ -281,6 +281,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         min_duration,
         loads,
         load_on: load_on.clone(),
+        xtp: Default::default(),
     };
     let full = grid(sizes, sockbufs, rates, loads, full_amount, min_duration);
     let quick = grid(
