@@ -21,7 +21,7 @@ use crate::pattern::Pattern;
 use crate::report::{ReceiverSide, SenderSide};
 use crate::session::ReceiveSession;
 use crate::spec::{Protocol, TransferSpec};
-use crate::transport::{DatagramKind, DatagramOptions, Peer, SocketFacts, Transport};
+use crate::transport::{DatagramOptions, Peer, SocketFacts, Transport};
 use crate::verify::Arrival;
 
 use super::stream::Ended;
@@ -71,14 +71,6 @@ impl Shared {
             family: self.spec.family,
             interface: &self.interface,
         }
-    }
-
-    fn kind(&self, bind: Option<SocketAddr>) -> DatagramKind {
-        self.end().socket(bind)
-    }
-
-    fn own_address<N: Transport>(&self, net: &N, bind: Option<SocketAddr>) -> Option<Peer> {
-        self.end().address(net, bind)
     }
 }
 
@@ -144,7 +136,7 @@ impl<N: Transport> Program<N> for DatagramReceiver<N> {
             return peer_failed();
         }
         let Some(socket) = self.socket else {
-            let kind = self.shared.kind(Some(self.bind));
+            let kind = self.shared.end().socket(Some(self.bind));
             return match net.open_datagrams(&kind, self.shared.options()) {
                 Ok(socket) => {
                     self.facts = net.datagram_facts(socket, self.shared.options());
@@ -156,7 +148,7 @@ impl<N: Transport> Program<N> for DatagramReceiver<N> {
             };
         };
         let Some(session) = self.session.as_mut() else {
-            if let Some(own) = self.shared.own_address(net, Some(self.bind)) {
+            if let Some(own) = self.shared.end().address(net, Some(self.bind)) {
                 self.shared.rendezvous.publish(own);
                 net.notify();
                 self.session = Some(ReceiveSession::new(self.shared.spec.circuit, net.now()));
@@ -351,7 +343,7 @@ impl<N: Transport> Program<N> for DatagramSender<N> {
     fn step(&mut self, net: &mut N) -> Step<Self::Output> {
         let spec = self.shared.spec.clone();
         let Some(socket) = self.socket else {
-            let kind = self.shared.kind(None);
+            let kind = self.shared.end().socket(None);
             return match net.open_datagrams(&kind, self.shared.options()) {
                 Ok(socket) => {
                     self.facts = net.datagram_facts(socket, self.shared.options());
@@ -370,7 +362,7 @@ impl<N: Transport> Program<N> for DatagramSender<N> {
                 if failed {
                     return peer_failed();
                 }
-                let own = self.shared.own_address(net, None);
+                let own = self.shared.end().address(net, None);
                 match (own, self.shared.rendezvous.receiver()) {
                     (Some(_), Some(dest)) => {
                         self.phase = Phase::Start {

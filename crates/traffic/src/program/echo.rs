@@ -23,9 +23,7 @@ use crate::echo::answer_wait;
 use crate::error::TrafficError;
 use crate::pattern::Pattern;
 use crate::spec::EchoSpec;
-use crate::transport::{
-    DatagramKind, DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport,
-};
+use crate::transport::{DatagramOptions, Peer, Read, SocketFacts, StreamOptions, Transport};
 
 /// What both ends of an echo series are given.
 #[derive(Debug, Clone)]
@@ -69,17 +67,9 @@ impl Shared {
         }
     }
 
-    fn datagram_kind(&self, bind: Option<SocketAddr>) -> DatagramKind {
-        self.end().socket(bind)
-    }
-
-    fn own_address<N: Transport>(&self, net: &N, bind: Option<SocketAddr>) -> Option<Peer> {
-        self.end().address(net, bind)
-    }
-
     /// Publishes the server's address once it has one.
     fn publish<N: Transport>(&self, net: &mut N, bind: SocketAddr) -> bool {
-        match self.own_address(net, Some(bind)) {
+        match self.end().address(net, Some(bind)) {
             Some(own) => {
                 self.rendezvous.publish(own);
                 net.notify();
@@ -180,7 +170,7 @@ impl<N: Transport> Program<N> for EchoServer<N> {
                     net.listen(self.bind, self.shared.stream_options())
                         .map(Serving::Listening)
                 } else {
-                    let kind = self.shared.datagram_kind(Some(self.bind));
+                    let kind = self.shared.end().socket(Some(self.bind));
                     net.open_datagrams(&kind, self.shared.datagram_options())
                         .map(|socket| Serving::Datagrams {
                             socket,
@@ -477,7 +467,7 @@ impl<N: Transport> Program<N> for EchoClient<N> {
                     self.state = Asking::Peer(Channel::Stream);
                     return Step::Again;
                 }
-                let kind = self.shared.datagram_kind(None);
+                let kind = self.shared.end().socket(None);
                 match net.open_datagrams(&kind, self.shared.datagram_options()) {
                     Ok(socket) => {
                         self.exchanges.facts =
@@ -489,7 +479,7 @@ impl<N: Transport> Program<N> for EchoClient<N> {
                 }
             }
             Asking::Peer(ref channel) => {
-                let own = self.shared.own_address(net, None);
+                let own = self.shared.end().address(net, None);
                 let Some(dest) = own.and(self.shared.rendezvous.receiver()) else {
                     if (net.now() - self.since) > self.shared.setup_limit() {
                         return self.shared.address_timeout("both ends");
