@@ -110,8 +110,8 @@ impl SideCpus {
     }
 }
 
-/// `Cpus_allowed_list` of /proc/<pid>/status (or of a thread's status
-/// file, /proc/<pid>/task/<tid>/status), expanded (`0-2,5` is 0, 1, 2,
+/// `Cpus_allowed_list` of `/proc/<pid>/status` (or of a thread's status
+/// file, `/proc/<pid>/task/<tid>/status`), expanded (`0-2,5` is 0, 1, 2,
 /// 5): how the kernel itself reports the mask, for tests and checks.
 pub fn cpus_allowed_list(status: &str) -> Option<Vec<usize>> {
     let list = status

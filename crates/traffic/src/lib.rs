@@ -7,7 +7,7 @@
 //!   transfer, the datagram transfer (UDP and link frames), delay mode's
 //!   echo — over [`transport::Transport`], what a program needs from a
 //!   stack;
-//! * [`kernel`] and [`reference`]: the two stacks as transports (the
+//! * [`kernel`] and [`reference`](mod@reference): the two stacks as transports (the
 //!   kernel's sockets; the reference host), and what only they have
 //!   (namespaces, the messages run);
 //! * [`run`]: where a run's ends are — both on one stack, on the

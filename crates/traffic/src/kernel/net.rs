@@ -134,7 +134,7 @@ impl KernelNet {
     }
 
     /// Waits until a socket is readable (or writable, where a send found
-    /// it full), or `until`; at most [`LONGEST_WAIT`].
+    /// it full), or `until`; at most 50 ms (`LONGEST_WAIT`).
     pub fn wait(&mut self, until: Option<Time>) {
         let until = until.map(|t| self.epoch + Duration::from_nanos(t.as_nanos()));
         let now = Instant::now();

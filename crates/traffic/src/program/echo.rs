@@ -8,7 +8,7 @@
 //! measured). Datagrams (UDP, link frames): each request is a test
 //! datagram of kind Echo numbered by its exchange; a late answer to an
 //! earlier exchange is ignored, a missing one counts as lost after
-//! [`answer_wait`](crate::echo::answer_wait).
+//! `crate::echo::answer_wait`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The reference stack's host as a [`Transport`]: its sockets API taken as
 //! it is (poll-driven, handles into the host's tables), so a program steps
 //! inside the host's own loop on whichever runner drives it
-//! ([`super::drive`]).
+//! (`crate::run::host`).
 
 use std::net::{IpAddr, SocketAddr};
 

@@ -2,7 +2,7 @@
 //! stack, both on the reference stack's network, or one on each across a
 //! link the tool makes. Every program ([`crate::program`]) runs on every
 //! target; a target only says where each end's programs run
-//! ([`kernel`], [`network`], [`cross`]) and what it records.
+//! (`kernel`, `network`, `cross`) and what it records.
 
 mod cross;
 mod flow;

@@ -5,7 +5,7 @@
 //!
 //! * [`axis`]: a flag's list or range into values;
 //! * [`points`]: the grid into validated points;
-//! * [`run`], [`target`], [`load`]: running them, under optional
+//! * [`run`](mod@run), `target`, [`load`]: running them, under optional
 //!   background CPU load;
 //! * [`repeat`]: each point until the 95 % interval of its mean is within
 //!   the target or a cap; [`busy`]: whether other work shared the machine;
