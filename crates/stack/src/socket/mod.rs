@@ -17,6 +17,7 @@
 pub mod link;
 mod queues;
 pub mod raw;
+pub mod slab;
 pub mod tcp;
 pub mod udp;
 pub mod xtp;

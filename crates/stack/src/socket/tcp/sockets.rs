@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use super::connection::Connection;
 use super::listener::Listener;
 use super::state::State;
+use crate::socket::slab::{Slab, SlotKey};
 
 /// The most TCP sockets (listeners, connections, and closed connections
 /// still lingering in TIME-WAIT) a host holds.
@@ -18,10 +19,7 @@ pub const MAX_SOCKETS: usize = 65_536;
 /// A TCP socket of a host. A handle outlives its socket safely: once the
 /// slot is reused, the old handle no longer matches its generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TcpHandle {
-    index: u32,
-    generation: u32,
-}
+pub struct TcpHandle(SlotKey);
 
 /// What a slot holds.
 #[derive(Debug)]
@@ -71,29 +69,34 @@ pub enum Demux {
 }
 
 /// The slab and its lookup tables.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TcpSockets {
-    slots: Vec<Option<Slot>>,
-    generations: Vec<u32>,
-    free: Vec<usize>,
+    slab: Slab<Slot>,
     connections: HashMap<(SocketAddr, SocketAddr), usize>,
     listeners: HashMap<SocketAddr, usize>,
+}
+
+impl Default for TcpSockets {
+    fn default() -> Self {
+        Self {
+            slab: Slab::new(MAX_SOCKETS),
+            connections: HashMap::new(),
+            listeners: HashMap::new(),
+        }
+    }
 }
 
 impl TcpSockets {
     /// Stores `socket`, registering it for demultiplexing; `None` when
     /// [`MAX_SOCKETS`] are in use.
     pub fn insert(&mut self, socket: TcpSocket) -> Option<TcpHandle> {
-        let index = match self.free.pop() {
-            Some(index) => index,
-            None if self.slots.len() < MAX_SOCKETS => {
-                self.slots.push(None);
-                self.generations.push(0);
-                self.slots.len() - 1
-            }
-            None => return None,
-        };
-        match &socket {
+        let (index, key) = self.slab.insert(Slot {
+            socket,
+            released: false,
+            marks: StreamMarks::default(),
+            path_mtu_seen: None,
+        })?;
+        match &self.slab.get(index)?.socket {
             TcpSocket::Listener(l) => {
                 self.listeners.insert(l.local(), index);
             }
@@ -101,37 +104,25 @@ impl TcpSockets {
                 self.connections.insert((c.local(), c.remote()), index);
             }
         }
-        self.slots[index] = Some(Slot {
-            socket,
-            released: false,
-            marks: StreamMarks::default(),
-            path_mtu_seen: None,
-        });
-        Some(TcpHandle {
-            index: index as u32,
-            generation: self.generations[index],
-        })
+        Some(TcpHandle(key))
     }
 
     /// The slot index of a live handle.
     pub fn index(&self, handle: TcpHandle) -> Option<usize> {
-        let index = handle.index as usize;
-        (self.generations.get(index) == Some(&handle.generation)
-            && self.slots.get(index).is_some_and(Option::is_some))
-        .then_some(index)
+        self.slab.index(handle.0)
     }
 
     pub fn get(&self, index: usize) -> Option<&Slot> {
-        self.slots.get(index).and_then(Option::as_ref)
+        self.slab.get(index)
     }
 
     pub fn get_mut(&mut self, index: usize) -> Option<&mut Slot> {
-        self.slots.get_mut(index).and_then(Option::as_mut)
+        self.slab.get_mut(index)
     }
 
     /// Frees a slot and its table entries; its handles go stale.
     pub fn remove(&mut self, index: usize) -> Option<TcpSocket> {
-        let slot = self.slots.get_mut(index)?.take()?;
+        let slot = self.slab.remove(index)?;
         match &slot.socket {
             TcpSocket::Listener(l) => {
                 self.listeners.remove(&l.local());
@@ -143,18 +134,16 @@ impl TcpSockets {
                 }
             }
         }
-        self.generations[index] = self.generations[index].wrapping_add(1);
-        self.free.push(index);
         Some(slot.socket)
     }
 
     /// Forgets a connection's 4-tuple (it reached CLOSED): later segments
     /// find no connection and are answered as for a closed port.
     pub fn unregister(&mut self, index: usize) {
-        if let Some(Some(Slot {
+        if let Some(Slot {
             socket: TcpSocket::Connection(c),
             ..
-        })) = self.slots.get(index)
+        }) = self.slab.get(index)
         {
             let key = (c.local(), c.remote());
             if self.connections.get(&key) == Some(&index) {
@@ -203,32 +192,28 @@ impl TcpSockets {
 
     /// One past the highest slot index (slots below may be free).
     pub fn slot_count(&self) -> usize {
-        self.slots.len()
+        self.slab.slot_count()
     }
 
     /// Indices of every slot in use.
     pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|_| i))
+        self.slab.indices()
     }
 
     /// Sockets in use.
     pub fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.slab.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.slab.is_empty()
     }
 
     /// Connections in `state`, accepted or not (listeners' held ones
     /// excluded).
     pub fn count_in(&self, state: State) -> usize {
-        self.slots
-            .iter()
-            .flatten()
+        self.slab
+            .values()
             .filter(|s| matches!(&s.socket, TcpSocket::Connection(c) if c.state() == state))
             .count()
     }

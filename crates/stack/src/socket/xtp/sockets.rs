@@ -16,6 +16,7 @@ use super::association::{Association, State};
 use super::config::XtpConfig;
 use crate::iface::route::InterfaceId;
 use crate::random::SplitMix64;
+use crate::socket::slab::{Slab, SlotKey};
 use crate::socket::tcp::sockets::StreamMarks;
 
 /// The most XTP sockets a host holds.
@@ -26,10 +27,7 @@ pub const BACKLOG: usize = 128;
 
 /// An XTP socket of a host; stale once its slot is reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct XtpHandle {
-    index: u32,
-    generation: u32,
-}
+pub struct XtpHandle(SlotKey);
 
 /// How packets reach an association's peer, and where an arriving
 /// packet came from: over IP (the peer's address), or directly in
@@ -82,9 +80,7 @@ pub enum Demux {
 
 #[derive(Debug)]
 pub struct XtpSockets {
-    slots: Vec<Option<Slot>>,
-    generations: Vec<u32>,
-    free: Vec<usize>,
+    slab: Slab<Slot>,
     /// Keys this host assigned, to their association.
     by_key: HashMap<u64, usize>,
     /// (peer, peer's key) to the association.
@@ -102,9 +98,7 @@ impl XtpSockets {
     /// Keys and ports drawn from `seed`, so a run replays exactly.
     pub fn new(seed: u64) -> Self {
         Self {
-            slots: Vec::new(),
-            generations: Vec::new(),
-            free: Vec::new(),
+            slab: Slab::new(MAX_SOCKETS),
             by_key: HashMap::new(),
             by_peer: HashMap::new(),
             listeners: HashMap::new(),
@@ -139,7 +133,7 @@ impl XtpSockets {
     }
 
     pub fn port_in_use(&self, port: u16) -> bool {
-        self.slots.iter().flatten().any(|s| match &s.socket {
+        self.slab.values().any(|s| match &s.socket {
             XtpSocket::Listener(l) => l.local.port() == port,
             XtpSocket::Association(a) => a.local().port() == port,
         })
@@ -147,16 +141,14 @@ impl XtpSockets {
 
     /// Stores `socket`; `None` when [`MAX_SOCKETS`] are in use.
     pub fn insert(&mut self, socket: XtpSocket, peer: Peer) -> Option<XtpHandle> {
-        let index = match self.free.pop() {
-            Some(index) => index,
-            None if self.slots.len() < MAX_SOCKETS => {
-                self.slots.push(None);
-                self.generations.push(0);
-                self.slots.len() - 1
-            }
-            None => return None,
-        };
-        match &socket {
+        let (index, key) = self.slab.insert(Slot {
+            socket,
+            peer,
+            released: false,
+            marks: StreamMarks::default(),
+            path_mtu_seen: None,
+        })?;
+        match &self.slab.get(index)?.socket {
             XtpSocket::Listener(l) => {
                 self.listeners.insert(l.local, index);
             }
@@ -167,37 +159,20 @@ impl XtpSockets {
                 }
             }
         }
-        self.slots[index] = Some(Slot {
-            socket,
-            peer,
-            released: false,
-            marks: StreamMarks::default(),
-            path_mtu_seen: None,
-        });
-        Some(self.handle_of(index))
-    }
-
-    fn handle_of(&self, index: usize) -> XtpHandle {
-        XtpHandle {
-            index: index as u32,
-            generation: self.generations[index],
-        }
+        Some(XtpHandle(key))
     }
 
     /// The slot index of a live handle.
     pub fn index(&self, handle: XtpHandle) -> Option<usize> {
-        let index = handle.index as usize;
-        (self.generations.get(index) == Some(&handle.generation)
-            && self.slots.get(index).is_some_and(Option::is_some))
-        .then_some(index)
+        self.slab.index(handle.0)
     }
 
     pub fn get(&self, index: usize) -> Option<&Slot> {
-        self.slots.get(index).and_then(Option::as_ref)
+        self.slab.get(index)
     }
 
     pub fn get_mut(&mut self, index: usize) -> Option<&mut Slot> {
-        self.slots.get_mut(index).and_then(Option::as_mut)
+        self.slab.get_mut(index)
     }
 
     pub fn association_mut(&mut self, index: usize) -> Option<&mut Association> {
@@ -209,7 +184,7 @@ impl XtpSockets {
 
     /// Frees a slot and its table entries; its handles go stale.
     pub fn remove(&mut self, index: usize) -> Option<XtpSocket> {
-        let slot = self.slots.get_mut(index)?.take()?;
+        let slot = self.slab.remove(index)?;
         let peer = slot.peer;
         match &slot.socket {
             XtpSocket::Listener(l) => {
@@ -227,8 +202,6 @@ impl XtpSockets {
                 }
             }
         }
-        self.generations[index] = self.generations[index].wrapping_add(1);
-        self.free.push(index);
         Some(slot.socket)
     }
 
@@ -276,29 +249,25 @@ impl XtpSockets {
     }
 
     pub fn slot_count(&self) -> usize {
-        self.slots.len()
+        self.slab.slot_count()
     }
 
     pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|_| i))
+        self.slab.indices()
     }
 
     pub fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.slab.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.slab.is_empty()
     }
 
     /// Associations in `state`.
     pub fn count_in(&self, state: State) -> usize {
-        self.slots
-            .iter()
-            .flatten()
+        self.slab
+            .values()
             .filter(|s| matches!(&s.socket, XtpSocket::Association(a) if a.state() == state))
             .count()
     }
