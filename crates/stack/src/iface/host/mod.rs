@@ -40,6 +40,7 @@ mod tcp_api;
 mod transport;
 mod xtp;
 mod xtp_api;
+mod xtp_driver;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -300,18 +300,20 @@ impl Host {
             probe::record(SEND_QUEUE_DEQUEUE, probe_len(acked), flow, marks.acked);
         }
         marks.send_queued = queued;
-        let readable = assoc.readable();
-        if readable > marks.readable {
-            let arrived = readable - marks.readable;
-            marks.delivered += arrived as u64;
+        // Bytes in order joined the reader's data, in the receive buffer
+        // or straight in a posted driver read.
+        let arrived = assoc.arrived_total();
+        if arrived > marks.delivered {
+            let joined = arrived - marks.delivered;
+            marks.delivered = arrived;
             probe::record(
                 RECV_QUEUE_ENQUEUE,
-                probe_len(arrived),
+                probe_len(joined as usize),
                 flow,
                 marks.delivered,
             );
         }
-        marks.readable = readable;
+        marks.readable = assoc.readable();
         if assoc.state() == State::Closed && slot.released {
             self.xtp.remove(index);
         }

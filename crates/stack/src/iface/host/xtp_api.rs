@@ -49,6 +49,8 @@ pub enum XtpError {
     PeerStoppedReading,
     #[error("a {len}-byte message exceeds the {max}-byte send buffer of a message service")]
     MessageTooLarge { len: usize, max: usize },
+    #[error("no driver write or read is in progress on this association")]
+    NotInProgress,
     #[error("{0}")]
     Association(Failure),
 }
@@ -457,7 +459,7 @@ impl Host {
         (self.xtp.received, self.xtp.sent)
     }
 
-    fn xtp_stream(
+    pub(super) fn xtp_stream(
         &mut self,
         handle: XtpHandle,
     ) -> Result<(&mut Association, &mut StreamMarks), XtpError> {

@@ -147,6 +147,16 @@ pub struct Association {
     pub(super) owed: Owed,
     /// DREQ: answer once the reader took everything below `.0`.
     pub(super) delivery: Option<(u64, u32)>,
+    /// Everything below this reached the peer's reader (answered DREQs).
+    pub(super) delivered: u64,
+    /// Our latest DREQ's sync and the highest byte sent when asked.
+    pub(super) dreq: Option<(u32, u64)>,
+    /// The furthest point the peer asked to have delivered (its DREQs): a
+    /// posted driver read holding it is done.
+    pub(super) pushed_to: u64,
+    /// The character driver's write in progress: its length and the
+    /// sequence number one past it (`driver.rs`).
+    pub(super) driver_write: Option<(usize, u64)>,
     pub(super) advertised_alloc: u64,
     /// Bytes of the FIRST packet's data (resent with FIRST), and its tag.
     pub(super) first_len: usize,
@@ -230,6 +240,10 @@ impl Association {
             first_sync: 0,
             owed: Owed::default(),
             delivery: None,
+            delivered: 0,
+            dreq: None,
+            pushed_to: 0,
+            driver_write: None,
             advertised_alloc,
             first_len: 0,
             first_tag: None,
@@ -435,9 +449,12 @@ impl Association {
         }
     }
 
-    /// Reads bytes. An alloc update is owed once reading opened half the
-    /// buffer since the last one the peer heard.
+    /// Reads bytes (nothing while a driver read is posted).
     pub fn recv(&mut self, out: &mut [u8]) -> usize {
+        if self.recv.posted_fill().is_some() {
+            // A posted driver read takes the bytes first, in order.
+            return 0;
+        }
         let _copy = probe::span(
             DATA_COPY_ENTER,
             DATA_COPY_EXIT,
@@ -450,11 +467,19 @@ impl Association {
             self.give_up_gap();
             n += self.recv.recv(&mut out[n..]);
         }
-        let grown = self.recv.alloc().saturating_sub(self.advertised_alloc);
-        if n > 0 && grown >= (self.config.recv_buffer / 2) as u64 && self.state == State::Active {
-            self.owed.update = true;
+        if n > 0 {
+            self.note_alloc_growth();
         }
         n
+    }
+
+    /// An alloc update is owed once reading opened half the buffer since
+    /// the last one the peer heard.
+    pub(super) fn note_alloc_growth(&mut self) {
+        let grown = self.recv.alloc().saturating_sub(self.advertised_alloc);
+        if grown >= (self.config.recv_buffer / 2) as u64 && self.state == State::Active {
+            self.owed.update = true;
+        }
     }
 
     /// NOERR: past the gap the reader is stuck at.
@@ -587,6 +612,7 @@ impl Association {
                 self.send.in_flight()
                     || self.send.blocked_by(self.peer_alloc)
                     || (self.send.is_closed() && !self.write_done())
+                    || self.awaits_delivery()
                     || (self.read_done() && !self.end_sent && self.write_done())
             }
             State::Quiet | State::Closed => false,

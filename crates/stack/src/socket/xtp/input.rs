@@ -137,7 +137,13 @@ impl Association {
                     self.flow,
                     0,
                 );
-                self.recv.insert(packet.seq, data)
+                let read_before = self.recv.read_total();
+                let arrival = self.recv.insert(packet.seq, data);
+                if self.recv.read_total() > read_before {
+                    // A posted driver read took them: the reader's room grew.
+                    self.note_alloc_growth();
+                }
+                arrival
             };
             match arrival {
                 Arrival::InOrder | Arrival::Nothing => {}
@@ -183,6 +189,7 @@ impl Association {
                 _ => packet.seq,
             };
             self.delivery = Some((upto, packet.sync));
+            self.pushed_to = self.pushed_to.max(upto);
         } else if options.contains(XtpOptions::SREQ) {
             self.owed.echo = Some(packet.sync);
         }
@@ -230,6 +237,13 @@ impl Association {
             self.stalled = self.stalled.saturating_add(1);
         }
         let solicited = self.request.filter(|r| r.sync == control.echo);
+        if let Some((sync, high)) = self.dreq.filter(|&(sync, _)| sync == control.echo) {
+            // A DREQ is answered once the reader took the data (even
+            // after a later SREQ was answered): what it asked about and
+            // the peer holds is delivered.
+            self.delivered = self.delivered.max(control.rseq.min(high));
+            self.dreq = self.dreq.filter(|&(latest, _)| latest != sync);
+        }
         if let Some(request) = solicited {
             self.request = None;
             self.retries = 0;

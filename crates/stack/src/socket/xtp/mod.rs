@@ -4,8 +4,10 @@
 //! `rseq`, `alloc` and ECNTL spans ([`recv_stream`]), the send stream with
 //! its retransmission ranges ([`send_stream`]), rate control with RTIMER
 //! ([`rate`]), the association's state machine ([`association`], with
-//! packet input in `input.rs` and output in `output.rs`), packets to send
-//! ([`packet`]) and the host's table of sockets and keys ([`sockets`]).
+//! packet input in `input.rs` and output in `output.rs`), the character
+//! driver's referenced writes and posted reads ([`driver`]), packets to
+//! send ([`packet`]) and the host's table of sockets and keys
+//! ([`sockets`]).
 //!
 //! Like `socket::tcp`, nothing here does I/O or reads a clock: the host
 //! (`iface::host::xtp`) parses packets, finds their context, and sends
@@ -13,6 +15,7 @@
 
 pub mod association;
 pub mod config;
+pub mod driver;
 mod input;
 mod output;
 pub mod packet;

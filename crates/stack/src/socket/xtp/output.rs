@@ -91,12 +91,17 @@ impl Association {
         options
     }
 
-    /// A fresh sync for a status request about everything sent so far.
-    fn request(&mut self, now: Instant, options: &mut XtpOptions) -> u32 {
+    /// A fresh sync for a status request about everything sent so far:
+    /// DREQ with `delivery_requests`, except where WTIMER asks while data
+    /// are unacknowledged (a DREQ answer waits for the reader, which
+    /// waits for the gap: error control needs the answer now, SREQ's).
+    fn request(&mut self, now: Instant, options: &mut XtpOptions, timer: bool) -> u32 {
         self.sync = self.sync.wrapping_add(1);
-        if self.config.delivery_requests {
+        let unacked = self.send.una() < self.send.high();
+        if self.config.delivery_requests && !(timer && unacked) {
             options.insert(XtpOptions::DREQ);
             self.counters.dreq_sent += 1;
+            self.dreq = Some((self.sync, self.send.high()));
         } else {
             options.insert(XtpOptions::SREQ);
             self.counters.sreq_sent += 1;
@@ -160,7 +165,7 @@ impl Association {
             options.insert(XtpOptions::WCLOSE);
             self.wclose_sent = true;
         }
-        let sync = self.request(now, &mut options);
+        let sync = self.request(now, &mut options, false);
         let address = match (self.local, self.remote) {
             (std::net::SocketAddr::V6(l), std::net::SocketAddr::V6(r)) => Address::Ipv6 {
                 dst_host: *r.ip(),
@@ -232,7 +237,7 @@ impl Association {
         let mut options = self.base_options();
         options.set(XtpOptions::WCLOSE, self.send.is_closed());
         let sync = if probe {
-            self.request(now, &mut options)
+            self.request(now, &mut options, true)
         } else {
             self.sync
         };
@@ -303,7 +308,7 @@ impl Association {
         let last = !self.send.can_send(limit);
         let every = (self.config.send_buffer / 4).max(self.maxdata);
         let sync = if last || self.since_request >= every {
-            self.request(now, &mut options)
+            self.request(now, &mut options, false)
         } else {
             self.sync
         };

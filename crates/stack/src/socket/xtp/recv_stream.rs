@@ -2,6 +2,11 @@
 //! data that arrived ahead of a gap (selective mode), the receiver's
 //! `rseq`, `alloc` and ECNTL spans (XTP 4.0 error and flow control; study
 //! §2.4.2).
+//!
+//! A reader reads two ways: it copies what waits in the stream's buffer
+//! (the socket interface), or it posts its own buffer, which arriving
+//! data fill directly while nothing waits ahead of them (the character
+//! driver, study §3.4.2: one copy, from the packet, instead of two).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -42,6 +47,11 @@ pub struct RecvStream {
     reserved: Option<usize>,
     /// Beginning tags (BTAG) by the sequence number they came with.
     tags: BTreeMap<u64, u64>,
+    /// The reader's posted buffer and how many bytes it wants in all.
+    posted: Option<(Vec<u8>, usize)>,
+    /// Bytes that arrived in order so far (into `readable` or straight
+    /// into a posted buffer).
+    arrived: u64,
 }
 
 /// Tags a receiver holds for its reader at most; more are dropped.
@@ -59,6 +69,8 @@ impl RecvStream {
             end: None,
             reserved: None,
             tags: BTreeMap::new(),
+            posted: None,
+            arrived: 0,
         }
     }
 
@@ -86,6 +98,67 @@ impl RecvStream {
 
     pub fn read_total(&self) -> u64 {
         self.read
+    }
+
+    /// Bytes that arrived in order so far.
+    pub fn arrived_total(&self) -> u64 {
+        self.arrived
+    }
+
+    /// Posts the reader's buffer for `want` bytes (its contents are
+    /// replaced): what waits is copied in now, what arrives later goes
+    /// straight in. `false` (and the buffer dropped) if one is posted.
+    pub fn post(&mut self, mut buf: Vec<u8>, want: usize) -> bool {
+        if self.posted.is_some() {
+            return false;
+        }
+        buf.clear();
+        buf.reserve(want);
+        let n = want.min(self.readable.len());
+        let (a, b) = self.readable.as_slices();
+        let from_a = n.min(a.len());
+        buf.extend_from_slice(&a[..from_a]);
+        buf.extend_from_slice(&b[..n - from_a]);
+        self.readable.drain(..n);
+        self.read += n as u64;
+        if self.reserved.is_some() {
+            self.reserved = Some(want.max(1));
+        }
+        self.posted = Some((buf, want));
+        true
+    }
+
+    /// Bytes in the posted buffer so far, if one is posted.
+    pub fn posted_fill(&self) -> Option<usize> {
+        self.posted.as_ref().map(|(buf, _)| buf.len())
+    }
+
+    /// Gives the posted buffer back, holding what it got.
+    pub fn take_posted(&mut self) -> Option<Vec<u8>> {
+        self.posted.take().map(|(buf, _)| buf)
+    }
+
+    /// Whether the posted buffer holds all it wants.
+    pub fn posted_full(&self) -> bool {
+        self.posted
+            .as_ref()
+            .is_some_and(|(buf, want)| buf.len() >= *want)
+    }
+
+    /// Bytes now in order: into the posted buffer while nothing waits
+    /// ahead of them in `readable`, the rest into `readable`.
+    fn deliver(&mut self, bytes: &[u8]) {
+        self.arrived += bytes.len() as u64;
+        let mut rest = bytes;
+        if let Some((buf, want)) = self.posted.as_mut() {
+            if self.readable.is_empty() {
+                let n = want.saturating_sub(buf.len()).min(rest.len());
+                buf.extend_from_slice(&rest[..n]);
+                self.read += n as u64;
+                rest = &rest[n..];
+            }
+        }
+        self.readable.extend(rest);
     }
 
     pub fn has_gap(&self) -> bool {
@@ -130,7 +203,7 @@ impl RecvStream {
         let stop = last.min(limit);
         let bytes = &data[(start - seq) as usize..(stop - seq) as usize];
         if start == rseq {
-            self.readable.extend(bytes);
+            self.deliver(bytes);
             self.drain_pieces();
             return Arrival::InOrder;
         }
@@ -198,7 +271,7 @@ impl RecvStream {
             self.piece_bytes -= piece.len();
             let skip = (rseq - start) as usize;
             if skip < piece.len() {
-                self.readable.extend(&piece[skip..]);
+                self.deliver(&piece[skip..]);
             }
         }
     }
@@ -347,6 +420,30 @@ mod tests {
         s.set_end(50);
         assert_eq!(s.skip_gap(), 20, "the lost tail");
         assert!(s.at_eof());
+    }
+
+    #[test]
+    fn a_posted_buffer_is_filled_straight_from_arrivals() {
+        let mut s = RecvStream::new(100, true);
+        assert_eq!(s.insert(0, &[1; 10]), Arrival::InOrder);
+        assert!(s.post(Vec::new(), 30));
+        assert!(!s.post(Vec::new(), 5), "one posted buffer at a time");
+        assert_eq!(s.posted_fill(), Some(10), "what waited was copied in");
+        assert_eq!(s.readable(), 0);
+        // Beyond a gap: held aside until the gap fills, then straight in.
+        assert_eq!(s.insert(20, &[3; 15]), Arrival::OutOfOrder);
+        assert_eq!(s.insert(10, &[2; 10]), Arrival::InOrder);
+        assert!(s.posted_full());
+        assert_eq!(s.readable(), 5, "past the posted buffer's want");
+        assert_eq!(s.read_total(), 30);
+        assert_eq!(s.arrived_total(), 35);
+        assert_eq!(s.alloc(), 130, "what the reader took frees the buffer");
+        let buf = s.take_posted().unwrap();
+        let mut expected = vec![1u8; 10];
+        expected.extend([2u8; 10]);
+        expected.extend([3u8; 10]);
+        assert_eq!(buf, expected);
+        assert_eq!(s.take_posted(), None);
     }
 
     #[test]

@@ -1,8 +1,16 @@
 //! The sending half of an association: the bytes written and not yet
 //! acknowledged (`rseq` of the peer frees them), the next byte to send,
 //! and the ranges error control asked to send again.
+//!
+//! The bytes are held two ways: copied into the stream's own buffer (the
+//! socket interface, and the character driver's short writes), or, after
+//! those, referenced from the writer's buffer without a copy (the
+//! character driver's long writes, study §3.4.2: the buffer is "locked
+//! down" until the peer acknowledged it).
 
 use std::collections::{BTreeMap, VecDeque};
+
+use bytes::Bytes;
 
 /// One piece to send: `len` bytes from `seq`; `resent` when some of them
 /// left before; `tag` when a tagged write starts at `seq` (BTAG).
@@ -21,8 +29,11 @@ pub const MAX_TAGS: usize = 1024;
 #[derive(Debug)]
 pub struct SendStream {
     capacity: usize,
-    /// Bytes from `una` on.
+    /// Bytes from `una` on, copied in.
     buffer: VecDeque<u8>,
+    /// The bytes after `buffer`, referenced from the writer's own buffer
+    /// (one lent write at a time; the writer gets it back once acked).
+    lent: Bytes,
     /// Oldest byte the peer has not acknowledged (its `rseq`).
     una: u64,
     /// Next byte to send as new (go-back-n moves it back).
@@ -43,6 +54,7 @@ impl SendStream {
         Self {
             capacity: capacity.max(1),
             buffer: VecDeque::new(),
+            lent: Bytes::new(),
             una: 0,
             nxt: 0,
             high: 0,
@@ -66,15 +78,18 @@ impl SendStream {
 
     /// One past the last byte written.
     pub fn written_end(&self) -> u64 {
-        self.una + self.buffer.len() as u64
+        self.una + self.queued() as u64
     }
 
+    /// Bytes written and not yet acknowledged, copied or lent.
     pub fn queued(&self) -> usize {
-        self.buffer.len()
+        self.buffer.len() + self.lent.len()
     }
 
+    /// What a copying write can take now: nothing while a lent buffer
+    /// waits, since bytes written after it would have to follow it.
     pub fn room(&self) -> usize {
-        if self.closed {
+        if self.closed || !self.lent.is_empty() {
             0
         } else {
             self.capacity - self.buffer.len()
@@ -96,7 +111,7 @@ impl SendStream {
 
     /// Everything written was acknowledged.
     pub fn all_acked(&self) -> bool {
-        self.buffer.is_empty()
+        self.buffer.is_empty() && self.lent.is_empty()
     }
 
     /// Something sent awaits acknowledgement.
@@ -109,6 +124,17 @@ impl SendStream {
         let n = data.len().min(self.room());
         self.buffer.extend(&data[..n]);
         n
+    }
+
+    /// Takes `data` by reference, whole, without copying it: it is sent
+    /// from the writer's buffer and released once acknowledged. Refused
+    /// (0) while a lent buffer waits or the writer closed.
+    pub fn lend(&mut self, data: Bytes) -> usize {
+        if self.closed || !self.lent.is_empty() {
+            return 0;
+        }
+        self.lent = data;
+        self.lent.len()
     }
 
     /// Like [`write`](Self::write), the first byte tagged with `tag` (the
@@ -142,7 +168,11 @@ impl SendStream {
             return 0;
         }
         let freed = (rseq - self.una) as usize;
-        self.buffer.drain(..freed);
+        let copied = freed.min(self.buffer.len());
+        self.buffer.drain(..copied);
+        // Releases the acknowledged part of the lent buffer (a reference
+        // count, no copy).
+        let _ = self.lent.split_to(freed - copied);
         self.una = rseq;
         self.nxt = self.nxt.max(rseq);
         self.tags = self.tags.split_off(&rseq);
@@ -246,10 +276,20 @@ impl SendStream {
         !self.resend.is_empty() || self.nxt < self.written_end().min(alloc)
     }
 
-    /// A copy of the `len` bytes at `seq` (within what is buffered).
+    /// A copy of the `len` bytes at `seq` (within what is held, copied
+    /// or lent).
     pub fn bytes(&self, seq: u64, len: usize) -> Vec<u8> {
         let from = (seq - self.una) as usize;
-        self.buffer.range(from..from + len).copied().collect()
+        let stop = from + len;
+        let copied = self.buffer.len();
+        let mut out = Vec::with_capacity(len);
+        if from < copied {
+            out.extend(self.buffer.range(from..stop.min(copied)));
+        }
+        if stop > copied {
+            out.extend_from_slice(&self.lent[from.saturating_sub(copied)..stop - copied]);
+        }
+        out
     }
 }
 
@@ -293,6 +333,38 @@ mod tests {
         assert_eq!((p.seq, p.tag), (10, Some(0xfeed)), "resent with its tag");
         s.ack(20);
         assert!(s.tags.is_empty());
+    }
+
+    #[test]
+    fn a_lent_buffer_follows_the_copied_bytes_and_is_released_by_acks() {
+        let mut s = SendStream::new(64);
+        assert_eq!(s.write(&[1; 10]), 10);
+        let lent = Bytes::from(vec![2u8; 100]);
+        // Longer than the stream's own buffer: a lent write is not bound by it.
+        assert_eq!(s.lend(lent.clone()), 100);
+        assert_eq!(s.room(), 0, "nothing is copied in behind a lent buffer");
+        assert_eq!(
+            s.lend(Bytes::from_static(b"x")),
+            0,
+            "one lent write at a time"
+        );
+        assert_eq!(s.written_end(), 110);
+        let piece = s.next_piece(u64::MAX, 20).unwrap();
+        assert_eq!((piece.seq, piece.len), (0, 20));
+        let mut expected = vec![1u8; 10];
+        expected.extend([2u8; 10]);
+        assert_eq!(s.bytes(0, 20), expected);
+        while s.next_piece(u64::MAX, 20).is_some() {}
+        s.ack(50);
+        assert_eq!(s.queued(), 60);
+        assert_eq!(s.bytes(50, 60), vec![2u8; 60]);
+        s.ack(110);
+        assert!(s.all_acked());
+        assert!(
+            lent.is_unique(),
+            "the acknowledged buffer went back to its writer"
+        );
+        assert_eq!(s.write(&[3; 5]), 5);
     }
 
     #[test]
