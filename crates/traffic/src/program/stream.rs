@@ -200,7 +200,7 @@ impl<N: Transport> Program<N> for StreamReceiver<N> {
                 ref mut last,
             } => {
                 loop {
-                    match net.recv(conn, &mut self.buf[..self.read_len]) {
+                    match net.recv_into(conn, &mut self.buf, self.read_len) {
                         Ok(Read::Data(n)) => {
                             *last = net.now();
                             first.get_or_insert(*last);
@@ -309,8 +309,10 @@ impl<N: Transport> StreamSender<N> {
             || spec.keep_sending(offset.div_ceil(len), net.now() - started)
         {
             let in_buffer = (*offset % len) as usize;
-            let data = self.shared.pattern.at(*offset, spec.len - in_buffer);
-            match net.send(conn, data) {
+            // Shared, not copied: an interface that lends buffers (XTP's
+            // character driver) references it until the peer read it.
+            let data = self.shared.pattern.shared(*offset, spec.len - in_buffer);
+            match net.send_shared(conn, &data) {
                 Ok(0) => {
                     let now = net.now();
                     let since = *stalled_since.get_or_insert(now);
