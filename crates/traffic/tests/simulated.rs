@@ -225,6 +225,20 @@ fn xtp_character_driver_moves_every_byte_and_waits_for_delivery() {
             len as u64 * count
         );
     }
+    // Sending for a time: the write in progress when the time is up is
+    // followed to its end, so the sender counts every byte the receiver
+    // got.
+    let mut timed = spec(Protocol::Xtp, Family::V6, 1024, 1);
+    timed.xtp = driver;
+    timed.min_duration = Some(Duration::from_millis(50));
+    let report = run::pair(&timed, &Target::Simulated(topology("default.toml")), false)
+        .expect("timed driver transfer");
+    assert!(report.impossible().is_empty(), "{:?}", report.impossible());
+    assert!(report.is_clean());
+    assert_eq!(
+        report.end.sum_sent.as_ref().unwrap().bytes,
+        report.end.sum_received.as_ref().unwrap().bytes
+    );
     // A driver write ends only once the peer's reader took it: one write
     // per round trip (400 µs of propagation through the default
     // network's router), where the socket interface keeps the wire full.
