@@ -30,7 +30,16 @@
 //! of the path is on its way (send: the device holds a frame; receive:
 //! between the first frame's arrival and the last one's) and `other`
 //! otherwise (the application, the poll loop, waiting for an
-//! acknowledgement), so the categories add up to the whole window.
+//! acknowledgement), so the categories add up to the whole window. The
+//! same span times split by the layer of their probe site (socket,
+//! transport, network, link, and host for buffers and copies): with
+//! `wire` and `other` the layers add up to the window too.
+//!
+//! Nothing here names a transport protocol: a transport's output span is
+//! any `*.output` span of the transport layer and category
+//! `protocol_send` (`tcp.output`, `udp.output`, `xtp.output`), and a
+//! stream's send queue is recognised by its offsets (TCP's and XTP's
+//! advance by each enqueue's length).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -124,7 +133,26 @@ impl std::fmt::Display for StopAt {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CategoryTimes {
     pub by_category: BTreeMap<Category, f64>,
+    /// The stack's span time (every category but `wire` and
+    /// `instrumentation`) by the layer of its probe site: it sums to the
+    /// same total, so layers, `wire` and `other` make up the window.
+    pub by_layer: BTreeMap<Layer, f64>,
     pub other: f64,
+}
+
+impl CategoryTimes {
+    /// The stack's own work in the window: its spans' time, every layer.
+    pub fn stack_ns(&self) -> f64 {
+        self.by_layer.values().sum()
+    }
+
+    /// Time on the wire's side (`wire`), 0 when none.
+    pub fn wire_ns(&self) -> f64 {
+        self.by_category
+            .get(&Category::Wire)
+            .copied()
+            .unwrap_or(0.0)
+    }
 }
 
 /// The send path's stop latency under each definition the trace allows,
@@ -166,7 +194,10 @@ pub struct PathLatency {
     pub frames: u32,
     /// Probe records inside the window (their cost was removed).
     pub probes: u64,
+    /// The stop window's time by category and by layer.
     pub categories: CategoryTimes,
+    /// The start window's, the same way.
+    pub start_categories: CategoryTimes,
 }
 
 /// One message.
@@ -433,8 +464,9 @@ fn send_path(
                     let at_definition =
                         |at: Option<At>| at.filter(|at| at.0 >= began.0).map(latency_to);
                     let (stop_ns, categories) = measure(view, spans, began, stop, &busy);
+                    let (start_ns, start_categories) = measure(view, spans, began, first, &busy);
                     Some(PathLatency {
-                        start_ns: latency_to(first),
+                        start_ns,
                         stop_ns,
                         stops: Some(StopLatencies {
                             handed_to_device: at_definition(b.stop(StopAt::HandedToDevice)),
@@ -446,6 +478,7 @@ fn send_path(
                         frames: b.frames,
                         probes: (stop.0 - began.0) as u64,
                         categories,
+                        start_categories,
                     })
                 }
                 _ => None,
@@ -560,6 +593,7 @@ fn receive_path(
                 // later frames' time on the wire.
                 let on_the_wire = [(began.1, arrived.1)];
                 let (stop_ns, categories) = measure(view, spans, began, last, &on_the_wire);
+                let (start_ns, start_categories) = measure(view, spans, began, first, &on_the_wire);
                 // Every frame of the flow from the first to the one that
                 // completed the message.
                 let frames = records[began.0..=arrived.0.max(began.0)]
@@ -571,7 +605,7 @@ fn receive_path(
                     (
                         last.1,
                         PathLatency {
-                            start_ns: measure(view, spans, began, first, &on_the_wire).0,
+                            start_ns,
                             stop_ns,
                             stops: None,
                             begin_tsc: began.1,
@@ -579,6 +613,7 @@ fn receive_path(
                             frames,
                             probes: (last.0 - began.0) as u64,
                             categories,
+                            start_categories,
                         },
                     ),
                 );
@@ -609,7 +644,8 @@ fn latency(view: &TraceView, from: At, to: At) -> f64 {
 /// is taken out of the latency where it held the path up; where a frame
 /// was on the wire meanwhile, the wire set the pace and that time is
 /// `wire`. `instrumentation` in the categories is what was taken out. The
-/// stack's categories, `wire` and `other` add up to the latency.
+/// stack's categories, `wire` and `other` add up to the latency, and so
+/// do its layers, `wire` and `other`.
 fn measure(
     view: &TraceView,
     spans: Option<&ThreadSpans>,
@@ -639,6 +675,10 @@ fn measure(
             if !span.is_instrumentation() {
                 let ns = view.ns(span.exclusive);
                 *times.by_category.entry(span.category).or_default() += ns;
+                *times
+                    .by_layer
+                    .entry(view.site(span.enter).layer)
+                    .or_default() += ns;
                 covered += ns;
                 continue;
             }

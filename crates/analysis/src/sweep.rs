@@ -4,13 +4,13 @@
 //! in microseconds; throughput: x in hundreds of bytes, y in KB/s, a
 //! power law) and the steps at multiples of the path's segment size.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use probe::Category;
+use probe::{Category, Layer};
 use serde::Serialize;
 use stats::{Interval, Verdict};
 
-use crate::messages::{Messages, PathLatency, StopAt};
+use crate::messages::{CategoryTimes, Messages, PathLatency, StopAt};
 use crate::trend::{self, Fit, StepReport};
 
 /// Mean, median, spread, range and 95 % intervals of one figure over a
@@ -43,6 +43,59 @@ pub struct PathFigures {
     /// Mean time per message per category, µs; `other` is time in no span.
     pub categories_us: BTreeMap<Category, f64>,
     pub other_us: f64,
+    /// The start and the stop window split by layer and by category, with
+    /// intervals.
+    pub start_split: Split,
+    pub stop_split: Split,
+}
+
+/// A window's time per message split by layer and by category, µs, each
+/// part with its 95 % interval over the size's messages (a message with no
+/// time in a part counts 0 there, so every part has every message).
+/// Per message the layers, `wire` and `other` add up to the window, and so
+/// do the categories (`wire` among them) and `other`: the means add up to
+/// the window's mean. `instrumentation` is the tool's time already taken
+/// out, not part of the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Split {
+    pub layers: BTreeMap<Layer, Stat>,
+    pub categories: BTreeMap<Category, Stat>,
+    /// Time in no span and not on the wire.
+    pub other: Option<Stat>,
+}
+
+impl Split {
+    /// The split of `windows` (each message's window times, ns).
+    pub fn of(windows: &[&CategoryTimes]) -> Split {
+        let us = |pick: &dyn Fn(&CategoryTimes) -> f64| {
+            let values: Vec<f64> = windows.iter().map(|w| pick(w) / 1e3).collect();
+            Stat::of(&values)
+        };
+        let layers: BTreeSet<Layer> = windows
+            .iter()
+            .flat_map(|w| w.by_layer.keys().copied())
+            .collect();
+        let categories: BTreeSet<Category> = windows
+            .iter()
+            .flat_map(|w| w.by_category.keys().copied())
+            .collect();
+        Split {
+            layers: layers
+                .into_iter()
+                .filter_map(|l| Some((l, us(&|w| w.by_layer.get(&l).copied().unwrap_or(0.0))?)))
+                .collect(),
+            categories: categories
+                .into_iter()
+                .filter_map(|c| Some((c, us(&|w| w.by_category.get(&c).copied().unwrap_or(0.0))?)))
+                .collect(),
+            other: us(&|w| w.other),
+        }
+    }
+
+    /// The time on the wire's side, per message.
+    pub fn wire(&self) -> Option<&Stat> {
+        self.categories.get(&Category::Wire)
+    }
 }
 
 /// One message size.
@@ -115,6 +168,13 @@ fn path_figures(size: u32, paths: &[&PathLatency]) -> Option<PathFigures> {
         frames: paths.iter().map(|p| f64::from(p.frames)).sum::<f64>() / n,
         other_us: paths.iter().map(|p| p.categories.other / 1e3).sum::<f64>() / n,
         categories_us,
+        start_split: Split::of(
+            &paths
+                .iter()
+                .map(|p| &p.start_categories)
+                .collect::<Vec<_>>(),
+        ),
+        stop_split: Split::of(&paths.iter().map(|p| &p.categories).collect::<Vec<_>>()),
         start_us,
         stop_us,
         stops_us,

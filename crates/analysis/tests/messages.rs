@@ -54,6 +54,35 @@ const LOCATIONS: &[Location] = &[
         Category::ProtocolSend,
         None,
     ),
+    // XTP's spans, of the same layer and categories as TCP's.
+    loc(
+        "xtp.output.enter",
+        Layer::Transport,
+        Kind::SpanEnter,
+        Category::ProtocolSend,
+        None,
+    ),
+    loc(
+        "xtp.output.exit",
+        Layer::Transport,
+        Kind::SpanExit,
+        Category::ProtocolSend,
+        None,
+    ),
+    loc(
+        "xtp.input.enter",
+        Layer::Transport,
+        Kind::SpanEnter,
+        Category::ProtocolReceive,
+        None,
+    ),
+    loc(
+        "xtp.input.exit",
+        Layer::Transport,
+        Kind::SpanExit,
+        Category::ProtocolReceive,
+        None,
+    ),
     loc(
         "checksum.enter",
         Layer::Transport,
@@ -292,6 +321,115 @@ fn the_send_path_runs_from_the_first_write_to_the_payload_frames() {
         send.categories.other,
         3_100.0 - 200.0 - 800.0 - 700.0 - 200.0
     );
+    // By layer: the outputs and the checksum inside them are the
+    // transport's, the transmissions the link's, the write the socket's.
+    let l = &send.categories.by_layer;
+    assert_eq!(l[&Layer::Transport], 1_000.0);
+    assert_eq!(l[&Layer::Link], 700.0);
+    assert_eq!(l[&Layer::Socket], 200.0);
+    assert_eq!(l.len(), 3);
+    assert_eq!(send.categories.stack_ns() + send.categories.other, 3_100.0);
+    // The start window (to the first payload frame's transmission at
+    // 3 100) holds the three outputs, nothing of the link.
+    let start = &send.start_categories;
+    assert_eq!(start.by_layer[&Layer::Transport], 1_000.0);
+    assert!(!start.by_layer.contains_key(&Layer::Link));
+    assert_eq!(start.stack_ns() + start.other, send.start_ns);
+}
+
+/// `events` with TCP's spans renamed XTP's: the same sender as an XTP
+/// association's (packets built in `xtp.output`, a data-less control
+/// packet between the two data packets instead of the bare ACK).
+fn as_xtp(events: &[Event]) -> Vec<Event> {
+    events
+        .iter()
+        .map(|&(name, tsc, len, flow, aux)| {
+            let name = match name {
+                "tcp.output.enter" => "xtp.output.enter",
+                "tcp.output.exit" => "xtp.output.exit",
+                other => other,
+            };
+            (name, tsc, len, flow, aux)
+        })
+        .collect()
+}
+
+/// The receiver of [`receiver`] with each frame's bytes queued inside an
+/// `xtp.input` span.
+fn xtp_receiver() -> Vec<Record> {
+    records(
+        2,
+        &[
+            ("link.receive.enter", 5_000, 1574, FLOW, 0),
+            ("xtp.input.enter", 5_100, 1540, FLOW, 0),
+            ("socket.recv_queue.enqueue", 5_400, 1500, PEER, 1500),
+            ("xtp.input.exit", 5_450, 1540, FLOW, 0),
+            ("link.receive.exit", 5_500, 1574, FLOW, 0),
+            ("link.receive.enter", 6_000, 1574, FLOW, 0),
+            ("xtp.input.enter", 6_100, 1540, FLOW, 0),
+            ("socket.recv_queue.enqueue", 6_300, 1500, PEER, 3000),
+            ("xtp.input.exit", 6_350, 1540, FLOW, 0),
+            ("link.receive.exit", 6_400, 1574, FLOW, 0),
+            ("app.message.received", 7_000, 3000, PEER, 0),
+        ],
+    )
+}
+
+#[test]
+fn an_xtp_message_is_attributed_as_a_tcp_one() {
+    let mut all = records(1, &as_xtp(&sender_events()));
+    all.extend(xtp_receiver());
+    let v = view(0.0, all);
+    let found = analyse(&v, &all_spans(&v), StopAt::HandedToDevice).unwrap();
+    let send = found.messages[0].send.as_ref().expect("the send path");
+    // Its payload packets are the two built in xtp.output with data; the
+    // control packet between them is not one.
+    assert_eq!(send.frames, 2);
+    assert_eq!((send.start_ns, send.stop_ns), (2_000.0, 3_100.0));
+    let c = &send.categories.by_category;
+    assert_eq!(c[&Category::ProtocolSend], 800.0);
+    assert_eq!(c[&Category::Checksum], 200.0);
+    assert_eq!(c[&Category::Link], 700.0);
+    let l = &send.categories.by_layer;
+    assert_eq!(l[&Layer::Transport], 1_000.0);
+    assert_eq!(l[&Layer::Link], 700.0);
+    assert_eq!(l[&Layer::Socket], 200.0);
+    // The receive path: xtp.input is protocol receive, in the transport.
+    let receive = found.messages[0]
+        .receive
+        .as_ref()
+        .expect("the receive path");
+    assert_eq!((receive.start_ns, receive.stop_ns), (400.0, 1_300.0));
+    let c = &receive.categories;
+    // The first input (350) and the second up to the window's end (6 300)
+    // is not whole: only the first counts.
+    assert_eq!(c.by_category[&Category::ProtocolReceive], 350.0);
+    assert_eq!(c.by_layer[&Layer::Transport], 350.0);
+    // The first frame's link span less the input inside it.
+    assert_eq!(c.by_layer[&Layer::Link], 500.0 - 350.0);
+    for (window, total) in [(c, receive.stop_ns), (&send.categories, send.stop_ns)] {
+        assert_eq!(window.stack_ns() + window.wire_ns() + window.other, total);
+        let categories: f64 = window.by_category.values().sum();
+        assert_eq!(categories + window.other, total);
+    }
+}
+
+#[test]
+fn an_xtp_send_queue_is_a_stream_acknowledged_like_tcps() {
+    let tcp: Vec<Event> = sender_on_a_device()
+        .iter()
+        .map(|r| {
+            let name = LOCATIONS[r.loc as usize].name;
+            (name, r.tsc, r.len, r.flow, r.aux)
+        })
+        .collect();
+    let v = view(0.0, records(1, &as_xtp(&tcp)));
+    let found = analyse(&v, &all_spans(&v), StopAt::Acknowledged).unwrap();
+    let send = found.messages[0].send.as_ref().expect("acknowledged");
+    assert_eq!(send.stop_ns, 9_000.0 - 1_100.0);
+    let stops = send.stops.unwrap();
+    assert_eq!(stops.on_the_wire, Some(4_500.0));
+    assert_eq!(send.categories.by_category[&Category::Wire], 1_750.0);
 }
 
 #[test]

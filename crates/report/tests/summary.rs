@@ -17,6 +17,7 @@ fn figures(stop: &[f64], categories: &[(Category, f64)], other: f64) -> PathFigu
         frames: 1.0,
         categories_us: categories.iter().copied().collect(),
         other_us: other,
+        ..PathFigures::default()
     }
 }
 
