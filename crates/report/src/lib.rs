@@ -7,6 +7,7 @@ pub mod compare_html;
 mod cost_centres;
 mod families;
 pub mod html;
+mod layers_compared;
 mod machine_html;
 pub mod model;
 mod pipeline_html;

@@ -142,9 +142,10 @@ fn sizes_and_reps(run: &MessagesPlan, quick: bool) -> (&[usize], u32) {
 }
 
 /// The payload one packet carries on the run's path: TCP's segment (MSS
-/// less the timestamp option and the trace option), or for UDP one
-/// fragment's share of the datagram (RFC 8200 §4.5, RFC 791: fragments
-/// carry a multiple of 8 bytes).
+/// less the timestamp option and the trace option), XTP's `maxdata` (the
+/// MTU less the IP header, XTP's 32-byte header and the trace option), or
+/// for UDP one fragment's share of the datagram (RFC 8200 §4.5, RFC 791:
+/// fragments carry a multiple of 8 bytes).
 fn segment_bytes(run: &MessagesPlan, mtu: usize) -> f64 {
     const TIMESTAMPS: usize = 12;
     let (ip, trace) = match run.family {
@@ -153,6 +154,7 @@ fn segment_bytes(run: &MessagesPlan, mtu: usize) -> f64 {
     };
     match run.protocol {
         Protocol::Tcp => (mtu - ip - 20 - TIMESTAMPS - trace) as f64,
+        Protocol::Xtp => (mtu - ip - wire::xtp::HEADER_LEN - trace) as f64,
         _ => {
             // IPv6: the Fragment header in every fragment, the trace
             // option (a Destination Options header) in the first only.
@@ -442,6 +444,7 @@ fn run_messages(
             &queues,
             found.sender_thread,
             found.receiver_thread,
+            plan.protocol,
         )
     } else {
         (Vec::new(), Vec::new())
@@ -655,9 +658,9 @@ fn components_table(
             function(sender, &["data.copy"]),
         ),
         row(
-            "protocol output (tcp.output / udp.output)",
+            "protocol output (tcp.output / udp.output / xtp.output)",
             "sender",
-            function(sender, &["tcp.output", "udp.output"]),
+            function(sender, &["tcp.output", "udp.output", "xtp.output"]),
         ),
         row(
             "IP output (ipv6.output / ipv4.output)",
@@ -695,9 +698,9 @@ fn components_table(
             function(receiver, &["ipv6.input", "ipv4.input"]),
         ),
         row(
-            "protocol input (tcp.input / udp.input)",
+            "protocol input (tcp.input / udp.input / xtp.input)",
             "receiver",
-            function(receiver, &["tcp.input", "udp.input"]),
+            function(receiver, &["tcp.input", "udp.input", "xtp.input"]),
         ),
         row(
             "receive socket queue (queued to read)",
@@ -814,13 +817,15 @@ const TRACE_POINTS: usize = 800;
 
 /// The SunOS study's packet traces: bytes written by the application,
 /// put on the wire, taken off it and read by the receiving application,
-/// against time; and the receiver's pure ACKs placed on its receive
-/// queue's length (does an ACK go out when the queue drains?).
+/// against time; and the receiver's pure ACKs (XTP: its control packets,
+/// the answers to status requests) placed on its receive queue's length
+/// (does an ACK go out when the queue drains?).
 fn packet_trace(
     view: &TraceView,
     queues: &[QueueTrace],
     sender: Option<u16>,
     receiver: Option<u16>,
+    protocol: Protocol,
 ) -> (Vec<analysis::site_trace::SiteTrace>, Vec<(f64, u64)>) {
     use analysis::site_trace::{site_trace, times_at};
     let (Some(sender), Some(receiver)) = (sender, receiver) else {
@@ -842,7 +847,12 @@ fn packet_trace(
         .find(|q| q.thread == receiver && q.queue.starts_with("receive_socket "))
         .map(|q| q.length.as_slice())
         .unwrap_or_default();
-    let acks = times_at(view, "tcp.output.enter", receiver, |r| r.len == 0, 20_000)
+    // An output span of no payload from the receiver.
+    let output = match protocol {
+        Protocol::Xtp => "xtp.output.enter",
+        _ => "tcp.output.enter",
+    };
+    let acks = times_at(view, output, receiver, |r| r.len == 0, 20_000)
         .into_iter()
         .map(|t| {
             // The step holding at `t`.

@@ -531,16 +531,19 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     let Some(protocol_key) = &run.protocol else {
         return Err(loc.at(
             run.kind.span(),
-            "a `messages` run needs `protocol` (tcp or udp)".into(),
+            "a `messages` run needs `protocol` (tcp, udp or xtp)".into(),
         ));
     };
     let protocol = match protocol_key.get_ref().as_str() {
         "tcp" => Protocol::Tcp,
         "udp" => Protocol::Udp,
+        // An association through XTP's socket interface, on the reference
+        // stack (the only stack `messages` runs use).
+        "xtp" => Protocol::Xtp,
         other => {
             return Err(loc.at(
                 protocol_key.span(),
-                format!("protocol `{other}` is not one of: tcp, udp"),
+                format!("protocol `{other}` is not one of: tcp, udp, xtp"),
             ))
         }
     };
@@ -591,13 +594,11 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     let stop = match &run.stop {
         None => StopAt::default(),
         Some(s) => match StopAt::from_name(s.get_ref()) {
-            Some(StopAt::Acknowledged) if protocol != Protocol::Tcp => {
-                return Err(loc.at(
-                    s.span(),
-                    "stop `acknowledged` needs protocol tcp: nothing acknowledges a datagram"
-                        .into(),
-                ))
-            }
+            Some(StopAt::Acknowledged) if !protocol.is_stream() => return Err(loc.at(
+                s.span(),
+                "stop `acknowledged` needs protocol tcp or xtp: nothing acknowledges a datagram"
+                    .into(),
+            )),
             Some(stop) => stop,
             None => {
                 return Err(loc.at(

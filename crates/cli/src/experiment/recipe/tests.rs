@@ -71,12 +71,28 @@ fn bad_names_and_values_say_what_is_allowed() {
         "{e}"
     );
     assert_eq!(e.line, 10);
-    let e = error(&GOOD.replace("\"tcp\"\nlink", "\"xtp\"\nlink"));
-    assert!(e.message.contains("tcp, udp"), "{e}");
+    let e = error(&GOOD.replace("\"tcp\"\nlink", "\"raw\"\nlink"));
+    assert!(e.message.contains("tcp, udp, xtp"), "{e}");
     let e = error(&GOOD.replace("name = \"t\"", "name = \"../x\""));
     assert!(e.message.contains("names files"), "{e}");
     let e = error(&format!("{GOOD}\n[[run]]\nid = \"tcp\"\nkind = \"messages\"\nprotocol = \"udp\"\nlink = \"unlimited\"\nsizes = \"100\"\n"));
     assert!(e.message.contains("used twice"), "{e}");
+}
+
+#[test]
+fn xtp_messages_are_a_stream_that_can_stop_at_the_acknowledgement() {
+    let xtp = GOOD
+        .replace("\"tcp\"\nlink", "\"xtp\"\nfamily = \"ipv4\"\nlink")
+        .replace("reps = 2", "reps = 2\nstop = \"acknowledged\"");
+    let r = parse("exp.toml", &xtp).unwrap();
+    let Plan::Messages(m) = &r.runs[0].plan else {
+        panic!("not a messages plan")
+    };
+    assert_eq!((m.protocol, m.family), (Protocol::Xtp, Family::V4));
+    assert_eq!(m.stop, StopAt::Acknowledged);
+    // A datagram is acknowledged by nothing.
+    let e = error(&xtp.replace("\"xtp\"", "\"udp\""));
+    assert!(e.message.contains("tcp or xtp"), "{e}");
 }
 
 #[test]
