@@ -41,12 +41,7 @@ fn run(protocol: Protocol) -> (TraceView, Messages) {
     assert_eq!(trace.header.dropped, 0, "the rings were large enough");
     let view = TraceView::new(&trace).expect("a valid trace");
     let mut found = analyse(&view, &all_spans(&view), StopAt::OnTheWire).expect("analysed");
-    let warmup: Vec<u64> = run
-        .outcomes
-        .iter()
-        .filter(|o| o.warmup)
-        .map(|o| o.index)
-        .collect();
+    let warmup = run.warmup_indices();
     found.messages.retain(|m| !warmup.contains(&m.index));
     (view, found)
 }

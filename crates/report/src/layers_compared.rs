@@ -44,14 +44,62 @@ pub fn xtp_beside_tcp(h: &mut String, experiment: &Experiment) {
         escape(&xtp.family),
         escape(&xtp.link),
     );
-    for (path, window, receive) in [
-        ("send", format!("send stop ({})", xtp.stop_at), false),
-        ("receive", "receive stop".to_string(), true),
-    ] {
-        for by in [By::Layer, By::Category] {
-            table(h, xtp, tcp, &sizes, receive, by, path, &window);
+    // The stop windows by layer and by category, the start windows (the
+    // first packet's share) by layer.
+    for (path, receive) in [("send", false), ("receive", true)] {
+        let stop = if receive {
+            "receive stop".to_string()
+        } else {
+            format!("send stop ({})", xtp.stop_at)
+        };
+        for (window, name, by) in [
+            (Window::Stop, &stop, By::Layer),
+            (Window::Stop, &stop, By::Category),
+            (Window::Start, &format!("{path} start"), By::Layer),
+        ] {
+            let what = Table {
+                receive,
+                window,
+                by,
+                path,
+                name,
+            };
+            table(h, xtp, tcp, &sizes, &what);
         }
     }
+}
+
+/// Which of a path's two windows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Window {
+    Start,
+    Stop,
+}
+
+impl Window {
+    fn split(self, f: &PathFigures) -> &Split {
+        match self {
+            Window::Start => &f.start_split,
+            Window::Stop => &f.stop_split,
+        }
+    }
+
+    fn latency(self, f: &PathFigures) -> &Stat {
+        match self {
+            Window::Start => &f.start_us,
+            Window::Stop => &f.stop_us,
+        }
+    }
+}
+
+/// One table: a path's window split one way.
+struct Table<'a> {
+    receive: bool,
+    window: Window,
+    by: By,
+    path: &'a str,
+    /// The window's name in the caption.
+    name: &'a str,
 }
 
 /// The first XTP messages run and a TCP one over its family and link.
@@ -148,21 +196,24 @@ fn path(point: Option<&SizePoint>, receive: bool) -> Option<&PathFigures> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn table<'a>(
     h: &mut String,
     xtp: &'a MessagesRun,
     tcp: &'a MessagesRun,
     sizes: &[u32],
-    receive: bool,
-    by: By,
-    side: &str,
-    window: &str,
+    what: &Table,
 ) {
+    let Table {
+        receive,
+        window,
+        by,
+        path: side,
+        name,
+    } = *what;
     let _ = write!(
         h,
         "<table><caption>{side} path, window <b>{}</b>, split by {}: µs per message</caption><tr><th class=\"l\">size</th><th class=\"l\">part</th><th>XTP ({})</th><th>TCP ({})</th><th>XTP − TCP</th></tr>",
-        escape(window),
+        escape(name),
         if by == By::Layer { "layer" } else { "cost category" },
         escape(&xtp.id),
         escape(&tcp.id),
@@ -177,19 +228,15 @@ fn table<'a>(
             );
             continue;
         };
-        let parts = parts(&[&x.stop_split, &t.stop_split], by);
+        let (xs, ts) = (window.split(x), window.split(t));
+        let parts = parts(&[xs, ts], by);
         let label = crate::units::size(u64::from(size));
         for part in &parts {
-            row(
-                h,
-                &label,
-                &part.name(),
-                part.of(&x.stop_split),
-                part.of(&t.stop_split),
-            );
+            row(h, &label, &part.name(), part.of(xs), part.of(ts));
         }
-        row(h, &label, "window", Some(&x.stop_us), Some(&t.stop_us));
-        let sums = [x, t].map(|f| closes(f, &parts));
+        let (xl, tl) = (window.latency(x), window.latency(t));
+        row(h, &label, "window", Some(xl), Some(tl));
+        let sums = [(xs, xl), (ts, tl)].map(|(split, total)| closes(split, total, &parts));
         let _ = write!(
             h,
             "<tr><td class=\"l\">{label}</td><td class=\"l\">sum of the parts' means</td><td>{}</td><td>{}</td><td></td></tr>",
@@ -201,13 +248,13 @@ fn table<'a>(
 
 /// Whether the parts' means add up to the window's mean (they must: the
 /// split is of each message's window).
-fn closes(f: &PathFigures, parts: &[Part]) -> String {
+fn closes(split: &Split, total: &Stat, parts: &[Part]) -> String {
     let sum: f64 = parts
         .iter()
-        .filter_map(|p| p.of(&f.stop_split))
+        .filter_map(|p| p.of(split))
         .map(|s| s.mean)
         .sum();
-    let window = f.stop_us.mean;
+    let window = total.mean;
     if (sum - window).abs() <= 1e-6 * window.abs().max(1.0) {
         format!("{sum:.2} = window")
     } else {
@@ -291,15 +338,21 @@ mod tests {
         let by_layer = parts(&[&f.stop_split], By::Layer);
         let names: Vec<String> = by_layer.iter().map(Part::name).collect();
         assert_eq!(names, ["transport", "host", "wire", "other"]);
-        assert_eq!(closes(&f, &by_layer), "7.60 = window");
+        assert_eq!(
+            closes(&f.stop_split, &f.stop_us, &by_layer),
+            "7.60 = window"
+        );
         let by_category = parts(&[&f.stop_split], By::Category);
-        assert_eq!(closes(&f, &by_category), "7.60 = window");
+        assert_eq!(
+            closes(&f.stop_split, &f.stop_us, &by_category),
+            "7.60 = window"
+        );
         // Transport 4 and 6 µs: mean 5 with an interval.
         let transport = Part::Layer(Layer::Transport).of(&f.stop_split).unwrap();
         assert_eq!((transport.mean, transport.n), (5.0, 2));
         // A part left out shows.
         let short = &by_layer[..2];
-        assert!(closes(&f, short).contains("does not add up"));
+        assert!(closes(&f.stop_split, &f.stop_us, short).contains("does not add up"));
     }
 
     #[test]

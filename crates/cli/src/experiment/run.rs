@@ -538,12 +538,7 @@ fn now_ns() -> u64 {
 /// Leaves out of `found` the messages `result` sent as warm-up; their
 /// numbers.
 fn drop_warmup(found: &mut analysis::Messages, result: &messages::MessagesRun) -> Vec<u64> {
-    let warmup: Vec<u64> = result
-        .outcomes
-        .iter()
-        .filter(|o| o.warmup)
-        .map(|o| o.index)
-        .collect();
+    let warmup = result.warmup_indices();
     found.messages.retain(|m| !warmup.contains(&m.index));
     warmup
 }

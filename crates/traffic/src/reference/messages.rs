@@ -198,6 +198,15 @@ pub struct MessagesRun {
 }
 
 impl MessagesRun {
+    /// The numbers of the warm-up messages (left out of the figures).
+    pub fn warmup_indices(&self) -> Vec<u64> {
+        self.outcomes
+            .iter()
+            .filter(|o| o.warmup)
+            .map(|o| o.index)
+            .collect()
+    }
+
     /// The run as a self-describing trace file: the stack's location
     /// table, every thread's records (each thread's in order), the clock
     /// and probe overhead the caller measured, and a JSON description
