@@ -56,12 +56,47 @@ pub struct PathFigures {
 /// do the categories (`wire` among them) and `other`: the means add up to
 /// the window's mean. `instrumentation` is the tool's time already taken
 /// out, not part of the window.
+///
+/// In JSON each part is brief (`n`, `mean`, `ci95`): a run of 200 sizes
+/// would otherwise write some 60 full estimates per size.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Split {
+    #[serde(serialize_with = "brief_parts")]
     pub layers: BTreeMap<Layer, Stat>,
+    #[serde(serialize_with = "brief_parts")]
     pub categories: BTreeMap<Category, Stat>,
     /// Time in no span and not on the wire.
+    #[serde(serialize_with = "brief_part")]
     pub other: Option<Stat>,
+}
+
+/// A part of a split as summary.json keeps it.
+#[derive(Serialize)]
+struct Brief {
+    n: usize,
+    mean: f64,
+    ci95: Option<Interval>,
+}
+
+impl Brief {
+    fn of(stat: &Stat) -> Brief {
+        Brief {
+            n: stat.n,
+            mean: stat.mean,
+            ci95: stat.ci95,
+        }
+    }
+}
+
+fn brief_parts<K: Serialize, S: serde::Serializer>(
+    parts: &BTreeMap<K, Stat>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(parts.iter().map(|(k, v)| (k, Brief::of(v))))
+}
+
+fn brief_part<S: serde::Serializer>(part: &Option<Stat>, serializer: S) -> Result<S::Ok, S::Error> {
+    part.as_ref().map(Brief::of).serialize(serializer)
 }
 
 impl Split {
@@ -368,5 +403,36 @@ mod tests {
         assert_eq!(s.median, 3.0);
         assert_eq!(s.mean, 26.75);
         assert!(Stat::of(&[f64::INFINITY]).is_none());
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn a_split_counts_every_message_and_writes_brief_parts() {
+        let mut a = CategoryTimes::default();
+        a.by_layer.insert(Layer::Transport, 2_000.0);
+        a.by_category.insert(Category::ProtocolSend, 2_000.0);
+        a.other = 1_000.0;
+        let b = CategoryTimes {
+            other: 3_000.0,
+            ..CategoryTimes::default()
+        };
+        let split = Split::of(&[&a, &b]);
+        // The message without transport time counts 0 there: 2 and 0 µs.
+        let t = &split.layers[&Layer::Transport];
+        assert_eq!((t.n, t.mean), (2, 1.0));
+        assert_eq!(split.categories[&Category::ProtocolSend].mean, 1.0);
+        assert_eq!(split.other.as_ref().map(|o| o.mean), Some(2.0));
+        let json = serde_json::to_value(&split).unwrap();
+        let part = &json["layers"]["transport"];
+        assert_eq!(
+            (part["n"].as_u64(), part["mean"].as_f64()),
+            (Some(2), Some(1.0))
+        );
+        assert!(part.get("median").is_none(), "{part}");
+        assert!(json["other"]["ci95"]["lo"].is_number(), "{json}");
     }
 }
