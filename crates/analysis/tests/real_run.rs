@@ -4,14 +4,14 @@
 //! `stack` and `traffic` with their `probes` feature as dev-dependencies.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use analysis::callpath::{self, MessageSpans};
 use analysis::queues::{self, QueueOptions, QueueTrace};
 use analysis::{all_spans, TraceView};
-use stack::topology::Topology;
-use traffic::reference::messages::{self, MessagesSpec};
+use traffic::reference::messages::MessagesSpec;
 use traffic::spec::Protocol;
+
+mod support;
 
 /// One run per protocol shared by the tests: a warm-up message of the
 /// largest size, then each of two sizes twice.
@@ -35,28 +35,13 @@ fn sizes(protocol: Protocol) -> [usize; 2] {
     }
 }
 
-/// The probe mode is process-wide and each run sets it and puts it back:
-/// runs take turns, or one's end would stop the other's recording.
-static PROBE_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn run(protocol: Protocol) -> (TraceView, u32) {
-    let _turn = PROBE_MODE.lock().unwrap_or_else(|e| e.into_inner());
-    let topology = Topology::from_toml_str(include_str!("../../../topologies/fast-ethernet.toml"))
-        .expect("topology");
     let spec = MessagesSpec::new(protocol, sizes(protocol).to_vec(), 2, 1 << 18);
-    let run = messages::run(&topology, &spec).expect("the run");
-    assert!(
-        run.outcomes.iter().all(|o| o.delivered),
-        "{:?}",
-        run.outcomes
+    let (view, run) = support::traced_run(
+        include_str!("../../../topologies/fast-ethernet.toml"),
+        &spec,
     );
-    let hz = probe::clock::calibrate(Duration::from_millis(20));
-    let trace = run.trace(hz, 0.0, "real run");
-    assert_eq!(trace.header.dropped, 0, "the rings were large enough");
-    (
-        TraceView::new(&trace).expect("a valid trace"),
-        run.sender_flow,
-    )
+    (view, run.sender_flow)
 }
 
 fn role(view: &TraceView, queue: &str) -> Vec<QueueTrace> {

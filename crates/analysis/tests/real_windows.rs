@@ -5,14 +5,14 @@
 //! negative or impossible figure, and charge XTP's spans where TCP's go.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use analysis::messages::{analyse, CategoryTimes, Messages, StopAt};
 use analysis::{all_spans, TraceView};
 use probe::{Category, Layer};
-use stack::topology::Topology;
-use traffic::reference::messages::{self, MessagesSpec};
+use traffic::reference::messages::MessagesSpec;
 use traffic::spec::{Family, Protocol};
+
+mod support;
 
 /// One run per protocol: a warm-up message, then each size twice.
 const SIZES: [usize; 3] = [16, 3_000, 10_000];
@@ -21,25 +21,11 @@ const SIZES: [usize; 3] = [16, 3_000, 10_000];
 /// a 1500-byte MTU: 1500 − 20 − 32 − 8 and 1500 − 20 − 20 − 12 − 8.
 const PAYLOAD_PER_PACKET: usize = 1_440;
 
-/// The probe mode is process-wide: runs take turns.
-static PROBE_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn run(protocol: Protocol) -> (TraceView, Messages) {
-    let _turn = PROBE_MODE.lock().unwrap_or_else(|e| e.into_inner());
-    let topology = Topology::from_toml_str(include_str!("../../../topologies/unlimited.toml"))
-        .expect("topology");
     let mut spec = MessagesSpec::new(protocol, SIZES.to_vec(), 2, 1 << 18);
     spec.family = Family::V4;
-    let run = messages::run(&topology, &spec).expect("the run");
-    assert!(
-        run.outcomes.iter().all(|o| o.delivered),
-        "{:?}",
-        run.outcomes
-    );
-    let hz = probe::clock::calibrate(Duration::from_millis(20));
-    let trace = run.trace(hz, 0.0, "real run");
-    assert_eq!(trace.header.dropped, 0, "the rings were large enough");
-    let view = TraceView::new(&trace).expect("a valid trace");
+    let (view, run) =
+        support::traced_run(include_str!("../../../topologies/unlimited.toml"), &spec);
     let mut found = analyse(&view, &all_spans(&view), StopAt::OnTheWire).expect("analysed");
     let warmup = run.warmup_indices();
     found.messages.retain(|m| !warmup.contains(&m.index));

@@ -53,3 +53,29 @@ pub fn view(table: &'static [Location], overhead: f64, records: Vec<Record>) -> 
     let trace = Trace::new(TraceHeader::new(1e9, overhead, 0, "test"), table, records);
     TraceView::new(&trace).unwrap()
 }
+
+/// The probe mode is process-wide and each run sets it and puts it back:
+/// runs take turns, or one's end would stop the other's recording.
+static PROBE_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Traced messages on the reference stack over `topology` (a topology
+/// file's text), as the lab sends them: every message delivered, no
+/// record dropped; the trace (probe cost 0) ready for analysis, and the
+/// run.
+pub fn traced_run(
+    topology: &str,
+    spec: &traffic::reference::messages::MessagesSpec,
+) -> (TraceView, traffic::reference::messages::MessagesRun) {
+    let _turn = PROBE_MODE.lock().unwrap_or_else(|e| e.into_inner());
+    let topology = stack::topology::Topology::from_toml_str(topology).expect("topology");
+    let run = traffic::reference::messages::run(&topology, spec).expect("the run");
+    assert!(
+        run.outcomes.iter().all(|o| o.delivered),
+        "{:?}",
+        run.outcomes
+    );
+    let hz = probe::clock::calibrate(std::time::Duration::from_millis(20));
+    let trace = run.trace(hz, 0.0, "real run");
+    assert_eq!(trace.header.dropped, 0, "the rings were large enough");
+    (TraceView::new(&trace).expect("a valid trace"), run)
+}
