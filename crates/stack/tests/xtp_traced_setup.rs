@@ -37,28 +37,9 @@ fn an_association_traced_from_its_start_sends_no_fragments() {
         host_mut(&mut sim, "host-a")
             .xtp_set_traced(a, true)
             .unwrap();
-        let mut b = None;
-        let up = sim.run_until_with(Duration::from_secs(10), |sim| {
-            if b.is_none() {
-                b = host_mut(sim, "host-b").xtp_accept(listener).ok();
-            }
-            b.is_some()
-                && sim
-                    .host("host-a")
-                    .unwrap()
-                    .xtp_readiness(a)
-                    .unwrap()
-                    .established
-        });
-        assert!(up, "the association was not set up");
+        let b = set_up(&mut sim, listener, a);
         let data = pattern(100_000, 3);
-        let (at_b, _) = exchange(
-            &mut sim,
-            (a, b.unwrap()),
-            &data,
-            &[],
-            Duration::from_secs(10),
-        );
+        let (at_b, _) = exchange(&mut sim, (a, b), &data, &[], Duration::from_secs(10));
         assert_same(&at_b, &data, "traced transfer");
         let h = sim.host("host-a").unwrap();
         let (ip, option) = if v6 { (40, 8) } else { (20, 8) };

@@ -63,6 +63,12 @@ pub fn associate(sim: &mut Simulator, v6: bool, config: XtpConfig) -> (XtpHandle
         .unwrap();
     let remote = SocketAddr::new(address_of(sim, "host-b", v6), PORT);
     let client = host_mut(sim, "host-a").xtp_connect(remote, config).unwrap();
+    (client, set_up(sim, listener, client))
+}
+
+/// Runs until host-b's `listener` accepted `client`'s association and
+/// host-a heard the answer; the accepted handle.
+pub fn set_up(sim: &mut Simulator, listener: XtpHandle, client: XtpHandle) -> XtpHandle {
     let mut server = None;
     let done = sim.run_until_with(Duration::from_secs(10), |sim| {
         if server.is_none() {
@@ -72,7 +78,7 @@ pub fn associate(sim: &mut Simulator, v6: bool, config: XtpConfig) -> (XtpHandle
         server.is_some() && a.established
     });
     assert!(done, "the association was not set up");
-    (client, server.unwrap())
+    server.unwrap()
 }
 
 /// A deterministic, non-repeating-looking byte pattern.
