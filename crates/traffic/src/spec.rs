@@ -327,6 +327,12 @@ pub struct EchoSpec {
     /// An XTP association's options (`--xtp` only).
     #[serde(skip_serializing_if = "XtpOptions::is_default")]
     pub xtp: XtpOptions,
+    /// Each exchange on a connection of its own, timed from the connect
+    /// call to the answer's last byte: a transaction with its setup
+    /// (Sandia's comparison: XTP's FIRST carries the request, TCP's
+    /// handshake comes before it). Streams only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub connect_each: bool,
     /// How long one exchange may take before it counts as lost (UDP) or
     /// fails the run (TCP).
     #[serde(skip)]
@@ -346,6 +352,7 @@ impl EchoSpec {
             port: defaults.port,
             sockbuf: None,
             xtp: XtpOptions::default(),
+            connect_each: false,
             timeout: defaults.timeout,
         }
     }
@@ -364,6 +371,12 @@ impl EchoSpec {
     }
 
     pub fn validate(&self) -> Result<(), TrafficError> {
+        if self.connect_each && !self.protocol.is_stream() {
+            return Err(TrafficError::Invalid(format!(
+                "a connection per exchange (--connect-each) needs a stream protocol (tcp, xtp), not {}",
+                self.protocol
+            )));
+        }
         if self.count > MAX_EXCHANGES {
             return Err(TrafficError::Invalid(format!(
                 "{} exchanges is too many for one run: use at most {}",

@@ -270,3 +270,37 @@ fn xtp_character_driver_moves_every_byte_and_waits_for_delivery() {
         assert!(shortest >= 400_000, "{len} B: {shortest} ns");
     }
 }
+
+#[test]
+fn a_transaction_with_setup_costs_tcp_its_handshake_and_xtp_nothing() {
+    // Sandia's comparison: XTP's FIRST carries the request (implicit
+    // setup), TCP's handshake comes first; on the default network's
+    // 400 µs round trip.
+    let median = |protocol: Protocol, connect_each: bool| {
+        let mut echo = EchoSpec::new(protocol, Family::V6, 64, 20);
+        echo.timeout = Duration::from_secs(5);
+        echo.connect_each = connect_each;
+        let report = run::echo(&echo, &Target::Simulated(topology("default.toml")))
+            .unwrap_or_else(|e| panic!("{protocol} connect_each {connect_each}: {e}"));
+        assert_eq!(report.rtt_ns.len(), 20);
+        assert_eq!((report.lost, report.corrupted), (0, 0));
+        let mut rtt = report.rtt_ns.clone();
+        rtt.sort_unstable();
+        rtt[rtt.len() / 2] as f64 / 1e3
+    };
+    let tcp_established = median(Protocol::Tcp, false);
+    let tcp_with_setup = median(Protocol::Tcp, true);
+    let xtp_established = median(Protocol::Xtp, false);
+    let xtp_with_setup = median(Protocol::Xtp, true);
+    let figures = format!(
+        "TCP {tcp_established:.0}/{tcp_with_setup:.0} µs, XTP {xtp_established:.0}/{xtp_with_setup:.0} µs"
+    );
+    for established in [tcp_established, xtp_established] {
+        assert!((400.0..600.0).contains(&established), "{figures}");
+    }
+    assert!(tcp_with_setup >= 800.0, "TCP pays a round trip: {figures}");
+    assert!(xtp_with_setup < 600.0, "XTP does not: {figures}");
+    let mut udp = EchoSpec::new(Protocol::Udp, Family::V6, 64, 1);
+    udp.connect_each = true;
+    assert!(udp.validate().unwrap_err().to_string().contains("stream"));
+}

@@ -87,6 +87,8 @@ pub struct Grid {
     pub load_on: Vec<LoadOn>,
     /// XTP's association options, for the XTP points.
     pub xtp: XtpOptions,
+    /// Delay: each exchange on a new connection (`EchoSpec::connect_each`).
+    pub connect_each: bool,
 }
 
 /// The most concurrent flows a point may have (circuits × mix).
@@ -383,6 +385,7 @@ impl Grid {
                     port: self.port,
                     sockbuf,
                     xtp: self.xtp_for(group[0]),
+                    connect_each: self.connect_each,
                     timeout: self.timeout,
                 };
                 spec.validate().map_err(bad)?;
@@ -463,6 +466,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: XtpOptions::default(),
+            connect_each: false,
         }
     }
 
