@@ -288,6 +288,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: Default::default(),
+            connect_each: false,
         }
     }
 
