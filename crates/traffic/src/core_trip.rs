@@ -74,7 +74,13 @@ pub struct CoreTrips {
 impl CoreTrips {
     /// Summarises the measurements that succeeded; `None` if none did.
     pub fn of(trips: &[CoreTrip]) -> Option<Self> {
-        let mut ns: Vec<f64> = trips.iter().map(|t| t.ns).collect();
+        Self::of_ns(trips.iter().map(|t| t.ns))
+    }
+
+    /// Summarises round trips given in ns (also the wake round trips of
+    /// `wake_trip`); `None` if there are none.
+    pub fn of_ns(ns: impl IntoIterator<Item = f64>) -> Option<Self> {
+        let mut ns: Vec<f64> = ns.into_iter().collect();
         ns.sort_by(f64::total_cmp);
         let (&min_ns, &max_ns) = (ns.first()?, ns.last()?);
         Some(Self {

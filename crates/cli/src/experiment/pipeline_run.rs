@@ -36,14 +36,19 @@ pub fn run(
         compute: plan.compute,
     };
     // The machine's state before and after, outside the run: its threads
-    // talk across the two CPUs (`stackscope compare` reads a change of
-    // state as the machine's).
-    let before = traffic::core_trip::measure();
+    // talk across the two CPUs and hand blocks to each other asleep, so
+    // both the core and the wake round trip (`stackscope compare` reads a
+    // change of either as the machine's).
+    let before = (traffic::core_trip::measure(), traffic::wake_trip::measure());
     let result = pipeline::run(&spec)?;
-    let after = traffic::core_trip::measure();
+    let after = (traffic::core_trip::measure(), traffic::wake_trip::measure());
     let trips = traffic::core_trip::CoreTrips::of(
-        &[before, after].into_iter().flatten().collect::<Vec<_>>(),
+        &[before.0, after.0]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
     );
+    let wakes = traffic::core_trip::CoreTrips::of_ns([before.1, after.1].into_iter().flatten());
     progress.fetch_add(u64::from(blocks), Ordering::Relaxed);
     let summary = result.summary(plan.warmup as usize);
     let csv = format!("{}-{}-bursts.csv", recipe.name, run.id);
@@ -74,6 +79,9 @@ pub fn run(
         core_trip_ns: trips.map(|t| t.median_ns),
         core_trip_min_ns: trips.map(|t| t.min_ns),
         core_trip_max_ns: trips.map(|t| t.max_ns),
+        wake_trip_ns: wakes.map(|t| t.median_ns),
+        wake_trip_min_ns: wakes.map(|t| t.min_ns),
+        wake_trip_max_ns: wakes.map(|t| t.max_ns),
         window_ms,
         lanes,
         send_queue,
