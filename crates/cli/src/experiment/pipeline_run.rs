@@ -166,9 +166,19 @@ fn table(s: &PipelineSummary) -> Table {
                 name,
                 e.n.to_string(),
                 format!("{:.1}", e.mean),
-                e.ci95
-                    .map_or("—".into(), |ci| format!("{:.1} – {:.1}", ci.lo, ci.hi)),
-                format!("{:.1}", e.median),
+                // Every figure here is a time or a size, never below 0: a
+                // mean's interval reaching below 0 says the values are too
+                // skewed for a t-interval (a few long waits), not that
+                // the figure could be negative. The median then speaks.
+                match e.ci95 {
+                    Some(ci) if ci.lo < 0.0 => "too skewed (see the median)".into(),
+                    Some(ci) => format!("{:.1} – {:.1}", ci.lo, ci.hi),
+                    None => "—".into(),
+                },
+                match e.median_ci95 {
+                    Some(ci) => format!("{:.1} ({:.1} – {:.1})", e.median, ci.lo, ci.hi),
+                    None => format!("{:.1}", e.median),
+                },
             ],
             None => vec![name, "0".into(), "—".into(), "—".into(), "—".into()],
         }
@@ -210,7 +220,7 @@ fn table(s: &PipelineSummary) -> Table {
     }
     Table {
         caption: format!(
-            "Over {} blocks after {} warm-up blocks, a window of {:.1} ms; means with their 95 % intervals; duty = share of the window the process was on.",
+            "Over {} blocks after {} warm-up blocks, a window of {:.1} ms; means and medians with their 95 % intervals (Student's t; order statistics); duty = share of the window the process was on.",
             s.blocks,
             s.warmup,
             s.window_us / 1e3
