@@ -138,6 +138,131 @@ pub(super) fn table(results: &[PointResult]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use traffic::echo::EchoReport;
+    use traffic::env::Environment;
+    use traffic::spec::{EchoSpec, Family, Protocol, StackKind};
+    use traffic::sweep::load::LoadOn;
+    use traffic::sweep::points::Work;
+    use traffic::sweep::Point;
+
+    fn point(protocol: &str, circuits: u32) -> Point {
+        Point {
+            index: 1,
+            stack: StackKind::Ref,
+            protocol: protocol.into(),
+            family: Some(Family::V4),
+            size_bytes: 16384,
+            count: 2,
+            sockbuf_bytes: None,
+            rate_bps: None,
+            circuits,
+            load: 0,
+            load_on: LoadOn::Both,
+            work: Work::Echo(Vec::new()),
+        }
+    }
+
+    fn series(protocol: Protocol, port: u16, rtt_us: &[u64]) -> EchoReport {
+        let mut spec = EchoSpec::new(protocol, Family::V4, 16384, rtt_us.len() as u64);
+        spec.port = port;
+        EchoReport {
+            spec,
+            target: Environment::detect(StackKind::Ref, "reference stack"),
+            rtt_ns: rtt_us.iter().map(|us| us * 1000).collect(),
+            lost: 0,
+            corrupted: 0,
+        }
+    }
+
+    fn delay(point: Point, reps: &[Vec<EchoReport>]) -> PointResult {
+        PointResult::Delay(DelayPoint::new(point, reps).unwrap())
+    }
+
+    #[test]
+    fn each_circuit_stands_beside_its_protocol_alone() {
+        // TCP alone 100 and 110 µs a repetition, XTP alone 200 and 220;
+        // at once TCP 200 and 220 (×2), XTP 300 and 330 (×1.5).
+        let results = [
+            delay(
+                point("tcp", 1),
+                &[
+                    vec![series(Protocol::Tcp, 5201, &[100, 100])],
+                    vec![series(Protocol::Tcp, 5201, &[110, 110])],
+                ],
+            ),
+            delay(
+                point("xtp", 1),
+                &[
+                    vec![series(Protocol::Xtp, 5201, &[200, 200])],
+                    vec![series(Protocol::Xtp, 5201, &[220, 220])],
+                ],
+            ),
+            delay(
+                point("tcp+xtp", 1),
+                &[
+                    vec![
+                        series(Protocol::Tcp, 5201, &[200, 200]),
+                        series(Protocol::Xtp, 5202, &[300, 300]),
+                    ],
+                    vec![
+                        series(Protocol::Tcp, 5201, &[220, 220]),
+                        series(Protocol::Xtp, 5202, &[330, 330]),
+                    ],
+                ],
+            ),
+        ];
+        let t = table(&results);
+        assert_eq!(t.rows.len(), 2, "a row per circuit: {:?}", t.rows);
+        let col = |name: &str| t.columns.iter().position(|c| c == name).unwrap();
+        let tcp = &t.rows[0];
+        assert_eq!(tcp[col("circuit")], "1 tcp port 5201");
+        assert_eq!(tcp[col("n")], "2");
+        assert!(
+            tcp[col("round trip µs (95 % CI)")].starts_with("210.0 ± "),
+            "{tcp:?}"
+        );
+        assert!(
+            tcp[col("alone µs (95 % CI)")].starts_with("105.0 ± "),
+            "{tcp:?}"
+        );
+        assert!(
+            tcp[col("× alone (95 % CI)")].starts_with("2.00 ["),
+            "{tcp:?}"
+        );
+        let xtp = &t.rows[1];
+        assert!(
+            xtp[col("alone µs (95 % CI)")].starts_with("210.0 ± "),
+            "{xtp:?}"
+        );
+        assert!(
+            xtp[col("× alone (95 % CI)")].starts_with("1.50 ["),
+            "{xtp:?}"
+        );
+        // TCP's 400 µs of exchanges against XTP's 600: XTP ran a third
+        // of its time alone.
+        assert_eq!(tcp[col("beside others")], "100 %");
+        assert_eq!(xtp[col("beside others")], "67 %");
+        assert_eq!(xtp[col("flags")], "");
+
+        // Without its protocol alone a circuit says so.
+        let t = table(&results[2..]);
+        assert_eq!(t.rows[0][col("alone µs (95 % CI)")], "-");
+        assert!(t.rows[0][col("flags")].contains("no one-circuit point"));
+        // And summary.json's circuit names itself and its figures.
+        let PointResult::Delay(d) = &results[2] else {
+            unreachable!()
+        };
+        let j = json(&d.circuits[1]);
+        assert_eq!(
+            (&j["circuit"], &j["protocol"], &j["port"]),
+            (&json!(2), &json!("xtp"), &json!(5202))
+        );
+        assert_eq!(
+            (&j["samples"], &j["mean_us"], &j["reps"]),
+            (&json!(4), &json!(315.0), &json!(2))
+        );
+        assert_eq!(j["problems"], "");
+    }
 
     fn estimate(values: &[f64]) -> stats::Estimate {
         stats::Estimate::of(values).unwrap()
