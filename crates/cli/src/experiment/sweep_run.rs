@@ -195,14 +195,18 @@ fn point_json(result: &PointResult) -> Map<String, Value> {
         PointResult::Throughput(t) => {
             point.insert("lost_where".into(), serde_json::json!(t.lost_where));
         }
-        // Each circuit's own round trips, for the published comparisons.
-        PointResult::Delay(d) if !d.circuits.is_empty() => {
-            point.insert(
-                "per_circuit".into(),
-                Value::Array(d.circuits.iter().map(delay_circuits::json).collect()),
-            );
+        PointResult::Delay(d) => {
+            // The repetitions' interval as one object and their spread,
+            // for the published comparisons (`ci`, `stdev` with n = reps).
+            point.extend(delay_circuits::by_repetition(d.rep_mean_us.as_ref()));
+            // Each circuit's own round trips.
+            if !d.circuits.is_empty() {
+                point.insert(
+                    "per_circuit".into(),
+                    Value::Array(d.circuits.iter().map(delay_circuits::json).collect()),
+                );
+            }
         }
-        PointResult::Delay(_) => {}
     }
     point
 }

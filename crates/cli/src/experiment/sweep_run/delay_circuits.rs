@@ -4,7 +4,7 @@
 //! with 95 % intervals; and each circuit's figures as `summary.json`
 //! keeps them for the published comparisons.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use report::model::Table;
 use stats::Difference;
@@ -12,6 +12,22 @@ use traffic::sweep::outcome::{DelayCircuit, DelayPoint};
 use traffic::sweep::PointResult;
 
 use super::{mean_ci, opt, point_name};
+
+/// The repetitions' means as the published comparisons read them: their
+/// 95 % interval as one object (`ci95_us`: `{lo, hi}`) and their standard
+/// deviation (`rep_stdev_us`); the count is `reps`. The series are the
+/// independent draws, not the exchanges within one.
+pub(super) fn by_repetition(by_rep: Option<&stats::Estimate>) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert(
+        "ci95_us".into(),
+        json!(by_rep
+            .and_then(|e| e.ci95)
+            .map(|c| json!({"lo": c.lo, "hi": c.hi}))),
+    );
+    fields.insert("rep_stdev_us".into(), json!(by_rep.and_then(|e| e.stdev)));
+    fields
+}
 
 /// One circuit's figures: pooled round trips (mean, stdev, percentiles
 /// over its exchanges), the interval of its repetitions' means, how much
@@ -21,7 +37,7 @@ pub(super) fn json(c: &DelayCircuit) -> Value {
     let t = &c.round_trips;
     let rtt = t.rtt_us.as_ref();
     let by_rep = t.rep_mean_us.as_ref();
-    json!({
+    let mut fields = json!({
         "circuit": c.circuit,
         "protocol": c.protocol,
         "port": c.port,
@@ -38,7 +54,11 @@ pub(super) fn json(c: &DelayCircuit) -> Value {
         "p99_us": t.p99_us,
         "overlap": c.overlap,
         "problems": c.problems.join("; "),
-    })
+    });
+    if let Value::Object(map) = &mut fields {
+        map.extend(by_repetition(by_rep));
+    }
+    fields
 }
 
 /// The point of `results` that ran `circuit`'s protocol alone under the
@@ -174,6 +194,10 @@ mod tests {
         }
     }
 
+    fn f(v: &Value) -> f64 {
+        v.as_f64().unwrap()
+    }
+
     fn delay(point: Point, reps: &[Vec<EchoReport>]) -> PointResult {
         PointResult::Delay(DelayPoint::new(point, reps).unwrap())
     }
@@ -262,6 +286,16 @@ mod tests {
             (&json!(4), &json!(315.0), &json!(2))
         );
         assert_eq!(j["problems"], "");
+        // 300 and 330 µs: the interval of two means, t(1) = 12.706.
+        let half = 12.706_204_7 * (15.0 * 2f64.sqrt()) / 2f64.sqrt();
+        assert!(
+            (f(&j["ci95_us"]["hi"]) - (315.0 + half)).abs() < 1e-3,
+            "{j}"
+        );
+        assert!(
+            (f(&j["rep_stdev_us"]) - 15.0 * 2f64.sqrt()).abs() < 1e-9,
+            "{j}"
+        );
     }
 
     fn estimate(values: &[f64]) -> stats::Estimate {
