@@ -96,6 +96,12 @@ pub struct SweepArgs {
     /// raw frames.
     #[arg(long, value_name = "N", default_value_t = 1)]
     circuits: u32,
+    /// Delay mode: each exchange on a connection of its own, timed from
+    /// the connect call to the answer's last byte (a transaction with its
+    /// setup: XTP's FIRST carries the request, TCP's handshake comes
+    /// first). TCP and XTP only.
+    #[arg(long = "connect-each")]
+    connect_each: bool,
     /// Socket buffer sizes (SO_SNDBUF and SO_RCVBUF), a list or ranges,
     /// e.g. 4K,16K,64K [default: the OS's].
     #[arg(long, value_name = "LIST")]
@@ -274,6 +280,9 @@ impl SweepArgs {
                 self.min_duration
             );
         }
+        if self.connect_each && self.mode != ModeArg::Delay {
+            bail!("--connect-each times exchanges: give --mode delay");
+        }
         Ok(Grid {
             min_duration: (self.min_duration > 0.0)
                 .then(|| Duration::from_secs_f64(self.min_duration)),
@@ -309,6 +318,7 @@ impl SweepArgs {
             timeout: Duration::from_secs_f64(self.timeout),
             loads: loads("--load", &self.load)?,
             xtp: self.xtp.options()?,
+            connect_each: self.connect_each,
             load_on: names("--load-on", &self.load_on, LoadOn::parse, LoadOn::NAMES)?,
         })
     }

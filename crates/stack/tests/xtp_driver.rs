@@ -72,7 +72,11 @@ fn driver_transfer(
             match h.xtp_driver_read_done(b) {
                 Ok(buf) if buf.is_empty() => eof = true,
                 Ok(buf) => {
-                    assert!(buf.len() <= read_len);
+                    // A read ends full or at a write's end (EOM), not at
+                    // a status request within the write.
+                    let left = data.len() - got.len();
+                    let expected = read_len.min(write_len).min(left);
+                    assert_eq!(buf.len(), expected, "a read of {read_len} B");
                     got.extend_from_slice(&buf);
                     spare = buf;
                     posted = false;
@@ -96,9 +100,21 @@ fn driver_transfer(
 
 #[test]
 fn driver_writes_and_reads_are_byte_exact_and_end_on_delivery() {
-    for (write_len, read_len) in [(16 * 1024, 4096), (4096, 16 * 1024), (100, 64 * 1024)] {
+    for (write_len, read_len, buffer) in [
+        (16 * 1024, 4096, 256 * 1024),
+        (4096, 16 * 1024, 256 * 1024),
+        (100, 64 * 1024, 256 * 1024),
+        // Status requests every quarter of the 16 KiB buffer, within
+        // each 64 KiB write.
+        (64 * 1024, 64 * 1024, 16 * 1024),
+    ] {
         let mut sim = default_network();
-        let ends = associate(&mut sim, true, XtpConfig::default());
+        let config = XtpConfig {
+            send_buffer: buffer,
+            recv_buffer: buffer,
+            ..XtpConfig::default()
+        };
+        let ends = associate(&mut sim, true, config);
         let data = Bytes::from(pattern(512 * 1024 + 77, 5));
         let got = driver_transfer(
             &mut sim,

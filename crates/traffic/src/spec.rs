@@ -154,6 +154,16 @@ pub struct XtpOptions {
     pub rate_bps: Option<u64>,
     /// ...in bursts of at most this many bytes.
     pub burst_bytes: Option<u32>,
+    /// The KRM's character-driver interface (§3.4.2) instead of the
+    /// socket interface: writes lend their buffer and end once the peer's
+    /// reader took it; reads post their buffer.
+    pub driver: bool,
+    /// Reservation mode (RES, §2.7): the receiver grants only what its
+    /// reader asked for, not its whole buffer.
+    pub reservation: bool,
+    /// The receiver's grant beyond what its reader took (the KRM's
+    /// `ralloc`), bytes; default: its receive buffer.
+    pub alloc_bytes: Option<u32>,
 }
 
 impl XtpOptions {
@@ -176,6 +186,15 @@ impl XtpOptions {
             }
             _ if self.burst_bytes == Some(0) => {
                 invalid("--xtp-burst must be at least 1 byte".into())
+            }
+            _ if self
+                .alloc_bytes
+                .is_some_and(|a| !(1024..=1 << 30).contains(&a)) =>
+            {
+                invalid(format!(
+                    "--xtp-alloc {} is impossible: use 1K..1G bytes",
+                    self.alloc_bytes.unwrap_or_default()
+                ))
             }
             _ => Ok(()),
         }
@@ -283,7 +302,7 @@ impl TransferSpec {
         }
         if !self.xtp.is_default() && self.protocol != Protocol::Xtp {
             return invalid(format!(
-                "the XTP options (--xtp-error-control, --xtp-nocheck, --xtp-rate, --xtp-burst) apply to XTP (--xtp), not {}",
+                "the XTP options (--xtp-error-control, --xtp-nocheck, --xtp-rate, --xtp-burst, --xtp-interface, --xtp-reservation, --xtp-alloc) apply to XTP (--xtp), not {}",
                 self.protocol
             ));
         }
@@ -311,6 +330,12 @@ pub struct EchoSpec {
     /// An XTP association's options (`--xtp` only).
     #[serde(skip_serializing_if = "XtpOptions::is_default")]
     pub xtp: XtpOptions,
+    /// Each exchange on a connection of its own, timed from the connect
+    /// call to the answer's last byte: a transaction with its setup
+    /// (Sandia's comparison: XTP's FIRST carries the request, TCP's
+    /// handshake comes before it). Streams only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub connect_each: bool,
     /// How long one exchange may take before it counts as lost (UDP) or
     /// fails the run (TCP).
     #[serde(skip)]
@@ -331,6 +356,7 @@ impl EchoSpec {
             circuit: 0,
             sockbuf: None,
             xtp: XtpOptions::default(),
+            connect_each: false,
             timeout: defaults.timeout,
         }
     }
@@ -350,6 +376,12 @@ impl EchoSpec {
     }
 
     pub fn validate(&self) -> Result<(), TrafficError> {
+        if self.connect_each && !self.protocol.is_stream() {
+            return Err(TrafficError::Invalid(format!(
+                "a connection per exchange (--connect-each) needs a stream protocol (tcp, xtp), not {}",
+                self.protocol
+            )));
+        }
         if self.count > MAX_EXCHANGES {
             return Err(TrafficError::Invalid(format!(
                 "{} exchanges is too many for one run: use at most {}",

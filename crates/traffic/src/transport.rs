@@ -13,6 +13,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use bytes::Bytes;
 use stack::time::Instant;
 
 use wire::ethernet::EthernetAddress;
@@ -138,6 +139,39 @@ pub trait Transport {
 
     /// Reads what has arrived into `buf`.
     fn recv(&mut self, stream: Self::Stream, buf: &mut [u8]) -> Result<Read, TrafficError>;
+
+    /// Whether the stream's interface lends and posts the application's
+    /// buffers instead of copying them (XTP's character driver): then
+    /// [`send_shared`](Self::send_shared) returns a write's whole length
+    /// once the peer's reader took it, and [`recv_into`](Self::recv_into)
+    /// hands back its own buffer.
+    fn lends_buffers(&self, _stream: Self::Stream) -> bool {
+        false
+    }
+
+    /// Writes `data`, held in a shared buffer. A lending interface
+    /// references it (no copy) and returns 0 until the peer's reader took
+    /// all of it, then its length: the caller offers the same bytes
+    /// until then. Others copy, exactly as [`send`](Self::send).
+    fn send_shared(&mut self, stream: Self::Stream, data: &Bytes) -> Result<usize, TrafficError> {
+        self.send(stream, data)
+    }
+
+    /// Reads up to `len` bytes; after `Read::Data(n)` they are `buf[..n]`.
+    /// A lending interface posts `buf` itself (it is empty meanwhile) and
+    /// hands it back holding exactly what it got; others read into it as
+    /// [`recv`](Self::recv), growing it to `len` first if shorter.
+    fn recv_into(
+        &mut self,
+        stream: Self::Stream,
+        buf: &mut Vec<u8>,
+        len: usize,
+    ) -> Result<Read, TrafficError> {
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        self.recv(stream, &mut buf[..len])
+    }
 
     /// Closes the sending half (a FIN after what is queued).
     fn shutdown(&mut self, stream: Self::Stream) -> Result<(), TrafficError>;

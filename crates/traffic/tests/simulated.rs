@@ -192,6 +192,120 @@ fn xtp_options_reach_the_association() {
 }
 
 #[test]
+fn xtp_character_driver_moves_every_byte_and_waits_for_delivery() {
+    use traffic::spec::XtpOptions;
+    let driver = XtpOptions {
+        driver: true,
+        ..XtpOptions::default()
+    };
+    // Short writes are copied, long ones lent; both byte-exact, also
+    // through loss, and in reservation mode with a small alloc.
+    for (len, count, wire, xtp) in [
+        (100, 200, "impaired.toml", driver),
+        (8192, 64, "impaired.toml", driver),
+        (
+            4096,
+            64,
+            "ethernet.toml",
+            XtpOptions {
+                reservation: true,
+                alloc_bytes: Some(16 * 1024),
+                ..driver
+            },
+        ),
+    ] {
+        let mut s = spec(Protocol::Xtp, Family::V6, len, count);
+        s.timeout = Duration::from_secs(60);
+        s.xtp = xtp;
+        let report = run::pair(&s, &Target::Simulated(topology(wire)), false)
+            .unwrap_or_else(|e| panic!("{len} B over {wire}: {e}"));
+        assert!(report.is_clean(), "{len} B over {wire}: {report:?}");
+        assert_eq!(
+            report.end.sum_received.as_ref().unwrap().bytes,
+            len as u64 * count
+        );
+    }
+    // Sending for a time: the write in progress when the time is up is
+    // followed to its end, so the sender counts every byte the receiver
+    // got.
+    let mut timed = spec(Protocol::Xtp, Family::V6, 1024, 1);
+    timed.xtp = driver;
+    timed.min_duration = Some(Duration::from_millis(50));
+    let report = run::pair(&timed, &Target::Simulated(topology("default.toml")), false)
+        .expect("timed driver transfer");
+    assert!(report.impossible().is_empty(), "{:?}", report.impossible());
+    assert!(report.is_clean());
+    assert_eq!(
+        report.end.sum_sent.as_ref().unwrap().bytes,
+        report.end.sum_received.as_ref().unwrap().bytes
+    );
+    // A driver write ends only once the peer's reader took it: one write
+    // per round trip (400 µs of propagation through the default
+    // network's router), where the socket interface keeps the wire full.
+    let seconds = |xtp: XtpOptions| {
+        let mut s = spec(Protocol::Xtp, Family::V6, 1024, 256);
+        s.xtp = xtp;
+        let report = run::pair(&s, &Target::Simulated(topology("default.toml")), false)
+            .expect("simulated xtp");
+        assert!(report.is_clean());
+        report.end.sum_sent.as_ref().unwrap().seconds
+    };
+    let (socket, by_driver) = (seconds(XtpOptions::default()), seconds(driver));
+    assert!(
+        by_driver > 256.0 * 400e-6 && by_driver > 5.0 * socket,
+        "driver {by_driver} s, socket {socket} s"
+    );
+    for len in [16, 512, 16 * 1024] {
+        let mut echo = EchoSpec::new(Protocol::Xtp, Family::V4, len, 40);
+        echo.timeout = Duration::from_secs(5);
+        echo.xtp = driver;
+        let report = run::echo(&echo, &Target::Simulated(topology("default.toml")))
+            .expect("xtp driver echo");
+        assert_eq!(report.rtt_ns.len(), 40, "{len} B");
+        assert_eq!((report.lost, report.corrupted), (0, 0), "{len} B");
+        // Timed from the request's first offer: the write that waits for
+        // delivery is inside the exchange, which spans the path's 400 µs
+        // round trip at least.
+        let shortest = report.rtt_ns.iter().min().copied().unwrap();
+        assert!(shortest >= 400_000, "{len} B: {shortest} ns");
+    }
+}
+
+#[test]
+fn a_transaction_with_setup_costs_tcp_its_handshake_and_xtp_nothing() {
+    // Sandia's comparison: XTP's FIRST carries the request (implicit
+    // setup), TCP's handshake comes first; on the default network's
+    // 400 µs round trip.
+    let median = |protocol: Protocol, connect_each: bool| {
+        let mut echo = EchoSpec::new(protocol, Family::V6, 64, 20);
+        echo.timeout = Duration::from_secs(5);
+        echo.connect_each = connect_each;
+        let report = run::echo(&echo, &Target::Simulated(topology("default.toml")))
+            .unwrap_or_else(|e| panic!("{protocol} connect_each {connect_each}: {e}"));
+        assert_eq!(report.rtt_ns.len(), 20);
+        assert_eq!((report.lost, report.corrupted), (0, 0));
+        let mut rtt = report.rtt_ns.clone();
+        rtt.sort_unstable();
+        rtt[rtt.len() / 2] as f64 / 1e3
+    };
+    let tcp_established = median(Protocol::Tcp, false);
+    let tcp_with_setup = median(Protocol::Tcp, true);
+    let xtp_established = median(Protocol::Xtp, false);
+    let xtp_with_setup = median(Protocol::Xtp, true);
+    let figures = format!(
+        "TCP {tcp_established:.0}/{tcp_with_setup:.0} µs, XTP {xtp_established:.0}/{xtp_with_setup:.0} µs"
+    );
+    for established in [tcp_established, xtp_established] {
+        assert!((400.0..600.0).contains(&established), "{figures}");
+    }
+    assert!(tcp_with_setup >= 800.0, "TCP pays a round trip: {figures}");
+    assert!(xtp_with_setup < 600.0, "XTP does not: {figures}");
+    let mut udp = EchoSpec::new(Protocol::Udp, Family::V6, 64, 1);
+    udp.connect_each = true;
+    assert!(udp.validate().unwrap_err().to_string().contains("stream"));
+}
+
+#[test]
 fn two_echo_circuits_at_once_each_time_their_own_exchanges() {
     // The XTP study's Table 6: two TCP circuits exchanging at once. The
     // series differ in size and length so each report is seen to be its

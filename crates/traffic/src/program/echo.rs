@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use stack::time::Instant;
 
 use super::datagrams::SENTINEL_REPEATS;
@@ -107,7 +108,14 @@ pub struct EchoServer<N: Transport> {
     buf: Vec<u8>,
     /// Stream bytes read and not yet sent back.
     pending: Vec<u8>,
+    /// Through a lending interface: the buffer being written back.
+    lent: Option<Bytes>,
+    /// A connection per exchange: the listener, to accept the next.
+    listener: Option<N::Listener>,
 }
+
+/// The most an echo server reads at once.
+const ECHO_READ: usize = 65_536;
 
 enum Serving<N: Transport> {
     Start,
@@ -128,12 +136,17 @@ impl<N: Transport> EchoServer<N> {
             bind,
             state: Serving::Start,
             since: Instant::ZERO,
-            buf: vec![0; 65_536],
+            buf: vec![0; ECHO_READ],
             pending: Vec::new(),
+            lent: None,
+            listener: None,
         }
     }
 
     fn serve_stream(&mut self, net: &mut N, conn: N::Stream) -> Step<()> {
+        if net.lends_buffers(conn) {
+            return self.serve_lending(net, conn);
+        }
         loop {
             while !self.pending.is_empty() {
                 match net.send(conn, &self.pending) {
@@ -147,10 +160,55 @@ impl<N: Transport> EchoServer<N> {
             match net.recv(conn, &mut self.buf) {
                 Ok(Read::Data(n)) => self.pending.extend_from_slice(&self.buf[..n]),
                 Ok(Read::Nothing) => return Step::Wait(None),
-                Ok(Read::End) => {
-                    net.close(conn);
-                    return Step::Done(Ok(()));
+                Ok(Read::End) => return self.client_closed(net, conn),
+                Err(e) => return Step::Done(Err(e)),
+            }
+        }
+    }
+}
+
+impl<N: Transport> EchoServer<N> {
+    /// The client closed its connection: the end, or, with a connection
+    /// per exchange, back to accept the next.
+    fn client_closed(&mut self, net: &mut N, conn: N::Stream) -> Step<()> {
+        net.close(conn);
+        match self.listener {
+            Some(listener) => {
+                self.state = Serving::Listening(listener);
+                self.since = net.now();
+                Step::Again
+            }
+            None => Step::Done(Ok(())),
+        }
+    }
+
+    /// Echoes through an interface that lends and posts buffers (XTP's
+    /// character driver): the buffer a read filled is written back as it
+    /// is, no copy, and comes back for the next read once delivered.
+    fn serve_lending(&mut self, net: &mut N, conn: N::Stream) -> Step<()> {
+        loop {
+            if let Some(answer) = &self.lent {
+                match net.send_shared(conn, answer) {
+                    Ok(0) => return Step::Wait(None),
+                    Ok(_) => {
+                        let answer = self.lent.take().expect("an answer is lent");
+                        // Ours again once delivered: reused, not freed.
+                        self.buf = match answer.try_into_mut() {
+                            Ok(mine) => mine.into(),
+                            Err(_) => Vec::with_capacity(ECHO_READ),
+                        };
+                    }
+                    Err(e) => return Step::Done(Err(e)),
                 }
+            }
+            match net.recv_into(conn, &mut self.buf, ECHO_READ) {
+                Ok(Read::Data(n)) => {
+                    let mut got = std::mem::take(&mut self.buf);
+                    got.truncate(n);
+                    self.lent = Some(Bytes::from(got));
+                }
+                Ok(Read::Nothing) => return Step::Wait(None),
+                Ok(Read::End) => return self.client_closed(net, conn),
                 Err(e) => return Step::Done(Err(e)),
             }
         }
@@ -191,9 +249,18 @@ impl<N: Transport> Program<N> for EchoServer<N> {
                 if self.shared.rendezvous.receiver().is_none() {
                     self.shared.publish(net, self.bind);
                 }
+                if self.listener.is_some() && self.shared.rendezvous.has_sender_finished() {
+                    net.close_listener(listener);
+                    return Step::Done(Ok(()));
+                }
                 match net.accept(listener) {
                     Ok(Some(conn)) => {
-                        net.close_listener(listener);
+                        if self.shared.spec.connect_each {
+                            // The next exchange comes on a new connection.
+                            self.listener = Some(listener);
+                        } else {
+                            net.close_listener(listener);
+                        }
                         self.state = Serving::Stream(conn);
                         Step::Again
                     }
@@ -274,7 +341,10 @@ enum Asking<N: Transport> {
         conn: N::Stream,
         written: usize,
         read: usize,
-        began: Instant,
+        /// When this exchange's request was first offered: a write that
+        /// takes nothing at first (a lending interface's, until
+        /// delivered) is still inside the exchange.
+        began: Option<Instant>,
     },
     Datagrams {
         socket: N::Datagrams,
@@ -328,13 +398,17 @@ impl<N: Transport> EchoClient<N> {
             net.close(conn);
             return self.done();
         }
-        let request = self.shared.pattern.at(self.seq * len as u64, len);
-        if *written == 0 {
-            *began = net.now();
-        }
+        let request = self.shared.pattern.shared(self.seq * len as u64, len);
+        let began_at = *began.get_or_insert_with(|| net.now());
         let writing = *written < len;
         while *written < len {
-            match net.send(conn, &request[*written..]) {
+            let sent = if *written == 0 {
+                // Whole: an interface that lends buffers takes it so.
+                net.send_shared(conn, &request)
+            } else {
+                net.send(conn, &request[*written..])
+            };
+            match sent {
                 Ok(0) => break,
                 Ok(n) => *written += n,
                 Err(e) => return Step::Done(Err(e)),
@@ -346,8 +420,21 @@ impl<N: Transport> EchoClient<N> {
             return Step::Wait(None);
         }
         while *read < len {
-            match net.recv(conn, &mut self.answer[*read..len]) {
-                Ok(Read::Data(n)) => *read += n,
+            let got = if *read == 0 {
+                // Whole: an interface that posts buffers fills it so.
+                net.recv_into(conn, &mut self.answer, len)
+            } else {
+                net.recv(conn, &mut self.answer[*read..len])
+            };
+            match got {
+                Ok(Read::Data(n)) => {
+                    *read += n;
+                    if self.answer.len() < len {
+                        // A posted read came back short (it held the end
+                        // of a write): the rest is read into place.
+                        self.answer.resize(len, 0);
+                    }
+                }
                 Ok(Read::Nothing) => break,
                 Ok(Read::End) => {
                     return Step::Done(Err(TrafficError::Invalid(
@@ -360,16 +447,26 @@ impl<N: Transport> EchoClient<N> {
         if *read == len {
             self.exchanges
                 .rtt_ns
-                .push((net.now() - *began).as_nanos() as u64);
+                .push((net.now() - began_at).as_nanos() as u64);
             if self.answer[..len] != *request {
                 self.exchanges.corrupted += 1;
             }
             self.seq += 1;
             *written = 0;
             *read = 0;
+            *began = None;
+            if spec.connect_each {
+                // Closed outside the timed window; the next exchange
+                // connects anew.
+                net.close(conn);
+                if self.seq == spec.count {
+                    return self.done();
+                }
+                self.state = Asking::Peer(Channel::Stream);
+            }
             return Step::Again;
         }
-        if (net.now() - *began) > spec.timeout {
+        if (net.now() - began_at) > spec.timeout {
             return Step::Done(Err(TrafficError::timeout(
                 spec.timeout,
                 format!("waiting for the answer to exchange {}", self.seq),
@@ -488,7 +585,23 @@ impl<N: Transport> Program<N> for EchoClient<N> {
                 };
                 self.state = match (channel, dest) {
                     (Channel::Stream, Peer::Ip(addr)) => {
+                        let began = net.now();
                         match net.connect(addr, self.shared.stream_options()) {
+                            // A transaction with its setup: the request is
+                            // offered at once (XTP's FIRST carries it; TCP
+                            // sends it after its handshake), the clock
+                            // running from the connect call.
+                            Ok(conn) if self.shared.spec.connect_each => {
+                                if self.seq == 0 {
+                                    self.exchanges.facts = net.stream_facts(conn);
+                                }
+                                Asking::Stream {
+                                    conn,
+                                    written: 0,
+                                    read: 0,
+                                    began: Some(began),
+                                }
+                            }
                             Ok(conn) => Asking::Connecting(conn),
                             Err(e) => return Step::Done(Err(e)),
                         }
@@ -513,7 +626,7 @@ impl<N: Transport> Program<N> for EchoClient<N> {
                         conn,
                         written: 0,
                         read: 0,
-                        began: net.now(),
+                        began: None,
                     };
                     Step::Again
                 }

@@ -200,7 +200,7 @@ impl<N: Transport> Program<N> for StreamReceiver<N> {
                 ref mut last,
             } => {
                 loop {
-                    match net.recv(conn, &mut self.buf[..self.read_len]) {
+                    match net.recv_into(conn, &mut self.buf, self.read_len) {
                         Ok(Read::Data(n)) => {
                             *last = net.now();
                             first.get_or_insert(*last);
@@ -256,6 +256,10 @@ enum Sending<N: Transport> {
         started: Instant,
         cpu: CpuMeter,
         stalled_since: Option<Instant>,
+        /// A lending interface holds a write that has not returned: it
+        /// is followed to its end (its bytes reach the receiver), even
+        /// past the spec's last write.
+        lent: bool,
     },
     /// Everything written; waiting until the receiver has acknowledged
     /// it all (the end of iperf3's sender window).
@@ -297,6 +301,7 @@ impl<N: Transport> StreamSender<N> {
             started,
             cpu,
             ref mut stalled_since,
+            ref mut lent,
         } = self.state
         else {
             unreachable!("write is called while writing");
@@ -304,14 +309,18 @@ impl<N: Transport> StreamSender<N> {
         let spec = &self.shared.spec;
         let len = spec.len as u64;
         let total = spec.total_bytes();
-        while *offset < total
+        while *lent
+            || *offset < total
             || *offset % len != 0
             || spec.keep_sending(offset.div_ceil(len), net.now() - started)
         {
             let in_buffer = (*offset % len) as usize;
-            let data = self.shared.pattern.at(*offset, spec.len - in_buffer);
-            match net.send(conn, data) {
+            // Shared, not copied: an interface that lends buffers (XTP's
+            // character driver) references it until the peer read it.
+            let data = self.shared.pattern.shared(*offset, spec.len - in_buffer);
+            match net.send_shared(conn, &data) {
                 Ok(0) => {
+                    *lent = net.lends_buffers(conn);
                     let now = net.now();
                     let since = *stalled_since.get_or_insert(now);
                     if limit_passed(net.now(), since, spec.timeout) {
@@ -326,6 +335,7 @@ impl<N: Transport> StreamSender<N> {
                     *offset += n as u64;
                     self.shared.meter.add_sent(n as u64);
                     *stalled_since = None;
+                    *lent = false;
                 }
                 Err(e) => {
                     let offset = *offset;
@@ -414,6 +424,7 @@ impl<N: Transport> Program<N> for StreamSender<N> {
                         started: net.now(),
                         cpu: CpuMeter::start(),
                         stalled_since: None,
+                        lent: false,
                     };
                     Step::Again
                 }

@@ -5,6 +5,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use bytes::Bytes;
 use stack::iface::host::{Host, LinkHandle, TcpError, TcpHandle, UdpHandle, XtpError};
 use stack::socket::tcp::congestion::Algorithm;
 use stack::socket::tcp::connection::TcpConfig;
@@ -31,11 +32,13 @@ pub const DEFAULT_BUFFER: usize = 4 << 20;
 /// Datagrams a sender's socket queues before sends are refused.
 pub const SEND_QUEUE: usize = 256;
 
-/// A host's stream socket (or listener): TCP or an XTP association.
+/// A host's stream socket (or listener): TCP or an XTP association, the
+/// latter through the socket interface or the character driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostStream {
     Tcp(TcpHandle),
     Xtp(XtpHandle),
+    XtpDriver(XtpHandle),
 }
 
 /// An XTP association's settings for `options`: the connection service
@@ -46,19 +49,32 @@ pub fn xtp_config(options: StreamOptions) -> XtpConfig {
     let xtp = options.xtp;
     XtpConfig {
         send_buffer: size,
-        recv_buffer: size,
+        recv_buffer: xtp.alloc_bytes.map_or(size, |a| a as usize),
         error_control: if xtp.go_back_n {
             ErrorControl::GoBackN
         } else {
             ErrorControl::Selective
         },
         nocheck: xtp.nocheck,
+        reservation: xtp.reservation,
+        // The character driver's writes end on delivery confirmations.
+        delivery_requests: xtp.driver,
         // Validated to fit: bytes per second in 32 bits.
         rate: xtp.rate_bps.map(|bps| RateLimit {
             rate: u32::try_from(bps / 8).unwrap_or(u32::MAX),
             burst: xtp.burst_bytes.unwrap_or(DEFAULT_BURST),
         }),
         ..XtpConfig::default()
+    }
+}
+
+/// How a new association's handle is wrapped: the interface `options`
+/// asked for.
+fn xtp_stream(options: StreamOptions) -> fn(XtpHandle) -> HostStream {
+    if options.xtp.driver {
+        HostStream::XtpDriver
+    } else {
+        HostStream::Xtp
     }
 }
 
@@ -192,7 +208,7 @@ impl Transport for Host {
                 .map_err(|e| stack_error(&what, e)),
             StreamProtocol::Xtp => self
                 .xtp_listen(local, xtp_config(options))
-                .map(HostStream::Xtp)
+                .map(xtp_stream(options))
                 .map_err(|e| xtp_error(&what, e)),
         }
     }
@@ -204,8 +220,12 @@ impl Transport for Host {
                 Err(TcpError::WouldBlock) => Ok(None),
                 Err(e) => Err(stack_error("accept", e)),
             },
-            HostStream::Xtp(h) => match self.xtp_accept(h) {
-                Ok(assoc) => Ok(Some(HostStream::Xtp(assoc))),
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => match self.xtp_accept(h) {
+                // The listener's interface is its associations'.
+                Ok(assoc) => Ok(Some(match listener {
+                    HostStream::XtpDriver(_) => HostStream::XtpDriver(assoc),
+                    _ => HostStream::Xtp(assoc),
+                })),
                 Err(XtpError::WouldBlock) => Ok(None),
                 Err(e) => Err(xtp_error("accept", e)),
             },
@@ -225,7 +245,7 @@ impl Transport for Host {
                 .map_err(|e| stack_error(&what, e)),
             StreamProtocol::Xtp => self
                 .xtp_connect(remote, xtp_config(options))
-                .map(HostStream::Xtp)
+                .map(xtp_stream(options))
                 .map_err(|e| xtp_error(&what, e)),
         }
     }
@@ -238,7 +258,7 @@ impl Transport for Host {
                     .map_err(|e| stack_error("connect", e))?;
                 (ready.established, ready.error.map(|e| e.to_string()))
             }
-            HostStream::Xtp(h) => {
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => {
                 let ready = self.xtp_readiness(h).map_err(|e| xtp_error("connect", e))?;
                 (ready.established, ready.error.map(|e| e.to_string()))
             }
@@ -258,7 +278,7 @@ impl Transport for Host {
                 Err(TcpError::WouldBlock) => Ok(0),
                 Err(e) => Err(stack_error("send", e)),
             },
-            HostStream::Xtp(h) => match self.xtp_send(h, data) {
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => match self.xtp_send(h, data) {
                 Ok(n) => Ok(n),
                 Err(XtpError::WouldBlock) => Ok(0),
                 Err(e) => Err(xtp_error("send", e)),
@@ -272,7 +292,7 @@ impl Transport for Host {
                 Err(TcpError::WouldBlock) => return Ok(Read::Nothing),
                 other => other.map_err(|e| stack_error("receive", e))?,
             },
-            HostStream::Xtp(h) => match self.xtp_recv(h, buf) {
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => match self.xtp_recv(h, buf) {
                 Err(XtpError::WouldBlock) => return Ok(Read::Nothing),
                 other => other.map_err(|e| xtp_error("receive", e))?,
             },
@@ -284,17 +304,75 @@ impl Transport for Host {
         })
     }
 
+    fn lends_buffers(&self, stream: HostStream) -> bool {
+        matches!(stream, HostStream::XtpDriver(_))
+    }
+
+    fn send_shared(&mut self, stream: HostStream, data: &Bytes) -> Result<usize, TrafficError> {
+        let HostStream::XtpDriver(h) = stream else {
+            return self.send(stream, data);
+        };
+        // The write in progress is `data` (the caller offers the same
+        // bytes until it ends): done, its length; not yet, 0.
+        match self.xtp_driver_write_done(h) {
+            Ok(n) => return Ok(n),
+            Err(XtpError::WouldBlock) => return Ok(0),
+            Err(XtpError::NotInProgress) => {}
+            Err(e) => return Err(xtp_error("send", e)),
+        }
+        match self.xtp_driver_write(h, data.clone()) {
+            Ok(()) | Err(XtpError::WouldBlock) => Ok(0),
+            Err(e) => Err(xtp_error("send", e)),
+        }
+    }
+
+    fn recv_into(
+        &mut self,
+        stream: HostStream,
+        buf: &mut Vec<u8>,
+        len: usize,
+    ) -> Result<Read, TrafficError> {
+        let HostStream::XtpDriver(h) = stream else {
+            if buf.len() < len {
+                buf.resize(len, 0);
+            }
+            return self.recv(stream, &mut buf[..len]);
+        };
+        if let Err(e) = self.xtp_driver_read(h, std::mem::take(buf), len) {
+            if e != XtpError::WouldBlock {
+                return Err(xtp_error("receive", e));
+            }
+            // Posted already: `buf` was the empty stand-in, dropped.
+        }
+        match self.xtp_driver_read_done(h) {
+            Ok(got) => {
+                *buf = got;
+                Ok(if buf.is_empty() {
+                    Read::End
+                } else {
+                    Read::Data(buf.len())
+                })
+            }
+            Err(XtpError::WouldBlock) => Ok(Read::Nothing),
+            Err(e) => Err(xtp_error("receive", e)),
+        }
+    }
+
     fn shutdown(&mut self, stream: HostStream) -> Result<(), TrafficError> {
         match stream {
             HostStream::Tcp(h) => self.tcp_shutdown(h).map_err(|e| stack_error("shutdown", e)),
-            HostStream::Xtp(h) => self.xtp_shutdown(h).map_err(|e| xtp_error("shutdown", e)),
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => {
+                self.xtp_shutdown(h).map_err(|e| xtp_error("shutdown", e))
+            }
         }
     }
 
     fn unacknowledged(&mut self, stream: HostStream) -> Option<u64> {
         match stream {
             HostStream::Tcp(h) => self.tcp_connection(h).map(|c| c.send_queued() as u64),
-            HostStream::Xtp(h) => self.xtp_association(h).map(|a| a.send_queued() as u64),
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => {
+                self.xtp_association(h).map(|a| a.send_queued() as u64)
+            }
         }
     }
 
@@ -303,7 +381,7 @@ impl Transport for Host {
             HostStream::Tcp(h) => self
                 .tcp_connection(h)
                 .map(|c| c.counters().segments_retransmitted),
-            HostStream::Xtp(h) => self
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => self
                 .xtp_association(h)
                 .map(|a| a.counters().retransmitted_packets),
         }
@@ -312,7 +390,9 @@ impl Transport for Host {
     fn stream_facts(&mut self, stream: HostStream) -> SocketFacts {
         match stream {
             HostStream::Tcp(h) => self.tcp_connection(h).map(|c| config_facts(c.config())),
-            HostStream::Xtp(h) => self.xtp_association(h).map(|a| xtp_facts(a.config())),
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => {
+                self.xtp_association(h).map(|a| xtp_facts(a.config()))
+            }
         }
         .unwrap_or_default()
     }
@@ -323,7 +403,9 @@ impl Transport for Host {
             HostStream::Tcp(h) => self
                 .tcp_listener(h)
                 .map(|l| config_facts(l.connection_config())),
-            HostStream::Xtp(h) => self.xtp_listener(h).map(|l| xtp_facts(&l.config)),
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => {
+                self.xtp_listener(h).map(|l| xtp_facts(&l.config))
+            }
         }
         .unwrap_or_default()
     }
@@ -333,7 +415,7 @@ impl Transport for Host {
             HostStream::Tcp(h) => {
                 let _ = self.tcp_close(h);
             }
-            HostStream::Xtp(h) => {
+            HostStream::Xtp(h) | HostStream::XtpDriver(h) => {
                 let _ = self.xtp_close(h);
             }
         }

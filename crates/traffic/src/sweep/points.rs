@@ -89,6 +89,8 @@ pub struct Grid {
     pub load_on: Vec<LoadOn>,
     /// XTP's association options, for the XTP points.
     pub xtp: XtpOptions,
+    /// Delay: each exchange on a new connection (`EchoSpec::connect_each`).
+    pub connect_each: bool,
 }
 
 /// The most concurrent flows a point may have (circuits × mix).
@@ -418,6 +420,7 @@ impl Grid {
                             circuit: 0,
                             sockbuf,
                             xtp: self.xtp_for(protocol),
+                            connect_each: self.connect_each,
                             timeout: self.timeout,
                         };
                         spec.validate().map_err(bad)?;
@@ -501,6 +504,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: XtpOptions::default(),
+            connect_each: false,
         }
     }
 

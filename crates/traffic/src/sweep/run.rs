@@ -292,6 +292,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: Default::default(),
+            connect_each: false,
         }
     }
 

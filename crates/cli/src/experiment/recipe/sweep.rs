@@ -11,7 +11,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use traffic::kernel::KernelPath;
-use traffic::spec::{Family, Protocol, StackKind};
+use traffic::spec::{Family, Protocol, StackKind, XtpOptions};
 use traffic::sweep::load::LoadOn;
 use traffic::sweep::{axis, Amount, Grid, Mode, Target, DELAY_EXCHANGES};
 use traffic::units;
@@ -211,6 +211,17 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
     };
     let full_amount = amount(&run.total, &run.count)?.unwrap_or(default_amount);
     let quick_amount = amount(&run.quick_total, &run.quick_count)?.unwrap_or(full_amount);
+    let xtp = xtp_options(run, &protocols, mix.as_deref(), loc)?;
+    let connect_each = match &run.connect_each {
+        Some(c) if *c.get_ref() && mode != Mode::Delay => {
+            return Err(loc.at(
+                c.span(),
+                "connect_each times exchanges: a `delay` run's key".into(),
+            ))
+        }
+        Some(c) => *c.get_ref(),
+        None => false,
+    };
     let circuits = match &run.circuits {
         Some(c) if *c.get_ref() == 0 => {
             return Err(loc.at(c.span(), "circuits = 0: give at least 1".into()))
@@ -281,7 +292,8 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         min_duration,
         loads,
         load_on: load_on.clone(),
-        xtp: Default::default(),
+        xtp,
+        connect_each,
     };
     let full = grid(sizes, sockbufs, rates, loads, full_amount, min_duration);
     let quick = grid(
@@ -487,4 +499,47 @@ fn load_sides(run: &RawRun, loc: &Locator) -> Result<Vec<LoadOn>, RecipeError> {
         LoadOn::parse,
         LoadOn::NAMES,
     )
+}
+
+/// The `xtp` key: the XTP study's per-run association options (its
+/// "socket" and "char" interfaces, "checksum disabled", §5.1), which only
+/// a run with XTP may give.
+fn xtp_options(
+    run: &RawRun,
+    protocols: &[Protocol],
+    mix: Option<&[Protocol]>,
+    loc: &Locator,
+) -> Result<XtpOptions, RecipeError> {
+    let Some(value) = &run.xtp else {
+        return Ok(XtpOptions::default());
+    };
+    let has_xtp = match mix {
+        Some(mix) => mix.contains(&Protocol::Xtp),
+        None => run.protocols.is_some() && protocols.contains(&Protocol::Xtp),
+    };
+    if !has_xtp {
+        return Err(loc.at(
+            value.span(),
+            "xtp options apply to runs with XTP: add xtp to `protocols` or `mix`".into(),
+        ));
+    }
+    let mut options = XtpOptions::default();
+    for word in value.get_ref().split(',').map(str::trim) {
+        match word {
+            "socket" => options.driver = false,
+            "driver" => options.driver = true,
+            "nocheck" => options.nocheck = true,
+            "go-back-n" => options.go_back_n = true,
+            "reservation" => options.reservation = true,
+            other => {
+                return Err(loc.at(
+                    value.span(),
+                    format!(
+                        "xtp option `{other}` is not one of: socket, driver, nocheck, go-back-n, reservation"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(options)
 }

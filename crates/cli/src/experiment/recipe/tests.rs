@@ -410,3 +410,49 @@ fn the_papadopoulos_recipe_sweeps_loads_on_each_side() {
     assert_eq!(plan.x, XAxis::Load);
     assert!(plan.quick.loads.len() >= 2 && plan.quick.loads[0] == 0);
 }
+
+#[test]
+fn xtp_options_reach_the_xtp_points_only() {
+    let xtp_run = SWEEP
+        .replace("stacks = \"ref,kernel\"", "stacks = \"ref\"")
+        .replace("protocols = \"tcp,udp\"", "protocols = \"tcp,xtp\"")
+        .replace("reps = 3", "reps = 3\nxtp = \"driver, nocheck\"");
+    let plan = sweep_plan(&xtp_run);
+    assert!(plan.full.xtp.driver && plan.full.xtp.nocheck);
+    assert!(!plan.full.xtp.go_back_n);
+    let points = plan.full.points(KernelPath::Loopback).unwrap();
+    for point in &points {
+        let traffic::sweep::points::Work::Transfer(flows) = &point.work else {
+            panic!("a throughput run transfers")
+        };
+        for flow in flows {
+            match flow.protocol {
+                Protocol::Xtp => assert!(flow.xtp.driver && flow.xtp.nocheck),
+                _ => assert!(flow.xtp.is_default(), "{}", flow.protocol),
+            }
+        }
+    }
+    // Without XTP in the run, and with an unknown word: refused at the key.
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nxtp = \"driver\""));
+    assert_eq!(e.line, 19);
+    assert!(e.message.contains("add xtp"), "{e}");
+    let e = error(&xtp_run.replace("driver, nocheck", "drivr"));
+    assert!(e.message.contains("`drivr` is not one of"), "{e}");
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\nxtp = \"driver\""));
+    assert!(e.message.contains("xtp"), "{e}");
+}
+
+#[test]
+fn connect_each_is_a_delay_key_for_streams() {
+    let delay = SWEEP
+        .replace("kind = \"throughput\"", "kind = \"delay\"")
+        .replace("protocols = \"tcp,udp\"", "protocols = \"tcp\"")
+        .replace("reps = 3", "reps = 3\nconnect_each = true");
+    let plan = sweep_plan(&delay);
+    assert!(plan.full.connect_each && plan.quick.connect_each);
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nconnect_each = true"));
+    assert!(e.message.contains("delay"), "{e}");
+    // UDP has no connection to set up: refused before anything runs.
+    let e = error(&delay.replace("protocols = \"tcp\"", "protocols = \"udp\""));
+    assert!(e.message.contains("stream"), "{e}");
+}

@@ -151,8 +151,8 @@ pub struct Association {
     pub(super) delivered: u64,
     /// Our latest DREQ's sync and the highest byte sent when asked.
     pub(super) dreq: Option<(u32, u64)>,
-    /// The furthest point the peer asked to have delivered (its DREQs): a
-    /// posted driver read holding it is done.
+    /// The end of the latest message from the peer (EOM: a driver
+    /// write's end): a posted driver read holding it is done.
     pub(super) pushed_to: u64,
     /// The character driver's write in progress: its length and the
     /// sequence number one past it (`driver.rs`).

@@ -9,11 +9,11 @@
 //! [`Bytes`], the lock-down) and is done only once the peer's reader took
 //! every byte and said so, which the association learns by asking with
 //! DREQ instead of SREQ (XTP 4.0: a DREQ is answered once the data were
-//! delivered to the reader). A read posts the reader's buffer, which
-//! arriving data fill straight from the packet (one copy instead of two),
-//! done when full, at the stream's end, or when it holds the point the
-//! sender asked to have delivered (else a short write and a long read
-//! would wait on each other for ever).
+//! delivered to the reader). A write's last packet carries EOM (XTP 4.0's
+//! end of message). A read posts the reader's buffer, which arriving data
+//! fill straight from the packet (one copy instead of two), done when
+//! full, at the stream's end, or when it holds a message's end (else a
+//! short write and a long read would wait on each other for ever).
 
 use bytes::Bytes;
 
@@ -73,6 +73,17 @@ impl Association {
         None
     }
 
+    /// Whether a packet whose data end at `stop` ends the driver write in
+    /// progress (it then carries EOM).
+    pub(super) fn ends_driver_write(&self, stop: u64) -> bool {
+        self.driver_write.is_some_and(|(_, end)| end == stop)
+    }
+
+    /// Bytes the peer confirmed its reader took (answers to DREQ).
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
     /// Whether a driver write is in progress.
     pub fn driver_writing(&self) -> bool {
         self.driver_write.is_some()
@@ -97,8 +108,8 @@ impl Association {
 
     /// The posted buffer, holding what it got, once the read is done:
     /// full, the peer's stream ended (or this end stopped reading, or the
-    /// association closed), or it holds the furthest point the peer asked
-    /// to have delivered. `None` while not done or nothing is posted.
+    /// association closed), or it holds the end of a message (EOM). `None`
+    /// while not done or nothing is posted.
     pub fn driver_read_done(&mut self) -> Option<Vec<u8>> {
         let fill = self.recv.posted_fill()? as u64;
         let read = self.recv.read_total();

@@ -163,6 +163,13 @@ impl Association {
             self.recv
                 .set_end(packet.seq.saturating_add(data.len() as u64));
         }
+        if options.contains(XtpOptions::EOM) {
+            // The end of a message (a driver write): a posted read
+            // holding it is done.
+            self.pushed_to = self
+                .pushed_to
+                .max(packet.seq.saturating_add(data.len() as u64));
+        }
         if self.peer_noerr
             && (options.contains(XtpOptions::SREQ)
                 || options.contains(XtpOptions::DREQ)
@@ -189,7 +196,6 @@ impl Association {
                 _ => packet.seq,
             };
             self.delivery = Some((upto, packet.sync));
-            self.pushed_to = self.pushed_to.max(upto);
         } else if options.contains(XtpOptions::SREQ) {
             self.owed.echo = Some(packet.sync);
         }

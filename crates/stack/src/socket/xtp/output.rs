@@ -161,6 +161,7 @@ impl Association {
             self.counters.retransmitted_bytes += data.len() as u64;
         }
         let mut options = self.base_options();
+        options.set(XtpOptions::EOM, self.ends_driver_write(data.len() as u64));
         if self.send.end() == Some(data.len() as u64) {
             options.insert(XtpOptions::WCLOSE);
             self.wclose_sent = true;
@@ -297,6 +298,7 @@ impl Association {
         }
         let mut options = self.base_options();
         let stop = piece.seq + piece.len as u64;
+        options.set(XtpOptions::EOM, self.ends_driver_write(stop));
         if self.send.end() == Some(stop) {
             options.insert(XtpOptions::WCLOSE);
             self.wclose_sent = true;
