@@ -1,7 +1,7 @@
 //! A point's figures from its repetitions' reports: throughput (received
 //! and sent bits per second, loss, per-circuit and aggregate) or delay
-//! (round-trip percentiles and histogram), and whether the receivers
-//! found anything wrong.
+//! (round-trip percentiles and histogram, pooled and per circuit), and
+//! whether the receivers found anything wrong.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
