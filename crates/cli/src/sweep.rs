@@ -73,7 +73,11 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LIST", default_value = "tcp")]
     proto: String,
     /// Protocols run at the same time in every point (one flow of each),
-    /// e.g. tcp,udp; instead of --proto.
+    /// e.g. tcp,udp; instead of --proto. In delay mode one echo series of
+    /// each, each timing its own round trips (the XTP study's "TCP with
+    /// XTP"), and each protocol is also run alone at every size, the
+    /// baseline; raw frames are not mixed (their echoes would answer each
+    /// other).
     #[arg(long, value_name = "LIST", conflicts_with = "proto")]
     mix: Option<String>,
     #[command(flatten)]
@@ -84,8 +88,12 @@ pub struct SweepArgs {
     /// IP families: 4, 6 (raw frames have none and run once).
     #[arg(long, value_name = "LIST", default_value = "6")]
     family: String,
-    /// Concurrent copies of each point's flow(s): per-circuit and
-    /// aggregate figures.
+    /// Concurrent copies of each point's flow(s), each on its own port
+    /// (--port + i). Throughput: per-circuit and aggregate figures. Delay:
+    /// each circuit's echo series times its own round trips, the point's
+    /// figure pooling them (the XTP study's Table 6); each protocol is
+    /// also run alone at every size, the one-circuit baseline; not with
+    /// raw frames.
     #[arg(long, value_name = "N", default_value_t = 1)]
     circuits: u32,
     /// Delay mode: each exchange on a connection of its own, timed from

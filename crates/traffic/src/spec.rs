@@ -323,6 +323,9 @@ pub struct EchoSpec {
     pub len: usize,
     pub count: u64,
     pub port: u16,
+    /// Which of several concurrent echo series this is (0 when alone;
+    /// the runner numbers them as it numbers transfers).
+    pub circuit: u8,
     pub sockbuf: Option<usize>,
     /// An XTP association's options (`--xtp` only).
     #[serde(skip_serializing_if = "XtpOptions::is_default")]
@@ -350,6 +353,7 @@ impl EchoSpec {
             len,
             count,
             port: defaults.port,
+            circuit: 0,
             sockbuf: None,
             xtp: XtpOptions::default(),
             connect_each: false,
@@ -363,6 +367,7 @@ impl EchoSpec {
         spec.len = self.len;
         spec.count = self.count;
         spec.port = self.port;
+        spec.circuit = self.circuit;
         spec.sockbuf = self.sockbuf;
         spec.nodelay = true;
         spec.timeout = self.timeout;

@@ -304,3 +304,69 @@ fn a_transaction_with_setup_costs_tcp_its_handshake_and_xtp_nothing() {
     udp.connect_each = true;
     assert!(udp.validate().unwrap_err().to_string().contains("stream"));
 }
+
+#[test]
+fn two_echo_circuits_at_once_each_time_their_own_exchanges() {
+    // The XTP study's Table 6: two TCP circuits exchanging at once. The
+    // series differ in size and length so each report is seen to be its
+    // own.
+    let mut first = EchoSpec::new(Protocol::Tcp, Family::V6, 16384, 40);
+    first.timeout = Duration::from_secs(5);
+    let mut second = first.clone();
+    second.len = 5000;
+    second.count = 60;
+    let flows = [first.clone(), second];
+    let reports = run::echoes(&flows, &Target::Simulated(None)).expect("two echo circuits");
+    assert_eq!(reports.len(), 2);
+    for (i, (report, count)) in reports.iter().zip([40, 60]).enumerate() {
+        assert_eq!(report.spec.len, [16384, 5000][i]);
+        // Every answer compared byte for byte with its request.
+        assert_eq!(report.rtt_ns.len(), count, "circuit {i}");
+        assert_eq!((report.lost, report.corrupted), (0, 0), "circuit {i}");
+        // Flow i on port + i, numbered circuit i.
+        assert_eq!(report.spec.port, 5001 + i as u16);
+        assert_eq!(report.spec.circuit, i as u8);
+        assert!(
+            report.target.path.contains("simulator"),
+            "{:?}",
+            report.target
+        );
+    }
+    // The same series alone replays its own exchanges, numbered 0.
+    let alone = run::echo(&first, &Target::Simulated(None)).expect("alone");
+    assert_eq!((alone.spec.circuit, alone.spec.port), (0, 5001));
+    assert_eq!(alone.rtt_ns.len(), 40);
+    let again = run::echoes(&flows, &Target::Simulated(None)).expect("replay");
+    for (a, b) in reports.iter().zip(&again) {
+        assert_eq!(a.rtt_ns, b.rtt_ns, "a simulated run replays exactly");
+    }
+}
+
+#[test]
+fn tcp_and_xtp_echo_at_once_over_impaired_wires() {
+    // TCP with XTP (Table 6's last columns), over lossy, reordering
+    // wires: both series complete, every answer checked.
+    let target = Target::Simulated(topology("impaired.toml"));
+    let mut tcp = EchoSpec::new(Protocol::Tcp, Family::V4, 1024, 30);
+    tcp.timeout = Duration::from_secs(30);
+    let mut xtp = tcp.clone();
+    xtp.protocol = Protocol::Xtp;
+    let flows = [tcp, xtp];
+    let reports = run::echoes(&flows, &target).expect("tcp with xtp");
+    let protocols: Vec<Protocol> = reports.iter().map(|r| r.spec.protocol).collect();
+    assert_eq!(protocols, vec![Protocol::Tcp, Protocol::Xtp]);
+    for report in &reports {
+        assert_eq!(report.rtt_ns.len(), 30, "{}", report.spec.protocol);
+        assert_eq!((report.lost, report.corrupted), (0, 0));
+    }
+    assert_ne!(reports[0].spec.port, reports[1].spec.port);
+    let again = run::echoes(&flows, &target).expect("replay");
+    assert_eq!(reports[1].rtt_ns, again[1].rtt_ns);
+
+    // Raw series would answer each other's requests: refused, with why.
+    let raw = EchoSpec::new(Protocol::Raw, Family::V6, 64, 5);
+    let refused = run::echoes(&[raw.clone(), raw], &Target::Simulated(None))
+        .expect_err("two raw echo circuits")
+        .to_string();
+    assert!(refused.contains("one circuit at a time"), "{refused}");
+}
