@@ -91,20 +91,8 @@ fn ask(turn: &AtomicU64, partner: &Thread, start: Instant) -> Option<f64> {
         *value += 1;
         sleep_until(turn, |v| v == *value, start).map(|_| ())
     };
-    // A warm-up: both threads have slept and been woken once.
-    for _ in 0..TRIPS / 10 {
-        trip(&mut value)?;
-    }
-    let mut batches = Vec::with_capacity(BATCHES);
-    for _ in 0..BATCHES {
-        let began = Instant::now();
-        for _ in 0..TRIPS {
-            trip(&mut value)?;
-        }
-        batches.push(began.elapsed().as_nanos() as f64 / TRIPS as f64);
-    }
-    batches.sort_by(f64::total_cmp);
-    Some(batches[BATCHES / 2])
+    // Both threads have slept and been woken before the batches.
+    crate::core_trip::median_batch_mean(TRIPS, BATCHES, || trip(&mut value))
 }
 
 /// The answering side: each odd turn back as the next even one, until
@@ -159,7 +147,6 @@ mod tests {
         // A busy machine may spend the budget: then there is no figure,
         // never a wrong one.
         if let Some(ns) = measure() {
-            eprintln!("wake trip {ns:.0} ns");
             // Two wake-ups through the kernel: above a core round trip's
             // tens of nanoseconds, under the budget.
             assert!(ns > 100.0 && ns < BUDGET.as_nanos() as f64, "{ns} ns");
