@@ -356,6 +356,8 @@ for stage in stages:
         fail(f"{label}: {stage['csv']} has {len(lines) - 1} on-intervals for {stage['blocks']} blocks")
     if MULTI_CPU and not (stage.get("core_trip_ns") or 0) > 0:
         fail(f"{label}: no core-to-core round trip (the machine's state)")
+    if MULTI_CPU and not (stage.get("wake_trip_ns") or 0) > 0:
+        fail(f"{label}: no wake-up round trip (the scheduler's state)")
     if len(stage["lanes"]) != 3 or not all(on for _, on in stage["lanes"]):
         fail(f"{label}: the activity chart has an empty lane")
     duty = ", ".join(f"{n} {p['duty'] * 100:.1f} %" for n, p in processes.items())

@@ -38,8 +38,9 @@ enum Command {
     /// queues), papadopoulos1993 (socket buffer sweep, a traced 256 KB
     /// transfer's queues, stop-and-wait component delays, background
     /// load), taler1992 (throughput and delay 16 B..16 KB for TCP, UDP,
-    /// XTP and raw frames, two circuits, mixed protocols, UDP offered
-    /// load, traced XTP and TCP messages split per layer) and
+    /// XTP and raw frames, two circuits, mixed protocols, two-circuit and
+    /// mixed delay beside one circuit alone, UDP offered load, traced XTP
+    /// and TCP messages split per layer) and
     /// draves1998 (TCP over IPv4 and IPv6 against the header-cost
     /// prediction); the kernel's stack runs over loopback beside the
     /// reference stack where the recipe says so. Writes

@@ -73,7 +73,11 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LIST", default_value = "tcp")]
     proto: String,
     /// Protocols run at the same time in every point (one flow of each),
-    /// e.g. tcp,udp; instead of --proto.
+    /// e.g. tcp,udp; instead of --proto. In delay mode one echo series of
+    /// each, each timing its own round trips (the XTP study's "TCP with
+    /// XTP"), and each protocol is also run alone at every size, the
+    /// baseline; raw frames are not mixed (their echoes would answer each
+    /// other).
     #[arg(long, value_name = "LIST", conflicts_with = "proto")]
     mix: Option<String>,
     #[command(flatten)]
@@ -84,10 +88,20 @@ pub struct SweepArgs {
     /// IP families: 4, 6 (raw frames have none and run once).
     #[arg(long, value_name = "LIST", default_value = "6")]
     family: String,
-    /// Concurrent copies of each point's flow(s): per-circuit and
-    /// aggregate figures.
+    /// Concurrent copies of each point's flow(s), each on its own port
+    /// (--port + i). Throughput: per-circuit and aggregate figures. Delay:
+    /// each circuit's echo series times its own round trips, the point's
+    /// figure pooling them (the XTP study's Table 6); each protocol is
+    /// also run alone at every size, the one-circuit baseline; not with
+    /// raw frames.
     #[arg(long, value_name = "N", default_value_t = 1)]
     circuits: u32,
+    /// Delay mode: each exchange on a connection of its own, timed from
+    /// the connect call to the answer's last byte (a transaction with its
+    /// setup: XTP's FIRST carries the request, TCP's handshake comes
+    /// first). TCP and XTP only.
+    #[arg(long = "connect-each")]
+    connect_each: bool,
     /// Socket buffer sizes (SO_SNDBUF and SO_RCVBUF), a list or ranges,
     /// e.g. 4K,16K,64K [default: the OS's].
     #[arg(long, value_name = "LIST")]
@@ -266,6 +280,9 @@ impl SweepArgs {
                 self.min_duration
             );
         }
+        if self.connect_each && self.mode != ModeArg::Delay {
+            bail!("--connect-each times exchanges: give --mode delay");
+        }
         Ok(Grid {
             min_duration: (self.min_duration > 0.0)
                 .then(|| Duration::from_secs_f64(self.min_duration)),
@@ -301,6 +318,7 @@ impl SweepArgs {
             timeout: Duration::from_secs_f64(self.timeout),
             loads: loads("--load", &self.load)?,
             xtp: self.xtp.options()?,
+            connect_each: self.connect_each,
             load_on: names("--load-on", &self.load_on, LoadOn::parse, LoadOn::NAMES)?,
         })
     }

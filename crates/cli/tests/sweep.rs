@@ -364,6 +364,78 @@ fn circuits_report_each_flow_and_their_sum() {
     assert!(table.contains("circuit 2 tcp port 47332"), "{table}");
 }
 
+#[test]
+fn delay_circuits_time_each_circuit_beside_the_protocols_alone() {
+    let out = Scratch::new("delay-circuits");
+    let output = stackscope(&[
+        "sweep",
+        "--mode",
+        "delay",
+        "--mix",
+        "tcp,udp",
+        "--circuits",
+        "2",
+        "--sizes",
+        "256",
+        "--count",
+        "50",
+        "--reps",
+        "2",
+        "--max-reps",
+        "2",
+        "--port",
+        "47341",
+        "--out",
+        out.path(),
+    ]);
+    succeeded(&output);
+    let json = read_json(&out.0);
+    let points = json["points"].as_array().unwrap();
+    // TCP alone, UDP alone (the baselines), then both twice at once.
+    let shape: Vec<(&str, u64)> = points
+        .iter()
+        .map(|p| {
+            (
+                p["protocol"].as_str().unwrap(),
+                p["circuits"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shape, vec![("tcp", 1), ("udp", 1), ("tcp+udp", 2)]);
+    assert!(points[0].get("per_circuit").is_none());
+    let mixed = &points[2];
+    let circuits = mixed["per_circuit"].as_array().unwrap();
+    let who: Vec<(u64, &str, u64)> = circuits
+        .iter()
+        .map(|c| {
+            (
+                c["circuit"].as_u64().unwrap(),
+                c["protocol"].as_str().unwrap(),
+                c["port"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        who,
+        vec![
+            (1, "tcp", 47341),
+            (2, "udp", 47342),
+            (3, "tcp", 47343),
+            (4, "udp", 47344)
+        ]
+    );
+    // Each circuit's own exchanges; the point pools all four.
+    for c in circuits {
+        assert_eq!(c["samples"], 100, "{c}");
+        assert_eq!(c["rep_mean_us"]["n"], 2, "{c}");
+        assert!(f(&c["p50_us"]) <= f(&c["p99_us"]));
+        assert!((0.0..=1.0).contains(&f(&c["overlap"])), "{c}");
+    }
+    assert_eq!(mixed["samples"], 400);
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("circuit 4 udp port 47344: mean"), "{table}");
+}
+
 /// Runs a sweep that must be refused: non-zero exit, nothing on stdout,
 /// one line on stderr containing `expected`, no panic.
 fn refused(args: &[&str], expected: &str) {
@@ -403,6 +475,10 @@ fn bad_grids_are_refused_in_one_line_before_anything_runs() {
         "--rate paces datagrams",
     );
     refused(&["--proto", "sctp"], "`sctp` is not one of");
+    refused(
+        &["--mode", "delay", "--proto", "raw", "--circuits", "2"],
+        "raw delay runs one circuit",
+    );
     refused(&["--load", "100000"], "at most 1024");
     refused(
         &["--reps", "0", "--sizes", "64"],

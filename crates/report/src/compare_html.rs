@@ -78,18 +78,36 @@ pub struct TestedFigure {
     /// `p_adjusted < alpha` and B/A's interval outside 1 ± threshold, and
     /// both sides ran in one machine state.
     pub significant: bool,
-    /// A's and B's ranges of core-to-core round trips (ns) when the
-    /// figure was not measured in one machine state on both sides
-    /// (`traffic::core_trip`): a difference here is the machine's, so the
-    /// figure gets no verdict.
-    pub machine_differed: Option<StateRanges>,
+    /// The gauge of the machine's state that differed, with A's and B's
+    /// ranges, when the figure was not measured in one machine state on
+    /// both sides (`traffic::core_trip`, `traffic::wake_trip`): a
+    /// difference here is the machine's, so the figure gets no verdict.
+    pub machine_differed: Option<StateDiff>,
     /// "faster" or "slower" for a significant difference of a time or a
     /// rate (read from the figure's unit), else `None`.
     pub verdict: Option<String>,
 }
 
-/// A's and B's ranges of core-to-core round trips, ns: `[[lo, hi]; 2]`.
+/// A's and B's ranges of a gauge's round trips, ns: `[[lo, hi]; 2]`.
 pub type StateRanges = [[f64; 2]; 2];
+
+/// What tells a machine's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gauge {
+    /// A cache line's round trip between two running threads on two CPUs.
+    CoreTrip,
+    /// A wake-up's round trip between two blocked threads on two CPUs.
+    WakeTrip,
+}
+
+/// A gauge that differed between the runs (or within one), with each
+/// side's range.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StateDiff {
+    pub gauge: Gauge,
+    pub ranges: StateRanges,
+}
 
 /// A figure present on both sides without a spread on at least one.
 #[derive(Debug, Clone, Serialize)]
@@ -355,21 +373,27 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
 }
 
 /// Why figures measured in different machine states get no verdict.
-pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state: the round trips of a cache line between two CPUs (measured before each repetition and after the last, outside every window) differed by more than 1.5× between the runs or within one. On a virtual machine this moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). A difference here is the machine's, not the code's: run both again to compare them.";
+pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state: the round trips of a cache line between two CPUs (measured before each repetition and after the last, outside every window) differed by more than 1.5× between the runs or within one. On a virtual machine this moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). For figures that hand work between blocked threads or processes (the pipeline's hand-overs), the round trip of a wake-up between two threads on the two CPUs is a second gauge, compared the same way: it moves with how busy the CPUs are. A difference here is the machine's, not the code's: run both again to compare them.";
 
-/// `… (core round trip A 58 ns, B 61–340 ns)`: each side's range.
-pub fn machine_text(ns: StateRanges) -> String {
+/// `… (core round trip A 58 ns, B 61–340 ns)`: each side's range (a
+/// wake round trip in µs).
+pub fn machine_text(diff: StateDiff) -> String {
+    let (what, scale, unit) = match diff.gauge {
+        Gauge::CoreTrip => ("core round trip", 1.0, "ns"),
+        Gauge::WakeTrip => ("wake round trip", 1e-3, "µs"),
+    };
     let range = |[lo, hi]: [f64; 2]| {
+        let (lo, hi) = (lo * scale, hi * scale);
         if (hi - lo).abs() < 0.5 {
-            format!("{lo:.0} ns")
+            format!("{lo:.0} {unit}")
         } else {
-            format!("{lo:.0}–{hi:.0} ns")
+            format!("{lo:.0}–{hi:.0} {unit}")
         }
     };
     format!(
-        "machine state differed (core round trip A {}, B {})",
-        range(ns[0]),
-        range(ns[1])
+        "machine state differed ({what} A {}, B {})",
+        range(diff.ranges[0]),
+        range(diff.ranges[1])
     )
 }
 

@@ -356,6 +356,15 @@ pub struct PipelineStageRun {
     pub core_trip_ns: Option<f64>,
     pub core_trip_min_ns: Option<f64>,
     pub core_trip_max_ns: Option<f64>,
+    /// ...and of the wake-up round trip between two blocked threads, ns
+    /// (`traffic::wake_trip`): the hand-overs between the stage's
+    /// processes move with it.
+    #[serde(default)]
+    pub wake_trip_ns: Option<f64>,
+    #[serde(default)]
+    pub wake_trip_min_ns: Option<f64>,
+    #[serde(default)]
+    pub wake_trip_max_ns: Option<f64>,
     /// The chart's window, ms since the run began, and in it each
     /// process's on-intervals (ms since the window's start).
     pub window_ms: [f64; 2],

@@ -17,7 +17,7 @@
 //!   components}],
 //!   sweeps: [.sweeps[] | {id, points: [.points[] | {stack, protocol, family, size_bytes,
 //!     sockbuf_bytes, circuits, reps, samples, mean_bps, sent_mean_bps, stdev_bps,
-//!     mean_us, stdev_us}], tables}]}]}' /tmp/lab/summary.json \
+//!     mean_us, stdev_us, ci95_us, rep_stdev_us, per_circuit}], tables}]}]}' /tmp/lab/summary.json \
 //!   > crates/report/tests/fixtures/quick-lab-summary.json
 //! ```
 //!

@@ -199,12 +199,9 @@ fn delivery_requests_are_answered_once_the_reader_took_the_data() {
             .xtp_send(a, &pattern(20_000, 12))
             .unwrap();
         sim.run_for(Duration::from_millis(20));
-        let unacked = |sim: &Simulator| {
-            sim.host("host-a")
-                .unwrap()
-                .xtp_association(a)
-                .unwrap()
-                .send_queued()
+        let sender = |sim: &Simulator| {
+            let assoc = sim.host("host-a").unwrap().xtp_association(a).unwrap();
+            (assoc.send_queued(), assoc.delivered())
         };
         assert_eq!(
             sim.host("host-b")
@@ -214,15 +211,19 @@ fn delivery_requests_are_answered_once_the_reader_took_the_data() {
                 .readable(),
             20_000
         );
-        // DREQ: not acknowledged while unread; SREQ: acknowledged on arrival.
-        assert_eq!(unacked(&sim), if dreq { 20_000 } else { 0 }, "dreq {dreq}");
+        // Acknowledged on arrival either way (while data are unacknowledged,
+        // WTIMER asks with SREQ, whose answer does not wait for the
+        // reader), but not delivered while unread.
+        assert_eq!(sender(&sim), (0, 0), "dreq {dreq}");
         let mut buf = vec![0u8; 32768];
         assert_eq!(
             host_mut(&mut sim, "host-b").xtp_recv(b, &mut buf),
             Ok(20_000)
         );
         sim.run_for(Duration::from_millis(20));
-        assert_eq!(unacked(&sim), 0, "dreq {dreq}");
+        // The DREQ answer comes once the reader took the data.
+        let delivered = if dreq { 20_000 } else { 0 };
+        assert_eq!(sender(&sim), (0, delivered), "dreq {dreq}");
     }
 }
 

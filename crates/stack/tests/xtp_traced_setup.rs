@@ -4,13 +4,11 @@
 //! must stay 8 bytes below the untraced one for the rest of the
 //! association, or every full packet is fragmented.
 //!
-//! Known bug (found by the traced messages runs, `taler1992`
-//! `xtp-messages`): the TCNTL's traffic specifier resets `maxdata` to the
-//! smaller of both ends' untraced values (`Association::adopt_traffic`,
-//! socket/xtp/input.rs), undoing the trace option's clamp made at the
-//! first output; the host clamps again only when the path MTU changes or
-//! the association is traced anew. Ignored until fixed there:
-//! `cargo test -p stackscope-stack --test xtp_traced_setup -- --ignored`.
+//! The traced messages runs (`taler1992` `xtp-messages`) found the
+//! TCNTL's traffic specifier resetting `maxdata` to the smaller of both
+//! ends' untraced values (`Association::adopt_traffic`), undoing the
+//! trace option's clamp made at the first output: the association now
+//! keeps the host's last word on the path (`path_limit`).
 
 mod xtp_support;
 
@@ -21,7 +19,6 @@ use stack::socket::xtp::XtpConfig;
 use xtp_support::*;
 
 #[test]
-#[ignore = "known bug: the peer's traffic specifier undoes the trace option's clamp"]
 fn an_association_traced_from_its_start_sends_no_fragments() {
     for v6 in [false, true] {
         let mut sim = default_network();
@@ -37,9 +34,28 @@ fn an_association_traced_from_its_start_sends_no_fragments() {
         host_mut(&mut sim, "host-a")
             .xtp_set_traced(a, true)
             .unwrap();
-        let b = set_up(&mut sim, listener, a);
+        let mut b = None;
+        let up = sim.run_until_with(Duration::from_secs(10), |sim| {
+            if b.is_none() {
+                b = host_mut(sim, "host-b").xtp_accept(listener).ok();
+            }
+            b.is_some()
+                && sim
+                    .host("host-a")
+                    .unwrap()
+                    .xtp_readiness(a)
+                    .unwrap()
+                    .established
+        });
+        assert!(up, "the association was not set up");
         let data = pattern(100_000, 3);
-        let (at_b, _) = exchange(&mut sim, (a, b), &data, &[], Duration::from_secs(10));
+        let (at_b, _) = exchange(
+            &mut sim,
+            (a, b.unwrap()),
+            &data,
+            &[],
+            Duration::from_secs(10),
+        );
         assert_same(&at_b, &data, "traced transfer");
         let h = sim.host("host-a").unwrap();
         let (ip, option) = if v6 { (40, 8) } else { (20, 8) };

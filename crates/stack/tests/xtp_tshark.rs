@@ -7,7 +7,9 @@
 
 mod xtp_support;
 
+use bytes::Bytes;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -88,6 +90,42 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
             host_mut(&mut sim, "host-b").xtp_close(b).unwrap();
             sim.run_for(Duration::from_secs(3));
         }
+        // The character driver's packets too: DREQ status requests and a
+        // write's last packet marked EOM.
+        let config = XtpConfig::default();
+        let listener = host_mut(&mut sim, "host-b")
+            .xtp_listen(SocketAddr::new("::".parse().unwrap(), PORT + 1), config)
+            .unwrap();
+        let remote = SocketAddr::new(address_of(&sim, "host-b", true), PORT + 1);
+        let a = host_mut(&mut sim, "host-a")
+            .xtp_connect(remote, config)
+            .unwrap();
+        let mut accepted = None;
+        sim.run_until_with(Duration::from_secs(5), |sim| {
+            accepted = host_mut(sim, "host-b").xtp_accept(listener).ok();
+            accepted.is_some()
+        });
+        let b = accepted.expect("the driver's association was not set up");
+        let data = pattern(3 * 4096 + 100, 9);
+        let mut got = Vec::new();
+        for piece in data.chunks(4096) {
+            host_mut(&mut sim, "host-a")
+                .xtp_driver_write(a, Bytes::copy_from_slice(piece))
+                .unwrap();
+            host_mut(&mut sim, "host-b")
+                .xtp_driver_read(b, Vec::new(), 4096)
+                .unwrap();
+            let mut written = None;
+            sim.run_until_with(Duration::from_secs(5), |sim| {
+                if let Ok(buf) = host_mut(sim, "host-b").xtp_driver_read_done(b) {
+                    got.extend_from_slice(&buf);
+                }
+                written = host_mut(sim, "host-a").xtp_driver_write_done(a).ok();
+                written.is_some()
+            });
+            assert_eq!(written, Some(piece.len()), "a driver write did not end");
+        }
+        assert_same(&got, &data, "driver writes");
         // Dropping the simulator flushes the captures.
     }
     let files = captures(&dir);
@@ -95,6 +133,7 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
     let mut types: BTreeMap<String, usize> = BTreeMap::new();
     let mut families: BTreeMap<String, usize> = BTreeMap::new();
     let mut tagged = Vec::new();
+    let (mut delivery_requests, mut ends_of_messages) = (0, 0);
     for file in &files {
         let fields = tshark(
             file,
@@ -115,11 +154,18 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
                 "xtp.data.btag",
                 "-e",
                 "xtp.cmd.options.nocheck",
+                "-e",
+                "xtp.cmd.options.dreq",
+                "-e",
+                "xtp.cmd.options.eom",
             ],
         );
         for line in fields.lines() {
             let parts: Vec<&str> = line.split('|').collect();
-            assert_eq!(parts.len(), 5, "{}: {line}", file.display());
+            assert_eq!(parts.len(), 7, "{}: {line}", file.display());
+            let set = |field: &str| matches!(field, "1" | "True");
+            delivery_requests += usize::from(set(parts[5]));
+            ends_of_messages += usize::from(set(parts[6]));
             let nocheck = matches!(parts[4], "1" | "True");
             assert_eq!(nocheck, parts[0].contains(":ip:"), "{line}");
             if !parts[3].is_empty() {
@@ -161,6 +207,9 @@ fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
         );
     }
     eprintln!("XTP packets by type: {types:?}; by family: {families:?}");
+    // Each of the four driver writes asked for delivery and ended in EOM.
+    assert!(delivery_requests >= 4, "{delivery_requests} DREQ");
+    assert!(ends_of_messages >= 4, "{ends_of_messages} EOM");
     // DATA 0, CNTL 1, FIRST 2, TCNTL 5: the setup, data and status.
     for ptype in ["0", "1", "2", "5"] {
         assert!(

@@ -74,7 +74,13 @@ pub struct CoreTrips {
 impl CoreTrips {
     /// Summarises the measurements that succeeded; `None` if none did.
     pub fn of(trips: &[CoreTrip]) -> Option<Self> {
-        let mut ns: Vec<f64> = trips.iter().map(|t| t.ns).collect();
+        Self::of_ns(trips.iter().map(|t| t.ns))
+    }
+
+    /// Summarises round trips given in ns (also the wake round trips of
+    /// `wake_trip`); `None` if there are none.
+    pub fn of_ns(ns: impl IntoIterator<Item = f64>) -> Option<Self> {
+        let mut ns: Vec<f64> = ns.into_iter().collect();
         ns.sort_by(f64::total_cmp);
         let (&min_ns, &max_ns) = (ns.first()?, ns.last()?);
         Some(Self {
@@ -137,20 +143,31 @@ fn ask(line: &AtomicU64, start: Instant) -> Option<f64> {
         *value += 1;
         wait_for(line, |v| v == *value, start)
     };
-    // A warm-up: both threads running and the line in play.
-    for _ in 0..TRIPS / 10 {
-        trip(&mut value)?;
+    // Both threads running and the line in play before the batches.
+    median_batch_mean(TRIPS, BATCHES, || trip(&mut value))
+}
+
+/// `trips / 10` warm-up round trips, then `batches` batches of `trips`:
+/// the median batch's mean round trip, ns; `None` as soon as a round
+/// trip gives up. Shared with `wake_trip`.
+pub(crate) fn median_batch_mean(
+    trips: u64,
+    batches: usize,
+    mut trip: impl FnMut() -> Option<()>,
+) -> Option<f64> {
+    for _ in 0..trips / 10 {
+        trip()?;
     }
-    let mut batches = Vec::with_capacity(BATCHES);
-    for _ in 0..BATCHES {
+    let mut means = Vec::with_capacity(batches);
+    for _ in 0..batches {
         let began = Instant::now();
-        for _ in 0..TRIPS {
-            trip(&mut value)?;
+        for _ in 0..trips {
+            trip()?;
         }
-        batches.push(began.elapsed().as_nanos() as f64 / TRIPS as f64);
+        means.push(began.elapsed().as_nanos() as f64 / trips as f64);
     }
-    batches.sort_by(f64::total_cmp);
-    Some(batches[BATCHES / 2])
+    means.sort_by(f64::total_cmp);
+    means.get(batches / 2).copied()
 }
 
 /// The answering side: each odd value back as the next even one, until

@@ -39,5 +39,6 @@ pub mod sweep;
 pub mod transport;
 pub mod units;
 pub mod verify;
+pub mod wake_trip;
 
 pub use error::TrafficError;

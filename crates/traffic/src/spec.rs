@@ -323,10 +323,19 @@ pub struct EchoSpec {
     pub len: usize,
     pub count: u64,
     pub port: u16,
+    /// Which of several concurrent echo series this is (0 when alone;
+    /// the runner numbers them as it numbers transfers).
+    pub circuit: u8,
     pub sockbuf: Option<usize>,
     /// An XTP association's options (`--xtp` only).
     #[serde(skip_serializing_if = "XtpOptions::is_default")]
     pub xtp: XtpOptions,
+    /// Each exchange on a connection of its own, timed from the connect
+    /// call to the answer's last byte: a transaction with its setup
+    /// (Sandia's comparison: XTP's FIRST carries the request, TCP's
+    /// handshake comes before it). Streams only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub connect_each: bool,
     /// How long one exchange may take before it counts as lost (UDP) or
     /// fails the run (TCP).
     #[serde(skip)]
@@ -344,8 +353,10 @@ impl EchoSpec {
             len,
             count,
             port: defaults.port,
+            circuit: 0,
             sockbuf: None,
             xtp: XtpOptions::default(),
+            connect_each: false,
             timeout: defaults.timeout,
         }
     }
@@ -356,6 +367,7 @@ impl EchoSpec {
         spec.len = self.len;
         spec.count = self.count;
         spec.port = self.port;
+        spec.circuit = self.circuit;
         spec.sockbuf = self.sockbuf;
         spec.nodelay = true;
         spec.timeout = self.timeout;
@@ -364,6 +376,12 @@ impl EchoSpec {
     }
 
     pub fn validate(&self) -> Result<(), TrafficError> {
+        if self.connect_each && !self.protocol.is_stream() {
+            return Err(TrafficError::Invalid(format!(
+                "a connection per exchange (--connect-each) needs a stream protocol (tcp, xtp), not {}",
+                self.protocol
+            )));
+        }
         if self.count > MAX_EXCHANGES {
             return Err(TrafficError::Invalid(format!(
                 "{} exchanges is too many for one run: use at most {}",

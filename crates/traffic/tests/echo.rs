@@ -95,3 +95,28 @@ fn impossible_echoes_are_refused_with_a_reason() {
     ));
     assert!(raw_on_kernel.contains("--stack ref"), "{raw_on_kernel}");
 }
+
+#[test]
+fn kernel_echo_circuits_run_at_once_each_on_its_port() {
+    // Two TCP circuits, then TCP with UDP: every series answered in full
+    // and checked, each on the base port + its index.
+    let cases = [
+        (vec![Protocol::Tcp, Protocol::Tcp], 15_130),
+        (vec![Protocol::Tcp, Protocol::Udp], 15_135),
+    ];
+    for (protocols, port) in cases {
+        let flows: Vec<EchoSpec> = protocols
+            .iter()
+            .map(|&p| spec(p, Family::V6, 1024, 300, port))
+            .collect();
+        let reports =
+            run::echoes(&flows, &Target::Kernel(KernelPath::Loopback)).expect("echo circuits");
+        assert_eq!(reports.len(), 2);
+        for (i, report) in reports.iter().enumerate() {
+            assert_all_answered(report);
+            assert_eq!(report.spec.protocol, protocols[i]);
+            assert_eq!(report.spec.port, port + i as u16);
+            assert_eq!(report.spec.circuit, i as u8);
+        }
+    }
+}

@@ -93,6 +93,33 @@ fn delay_mode_runs_between_the_reference_stack_and_the_kernel() {
 }
 
 #[test]
+fn echo_circuits_run_at_once_on_the_kernels_link_and_across_to_the_reference_stack() {
+    let Some(_turn) = root() else { return };
+    let targets = [
+        (
+            "kernel veth",
+            Target::Kernel(KernelPath::Netns { mtu: 1500 }),
+        ),
+        ("cross", cross(PeerLink::Packet, RefEnd::Receiver)),
+    ];
+    for (i, (what, target)) in targets.into_iter().enumerate() {
+        let port = 15_620 + 4 * i as u16;
+        let flows = [
+            echo_spec(Protocol::Tcp, 512, 200, port),
+            echo_spec(Protocol::Udp, 512, 200, port),
+        ];
+        let reports = run::echoes(&flows, &target).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(reports.len(), 2, "{what}");
+        for (c, report) in reports.iter().enumerate() {
+            assert_answered(report, &format!("{what} circuit {c}"));
+            assert_eq!(report.spec.port, port + c as u16, "{what}");
+            assert_eq!(report.target.mtu, Some(1500), "{what}");
+        }
+        assert_cleaned_up();
+    }
+}
+
+#[test]
 fn concurrent_flows_run_between_the_reference_stack_and_the_kernel() {
     let Some(_turn) = root() else { return };
     for ref_end in [RefEnd::Receiver, RefEnd::Sender] {

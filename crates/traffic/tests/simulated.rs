@@ -270,3 +270,103 @@ fn xtp_character_driver_moves_every_byte_and_waits_for_delivery() {
         assert!(shortest >= 400_000, "{len} B: {shortest} ns");
     }
 }
+
+#[test]
+fn a_transaction_with_setup_costs_tcp_its_handshake_and_xtp_nothing() {
+    // Sandia's comparison: XTP's FIRST carries the request (implicit
+    // setup), TCP's handshake comes first; on the default network's
+    // 400 µs round trip.
+    let median = |protocol: Protocol, connect_each: bool| {
+        let mut echo = EchoSpec::new(protocol, Family::V6, 64, 20);
+        echo.timeout = Duration::from_secs(5);
+        echo.connect_each = connect_each;
+        let report = run::echo(&echo, &Target::Simulated(topology("default.toml")))
+            .unwrap_or_else(|e| panic!("{protocol} connect_each {connect_each}: {e}"));
+        assert_eq!(report.rtt_ns.len(), 20);
+        assert_eq!((report.lost, report.corrupted), (0, 0));
+        let mut rtt = report.rtt_ns.clone();
+        rtt.sort_unstable();
+        rtt[rtt.len() / 2] as f64 / 1e3
+    };
+    let tcp_established = median(Protocol::Tcp, false);
+    let tcp_with_setup = median(Protocol::Tcp, true);
+    let xtp_established = median(Protocol::Xtp, false);
+    let xtp_with_setup = median(Protocol::Xtp, true);
+    let figures = format!(
+        "TCP {tcp_established:.0}/{tcp_with_setup:.0} µs, XTP {xtp_established:.0}/{xtp_with_setup:.0} µs"
+    );
+    for established in [tcp_established, xtp_established] {
+        assert!((400.0..600.0).contains(&established), "{figures}");
+    }
+    assert!(tcp_with_setup >= 800.0, "TCP pays a round trip: {figures}");
+    assert!(xtp_with_setup < 600.0, "XTP does not: {figures}");
+    let mut udp = EchoSpec::new(Protocol::Udp, Family::V6, 64, 1);
+    udp.connect_each = true;
+    assert!(udp.validate().unwrap_err().to_string().contains("stream"));
+}
+
+#[test]
+fn two_echo_circuits_at_once_each_time_their_own_exchanges() {
+    // The XTP study's Table 6: two TCP circuits exchanging at once. The
+    // series differ in size and length so each report is seen to be its
+    // own.
+    let mut first = EchoSpec::new(Protocol::Tcp, Family::V6, 16384, 40);
+    first.timeout = Duration::from_secs(5);
+    let mut second = first.clone();
+    second.len = 5000;
+    second.count = 60;
+    let flows = [first.clone(), second];
+    let reports = run::echoes(&flows, &Target::Simulated(None)).expect("two echo circuits");
+    assert_eq!(reports.len(), 2);
+    for (i, (report, count)) in reports.iter().zip([40, 60]).enumerate() {
+        assert_eq!(report.spec.len, [16384, 5000][i]);
+        // Every answer compared byte for byte with its request.
+        assert_eq!(report.rtt_ns.len(), count, "circuit {i}");
+        assert_eq!((report.lost, report.corrupted), (0, 0), "circuit {i}");
+        // Flow i on port + i, numbered circuit i.
+        assert_eq!(report.spec.port, 5001 + i as u16);
+        assert_eq!(report.spec.circuit, i as u8);
+        assert!(
+            report.target.path.contains("simulator"),
+            "{:?}",
+            report.target
+        );
+    }
+    // The same series alone replays its own exchanges, numbered 0.
+    let alone = run::echo(&first, &Target::Simulated(None)).expect("alone");
+    assert_eq!((alone.spec.circuit, alone.spec.port), (0, 5001));
+    assert_eq!(alone.rtt_ns.len(), 40);
+    let again = run::echoes(&flows, &Target::Simulated(None)).expect("replay");
+    for (a, b) in reports.iter().zip(&again) {
+        assert_eq!(a.rtt_ns, b.rtt_ns, "a simulated run replays exactly");
+    }
+}
+
+#[test]
+fn tcp_and_xtp_echo_at_once_over_impaired_wires() {
+    // TCP with XTP (Table 6's last columns), over lossy, reordering
+    // wires: both series complete, every answer checked.
+    let target = Target::Simulated(topology("impaired.toml"));
+    let mut tcp = EchoSpec::new(Protocol::Tcp, Family::V4, 1024, 30);
+    tcp.timeout = Duration::from_secs(30);
+    let mut xtp = tcp.clone();
+    xtp.protocol = Protocol::Xtp;
+    let flows = [tcp, xtp];
+    let reports = run::echoes(&flows, &target).expect("tcp with xtp");
+    let protocols: Vec<Protocol> = reports.iter().map(|r| r.spec.protocol).collect();
+    assert_eq!(protocols, vec![Protocol::Tcp, Protocol::Xtp]);
+    for report in &reports {
+        assert_eq!(report.rtt_ns.len(), 30, "{}", report.spec.protocol);
+        assert_eq!((report.lost, report.corrupted), (0, 0));
+    }
+    assert_ne!(reports[0].spec.port, reports[1].spec.port);
+    let again = run::echoes(&flows, &target).expect("replay");
+    assert_eq!(reports[1].rtt_ns, again[1].rtt_ns);
+
+    // Raw series would answer each other's requests: refused, with why.
+    let raw = EchoSpec::new(Protocol::Raw, Family::V6, 64, 5);
+    let refused = run::echoes(&[raw.clone(), raw], &Target::Simulated(None))
+        .expect_err("two raw echo circuits")
+        .to_string();
+    assert!(refused.contains("one circuit at a time"), "{refused}");
+}

@@ -4,7 +4,7 @@
 //! 15 "significant" differences by chance alone.
 
 use clap::ValueEnum;
-use report::compare_html::{Measured, StateRanges, TestedFigure, UntestedFigure};
+use report::compare_html::{Gauge, Measured, StateDiff, TestedFigure, UntestedFigure};
 use stats::{Difference, Estimate};
 
 use super::walk::{Figure, Pair};
@@ -112,7 +112,7 @@ struct Test {
 /// Tests every pair, corrects the p-values of those tested and marks
 /// the significant ones by `rule`.
 pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
-    let mut tested: Vec<(String, Test, Option<StateRanges>)> = Vec::new();
+    let mut tested: Vec<(String, Test, Option<StateDiff>)> = Vec::new();
     let mut untested = Vec::new();
     for pair in pairs {
         match test(pair) {
@@ -159,16 +159,34 @@ pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<Untested
     (tested, untested)
 }
 
-/// Both sides' ranges of core-to-core round trips (ns) when the figure
-/// was not measured in one machine state throughout (`traffic::core_trip`):
-/// the sides' states differ, or either side's repetitions spanned two.
-/// `None` when they agree or a side did not say.
-fn machine_differed(pair: &Pair) -> Option<StateRanges> {
-    let [Some(a), Some(b)] = pair.states else {
-        return None;
-    };
-    let (lo, hi) = (a[0].min(b[0]), a[1].max(b[1]));
-    traffic::core_trip::states_differ(lo, hi).then_some([a, b])
+/// The gauge, with both sides' ranges (ns), by which the figure was not
+/// measured in one machine state throughout (`traffic::core_trip`,
+/// `traffic::wake_trip`): the sides' states differ, or either side's
+/// repetitions spanned two. `None` when every gauge both sides give
+/// agrees.
+fn machine_differed(pair: &Pair) -> Option<StateDiff> {
+    let differ =
+        |gauge: Gauge, [a, b]: [Option<[f64; 2]>; 2], states_differ: fn(f64, f64) -> bool| {
+            let (a, b) = (a?, b?);
+            let (lo, hi) = (a[0].min(b[0]), a[1].max(b[1]));
+            states_differ(lo, hi).then_some(StateDiff {
+                gauge,
+                ranges: [a, b],
+            })
+        };
+    let [a, b] = pair.states;
+    differ(
+        Gauge::CoreTrip,
+        [a.core, b.core],
+        traffic::core_trip::states_differ,
+    )
+    .or_else(|| {
+        differ(
+            Gauge::WakeTrip,
+            [a.wake, b.wake],
+            traffic::wake_trip::states_differ,
+        )
+    })
 }
 
 fn test(pair: &Pair) -> Outcome {
@@ -334,6 +352,7 @@ fn verdict(path: &str, ratio: f64) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::walk::Gauges;
     use super::*;
     use stats::Interval;
 
@@ -360,7 +379,7 @@ mod tests {
             path: path.to_string(),
             a,
             b,
-            states: [None, None],
+            states: Default::default(),
         }
     }
 
@@ -368,31 +387,61 @@ mod tests {
     fn a_difference_between_machine_states_gets_no_verdict() {
         let a = spread(&[100.0, 101.0, 99.0, 100.5]);
         let b = spread(&[50.0, 50.5, 49.5, 50.2]);
-        let in_states = |states| Pair {
-            states,
+        let core = |in_a, in_b| Pair {
+            states: [
+                Gauges {
+                    core: in_a,
+                    wake: None,
+                },
+                Gauges {
+                    core: in_b,
+                    wake: None,
+                },
+            ],
+            ..pair("x.mean_bps", a, b)
+        };
+        let wake = |in_a, in_b| Pair {
+            states: [
+                Gauges {
+                    core: Some([58.0, 58.0]),
+                    wake: in_a,
+                },
+                Gauges {
+                    core: Some([59.0, 59.0]),
+                    wake: in_b,
+                },
+            ],
             ..pair("x.mean_bps", a, b)
         };
         let pairs = [
-            in_states([Some([58.0, 58.0]), Some([340.0, 340.0])]),
+            core(Some([58.0, 58.0]), Some([340.0, 340.0])),
             // Both medians alike, but B's repetitions spanned two states.
-            in_states([Some([58.0, 60.0]), Some([61.0, 330.0])]),
-            in_states([Some([58.0, 58.0]), Some([62.0, 70.0])]),
-            in_states([None, Some([340.0, 340.0])]),
+            core(Some([58.0, 60.0]), Some([61.0, 330.0])),
+            // The cores agree, the scheduler does not.
+            wake(Some([18e3, 20e3]), Some([120e3, 120e3])),
+            core(Some([58.0, 58.0]), Some([62.0, 70.0])),
+            core(None, Some([340.0, 340.0])),
+            wake(Some([18e3, 18e3]), Some([20e3, 22e3])),
         ];
         let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.02));
+        let differed = |gauge, ranges| Some(StateDiff { gauge, ranges });
         assert_eq!(
             tested[0].machine_differed,
-            Some([[58.0, 58.0], [340.0, 340.0]])
+            differed(Gauge::CoreTrip, [[58.0, 58.0], [340.0, 340.0]])
         );
         assert_eq!(
             tested[1].machine_differed,
-            Some([[58.0, 60.0], [61.0, 330.0]])
+            differed(Gauge::CoreTrip, [[58.0, 60.0], [61.0, 330.0]])
         );
-        for t in &tested[..2] {
+        assert_eq!(
+            tested[2].machine_differed,
+            differed(Gauge::WakeTrip, [[18e3, 20e3], [120e3, 120e3]])
+        );
+        for t in &tested[..3] {
             assert!(!t.significant && t.verdict.is_none());
         }
         // One state, or a side that did not say: judged as before.
-        for t in &tested[2..] {
+        for t in &tested[3..] {
             assert!(t.significant && t.machine_differed.is_none(), "{t:?}");
         }
     }

@@ -51,18 +51,35 @@ pub struct Pair {
     pub path: String,
     pub a: Figure,
     pub b: Figure,
-    /// The machine's states each side measured the figure in: the range
-    /// of core-to-core round trips (`core_trip_min_ns`..`core_trip_max_ns`,
-    /// or `core_trip_ns` alone) of the nearest object around it that has
-    /// one (`traffic::core_trip`).
-    pub states: [Option<[f64; 2]>; 2],
+    /// The machine's states each side measured the figure in, as the
+    /// nearest object around it that has them says.
+    pub states: [Gauges; 2],
 }
 
-/// The fields naming the machine's state a measurement ran in: the
-/// median of its round trips, and their range when there were several.
-const STATE: &str = "core_trip_ns";
-const STATE_MIN: &str = "core_trip_min_ns";
-const STATE_MAX: &str = "core_trip_max_ns";
+/// A measurement's machine state: the ranges of its core-to-core round
+/// trips (`core_trip_min_ns`..`core_trip_max_ns`, or `core_trip_ns`
+/// alone; `traffic::core_trip`) and of its wake-up round trips
+/// (`wake_trip_*`; `traffic::wake_trip`), ns, where measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Gauges {
+    pub core: Option<[f64; 2]>,
+    pub wake: Option<[f64; 2]>,
+}
+
+impl Gauges {
+    /// Each gauge this one lacks taken from `outer`.
+    fn or(self, outer: Gauges) -> Gauges {
+        Gauges {
+            core: self.core.or(outer.core),
+            wake: self.wake.or(outer.wake),
+        }
+    }
+}
+
+/// The fields naming a gauge: the median of its round trips, and their
+/// range when there were several.
+const CORE_TRIP: [&str; 3] = ["core_trip_ns", "core_trip_min_ns", "core_trip_max_ns"];
+const WAKE_TRIP: [&str; 3] = ["wake_trip_ns", "wake_trip_min_ns", "wake_trip_max_ns"];
 
 /// Every figure of both sides, paired where they match.
 #[derive(Debug, Default)]
@@ -93,7 +110,7 @@ pub fn pair(a: &Value, b: &Value, a_dirs: &[String], b_dirs: &[String]) -> Paire
         ),
         other => other.clone(),
     };
-    walker.visit("", Some(&strip(a)), Some(&strip(b)), [None, None]);
+    walker.visit("", Some(&strip(a)), Some(&strip(b)), Default::default());
     walker.out
 }
 
@@ -222,20 +239,26 @@ impl Walker {
 }
 
 /// The machine's state on each side, where known.
-type States = [Option<[f64; 2]>; 2];
+type States = [Gauges; 2];
 
-/// An object's own machine state, if it has one.
-fn state(fields: &[(String, Entry)]) -> Option<[f64; 2]> {
+/// An object's own machine state, as far as it gives one.
+fn state(fields: &[(String, Entry)]) -> Gauges {
     let field = |name: &str| {
         fields.iter().find_map(|(key, entry)| match entry {
             Entry::Value(v) if key == name => v.as_f64().filter(|x| x.is_finite() && *x > 0.0),
             _ => None,
         })
     };
-    let median = field(STATE)?;
-    let lo = field(STATE_MIN).map_or(median, |m| m.min(median));
-    let hi = field(STATE_MAX).map_or(median, |m| m.max(median));
-    Some([lo, hi])
+    let range = |[median, min, max]: [&str; 3]| {
+        let median = field(median)?;
+        let lo = field(min).map_or(median, |m| m.min(median));
+        let hi = field(max).map_or(median, |m| m.max(median));
+        Some([lo, hi])
+    };
+    Gauges {
+        core: range(CORE_TRIP),
+        wake: range(WAKE_TRIP),
+    }
 }
 
 fn field_path(path: &str, key: &str) -> String {

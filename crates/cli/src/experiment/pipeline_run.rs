@@ -36,14 +36,19 @@ pub fn run(
         compute: plan.compute,
     };
     // The machine's state before and after, outside the run: its threads
-    // talk across the two CPUs (`stackscope compare` reads a change of
-    // state as the machine's).
-    let before = traffic::core_trip::measure();
+    // talk across the two CPUs and hand blocks to each other asleep, so
+    // both the core and the wake round trip (`stackscope compare` reads a
+    // change of either as the machine's).
+    let before = (traffic::core_trip::measure(), traffic::wake_trip::measure());
     let result = pipeline::run(&spec)?;
-    let after = traffic::core_trip::measure();
+    let after = (traffic::core_trip::measure(), traffic::wake_trip::measure());
     let trips = traffic::core_trip::CoreTrips::of(
-        &[before, after].into_iter().flatten().collect::<Vec<_>>(),
+        &[before.0, after.0]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
     );
+    let wakes = traffic::core_trip::CoreTrips::of_ns([before.1, after.1].into_iter().flatten());
     progress.fetch_add(u64::from(blocks), Ordering::Relaxed);
     let summary = result.summary(plan.warmup as usize);
     let csv = format!("{}-{}-bursts.csv", recipe.name, run.id);
@@ -74,6 +79,9 @@ pub fn run(
         core_trip_ns: trips.map(|t| t.median_ns),
         core_trip_min_ns: trips.map(|t| t.min_ns),
         core_trip_max_ns: trips.map(|t| t.max_ns),
+        wake_trip_ns: wakes.map(|t| t.median_ns),
+        wake_trip_min_ns: wakes.map(|t| t.min_ns),
+        wake_trip_max_ns: wakes.map(|t| t.max_ns),
         window_ms,
         lanes,
         send_queue,
@@ -158,9 +166,19 @@ fn table(s: &PipelineSummary) -> Table {
                 name,
                 e.n.to_string(),
                 format!("{:.1}", e.mean),
-                e.ci95
-                    .map_or("—".into(), |ci| format!("{:.1} – {:.1}", ci.lo, ci.hi)),
-                format!("{:.1}", e.median),
+                // Every figure here is a time or a size, never below 0: a
+                // mean's interval reaching below 0 says the values are too
+                // skewed for a t-interval (a few long waits), not that
+                // the figure could be negative. The median then speaks.
+                match e.ci95 {
+                    Some(ci) if ci.lo < 0.0 => "too skewed (see the median)".into(),
+                    Some(ci) => format!("{:.1} – {:.1}", ci.lo, ci.hi),
+                    None => "—".into(),
+                },
+                match e.median_ci95 {
+                    Some(ci) => format!("{:.1} ({:.1} – {:.1})", e.median, ci.lo, ci.hi),
+                    None => format!("{:.1}", e.median),
+                },
             ],
             None => vec![name, "0".into(), "—".into(), "—".into(), "—".into()],
         }
@@ -202,7 +220,7 @@ fn table(s: &PipelineSummary) -> Table {
     }
     Table {
         caption: format!(
-            "Over {} blocks after {} warm-up blocks, a window of {:.1} ms; means with their 95 % intervals; duty = share of the window the process was on.",
+            "Over {} blocks after {} warm-up blocks, a window of {:.1} ms; means and medians with their 95 % intervals (Student's t; order statistics); duty = share of the window the process was on.",
             s.blocks,
             s.warmup,
             s.window_us / 1e3

@@ -25,6 +25,7 @@ use traffic::sweep::{self, table, Event, Mode, Point, PointResult, Settings, Tar
 
 use super::recipe::{Prediction, Recipe, Run, SweepPlan, XAxis};
 
+mod delay_circuits;
 mod header_cost;
 
 /// Repetitions a sweep run makes at the least (for progress bars: the
@@ -91,7 +92,10 @@ pub fn run(
         .iter()
         .any(|r| r.point().circuits > 1 || r.point().protocol.contains('+'))
     {
-        tables.push(circuits_table(results));
+        tables.push(match grid.mode {
+            Mode::Throughput => circuits_table(results),
+            Mode::Delay => delay_circuits::table(results),
+        });
     }
     let mut points: Vec<Map<String, Value>> = results.iter().map(point_json).collect();
     if plan.predict == Some(Prediction::HeaderCost) {
@@ -186,9 +190,23 @@ fn point_json(result: &PointResult) -> Map<String, Value> {
         .iter()
         .map(|(name, cell)| (name.to_string(), cell_json(cell)))
         .collect();
-    // An object here; the CSV writes place=n pairs.
-    if let PointResult::Throughput(t) = result {
-        point.insert("lost_where".into(), serde_json::json!(t.lost_where));
+    match result {
+        // An object here; the CSV writes place=n pairs.
+        PointResult::Throughput(t) => {
+            point.insert("lost_where".into(), serde_json::json!(t.lost_where));
+        }
+        PointResult::Delay(d) => {
+            // The repetitions' interval as one object and their spread,
+            // for the published comparisons (`ci`, `stdev` with n = reps).
+            point.extend(delay_circuits::by_repetition(d.rep_mean_us.as_ref()));
+            // Each circuit's own round trips.
+            if !d.circuits.is_empty() {
+                point.insert(
+                    "per_circuit".into(),
+                    Value::Array(d.circuits.iter().map(delay_circuits::json).collect()),
+                );
+            }
+        }
     }
     point
 }
@@ -487,19 +505,40 @@ fn series(results: &[PointResult], x: XAxis) -> Vec<Series> {
         if r.no_result().is_some() {
             continue;
         }
-        let (Some(xv), Some(y)) = (x_of(p, x), y_of(r)) else {
+        let Some(xv) = x_of(p, x) else {
             continue;
         };
-        let label = series_label(p, x);
-        if !by_label.contains_key(&label) {
-            order.push(label.clone());
+        // A mix's pooled delay mixes protocols: each circuit is a series.
+        let ys: Vec<(String, stats::Estimate)> = match r {
+            PointResult::Delay(d) if p.protocol.contains('+') => d
+                .circuits
+                .iter()
+                .filter_map(|c| {
+                    let label = format!(
+                        "{}: circuit {} {}",
+                        series_label(p, x),
+                        c.circuit,
+                        c.protocol
+                    );
+                    Some((label, c.round_trips.rep_mean_us?))
+                })
+                .collect(),
+            _ => y_of(r)
+                .map(|y| (series_label(p, x), y))
+                .into_iter()
+                .collect(),
+        };
+        for (label, y) in ys {
+            if !by_label.contains_key(&label) {
+                order.push(label.clone());
+            }
+            by_label.entry(label).or_default().push(SeriesPoint {
+                x: xv,
+                y: y.mean,
+                stdev: y.stdev,
+                ci95: y.ci95,
+            });
         }
-        by_label.entry(label).or_default().push(SeriesPoint {
-            x: xv,
-            y: y.mean,
-            stdev: y.stdev,
-            ci95: y.ci95,
-        });
     }
     order
         .into_iter()
@@ -515,7 +554,7 @@ fn mbps(bps: f64) -> String {
     format!("{:.2}", bps / 1e6)
 }
 
-fn opt(v: Option<f64>, decimals: usize) -> String {
+pub(super) fn opt(v: Option<f64>, decimals: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.decimals$}"))
 }
 
@@ -537,7 +576,7 @@ fn load_text(p: &Point) -> String {
     }
 }
 
-fn point_name(p: &Point) -> String {
+pub(super) fn point_name(p: &Point) -> String {
     let mut name = format!("{} {}", p.stack, p.protocol);
     if let Some(f) = p.family {
         name.push_str(&format!(" {f}"));
@@ -547,7 +586,7 @@ fn point_name(p: &Point) -> String {
 
 /// `95.41 ± 0.31` (the mean's 95 % interval as mean ± half-width), or the
 /// mean alone with `(n 1)` when one repetition gives no interval.
-fn mean_ci(e: &stats::Estimate, scale: f64, decimals: usize) -> String {
+pub(super) fn mean_ci(e: &stats::Estimate, scale: f64, decimals: usize) -> String {
     match e.half_width() {
         Some(h) => format!("{:.decimals$} ± {:.decimals$}", e.mean * scale, h * scale),
         None => format!("{:.decimals$} (no CI)", e.mean * scale),

@@ -110,6 +110,8 @@ pub struct EchoServer<N: Transport> {
     pending: Vec<u8>,
     /// Through a lending interface: the buffer being written back.
     lent: Option<Bytes>,
+    /// A connection per exchange: the listener, to accept the next.
+    listener: Option<N::Listener>,
 }
 
 /// The most an echo server reads at once.
@@ -137,6 +139,7 @@ impl<N: Transport> EchoServer<N> {
             buf: vec![0; ECHO_READ],
             pending: Vec::new(),
             lent: None,
+            listener: None,
         }
     }
 
@@ -157,10 +160,7 @@ impl<N: Transport> EchoServer<N> {
             match net.recv(conn, &mut self.buf) {
                 Ok(Read::Data(n)) => self.pending.extend_from_slice(&self.buf[..n]),
                 Ok(Read::Nothing) => return Step::Wait(None),
-                Ok(Read::End) => {
-                    net.close(conn);
-                    return Step::Done(Ok(()));
-                }
+                Ok(Read::End) => return self.client_closed(net, conn),
                 Err(e) => return Step::Done(Err(e)),
             }
         }
@@ -168,6 +168,20 @@ impl<N: Transport> EchoServer<N> {
 }
 
 impl<N: Transport> EchoServer<N> {
+    /// The client closed its connection: the end, or, with a connection
+    /// per exchange, back to accept the next.
+    fn client_closed(&mut self, net: &mut N, conn: N::Stream) -> Step<()> {
+        net.close(conn);
+        match self.listener {
+            Some(listener) => {
+                self.state = Serving::Listening(listener);
+                self.since = net.now();
+                Step::Again
+            }
+            None => Step::Done(Ok(())),
+        }
+    }
+
     /// Echoes through an interface that lends and posts buffers (XTP's
     /// character driver): the buffer a read filled is written back as it
     /// is, no copy, and comes back for the next read once delivered.
@@ -194,10 +208,7 @@ impl<N: Transport> EchoServer<N> {
                     self.lent = Some(Bytes::from(got));
                 }
                 Ok(Read::Nothing) => return Step::Wait(None),
-                Ok(Read::End) => {
-                    net.close(conn);
-                    return Step::Done(Ok(()));
-                }
+                Ok(Read::End) => return self.client_closed(net, conn),
                 Err(e) => return Step::Done(Err(e)),
             }
         }
@@ -238,9 +249,18 @@ impl<N: Transport> Program<N> for EchoServer<N> {
                 if self.shared.rendezvous.receiver().is_none() {
                     self.shared.publish(net, self.bind);
                 }
+                if self.listener.is_some() && self.shared.rendezvous.has_sender_finished() {
+                    net.close_listener(listener);
+                    return Step::Done(Ok(()));
+                }
                 match net.accept(listener) {
                     Ok(Some(conn)) => {
-                        net.close_listener(listener);
+                        if self.shared.spec.connect_each {
+                            // The next exchange comes on a new connection.
+                            self.listener = Some(listener);
+                        } else {
+                            net.close_listener(listener);
+                        }
                         self.state = Serving::Stream(conn);
                         Step::Again
                     }
@@ -435,6 +455,15 @@ impl<N: Transport> EchoClient<N> {
             *written = 0;
             *read = 0;
             *began = None;
+            if spec.connect_each {
+                // Closed outside the timed window; the next exchange
+                // connects anew.
+                net.close(conn);
+                if self.seq == spec.count {
+                    return self.done();
+                }
+                self.state = Asking::Peer(Channel::Stream);
+            }
             return Step::Again;
         }
         if (net.now() - began_at) > spec.timeout {
@@ -556,7 +585,23 @@ impl<N: Transport> Program<N> for EchoClient<N> {
                 };
                 self.state = match (channel, dest) {
                     (Channel::Stream, Peer::Ip(addr)) => {
+                        let began = net.now();
                         match net.connect(addr, self.shared.stream_options()) {
+                            // A transaction with its setup: the request is
+                            // offered at once (XTP's FIRST carries it; TCP
+                            // sends it after its handshake), the clock
+                            // running from the connect call.
+                            Ok(conn) if self.shared.spec.connect_each => {
+                                if self.seq == 0 {
+                                    self.exchanges.facts = net.stream_facts(conn);
+                                }
+                                Asking::Stream {
+                                    conn,
+                                    written: 0,
+                                    read: 0,
+                                    began: Some(began),
+                                }
+                            }
                             Ok(conn) => Asking::Connecting(conn),
                             Err(e) => return Step::Done(Err(e)),
                         }

@@ -527,13 +527,6 @@ fn open(
             if !Transport::established(host, stream)? {
                 return Ok(None);
             }
-            // Traced again once the peer answered: an XTP association's
-            // packet size is reset by the peer's traffic specifier to the
-            // untraced size, which the trace option would push past the
-            // MTU (every full packet fragmented); tracing it again makes
-            // the host fit the option in (a known stack bug:
-            // stack/tests/xtp_traced_setup.rs). For TCP it changes nothing.
-            trace(host, stream)?;
             shared.flows.lock().unwrap_or_else(|e| e.into_inner()).0 = stream_flow(host, stream).id;
             Ok(Some(Socket::Stream(stream)))
         }

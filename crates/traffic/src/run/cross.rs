@@ -218,23 +218,33 @@ pub fn transfer(
     Ok(reports)
 }
 
-/// Runs an echo series between the kernel and the reference stack: the
-/// server at the receiving end, the client at the sending one.
-pub fn echo(spec: &EchoSpec, peer: KernelPeer) -> Result<EchoReport, TrafficError> {
+/// Runs echo series at the same time between the kernel and the
+/// reference stack: each server at the receiving end, each client at
+/// the sending one; one report per flow.
+pub fn echo(flows: &[EchoSpec], peer: KernelPeer) -> Result<Vec<EchoReport>, TrafficError> {
     let path = Arc::new(Path::create(peer.link, peer.mtu, ref_side(peer))?);
-    let run = EchoRun::new(spec, &plan(&path, peer, spec.port, spec.family, spec.len));
+    let runs: Vec<EchoRun> = flows
+        .iter()
+        .map(|spec| EchoRun::new(spec, &plan(&path, peer, spec.port, spec.family, spec.len)))
+        .collect();
     let grace = address_grace(StackKind::Ref);
     run_ends(
         &path,
         peer,
-        vec![run.server.clone()],
-        vec![run.client.clone()],
+        runs.iter().map(|r| r.server.clone()).collect(),
+        runs.iter().map(|r| r.client.clone()).collect(),
         None,
         || {
-            run.rendezvous.wait_for_receiver(spec.timeout + grace);
+            for run in &runs {
+                run.rendezvous.wait_for_receiver(run.spec.timeout + grace);
+            }
         },
     );
-    let mut target = Environment::detect(StackKind::Ref, description(&path, peer));
-    target.mtu = Some(path.mtu());
-    run.report(target)
+    runs.iter()
+        .map(|run| {
+            let mut target = Environment::detect(StackKind::Ref, description(&path, peer));
+            target.mtu = Some(path.mtu());
+            run.report(target)
+        })
+        .collect()
 }

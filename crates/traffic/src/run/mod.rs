@@ -23,7 +23,7 @@ pub use role::{address_grace, echo_roles, transfer_roles, EndPlan};
 
 pub use link_path::{KernelPeer, PeerLink, RefEnd};
 pub use one_end::{attached, kernel as one_kernel_end, OneEnd};
-pub use transfer::{echo, pair, transfer, MAX_CIRCUITS};
+pub use transfer::{echo, echoes, pair, transfer, MAX_CIRCUITS};
 
 /// Where the two ends of a run are.
 #[derive(Debug, Clone, PartialEq, Eq)]

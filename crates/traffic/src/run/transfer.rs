@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::flow::{EchoRun, FlowRun};
 use super::kernel::{self as kernel_end, Enter, KernelEnd};
 use super::network::{self, NetworkEnd};
+use super::role::Job;
 use super::{cross, EndPlan, Target};
 use crate::echo::EchoReport;
 use crate::env::Environment;
@@ -55,20 +56,72 @@ pub fn pair(
         .ok_or_else(|| TrafficError::Invalid("the transfer produced no report".into()))
 }
 
+/// Runs `flows` echo series (delay mode) at the same time on `target`,
+/// one report per flow in order, each timing its own exchanges: the
+/// XTP study's `dela` on several virtual circuits at once. Flows are
+/// numbered apart as [`transfer`]'s are (port `port + i`, circuit `i`).
+pub fn echoes(flows: &[EchoSpec], target: &Target) -> Result<Vec<EchoReport>, TrafficError> {
+    let flows = numbered(flows)?;
+    for flow in &flows {
+        refuse_raw_without_link(flow.protocol, flow.len, target)?;
+    }
+    // The echo server answers whatever arrives on its Ethertype, so raw
+    // circuits would answer each other's requests.
+    if flows.len() > 1 && flows.iter().any(|f| f.protocol == Protocol::Raw) {
+        return Err(TrafficError::Unsupported(
+            "raw echo series share one Ethertype and would answer each other: run raw echo \
+             one circuit at a time"
+                .into(),
+        ));
+    }
+    match target {
+        Target::Kernel(path) => kernel_echo(&flows, *path),
+        Target::Reference(topology) => network_echo(&flows, topology.as_deref()),
+        Target::Simulated(topology) => simulated_echo(&flows, topology.as_deref()),
+        Target::Cross(peer) => cross::echo(&flows, *peer),
+    }
+}
+
 /// Runs one echo series (delay mode) on `target`.
 pub fn echo(spec: &EchoSpec, target: &Target) -> Result<EchoReport, TrafficError> {
-    spec.validate()?;
-    refuse_raw_without_link(spec.protocol, spec.len, target)?;
-    match target {
-        Target::Kernel(path) => kernel_echo(spec, *path),
-        Target::Reference(topology) => network_echo(spec, topology.as_deref()),
-        Target::Simulated(topology) => simulated_echo(spec, topology.as_deref()),
-        Target::Cross(peer) => cross::echo(spec, *peer),
+    echoes(std::slice::from_ref(spec), target)?
+        .pop()
+        .ok_or_else(|| TrafficError::Invalid("the echo series produced no report".into()))
+}
+
+/// What several concurrent flows of one run are told apart by.
+trait Circuit: Clone {
+    fn port_mut(&mut self) -> &mut u16;
+    fn set_circuit(&mut self, circuit: u8);
+    fn validate(&self) -> Result<(), TrafficError>;
+}
+
+impl Circuit for TransferSpec {
+    fn port_mut(&mut self) -> &mut u16 {
+        &mut self.port
+    }
+    fn set_circuit(&mut self, circuit: u8) {
+        self.circuit = circuit;
+    }
+    fn validate(&self) -> Result<(), TrafficError> {
+        TransferSpec::validate(self)
+    }
+}
+
+impl Circuit for EchoSpec {
+    fn port_mut(&mut self) -> &mut u16 {
+        &mut self.port
+    }
+    fn set_circuit(&mut self, circuit: u8) {
+        self.circuit = circuit;
+    }
+    fn validate(&self) -> Result<(), TrafficError> {
+        EchoSpec::validate(self)
     }
 }
 
 /// The flows checked, and numbered apart when there are several.
-fn numbered(flows: &[TransferSpec]) -> Result<Vec<TransferSpec>, TrafficError> {
+fn numbered<F: Circuit>(flows: &[F]) -> Result<Vec<F>, TrafficError> {
     if flows.is_empty() || flows.len() > MAX_CIRCUITS {
         return Err(TrafficError::Invalid(format!(
             "{} concurrent flows is impossible: use 1 to {MAX_CIRCUITS}",
@@ -82,13 +135,13 @@ fn numbered(flows: &[TransferSpec]) -> Result<Vec<TransferSpec>, TrafficError> {
         .map(|(i, flow)| {
             let mut flow = flow.clone();
             if !alone {
-                flow.port = flow.port.checked_add(i as u16).ok_or_else(|| {
+                let port = flow.port_mut();
+                *port = port.checked_add(i as u16).ok_or_else(|| {
                     TrafficError::Invalid(format!(
-                        "port {} + {i} circuits runs past 65535: pick a lower -p",
-                        flow.port
+                        "port {port} + {i} circuits runs past 65535: pick a lower -p"
                     ))
                 })?;
-                flow.circuit = i as u8;
+                flow.set_circuit(i as u8);
             }
             flow.validate()?;
             Ok(flow)
@@ -283,45 +336,90 @@ fn network_transfer(
     Ok(reports)
 }
 
-fn kernel_echo(spec: &EchoSpec, path: KernelPath) -> Result<EchoReport, TrafficError> {
+fn kernel_echo(flows: &[EchoSpec], path: KernelPath) -> Result<Vec<EchoReport>, TrafficError> {
     let setup = PathSetup::new(path)?;
-    let run = EchoRun::new(spec, &kernel_plan(spec.port, spec.family, spec.len, &setup));
-    let server = kernel_end::spawn(enter(&setup, Side::A), run.server.clone(), None, false);
-    let client = match run.rendezvous.wait_for_receiver(spec.timeout) {
-        Some(_) => Some(kernel_end::spawn(
-            enter(&setup, Side::B),
-            run.client.clone(),
-            None,
-            false,
-        )),
-        None => {
-            run.client.finish(Err(TrafficError::PeerFailed));
-            None
+    let runs: Vec<EchoRun> = flows
+        .iter()
+        .map(|spec| EchoRun::new(spec, &kernel_plan(spec.port, spec.family, spec.len, &setup)))
+        .collect();
+    let servers: Vec<_> = runs
+        .iter()
+        .map(|run| kernel_end::spawn(enter(&setup, Side::A), run.server.clone(), None, false))
+        .collect();
+    // Every server listens before any client starts, so the series run
+    // at the same time from their first exchange.
+    let listening: Vec<bool> = runs
+        .iter()
+        .map(|run| run.rendezvous.wait_for_receiver(run.spec.timeout).is_some())
+        .collect();
+    let clients: Vec<_> = runs
+        .iter()
+        .zip(listening)
+        .map(|(run, listening)| {
+            if listening {
+                Some(kernel_end::spawn(
+                    enter(&setup, Side::B),
+                    run.client.clone(),
+                    None,
+                    false,
+                ))
+            } else {
+                run.client.finish(Err(TrafficError::PeerFailed));
+                None
+            }
+        })
+        .collect();
+    for (client, run) in clients.into_iter().zip(&runs) {
+        if let Some(client) = client {
+            kernel_end::join(client, &run.client);
         }
-    };
-    if let Some(client) = client {
-        kernel_end::join(client, &run.client);
     }
-    kernel_end::join(server, &run.server);
-    let mut target = Environment::detect(StackKind::Kernel, setup.description());
-    target.mtu = Some(setup.mtu());
-    run.report(target)
+    for (server, run) in servers.into_iter().zip(&runs) {
+        kernel_end::join(server, &run.server);
+    }
+    runs.iter()
+        .map(|run| {
+            let mut target = Environment::detect(StackKind::Kernel, setup.description());
+            target.mtu = Some(setup.mtu());
+            run.report(target)
+        })
+        .collect()
+}
+
+/// Echo runs on the reference stack: each flow's run, every end's job on
+/// its host (servers on the last host, clients on the first), and each
+/// flow's report target.
+type NetworkEchoes = (Vec<EchoRun>, Vec<(String, Job)>, Vec<Environment>);
+
+fn network_echo_runs(
+    flows: &[EchoSpec],
+    topology: &stack::topology::Topology,
+) -> Result<NetworkEchoes, TrafficError> {
+    let mut runs = Vec::with_capacity(flows.len());
+    let mut jobs = Vec::with_capacity(2 * flows.len());
+    let mut targets = Vec::with_capacity(flows.len());
+    for spec in flows {
+        let (ends, target) = crate::reference::plan(spec.protocol, spec.len, topology)?;
+        let run = EchoRun::new(spec, &network_plan(&spec.as_transfer(), &ends));
+        jobs.push((ends.receiver.clone(), run.server.clone()));
+        jobs.push((ends.sender.clone(), run.client.clone()));
+        runs.push(run);
+        targets.push(target);
+    }
+    Ok((runs, jobs, targets))
 }
 
 fn network_echo(
-    spec: &EchoSpec,
+    flows: &[EchoSpec],
     topology: Option<&std::path::Path>,
-) -> Result<EchoReport, TrafficError> {
+) -> Result<Vec<EchoReport>, TrafficError> {
     let topology = crate::reference::load(topology)?;
-    let (ends, target) = crate::reference::plan(spec.protocol, spec.len, &topology)?;
-    let transfer = spec.as_transfer();
-    let run = EchoRun::new(spec, &network_plan(&transfer, &ends));
-    let jobs = vec![
-        (ends.receiver.clone(), run.server.clone()),
-        (ends.sender.clone(), run.client.clone()),
-    ];
+    let (runs, jobs, targets) = network_echo_runs(flows, &topology)?;
     network::run(&topology, jobs, Vec::new(), Pins::plan(&[], &topology)?)?;
-    run.report(target)
+    runs.iter()
+        .zip(targets)
+        .map(|(run, target)| run.report(target))
+        .collect()
 }
 
 /// How a simulated run names its path.
@@ -365,20 +463,16 @@ fn simulated_transfer(
 }
 
 fn simulated_echo(
-    spec: &EchoSpec,
+    flows: &[EchoSpec],
     topology: Option<&std::path::Path>,
-) -> Result<EchoReport, TrafficError> {
+) -> Result<Vec<EchoReport>, TrafficError> {
     let topology = crate::reference::load(topology)?;
-    let (ends, target) = crate::reference::plan(spec.protocol, spec.len, &topology)?;
-    let run = EchoRun::new(spec, &network_plan(&spec.as_transfer(), &ends));
-    network::simulate(
-        &topology,
-        vec![
-            (ends.receiver.clone(), run.server.clone()),
-            (ends.sender.clone(), run.client.clone()),
-        ],
-    )?;
-    run.report(simulated(target))
+    let (runs, jobs, targets) = network_echo_runs(flows, &topology)?;
+    network::simulate(&topology, jobs)?;
+    runs.iter()
+        .zip(targets)
+        .map(|(run, target)| run.report(simulated(target)))
+        .collect()
 }
 
 /// Refuses what `target` cannot do with `protocol` and `len`, before any

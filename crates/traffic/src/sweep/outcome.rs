@@ -1,7 +1,7 @@
 //! A point's figures from its repetitions' reports: throughput (received
 //! and sent bits per second, loss, per-circuit and aggregate) or delay
-//! (round-trip percentiles and histogram), and whether the receivers
-//! found anything wrong.
+//! (round-trip percentiles and histogram, pooled and per circuit), and
+//! whether the receivers found anything wrong.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -357,7 +357,7 @@ fn circuit_figures(reps: &[TransferRep]) -> Vec<CircuitFigures> {
         .collect()
 }
 
-/// One repetition of a delay point.
+/// One repetition of a delay point (over all its flows).
 #[derive(Debug, Clone, Serialize)]
 pub struct EchoRep {
     pub samples: usize,
@@ -366,7 +366,77 @@ pub struct EchoRep {
     pub corrupted: u64,
 }
 
-/// A delay point's figures: round-trip times of all repetitions pooled.
+/// Round trips pooled over some series: what a delay point and each of
+/// its circuits report.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundTrips {
+    pub samples: usize,
+    pub lost: u64,
+    pub corrupted: u64,
+    /// Mean, stdev, min and max in microseconds over the pooled
+    /// exchanges; `None` when no exchange was answered.
+    pub rtt_us: Option<Summary>,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    /// Each repetition's mean round trip, over the repetitions: what the
+    /// CI target judges (the pooled samples of one series are not
+    /// independent draws; the series are).
+    pub rep_mean_us: Option<Summary>,
+}
+
+impl RoundTrips {
+    /// `reps` holds each repetition's series (any number per repetition).
+    fn of(reps: &[Vec<&EchoReport>]) -> (Self, Vec<u64>) {
+        let mut pooled: Vec<u64> = reps
+            .iter()
+            .flatten()
+            .flat_map(|r| r.rtt_ns.iter().copied())
+            .collect();
+        pooled.sort_unstable();
+        let as_us: Vec<f64> = pooled.iter().map(|&ns| us(ns)).collect();
+        let series = || reps.iter().flatten();
+        let figures = Self {
+            samples: pooled.len(),
+            lost: series().map(|r| r.lost).sum(),
+            corrupted: series().map(|r| r.corrupted).sum(),
+            rtt_us: Summary::of(&as_us),
+            p50_us: percentile(&pooled, 50).map(us),
+            p90_us: percentile(&pooled, 90).map(us),
+            p99_us: percentile(&pooled, 99).map(us),
+            rep_mean_us: Summary::of(
+                &reps
+                    .iter()
+                    .map(|rep| pooled_mean_us(rep.iter().copied()))
+                    .collect::<Vec<_>>(),
+            ),
+        };
+        (figures, pooled)
+    }
+}
+
+/// One circuit (echo series) of a delay point with several, over all
+/// repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct DelayCircuit {
+    /// 1-based, in flow order (port = the point's first port + circuit − 1).
+    pub circuit: usize,
+    pub protocol: Protocol,
+    pub port: u16,
+    #[serde(flatten)]
+    pub round_trips: RoundTrips,
+    /// The share of this circuit's exchange time during which every other
+    /// circuit was still exchanging, mean over repetitions: the shortest
+    /// series' summed round trips over this one's (the series start
+    /// together, stop-and-wait, so a series lasts about its summed round
+    /// trips). Below 1 the circuit ran its last exchanges alone.
+    pub overlap: Option<f64>,
+    /// What its client found wrong.
+    pub problems: Vec<String>,
+}
+
+/// A delay point's figures: round-trip times of all repetitions (and all
+/// circuits) pooled, and each circuit's own when several ran at once.
 #[derive(Debug, Clone)]
 pub struct DelayPoint {
     pub point: Point,
@@ -381,10 +451,12 @@ pub struct DelayPoint {
     pub p90_us: Option<f64>,
     pub p99_us: Option<f64>,
     pub histogram: Histogram,
-    /// Each repetition's mean round trip, over the repetitions: what the
-    /// CI target judges (the pooled samples of one series are not
-    /// independent draws; the series are).
+    /// Each repetition's mean round trip (over its circuits' exchanges),
+    /// over the repetitions: what the CI target judges (the pooled samples
+    /// of one series are not independent draws; the series are).
     pub rep_mean_us: Option<Summary>,
+    /// Per circuit, when the point runs several echo series at once.
+    pub circuits: Vec<DelayCircuit>,
     pub problems: Vec<String>,
     pub reps: Vec<EchoRep>,
     /// How the repetitions ended (set by the runner).
@@ -395,57 +467,127 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
+/// The mean round trip of `series` pooled, in µs; NaN when nothing was
+/// answered (left out of an estimate).
+fn pooled_mean_us<'a>(series: impl Iterator<Item = &'a EchoReport>) -> f64 {
+    let (sum, n) = series
+        .flat_map(|r| r.rtt_ns.iter())
+        .fold((0.0, 0usize), |(sum, n), &ns| (sum + us(ns), n + 1));
+    if n == 0 {
+        f64::NAN
+    } else {
+        sum / n as f64
+    }
+}
+
+/// Each series' summed round trips over the shortest's inverse: see
+/// [`DelayCircuit::overlap`]. `None` for a series with none.
+fn overlaps(series: &[EchoReport]) -> Vec<Option<f64>> {
+    let busy: Vec<u64> = series.iter().map(|r| r.rtt_ns.iter().sum()).collect();
+    let shortest = busy.iter().copied().min().unwrap_or(0);
+    busy.iter()
+        .map(|&b| (b > 0).then(|| shortest as f64 / b as f64))
+        .collect()
+}
+
 impl DelayPoint {
-    /// One series' mean round trip in µs; NaN when nothing was answered
-    /// (left out of the estimate).
-    pub fn rep_mean_us(report: &EchoReport) -> f64 {
-        let n = report.rtt_ns.len();
-        if n == 0 {
-            return f64::NAN;
-        }
-        report.rtt_ns.iter().map(|&ns| us(ns)).sum::<f64>() / n as f64
+    /// One repetition's mean round trip in µs, over every exchange of its
+    /// series; NaN when nothing was answered (left out of the estimate).
+    pub fn rep_mean_us(series: &[EchoReport]) -> f64 {
+        pooled_mean_us(series.iter())
     }
 
+    /// From each repetition's reports (one per flow, in flow order).
     /// `None` without a repetition.
-    pub fn new(point: Point, reps: &[EchoReport]) -> Option<Self> {
-        let target = reps.first()?.target.clone();
-        let mut pooled: Vec<u64> = reps.iter().flat_map(|r| r.rtt_ns.iter().copied()).collect();
-        pooled.sort_unstable();
-        let as_us: Vec<f64> = pooled.iter().map(|&ns| us(ns)).collect();
-        let problems = reps
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.corrupted > 0)
-            .map(|(i, r)| format!("rep {}: {} corrupted answers", i + 1, r.corrupted))
-            .collect();
+    pub fn new(point: Point, reps: &[Vec<EchoReport>]) -> Option<Self> {
+        let target = reps.first()?.first()?.target.clone();
+        let all: Vec<Vec<&EchoReport>> = reps.iter().map(|r| r.iter().collect()).collect();
+        let (figures, pooled) = RoundTrips::of(&all);
+        let several = reps.iter().any(|r| r.len() > 1);
+        let mut problems = Vec::new();
+        for (i, rep) in reps.iter().enumerate() {
+            for (f, r) in rep.iter().enumerate().filter(|(_, r)| r.corrupted > 0) {
+                let flow = if several {
+                    format!(" circuit {}", f + 1)
+                } else {
+                    String::new()
+                };
+                problems.push(format!(
+                    "rep {}{flow}: {} corrupted answers",
+                    i + 1,
+                    r.corrupted
+                ));
+            }
+        }
+        let circuits = if several {
+            delay_circuits(reps)
+        } else {
+            Vec::new()
+        };
         Some(Self {
             point,
             target,
-            samples: pooled.len(),
-            lost: reps.iter().map(|r| r.lost).sum(),
-            corrupted: reps.iter().map(|r| r.corrupted).sum(),
-            rtt_us: Summary::of(&as_us),
-            p50_us: percentile(&pooled, 50).map(us),
-            p90_us: percentile(&pooled, 90).map(us),
-            p99_us: percentile(&pooled, 99).map(us),
+            samples: figures.samples,
+            lost: figures.lost,
+            corrupted: figures.corrupted,
+            rtt_us: figures.rtt_us,
+            p50_us: figures.p50_us,
+            p90_us: figures.p90_us,
+            p99_us: figures.p99_us,
             histogram: Histogram::of(&pooled),
-            rep_mean_us: Summary::of(&reps.iter().map(Self::rep_mean_us).collect::<Vec<_>>()),
+            rep_mean_us: figures.rep_mean_us,
+            circuits,
             problems,
             run: PointRun::default(),
             reps: reps
                 .iter()
-                .map(|r| {
-                    let rtts: Vec<f64> = r.rtt_ns.iter().map(|&ns| us(ns)).collect();
-                    EchoRep {
-                        samples: r.rtt_ns.len(),
-                        mean_us: Summary::of(&rtts).map(|s| s.mean),
-                        lost: r.lost,
-                        corrupted: r.corrupted,
-                    }
+                .map(|rep| EchoRep {
+                    samples: rep.iter().map(|r| r.rtt_ns.len()).sum(),
+                    mean_us: Some(Self::rep_mean_us(rep)).filter(|m| m.is_finite()),
+                    lost: rep.iter().map(|r| r.lost).sum(),
+                    corrupted: rep.iter().map(|r| r.corrupted).sum(),
                 })
                 .collect(),
         })
     }
+}
+
+/// Each circuit's round trips across repetitions (flows keep their order
+/// in every repetition).
+fn delay_circuits(reps: &[Vec<EchoReport>]) -> Vec<DelayCircuit> {
+    let Some(first) = reps.first() else {
+        return Vec::new();
+    };
+    let overlap_per_rep: Vec<Vec<Option<f64>>> = reps.iter().map(|r| overlaps(r)).collect();
+    (0..first.len())
+        .map(|i| {
+            let own: Vec<Vec<&EchoReport>> = reps
+                .iter()
+                .map(|r| r.get(i).into_iter().collect())
+                .collect();
+            let (round_trips, _) = RoundTrips::of(&own);
+            let shares: Vec<f64> = overlap_per_rep
+                .iter()
+                .filter_map(|o| o.get(i).copied().flatten())
+                .collect();
+            let problems = own
+                .iter()
+                .enumerate()
+                .flat_map(|(rep, r)| r.iter().map(move |r| (rep, r)))
+                .filter(|(_, r)| r.corrupted > 0)
+                .map(|(rep, r)| format!("rep {}: {} corrupted answers", rep + 1, r.corrupted))
+                .collect();
+            DelayCircuit {
+                circuit: i + 1,
+                protocol: first[i].spec.protocol,
+                port: first[i].spec.port,
+                round_trips,
+                overlap: (!shares.is_empty())
+                    .then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+                problems,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -522,8 +664,8 @@ mod tests {
             echo(rtt_us.iter().map(|us| us * 1000).collect(), lost, corrupted)
         };
         let reps = vec![
-            echoed(&[10, 20, 30, 40, 50], 1, 0),
-            echoed(&[60, 70, 80, 90, 100], 0, 0),
+            vec![echoed(&[10, 20, 30, 40, 50], 1, 0)],
+            vec![echoed(&[60, 70, 80, 90, 100], 0, 0)],
         ];
         let d = DelayPoint::new(point(1, "udp"), &reps).unwrap();
         assert_eq!((d.samples, d.lost, d.corrupted), (10, 1, 0));
@@ -540,9 +682,67 @@ mod tests {
         assert_eq!((by_rep.n, by_rep.mean), (2, 55.0));
         assert!(d.problems.is_empty());
 
-        let bad = DelayPoint::new(point(1, "udp"), &[echoed(&[], 5, 1)]).unwrap();
+        let bad = DelayPoint::new(point(1, "udp"), &[vec![echoed(&[], 5, 1)]]).unwrap();
         assert_eq!((bad.rtt_us, bad.p50_us), (None, None));
         assert_eq!(bad.problems, vec!["rep 1: 1 corrupted answers"]);
+    }
+
+    #[test]
+    fn delay_circuits_keep_their_own_round_trips_and_say_how_long_they_overlapped() {
+        let echoed = |rtt_us: &[u64], protocol, port| {
+            let mut r = echo(rtt_us.iter().map(|us| us * 1000).collect(), 0, 0);
+            r.spec.protocol = protocol;
+            r.spec.port = port;
+            r
+        };
+        // Circuit 1 (TCP) 10 and 20 µs a round trip; circuit 2 (XTP) 40
+        // and 60: it ran its exchanges 3 and 5 times as long.
+        let reps = vec![
+            vec![
+                echoed(&[10, 10], Protocol::Tcp, 5001),
+                echoed(&[30, 30], Protocol::Xtp, 5002),
+            ],
+            vec![
+                echoed(&[20, 20], Protocol::Tcp, 5001),
+                echoed(&[50, 50], Protocol::Xtp, 5002),
+            ],
+        ];
+        let d = DelayPoint::new(point(1, "tcp+xtp"), &reps).unwrap();
+        // The point pools both: 8 exchanges, mean 27.5 µs; each
+        // repetition's mean 20 and 35.
+        assert_eq!(d.samples, 8);
+        assert_eq!(d.rtt_us.unwrap().mean, 27.5);
+        assert_eq!(d.rep_mean_us.unwrap().mean, 27.5);
+        assert_eq!(d.reps[0].samples, 4);
+        let [tcp, xtp] = &d.circuits[..] else {
+            panic!("two circuits: {:?}", d.circuits)
+        };
+        assert_eq!(
+            (tcp.circuit, tcp.protocol, tcp.port),
+            (1, Protocol::Tcp, 5001)
+        );
+        assert_eq!(
+            (xtp.circuit, xtp.protocol, xtp.port),
+            (2, Protocol::Xtp, 5002)
+        );
+        assert_eq!(tcp.round_trips.samples, 4);
+        assert_eq!(tcp.round_trips.rtt_us.unwrap().mean, 15.0);
+        let by_rep = xtp.round_trips.rep_mean_us.unwrap();
+        assert_eq!((by_rep.n, by_rep.mean), (2, 40.0));
+        assert_eq!(tcp.overlap, Some(1.0));
+        // 20/60 and 40/100 of XTP's time beside TCP.
+        assert!((xtp.overlap.unwrap() - (1.0 / 3.0 + 0.4) / 2.0).abs() < 1e-12);
+        assert!(d.problems.is_empty() && xtp.problems.is_empty());
+
+        // A corrupted answer is the circuit's, named as such.
+        let mut bad = reps.clone();
+        bad[1][1].corrupted = 2;
+        let d = DelayPoint::new(point(1, "tcp+xtp"), &bad).unwrap();
+        assert_eq!(d.problems, vec!["rep 2 circuit 2: 2 corrupted answers"]);
+        assert_eq!(d.circuits[1].problems, vec!["rep 2: 2 corrupted answers"]);
+        // One series has no per-circuit figures.
+        let alone = DelayPoint::new(point(1, "tcp"), &[vec![reps[0][0].clone()]]).unwrap();
+        assert!(alone.circuits.is_empty());
     }
 
     #[test]

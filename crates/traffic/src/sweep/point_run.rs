@@ -27,7 +27,8 @@ enum Reps {
         flows: Vec<TransferSpec>,
         reps: Vec<Vec<TransferReport>>,
     },
-    Echo(Vec<EchoReport>),
+    /// Each repetition's reports, one per flow in flow order.
+    Echo(Vec<Vec<EchoReport>>),
 }
 
 /// A point being repeated.
@@ -103,10 +104,10 @@ impl<'a> PointState<'a> {
                 reps.push(reports);
                 value
             }
-            (Reps::Echo(reps), Work::Echo(spec)) => {
-                let report = run::echo(spec, &self.place)?;
-                let value = DelayPoint::rep_mean_us(&report);
-                reps.push(report);
+            (Reps::Echo(reps), Work::Echo(flows)) => {
+                let reports = run::echoes(flows, &self.place)?;
+                let value = DelayPoint::rep_mean_us(&reports);
+                reps.push(reports);
                 value
             }
             (Reps::Echo(_), Work::Transfer(_)) => {

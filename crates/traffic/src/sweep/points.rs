@@ -70,7 +70,9 @@ pub struct Grid {
     pub rates: Vec<u64>,
     pub sizes: Vec<u64>,
     pub amount: Amount,
-    /// Concurrent copies of each point's flow(s).
+    /// Concurrent copies of each point's flow(s). In delay mode each
+    /// protocol of a point with several flows is also run alone, the
+    /// baseline its circuits' delays are set against.
     pub circuits: u32,
     /// The first flow's port; concurrent flows take the next ones (the
     /// circuits runner assigns them).
@@ -87,6 +89,8 @@ pub struct Grid {
     pub load_on: Vec<LoadOn>,
     /// XTP's association options, for the XTP points.
     pub xtp: XtpOptions,
+    /// Delay: each exchange on a new connection (`EchoSpec::connect_each`).
+    pub connect_each: bool,
 }
 
 /// The most concurrent flows a point may have (circuits × mix).
@@ -123,8 +127,9 @@ pub enum Work {
     /// Throughput: these flows at the same time (one unless --circuits or
     /// --mix).
     Transfer(Vec<TransferSpec>),
-    /// Delay: one echo exchange series.
-    Echo(EchoSpec),
+    /// Delay: these echo series at the same time, each timing its own
+    /// exchanges (one unless --circuits or --mix).
+    Echo(Vec<EchoSpec>),
 }
 
 impl fmt::Display for Point {
@@ -175,6 +180,7 @@ impl Grid {
             Some(mix) => vec![mix.clone()],
             None => self.protocols.iter().map(|&p| vec![p]).collect(),
         };
+        let groups = self.with_baselines(groups);
         let sockbufs: Vec<Option<u64>> = if self.sockbufs.is_empty() {
             vec![None]
         } else {
@@ -202,7 +208,7 @@ impl Grid {
         // allocating it.
         let per_size = sockbufs.len() as u64 * self.sizes.len() as u64;
         let mut total: u64 = 0;
-        for group in &groups {
+        for (group, _) in &groups {
             let families = if group.iter().all(|&p| p == Protocol::Raw) {
                 1
             } else {
@@ -230,7 +236,7 @@ impl Grid {
 
         let mut points = Vec::with_capacity((total / levels.max(1)) as usize);
         for &stack in &self.stacks {
-            for group in &groups {
+            for (group, circuits) in &groups {
                 // Raw frames have no family: one point, not one per family.
                 let families: Vec<Option<Family>> = if group.iter().all(|&p| p == Protocol::Raw) {
                     vec![None]
@@ -249,7 +255,7 @@ impl Grid {
                                 let point = self.point(
                                     points.len() + 1,
                                     stack,
-                                    group,
+                                    (group, *circuits),
                                     family,
                                     sockbuf,
                                     rate,
@@ -281,6 +287,31 @@ impl Grid {
         Ok(all)
     }
 
+    /// Each group of protocols with the circuits it runs. In delay mode a
+    /// group of several flows is preceded by each of its protocols alone
+    /// (one circuit), unless the grid has that group already: the
+    /// one-circuit delay each circuit's is set against, measured in the
+    /// same run (the XTP study's Table 6 beside its Table 5).
+    fn with_baselines(&self, groups: Vec<Vec<Protocol>>) -> Vec<(Vec<Protocol>, u32)> {
+        let mut out: Vec<(Vec<Protocol>, u32)> = Vec::new();
+        for group in groups {
+            let several = self.circuits > 1 || group.len() > 1;
+            if self.mode == Mode::Delay && several {
+                for &p in &group {
+                    let alone = (vec![p], 1);
+                    if !out.contains(&alone) {
+                        out.push(alone);
+                    }
+                }
+            }
+            let group = (group, self.circuits);
+            if !out.contains(&group) {
+                out.push(group);
+            }
+        }
+        out
+    }
+
     /// Refusals that do not depend on a point.
     fn check_shape(&self) -> Result<(), TrafficError> {
         let invalid = |m: &str| Err(TrafficError::Invalid(m.into()));
@@ -298,14 +329,15 @@ impl Grid {
             return invalid("--port is too high: concurrent flows take the ports after it");
         }
         if self.mode == Mode::Delay {
-            if self.circuits > 1 || self.mix.is_some() {
-                return invalid(
-                    "delay mode times one exchange at a time: --circuits and --mix are for \
-                     --mode throughput",
-                );
-            }
             if !self.rates.is_empty() {
                 return invalid("--rate is offered load: use it with --mode throughput");
+            }
+            let flows = self.mix.as_ref().map_or(&self.protocols, |m| m);
+            if (self.circuits > 1 || self.mix.is_some()) && flows.contains(&Protocol::Raw) {
+                return invalid(
+                    "raw echo series share one Ethertype and would answer each other: \
+                     raw delay runs one circuit (no --circuits or --mix with raw)",
+                );
             }
         }
         let protocols = self.mix.as_ref().unwrap_or(&self.protocols);
@@ -342,7 +374,7 @@ impl Grid {
         &self,
         index: usize,
         stack: StackKind,
-        group: &[Protocol],
+        (group, circuits): (&[Protocol], u32),
         family: Option<Family>,
         sockbuf: Option<u64>,
         rate: Option<u64>,
@@ -359,7 +391,7 @@ impl Grid {
             count,
             sockbuf_bytes: sockbuf,
             rate_bps: rate,
-            circuits: self.circuits,
+            circuits,
             load: 0,
             load_on: LoadOn::Both,
             work: Work::Transfer(Vec::new()),
@@ -375,22 +407,31 @@ impl Grid {
         };
         point.work = match self.mode {
             Mode::Delay => {
-                let spec = EchoSpec {
-                    protocol: group[0],
-                    family: spec_family,
-                    len,
-                    count,
-                    port: self.port,
-                    sockbuf,
-                    xtp: self.xtp_for(group[0]),
-                    timeout: self.timeout,
-                };
-                spec.validate().map_err(bad)?;
-                Work::Echo(spec)
+                let mut flows = Vec::new();
+                for _ in 0..circuits {
+                    for &protocol in group {
+                        // On the base port: the runner gives flow i port + i.
+                        let spec = EchoSpec {
+                            protocol,
+                            family: spec_family,
+                            len,
+                            count,
+                            port: self.port,
+                            circuit: 0,
+                            sockbuf,
+                            xtp: self.xtp_for(protocol),
+                            connect_each: self.connect_each,
+                            timeout: self.timeout,
+                        };
+                        spec.validate().map_err(bad)?;
+                        flows.push(spec);
+                    }
+                }
+                Work::Echo(flows)
             }
             Mode::Throughput => {
                 let mut flows = Vec::new();
-                for _ in 0..self.circuits {
+                for _ in 0..circuits {
                     for &protocol in group {
                         let mut spec = TransferSpec::new(protocol, spec_family);
                         spec.len = len;
@@ -421,7 +462,7 @@ impl Grid {
 fn check_target(point: &Point, path: KernelPath) -> Result<(), TrafficError> {
     let protocols: Vec<Protocol> = match &point.work {
         Work::Transfer(flows) => flows.iter().map(|f| f.protocol).collect(),
-        Work::Echo(spec) => vec![spec.protocol],
+        Work::Echo(flows) => flows.iter().map(|f| f.protocol).collect(),
     };
     for protocol in protocols {
         if (point.stack, protocol) == (StackKind::Kernel, Protocol::Xtp) {
@@ -463,6 +504,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: XtpOptions::default(),
+            connect_each: false,
         }
     }
 
@@ -598,21 +640,100 @@ mod tests {
         assert!(error(&g, KernelPath::Loopback).contains("at most 64"));
     }
 
+    fn echoes(point: &Point) -> &[EchoSpec] {
+        match &point.work {
+            Work::Echo(flows) => flows,
+            Work::Transfer(_) => panic!("delay mode made a transfer"),
+        }
+    }
+
     #[test]
-    fn delay_points_carry_an_echo_spec_and_refuse_throughput_only_flags() {
+    fn delay_points_carry_echo_specs_and_refuse_throughput_only_flags() {
         let mut g = grid();
         g.mode = Mode::Delay;
         g.protocols = vec![Protocol::Udp];
         let points = g.points(KernelPath::Loopback).unwrap();
-        match &points[0].work {
-            Work::Echo(spec) => assert_eq!((spec.len, spec.count), (1024, 10)),
-            Work::Transfer(_) => panic!("delay mode made a transfer"),
-        }
-        g.circuits = 2;
-        assert!(error(&g, KernelPath::Loopback).contains("--mode throughput"));
-        g.circuits = 1;
+        assert_eq!(points.len(), 1);
+        let flows = echoes(&points[0]);
+        assert_eq!(flows.len(), 1);
+        assert_eq!((flows[0].len, flows[0].count), (1024, 10));
         g.rates = vec![1000];
         assert!(error(&g, KernelPath::Loopback).contains("--mode throughput"));
+    }
+
+    #[test]
+    fn delay_circuits_run_at_once_after_each_protocol_alone() {
+        let mut g = grid();
+        g.mode = Mode::Delay;
+        g.stacks = vec![StackKind::Ref];
+        g.circuits = 2;
+        g.sizes = vec![16, 1024];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        // TCP alone at each size (the baseline), then two circuits.
+        let shape: Vec<(&str, u32, u64, usize)> = points
+            .iter()
+            .map(|p| {
+                (
+                    p.protocol.as_str(),
+                    p.circuits,
+                    p.size_bytes,
+                    echoes(p).len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                ("tcp", 1, 16, 1),
+                ("tcp", 1, 1024, 1),
+                ("tcp", 2, 16, 2),
+                ("tcp", 2, 1024, 2),
+            ]
+        );
+        assert_eq!(
+            points[2].to_string(),
+            "point 3 (ref tcp IPv6 16 B x2 circuits)"
+        );
+        // All on the base port: the runner spreads them.
+        assert!(echoes(&points[2]).iter().all(|f| f.port == 5001));
+
+        g.circuits = 1;
+        g.mix = Some(vec![Protocol::Tcp, Protocol::Xtp]);
+        g.xtp = XtpOptions {
+            nocheck: true,
+            ..XtpOptions::default()
+        };
+        g.sizes = vec![512];
+        let points = g.points(KernelPath::Loopback).unwrap();
+        let shape: Vec<(&str, Vec<Protocol>)> = points
+            .iter()
+            .map(|p| {
+                (
+                    p.protocol.as_str(),
+                    echoes(p).iter().map(|f| f.protocol).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                ("tcp", vec![Protocol::Tcp]),
+                ("xtp", vec![Protocol::Xtp]),
+                ("tcp+xtp", vec![Protocol::Tcp, Protocol::Xtp]),
+            ]
+        );
+        // XTP's options go to the XTP series only.
+        let mixed = echoes(&points[2]);
+        assert!(mixed[0].xtp.is_default());
+        assert!(!mixed[1].xtp.is_default());
+
+        // Raw echo series would answer each other.
+        g.mix = Some(vec![Protocol::Udp, Protocol::Raw]);
+        assert!(error(&g, KernelPath::Loopback).contains("one circuit"));
+        // Throughput makes no baseline.
+        g.mode = Mode::Throughput;
+        g.mix = Some(vec![Protocol::Tcp, Protocol::Xtp]);
+        assert_eq!(g.points(KernelPath::Loopback).unwrap().len(), 1);
     }
 
     #[test]

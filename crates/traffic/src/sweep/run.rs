@@ -74,16 +74,20 @@ pub fn run(
 ) -> Result<Outcome, TrafficError> {
     repeat::check(&settings.target)?;
     for point in points {
-        if let Work::Echo(spec) = &point.work {
+        if let Work::Echo(flows) = &point.work {
             // Every round trip of every repetition is kept for the pooled
             // percentiles: bound them as one echo run is bounded.
             let max_reps = settings.target.max_reps as u64;
-            let kept = spec.count.saturating_mul(max_reps);
+            let count = flows.first().map_or(0, |f| f.count);
+            let kept = count
+                .saturating_mul(flows.len() as u64)
+                .saturating_mul(max_reps);
             if kept > MAX_EXCHANGES {
                 return Err(TrafficError::Invalid(format!(
-                    "{point}: up to {max_reps} reps x {} exchanges is {kept} round trips to \
-                     keep; at most {MAX_EXCHANGES}: use fewer --max-reps or a smaller --count",
-                    spec.count
+                    "{point}: up to {max_reps} reps x {} flows x {count} exchanges is {kept} \
+                     round trips to keep; at most {MAX_EXCHANGES}: use fewer --max-reps or a \
+                     smaller --count",
+                    flows.len()
                 )));
             }
         }
@@ -288,6 +292,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: Default::default(),
+            connect_each: false,
         }
     }
 

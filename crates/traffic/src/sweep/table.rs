@@ -217,6 +217,9 @@ fn json_point(result: &PointResult) -> Value {
         PointResult::Delay(d) => {
             point.insert("per_rep".into(), json!(d.reps));
             point.insert("histogram".into(), json!(d.histogram));
+            if !d.circuits.is_empty() {
+                point.insert("per_circuit".into(), json!(d.circuits));
+            }
         }
     }
     Value::Object(point)
@@ -246,7 +249,7 @@ mod tests {
 
     fn delay() -> PointResult {
         let reps = [echo(vec![1500, 2500, 40_000], 2, 0)];
-        PointResult::Delay(DelayPoint::new(point(1, "udp"), &reps).unwrap())
+        PointResult::Delay(DelayPoint::new(point(1, "udp"), &[reps.to_vec()]).unwrap())
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! line per circuit.
 
 use super::load::LoadOn;
-use super::outcome::{no_result, DelayPoint, PointResult, ThroughputPoint};
+use super::outcome::{no_result, DelayCircuit, DelayPoint, PointResult, ThroughputPoint};
 use super::points::{Mode, Point};
 use super::repeat::{verdict_text, PointRun};
 
@@ -115,6 +115,34 @@ fn delay_row(d: &DelayPoint) -> Vec<String> {
     row
 }
 
+/// A circuit of a delay point: its mean round trip with the half-width
+/// of its repetitions' interval, percentiles and how much of it ran
+/// while every other circuit did.
+fn delay_circuit_line(c: &DelayCircuit) -> String {
+    let us = |v: f64| format!("{v:.1}");
+    let t = &c.round_trips;
+    format!(
+        "    circuit {} {} port {}: mean {} µs {}, p50 {}, p99 {}, {} samples{}{}\n",
+        c.circuit,
+        c.protocol,
+        c.port,
+        opt(t.rtt_us.as_ref().map(|s| s.mean), us),
+        half_width(t.rep_mean_us.as_ref()),
+        opt(t.p50_us, us),
+        opt(t.p99_us, us),
+        t.samples,
+        opt(c.overlap, |o| format!(
+            ", {:.0} % beside the others",
+            o * 100.0
+        )),
+        if t.lost > 0 {
+            format!(", {} lost", t.lost)
+        } else {
+            String::new()
+        },
+    )
+}
+
 const DELAY: [&str; 10] = [
     "n", "samples", "lost", "mean µs", "95 % CI", "p50", "p90", "p99", "max", "target",
 ];
@@ -195,6 +223,11 @@ pub fn render(mode: Mode, results: &[PointResult]) -> String {
                 ));
             }
         }
+        if let PointResult::Delay(d) = result {
+            for c in &d.circuits {
+                out.push_str(&delay_circuit_line(c));
+            }
+        }
     }
     out
 }
@@ -207,7 +240,7 @@ mod tests {
     fn delay(index: usize, rtt_ns: Vec<u64>, corrupted: u64) -> PointResult {
         let mut p = point(index, "udp");
         p.size_bytes = 16;
-        PointResult::Delay(DelayPoint::new(p, &[echo(rtt_ns, 0, corrupted)]).unwrap())
+        PointResult::Delay(DelayPoint::new(p, &[vec![echo(rtt_ns, 0, corrupted)]]).unwrap())
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub(super) struct RawRun {
     /// XTP association options, a list: `driver` (or `socket`),
     /// `nocheck`, `go-back-n`, `reservation` (see sweep.rs).
     pub(super) xtp: Option<Spanned<String>>,
+    /// Delay runs: each exchange on a connection of its own.
+    pub(super) connect_each: Option<Spanned<bool>>,
     pub(super) load: Option<Spanned<u32>>,
     pub(super) loads: Option<Spanned<String>>,
     pub(super) quick_loads: Option<Spanned<String>>,
@@ -516,6 +518,7 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     refuse(loc, kind, "quick_min_duration", &run.quick_min_duration)?;
     refuse(loc, kind, "circuits", &run.circuits)?;
     refuse(loc, kind, "xtp", &run.xtp)?;
+    refuse(loc, kind, "connect_each", &run.connect_each)?;
     refuse(loc, kind, "loads (use load)", &run.loads)?;
     refuse(loc, kind, "quick_loads", &run.quick_loads)?;
     refuse(loc, kind, "study", &run.study)?;

@@ -212,6 +212,16 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
     let full_amount = amount(&run.total, &run.count)?.unwrap_or(default_amount);
     let quick_amount = amount(&run.quick_total, &run.quick_count)?.unwrap_or(full_amount);
     let xtp = xtp_options(run, &protocols, mix.as_deref(), loc)?;
+    let connect_each = match &run.connect_each {
+        Some(c) if *c.get_ref() && mode != Mode::Delay => {
+            return Err(loc.at(
+                c.span(),
+                "connect_each times exchanges: a `delay` run's key".into(),
+            ))
+        }
+        Some(c) => *c.get_ref(),
+        None => false,
+    };
     let circuits = match &run.circuits {
         Some(c) if *c.get_ref() == 0 => {
             return Err(loc.at(c.span(), "circuits = 0: give at least 1".into()))
@@ -283,6 +293,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         loads,
         load_on: load_on.clone(),
         xtp,
+        connect_each,
     };
     let full = grid(sizes, sockbufs, rates, loads, full_amount, min_duration);
     let quick = grid(

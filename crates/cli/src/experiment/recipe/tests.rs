@@ -457,3 +457,18 @@ fn xtp_options_reach_the_xtp_points_only() {
     let e = error(&GOOD.replace("reps = 2", "reps = 2\nxtp = \"driver\""));
     assert!(e.message.contains("xtp"), "{e}");
 }
+
+#[test]
+fn connect_each_is_a_delay_key_for_streams() {
+    let delay = SWEEP
+        .replace("kind = \"throughput\"", "kind = \"delay\"")
+        .replace("protocols = \"tcp,udp\"", "protocols = \"tcp\"")
+        .replace("reps = 3", "reps = 3\nconnect_each = true");
+    let plan = sweep_plan(&delay);
+    assert!(plan.full.connect_each && plan.quick.connect_each);
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\nconnect_each = true"));
+    assert!(e.message.contains("delay"), "{e}");
+    // UDP has no connection to set up: refused before anything runs.
+    let e = error(&delay.replace("protocols = \"tcp\"", "protocols = \"udp\""));
+    assert!(e.message.contains("stream"), "{e}");
+}

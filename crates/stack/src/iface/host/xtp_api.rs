@@ -219,15 +219,7 @@ impl Host {
             assoc.flow(),
             marks.written,
         );
-        if let Some(error) = assoc.error() {
-            return Err(XtpError::Association(error));
-        }
-        if assoc.send_closed() {
-            return Err(XtpError::Shutdown);
-        }
-        if assoc.peer_stopped_reading() {
-            return Err(XtpError::PeerStoppedReading);
-        }
+        write_refusal(assoc)?;
         let max = assoc.config().send_buffer;
         if crate::socket::xtp::config::is_message_service(assoc.service()) && data.len() > max {
             return Err(XtpError::MessageTooLarge {
@@ -243,14 +235,7 @@ impl Host {
                 Err(XtpError::WouldBlock)
             };
         }
-        marks.written += taken as u64;
-        marks.send_queued += taken;
-        probe::record(
-            SEND_QUEUE_ENQUEUE,
-            probe_len(taken),
-            assoc.flow(),
-            marks.written,
-        );
+        record_written(marks, assoc.flow(), taken);
         self.xtp.output_pending = true;
         Ok(taken)
     }
@@ -266,24 +251,12 @@ impl Host {
         data: &[u8],
     ) -> Result<usize, XtpError> {
         let (assoc, marks) = self.xtp_stream(handle)?;
-        if let Some(error) = assoc.error() {
-            return Err(XtpError::Association(error));
-        }
-        if assoc.send_closed() {
-            return Err(XtpError::Shutdown);
-        }
+        write_refusal(assoc)?;
         let taken = assoc.send_tagged(tag, data);
         if taken == 0 {
             return Err(XtpError::WouldBlock);
         }
-        marks.written += taken as u64;
-        marks.send_queued += taken;
-        probe::record(
-            SEND_QUEUE_ENQUEUE,
-            probe_len(taken),
-            assoc.flow(),
-            marks.written,
-        );
+        record_written(marks, assoc.flow(), taken);
         self.xtp.output_pending = true;
         Ok(taken)
     }
@@ -489,4 +462,28 @@ impl Host {
             }
         })
     }
+}
+
+/// Why a write to `assoc` cannot be taken now, if it cannot: the
+/// association failed, this end closed its sending half, or the peer
+/// reads no more.
+pub(super) fn write_refusal(assoc: &Association) -> Result<(), XtpError> {
+    if let Some(error) = assoc.error() {
+        return Err(XtpError::Association(error));
+    }
+    if assoc.send_closed() {
+        return Err(XtpError::Shutdown);
+    }
+    if assoc.peer_stopped_reading() {
+        return Err(XtpError::PeerStoppedReading);
+    }
+    Ok(())
+}
+
+/// Counts `n` bytes the application wrote and records their entry into
+/// the send queue.
+pub(super) fn record_written(marks: &mut StreamMarks, flow: Flow, n: usize) {
+    marks.written += n as u64;
+    marks.send_queued += n;
+    probe::record(SEND_QUEUE_ENQUEUE, probe_len(n), flow, marks.written);
 }

@@ -7,11 +7,10 @@
 
 use bytes::Bytes;
 
-use super::xtp_api::XtpError;
+use super::xtp_api::{record_written, write_refusal, XtpError};
 use super::Host;
 use crate::probes::{
-    RECV_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE, SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER,
-    SOCKET_SEND_EXIT,
+    RECV_QUEUE_DEQUEUE, SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER, SOCKET_SEND_EXIT,
 };
 use crate::socket::probe_len;
 use crate::socket::xtp::XtpHandle;
@@ -31,15 +30,7 @@ impl Host {
             assoc.flow(),
             marks.written,
         );
-        if let Some(error) = assoc.error() {
-            return Err(XtpError::Association(error));
-        }
-        if assoc.send_closed() {
-            return Err(XtpError::Shutdown);
-        }
-        if assoc.peer_stopped_reading() {
-            return Err(XtpError::PeerStoppedReading);
-        }
+        write_refusal(assoc)?;
         let len = data.len();
         if len == 0 {
             return Ok(());
@@ -47,14 +38,7 @@ impl Host {
         if !assoc.driver_write(data) {
             return Err(XtpError::WouldBlock);
         }
-        marks.written += len as u64;
-        marks.send_queued += len;
-        probe::record(
-            SEND_QUEUE_ENQUEUE,
-            probe_len(len),
-            assoc.flow(),
-            marks.written,
-        );
+        record_written(marks, assoc.flow(), len);
         self.xtp.output_pending = true;
         Ok(())
     }

@@ -135,6 +135,10 @@ pub struct Association {
     pub(super) peer_alloc: u64,
     /// Data bytes per packet this end sends.
     pub(super) maxdata: usize,
+    /// The most the host last said the path carries (its MTU less the
+    /// headers and, when traced, the trace option): the peer's traffic
+    /// specifier never raises `maxdata` past it.
+    pub(super) path_limit: usize,
     /// Data bytes per packet this end accepts (its traffic specifier).
     pub(super) local_maxdata: u32,
     /// The sync of our latest status request, and the last one handed out.
@@ -233,6 +237,7 @@ impl Association {
             } else {
                 ends.path_maxdata.max(1)
             },
+            path_limit: ends.path_maxdata.max(1),
             local_maxdata: u32::try_from(ends.path_maxdata).unwrap_or(u32::MAX),
             sync: 0,
             request: None,
@@ -339,7 +344,8 @@ impl Association {
     /// resends included (what the path dropped is resent by error
     /// control).
     pub fn clamp_maxdata(&mut self, path_maxdata: usize) {
-        self.maxdata = self.maxdata.min(path_maxdata.max(1));
+        self.path_limit = path_maxdata.max(1);
+        self.maxdata = self.maxdata.min(self.path_limit);
     }
 
     /// Traces this association's probes (as TCP's `SO_LOG`): with the

@@ -79,6 +79,11 @@ impl Association {
         self.driver_write.is_some_and(|(_, end)| end == stop)
     }
 
+    /// Bytes the peer confirmed its reader took (answers to DREQ).
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
     /// Whether a driver write is in progress.
     pub fn driver_writing(&self) -> bool {
         self.driver_write.is_some()

@@ -111,8 +111,13 @@ impl Association {
         {
             if maxdata > 0 {
                 // What both ends' links carry (no path-MTU discovery: a
-                // narrower link between them is not seen).
-                self.maxdata = (self.local_maxdata as usize).min(maxdata as usize).max(1);
+                // narrower link between them is not seen), and no more
+                // than the host's last word on the path (a Packet Too Big,
+                // or the trace option's room on a traced association).
+                self.maxdata = (self.local_maxdata as usize)
+                    .min(maxdata as usize)
+                    .min(self.path_limit)
+                    .max(1);
             }
             self.rate.limit_to(inrate, inburst);
         }
