@@ -36,13 +36,14 @@ pub fn xtp_beside_tcp(h: &mut String, experiment: &Experiment) {
         h,
         "<h3 id=\"{}-xtp-beside-tcp\">{}: XTP beside TCP, per layer and per cost category</h3>\
          <p class=\"note\">Runs <code>{}</code> and <code>{}</code>: the same message sizes, one message at a time, over {} on the <code>{}</code> link; each cell is the mean time per message inside the window with the half-width of its 95 % interval and n; <b>XTP − TCP</b> is Welch's difference with its 95 % interval (<b>same</b>: not significant at 95 %). A message with no time in a part counts 0 there. Per message the layers, <b>wire</b> and <b>other</b> add up to the window, as do the categories and <b>other</b>; the <b>window</b> row is the latency itself and <b>sum</b> says whether the parts' means add up to it. Layers: the layer of each span's probe site (<b>host</b>: buffers and data copies, charged to no protocol layer; <b>transport</b>: <code>xtp.*</code> or <code>tcp.*</code> spans and the checksum). A span counts where it lies wholly inside the window: the receive window ends when the last byte is queued for the reader, inside the last packet's input spans, so their time is left out of it for both protocols alike (a one-packet message shows no protocol-receive time there).</p>\
-         <p class=\"note\">{DESIGN_NOTE}</p>",
+         <p class=\"note\">{DESIGN_NOTE}</p><p class=\"note\">{}</p>",
         escape(&experiment.name),
         escape(&experiment.name),
         escape(&xtp.id),
         escape(&tcp.id),
         escape(&xtp.family),
         escape(&xtp.link),
+        machine_note(xtp, tcp),
     );
     // The stop windows by layer and by category, the start windows (the
     // first packet's share) by layer.
@@ -100,6 +101,23 @@ struct Table<'a> {
     path: &'a str,
     /// The window's name in the caption.
     name: &'a str,
+}
+
+/// The runs ran one after the other: what the machine was doing in each.
+fn machine_note(xtp: &MessagesRun, tcp: &MessagesRun) -> String {
+    let trip = |r: &MessagesRun| match (r.core_trip_min_ns, r.core_trip_max_ns) {
+        (Some(lo), Some(hi)) => format!("core round trip {lo:.0}–{hi:.0} ns"),
+        _ => "core round trip not measured".into(),
+    };
+    format!(
+        "The two runs ran one after the other ({} over {:.2} s wall, {}; {} over {:.2} s, {}), not interleaved: a machine that got busier between them slows every layer of the later one alike, which a difference in one layer alone is not.",
+        escape(&xtp.id),
+        xtp.cpu.wall_s,
+        trip(xtp),
+        escape(&tcp.id),
+        tcp.cpu.wall_s,
+        trip(tcp),
+    )
 }
 
 /// The first XTP messages run and a TCP one over its family and link.
