@@ -56,6 +56,11 @@ fn every_station_pings_every_other_in_both_families() {
         assert_eq!(dropped(&sim, name, "dad_duplicate_address"), 0);
         assert_eq!(dropped(&sim, name, "dad_interface_disabled"), 0);
     }
+    // The hub repeated every frame out of its three other ports.
+    let hub = sim.hubs()[0].stats();
+    assert!(hub.received > 100, "{hub:?}");
+    assert_eq!(hub.repeated, 3 * hub.received, "{hub:?}");
+    assert_eq!(hub.dropped, 0);
     drop(sim);
     // Every wire end was captured, the hub's ports included.
     let files: Vec<String> = dir

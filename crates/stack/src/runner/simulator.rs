@@ -100,7 +100,8 @@ impl Simulator {
             }
             for hub in &mut self.hubs {
                 if hub.next_deadline().is_some_and(|t| t <= self.now) {
-                    busy |= hub.poll(self.now);
+                    hub.poll(self.now);
+                    busy = true;
                 }
             }
             if !busy {
