@@ -221,6 +221,32 @@ fn datagrams_to_a_group_go_to_its_mac_with_hop_limit_one() {
 }
 
 #[test]
+fn a_socket_bound_to_a_group_replies_from_a_unicast_address() {
+    for (group_text, v6) in [(GROUP6, true), (GROUP4, false)] {
+        let mut sim = ready_lan();
+        join(&mut sim, "host-b", group_text);
+        let member = bind(&mut sim, "host-b", group(group_text));
+        let any = if v6 { "[::]:0" } else { "0.0.0.0:0" };
+        let h = host_mut(&mut sim, "host-a");
+        let sender = h.udp_open(UdpConfig::default());
+        let sender_at = h.udp_bind(sender, any.parse().unwrap());
+        send(&mut sim, sender, group_text, b"question");
+        let from = address_of(&sim, "host-a", v6);
+        assert_eq!(received(&mut sim, "host-b", member).len(), 1);
+        host_mut(&mut sim, "host-b")
+            .udp_send_to(member, b"answer", SocketAddr::new(from, sender_at.port()))
+            .unwrap();
+        sim.run_for(Duration::from_millis(50));
+        let got = received(&mut sim, "host-a", sender);
+        assert_eq!(
+            got,
+            [(b"answer".to_vec(), address_of(&sim, "host-b", v6))],
+            "{group_text}"
+        );
+    }
+}
+
+#[test]
 fn two_sockets_of_one_host_each_get_a_copy() {
     let mut sim = ready_lan();
     join(&mut sim, "host-b", GROUP6);

@@ -269,7 +269,12 @@ impl Host {
             return;
         };
         let src_port = local.map_or(0, |l| l.port());
-        let bound_ip = local.map(|l| l.ip()).filter(|ip| !ip.is_unspecified());
+        // A socket bound to a group receives its datagrams but sends from
+        // a unicast address: a group is never a source (RFC 4291 §2.7,
+        // RFC 1122 §3.2.1.3).
+        let bound_ip = local
+            .map(|l| l.ip())
+            .filter(|ip| !ip.is_unspecified() && !ip.is_multicast());
         // Route first: the checksum covers the source address.
         // A group leaves by the socket's interface (RFC 4007 §5), with a
         // hop limit of 1 unless the socket set one: RFC 3493 §5.2's
