@@ -379,22 +379,6 @@ impl Host {
         })
     }
 
-    /// The route of a datagram to `group` out of `interface`: straight to
-    /// the group's MAC, never through a gateway (RFC 1112 §6.4).
-    pub(crate) fn multicast_route_v4(
-        &self,
-        interface: InterfaceId,
-        group: Ipv4Addr,
-    ) -> Option<Ipv4Route> {
-        let interface = self.interfaces.get(interface.0)?;
-        Some(Ipv4Route {
-            interface: interface.id,
-            neighbor: group,
-            source: interface.v4.as_ref()?.address,
-            mtu: interface.link_mtu(),
-        })
-    }
-
     /// Sends `payload` in IPv4, with the trace option for a traced flow
     /// (copied into every fragment: its type has the copy bit), fragmenting
     /// to the MTU unless DF is set (RFC 791).

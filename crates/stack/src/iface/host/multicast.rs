@@ -19,6 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use wire::ethernet::EthernetAddress;
 
+use super::ipv4::Ipv4Route;
 use super::{Host, InterfaceId};
 
 /// Groups an application may join on one interface, per family.
@@ -186,6 +187,22 @@ impl Host {
             return groups.into_iter().any(|&g| ipv4_multicast_mac(g) == mac);
         }
         false
+    }
+
+    /// The route of a datagram to `group` out of `interface`: straight to
+    /// the group's MAC, never through a gateway (RFC 1112 §6.4).
+    pub(crate) fn multicast_route_v4(
+        &self,
+        interface: InterfaceId,
+        group: Ipv4Addr,
+    ) -> Option<Ipv4Route> {
+        let interface = self.interfaces.get(interface.0)?;
+        Some(Ipv4Route {
+            interface: interface.id,
+            neighbor: group,
+            source: interface.v4.as_ref()?.address,
+            mtu: interface.link_mtu(),
+        })
     }
 
     /// The interface whose address `source` is, if any: a socket bound to
