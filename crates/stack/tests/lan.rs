@@ -109,6 +109,23 @@ fn the_hub_repeats_on_the_threaded_runner() {
             })
         }),
     );
+    // host-b only watches: done once it has dropped as many frames for
+    // other stations as host-c must receive (a thread stopped early by
+    // the others' end would not have looked at its link).
+    workloads.insert(
+        "host-b".into(),
+        Box::new(|host: &mut Host| {
+            let not_for_us = |host: &Host| host.drops().get("ethernet_not_for_us").copied();
+            let before = not_for_us(host).unwrap_or(0);
+            Box::new(move |host: &mut Host, _now: Instant| {
+                if not_for_us(host).unwrap_or(0) - before >= DATAGRAMS {
+                    Progress::Done
+                } else {
+                    Progress::WAITING
+                }
+            })
+        }),
+    );
     workloads.insert(
         "host-a".into(),
         Box::new(|host: &mut Host| {
