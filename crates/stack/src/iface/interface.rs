@@ -134,6 +134,8 @@ pub struct Interface {
     pub counters: InterfaceCounters,
     /// Manual IPv6 addresses, configured (with DAD) when the host starts.
     pub(crate) pending_manual: Vec<crate::topology::Ipv6Cidr>,
+    /// Multicast groups an application joined.
+    pub multicast: crate::iface::host::Memberships,
 }
 
 impl Interface {
@@ -160,6 +162,7 @@ impl Interface {
             device,
             counters: InterfaceCounters::default(),
             pending_manual: Vec::new(),
+            multicast: Default::default(),
         }
     }
 

@@ -212,6 +212,7 @@ pub trait Link {
 }
 
 pub mod capture;
+pub mod hub;
 pub mod loopback;
 #[cfg(target_os = "linux")]
 pub mod packet;
@@ -225,5 +226,6 @@ pub mod virtual_wire;
 pub mod vnet;
 
 pub use capture::{CaptureConfig, CaptureStats, Captured, WhenFull};
+pub use hub::{Hub, HubStats};
 pub use loopback::Loopback;
 pub use virtual_wire::{ConfigError, VirtualWire, WireConfig, WireEnd};

@@ -11,7 +11,9 @@
 //!
 //! Both build their network from a [`Topology`] the same way
 //! ([`NetworkBuilder`]): one virtual wire per topology wire, an optional
-//! pcapng capture per interface, and a host per node.
+//! pcapng capture per wire end, a host per node and a
+//! [`Hub`](crate::phy::Hub) per hub (polled like a host: in the
+//! simulator's loop, on a thread of its own in the threaded runner).
 
 pub mod blocking;
 mod idle;
@@ -30,7 +32,7 @@ pub use simulator::{Next, SimError, Simulator};
 
 use crate::iface::host::{Host, HostConfig, HostError, InterfaceConfig, StaticRoute};
 use crate::iface::interface::AdvertisedPrefix;
-use crate::phy::{CaptureConfig, Captured, Link, Loopback, VirtualWire};
+use crate::phy::{CaptureConfig, Captured, Hub, Link, Loopback, VirtualWire};
 use crate::topology::{NodeKind, Topology};
 
 /// Flow ids of node `i` start at `(i + 1) << FLOW_BITS`, so flows of
@@ -80,7 +82,8 @@ impl NetworkBuilder {
     }
 
     /// [`new`](Self::new), with each wire end waking `wakers[i]` (node `i`
-    /// of the topology owns the end) when a frame is pushed towards it.
+    /// of the topology owns the end; hub `h` is `i = nodes + h`) when a
+    /// frame is pushed towards it.
     pub fn with_wakers(
         topology: &Topology,
         pcap_dir: Option<&Path>,
@@ -95,12 +98,9 @@ impl NetworkBuilder {
         capture_config: CaptureConfig,
         wakers: Option<&[std::task::Waker]>,
     ) -> Result<Self, BuildError> {
-        let node_index: HashMap<&str, usize> = topology
-            .nodes()
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
+        let names = topology.nodes().iter().map(|n| n.name.as_str());
+        let names = names.chain(topology.hubs().iter().map(|h| h.name.as_str()));
+        let node_index: HashMap<&str, usize> = names.enumerate().map(|(i, n)| (n, i)).collect();
         let mut links: HashMap<(String, String), Box<dyn Link + Send>> = HashMap::new();
         for (index, (wire, config)) in topology.wire_configs().enumerate() {
             let (a, b) =
@@ -127,6 +127,16 @@ impl NetworkBuilder {
     pub fn host(&mut self, topology: &Topology, index: usize) -> Result<Host, BuildError> {
         let interfaces = self.interfaces(topology, index);
         build_host(topology, index, interfaces)
+    }
+
+    /// Builds hub `index` of `topology`, taking its ports' links (a port
+    /// without a wire is left out: nothing arrives on it).
+    pub fn hub(&mut self, topology: &Topology, index: usize) -> Hub {
+        let hub = &topology.hubs()[index];
+        let ports = (1..=hub.ports)
+            .filter_map(|port| self.links.remove(&(hub.name.clone(), port.to_string())))
+            .collect();
+        Hub::new(&hub.name, ports)
     }
 
     /// The interfaces of node `index` with their links: `Send`, so a host

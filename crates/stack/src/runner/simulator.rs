@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{BuildError, NetworkBuilder};
 use crate::iface::host::Host;
-use crate::phy::CaptureConfig;
+use crate::phy::{CaptureConfig, Hub};
 use crate::time::Instant;
 use crate::topology::Topology;
 
@@ -36,6 +36,7 @@ pub enum Next {
 pub struct Simulator {
     now: Instant,
     hosts: Vec<Host>,
+    hubs: Vec<Hub>,
     /// Instants at which the round bound cut polling short.
     stalls: u64,
 }
@@ -50,9 +51,13 @@ impl Simulator {
         let hosts = (0..topology.nodes().len())
             .map(|index| builder.host(topology, index))
             .collect::<Result<Vec<_>, _>>()?;
+        let hubs = (0..topology.hubs().len())
+            .map(|index| builder.hub(topology, index))
+            .collect();
         Ok(Self {
             now: Instant::ZERO,
             hosts,
+            hubs,
             stalls: 0,
         })
     }
@@ -73,6 +78,11 @@ impl Simulator {
         self.hosts.iter_mut().find(|h| h.name() == name)
     }
 
+    /// The topology's hubs, in file order.
+    pub fn hubs(&self) -> &[Hub] {
+        &self.hubs
+    }
+
     /// How often polling at one instant hit its round bound.
     pub fn stalls(&self) -> u64 {
         self.stalls
@@ -88,6 +98,12 @@ impl Simulator {
                     busy = true;
                 }
             }
+            for hub in &mut self.hubs {
+                if hub.next_deadline().is_some_and(|t| t <= self.now) {
+                    hub.poll(self.now);
+                    busy = true;
+                }
+            }
             if !busy {
                 return;
             }
@@ -95,12 +111,11 @@ impl Simulator {
         self.stalls += 1;
     }
 
-    /// The earliest deadline of any host, if any.
+    /// The earliest deadline of any host or hub, if any.
     fn next_deadline(&self) -> Option<Instant> {
-        self.hosts
-            .iter()
-            .filter_map(|h| h.next_deadline(self.now))
-            .min()
+        let hosts = self.hosts.iter().filter_map(|h| h.next_deadline(self.now));
+        let hubs = self.hubs.iter().filter_map(Hub::next_deadline);
+        hosts.chain(hubs).min()
     }
 
     /// Runs until the virtual clock reaches `end`.

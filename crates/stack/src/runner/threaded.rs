@@ -202,12 +202,14 @@ pub fn run_with(
     options: RunOptions,
 ) -> Result<Vec<HostReport>, BuildError> {
     let nodes = topology.nodes().len();
-    let wakers: Arc<[Arc<HostWaker>]> = (0..nodes).map(|_| HostWaker::new()).collect();
+    let hubs = topology.hubs().len();
+    // Hosts' wakers, then hubs'.
+    let wakers: Arc<[Arc<HostWaker>]> = (0..nodes + hubs).map(|_| HostWaker::new()).collect();
     let link_wakers: Vec<_> = wakers.iter().map(|w| w.waker()).collect();
     let mut builder =
         NetworkBuilder::with_wakers(topology, options.pcap_dir.as_deref(), &link_wakers)?;
-    let start = Arc::new(Barrier::new(nodes));
-    let measure = Arc::new(Barrier::new(nodes));
+    let start = Arc::new(Barrier::new(nodes + hubs));
+    let measure = Arc::new(Barrier::new(nodes + hubs));
     // Workloads still running; the run ends when none is.
     let with_work = topology
         .nodes()
@@ -216,6 +218,21 @@ pub fn run_with(
         .count();
     let running = Arc::new(AtomicUsize::new(with_work));
     let epoch = Arc::new(OnceLock::new());
+    let hub_threads: Vec<_> = (0..hubs)
+        .map(|index| {
+            let hub = builder.hub(topology, index);
+            let run = HubRun {
+                waker: Arc::clone(&wakers[nodes + index]),
+                start: Arc::clone(&start),
+                measure: Arc::clone(&measure),
+                epoch: Arc::clone(&epoch),
+                running: Arc::clone(&running),
+                warmup,
+                end: warmup + duration,
+            };
+            std::thread::spawn(move || run.repeat(hub))
+        })
+        .collect();
     let mut threads = Vec::with_capacity(nodes);
     for index in 0..nodes {
         let interfaces = builder.interfaces(topology, index);
@@ -341,10 +358,56 @@ pub fn run_with(
             })
         }));
     }
-    threads
+    let reports = threads
         .into_iter()
         .map(|t| t.join().expect("a host thread panicked"))
-        .collect()
+        .collect();
+    for hub in hub_threads {
+        hub.join().expect("a hub thread panicked");
+    }
+    reports
+}
+
+/// What a hub's thread shares with the run: it passes the same barriers
+/// and reads the same clock as the hosts' threads, and ends with them.
+struct HubRun {
+    waker: Arc<HostWaker>,
+    start: Arc<Barrier>,
+    measure: Arc<Barrier>,
+    epoch: Arc<OnceLock<std::time::Instant>>,
+    running: Arc<AtomicUsize>,
+    warmup: Duration,
+    end: Duration,
+}
+
+impl HubRun {
+    /// Repeats frames through warm-up and the measured part, blocking
+    /// until a frame is pushed towards a port or the next one arrives.
+    fn repeat(self, mut hub: crate::phy::Hub) {
+        self.waker.register();
+        wake::precise_timers();
+        self.start.wait();
+        let clock = *self.epoch.get_or_init(std::time::Instant::now);
+        let repeat_until = |hub: &mut crate::phy::Hub, until: Duration, stop: &dyn Fn() -> bool| {
+            let now = || Instant::from_nanos(clock.elapsed().as_nanos() as u64);
+            while clock.elapsed() < until && !stop() {
+                hub.poll(now());
+                let left = until.saturating_sub(clock.elapsed());
+                let wait = hub
+                    .next_deadline()
+                    .map_or(left, |next| next.saturating_duration_since(now()))
+                    .min(left);
+                if !wait.is_zero() {
+                    wake::park(Some(wait));
+                }
+            }
+        };
+        repeat_until(&mut hub, self.warmup, &|| false);
+        self.measure.wait();
+        // The last workload to finish wakes every thread, this one too.
+        let running = &self.running;
+        repeat_until(&mut hub, self.end, &|| running.load(Ordering::Acquire) == 0);
+    }
 }
 
 /// The counters accumulated between two readings.

@@ -181,6 +181,35 @@ pub enum TopologyError {
         source: ConfigError,
         at: At,
     },
+    #[error("hub `{hub}` has {ports} ports: give 2 to {max}{at}")]
+    HubPorts {
+        hub: String,
+        ports: usize,
+        max: usize,
+        at: At,
+    },
+    #[error("a wire names port `{port}` of hub `{hub}`, whose ports are 1 to {ports}{at}")]
+    UnknownHubPort {
+        hub: String,
+        port: String,
+        ports: usize,
+        at: At,
+    },
+    #[error("hub port {endpoint} is on two wires: join each port to one interface{at}")]
+    HubPortOnTwoWires { endpoint: String, at: At },
+    #[error("the wire {a} — {b} joins two hubs: hubs join interfaces only (cascades, and the loops they allow, are not supported){at}")]
+    HubToHub { a: String, b: String, at: At },
+    #[error("hub `{hub}` has no wires{at}")]
+    HubWithoutWires { hub: String, at: At },
+    #[error("hub `{hub}` joins {first} (MTU {first_mtu}) and {second} (MTU {second_mtu}): the interfaces on a segment must agree{at}")]
+    HubMtuMismatch {
+        hub: String,
+        first: String,
+        first_mtu: usize,
+        second: String,
+        second_mtu: usize,
+        at: At,
+    },
     #[error("the wires queue {total} frames in all, more than the limit of {max}")]
     TooManyQueuedFrames { total: usize, max: usize },
 }
@@ -212,7 +241,13 @@ impl TopologyError {
             | WireToItself { at, .. }
             | InterfaceOnTwoWires { at, .. }
             | MtuMismatch { at, .. }
-            | WireConfig { at, .. } => at.0,
+            | WireConfig { at, .. }
+            | HubPorts { at, .. }
+            | UnknownHubPort { at, .. }
+            | HubPortOnTwoWires { at, .. }
+            | HubToHub { at, .. }
+            | HubWithoutWires { at, .. }
+            | HubMtuMismatch { at, .. } => at.0,
             Io { .. } | TooLarge { .. } | SeedOutOfRange { .. } | TooManyQueuedFrames { .. } => {
                 None
             }

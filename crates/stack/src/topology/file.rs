@@ -10,7 +10,7 @@ use toml::Spanned;
 use super::addr::{derived_mac, FileMac, IpCidr, Ipv4Cidr, Ipv6Cidr};
 use super::units::{FileDuration, FileRate};
 use super::{
-    Endpoint, InterfaceSpec, Node, NodeKind, PrefixAdvertisement, Route, Topology, Wire,
+    Endpoint, Hub, InterfaceSpec, Node, NodeKind, PrefixAdvertisement, Route, Topology, Wire,
     WireParams, DEFAULT_MTU,
 };
 
@@ -23,8 +23,17 @@ pub(super) struct TopologyFile {
     pub hosts: Vec<NodeFile>,
     #[serde(default, rename = "router", skip_serializing_if = "Vec::is_empty")]
     pub routers: Vec<NodeFile>,
+    #[serde(default, rename = "hub", skip_serializing_if = "Vec::is_empty")]
+    pub hubs: Vec<HubFile>,
     #[serde(default, rename = "wire", skip_serializing_if = "Vec::is_empty")]
     pub wires: Vec<WireFile>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HubFile {
+    pub name: Spanned<String>,
+    pub ports: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -128,6 +137,14 @@ impl From<&Topology> for TopologyFile {
             seed: topology.seed(),
             hosts: nodes_of(NodeKind::Host),
             routers: nodes_of(NodeKind::Router),
+            hubs: topology
+                .hubs()
+                .iter()
+                .map(|hub: &Hub| HubFile {
+                    name: unplaced(hub.name.clone()),
+                    ports: hub.ports,
+                })
+                .collect(),
             wires: topology.wires().iter().map(WireFile::from).collect(),
         }
     }

@@ -34,6 +34,13 @@
 //! reorder_delay = "150us"
 //! queue_frames = 1024
 //! seed = 42                       # default: derived from `seed` and the index
+//!
+//! [[hub]]                         # a shared segment, as 10BASE-T's hubs were
+//! name = "lan"                    # in the nodes' namespace
+//! ports = 4                       # ports `lan:1` … `lan:4`, at most 64
+//! [[wire]]                        # each port by an ordinary wire
+//! a = "host-c:eth0"
+//! b = "lan:1"
 //! ```
 //!
 //! Choices:
@@ -46,6 +53,13 @@
 //!   subnets; a router needs them for prefixes beyond its neighbours.
 //! * The MTU belongs to the interface and both ends of a wire must agree.
 //! * Nodes are kept hosts first, then routers, each in file order.
+//! * A [`Hub`] is a repeater, not a switch: every frame that arrives on one
+//!   port leaves on every other, whatever its destination, so stations see
+//!   each other's unicast frames (and drop them) and multicast needs no
+//!   snooping. Each port keeps its own wire's rate, delay and impairments.
+//!   Hubs are joined to interfaces only: a wire between two hubs is
+//!   refused, which also rules out loops that would repeat frames forever.
+//!   All interfaces on one hub have one MTU.
 //!
 //! Files are untrusted: they are limited in size and in every count, and
 //! every refusal names the item and its line.
@@ -81,6 +95,8 @@ pub const MAX_INTERFACES_PER_NODE: usize = 64;
 pub const MAX_IPV6_ADDRESSES_PER_INTERFACE: usize = 16;
 /// Most prefixes one interface advertises (they must fit one RA).
 pub const MAX_ADVERTISED_PREFIXES: usize = 16;
+/// Most ports of one hub.
+pub const MAX_HUB_PORTS: usize = 64;
 /// Most static routes of one node.
 pub const MAX_ROUTES_PER_NODE: usize = 256;
 /// Most frames all wires may hold in flight per direction, together: each
@@ -110,7 +126,23 @@ pub const INFINITE_LIFETIME: u32 = u32::MAX;
 pub struct Topology {
     seed: u64,
     nodes: Vec<Node>,
+    hubs: Vec<Hub>,
     wires: Vec<Wire>,
+}
+
+/// A multi-access segment: a repeater with `ports` ports, named `1` to
+/// `ports` in wire endpoints (`"lan:3"`). See the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hub {
+    pub name: String,
+    pub ports: usize,
+}
+
+impl Hub {
+    /// The endpoint of port `port` (1-based).
+    pub fn port(&self, port: usize) -> Endpoint {
+        Endpoint::new(&self.name, &port.to_string())
+    }
 }
 
 /// A host or a router.
@@ -290,7 +322,22 @@ const PRINTED_HEADER: &str = "\
 impl Topology {
     /// Validates a topology built in code.
     pub fn new(seed: u64, nodes: Vec<Node>, wires: Vec<Wire>) -> Result<Self, TopologyError> {
-        let unchecked = Self { seed, nodes, wires };
+        Self::with_hubs(seed, nodes, Vec::new(), wires)
+    }
+
+    /// Validates a topology with hubs built in code.
+    pub fn with_hubs(
+        seed: u64,
+        nodes: Vec<Node>,
+        hubs: Vec<Hub>,
+        wires: Vec<Wire>,
+    ) -> Result<Self, TopologyError> {
+        let unchecked = Self {
+            seed,
+            nodes,
+            hubs,
+            wires,
+        };
         validate::validate(file::TopologyFile::from(&unchecked), None)
     }
 
@@ -373,6 +420,15 @@ impl Topology {
         &self.wires
     }
 
+    /// The hubs, in file order.
+    pub fn hubs(&self) -> &[Hub] {
+        &self.hubs
+    }
+
+    pub fn hub(&self, name: &str) -> Option<&Hub> {
+        self.hubs.iter().find(|hub| hub.name == name)
+    }
+
     /// Every node fragments as `mode` says (a recipe's stack variant).
     pub fn set_fragmentation(&mut self, mode: crate::iface::host::Fragmentation) {
         for node in &mut self.nodes {
@@ -399,6 +455,12 @@ impl Topology {
         self.node(&endpoint.node)?.interface(&endpoint.interface)
     }
 
+    /// The wire's interface end (a wire to a hub has one; others two): it
+    /// gives the wire its MTU.
+    fn interface_end(&self, wire: &Wire) -> Option<&InterfaceSpec> {
+        self.interface(&wire.a).or_else(|| self.interface(&wire.b))
+    }
+
     /// The index of the wire `endpoint` is on, if any.
     pub fn wire_of(&self, endpoint: &Endpoint) -> Option<usize> {
         self.wires
@@ -420,7 +482,7 @@ impl Topology {
     /// interfaces and its seed.
     pub fn wire_config(&self, index: usize) -> Option<WireConfig> {
         let wire = self.wires.get(index)?;
-        let mtu = self.interface(&wire.a)?.mtu;
+        let mtu = self.interface_end(wire)?.mtu;
         Some(wire.params.to_config(mtu, self.wire_seed(index)?))
     }
 

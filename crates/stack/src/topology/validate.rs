@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::addr::{derived_mac, same_family, IpCidr};
 use super::error::{At, SourceLocation, TopologyError};
-use super::file::{parse_endpoint, InterfaceFile, NodeFile, TopologyFile, WireFile};
+use super::file::{parse_endpoint, HubFile, InterfaceFile, NodeFile, TopologyFile, WireFile};
 use super::*;
 
 /// Finds the place of spanned items in the source, if there is one.
@@ -41,7 +41,7 @@ pub(super) fn validate(
 ) -> Result<Topology, TopologyError> {
     let locator = Locator { source };
     check_seed(file.seed)?;
-    let node_count = file.hosts.len() + file.routers.len();
+    let node_count = file.hosts.len() + file.routers.len() + file.hubs.len();
     if node_count > MAX_NODES {
         return Err(TopologyError::TooMany {
             what: "nodes",
@@ -57,10 +57,17 @@ pub(super) fn validate(
     let nodes = kinds
         .map(|(node, kind)| node_from_file(node, kind, &mut registry, &locator))
         .collect::<Result<Vec<_>, _>>()?;
-    let wires = wires_from_file(&file.wires, &nodes, &locator)?;
+    let hubs = file
+        .hubs
+        .iter()
+        .map(|hub| hub_from_file(hub, &mut registry, &locator))
+        .collect::<Result<Vec<_>, _>>()?;
+    let wires = wires_from_file(&file.wires, &nodes, &hubs, &locator)?;
+    check_hubs_wired(&file.hubs, &hubs, &wires, &locator)?;
     Ok(Topology {
         seed: file.seed,
         nodes,
+        hubs,
         wires,
     })
 }
@@ -172,6 +179,53 @@ fn node_from_file(
         routes,
         fragmentation: node.fragmentation.unwrap_or_default(),
     })
+}
+
+fn hub_from_file(
+    hub: &HubFile,
+    registry: &mut Registry,
+    locator: &Locator,
+) -> Result<Hub, TopologyError> {
+    // Hubs share the nodes' namespace: a wire endpoint names either.
+    check_name("hub", &hub.name, MAX_NODE_NAME_LEN, locator)?;
+    let name = hub.name.get_ref().clone();
+    let at = locator.at(&hub.name);
+    if !registry.node_names.insert(name.clone()) {
+        return Err(TopologyError::DuplicateNode { name, at });
+    }
+    if !(2..=MAX_HUB_PORTS).contains(&hub.ports) {
+        return Err(TopologyError::HubPorts {
+            hub: name,
+            ports: hub.ports,
+            max: MAX_HUB_PORTS,
+            at,
+        });
+    }
+    Ok(Hub {
+        name,
+        ports: hub.ports,
+    })
+}
+
+/// A hub with no wire repeats nothing: most likely a wire was forgotten.
+fn check_hubs_wired(
+    files: &[HubFile],
+    hubs: &[Hub],
+    wires: &[Wire],
+    locator: &Locator,
+) -> Result<(), TopologyError> {
+    for (file, hub) in files.iter().zip(hubs) {
+        let wired = wires
+            .iter()
+            .any(|wire| wire.a.node == hub.name || wire.b.node == hub.name);
+        if !wired {
+            return Err(TopologyError::HubWithoutWires {
+                hub: hub.name.clone(),
+                at: locator.at(&file.name),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn interface_from_file(
@@ -425,9 +479,18 @@ fn route_problem(interfaces: &[InterfaceSpec], route: &Route) -> Option<String> 
     None
 }
 
+/// What a wire's end is joined to.
+enum End {
+    /// A node's interface, of this MTU.
+    Interface(usize),
+    /// A port of hub `index`.
+    HubPort(usize),
+}
+
 fn wires_from_file(
     wires: &[WireFile],
     nodes: &[Node],
+    hubs: &[Hub],
     locator: &Locator,
 ) -> Result<Vec<Wire>, TopologyError> {
     let nodes_by_name: HashMap<&str, &Node> = nodes
@@ -435,22 +498,24 @@ fn wires_from_file(
         .map(|node| (node.name.as_str(), node))
         .collect();
     let mut used = HashSet::new();
+    // Each hub's MTU, set by the first interface joined to it.
+    let mut hub_mtus: Vec<Option<(usize, Endpoint)>> = vec![None; hubs.len()];
     let mut total_frames = 0usize;
     let mut result = Vec::with_capacity(wires.len().min(MAX_NODES * MAX_INTERFACES_PER_NODE));
     for wire_file in wires {
-        let mut mtus = [0; 2];
+        let mut kinds = Vec::with_capacity(2);
         let mut ends = Vec::with_capacity(2);
-        for (mtu, end) in mtus.iter_mut().zip([&wire_file.a, &wire_file.b]) {
+        for end in [&wire_file.a, &wire_file.b] {
             let at = locator.at(end);
-            let endpoint = resolve_endpoint(end, &nodes_by_name, at)?;
-            *mtu = nodes_by_name
-                .get(endpoint.node.as_str())
-                .and_then(|node| node.interface(&endpoint.interface))
-                .map_or(0, |interface| interface.mtu);
+            let (endpoint, kind) = resolve_endpoint(end, &nodes_by_name, hubs, at)?;
             if !used.insert(endpoint.clone()) {
-                let at = locator.at(end);
                 return Err(if ends.contains(&endpoint) {
                     TopologyError::WireToItself {
+                        endpoint: endpoint.to_string(),
+                        at,
+                    }
+                } else if matches!(kind, End::HubPort(_)) {
+                    TopologyError::HubPortOnTwoWires {
                         endpoint: endpoint.to_string(),
                         at,
                     }
@@ -462,24 +527,59 @@ fn wires_from_file(
                 });
             }
             ends.push(endpoint);
+            kinds.push(kind);
         }
         let b = ends.pop().unwrap_or_else(|| Endpoint::new("", ""));
         let a = ends.pop().unwrap_or_else(|| Endpoint::new("", ""));
         let at = locator.at(&wire_file.a);
-        if mtus[0] != mtus[1] {
-            return Err(TopologyError::MtuMismatch {
-                a: a.to_string(),
-                b: b.to_string(),
-                a_mtu: mtus[0],
-                b_mtu: mtus[1],
-                at,
-            });
-        }
+        let mtu = match (&kinds[0], &kinds[1]) {
+            (End::Interface(a_mtu), End::Interface(b_mtu)) => {
+                if a_mtu != b_mtu {
+                    return Err(TopologyError::MtuMismatch {
+                        a: a.to_string(),
+                        b: b.to_string(),
+                        a_mtu: *a_mtu,
+                        b_mtu: *b_mtu,
+                        at,
+                    });
+                }
+                *a_mtu
+            }
+            (End::HubPort(_), End::HubPort(_)) => {
+                return Err(TopologyError::HubToHub {
+                    a: a.to_string(),
+                    b: b.to_string(),
+                    at,
+                })
+            }
+            (End::HubPort(hub), End::Interface(mtu)) | (End::Interface(mtu), End::HubPort(hub)) => {
+                let interface = if matches!(kinds[0], End::Interface(_)) {
+                    &a
+                } else {
+                    &b
+                };
+                match &hub_mtus[*hub] {
+                    Some((first_mtu, first)) if first_mtu != mtu => {
+                        return Err(TopologyError::HubMtuMismatch {
+                            hub: hubs[*hub].name.clone(),
+                            first: first.to_string(),
+                            first_mtu: *first_mtu,
+                            second: interface.to_string(),
+                            second_mtu: *mtu,
+                            at,
+                        });
+                    }
+                    Some(_) => {}
+                    None => hub_mtus[*hub] = Some((*mtu, interface.clone())),
+                }
+                *mtu
+            }
+        };
         let params = wire_file.params();
         if let Some(seed) = params.seed {
             check_seed(seed)?;
         }
-        if let Err(source) = params.to_config(mtus[0], 0).validate() {
+        if let Err(source) = params.to_config(mtu, 0).validate() {
             return Err(TopologyError::WireConfig {
                 a: a.to_string(),
                 b: b.to_string(),
@@ -502,8 +602,9 @@ fn wires_from_file(
 fn resolve_endpoint(
     end: &Spanned<String>,
     nodes: &HashMap<&str, &Node>,
+    hubs: &[Hub],
     at: At,
-) -> Result<Endpoint, TopologyError> {
+) -> Result<(Endpoint, End), TopologyError> {
     let text = end.get_ref();
     let endpoint = parse_endpoint(text).ok_or_else(|| TopologyError::Parse {
         message: format!(
@@ -512,18 +613,36 @@ fn resolve_endpoint(
         ),
         at,
     })?;
+    if let Some(index) = hubs.iter().position(|hub| hub.name == endpoint.node) {
+        let ports = hubs[index].ports;
+        // Ports are written as plain numbers: `"07"` would name port 7
+        // twice over, so only the canonical form is accepted.
+        let port = endpoint.interface.parse::<usize>().ok();
+        if port.is_none_or(|port| {
+            !(1..=ports).contains(&port) || port.to_string() != endpoint.interface
+        }) {
+            return Err(TopologyError::UnknownHubPort {
+                hub: endpoint.node,
+                port: endpoint.interface.chars().take(64).collect(),
+                ports,
+                at,
+            });
+        }
+        return Ok((endpoint, End::HubPort(index)));
+    }
     let node = nodes
         .get(endpoint.node.as_str())
         .ok_or_else(|| TopologyError::UnknownNode {
             node: endpoint.node.chars().take(64).collect(),
             at,
         })?;
-    if node.interface(&endpoint.interface).is_none() {
+    let Some(interface) = node.interface(&endpoint.interface) else {
         return Err(TopologyError::UnknownInterface {
             node: endpoint.node,
             interface: endpoint.interface.chars().take(64).collect(),
             at,
         });
-    }
-    Ok(endpoint)
+    };
+    let mtu = interface.mtu;
+    Ok((endpoint, End::Interface(mtu)))
 }

@@ -101,6 +101,14 @@ impl Wiretap {
             .collect()
     }
 
+    /// Every frame the host sent since `mark`, whole.
+    pub fn frames_sent_since(&self, mark: Mark) -> Vec<Vec<u8>> {
+        self.0.lock().unwrap().sent[mark.sent..]
+            .iter()
+            .map(|(_, frame)| frame.clone())
+            .collect()
+    }
+
     /// When the TCP segments the host took from the wire since `mark`
     /// arrived.
     pub fn received_since(&self, mark: Mark) -> Vec<Instant> {

@@ -2,7 +2,7 @@
 //! fragmentation that references the payload, forwarding, and ARP
 //! (RFC 826) on the bounded cache.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use probe::Flow;
 use wire::ethernet::{EtherType, EthernetAddress};
@@ -128,6 +128,8 @@ impl Host {
             if self.router && !repr.dst.is_multicast() && !repr.dst.is_broadcast() {
                 self.ipv4_forward(now, meta, packet);
             } else {
+                // Another's address, or a group this interface has not
+                // joined (RFC 1112 §6.4 maps 32 groups to each MAC).
                 self.count_drop("ipv4_not_for_us");
             }
             return;
@@ -170,11 +172,15 @@ impl Host {
         }
     }
 
-    /// Ours: an interface address, the limited broadcast, or the arrival
-    /// interface's directed broadcast (RFC 1122 §3.3.6).
+    /// Ours: an interface address, the limited broadcast, the arrival
+    /// interface's directed broadcast (RFC 1122 §3.3.6), or a group the
+    /// arrival interface is a member of (RFC 1112 §7.2).
     fn is_local_ipv4(&self, interface: InterfaceId, dst: Ipv4Addr) -> bool {
         if dst.is_broadcast() {
             return true;
+        }
+        if dst.is_multicast() {
+            return self.is_member_v4(interface, dst);
         }
         if self.interfaces[interface.0]
             .v4
@@ -330,6 +336,10 @@ impl Host {
                 source: interface.v4.as_ref()?.address,
                 mtu: interface.link_mtu(),
             });
+        }
+        if dst.is_multicast() {
+            let interface = self.multicast_interface(IpAddr::V4(dst), None);
+            return self.multicast_route_v4(interface, dst);
         }
         let generation = self.routes4.generation();
         let (interface, neighbor, mtu) = match self.dest4.lookup(now, dst, generation) {
@@ -488,6 +498,12 @@ impl Host {
             self.count_drop("ipv4_no_address");
             return;
         };
+        if neighbor.is_multicast() {
+            // RFC 1112 §6.4: no ARP; the group's own MAC.
+            let mac = super::ipv4_multicast_mac(neighbor);
+            self.ethernet_output(interface, mac, EtherType::Ipv4, packet);
+            return;
+        }
         let lookup = {
             let _span = probe::span(
                 NEIGHBOR_LOOKUP_ENTER,

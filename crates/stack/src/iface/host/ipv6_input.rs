@@ -116,6 +116,9 @@ impl Host {
             if self.router && !meta.dst.is_multicast() {
                 self.ipv6_forward(now, meta, packet);
             } else {
+                // Another's address, or a group this interface has not
+                // joined (whose MAC it may share: RFC 2464 §7 keeps 32
+                // bits, and a group being left is still listened to).
                 self.count_drop("ipv6_not_for_us");
             }
             return;

@@ -34,6 +34,7 @@ mod ipv4;
 mod ipv6_input;
 mod ipv6_output;
 mod link_sockets;
+mod multicast;
 mod ndisc;
 mod tcp;
 mod tcp_api;
@@ -55,6 +56,10 @@ pub use dump::{HostState, InterfaceState};
 pub use fragmentation::Fragmentation;
 use link_sockets::FrameAddresses;
 pub use link_sockets::LinkOpenError;
+pub use multicast::{
+    ipv4_multicast_mac, ipv6_multicast_mac, Memberships, MulticastError, ALL_HOSTS_V4,
+    MAX_GROUPS_PER_INTERFACE,
+};
 pub use tcp_api::{TcpError, TcpReadiness};
 pub use xtp_api::{XtpError, XtpReadiness};
 
@@ -1074,21 +1079,6 @@ impl Host {
                 None => self.count_drop("ethertype_unsupported"),
             },
         }
-    }
-
-    /// Whether a multicast MAC maps a group the interface listens to
-    /// (RFC 2464 §7: 33:33 and the group's last 32 bits).
-    fn accepts_multicast_mac(&self, interface: InterfaceId, mac: EthernetAddress) -> bool {
-        let bytes = mac.0;
-        if bytes[0] != 0x33 || bytes[1] != 0x33 {
-            return false;
-        }
-        self.interfaces[interface.0]
-            .v6
-            .mld
-            .groups()
-            .iter()
-            .any(|g| g.group.octets()[12..] == bytes[2..])
     }
 
     fn ip_input(&mut self, now: Instant, received: Received) {

@@ -154,6 +154,10 @@ impl Host {
         }
         let local = SocketAddr::new(meta.dst(), dst_port);
         let remote = SocketAddr::new(meta.src(), src_port);
+        if meta.dst().is_multicast() {
+            self.udp_multicast_input(packet, pos, length, local, remote);
+            return;
+        }
         // A socket bound to the exact address wins over a wildcard one.
         let socket = self
             .udp
@@ -196,6 +200,53 @@ impl Host {
         }
     }
 
+    /// A datagram to a joined group: a copy for every socket bound to the
+    /// group or the unspecified address on its port (RFC 1122 §4.1.3.5's
+    /// multicast delivery, as sockets do it); none is no error to report
+    /// (RFC 1122 §3.2.2: no ICMP error for a multicast datagram).
+    fn udp_multicast_input(
+        &mut self,
+        packet: Packet,
+        pos: usize,
+        length: usize,
+        local: SocketAddr,
+        remote: SocketAddr,
+    ) {
+        let start = pos + wire::udp::HEADER_LEN;
+        let end = pos + length;
+        let mut delivered = false;
+        for index in 0..self.udp.len() {
+            if !self.udp[index].accepts(local) {
+                continue;
+            }
+            let Ok(segments) = packet.segments(start..end) else {
+                break;
+            };
+            let Ok(mut copy) = Packet::new(&self.pool, packet.flow()) else {
+                self.count_drop("udp_no_buffer");
+                continue;
+            };
+            for segment in segments {
+                copy.append_segment(segment);
+            }
+            if !delivered {
+                self.counters.udp_received += 1;
+                delivered = true;
+            }
+            let accepted = self.udp[index].deliver(ReceivedDatagram {
+                remote,
+                local,
+                payload: copy,
+            });
+            if !accepted {
+                self.count_drop("udp_receive_queue_full");
+            }
+        }
+        if !delivered {
+            self.count_drop("udp_multicast_no_socket");
+        }
+    }
+
     /// Sends a datagram from a socket's send queue.
     pub(super) fn udp_output(&mut self, now: Instant, flow: Flow, datagram: OutgoingDatagram) {
         let OutgoingDatagram {
@@ -218,11 +269,22 @@ impl Host {
             return;
         };
         let src_port = local.map_or(0, |l| l.port());
-        let bound_ip = local.map(|l| l.ip()).filter(|ip| !ip.is_unspecified());
+        // A socket bound to a group receives its datagrams but sends from
+        // a unicast address: a group is never a source (RFC 4291 §2.7,
+        // RFC 1122 §3.2.1.3).
+        let bound_ip = local
+            .map(|l| l.ip())
+            .filter(|ip| !ip.is_unspecified() && !ip.is_multicast());
         // Route first: the checksum covers the source address.
+        // A group leaves by the socket's interface (RFC 4007 §5), with a
+        // hop limit of 1 unless the socket set one: RFC 3493 §5.2's
+        // IPV6_MULTICAST_HOPS default, RFC 1112 §6.1's TTL.
+        let multicast = remote.ip().is_multicast();
+        let out = multicast.then(|| self.multicast_interface(remote.ip(), bound_ip));
+        let hop_limit = hop_limit.or(multicast.then_some(1));
         let target = match remote.ip() {
             IpAddr::V6(dst) => {
-                let Some(route) = self.ipv6_route(now, dst, None, flow) else {
+                let Some(route) = self.ipv6_route(now, dst, out, flow) else {
                     self.count_drop("udp_no_route");
                     return;
                 };
@@ -238,7 +300,11 @@ impl Host {
                 Target::V6(route, src, dst, hop)
             }
             IpAddr::V4(dst) => {
-                let Some(route) = self.ipv4_route(now, dst, flow) else {
+                let route = match out {
+                    Some(out) => self.multicast_route_v4(out, dst),
+                    None => self.ipv4_route(now, dst, flow),
+                };
+                let Some(route) = route else {
                     self.count_drop("udp_no_route");
                     return;
                 };
