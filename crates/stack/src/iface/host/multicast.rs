@@ -88,13 +88,7 @@ impl Host {
         }
         match group {
             IpAddr::V6(group) => {
-                let joined = &mut iface.multicast.v6;
-                if joined.contains(&group) {
-                    return Err(MulticastError::AlreadyJoined(IpAddr::V6(group)));
-                }
-                if joined.len() >= MAX_GROUPS_PER_INTERFACE {
-                    return Err(MulticastError::TooManyGroups);
-                }
+                room_for(&iface.multicast.v6, group, false)?;
                 iface
                     .v6
                     .mld
@@ -106,14 +100,9 @@ impl Host {
                 if iface.v4.is_none() {
                     return Err(MulticastError::NoIpv4(group));
                 }
-                let joined = &mut iface.multicast.v4;
-                if joined.contains(&group) || group == ALL_HOSTS_V4 {
-                    return Err(MulticastError::AlreadyJoined(IpAddr::V4(group)));
-                }
-                if joined.len() >= MAX_GROUPS_PER_INTERFACE {
-                    return Err(MulticastError::TooManyGroups);
-                }
-                joined.push(group);
+                // 224.0.0.1 is joined implicitly on every IPv4 interface.
+                room_for(&iface.multicast.v4, group, group == ALL_HOSTS_V4)?;
+                iface.multicast.v4.push(group);
             }
         }
         Ok(())
@@ -235,6 +224,22 @@ impl Host {
             }
         })
     }
+}
+
+/// Whether `group` may join an interface that holds `joined`: not there
+/// already (nor `implicit`ly), and the table not full.
+fn room_for<G: PartialEq + Copy + Into<IpAddr>>(
+    joined: &[G],
+    group: G,
+    implicit: bool,
+) -> Result<(), MulticastError> {
+    if implicit || joined.contains(&group) {
+        return Err(MulticastError::AlreadyJoined(group.into()));
+    }
+    if joined.len() >= MAX_GROUPS_PER_INTERFACE {
+        return Err(MulticastError::TooManyGroups);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
