@@ -303,6 +303,10 @@ for exp in summary["experiments"]:
                         fail(f"{label} {key}: boundary {step['multiple']} says nothing of the step it could see")
         if MULTI_CPU and not (run.get("core_trip_ns") or 0) > 0:
             fail(f"{exp['name']}/{run['id']}: no core-to-core round trip (the machine's state)")
+        # Under CPU-bound load a wake round trip waits for time slices and
+        # gives up (traffic::wake_trip's budget): no figure, rightly.
+        if MULTI_CPU and run.get("load") is None and not (run.get("wake_trip_ns") or 0) > 0:
+            fail(f"{exp['name']}/{run['id']}: no wake round trip (the scheduler's state)")
         repetition = run["send"].get("stop_slope_repetition")
         if repetition is not None:
             passes = repetition["passes"]
@@ -317,6 +321,16 @@ for exp in summary["experiments"]:
                 fail(f"{exp['name']}/{run['id']}: no interval around the slope {slope}: {ci}")
             if repetition["verdict"] == "met" and not repetition["reached"] <= repetition["target"]:
                 fail(f"{exp['name']}/{run['id']}: target met at {repetition['reached']}")
+            # The slope's interval carries the passes' spread once there are
+            # enough of them: it holds both the line's and the passes' median's.
+            if repetition["verdict"] == "met" and len(passes) < repetition["min_passes"]:
+                fail(f"{exp['name']}/{run['id']}: target met after {len(passes)} of at least {repetition['min_passes']} passes")
+            for part in ("line_ci95", "passes_median_ci95"):
+                inner = repetition[part]
+                if inner is not None and len(passes) >= repetition["min_passes"] and not (ci["lo"] <= inner["lo"] and inner["hi"] <= ci["hi"]):
+                    fail(f"{exp['name']}/{run['id']}: the slope's interval {ci} does not hold its {part} {inner}")
+            if run["send"]["stop"]["slope_ci95"] != ci:
+                fail(f"{exp['name']}/{run['id']}: the send stop trend's interval is not the repetition's")
             if slope != run["send"]["stop"]["a"]:
                 fail(f"{exp['name']}/{run['id']}: the repetition's slope {slope} is not the send stop trend's")
             reached = repetition["reached"]

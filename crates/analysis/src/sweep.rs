@@ -253,19 +253,32 @@ pub struct PathTrends {
 /// How a messages run repeated its sizes until the slope of the send
 /// stop latency was known: passes over every size (each the first run
 /// again, `reps` times each size, on a new stack), until the 95 %
-/// interval of the run's slope — the line through the sizes' medians
-/// over every pass — was within `target` of it, or the time cap came.
+/// interval of the run's slope was within `target` of it, or the time cap
+/// came.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlopeRepetition {
     /// The 95 % half-width asked for, as a share of the slope (0.02 is
     /// ±2 %).
     pub target: f64,
-    /// The run's slope over every pass (µs per KB), its 95 % interval and
-    /// that interval's half-width as a share of the slope (the send stop
-    /// trend's).
+    /// The run's slope (µs per KB): the send stop trend's, the line
+    /// through the sizes' medians over every pass.
     pub slope: Option<f64>,
+    /// Its 95 % interval: the hull of the line's own (`line_ci95`) and,
+    /// from `min_passes` passes on, the passes' median's
+    /// (`passes_median_ci95`), which carries how far new stacks on the
+    /// same machine differ; the send stop trend carries it too.
     pub slope_ci95: Option<Interval>,
+    /// The interval's wider side as a share of the slope; `None` before
+    /// `min_passes` passes.
     pub reached: Option<f64>,
+    /// The line's interval alone (t with points − 2 degrees of freedom).
+    pub line_ci95: Option<Interval>,
+    /// The median of the passes' slopes and its distribution-free 95 %
+    /// interval (`None` below six passes).
+    pub passes_median: Option<f64>,
+    pub passes_median_ci95: Option<Interval>,
+    /// Passes before the target could be met.
+    pub min_passes: u32,
     /// `met`, `time_cap` (the next pass would have ended after the cap)
     /// or `rep_cap` (the run's message limit).
     pub verdict: Verdict,

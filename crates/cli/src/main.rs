@@ -83,10 +83,11 @@ enum Command {
     /// threshold (--threshold, 2 %); each figure not marked says the
     /// smallest change that could have been. Single numbers get their
     /// ratio only, never a verdict. A figure whose machine states (the
-    /// core-to-core round trips measured around its repetitions) span
+    /// core-to-core round trips measured around its repetitions, and
+    /// where measured the wake-up round trips between two threads) span
     /// more than 1.5× over both runs gets no verdict either: on a virtual
-    /// machine that moves with the vCPUs' placement, not with the code.
-    /// The tests know each run's own spread,
+    /// machine that moves with the vCPUs' placement and the scheduler,
+    /// not with the code. The tests know each run's own spread,
     /// not how the machine differed between the runs: a busy machine can
     /// move a figure beyond its spread; repeat both runs before trusting
     /// one lone difference.

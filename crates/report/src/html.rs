@@ -390,19 +390,33 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         };
         let slopes: Vec<f64> = rep.passes.iter().filter_map(|p| p.slope).collect();
         let spread = match Estimate::of(&slopes) {
-            Some(e) if e.n > 1 => format!(
-                " The passes' own slopes (each a new stack) ranged {}–{} µs/KB, median {}: how far one short run can be off on this machine.",
-                trend::sig5(e.min),
-                trend::sig5(e.max),
-                trend::sig5(e.median)
-            ),
+            Some(e) if e.n > 1 => {
+                let median = match (rep.passes_median, rep.passes_median_ci95) {
+                    (Some(m), Some(ci)) => format!(
+                        "median {} [{}, {}] (95 %, distribution-free)",
+                        trend::sig5(m),
+                        trend::sig5(ci.lo),
+                        trend::sig5(ci.hi)
+                    ),
+                    _ => format!(
+                        "median {} (too few passes for its interval)",
+                        trend::sig5(e.median)
+                    ),
+                };
+                format!(
+                    " The passes' own slopes (each a new stack) ranged {}–{} µs/KB, {median}: how far one short run can be off on this machine.",
+                    trend::sig5(e.min),
+                    trend::sig5(e.max),
+                )
+            }
             _ => String::new(),
         };
         let _ = write!(
             h,
-            "<p class=\"note\">Repeated passes over the sizes, each size {} times a pass, until the send stop latency's slope (the line above, through every pass) was known to ±{:.0} % (95 %): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s; reached {}.{spread}</p>",
+            "<p class=\"note\">Repeated passes over the sizes, each size {} times a pass, until the send stop latency's slope (the line above, through every pass) was known to ±{:.0} % (95 %; at least {} passes, and the slope's interval is the hull of the line's own and the passes' median's, so that it carries how far passes differ): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s; reached {}.{spread}</p>",
             rep.passes.first().map_or(0, |p| p.reps),
             rep.target * 100.0,
+            rep.min_passes,
             if passes == 1 { "" } else { "es" },
             rep.reached
                 .map_or("no interval".to_string(), |r| format!("±{:.2} %", r * 100.0)),

@@ -164,6 +164,15 @@ pub struct MessagesRun {
     pub core_trip_min_ns: Option<f64>,
     #[serde(default)]
     pub core_trip_max_ns: Option<f64>,
+    /// And its wake round trips (`traffic::wake_trip`): the stop latency
+    /// of a message that waits for acknowledgements includes waking the
+    /// receiver's thread, which the core trip does not see.
+    #[serde(default)]
+    pub wake_trip_ns: Option<f64>,
+    #[serde(default)]
+    pub wake_trip_min_ns: Option<f64>,
+    #[serde(default)]
+    pub wake_trip_max_ns: Option<f64>,
     /// CPU-bound background processes during the run and where they ran
     /// (`None`: none).
     pub load: Option<RunLoad>,

@@ -226,11 +226,12 @@ fn run_messages(
     };
     let started = Instant::now();
     // The machine's state, before the pass and outside its windows.
-    let first_trip = traffic::core_trip::measure();
+    let mut tally = Tally::default();
+    tally.gauge();
     let began = now_ns();
     let result = run_pass(&topology, &spec, plan.probes)?;
     // And after it: a state that changed during the pass shows as a range.
-    let after_trip = traffic::core_trip::measure();
+    tally.gauge();
     captures.push(run_capture(recipe, run, &pcap_dir, began, &result, 1)?);
     let trace = result.trace(
         calibration.counter_hz,
@@ -272,9 +273,6 @@ fn run_messages(
     if found.messages.is_empty() {
         bail!("the trace holds no measured message: were probes compiled in?");
     }
-    let mut tally = Tally::default();
-    tally.core_trips.extend(first_trip);
-    tally.core_trips.extend(after_trip);
     tally.add(&result, &trace, &all);
     // With a slope target, more passes over the sizes until the send stop
     // latency's slope is known; their messages join the first pass's.
@@ -294,6 +292,11 @@ fn run_messages(
                 target,
                 time_cap,
                 max_messages: MAX_RUN_MESSAGES,
+                min_passes: if quick {
+                    repeat::QUICK_MIN_PASSES
+                } else {
+                    repeat::MIN_PASSES
+                },
             },
             started,
             &files.trace,
@@ -451,8 +454,15 @@ fn run_messages(
     };
     let secs = |d: Duration| d.as_secs_f64();
     let mut send = sweep::trends(&points, Some(segment), false);
+    // The trend's slope carries the passes' spread as the repetition's does.
+    if let (Some(stop), Some(rep)) = (send.stop.as_mut(), repetition.as_ref()) {
+        if rep.slope == Some(stop.a) {
+            stop.slope_ci95 = rep.slope_ci95;
+        }
+    }
     send.stop_slope_repetition = repetition;
     let trips = traffic::core_trip::CoreTrips::of(&tally.core_trips);
+    let wakes = traffic::core_trip::CoreTrips::of_ns(tally.wake_trips.iter().copied());
     let load = load.map(|load| RunLoad {
         processes: plan.load,
         on: plan.load_on.name().to_string(),
@@ -467,6 +477,9 @@ fn run_messages(
         core_trip_ns: trips.map(|t| t.median_ns),
         core_trip_min_ns: trips.map(|t| t.min_ns),
         core_trip_max_ns: trips.map(|t| t.max_ns),
+        wake_trip_ns: wakes.map(|t| t.median_ns),
+        wake_trip_min_ns: wakes.map(|t| t.min_ns),
+        wake_trip_max_ns: wakes.map(|t| t.max_ns),
         id: run.id.clone(),
         title: run.title.clone().unwrap_or_default(),
         protocol: format!("{:?}", plan.protocol).to_uppercase(),
@@ -567,14 +580,23 @@ struct Tally {
     dropped: u64,
     unmatched_exits: u64,
     unclosed_spans: u64,
-    /// The machine's state before and after each pass (`traffic::core_trip`).
+    /// The machine's state before and after each pass: core round trips
+    /// (`traffic::core_trip`) and wake round trips, ns
+    /// (`traffic::wake_trip`).
     core_trips: Vec<traffic::core_trip::CoreTrip>,
+    wake_trips: Vec<f64>,
     /// Both host threads held their pins in every pass (`None`: no pass
     /// pinned them).
     pins_held: Option<bool>,
 }
 
 impl Tally {
+    /// Measures the machine's state (outside every measured window).
+    fn gauge(&mut self) {
+        self.core_trips.extend(traffic::core_trip::measure());
+        self.wake_trips.extend(traffic::wake_trip::measure());
+    }
+
     fn add(
         &mut self,
         result: &messages::MessagesRun,
