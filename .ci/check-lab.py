@@ -195,6 +195,12 @@ for name in ["xie1999", "papadopoulos1993", "taler1992", "draves1998"]:
             fail(f"{name} {row['figure']} / {row['quantity']}: unresolved: {ours['path']}: {ours['error']}")
         if ours["status"] == "measured" and not math.isfinite(ours["value"]):
             fail(f"{name} {row['figure']} / {row['quantity']}: ours = {ours['value']}")
+        # A latency, rate or size cannot be negative: an interval of one that
+        # reaches below zero is a figure too skewed for its mean (percent
+        # differences may straddle zero).
+        ci = ours.get("ci95") if ours["status"] == "measured" else None
+        if ci and not row["unit"].startswith("%") and ours["value"] > 0 and ci["lo"] < 0:
+            fail(f"{name} {row['figure']} / {row['quantity']}: {ours['value']} with an interval below zero {ci}")
     if not status.get("measured"):
         fail(f"{name}: no published value has ours beside it")
     print(f"{name}: {len(rows)} published values, {status}")

@@ -11,8 +11,8 @@
 //! cargo run --release -p stackscope -- lab --quick --out /tmp/lab
 //! jq -c '{experiments: [.experiments[] | {name, runs: [.runs[] | {id,
 //!   send: (.send | del(.stop_steps, .stop_by_definition)),
-//!   points: [.points[] | {size, send: (.send | {start_us: (.start_us|{n,mean,ci95}),
-//!     stop_us: (.stop_us|{n,mean,ci95}), throughput_kbps})}],
+//!   points: [.points[] | {size, send: (.send | {start_us: (.start_us|{n,mean,ci95,median,median_ci95}),
+//!     stop_us: (.stop_us|{n,mean,ci95,median,median_ci95}), throughput_kbps})}],
 //!   sender_profile: (.sender_profile | {categories, functions: [.functions[] | {name, share_of_stack}]}),
 //!   components}],
 //!   sweeps: [.sweeps[] | {id, points: [.points[] | {stack, protocol, family, size_bytes,
