@@ -232,7 +232,12 @@ impl Host {
     /// left the sender's queue; bytes in order joined a receiver's), and
     /// frees a released context whose last packet left.
     pub(super) fn xtp_group_observe(&mut self, index: usize) {
-        let Some(slot) = self.xtp_groups.slots.get_mut(index).and_then(Option::as_mut) else {
+        let Some(slot) = self
+            .xtp_groups
+            .slots
+            .get_mut(index)
+            .and_then(Option::as_mut)
+        else {
             return;
         };
         let flow = slot.flow;

@@ -93,7 +93,9 @@ impl Host {
         let iface = self
             .interfaces
             .get(interface.0)
-            .ok_or(XtpGroupError::Multicast(MulticastError::NoInterface(interface.0)))?;
+            .ok_or(XtpGroupError::Multicast(MulticastError::NoInterface(
+                interface.0,
+            )))?;
         let own = match group {
             IpAddr::V6(g) => self.select_source_v6(interface, g).map(IpAddr::V6),
             IpAddr::V4(_) => iface.v4.as_ref().map(|v4| IpAddr::V4(v4.address)),

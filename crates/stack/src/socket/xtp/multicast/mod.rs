@@ -153,7 +153,10 @@ mod tests {
     #[test]
     fn gaps_are_what_the_spans_leave() {
         assert_eq!(gaps(10, 100, &[]), [(10, 100)]);
-        assert_eq!(gaps(10, 100, &[(20, 30), (50, 60)]), [(10, 20), (30, 50), (60, 100)]);
+        assert_eq!(
+            gaps(10, 100, &[(20, 30), (50, 60)]),
+            [(10, 20), (30, 50), (60, 100)]
+        );
         assert_eq!(gaps(10, 40, &[(5, 20), (30, 90)]), [(20, 30)]);
         assert!(gaps(10, 10, &[]).is_empty());
         assert!(gaps(10, 40, &[(0, 50)]).is_empty());

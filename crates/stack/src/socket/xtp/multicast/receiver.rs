@@ -14,10 +14,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use wire::xtp::first::{Address, Traffic};
 use wire::xtp::{
     AddressRepr, ControlRepr, Segment, Service, TrafficRepr, XtpOptions, XtpRepr, KEY_RETURN,
 };
-use wire::xtp::first::{Address, Traffic};
 
 use super::{GroupConfig, GroupCounters, GroupState, MAX_SPANS};
 use crate::random::SplitMix64;
@@ -175,7 +175,8 @@ impl GroupReceiver {
                     self.counters.duplicates += 1;
                 }
                 if options.contains(XtpOptions::WCLOSE) {
-                    self.stream.set_end(repr.seq.saturating_add(data.len() as u64));
+                    self.stream
+                        .set_end(repr.seq.saturating_add(data.len() as u64));
                 }
             }
             Segment::Cntl(_) => {
@@ -230,7 +231,10 @@ impl GroupReceiver {
         let (Some(pending), Some((rseq, alloc))) = (self.pending, self.reported) else {
             return;
         };
-        if !pending.join && control.echo == pending.echo && control.rseq <= rseq && control.alloc <= alloc
+        if !pending.join
+            && control.echo == pending.echo
+            && control.rseq <= rseq
+            && control.alloc <= alloc
         {
             self.pending = None;
             self.counters.controls_damped += 1;

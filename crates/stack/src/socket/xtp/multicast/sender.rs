@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use wire::xtp::first::Traffic;
 use wire::xtp::{
     Address, AddressRepr, ControlRepr, Segment, Service, TrafficRepr, XtpOptions, XtpRepr,
     KEY_RETURN,
 };
-use wire::xtp::first::Traffic;
 
 use super::{gaps, GroupConfig, GroupCounters, GroupState, MAX_RECEIVERS};
 use crate::socket::xtp::packet::{Body, Outgoing};
@@ -323,7 +323,11 @@ impl GroupSender {
             return None;
         }
         let mut options = XtpOptions::MULTI | XtpOptions::SREQ;
-        if self.stream.end().is_some_and(|end| self.stream.nxt() >= end) {
+        if self
+            .stream
+            .end()
+            .is_some_and(|end| self.stream.nxt() >= end)
+        {
             options |= XtpOptions::WCLOSE;
         }
         let sync = self.new_request(now);
@@ -461,9 +465,7 @@ impl GroupSender {
     pub fn wants_output(&self) -> bool {
         match self.state {
             GroupState::Joining => self.first_due,
-            GroupState::Streaming => {
-                self.request_due || self.stream.can_send(self.group_alloc())
-            }
+            GroupState::Streaming => self.request_due || self.stream.can_send(self.group_alloc()),
             _ => false,
         }
     }
