@@ -150,7 +150,7 @@ impl Host {
                     if s.group().ip() == group && repr.key == s.key() | KEY_RETURN =>
                 {
                     taken = true;
-                    match s.input(now, from, repr) {
+                    match s.input(from, repr) {
                         SenderInput::Refused => refusals.push("xtp_group_join_refused"),
                         SenderInput::Unknown => refusals.push("xtp_group_unknown_receiver"),
                         SenderInput::Taken | SenderInput::Ignored => {}

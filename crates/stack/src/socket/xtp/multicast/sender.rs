@@ -169,9 +169,9 @@ impl GroupSender {
     }
 
     /// A packet from `from` under our key with the return bit.
-    pub fn input(&mut self, now: Instant, from: IpAddr, repr: &XtpRepr<'_>) -> SenderInput {
+    pub fn input(&mut self, from: IpAddr, repr: &XtpRepr<'_>) -> SenderInput {
         let (control, spans) = match &repr.segment {
-            Segment::Jcntl { control, xkey, .. } => return self.join(now, from, *control, *xkey),
+            Segment::Jcntl { control, xkey, .. } => return self.join(from, *control, *xkey),
             Segment::Cntl(control) => (*control, Vec::new()),
             Segment::Ecntl { control, spans } => {
                 (*control, spans.iter().map(|s| (s.left, s.right)).collect())
@@ -183,7 +183,7 @@ impl GroupSender {
             // The receiver left: it holds nothing back from now on.
             if self.members.remove(&from).is_some() {
                 self.counters.receivers_left += 1;
-                self.advance(now);
+                self.advance();
             }
             return SenderInput::Taken;
         }
@@ -201,11 +201,11 @@ impl GroupSender {
             self.heard_min = Some(self.heard_min.map_or(rseq, |m| m.min(rseq)));
             self.resend_gaps(rseq, &spans);
         }
-        self.advance(now);
+        self.advance();
         SenderInput::Taken
     }
 
-    fn join(&mut self, now: Instant, from: IpAddr, control: ControlRepr, xkey: u64) -> SenderInput {
+    fn join(&mut self, from: IpAddr, control: ControlRepr, xkey: u64) -> SenderInput {
         if let Some(member) = self.members.get_mut(&from) {
             member.key = xkey;
             return SenderInput::Taken;
@@ -232,7 +232,7 @@ impl GroupSender {
             self.wtimer = None;
             self.unanswered = 0;
         }
-        self.advance(now);
+        self.advance();
         SenderInput::Taken
     }
 
@@ -255,7 +255,7 @@ impl GroupSender {
     }
 
     /// Frees what every receiver has; notes the end of the stream.
-    fn advance(&mut self, _now: Instant) {
+    fn advance(&mut self) {
         if self.state == GroupState::Joining || self.state == GroupState::Closed {
             return;
         }
@@ -271,7 +271,6 @@ impl GroupSender {
             self.state = GroupState::Done;
             self.wtimer = None;
             self.request_due = false;
-            return;
         }
     }
 
@@ -431,7 +430,7 @@ impl GroupSender {
         self.counters.requests += 1;
         let backoff = self.config.wtimer * 2u32.pow(self.unanswered.min(5));
         self.wtimer = Some(now + backoff);
-        self.advance(now);
+        self.advance();
         self.sync
     }
 
@@ -454,7 +453,7 @@ impl GroupSender {
             GroupState::Streaming if self.outstanding() || self.members.is_empty() => {
                 self.request_due = true;
                 if self.members.is_empty() {
-                    self.advance(now);
+                    self.advance();
                 }
             }
             _ => {}
