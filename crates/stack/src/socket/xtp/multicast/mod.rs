@@ -147,18 +147,4 @@ pub(crate) fn gaps(from: u64, to: u64, held: &[(u64, u64)]) -> Vec<(u64, u64)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::gaps;
-
-    #[test]
-    fn gaps_are_what_the_spans_leave() {
-        assert_eq!(gaps(10, 100, &[]), [(10, 100)]);
-        assert_eq!(
-            gaps(10, 100, &[(20, 30), (50, 60)]),
-            [(10, 20), (30, 50), (60, 100)]
-        );
-        assert_eq!(gaps(10, 40, &[(5, 20), (30, 90)]), [(20, 30)]);
-        assert!(gaps(10, 10, &[]).is_empty());
-        assert!(gaps(10, 40, &[(0, 50)]).is_empty());
-    }
-}
+mod tests;
