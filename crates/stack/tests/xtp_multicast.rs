@@ -362,3 +362,82 @@ fn a_silent_receiver_drops_out_after_its_retries() {
     assert_eq!(sender.counters.receivers_dropped, 1, "{sender:?}");
     assert_eq!(sender.receivers, 2);
 }
+
+/// Per probe location: (records, summed len, largest aux) of one flow.
+type Tally = std::collections::BTreeMap<&'static str, (u64, u64, u64)>;
+
+fn tally(records: &[probe::Record], flow: u32) -> Tally {
+    let mut out = Tally::new();
+    for r in records.iter().filter(|r| r.flow == flow) {
+        let entry = out
+            .entry(stack::probes::LOCATIONS[r.loc as usize].name)
+            .or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(r.len);
+        entry.2 = entry.2.max(r.aux);
+    }
+    out
+}
+
+#[test]
+fn multicast_records_at_unicast_xtps_probe_sites() {
+    const BYTES: usize = 300_000;
+    let (sender, receivers) = std::thread::spawn(|| {
+        probe::init_thread(1 << 20);
+        let mut run = open(0.03, 51, true, GroupConfig::default());
+        joined(&mut run);
+        let _ = probe::drain_thread();
+        probe::set_mode(probe::Mode::All);
+        let got = transfer(&mut run, &pattern(BYTES), Duration::from_secs(30));
+        assert!(got.iter().all(|g| g.len() == BYTES));
+        probe::set_mode(probe::Mode::Off);
+        let records = probe::drain_thread();
+        let flow = |name: &str, h| run.sim.host(name).unwrap().xtp_group_flow(h).unwrap().id;
+        let sender = tally(&records, flow("sender", run.sender));
+        let receivers: Vec<Tally> = run
+            .receivers
+            .iter()
+            .map(|(name, h)| tally(&records, flow(name, *h)))
+            .collect();
+        (sender, receivers)
+    })
+    .join()
+    .unwrap();
+    if !probe::ENABLED {
+        return;
+    }
+    let count = |t: &Tally, name: &str| t.get(name).map_or(0, |e| e.0);
+    for name in [
+        "xtp.output.enter",
+        "xtp.control.enter",
+        "xtp.retransmit",
+        "socket.send.enter",
+    ] {
+        assert!(count(&sender, name) > 0, "sender: no {name}: {sender:?}");
+    }
+    let bytes = BYTES as u64;
+    for name in ["socket.send_queue.enqueue", "socket.send_queue.dequeue"] {
+        let (_, len, aux) = sender.get(name).copied().unwrap_or_default();
+        assert_eq!((len, aux), (bytes, bytes), "{name}");
+    }
+    for receiver in &receivers {
+        assert!(count(receiver, "xtp.output.enter") > 0, "{receiver:?}");
+        assert!(count(receiver, "socket.recv.enter") > 0, "{receiver:?}");
+        for name in ["socket.recv_queue.enqueue", "socket.recv_queue.dequeue"] {
+            let (_, len, aux) = receiver.get(name).copied().unwrap_or_default();
+            assert_eq!((len, aux), (bytes, bytes), "{name}");
+        }
+    }
+    for t in receivers.iter().chain([&sender]) {
+        for site in [
+            "xtp.output",
+            "xtp.control",
+            "xtp.timer",
+            "socket.send",
+            "socket.recv",
+        ] {
+            let enter = count(t, &format!("{site}.enter"));
+            assert_eq!(enter, count(t, &format!("{site}.exit")), "{site}");
+        }
+    }
+}

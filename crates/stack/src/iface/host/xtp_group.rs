@@ -6,11 +6,14 @@
 use std::net::{IpAddr, SocketAddr};
 
 use probe::Flow;
-use wire::xtp::{XtpOptions, XtpRepr, KEY_RETURN};
+use wire::xtp::{Segment, XtpOptions, XtpRepr, KEY_RETURN};
 
 use super::Host;
 use crate::iface::route::InterfaceId;
-use crate::probes::{RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, XTP_TIMER_ENTER, XTP_TIMER_EXIT};
+use crate::probes::{
+    RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, XTP_CONTROL_ENTER, XTP_CONTROL_EXIT, XTP_RETRANSMIT,
+    XTP_TIMER_ENTER, XTP_TIMER_EXIT,
+};
 use crate::random::SplitMix64;
 use crate::socket::probe_len;
 use crate::socket::xtp::multicast::receiver::ReceiverInput;
@@ -44,10 +47,13 @@ pub(super) struct GroupSlot {
     pub joined: bool,
     /// The application closed it: freed once its last packet left.
     pub released: bool,
-    /// Probe marks: bytes queued to send, acknowledged, arrived in order.
-    sent_queued: usize,
+    /// Probe marks: bytes written, queued to send, acknowledged by all;
+    /// arrived in order, read.
+    pub written: u64,
+    pub sent_queued: usize,
     acked: u64,
     arrived: u64,
+    pub read: u64,
 }
 
 impl GroupSlot {
@@ -58,9 +64,11 @@ impl GroupSlot {
             flow,
             joined,
             released: false,
+            written: 0,
             sent_queued: 0,
             acked: 0,
             arrived: 0,
+            read: 0,
         }
     }
 }
@@ -141,10 +149,17 @@ impl Host {
         }
         let mut taken = false;
         let mut refusals: Vec<&'static str> = Vec::new();
+        let control = matches!(
+            repr.segment,
+            Segment::Cntl(_) | Segment::Ecntl { .. } | Segment::Jcntl { .. }
+        );
         for index in 0..self.xtp_groups.slots.len() {
             let Some(slot) = self.xtp_groups.slots[index].as_mut() else {
                 continue;
             };
+            // Control processing, as unicast's `xtp.control` span.
+            let _span =
+                control.then(|| probe::span(XTP_CONTROL_ENTER, XTP_CONTROL_EXIT, 0, slot.flow, 0));
             match &mut slot.socket {
                 GroupSocket::Sender(s)
                     if s.group().ip() == group && repr.key == s.key() | KEY_RETURN =>
@@ -184,8 +199,14 @@ impl Host {
                     break;
                 };
                 let flow = slot.flow;
+                let mut resent = false;
                 let (out, ends) = match &mut slot.socket {
-                    GroupSocket::Sender(s) => (s.poll_output(now), (s.local(), s.group())),
+                    GroupSocket::Sender(s) => {
+                        let before = s.counters().resent_packets;
+                        let out = s.poll_output(now);
+                        resent = s.counters().resent_packets > before;
+                        (out, (s.local(), s.group()))
+                    }
                     GroupSocket::Receiver(r) => {
                         let group = r.group();
                         let own = SocketAddr::new(r.own(), group.port());
@@ -195,6 +216,10 @@ impl Host {
                 let Some(out) = out else {
                     break;
                 };
+                if resent {
+                    // Selective resend to the group (`aux` 0, as unicast's).
+                    probe::record(XTP_RETRANSMIT, probe_len(out.data_len()), flow, 0);
+                }
                 self.xtp_emit(now, flow, ends, Peer::Ip(ends.1.ip()), &out);
             }
             self.xtp_group_observe(index);

@@ -7,6 +7,11 @@ use std::net::{IpAddr, SocketAddr};
 use super::multicast::MulticastError;
 use super::xtp_group::{GroupSlot, GroupSocket, XtpGroupHandle};
 use super::{Host, InterfaceId};
+use crate::probes::{
+    RECV_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE, SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER,
+    SOCKET_SEND_EXIT,
+};
+use crate::socket::probe_len;
 use crate::socket::xtp::multicast::sender::Member;
 use crate::socket::xtp::multicast::{
     GroupConfig, GroupCounters, GroupReceiver, GroupSender, GroupState,
@@ -154,7 +159,20 @@ impl Host {
         handle: XtpGroupHandle,
         data: &[u8],
     ) -> Result<usize, XtpGroupError> {
-        let sender = self.xtp_group_sender_mut(handle)?;
+        let slot = self
+            .xtp_groups
+            .get_mut(handle)
+            .ok_or(XtpGroupError::InvalidHandle)?;
+        let GroupSocket::Sender(sender) = &mut slot.socket else {
+            return Err(XtpGroupError::NotSender);
+        };
+        let _span = probe::span(
+            SOCKET_SEND_ENTER,
+            SOCKET_SEND_EXIT,
+            probe_len(data.len()),
+            slot.flow,
+            slot.written,
+        );
         if matches!(sender.state(), GroupState::Done | GroupState::Closed) {
             return Err(XtpGroupError::Shutdown);
         }
@@ -162,6 +180,9 @@ impl Host {
         if n == 0 && !data.is_empty() {
             return Err(XtpGroupError::WouldBlock);
         }
+        slot.written += n as u64;
+        slot.sent_queued += n;
+        probe::record(SEND_QUEUE_ENQUEUE, probe_len(n), slot.flow, slot.written);
         self.xtp.output_pending = true;
         Ok(n)
     }
@@ -180,14 +201,28 @@ impl Host {
         handle: XtpGroupHandle,
         out: &mut [u8],
     ) -> Result<usize, XtpGroupError> {
-        let receiver = match self.xtp_groups.get_mut(handle).map(|s| &mut s.socket) {
-            Some(GroupSocket::Receiver(r)) => r,
-            Some(GroupSocket::Sender(_)) => return Err(XtpGroupError::NotReceiver),
-            None => return Err(XtpGroupError::InvalidHandle),
+        let slot = self
+            .xtp_groups
+            .get_mut(handle)
+            .ok_or(XtpGroupError::InvalidHandle)?;
+        let GroupSocket::Receiver(receiver) = &mut slot.socket else {
+            return Err(XtpGroupError::NotReceiver);
         };
+        let _span = probe::span(
+            SOCKET_RECV_ENTER,
+            SOCKET_RECV_EXIT,
+            probe_len(out.len()),
+            slot.flow,
+            slot.read,
+        );
         let n = receiver.recv(out);
-        if n > 0 || out.is_empty() || receiver.at_eof() {
+        if n > 0 {
+            slot.read += n as u64;
+            probe::record(RECV_QUEUE_DEQUEUE, probe_len(n), slot.flow, slot.read);
             return Ok(n);
+        }
+        if out.is_empty() || receiver.at_eof() {
+            return Ok(0);
         }
         if receiver.state() == GroupState::Closed {
             return Err(XtpGroupError::Shutdown);
@@ -235,6 +270,11 @@ impl Host {
                 counters: r.counters(),
             },
         })
+    }
+
+    /// The flow a context's probes record under.
+    pub fn xtp_group_flow(&self, handle: XtpGroupHandle) -> Option<probe::Flow> {
+        self.xtp_groups.get(handle).map(|s| s.flow)
     }
 
     /// A sender's receivers: address and what it knows of each.
