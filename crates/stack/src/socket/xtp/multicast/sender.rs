@@ -25,6 +25,10 @@ use crate::socket::xtp::packet::{Body, Outgoing};
 use crate::socket::xtp::send_stream::SendStream;
 use crate::time::Instant;
 
+/// Ranges scheduled again within one request round at most; reports
+/// past it wait for the next request.
+const MAX_RESEND_RANGES: usize = 1024;
+
 /// What the sender knows of one receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Member {
@@ -245,7 +249,8 @@ impl GroupSender {
         for (start, stop) in missing {
             fresh.extend(gaps(start, stop, &self.resent_round));
         }
-        if fresh.is_empty() {
+        // Untrusted spans: the ranges held for one round stay bounded.
+        if fresh.is_empty() || self.resent_round.len() >= MAX_RESEND_RANGES {
             return;
         }
         self.stream.schedule(&fresh, false);
