@@ -196,11 +196,11 @@ impl GroupReceiver {
     }
 
     /// A request: answer after a slot delay (slotting); a newer request
-    /// before the slot came takes the pending answer over.
+    /// before the slot came takes the pending answer over (a pending JCNTL
+    /// then answers it too).
     fn ask(&mut self, now: Instant, sync: u32) {
         match &mut self.pending {
-            Some(p) if !p.join => p.echo = sync,
-            Some(_) => {}
+            Some(p) => p.echo = sync,
             None => {
                 self.pending = Some(Pending {
                     due: now + self.slot_delay(),

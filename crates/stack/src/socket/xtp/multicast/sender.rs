@@ -174,12 +174,20 @@ impl GroupSender {
 
     /// A packet from `from` under our key with the return bit.
     pub fn input(&mut self, from: IpAddr, repr: &XtpRepr<'_>) -> SenderInput {
-        let (control, spans) = match &repr.segment {
-            Segment::Jcntl { control, xkey, .. } => return self.join(from, *control, *xkey),
-            Segment::Cntl(control) => (*control, Vec::new()),
-            Segment::Ecntl { control, spans } => {
-                (*control, spans.iter().map(|s| (s.left, s.right)).collect())
+        // A JCNTL from a known receiver answers a request like a CNTL
+        // (its join was pending when the request came) but carries no
+        // spans: its gaps wait for a CNTL or ECNTL.
+        let (control, spans, gaps_known) = match &repr.segment {
+            Segment::Jcntl { control, xkey, .. } if !self.members.contains_key(&from) => {
+                return self.join(from, *control, *xkey)
             }
+            Segment::Jcntl { control, .. } => (*control, Vec::new(), false),
+            Segment::Cntl(control) => (*control, Vec::new(), true),
+            Segment::Ecntl { control, spans } => (
+                *control,
+                spans.iter().map(|s| (s.left, s.right)).collect(),
+                true,
+            ),
             _ => return SenderInput::Ignored,
         };
         self.counters.controls_received += 1;
@@ -203,17 +211,15 @@ impl GroupSender {
         if control.echo == self.sync {
             member.answered = self.sync;
             self.heard_min = Some(self.heard_min.map_or(rseq, |m| m.min(rseq)));
-            self.resend_gaps(rseq, &spans);
+            if gaps_known {
+                self.resend_gaps(rseq, &spans);
+            }
         }
         self.advance();
         SenderInput::Taken
     }
 
     fn join(&mut self, from: IpAddr, control: ControlRepr, xkey: u64) -> SenderInput {
-        if let Some(member) = self.members.get_mut(&from) {
-            member.key = xkey;
-            return SenderInput::Taken;
-        }
         // A receiver joins at byte 0: once bytes were freed it cannot have
         // them (late join is not built).
         if self.members.len() >= MAX_RECEIVERS || self.stream.una() > 0 {

@@ -449,3 +449,19 @@ fn gaps_are_what_the_spans_leave() {
     assert!(gaps(10, 10, &[]).is_empty());
     assert!(gaps(10, 40, &[(0, 50)]).is_empty());
 }
+
+#[test]
+fn a_late_jcntl_from_a_member_reports_but_asks_for_no_resend() {
+    let mut s = sender_with(1, GroupConfig::default());
+    s.send(&[1; 3000]);
+    let sync = drain(&mut s, at(1)).last().unwrap().3;
+    let join = packet(
+        KEY | KEY_RETURN,
+        XtpOptions::empty(),
+        jcntl(control(1000, 1 << 20, sync), 1),
+    );
+    assert_eq!(s.input(host(1), &join), SenderInput::Taken);
+    assert_eq!(s.group_rseq(), 1000);
+    assert!(drain(&mut s, at(2)).is_empty(), "no spans: no resend");
+    assert_eq!(s.members().count(), 1);
+}
