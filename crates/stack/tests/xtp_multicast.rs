@@ -441,3 +441,111 @@ fn multicast_records_at_unicast_xtps_probe_sites() {
         }
     }
 }
+
+/// tshark's fields of every XTP frame in the captures of `dir`.
+fn tshark_fields(dir: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pcapng"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no capture written");
+    let mut rows = Vec::new();
+    for file in files {
+        let mut args = vec!["-r".into(), file.display().to_string()];
+        for a in ["-Y", "xtp", "-T", "fields", "-E", "separator=|"] {
+            args.push(a.to_string());
+        }
+        for f in fields {
+            args.push("-e".into());
+            args.push(f.to_string());
+        }
+        let out = std::process::Command::new("tshark")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            rows.push(line.split('|').map(str::to_string).collect());
+        }
+    }
+    rows
+}
+
+#[test]
+fn tshark_decodes_the_group_packets_as_xtp_multicast() {
+    if std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(std::env::var_os("CI").is_none(), "tshark is not installed");
+        eprintln!("SKIPPED: tshark is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("stackscope-xtp-group-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        let mut sim = Simulator::new(&lan(0.03, 61), Some(&dir)).unwrap();
+        sim.run_for(Duration::from_millis(100));
+        let mut receivers = Vec::new();
+        for name in RECEIVERS {
+            let h = host_mut(&mut sim, name);
+            let handle = h
+                .xtp_group_receiver(InterfaceId(0), group(false), GroupConfig::default())
+                .unwrap();
+            receivers.push((name, handle));
+        }
+        let config = GroupConfig {
+            receivers: 3,
+            ..GroupConfig::default()
+        };
+        let sender = host_mut(&mut sim, "sender")
+            .xtp_group_sender(InterfaceId(0), group(false), config)
+            .unwrap();
+        let mut run = Run {
+            sim,
+            sender,
+            receivers,
+        };
+        let data = pattern(200_000);
+        let got = transfer(&mut run, &data, Duration::from_secs(20));
+        assert!(got.iter().all(|g| g == &data));
+        // Dropping the simulator flushes the captures.
+    }
+    let rows = tshark_fields(
+        &dir,
+        &[
+            "frame.protocols",
+            "xtp.checksum.status",
+            "xtp.cmd.ptype.pformat",
+            "xtp.cmd.options.multi",
+            "ip.dst",
+        ],
+    );
+    let mut types = std::collections::BTreeMap::<String, usize>::new();
+    for row in &rows {
+        assert_eq!(row.len(), 5, "{row:?}");
+        assert!(row[0].ends_with(":ip:xtp"), "{row:?}");
+        assert_eq!(row[1], "1", "checksum not Good: {row:?}");
+        assert!(matches!(row[3].as_str(), "1" | "True"), "no MULTI: {row:?}");
+        assert_eq!(row[4], GROUP4, "{row:?}");
+        *types.entry(row[2].clone()).or_default() += 1;
+    }
+    // DATA, CNTL, FIRST, ECNTL (the lossy receiver's gaps), JCNTL.
+    for ptype in ["0", "1", "2", "3", "7"] {
+        assert!(types.contains_key(ptype), "no type {ptype}: {types:?}");
+    }
+    let malformed = tshark_fields(&dir, &["_ws.malformed"]);
+    assert!(
+        malformed.iter().all(|r| r[0].is_empty()),
+        "malformed frames"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
