@@ -270,14 +270,14 @@ impl GroupSender {
         if self.state == GroupState::Joining || self.state == GroupState::Closed {
             return;
         }
-        let least = self.members.values().map(|m| m.rseq).min();
-        match least {
-            Some(rseq) => {
-                self.stream.ack(rseq);
-            }
-            // Every receiver left: nothing holds the data.
-            None => self.stream.abandon(),
-        }
+        let Some(least) = self.members.values().map(|m| m.rseq).min() else {
+            // Every receiver left or dropped out: nobody to send to.
+            self.state = GroupState::Closed;
+            self.wtimer = None;
+            self.request_due = false;
+            return;
+        };
+        self.stream.ack(least);
         if self.stream.is_closed() && self.stream.all_acked() {
             self.state = GroupState::Done;
             self.wtimer = None;
@@ -461,12 +461,7 @@ impl GroupSender {
                 self.state = GroupState::Closed;
             }
             GroupState::Joining => self.first_due = true,
-            GroupState::Streaming if self.outstanding() || self.members.is_empty() => {
-                self.request_due = true;
-                if self.members.is_empty() {
-                    self.advance();
-                }
-            }
+            GroupState::Streaming if self.outstanding() => self.request_due = true,
             _ => {}
         }
     }

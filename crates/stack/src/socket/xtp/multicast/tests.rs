@@ -255,6 +255,14 @@ fn a_receiver_ending_is_forgotten() {
     s.input(host(2), &end);
     assert_eq!(s.counters().receivers_left, 1);
     assert_eq!(s.state(), GroupState::Done);
+    // The last receiver leaving closes a sender that is not done.
+    let mut s = sender_with(1, GroupConfig::default());
+    s.send(&[1; 100]);
+    let _ = drain(&mut s, at(1));
+    s.input(host(1), &end);
+    assert_eq!(s.state(), GroupState::Closed);
+    assert_eq!(s.send(&[1; 10]), 0);
+    assert!(drain(&mut s, at(2)).is_empty());
 }
 
 fn receiver(config: GroupConfig) -> GroupReceiver {
