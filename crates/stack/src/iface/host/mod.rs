@@ -42,6 +42,8 @@ mod transport;
 mod xtp;
 mod xtp_api;
 mod xtp_driver;
+mod xtp_group;
+mod xtp_group_api;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -62,6 +64,8 @@ pub use multicast::{
 };
 pub use tcp_api::{TcpError, TcpReadiness};
 pub use xtp_api::{XtpError, XtpReadiness};
+pub use xtp_group::{XtpGroupHandle, MAX_GROUP_SOCKETS};
+pub use xtp_group_api::{XtpGroupError, XtpGroupStatus};
 
 use crate::buffer::{Packet, Pool, PoolConfig, PoolConfigError};
 use crate::iface::address::{AddressConfig, InterfaceAddresses};
@@ -287,6 +291,8 @@ pub struct Host {
     tcp_output_pending: bool,
     /// XTP listeners and associations, their key tables (`socket::xtp`).
     xtp: XtpSockets,
+    /// XTP multicast senders and receivers (`socket::xtp::multicast`).
+    xtp_groups: xtp_group::XtpGroups,
     /// Packet Too Big / Fragmentation Needed messages taken: a TCP
     /// connection rechecks its path MTU when this moves.
     path_mtu_changes: u64,
@@ -399,6 +405,7 @@ impl Host {
             tcp_challenges: ChallengeLimiter::default(),
             tcp_output_pending: false,
             xtp: XtpSockets::new(config.seed),
+            xtp_groups: xtp_group::XtpGroups::new(config.seed),
             path_mtu_changes: 0,
             clock: Instant::ZERO,
             wall: None,

@@ -53,8 +53,8 @@ impl Host {
             self.count_drop("xtp_truncated");
             return;
         };
-        if meta.link_multicast() || meta.dst().is_multicast() {
-            // Multicast XTP is not built: unicast associations only.
+        if meta.link_multicast() && !meta.dst().is_multicast() {
+            // A unicast datagram in a multicast frame: no context's.
             self.count_drop("xtp_not_unicast");
             return;
         }
@@ -144,6 +144,10 @@ impl Host {
             }
         };
         self.xtp.received += 1;
+        if let (Peer::Ip(src), Some(group)) = (from, to.filter(IpAddr::is_multicast)) {
+            self.xtp_group_input(now, src, group, &repr);
+            return;
+        }
         match self.xtp.demux(from, repr.key) {
             Demux::Association(index) => {
                 if let Some(assoc) = self.xtp.association_mut(index) {
@@ -357,6 +361,7 @@ impl Host {
             }
             self.xtp_observe(index);
         }
+        self.xtp_group_output(now);
     }
 
     /// Path-MTU discovery for XTP over IP: once the host learned a smaller
@@ -395,6 +400,7 @@ impl Host {
             }
             self.xtp_observe(index);
         }
+        self.xtp_group_timers(now);
     }
 
     /// The earliest XTP timer, RTIMER of a rate-limited sender included.
@@ -408,6 +414,7 @@ impl Host {
                     .min(),
                 XtpSocket::Listener(_) => None,
             })
+            .chain(self.xtp_group_next_deadline())
             .min()
     }
 
@@ -476,13 +483,22 @@ impl Host {
             );
             return;
         }
+        // A group leaves by the sender's interface with a hop limit of 1,
+        // as UDP's (RFC 4007 §5, RFC 3493 §5.2, RFC 1112 §6.1).
+        let group_out = remote
+            .ip()
+            .is_multicast()
+            .then(|| self.multicast_interface(remote.ip(), Some(local.ip())));
         match (local.ip(), remote.ip()) {
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                let Some(route) = self.ipv6_route(now, dst, None, flow) else {
+                let Some(route) = self.ipv6_route(now, dst, group_out, flow) else {
                     self.count_drop("xtp_no_route");
                     return;
                 };
-                let hop_limit = self.interfaces[route.interface.0].v6.hop_limit;
+                let hop_limit = match group_out {
+                    Some(_) => 1,
+                    None => self.interfaces[route.interface.0].v6.hop_limit,
+                };
                 let send = Ipv6Send {
                     src,
                     dst,
@@ -493,7 +509,11 @@ impl Host {
                 self.ipv6_output(now, route, send, packet);
             }
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                let Some(route) = self.ipv4_route(now, dst, flow) else {
+                let route = match group_out {
+                    Some(out) => self.multicast_route_v4(out, dst),
+                    None => self.ipv4_route(now, dst, flow),
+                };
+                let Some(route) = route else {
                     self.count_drop("xtp_no_route");
                     return;
                 };
@@ -501,7 +521,11 @@ impl Host {
                     src,
                     dst,
                     protocol: xtp_protocol(),
-                    ttl: super::DEFAULT_HOP_LIMIT,
+                    ttl: if group_out.is_some() {
+                        1
+                    } else {
+                        super::DEFAULT_HOP_LIMIT
+                    },
                     // No path-MTU discovery for XTP: routers fragment.
                     dont_frag: false,
                 };

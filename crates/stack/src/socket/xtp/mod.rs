@@ -6,8 +6,8 @@
 //! ([`rate`]), the association's state machine ([`association`], with
 //! packet input in `input.rs` and output in `output.rs`), the character
 //! driver's referenced writes and posted reads ([`driver`]), packets to
-//! send ([`packet`]) and the host's table of sockets and keys
-//! ([`sockets`]).
+//! send ([`packet`]), the host's table of sockets and keys
+//! ([`sockets`]), and reliable multicast ([`multicast`]).
 //!
 //! Like `socket::tcp`, nothing here does I/O or reads a clock: the host
 //! (`iface::host::xtp`) parses packets, finds their context, and sends
@@ -17,6 +17,7 @@ pub mod association;
 pub mod config;
 pub mod driver;
 mod input;
+pub mod multicast;
 mod output;
 pub mod packet;
 pub mod rate;

@@ -22,6 +22,13 @@ pub enum Body {
         xkey: u64,
         traffic: TrafficRepr,
     },
+    /// Multicast join control (a receiver answering FIRST).
+    Jcntl {
+        control: ControlRepr,
+        xkey: u64,
+        address: AddressRepr,
+        traffic: TrafficRepr,
+    },
     Diag(DiagCode, DiagValue, &'static str),
 }
 
@@ -97,6 +104,17 @@ impl Outgoing {
             } => Segment::Tcntl {
                 control: *control,
                 xkey: *xkey,
+                traffic: *traffic,
+            },
+            Body::Jcntl {
+                control,
+                xkey,
+                address,
+                traffic,
+            } => Segment::Jcntl {
+                control: *control,
+                xkey: *xkey,
+                address: *address,
                 traffic: *traffic,
             },
             Body::Diag(code, value, message) => Segment::Diag {
