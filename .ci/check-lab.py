@@ -313,6 +313,10 @@ for exp in summary["experiments"]:
         # gives up (traffic::wake_trip's budget): no figure, rightly.
         if MULTI_CPU and run.get("load") is None and not (run.get("wake_trip_ns") or 0) > 0:
             fail(f"{exp['name']}/{run['id']}: no wake round trip (the scheduler's state)")
+        # The CPUs' speed at per-byte work (traffic::cpu_speed), one CPU or two.
+        speeds = [run.get(k) for k in ("cpu_speed_min_ns_per_kib", "cpu_speed_ns_per_kib", "cpu_speed_max_ns_per_kib")]
+        if not all(isinstance(x, (int, float)) and x > 0 for x in speeds) or sorted(speeds) != speeds:
+            fail(f"{exp['name']}/{run['id']}: no CPU speed gauge, or its range is out of order: {speeds}")
         repetition = run["send"].get("stop_slope_repetition")
         if repetition is not None:
             passes = repetition["passes"]
@@ -378,6 +382,8 @@ for stage in stages:
         fail(f"{label}: no core-to-core round trip (the machine's state)")
     if MULTI_CPU and not (stage.get("wake_trip_ns") or 0) > 0:
         fail(f"{label}: no wake-up round trip (the scheduler's state)")
+    if not (stage.get("cpu_speed_ns_per_kib") or 0) > 0:
+        fail(f"{label}: no CPU speed gauge")
     if len(stage["lanes"]) != 3 or not all(on for _, on in stage["lanes"]):
         fail(f"{label}: the activity chart has an empty lane")
     duty = ", ".join(f"{n} {p['duty'] * 100:.1f} %" for n, p in processes.items())

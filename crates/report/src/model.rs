@@ -173,6 +173,15 @@ pub struct MessagesRun {
     pub wake_trip_min_ns: Option<f64>,
     #[serde(default)]
     pub wake_trip_max_ns: Option<f64>,
+    /// And the CPUs' speed at the stack's per-byte work, ns per KiB
+    /// (`traffic::cpu_speed`): a host that runs the vCPUs slower shows
+    /// here, where neither round trip sees it.
+    #[serde(default)]
+    pub cpu_speed_ns_per_kib: Option<f64>,
+    #[serde(default)]
+    pub cpu_speed_min_ns_per_kib: Option<f64>,
+    #[serde(default)]
+    pub cpu_speed_max_ns_per_kib: Option<f64>,
     /// CPU-bound background processes during the run and where they ran
     /// (`None`: none).
     pub load: Option<RunLoad>,
@@ -374,6 +383,13 @@ pub struct PipelineStageRun {
     pub wake_trip_min_ns: Option<f64>,
     #[serde(default)]
     pub wake_trip_max_ns: Option<f64>,
+    /// The CPUs' speed at per-byte work, ns per KiB (`traffic::cpu_speed`).
+    #[serde(default)]
+    pub cpu_speed_ns_per_kib: Option<f64>,
+    #[serde(default)]
+    pub cpu_speed_min_ns_per_kib: Option<f64>,
+    #[serde(default)]
+    pub cpu_speed_max_ns_per_kib: Option<f64>,
     /// The chart's window, ms since the run began, and in it each
     /// process's on-intervals (ms since the window's start).
     pub window_ms: [f64; 2],

@@ -20,6 +20,7 @@
 pub mod affinity;
 pub mod core_trip;
 pub mod cpu;
+pub mod cpu_speed;
 pub mod datagram;
 pub mod echo;
 pub mod env;

@@ -463,6 +463,7 @@ fn run_messages(
     send.stop_slope_repetition = repetition;
     let trips = traffic::core_trip::CoreTrips::of(&tally.core_trips);
     let wakes = traffic::core_trip::CoreTrips::of_ns(tally.wake_trips.iter().copied());
+    let speeds = traffic::core_trip::CoreTrips::of_ns(tally.cpu_speeds.iter().copied());
     let load = load.map(|load| RunLoad {
         processes: plan.load,
         on: plan.load_on.name().to_string(),
@@ -480,6 +481,9 @@ fn run_messages(
         wake_trip_ns: wakes.map(|t| t.median_ns),
         wake_trip_min_ns: wakes.map(|t| t.min_ns),
         wake_trip_max_ns: wakes.map(|t| t.max_ns),
+        cpu_speed_ns_per_kib: speeds.map(|t| t.median_ns),
+        cpu_speed_min_ns_per_kib: speeds.map(|t| t.min_ns),
+        cpu_speed_max_ns_per_kib: speeds.map(|t| t.max_ns),
         id: run.id.clone(),
         title: run.title.clone().unwrap_or_default(),
         protocol: format!("{:?}", plan.protocol).to_uppercase(),
@@ -585,6 +589,9 @@ struct Tally {
     /// (`traffic::wake_trip`).
     core_trips: Vec<traffic::core_trip::CoreTrip>,
     wake_trips: Vec<f64>,
+    /// And the CPUs' speed at the stack's per-byte work, ns per KiB
+    /// (`traffic::cpu_speed`).
+    cpu_speeds: Vec<f64>,
     /// Both host threads held their pins in every pass (`None`: no pass
     /// pinned them).
     pins_held: Option<bool>,
@@ -595,6 +602,7 @@ impl Tally {
     fn gauge(&mut self) {
         self.core_trips.extend(traffic::core_trip::measure());
         self.wake_trips.extend(traffic::wake_trip::measure());
+        self.cpu_speeds.extend(traffic::cpu_speed::measure());
     }
 
     fn add(
