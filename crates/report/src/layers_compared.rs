@@ -105,7 +105,7 @@ struct Table<'a> {
 
 /// The runs ran one after the other: what the machine was doing in each.
 fn machine_note(xtp: &MessagesRun, tcp: &MessagesRun) -> String {
-    let trip = |r: &MessagesRun| match (r.core_trip_min_ns, r.core_trip_max_ns) {
+    let trip = |r: &MessagesRun| match (r.gauges.core_trip_min_ns, r.gauges.core_trip_max_ns) {
         (Some(lo), Some(hi)) => format!("core round trip {lo:.0}–{hi:.0} ns"),
         _ => "core round trip not measured".into(),
     };

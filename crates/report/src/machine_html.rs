@@ -73,7 +73,7 @@ fn core_trips(report: &Report) -> Option<(f64, f64, usize)> {
     let runs = report
         .experiments
         .iter()
-        .flat_map(|e| e.runs.iter().filter_map(|r| r.core_trip_ns));
+        .flat_map(|e| e.runs.iter().filter_map(|r| r.gauges.core_trip_ns));
     let points = report.experiments.iter().flat_map(|e| {
         e.sweeps.iter().flat_map(|s| {
             s.points

@@ -154,34 +154,9 @@ pub struct MessagesRun {
     /// Payload one packet carries on the path; stop-latency steps are
     /// looked for at its multiples.
     pub segment_bytes: f64,
-    /// The machine's state before each pass: the median, least and
-    /// greatest core-to-core round trip, ns (`traffic::core_trip`; `None`
-    /// on one CPU). `stackscope compare` reads runs whose states differ as
-    /// the machine's difference, not the stack's.
-    #[serde(default)]
-    pub core_trip_ns: Option<f64>,
-    #[serde(default)]
-    pub core_trip_min_ns: Option<f64>,
-    #[serde(default)]
-    pub core_trip_max_ns: Option<f64>,
-    /// And its wake round trips (`traffic::wake_trip`): the stop latency
-    /// of a message that waits for acknowledgements includes waking the
-    /// receiver's thread, which the core trip does not see.
-    #[serde(default)]
-    pub wake_trip_ns: Option<f64>,
-    #[serde(default)]
-    pub wake_trip_min_ns: Option<f64>,
-    #[serde(default)]
-    pub wake_trip_max_ns: Option<f64>,
-    /// And the CPUs' speed at the stack's per-byte work, ns per KiB
-    /// (`traffic::cpu_speed`): a host that runs the vCPUs slower shows
-    /// here, where neither round trip sees it.
-    #[serde(default)]
-    pub cpu_speed_ns_per_kib: Option<f64>,
-    #[serde(default)]
-    pub cpu_speed_min_ns_per_kib: Option<f64>,
-    #[serde(default)]
-    pub cpu_speed_max_ns_per_kib: Option<f64>,
+    /// The machine's state before and after each pass.
+    #[serde(flatten)]
+    pub gauges: MachineGauges,
     /// CPU-bound background processes during the run and where they ran
     /// (`None`: none).
     pub load: Option<RunLoad>,
@@ -369,27 +344,10 @@ pub struct PipelineStageRun {
     /// The figures, each with n and its 95 % interval
     /// (`traffic::kernel::pipeline_summary`).
     pub figures: serde_json::Value,
-    /// The machine's state before and after the run: the median, least
-    /// and greatest core-to-core round trip, ns (`traffic::core_trip`).
-    pub core_trip_ns: Option<f64>,
-    pub core_trip_min_ns: Option<f64>,
-    pub core_trip_max_ns: Option<f64>,
-    /// ...and of the wake-up round trip between two blocked threads, ns
-    /// (`traffic::wake_trip`): the hand-overs between the stage's
-    /// processes move with it.
-    #[serde(default)]
-    pub wake_trip_ns: Option<f64>,
-    #[serde(default)]
-    pub wake_trip_min_ns: Option<f64>,
-    #[serde(default)]
-    pub wake_trip_max_ns: Option<f64>,
-    /// The CPUs' speed at per-byte work, ns per KiB (`traffic::cpu_speed`).
-    #[serde(default)]
-    pub cpu_speed_ns_per_kib: Option<f64>,
-    #[serde(default)]
-    pub cpu_speed_min_ns_per_kib: Option<f64>,
-    #[serde(default)]
-    pub cpu_speed_max_ns_per_kib: Option<f64>,
+    /// The machine's state before and after the run: the stage's
+    /// hand-overs between processes move with the wake round trip.
+    #[serde(flatten)]
+    pub gauges: MachineGauges,
     /// The chart's window, ms since the run began, and in it each
     /// process's on-intervals (ms since the window's start).
     pub window_ms: [f64; 2],
@@ -425,4 +383,30 @@ pub struct Table {
     pub caption: String,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
+}
+
+/// The machine's state around a run's repetitions, measured outside every
+/// window: the median, least and greatest of each gauge (`None` where it
+/// was not measured: one CPU, or a gauge that gave up under load).
+/// `stackscope compare` reads runs whose round trips differ as the
+/// machine's difference, not the stack's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct MachineGauges {
+    /// A cache line's round trip between the two CPUs, ns
+    /// (`traffic::core_trip`).
+    pub core_trip_ns: Option<f64>,
+    pub core_trip_min_ns: Option<f64>,
+    pub core_trip_max_ns: Option<f64>,
+    /// A wake-up's round trip between two blocked threads, ns
+    /// (`traffic::wake_trip`): a message that waits for acknowledgements
+    /// waits for a thread to be woken, which the core trip does not see.
+    pub wake_trip_ns: Option<f64>,
+    pub wake_trip_min_ns: Option<f64>,
+    pub wake_trip_max_ns: Option<f64>,
+    /// The CPUs' speed at the stack's per-byte work, ns per KiB
+    /// (`traffic::cpu_speed`): a host that runs the vCPUs slower shows
+    /// here, where neither round trip sees it.
+    pub cpu_speed_ns_per_kib: Option<f64>,
+    pub cpu_speed_min_ns_per_kib: Option<f64>,
+    pub cpu_speed_max_ns_per_kib: Option<f64>,
 }

@@ -1,6 +1,7 @@
 //! `stackscope lab` and `stackscope run FILE`: experiments as recipes,
 //! run on the embedded virtual network, analysed, and written as a report.
 
+mod gauges;
 mod machine;
 mod pipeline_run;
 pub mod recipe;

@@ -39,24 +39,10 @@ pub fn run(
     // talk across the two CPUs and hand blocks to each other asleep, so
     // both the core and the wake round trip (`stackscope compare` reads a
     // change of either as the machine's).
-    let gauge = || {
-        (
-            traffic::core_trip::measure(),
-            traffic::wake_trip::measure(),
-            traffic::cpu_speed::measure(),
-        )
-    };
-    let before = gauge();
+    let mut gauges = super::gauges::Readings::default();
+    gauges.measure();
     let result = pipeline::run(&spec)?;
-    let after = gauge();
-    let trips = traffic::core_trip::CoreTrips::of(
-        &[before.0, after.0]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>(),
-    );
-    let wakes = traffic::core_trip::CoreTrips::of_ns([before.1, after.1].into_iter().flatten());
-    let speeds = traffic::core_trip::CoreTrips::of_ns([before.2, after.2].into_iter().flatten());
+    gauges.measure();
     progress.fetch_add(u64::from(blocks), Ordering::Relaxed);
     let summary = result.summary(plan.warmup as usize);
     let csv = format!("{}-{}-bursts.csv", recipe.name, run.id);
@@ -84,15 +70,7 @@ pub fn run(
         stage_cpu: result.stage_cpu,
         peer_cpu: result.peer_cpu,
         figures: serde_json::to_value(&summary)?,
-        core_trip_ns: trips.map(|t| t.median_ns),
-        core_trip_min_ns: trips.map(|t| t.min_ns),
-        core_trip_max_ns: trips.map(|t| t.max_ns),
-        wake_trip_ns: wakes.map(|t| t.median_ns),
-        wake_trip_min_ns: wakes.map(|t| t.min_ns),
-        wake_trip_max_ns: wakes.map(|t| t.max_ns),
-        cpu_speed_ns_per_kib: speeds.map(|t| t.median_ns),
-        cpu_speed_min_ns_per_kib: speeds.map(|t| t.min_ns),
-        cpu_speed_max_ns_per_kib: speeds.map(|t| t.max_ns),
+        gauges: gauges.summary(),
         window_ms,
         lanes,
         send_queue,

@@ -461,9 +461,6 @@ fn run_messages(
         }
     }
     send.stop_slope_repetition = repetition;
-    let trips = traffic::core_trip::CoreTrips::of(&tally.core_trips);
-    let wakes = traffic::core_trip::CoreTrips::of_ns(tally.wake_trips.iter().copied());
-    let speeds = traffic::core_trip::CoreTrips::of_ns(tally.cpu_speeds.iter().copied());
     let load = load.map(|load| RunLoad {
         processes: plan.load,
         on: plan.load_on.name().to_string(),
@@ -475,15 +472,7 @@ fn run_messages(
     });
     Ok(MessagesRun {
         load,
-        core_trip_ns: trips.map(|t| t.median_ns),
-        core_trip_min_ns: trips.map(|t| t.min_ns),
-        core_trip_max_ns: trips.map(|t| t.max_ns),
-        wake_trip_ns: wakes.map(|t| t.median_ns),
-        wake_trip_min_ns: wakes.map(|t| t.min_ns),
-        wake_trip_max_ns: wakes.map(|t| t.max_ns),
-        cpu_speed_ns_per_kib: speeds.map(|t| t.median_ns),
-        cpu_speed_min_ns_per_kib: speeds.map(|t| t.min_ns),
-        cpu_speed_max_ns_per_kib: speeds.map(|t| t.max_ns),
+        gauges: tally.gauges.summary(),
         id: run.id.clone(),
         title: run.title.clone().unwrap_or_default(),
         protocol: format!("{:?}", plan.protocol).to_uppercase(),
@@ -584,14 +573,8 @@ struct Tally {
     dropped: u64,
     unmatched_exits: u64,
     unclosed_spans: u64,
-    /// The machine's state before and after each pass: core round trips
-    /// (`traffic::core_trip`) and wake round trips, ns
-    /// (`traffic::wake_trip`).
-    core_trips: Vec<traffic::core_trip::CoreTrip>,
-    wake_trips: Vec<f64>,
-    /// And the CPUs' speed at the stack's per-byte work, ns per KiB
-    /// (`traffic::cpu_speed`).
-    cpu_speeds: Vec<f64>,
+    /// The machine's state before and after each pass.
+    gauges: super::gauges::Readings,
     /// Both host threads held their pins in every pass (`None`: no pass
     /// pinned them).
     pins_held: Option<bool>,
@@ -600,9 +583,7 @@ struct Tally {
 impl Tally {
     /// Measures the machine's state (outside every measured window).
     fn gauge(&mut self) {
-        self.core_trips.extend(traffic::core_trip::measure());
-        self.wake_trips.extend(traffic::wake_trip::measure());
-        self.cpu_speeds.extend(traffic::cpu_speed::measure());
+        self.gauges.measure();
     }
 
     fn add(

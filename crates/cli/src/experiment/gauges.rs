@@ -1,0 +1,41 @@
+//! The machine's gauges around a run's repetitions: each measured
+//! between repetitions (never inside a measured window) and summarised as
+//! the report's [`MachineGauges`].
+
+use report::model::MachineGauges;
+use traffic::core_trip::{CoreTrip, CoreTrips};
+
+/// The readings so far.
+#[derive(Debug, Default)]
+pub struct Readings {
+    core: Vec<CoreTrip>,
+    wake: Vec<f64>,
+    cpu: Vec<f64>,
+}
+
+impl Readings {
+    /// Reads every gauge once (a few milliseconds).
+    pub fn measure(&mut self) {
+        self.core.extend(traffic::core_trip::measure());
+        self.wake.extend(traffic::wake_trip::measure());
+        self.cpu.extend(traffic::cpu_speed::measure());
+    }
+
+    /// The median, least and greatest of each gauge.
+    pub fn summary(&self) -> MachineGauges {
+        let core = CoreTrips::of(&self.core);
+        let wake = CoreTrips::of_ns(self.wake.iter().copied());
+        let cpu = CoreTrips::of_ns(self.cpu.iter().copied());
+        MachineGauges {
+            core_trip_ns: core.map(|t| t.median_ns),
+            core_trip_min_ns: core.map(|t| t.min_ns),
+            core_trip_max_ns: core.map(|t| t.max_ns),
+            wake_trip_ns: wake.map(|t| t.median_ns),
+            wake_trip_min_ns: wake.map(|t| t.min_ns),
+            wake_trip_max_ns: wake.map(|t| t.max_ns),
+            cpu_speed_ns_per_kib: cpu.map(|t| t.median_ns),
+            cpu_speed_min_ns_per_kib: cpu.map(|t| t.min_ns),
+            cpu_speed_max_ns_per_kib: cpu.map(|t| t.max_ns),
+        }
+    }
+}
