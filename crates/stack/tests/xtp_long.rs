@@ -1,7 +1,8 @@
 //! The issue's acceptance transfers: 64 MiB of XTP over IPv6 between the
 //! reference hosts, byte-exact, on the unlimited topology and on
-//! `impaired.toml` with selective and with go-back-n retransmission.
-//! Minutes in the debug profile, seconds in release:
+//! `impaired.toml` with selective and with go-back-n retransmission, and
+//! a capture of the unlimited transfer decoded by tshark. Minutes in the
+//! debug profile, seconds in release:
 //!
 //! ```text
 //! cargo test --release -p stackscope-stack --test xtp_long -- --ignored --nocapture
@@ -18,7 +19,18 @@ use xtp_support::*;
 const BYTES: usize = 64 << 20;
 
 fn sixty_four_mib(topology: &Topology, config: XtpConfig, limit: Duration) {
-    let mut sim = network_of(topology, None);
+    sixty_four_mib_captured(topology, config, limit, None);
+}
+
+/// The transfer, with every interface's pcapng written into `pcap` when
+/// given (flushed when the simulator is dropped, at the end).
+fn sixty_four_mib_captured(
+    topology: &Topology,
+    config: XtpConfig,
+    limit: Duration,
+    pcap: Option<&std::path::Path>,
+) {
+    let mut sim = network_of(topology, pcap);
     let (a, b) = associate(&mut sim, true, config);
     let data = pattern(BYTES, 64);
     let start = sim.now();
@@ -74,4 +86,68 @@ fn sixty_four_mib_impaired_go_back_n() {
         ..XtpConfig::default()
     };
     sixty_four_mib(&impaired_topology(42), config, Duration::from_secs(1200));
+}
+
+#[test]
+#[ignore = "64 MiB: run with --release"]
+fn sixty_four_mib_capture_decodes_in_tshark() {
+    use std::process::Command;
+    if Command::new("tshark").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tshark is not installed (apt-get install tshark)"
+        );
+        eprintln!("SKIPPED: tshark is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("stackscope-xtp-long-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    sixty_four_mib_captured(
+        &unlimited(),
+        XtpConfig::default(),
+        Duration::from_secs(60),
+        Some(&dir),
+    );
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pcapng"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no capture written");
+    let count = |file: &std::path::Path, filter: &str| {
+        let out = Command::new("tshark")
+            .arg("-r")
+            .arg(file)
+            .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+            .output()
+            .expect("run tshark");
+        assert!(out.status.success(), "tshark failed on {}", file.display());
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let mut xtp = 0;
+    for file in &files {
+        let all = count(file, "frame");
+        let decoded = count(file, "xtp && xtp.checksum.status == \"Good\"");
+        let suspects = count(
+            file,
+            "_ws.malformed || xtp.checksum.status == \"Bad\" || (ipv6 && !xtp && !icmpv6)",
+        );
+        eprintln!(
+            "{}: {all} frames, {decoded} XTP with a good checksum, {suspects} suspect",
+            file.display()
+        );
+        assert_eq!(
+            suspects,
+            0,
+            "{}: malformed, bad or undecoded frames",
+            file.display()
+        );
+        xtp += decoded;
+    }
+    // 64 MiB in packets of at most 1440 bytes, seen on every interface on
+    // the way.
+    assert!(xtp >= (BYTES / 1440) * 2, "only {xtp} XTP packets decoded");
+    let _ = std::fs::remove_dir_all(&dir);
 }

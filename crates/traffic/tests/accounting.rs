@@ -137,8 +137,14 @@ fn kernel_tcp_sender_window_holds_the_receivers() {
     let sent = report.end.sum_sent.as_ref().unwrap();
     let received = report.end.sum_received.as_ref().unwrap();
     assert_eq!(received.bytes, sent.bytes);
+    // The sender's window ends when the kernel holds no unacknowledged
+    // byte (SIOCOUTQ 0), the receiver's when its reader has the last one.
+    // The kernel acknowledges on arrival, before the read, so the
+    // receiver's window may end a little later (CI saw 1.580 against
+    // 1.600 ms); a sender timed to its last write into the 2 MiB that fit
+    // its buffer would end far earlier.
     assert!(
-        sent.seconds >= received.seconds,
+        sent.seconds >= 0.95 * received.seconds,
         "sender {} s, receiver {} s",
         sent.seconds,
         received.seconds
