@@ -108,14 +108,9 @@ fn captures(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn tshark_decodes_xtp_over_ethernet_with_good_checksums() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "tshark is not installed");
-        eprintln!("SKIPPED: tshark is not installed");
+    let Some(dir) = tshark_capture_dir("xtp-link") else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("stackscope-xtp-link-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     {
         let mut sim = Simulator::new(
             &Topology::from_toml_str(include_str!("../../../topologies/unlimited.toml")).unwrap(),

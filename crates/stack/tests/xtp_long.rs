@@ -92,17 +92,9 @@ fn sixty_four_mib_impaired_go_back_n() {
 #[ignore = "64 MiB: run with --release"]
 fn sixty_four_mib_capture_decodes_in_tshark() {
     use std::process::Command;
-    if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is not installed (apt-get install tshark)"
-        );
-        eprintln!("SKIPPED: tshark is not installed");
+    let Some(dir) = tshark_capture_dir("xtp-long") else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("stackscope-xtp-long-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     sixty_four_mib_captured(
         &unlimited(),
         XtpConfig::default(),

@@ -5,6 +5,8 @@
 //! receivers' control packets; a receiver that leaves, or falls silent,
 //! stops holding the sender up.
 
+mod xtp_support;
+
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use stack::iface::route::InterfaceId;
 use stack::runner::Simulator;
 use stack::socket::xtp::multicast::{GroupConfig, GroupCounters, GroupState};
 use stack::topology::Topology;
+use xtp_support::tshark_capture_dir;
 
 const PORT: u16 = 7100;
 const GROUP6: &str = "ff15::7836";
@@ -479,18 +482,9 @@ fn tshark_fields(dir: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
 
 #[test]
 fn tshark_decodes_the_group_packets_as_xtp_multicast() {
-    if std::process::Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(std::env::var_os("CI").is_none(), "tshark is not installed");
-        eprintln!("SKIPPED: tshark is not installed");
+    let Some(dir) = tshark_capture_dir("xtp-group") else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("stackscope-xtp-group-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     {
         let mut sim = Simulator::new(&lan(0.03, 61), Some(&dir)).unwrap();
         sim.run_for(Duration::from_millis(100));

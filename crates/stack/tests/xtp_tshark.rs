@@ -48,17 +48,9 @@ fn captures(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn tshark_decodes_a_transfer_as_xtp_with_good_checksums() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is not installed (apt-get install tshark)"
-        );
-        eprintln!("SKIPPED: tshark is not installed");
+    let Some(dir) = tshark_capture_dir("xtp-tshark") else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("stackscope-xtp-tshark-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     {
         let mut sim = network_of(&Topology::default_network(), Some(&dir));
         for v6 in [true, false] {

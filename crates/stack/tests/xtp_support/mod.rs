@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use stack::iface::host::{Host, XtpError};
@@ -166,4 +166,26 @@ pub fn assert_same(got: &[u8], sent: &[u8], what: &str) {
 
 pub fn drops(h: &Host, reason: &str) -> u64 {
     h.drops().get(reason).copied().unwrap_or(0)
+}
+
+/// A fresh directory for a test's captures (`stackscope-<name>-<pid>` in
+/// the temporary directory), or `None` when tshark is not installed: the
+/// test is then skipped, except under CI, where that fails.
+pub fn tshark_capture_dir(name: &str) -> Option<PathBuf> {
+    let installed = std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !installed {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tshark is not installed (apt-get install tshark)"
+        );
+        eprintln!("SKIPPED: tshark is not installed");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("stackscope-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    Some(dir)
 }
