@@ -8,7 +8,7 @@
 mod xtp_support;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -94,16 +94,6 @@ fn go_back_n_transfer_over_ethernet() {
         ..XtpConfig::default()
     };
     transfer(32, config, None);
-}
-
-fn captures(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "pcapng"))
-        .collect();
-    files.sort();
-    files
 }
 
 #[test]

@@ -101,12 +101,7 @@ fn sixty_four_mib_capture_decodes_in_tshark() {
         Duration::from_secs(60),
         Some(&dir),
     );
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "pcapng"))
-        .collect();
-    files.sort();
+    let files = captures(&dir);
     assert!(!files.is_empty(), "no capture written");
     let count = |file: &std::path::Path, filter: &str| {
         let out = Command::new("tshark")

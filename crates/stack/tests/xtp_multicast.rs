@@ -15,7 +15,7 @@ use stack::iface::route::InterfaceId;
 use stack::runner::Simulator;
 use stack::socket::xtp::multicast::{GroupConfig, GroupCounters, GroupState};
 use stack::topology::Topology;
-use xtp_support::tshark_capture_dir;
+use xtp_support::{captures, tshark_capture_dir};
 
 const PORT: u16 = 7100;
 const GROUP6: &str = "ff15::7836";
@@ -447,12 +447,7 @@ fn multicast_records_at_unicast_xtps_probe_sites() {
 
 /// tshark's fields of every XTP frame in the captures of `dir`.
 fn tshark_fields(dir: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "pcapng"))
-        .collect();
-    files.sort();
+    let files = captures(dir);
     assert!(!files.is_empty(), "no capture written");
     let mut rows = Vec::new();
     for file in files {

@@ -189,3 +189,14 @@ pub fn tshark_capture_dir(name: &str) -> Option<PathBuf> {
     std::fs::create_dir_all(&dir).unwrap();
     Some(dir)
 }
+
+/// The pcapng captures written into `dir`, in name order.
+pub fn captures(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pcapng"))
+        .collect();
+    files.sort();
+    files
+}
