@@ -326,6 +326,19 @@ for exp in summary["experiments"]:
                 fail(f"{exp['name']}/{run['id']}: the passes' repetitions do not add up to {run['reps']}")
             for p in passes:
                 path(p["trace"])
+            # Passes in order, none overlapping the one before.
+            for before, after in zip(passes, passes[1:]):
+                if not after["began_s"] >= before["began_s"] + before["wall_s"] - 0.01:
+                    fail(f"{exp['name']}/{run['id']}: pass at {after['began_s']} s began before the one at {before['began_s']} s ended")
+            # A recipe's repeating runs take their passes in turn, one each a
+            # round: between a run's pass r and r + 1 a peer with r + 1
+            # passes or more ran one of its own (which lasts about as long).
+            peers = [len(r["send"]["stop_slope_repetition"]["passes"]) for r in exp["runs"]
+                     if r is not run and r["load"] is None and r["send"].get("stop_slope_repetition")]
+            for r in range(1, len(passes)):
+                gap = passes[r]["began_s"] - passes[r - 1]["began_s"] - passes[r - 1]["wall_s"]
+                if run["load"] is None and any(n >= r + 1 for n in peers) and not gap > 0.5 * passes[r - 1]["wall_s"]:
+                    fail(f"{exp['name']}/{run['id']}: pass {r + 1} began {gap:.2f} s after pass {r} ended: the passes did not take turns with the recipe's other repeating runs")
             ci, slope = repetition["slope_ci95"], repetition["slope"]
             if ci is None or not ci["lo"] <= slope <= ci["hi"]:
                 fail(f"{exp['name']}/{run['id']}: no interval around the slope {slope}: {ci}")

@@ -296,6 +296,10 @@ pub struct Pass {
     pub messages: u64,
     /// Wall time of the pass (its messages and their analysis), seconds.
     pub wall_s: f64,
+    /// When the pass began, seconds after the run's first pass began: the
+    /// passes of a recipe's repeating runs take turns, so a run's passes
+    /// spread over more time than they take.
+    pub began_s: f64,
     /// The pass's probe trace, relative to the results directory.
     pub trace: String,
     /// The send stop latency's slope through this pass's sizes' medians

@@ -379,6 +379,8 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         let passes = rep.passes.len();
         let reps: u32 = rep.passes.iter().map(|p| p.reps).sum();
         let wall: f64 = rep.passes.iter().map(|p| p.wall_s).sum();
+        // The passes took turns with the recipe's other repeating runs.
+        let span = rep.passes.last().map_or(0.0, |p| p.began_s + p.wall_s);
         let outcome = match rep.verdict {
             stats::Verdict::Met => "met".to_string(),
             stats::Verdict::TimeCap => format!(
@@ -413,7 +415,7 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         };
         let _ = write!(
             h,
-            "<p class=\"note\">Repeated passes over the sizes, each size {} times a pass, until the send stop latency's slope (the line above, through every pass) was known to ±{:.0} % (95 %; at least {} passes, and the slope's interval is the hull of the line's own and the passes' median's, so that it carries how far passes differ): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s; reached {}.{spread}</p>",
+            "<p class=\"note\">Repeated passes over the sizes, each size {} times a pass, until the send stop latency's slope (the line above, through every pass) was known to ±{:.0} % (95 %; at least {} passes, and the slope's interval is the hull of the line's own and the passes' median's, so that it carries how far passes differ): {outcome} after {passes} pass{}, {reps} repetitions per size in all, {wall:.1} s of passes spread over {span:.0} s (the recipe's repeating runs take their passes in turn, so that each meets the machine over that stretch and runs compared with each other meet the same states); reached {}.{spread}</p>",
             rep.passes.first().map_or(0, |p| p.reps),
             rep.target * 100.0,
             rep.min_passes,

@@ -15,13 +15,13 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 
 use analysis::callpath::{self, MessageSpans};
-use analysis::histogram::{self, SpanHistograms};
-use analysis::queues::{self, QueueOptions, QueueTrace};
+use analysis::histogram;
+use analysis::queues::{self, QueueOptions};
 use analysis::{profile, spans, sweep, TraceView};
 use report::capture::{Message, RunMessages};
 use report::model::{
     Calibration, CategoryResolution, Experiment, MessagesRun, ProbeHealth, QueueSummary, RunCpu,
-    RunFiles, RunLoad, Table,
+    RunFiles, RunLoad,
 };
 use stack::runner::threaded::Poll;
 use stack::topology::Topology;
@@ -31,7 +31,10 @@ use traffic::spec::{Family, Protocol};
 use super::recipe::{MessagesPlan, Plan, Recipe, Run};
 use super::sweep_run;
 
+mod figures;
 mod repeat;
+
+use figures::{components_table, message_slices, packet_trace};
 
 /// Records per host thread's ring: 2 Mi records (64 MiB) holds the full
 /// xie1999 sweep several times over; a fuller ring drops and says so.
@@ -64,13 +67,14 @@ pub fn run_recipe(
     captures: &mut Vec<RunCapture>,
 ) -> Result<Experiment> {
     let mut runs = Vec::new();
+    let mut in_turn = Vec::new();
     let mut sweeps = Vec::new();
     let mut pipelines = Vec::new();
-    for run in &recipe.runs {
+    for (index, run) in recipe.runs.iter().enumerate() {
         let context = || format!("{} / {}", recipe.name, run.id);
         match &run.plan {
-            Plan::Messages(plan) => runs.push(
-                run_messages(
+            Plan::Messages(plan) => {
+                let begun = begin(
                     recipe,
                     run,
                     plan,
@@ -80,8 +84,13 @@ pub fn run_recipe(
                     progress,
                     captures,
                 )
-                .with_context(context)?,
-            ),
+                .with_context(context)?;
+                if begun.repeats_in_turn() {
+                    in_turn.push((index, begun));
+                } else {
+                    runs.push((index, begun.finish(calibration, dir, captures)?));
+                }
+            }
             Plan::Sweep(plan) => sweeps.push(
                 sweep_run::run(recipe, run, plan, quick, dir, progress).with_context(context)?,
             ),
@@ -91,6 +100,28 @@ pub fn run_recipe(
             ),
         }
     }
+    // The runs that repeat until their slope is known take their passes
+    // in turn, one each round: each run's passes then meet the machine
+    // over the whole stretch of the recipe's repetitions, not over one
+    // run's minutes (whose state a second lab may not find again), and
+    // runs compared with each other (IPv6 with IPv4) meet the same states.
+    loop {
+        let mut any = false;
+        for (_, begun) in &mut in_turn {
+            let context = || format!("{} / {}", recipe.name, begun.run.id);
+            any |= begun
+                .another_pass(calibration, dir, captures)
+                .with_context(context)?;
+        }
+        if !any {
+            break;
+        }
+    }
+    for (index, begun) in in_turn {
+        runs.push((index, begun.finish(calibration, dir, captures)?));
+    }
+    runs.sort_by_key(|(index, _)| *index);
+    let runs = runs.into_iter().map(|(_, run)| run).collect();
     let mut experiment = Experiment {
         name: recipe.name.clone(),
         title: recipe.title.clone(),
@@ -170,16 +201,16 @@ fn segment_bytes(run: &MessagesPlan, mtu: usize) -> f64 {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_messages(
-    recipe: &Recipe,
-    run: &Run,
-    plan: &MessagesPlan,
+fn begin<'a>(
+    recipe: &'a Recipe,
+    run: &'a Run,
+    plan: &'a MessagesPlan,
     quick: bool,
     calibration: &Calibration,
     dir: &Path,
     progress: &Arc<AtomicU64>,
     captures: &mut Vec<RunCapture>,
-) -> Result<MessagesRun> {
+) -> Result<Begun<'a>> {
     let mut topology = Topology::from_toml_str(run.link.topology_toml())
         .map_err(|e| anyhow::anyhow!("the {} link profile: {e}", run.link.name()))?;
     topology.set_fragmentation(plan.fragmentation);
@@ -277,17 +308,7 @@ fn run_messages(
     // With a slope target, more passes over the sizes until the send stop
     // latency's slope is known; their messages join the first pass's.
     let repetition = match slope_target(plan, quick) {
-        (Some(target), time_cap) => Some(repeat::more_passes(
-            &repeat::Context {
-                recipe,
-                run,
-                plan,
-                calibration,
-                dir,
-                topology: &topology,
-                spec: &spec,
-                stem: &stem,
-            },
+        (Some(target), time_cap) => Some(repeat::Repetition::after_first(
             repeat::Budget {
                 target,
                 time_cap,
@@ -298,14 +319,130 @@ fn run_messages(
                     repeat::MIN_PASSES
                 },
             },
+            &spec,
+            plan.stop,
             started,
             &files.trace,
-            &mut found.messages,
-            &mut tally,
-            captures,
-        )?),
+            tally.sent,
+            &found.messages,
+        )),
         (None, _) => None,
     };
+    Ok(Begun {
+        recipe,
+        run,
+        plan,
+        reps,
+        topology,
+        spec,
+        stem,
+        files,
+        sides,
+        load,
+        result,
+        view,
+        all,
+        found,
+        warmup,
+        tally,
+        repetition,
+    })
+}
+
+/// A messages run after its first pass: what its later passes and its
+/// figures need.
+struct Begun<'a> {
+    recipe: &'a Recipe,
+    run: &'a Run,
+    plan: &'a MessagesPlan,
+    /// Repetitions per size in one pass.
+    reps: u32,
+    topology: Topology,
+    /// The first pass's; later passes change `pcap_dir` only.
+    spec: MessagesSpec,
+    stem: String,
+    files: RunFiles,
+    sides: Option<(traffic::affinity::SideCpus, usize)>,
+    /// Background load, kept through every pass.
+    load: Option<traffic::sweep::load::Load>,
+    /// The first pass: its run, trace (as a view) and spans.
+    result: messages::MessagesRun,
+    view: TraceView,
+    all: BTreeMap<u16, spans::ThreadSpans>,
+    /// Measured messages over every pass so far; the first pass's
+    /// warm-up message numbers.
+    found: analysis::Messages,
+    warmup: Vec<u64>,
+    tally: Tally,
+    repetition: Option<repeat::Repetition>,
+}
+
+impl Begun<'_> {
+    /// Whether the run repeats until its slope is known with other such
+    /// runs in turn: it does unless it holds a background load, which
+    /// must not run through other runs' passes.
+    fn repeats_in_turn(&self) -> bool {
+        self.repetition.is_some() && self.load.is_none()
+    }
+
+    /// Another pass if the run's budget asks for one; whether it ran.
+    fn another_pass(
+        &mut self,
+        calibration: &Calibration,
+        dir: &Path,
+        captures: &mut Vec<RunCapture>,
+    ) -> Result<bool> {
+        let Some(repetition) = self.repetition.as_mut() else {
+            return Ok(false);
+        };
+        let cx = repeat::Context {
+            recipe: self.recipe,
+            run: self.run,
+            plan: self.plan,
+            calibration,
+            dir,
+            topology: &self.topology,
+            spec: &self.spec,
+            stem: &self.stem,
+        };
+        repetition.another_pass(&cx, &mut self.found.messages, &mut self.tally, captures)
+    }
+
+    /// The run's figures, after its last pass.
+    fn finish(
+        mut self,
+        calibration: &Calibration,
+        dir: &Path,
+        captures: &mut Vec<RunCapture>,
+    ) -> Result<MessagesRun> {
+        let context = format!("{} / {}", self.recipe.name, self.run.id);
+        while self
+            .another_pass(calibration, dir, captures)
+            .context(context.clone())?
+        {}
+        figures_of(self, calibration)
+    }
+}
+
+/// The report's figures of a run whose passes are done.
+fn figures_of(begun: Begun, calibration: &Calibration) -> Result<MessagesRun> {
+    let Begun {
+        run,
+        plan,
+        reps,
+        files,
+        sides,
+        load,
+        result,
+        view,
+        all,
+        found,
+        warmup,
+        tally,
+        repetition,
+        ..
+    } = begun;
+    let repetition = repetition.map(|r| r.outcome());
     let points = sweep::by_size(&found);
     let segment = segment_bytes(plan, 1500);
     let thread_profile = |thread: Option<u16>| {
@@ -612,117 +749,6 @@ impl Tally {
     }
 }
 
-/// The delay of each component of the path, per packet or per call (the
-/// SunOS study's Table 1): the five queues from their probes, the
-/// protocol layers and the copy from their spans.
-fn components_table(
-    queues: &[QueueTrace],
-    sender: &[SpanHistograms],
-    receiver: &[SpanHistograms],
-    sender_thread: Option<u16>,
-    receiver_thread: Option<u16>,
-) -> Table {
-    let mut table = Table {
-        caption: "Delay in each component, per packet (queues) or per call (functions), as the SunOS study's Table 1".into(),
-        columns: ["component", "side", "mean µs", "median µs", "p99 µs", "samples"]
-            .map(String::from)
-            .to_vec(),
-        rows: Vec::new(),
-    };
-    let row = |name: &str, side: &str, s: Option<histogram::Summary>| {
-        s.map(|s| {
-            vec![
-                name.to_string(),
-                side.to_string(),
-                format!("{:.2}", s.mean / 1e3),
-                format!("{:.2}", s.median / 1e3),
-                format!("{:.2}", s.p99 / 1e3),
-                s.count.to_string(),
-            ]
-        })
-    };
-    let queue = |prefix: &str, thread: Option<u16>| {
-        queues
-            .iter()
-            .find(|q| q.queue.starts_with(prefix) && Some(q.thread) == thread)
-            .and_then(|q| q.stats.delay)
-    };
-    let function = |side: &[SpanHistograms], names: &[&str]| {
-        side.iter()
-            .find(|h| names.contains(&h.name.as_str()))
-            .and_then(|h| h.inclusive.summary)
-    };
-    let rows = [
-        row(
-            "send socket queue (written to acknowledged)",
-            "sender",
-            queue("send_socket ", sender_thread),
-        ),
-        row(
-            "copy from the application (data.copy)",
-            "sender",
-            function(sender, &["data.copy"]),
-        ),
-        row(
-            "protocol output (tcp.output / udp.output / xtp.output)",
-            "sender",
-            function(sender, &["tcp.output", "udp.output", "xtp.output"]),
-        ),
-        row(
-            "IP output (ipv6.output / ipv4.output)",
-            "sender",
-            function(sender, &["ipv6.output", "ipv4.output"]),
-        ),
-        row(
-            "interface queue",
-            "sender",
-            queue("interface ", sender_thread),
-        ),
-        row(
-            "link transmit",
-            "sender",
-            function(sender, &["link.transmit"]),
-        ),
-        row(
-            "device ring (handed over to transmit complete: waiting and serialisation)",
-            "sender",
-            queue("device ", sender_thread),
-        ),
-        row(
-            "link receive",
-            "receiver",
-            function(receiver, &["link.receive"]),
-        ),
-        row(
-            "IP input queue",
-            "receiver",
-            queue("ip_input ", receiver_thread),
-        ),
-        row(
-            "IP input (ipv6.input / ipv4.input)",
-            "receiver",
-            function(receiver, &["ipv6.input", "ipv4.input"]),
-        ),
-        row(
-            "protocol input (tcp.input / udp.input / xtp.input)",
-            "receiver",
-            function(receiver, &["tcp.input", "udp.input", "xtp.input"]),
-        ),
-        row(
-            "receive socket queue (queued to read)",
-            "receiver",
-            queue("receive_socket ", receiver_thread),
-        ),
-        row(
-            "copy to the application (data.copy)",
-            "receiver",
-            function(receiver, &["data.copy"]),
-        ),
-    ];
-    table.rows = rows.into_iter().flatten().collect();
-    table
-}
-
 /// The run's pcapng files (named `<host>-<interface>.pcapng` by the
 /// runner) and the label of each message for the packets that carry it.
 fn run_capture(
@@ -784,87 +810,4 @@ fn run_capture(
             messages,
         },
     })
-}
-
-/// Each message on the timeline: its whole path (first byte into the
-/// sender's stack to the last byte queued for the receiving application),
-/// its send path and its receive path, each on a track of its own.
-fn message_slices(found: &analysis::Messages, run: &str) -> Vec<probe::convert::Annotation> {
-    let mut slices = Vec::new();
-    for m in &found.messages {
-        let name = format!("{run} message {}: {} B", m.index, m.size);
-        if let (Some(send), Some(receive)) = (&m.send, &m.receive) {
-            slices.push(probe::convert::Annotation {
-                track: "messages".into(),
-                name: name.clone(),
-                begin: send.begin_tsc,
-                end: receive.stop_tsc.max(send.stop_tsc),
-            });
-        }
-        for (track, path) in [
-            ("messages: send path", &m.send),
-            ("messages: receive path", &m.receive),
-        ] {
-            if let Some(path) = path {
-                slices.push(probe::convert::Annotation {
-                    track: track.into(),
-                    name: name.clone(),
-                    begin: path.begin_tsc,
-                    end: path.stop_tsc,
-                });
-            }
-        }
-    }
-    slices
-}
-
-/// Points per packet-trace curve.
-const TRACE_POINTS: usize = 800;
-
-/// The SunOS study's packet traces: bytes written by the application,
-/// put on the wire, taken off it and read by the receiving application,
-/// against time; and the receiver's pure ACKs (XTP: its control packets,
-/// the answers to status requests) placed on its receive queue's length
-/// (does an ACK go out when the queue drains?).
-fn packet_trace(
-    view: &TraceView,
-    queues: &[QueueTrace],
-    sender: Option<u16>,
-    receiver: Option<u16>,
-    protocol: Protocol,
-) -> (Vec<analysis::site_trace::SiteTrace>, Vec<(f64, u64)>) {
-    use analysis::site_trace::{site_trace, times_at};
-    let (Some(sender), Some(receiver)) = (sender, receiver) else {
-        return (Vec::new(), Vec::new());
-    };
-    let all = |_: &probe::Record| true;
-    let sites = [
-        ("socket.send_queue.enqueue", sender),
-        ("link.transmit.enter", sender),
-        ("link.receive.enter", receiver),
-        ("socket.recv_queue.dequeue", receiver),
-    ];
-    let traces = sites
-        .iter()
-        .filter_map(|&(site, thread)| site_trace(view, site, thread, all, TRACE_POINTS))
-        .collect();
-    let length = queues
-        .iter()
-        .find(|q| q.thread == receiver && q.queue.starts_with("receive_socket "))
-        .map(|q| q.length.as_slice())
-        .unwrap_or_default();
-    // An output span of no payload from the receiver.
-    let output = match protocol {
-        Protocol::Xtp => "xtp.output.enter",
-        _ => "tcp.output.enter",
-    };
-    let acks = times_at(view, output, receiver, |r| r.len == 0, 20_000)
-        .into_iter()
-        .map(|t| {
-            // The step holding at `t`.
-            let at = length.partition_point(|p| p.t_ns <= t);
-            (t, at.checked_sub(1).map_or(0, |i| length[i].bytes))
-        })
-        .collect();
-    (traces, acks)
 }

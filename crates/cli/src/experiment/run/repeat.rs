@@ -1,8 +1,9 @@
 //! When a messages run repeats its sizes: passes over every size, each
 //! the first run again, until the send stop latency's slope is known to
 //! the recipe's target (`slope_ci_target`), the time cap
-//! (`slope_time_cap`) would be passed, or the run's message limit is
-//! reached.
+//! (`slope_time_cap`, over the run's own passes) would be passed, or the
+//! run's message limit is reached. A recipe's repeating runs take their
+//! passes in turn (see `run_recipe`).
 //!
 //! The slope judged is the run's: the line through the sizes' medians
 //! over every pass. Its interval has two sources, and the run's is the
@@ -29,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
-use analysis::messages::MessageLatency;
+use analysis::messages::{MessageLatency, StopAt};
 use analysis::sweep::{self, Pass, SizePoint, SlopeRepetition};
 use analysis::TraceView;
 use report::model::Calibration;
@@ -55,84 +56,138 @@ pub(super) struct Context<'a> {
     pub stem: &'a str,
 }
 
-/// After the first pass (its measured messages in `messages`, its trace
-/// at `first_trace`, begun at `started`): passes until the budget says
-/// stop. Each pass is the first's run again — same sizes, repetitions,
-/// warm-up, buffers, probes and capture — with its own trace
+/// A run's passes so far and how well they know its slope. After the
+/// first pass, [`Repetition::another_pass`] runs passes until the budget
+/// says stop. Each pass is the first's run again — same sizes,
+/// repetitions, warm-up, buffers, probes and capture — with its own trace
 /// (`traces/<stem>-pass<N>.sstrace`) and captures (`pcap/<stem>/pass<N>/`,
 /// merged into `trace.pcapng` like the first's); its measured messages
-/// join `messages`, its counts `tally`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn more_passes(
-    cx: &Context,
+/// join the run's, its counts the run's tally.
+pub(super) struct Repetition {
     budget: Budget,
-    started: Instant,
-    first_trace: &str,
-    messages: &mut Vec<MessageLatency>,
-    tally: &mut Tally,
-    captures: &mut Vec<RunCapture>,
-) -> Result<SlopeRepetition> {
-    let pass_messages =
-        cx.spec.sizes.len() as u64 * u64::from(cx.spec.reps) + u64::from(cx.spec.warmup);
-    let judge = |messages: &[MessageLatency]| {
-        stop_slope(&sweep::by_size(&analysis::Messages {
-            messages: messages.to_vec(),
-            sender_thread: None,
-            receiver_thread: None,
-            flow: None,
-            stop_at: cx.plan.stop,
-        }))
-    };
-    let mut passes = vec![Pass {
-        reps: cx.spec.reps,
-        messages: tally.sent,
-        wall_s: started.elapsed().as_secs_f64(),
-        trace: first_trace.to_string(),
-        ..judge(messages)
-    }];
-    // The run's line, over every pass so far, and its interval.
-    let mut pooled = judge(messages);
-    let mut known = Known::of(&pooled, &passes, budget.min_passes);
-    let verdict = loop {
-        let so_far = SoFar {
-            passes: passes.len() as u64,
-            messages: passes.len() as u64 * pass_messages,
-            pass_messages,
-            elapsed: started.elapsed(),
-            relative: known.relative,
-        };
-        if let Some(verdict) = verdict(&budget, &so_far) {
-            break verdict;
+    /// Messages one pass sends, warm-up included.
+    pass_messages: u64,
+    stop: StopAt,
+    passes: Vec<Pass>,
+    /// The run's line, over every pass so far.
+    pooled: Pass,
+    known: Known,
+    /// Wall time the run's own passes took, running and analysing, the
+    /// first's included: other runs' passes between its own do not count
+    /// against its time cap.
+    spent: Duration,
+    /// When the first pass began.
+    first_began: Instant,
+    verdict: Option<Verdict>,
+}
+
+impl Repetition {
+    /// After the first pass of `spec` (begun at `first_began`, its trace
+    /// `first_trace`, `sent` measured messages, found `messages`).
+    pub(super) fn after_first(
+        budget: Budget,
+        spec: &MessagesSpec,
+        stop: StopAt,
+        first_began: Instant,
+        first_trace: &str,
+        sent: u64,
+        messages: &[MessageLatency],
+    ) -> Repetition {
+        let pooled = judge(messages, stop);
+        let spent = first_began.elapsed();
+        let passes = vec![Pass {
+            reps: spec.reps,
+            messages: sent,
+            wall_s: spent.as_secs_f64(),
+            began_s: 0.0,
+            trace: first_trace.to_string(),
+            ..pooled.clone()
+        }];
+        Repetition {
+            known: Known::of(&pooled, &passes, budget.min_passes),
+            pass_messages: spec.sizes.len() as u64 * u64::from(spec.reps) + u64::from(spec.warmup),
+            budget,
+            stop,
+            passes,
+            pooled,
+            spent,
+            first_began,
+            verdict: None,
         }
-        let number = passes.len() as u32 + 1;
-        tally.gauge();
+    }
+
+    /// Runs one more pass unless the budget says stop (and then records
+    /// why); whether it ran. The pass's messages join `messages`.
+    pub(super) fn another_pass(
+        &mut self,
+        cx: &Context,
+        messages: &mut Vec<MessageLatency>,
+        tally: &mut Tally,
+        captures: &mut Vec<RunCapture>,
+    ) -> Result<bool> {
+        if self.verdict.is_some() {
+            return Ok(false);
+        }
+        let so_far = SoFar {
+            passes: self.passes.len() as u64,
+            messages: self.passes.len() as u64 * self.pass_messages,
+            pass_messages: self.pass_messages,
+            elapsed: self.spent,
+            relative: self.known.relative,
+        };
+        if let Some(verdict) = verdict(&self.budget, &so_far) {
+            self.verdict = Some(verdict);
+            return Ok(false);
+        }
+        let number = self.passes.len() as u32 + 1;
         let pass_started = Instant::now();
+        tally.gauge();
         let (trace, mut found, sent) = one_pass(cx, number, tally, captures)?;
         tally.extra_reps = tally.extra_reps.saturating_add(cx.spec.reps);
-        passes.push(Pass {
+        let wall = pass_started.elapsed();
+        self.spent += wall;
+        self.passes.push(Pass {
             reps: cx.spec.reps,
             messages: sent,
-            wall_s: pass_started.elapsed().as_secs_f64(),
+            wall_s: wall.as_secs_f64(),
+            began_s: pass_started.duration_since(self.first_began).as_secs_f64(),
             trace,
-            ..judge(&found)
+            ..judge(&found, self.stop)
         });
         messages.append(&mut found);
-        pooled = judge(messages);
-        known = Known::of(&pooled, &passes, budget.min_passes);
-    };
-    Ok(SlopeRepetition {
-        target: budget.target,
-        slope: pooled.slope,
-        slope_ci95: known.interval,
-        reached: known.relative,
-        line_ci95: pooled.slope_ci95,
-        passes_median: known.passes.map(|e| e.median),
-        passes_median_ci95: known.passes.and_then(|e| e.median_ci95),
-        min_passes: budget.min_passes,
-        verdict,
-        time_cap_s: budget.time_cap.as_secs_f64(),
-        passes,
-    })
+        self.pooled = judge(messages, self.stop);
+        self.known = Known::of(&self.pooled, &self.passes, self.budget.min_passes);
+        Ok(true)
+    }
+
+    /// What the passes found, once they have stopped.
+    pub(super) fn outcome(self) -> SlopeRepetition {
+        SlopeRepetition {
+            target: self.budget.target,
+            slope: self.pooled.slope,
+            slope_ci95: self.known.interval,
+            reached: self.known.relative,
+            line_ci95: self.pooled.slope_ci95,
+            passes_median: self.known.passes.map(|e| e.median),
+            passes_median_ci95: self.known.passes.and_then(|e| e.median_ci95),
+            min_passes: self.budget.min_passes,
+            // Passes end only with a verdict.
+            verdict: self.verdict.unwrap_or(Verdict::RepCap),
+            time_cap_s: self.budget.time_cap.as_secs_f64(),
+            passes: self.passes,
+        }
+    }
+}
+
+/// The send stop latency's slope over the messages' sizes.
+fn judge(messages: &[MessageLatency], stop: StopAt) -> Pass {
+    stop_slope(&sweep::by_size(&analysis::Messages {
+        messages: messages.to_vec(),
+        sender_thread: None,
+        receiver_thread: None,
+        flow: None,
+        stop_at: stop,
+    }))
 }
 
 /// How well the run's slope is known after some passes.
@@ -284,6 +339,7 @@ pub(super) fn stop_slope(points: &[SizePoint]) -> Pass {
         reps: 0,
         messages: 0,
         wall_s: 0.0,
+        began_s: 0.0,
         trace: String::new(),
         slope: fit.map(|f| f.a),
         slope_ci95: fit.and_then(|f| f.slope_ci95),
@@ -309,6 +365,7 @@ mod tests {
             reps: 3,
             messages: 600,
             wall_s: 1.0,
+            began_s: 0.0,
             trace: String::new(),
             slope: Some(slope),
             slope_ci95: Some(Interval { lo, hi }),
