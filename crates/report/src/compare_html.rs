@@ -88,7 +88,8 @@ pub struct TestedFigure {
     pub verdict: Option<String>,
 }
 
-/// A's and B's ranges of a gauge's round trips, ns: `[[lo, hi]; 2]`.
+/// A's and B's ranges of a gauge's readings (ns, or ns per KiB for the
+/// CPUs' speed): `[[lo, hi]; 2]`.
 pub type StateRanges = [[f64; 2]; 2];
 
 /// What tells a machine's state.
@@ -99,6 +100,8 @@ pub enum Gauge {
     CoreTrip,
     /// A wake-up's round trip between two blocked threads on two CPUs.
     WakeTrip,
+    /// The CPUs' time to copy and checksum a KiB.
+    CpuSpeed,
 }
 
 /// A gauge that differed between the runs (or within one), with each
@@ -107,6 +110,8 @@ pub enum Gauge {
 pub struct StateDiff {
     pub gauge: Gauge,
     pub ranges: StateRanges,
+    /// A's and B's medians.
+    pub medians: [f64; 2],
 }
 
 /// A figure present on both sides without a spread on at least one.
@@ -373,27 +378,34 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
 }
 
 /// Why figures measured in different machine states get no verdict.
-pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state: the round trips of a cache line between two CPUs (measured before each repetition and after the last, outside every window) differed by more than 1.5× between the runs or within one. On a virtual machine this moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). For figures that hand work between blocked threads or processes (the pipeline's hand-overs), the round trip of a wake-up between two threads on the two CPUs is a second gauge, compared the same way: it moves with how busy the CPUs are. A difference here is the machine's, not the code's: run both again to compare them.";
+pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state. Three gauges are read before each repetition and after the last, outside every window. The round trip of a cache line between two CPUs: its readings differed by more than 1.5× between the runs or within one; on a virtual machine it moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). The round trip of a wake-up between two threads on the two CPUs: the runs' medians differed by more than 1.25×; it moves with how busy the CPUs are, and so do figures that hand work between blocked threads. The CPUs' time to copy and checksum a KiB: the runs' medians differed by more than 1.25×; the host runs the vCPUs at different speeds (in one of two labs whose other gauges agreed, the copying UDP send path ran three times slower in every category). A difference here is the machine's, not the code's: run both again to compare them.";
 
 /// `… (core round trip A 58 ns, B 61–340 ns)`: each side's range (a
-/// wake round trip in µs).
+/// wake round trip in µs); for the gauges judged by their medians, the
+/// median and then the range.
 pub fn machine_text(diff: StateDiff) -> String {
-    let (what, scale, unit) = match diff.gauge {
-        Gauge::CoreTrip => ("core round trip", 1.0, "ns"),
-        Gauge::WakeTrip => ("wake round trip", 1e-3, "µs"),
+    let (what, scale, unit, by_median) = match diff.gauge {
+        Gauge::CoreTrip => ("core round trip", 1.0, "ns", false),
+        Gauge::WakeTrip => ("wake round trip", 1e-3, "µs", true),
+        Gauge::CpuSpeed => ("CPU copy and checksum", 1.0, "ns/KiB", true),
     };
-    let range = |[lo, hi]: [f64; 2]| {
-        let (lo, hi) = (lo * scale, hi * scale);
-        if (hi - lo).abs() < 0.5 {
+    let side = |[lo, hi]: [f64; 2], median: f64| {
+        let (lo, hi, median) = (lo * scale, hi * scale, median * scale);
+        let range = if (hi - lo).abs() < 0.5 {
             format!("{lo:.0} {unit}")
         } else {
             format!("{lo:.0}–{hi:.0} {unit}")
+        };
+        if by_median && (hi - lo).abs() >= 0.5 {
+            format!("median {median:.0} {unit} of {range}")
+        } else {
+            range
         }
     };
     format!(
         "machine state differed ({what} A {}, B {})",
-        range(diff.ranges[0]),
-        range(diff.ranges[1])
+        side(diff.ranges[0], diff.medians[0]),
+        side(diff.ranges[1], diff.medians[1])
     )
 }
 

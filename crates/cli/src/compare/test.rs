@@ -7,7 +7,7 @@ use clap::ValueEnum;
 use report::compare_html::{Gauge, Measured, StateDiff, TestedFigure, UntestedFigure};
 use stats::{Difference, Estimate};
 
-use super::walk::{Figure, Pair};
+use super::walk::{Figure, Pair, Reading};
 
 /// How p-values are corrected for the number of figures tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -159,34 +159,59 @@ pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<Untested
     (tested, untested)
 }
 
-/// The gauge, with both sides' ranges (ns), by which the figure was not
-/// measured in one machine state throughout (`traffic::core_trip`,
-/// `traffic::wake_trip`): the sides' states differ, or either side's
-/// repetitions spanned two. `None` when every gauge both sides give
-/// agrees.
+/// The gauge, with both sides' readings, by which the figure was not
+/// measured in one machine state on both sides; `None` when every gauge
+/// both sides give agrees.
+///
+/// The core round trip (`traffic::core_trip`) has two states far apart
+/// (60 and 320 ns) and little noise within one, so any reading of either
+/// side in the other state counts: the sides' states differ, or either
+/// side's repetitions spanned two. The wake round trip and the CPUs'
+/// speed (`traffic::wake_trip`, `traffic::cpu_speed`) have outlying
+/// readings within one state and more states between (the CPUs' speed:
+/// 19.5 to 50 ns/KiB within one quick run, and a run whose passes take
+/// turns with others' meets several by design), so the sides' medians —
+/// the state each side's repetitions mostly ran in — are compared.
 fn machine_differed(pair: &Pair) -> Option<StateDiff> {
-    let differ =
-        |gauge: Gauge, [a, b]: [Option<[f64; 2]>; 2], states_differ: fn(f64, f64) -> bool| {
+    let by_range =
+        |gauge: Gauge, [a, b]: [Option<Reading>; 2], states_differ: fn(f64, f64) -> bool| {
             let (a, b) = (a?, b?);
-            let (lo, hi) = (a[0].min(b[0]), a[1].max(b[1]));
-            states_differ(lo, hi).then_some(StateDiff {
-                gauge,
-                ranges: [a, b],
-            })
+            let (lo, hi) = (a.range[0].min(b.range[0]), a.range[1].max(b.range[1]));
+            states_differ(lo, hi).then(|| state_diff(gauge, a, b))
+        };
+    let by_median =
+        |gauge: Gauge, [a, b]: [Option<Reading>; 2], states_differ: fn(f64, f64) -> bool| {
+            let (a, b) = (a?, b?);
+            states_differ(a.median, b.median).then(|| state_diff(gauge, a, b))
         };
     let [a, b] = pair.states;
-    differ(
+    by_range(
         Gauge::CoreTrip,
         [a.core, b.core],
         traffic::core_trip::states_differ,
     )
     .or_else(|| {
-        differ(
+        by_median(
             Gauge::WakeTrip,
             [a.wake, b.wake],
             traffic::wake_trip::states_differ,
         )
     })
+    .or_else(|| {
+        by_median(
+            Gauge::CpuSpeed,
+            [a.cpu, b.cpu],
+            traffic::cpu_speed::states_differ,
+        )
+    })
+}
+
+fn state_diff(gauge: Gauge, a: Reading, b: Reading) -> StateDiff {
+    StateDiff {
+        gauge,
+        ranges: [a.range, b.range],
+        medians: [a.median, b.median],
+    }
 }
 
 fn test(pair: &Pair) -> Outcome {
@@ -383,65 +408,108 @@ mod tests {
         }
     }
 
+    /// A gauge's readings from their range and median.
+    fn reading(lo: f64, median: f64, hi: f64) -> Option<Reading> {
+        Some(Reading {
+            median,
+            range: [lo, hi],
+        })
+    }
+
+    fn one(x: f64) -> Option<Reading> {
+        reading(x, x, x)
+    }
+
     #[test]
     fn a_difference_between_machine_states_gets_no_verdict() {
         let a = spread(&[100.0, 101.0, 99.0, 100.5]);
         let b = spread(&[50.0, 50.5, 49.5, 50.2]);
-        let core = |in_a, in_b| Pair {
-            states: [
-                Gauges {
-                    core: in_a,
-                    wake: None,
-                },
-                Gauges {
-                    core: in_b,
-                    wake: None,
-                },
-            ],
+        let with = |in_a: Gauges, in_b: Gauges| Pair {
+            states: [in_a, in_b],
             ..pair("x.mean_bps", a, b)
         };
-        let wake = |in_a, in_b| Pair {
-            states: [
-                Gauges {
-                    core: Some([58.0, 58.0]),
-                    wake: in_a,
-                },
-                Gauges {
-                    core: Some([59.0, 59.0]),
-                    wake: in_b,
-                },
-            ],
-            ..pair("x.mean_bps", a, b)
+        let core = |core| Gauges {
+            core,
+            ..Gauges::default()
+        };
+        let wake = |wake| Gauges {
+            core: one(58.0),
+            wake,
+            cpu: None,
+        };
+        let cpu = |cpu| Gauges {
+            core: one(58.0),
+            wake: one(30e3),
+            cpu,
         };
         let pairs = [
-            core(Some([58.0, 58.0]), Some([340.0, 340.0])),
+            with(core(one(58.0)), core(one(340.0))),
             // Both medians alike, but B's repetitions spanned two states.
-            core(Some([58.0, 60.0]), Some([61.0, 330.0])),
-            // The cores agree, the scheduler does not.
-            wake(Some([18e3, 20e3]), Some([120e3, 120e3])),
-            core(Some([58.0, 58.0]), Some([62.0, 70.0])),
-            core(None, Some([340.0, 340.0])),
-            wake(Some([18e3, 18e3]), Some([20e3, 22e3])),
+            with(
+                core(reading(58.0, 59.0, 60.0)),
+                core(reading(61.0, 62.0, 330.0)),
+            ),
+            // The cores agree, the scheduler does not (two full labs'
+            // stop-and-wait runs: 42 and 30 µs).
+            with(
+                wake(reading(41e3, 42e3, 43e3)),
+                wake(reading(30e3, 30.3e3, 31e3)),
+            ),
+            // The CPUs ran slower throughout B.
+            with(
+                cpu(reading(19.4, 19.7, 20.1)),
+                cpu(reading(29.0, 29.2, 47.0)),
+            ),
+            // One state; the wake and CPU readings' ranges reach far, but
+            // their medians agree: the state each side mostly ran in.
+            with(core(one(58.0)), core(reading(62.0, 64.0, 70.0))),
+            with(core(None), core(one(340.0))),
+            with(
+                wake(reading(18e3, 18e3, 50e3)),
+                wake(reading(20e3, 21e3, 22e3)),
+            ),
+            with(
+                cpu(reading(19.4, 20.8, 46.9)),
+                cpu(reading(19.3, 19.7, 29.3)),
+            ),
         ];
         let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.02));
-        let differed = |gauge, ranges| Some(StateDiff { gauge, ranges });
+        let differed = |gauge, ranges, medians| {
+            Some(StateDiff {
+                gauge,
+                ranges,
+                medians,
+            })
+        };
         assert_eq!(
             tested[0].machine_differed,
-            differed(Gauge::CoreTrip, [[58.0, 58.0], [340.0, 340.0]])
+            differed(
+                Gauge::CoreTrip,
+                [[58.0, 58.0], [340.0, 340.0]],
+                [58.0, 340.0]
+            )
         );
         assert_eq!(
             tested[1].machine_differed,
-            differed(Gauge::CoreTrip, [[58.0, 60.0], [61.0, 330.0]])
+            differed(Gauge::CoreTrip, [[58.0, 60.0], [61.0, 330.0]], [59.0, 62.0])
         );
         assert_eq!(
             tested[2].machine_differed,
-            differed(Gauge::WakeTrip, [[18e3, 20e3], [120e3, 120e3]])
+            differed(
+                Gauge::WakeTrip,
+                [[41e3, 43e3], [30e3, 31e3]],
+                [42e3, 30.3e3]
+            )
         );
-        for t in &tested[..3] {
+        assert_eq!(
+            tested[3].machine_differed,
+            differed(Gauge::CpuSpeed, [[19.4, 20.1], [29.0, 47.0]], [19.7, 29.2])
+        );
+        for t in &tested[..4] {
             assert!(!t.significant && t.verdict.is_none());
         }
         // One state, or a side that did not say: judged as before.
-        for t in &tested[3..] {
+        for t in &tested[4..] {
             assert!(t.significant && t.machine_differed.is_none(), "{t:?}");
         }
     }

@@ -56,14 +56,23 @@ pub struct Pair {
     pub states: [Gauges; 2],
 }
 
-/// A measurement's machine state: the ranges of its core-to-core round
-/// trips (`core_trip_min_ns`..`core_trip_max_ns`, or `core_trip_ns`
-/// alone; `traffic::core_trip`) and of its wake-up round trips
-/// (`wake_trip_*`; `traffic::wake_trip`), ns, where measured.
+/// A measurement's machine state, where measured: its core-to-core round
+/// trips (`core_trip_*`, ns; `traffic::core_trip`), wake-up round trips
+/// (`wake_trip_*`, ns; `traffic::wake_trip`) and the CPUs' speed at
+/// copying and summing (`cpu_speed_*`, ns per KiB; `traffic::cpu_speed`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Gauges {
-    pub core: Option<[f64; 2]>,
-    pub wake: Option<[f64; 2]>,
+    pub core: Option<Reading>,
+    pub wake: Option<Reading>,
+    pub cpu: Option<Reading>,
+}
+
+/// A gauge's readings over one measurement: their median and range
+/// (`[median, median]` when there was one reading).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    pub median: f64,
+    pub range: [f64; 2],
 }
 
 impl Gauges {
@@ -72,6 +81,7 @@ impl Gauges {
         Gauges {
             core: self.core.or(outer.core),
             wake: self.wake.or(outer.wake),
+            cpu: self.cpu.or(outer.cpu),
         }
     }
 }
@@ -80,6 +90,11 @@ impl Gauges {
 /// range when there were several.
 const CORE_TRIP: [&str; 3] = ["core_trip_ns", "core_trip_min_ns", "core_trip_max_ns"];
 const WAKE_TRIP: [&str; 3] = ["wake_trip_ns", "wake_trip_min_ns", "wake_trip_max_ns"];
+const CPU_SPEED: [&str; 3] = [
+    "cpu_speed_ns_per_kib",
+    "cpu_speed_min_ns_per_kib",
+    "cpu_speed_max_ns_per_kib",
+];
 
 /// Every figure of both sides, paired where they match.
 #[derive(Debug, Default)]
@@ -249,15 +264,19 @@ fn state(fields: &[(String, Entry)]) -> Gauges {
             _ => None,
         })
     };
-    let range = |[median, min, max]: [&str; 3]| {
+    let reading = |[median, min, max]: [&str; 3]| {
         let median = field(median)?;
         let lo = field(min).map_or(median, |m| m.min(median));
         let hi = field(max).map_or(median, |m| m.max(median));
-        Some([lo, hi])
+        Some(Reading {
+            median,
+            range: [lo, hi],
+        })
     };
     Gauges {
-        core: range(CORE_TRIP),
-        wake: range(WAKE_TRIP),
+        core: reading(CORE_TRIP),
+        wake: reading(WAKE_TRIP),
+        cpu: reading(CPU_SPEED),
     }
 }
 
@@ -474,6 +493,41 @@ mod tests {
         assert_eq!(get("fit.r2"), Some(Figure::Number(0.9)));
         assert_eq!(p.pairs.len(), 5, "{:?}", paths(&p)); // with fit.n
         assert!(get("start_us.mean").is_none() && get("label").is_none());
+    }
+
+    #[test]
+    fn each_figure_carries_the_gauges_of_the_nearest_object_that_has_them() {
+        let side = |cpu: f64| {
+            json!({"runs": [{"id": "udp",
+                "core_trip_ns": 60.0,
+                "wake_trip_ns": 30e3, "wake_trip_min_ns": 29e3, "wake_trip_max_ns": 50e3,
+                "cpu_speed_ns_per_kib": cpu, "cpu_speed_min_ns_per_kib": 19.0,
+                "cpu_speed_max_ns_per_kib": 47.0,
+                "points": [{"size": 100, "stop": est(10.0),
+                            "cpu_speed_ns_per_kib": 39.0}]}]})
+        };
+        let paired = pair(&side(20.0), &side(29.0), &[], &[]);
+        let states = |path: &str| {
+            paired
+                .pairs
+                .iter()
+                .find(|p| p.path.ends_with(path))
+                .unwrap_or_else(|| panic!("no {path} in {:?}", paths(&paired)))
+                .states
+        };
+        let [a, b] = states("points[size=100].stop");
+        // The point's own CPU reading (one, so its range is itself); the
+        // run's core and wake readings, the wake's range kept.
+        assert_eq!(
+            a.cpu.map(|r| (r.median, r.range)),
+            Some((39.0, [39.0, 39.0]))
+        );
+        assert_eq!(b.cpu, a.cpu);
+        assert_eq!(a.core.map(|r| r.range), Some([60.0, 60.0]));
+        assert_eq!(
+            a.wake.map(|r| (r.median, r.range)),
+            Some((30e3, [29e3, 50e3]))
+        );
     }
 
     #[test]
