@@ -1,0 +1,397 @@
+//! Kernel probes on a real path: a kernel TCP and a kernel UDP message over
+//! IPv6 across a veth pair between two network namespaces made here. The
+//! events of one message must appear on both sides in layer order, joined
+//! by skb address within its lifetime and across hosts by flow and TCP
+//! sequence; the ring's drop counters must be read (and count a forced
+//! overflow). Needs root and BTF; without them each test prints why it is
+//! skipped.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kernel_probe::{netns_inode, Config, KernelProbes, KernelTrace, LOCATIONS};
+use probe::{Layer, Record};
+use traffic::kernel::netns::{Side, VethPair};
+use traffic::spec::Family;
+
+const TCP_FLOW: u32 = 1;
+const UDP_FLOW: u32 = 2;
+const MESSAGE: usize = 1000;
+
+/// Why the kernel probes cannot run here, if they cannot.
+fn skip_reason() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: loading eBPF programs and making namespaces need it");
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("no /sys/kernel/btf/vmlinux: the kernel has no BTF");
+    }
+    None
+}
+
+/// The inodes of the two namespaces, receiver (A) first.
+fn inodes(pair: &VethPair) -> [u32; 2] {
+    [Side::A, Side::B].map(|side| {
+        netns_inode(format!("/run/netns/{}", pair.namespace(side))).expect("namespace inode")
+    })
+}
+
+/// Registers a flow between two ports in both namespaces.
+fn trace_in_both(probes: &mut KernelProbes, ns: [u32; 2], ports: (u16, u16), flow: u32) {
+    for inode in ns {
+        probes
+            .trace_flow(inode, ports.0, ports.1, flow)
+            .expect("register flow");
+    }
+}
+
+/// A TCP message of `len` bytes, `count` times, from B to A; the flow is
+/// registered once connected and before the first byte.
+fn tcp_transfer(pair: &VethPair, probes: &mut KernelProbes, len: usize, count: usize) {
+    let ns = inodes(pair);
+    let receiver = SocketAddr::new(pair.addr(Side::A, Family::V6), 0);
+    let (server_tx, server_rx) = mpsc::channel();
+    let (client_tx, client_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let server = s.spawn(move || {
+            pair.enter(Side::A).expect("enter A");
+            let listener = TcpListener::bind(receiver).expect("bind");
+            server_tx
+                .send(listener.local_addr().expect("addr"))
+                .expect("send port");
+            let (mut conn, _) = listener.accept().expect("accept");
+            let mut buf = vec![0u8; len];
+            for _ in 0..count {
+                conn.read_exact(&mut buf).expect("read message");
+            }
+        });
+        let server_addr: SocketAddr = server_rx.recv().expect("server port");
+        let client = s.spawn(move || {
+            pair.enter(Side::B).expect("enter B");
+            let mut conn =
+                TcpStream::connect_timeout(&server_addr, Duration::from_secs(5)).expect("connect");
+            conn.set_nodelay(true).expect("nodelay");
+            client_tx
+                .send(conn.local_addr().expect("local"))
+                .expect("send port");
+            go_rx.recv().expect("go");
+            let message = vec![0x5au8; len];
+            for _ in 0..count {
+                conn.write_all(&message).expect("write");
+            }
+            // Kept open until the receiver has read everything.
+            conn
+        });
+        let local: SocketAddr = client_rx.recv().expect("client port");
+        trace_in_both(probes, ns, (server_addr.port(), local.port()), TCP_FLOW);
+        go_tx.send(()).expect("go");
+        server.join().expect("server");
+        drop(client.join().expect("client"));
+    });
+}
+
+/// One UDP datagram of `len` bytes from B to A.
+fn udp_transfer(pair: &VethPair, probes: &mut KernelProbes, len: usize) {
+    let ns = inodes(pair);
+    let (server_tx, server_rx) = mpsc::channel();
+    let (client_tx, client_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let server = s.spawn(move || {
+            pair.enter(Side::A).expect("enter A");
+            let socket =
+                UdpSocket::bind(SocketAddr::new(pair.addr(Side::A, Family::V6), 0)).expect("bind");
+            socket
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+            server_tx
+                .send(socket.local_addr().expect("addr"))
+                .expect("send port");
+            let mut buf = vec![0u8; len + 1];
+            let got = socket.recv(&mut buf).expect("datagram");
+            assert_eq!(got, len);
+        });
+        let server_addr: SocketAddr = server_rx.recv().expect("server port");
+        let client = s.spawn(move || {
+            pair.enter(Side::B).expect("enter B");
+            let socket =
+                UdpSocket::bind(SocketAddr::new(pair.addr(Side::B, Family::V6), 0)).expect("bind");
+            client_tx
+                .send(socket.local_addr().expect("local"))
+                .expect("send port");
+            go_rx.recv().expect("go");
+            socket
+                .send_to(&vec![0xa5u8; len], server_addr)
+                .expect("send");
+        });
+        let local: SocketAddr = client_rx.recv().expect("client port");
+        trace_in_both(probes, ns, (server_addr.port(), local.port()), UDP_FLOW);
+        // Neither socket is connected: their socket-level events carry no
+        // peer port.
+        probes
+            .trace_socket(ns[0], server_addr.port(), UDP_FLOW)
+            .expect("register receiver");
+        probes
+            .trace_socket(ns[1], local.port(), UDP_FLOW)
+            .expect("register sender");
+        go_tx.send(()).expect("go");
+        client.join().expect("client");
+        server.join().expect("server");
+    });
+}
+
+fn name(r: &Record) -> &'static str {
+    LOCATIONS[r.location().index()].name
+}
+
+fn layer(r: &Record) -> Layer {
+    LOCATIONS[r.location().index()].layer
+}
+
+/// Prints a flow's events, time relative to its first, for the record.
+fn listing(trace: &KernelTrace, flow: u32) {
+    let hz = trace.trace.header.counter_hz;
+    let records: Vec<&Record> = trace
+        .trace
+        .records
+        .iter()
+        .filter(|r| r.flow == flow)
+        .collect();
+    let Some(first) = records.first() else {
+        println!("flow {flow}: no events");
+        return;
+    };
+    println!("flow {flow}: {} events", records.len());
+    for r in &records {
+        println!(
+            "  {:>9.3} us  cpu {:>2}  {:<32} {:<9} len {:>10}  aux {:#x}",
+            (r.tsc - first.tsc) as f64 * 1e6 / hz,
+            r.thread,
+            name(r),
+            layer(r).as_str(),
+            r.len,
+            r.aux
+        );
+    }
+}
+
+/// The first record of `flow` at location `loc` for which `pred` holds.
+fn find<'a>(
+    trace: &'a KernelTrace,
+    flow: u32,
+    loc: &str,
+    pred: impl Fn(&Record) -> bool,
+) -> &'a Record {
+    trace
+        .trace
+        .records
+        .iter()
+        .find(|r| r.flow == flow && name(r) == loc && pred(r))
+        .unwrap_or_else(|| panic!("flow {flow}: no {loc} event matching"))
+}
+
+/// Asserts that `events` are in time order and their layers follow
+/// `layers` (each layer a run, in this order).
+fn assert_order(what: &str, events: &[&Record], layers: &[Layer]) {
+    for pair in events.windows(2) {
+        assert!(
+            pair[0].tsc <= pair[1].tsc,
+            "{what}: {} after {}",
+            name(pair[0]),
+            name(pair[1])
+        );
+    }
+    let mut seen: Vec<Layer> = events.iter().map(|r| layer(r)).collect();
+    seen.dedup();
+    assert_eq!(seen, layers, "{what}: layers in order");
+}
+
+fn start(config: &Config) -> Option<KernelProbes> {
+    if let Some(reason) = skip_reason() {
+        println!("skipped: {reason}");
+        return None;
+    }
+    let probes = KernelProbes::start(config).expect("kernel probes start");
+    for status in probes.status() {
+        println!("{status}");
+    }
+    Some(probes)
+}
+
+#[test]
+fn tcp_and_udp_messages_in_layer_order_on_both_sides() {
+    let Some(mut probes) = start(&Config::default()) else {
+        return;
+    };
+    let pair = VethPair::create(1500).expect("veth pair");
+    tcp_transfer(&pair, &mut probes, MESSAGE, 1);
+    udp_transfer(&pair, &mut probes, MESSAGE);
+    let trace = probes.finish("test: veth, IPv6").expect("finish");
+    listing(&trace, TCP_FLOW);
+    listing(&trace, UDP_FLOW);
+    println!("dropped: {}, malformed: {}", trace.dropped, trace.malformed);
+    trace.trace.validate().expect("a valid trace");
+    assert_eq!(trace.trace.header.dropped, trace.dropped);
+    assert_eq!(trace.dropped, 0, "a 4 MiB ring holds two messages");
+    assert_eq!(trace.malformed, 0);
+    // Only the registered flows were recorded.
+    assert!(trace
+        .trace
+        .records
+        .iter()
+        .all(|r| r.flow == TCP_FLOW || r.flow == UDP_FLOW));
+
+    check_tcp(&trace);
+    check_udp(&trace);
+
+    // The file round-trips through the reader the analysis uses.
+    let bytes = trace.trace.to_bytes().expect("encode");
+    assert_eq!(
+        probe::Trace::from_bytes(&bytes).expect("decode"),
+        trace.trace
+    );
+}
+
+fn check_tcp(trace: &KernelTrace) {
+    let f = TCP_FLOW;
+    // Send side: the message enters the socket with its first sequence
+    // number, which names the segment carrying it.
+    let sendmsg = find(trace, f, "kernel.tcp_sendmsg_locked", |r| {
+        r.len == MESSAGE as u32
+    });
+    let seq = sendmsg.aux;
+    let is_seq = |r: &Record| u64::from(r.len) == seq;
+    let same_instant = |loc: &'static str| {
+        move |b: &Record| {
+            trace
+                .trace
+                .records
+                .iter()
+                .any(|r| name(r) == loc && r.aux == b.aux && r.tsc == b.tsc)
+        }
+    };
+    let sent = find(trace, f, "kernel.tcp_seq", |r| {
+        is_seq(r) && same_instant("kernel.net_dev_queue")(r)
+    });
+    let skb = sent.aux;
+    let by_skb = |loc| find(trace, f, loc, |r| r.aux == skb && r.tsc >= sendmsg.tsc);
+    let send_path = [
+        sendmsg,
+        sent,
+        by_skb("kernel.net_dev_queue"),
+        by_skb("kernel.net_dev_start_xmit"),
+        by_skb("kernel.net_dev_xmit"),
+    ];
+    assert_order(
+        "TCP send",
+        &send_path,
+        &[Layer::Socket, Layer::Transport, Layer::Link],
+    );
+    let returned = find(trace, f, "kernel.sock_send_length", |r| {
+        r.aux == seq + MESSAGE as u64
+    });
+    assert_eq!(returned.len, MESSAGE as u32);
+    assert!(returned.tsc >= sendmsg.tsc);
+
+    // Receive side: the same flow and sequence number across the veth.
+    let received = find(trace, f, "kernel.tcp_seq", |r| {
+        is_seq(r) && same_instant("kernel.tcp_probe")(r)
+    });
+    let rskb = received.aux;
+    let by_rskb = |loc| find(trace, f, loc, |r| r.aux == rskb && r.tsc >= sent.tsc);
+    let ready = find(trace, f, "kernel.sk_data_ready", |r| {
+        r.aux == seq + MESSAGE as u64
+    });
+    let copied = by_rskb("kernel.skb_copy_datagram_iovec");
+    assert_eq!(copied.len, MESSAGE as u32);
+    let read = find(trace, f, "kernel.sock_recv_length", |r| {
+        r.aux == seq + MESSAGE as u64
+    });
+    let receive_path = [
+        by_rskb("kernel.netif_rx"),
+        by_rskb("kernel.netif_receive_skb"),
+        received,
+        by_rskb("kernel.tcp_probe"),
+        ready,
+        copied,
+        read,
+    ];
+    assert_order(
+        "TCP receive",
+        &receive_path,
+        &[Layer::Link, Layer::Transport, Layer::Socket],
+    );
+    // And the receive follows the send.
+    assert!(receive_path[0].tsc >= send_path[4].tsc.min(send_path[2].tsc));
+}
+
+fn check_udp(trace: &KernelTrace) {
+    let f = UDP_FLOW;
+    // No UDP send tracepoint exists: the device layer comes first, the
+    // send call's return last.
+    let queued = find(trace, f, "kernel.net_dev_queue", |_| true);
+    let skb = queued.aux;
+    let by_skb = |loc| find(trace, f, loc, |r| r.aux == skb);
+    let sent = find(trace, f, "kernel.sock_send_length", |r| {
+        r.len == MESSAGE as u32
+    });
+    assert_order(
+        "UDP send",
+        &[
+            queued,
+            by_skb("kernel.net_dev_start_xmit"),
+            by_skb("kernel.net_dev_xmit"),
+            sent,
+        ],
+        &[Layer::Link, Layer::Socket],
+    );
+    // Receive: the device's frame, the socket queue, the read. UDP copies
+    // a linear skb without skb_copy_datagram_iovec (copy_linear_skb), so
+    // the read's return is the dequeue seen.
+    let rx = find(trace, f, "kernel.netif_rx", |r| r.aux == skb);
+    let ready = find(trace, f, "kernel.sk_data_ready", |r| r.tsc >= rx.tsc);
+    let read = find(trace, f, "kernel.sock_recv_length", |r| {
+        r.len == MESSAGE as u32
+    });
+    assert_order(
+        "UDP receive",
+        &[
+            rx,
+            find(trace, f, "kernel.netif_receive_skb", |r| r.aux == skb),
+            ready,
+            read,
+        ],
+        &[Layer::Link, Layer::Socket],
+    );
+}
+
+#[test]
+fn a_tiny_ring_overflows_and_the_drops_are_counted() {
+    let config = Config {
+        // One page: about a hundred records.
+        ring_bytes: 4096,
+        // Never drained during the transfer.
+        poll_interval: Duration::from_secs(60),
+        ..Config::default()
+    };
+    let Some(mut probes) = start(&config) else {
+        return;
+    };
+    let pair = VethPair::create(1500).expect("veth pair");
+    tcp_transfer(&pair, &mut probes, 100, 500);
+    let trace = probes.finish("test: tiny ring").expect("finish");
+    println!(
+        "kept {} records, dropped {}",
+        trace.trace.records.len(),
+        trace.dropped
+    );
+    assert!(trace.dropped > 0, "500 messages overflow a one-page ring");
+    assert_eq!(trace.trace.header.dropped, trace.dropped);
+    // What was kept fits the page (each entry has an 8-byte header).
+    assert!(!trace.trace.records.is_empty());
+    assert!(trace.trace.records.len() <= 4096 / 40);
+}
