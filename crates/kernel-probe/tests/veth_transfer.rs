@@ -395,3 +395,25 @@ fn a_tiny_ring_overflows_and_the_drops_are_counted() {
     assert!(!trace.trace.records.is_empty());
     assert!(trace.trace.records.len() <= 4096 / 40);
 }
+
+/// Not root: starting says what is missing, without panicking. (As root,
+/// the other tests run instead.)
+#[test]
+fn without_root_the_error_names_the_permission() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        println!("skipped: running as root");
+        return;
+    }
+    match KernelProbes::start(&Config::default()) {
+        Ok(_) => println!("started without root: this user has CAP_BPF and CAP_PERFMON"),
+        Err(e) => {
+            println!("{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains("root") || text.contains("BTF"),
+                "the error says what is missing: {text}"
+            );
+        }
+    }
+}
