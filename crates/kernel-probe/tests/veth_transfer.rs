@@ -210,6 +210,13 @@ fn assert_order(what: &str, events: &[&Record], layers: &[Layer]) {
     assert_eq!(seen, layers, "{what}: layers in order");
 }
 
+/// The namespaces are named after the process (`stackscope-<pid>-a`), so
+/// this file's tests make their pairs one at a time.
+fn one_pair_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn start(config: &Config) -> Option<KernelProbes> {
     if let Some(reason) = skip_reason() {
         println!("skipped: {reason}");
@@ -224,6 +231,7 @@ fn start(config: &Config) -> Option<KernelProbes> {
 
 #[test]
 fn tcp_and_udp_messages_in_layer_order_on_both_sides() {
+    let _pair = one_pair_at_a_time();
     let Some(mut probes) = start(&Config::default()) else {
         return;
     };
@@ -378,6 +386,7 @@ fn a_tiny_ring_overflows_and_the_drops_are_counted() {
         poll_interval: Duration::from_secs(60),
         ..Config::default()
     };
+    let _pair = one_pair_at_a_time();
     let Some(mut probes) = start(&config) else {
         return;
     };
