@@ -14,8 +14,11 @@ probe::locations! {
     /// Every location the kernel probes record at.
     pub static LOCATIONS;
     /// A message enters the socket send queue (`tcp:tcp_sendmsg_locked`);
-    /// len = message bytes, aux = `write_seq`, the sequence of its first byte.
-    TCP_SENDMSG_LOCKED = ("kernel.tcp_sendmsg_locked", Layer::Socket, Kind::Enqueue, Category::Socket, Some("send_socket"));
+    /// len = message bytes, aux = `write_seq`, the sequence of its first
+    /// byte. A point, not an enqueue: no tracepoint marks data leaving the
+    /// send queue, and a queue with one side only would report a length
+    /// that only grows.
+    TCP_SENDMSG_LOCKED = ("kernel.tcp_sendmsg_locked", Layer::Socket, Kind::Point, Category::Socket, None);
     /// The send call returns (`sock:sock_send_length`); len = bytes sent,
     /// aux = `write_seq` after it (TCP) or 0 (UDP).
     SOCK_SEND_LENGTH = ("kernel.sock_send_length", Layer::Socket, Kind::Point, Category::Socket, None);
@@ -44,11 +47,14 @@ probe::locations! {
     /// len = segment bytes there (TCP header included).
     TCP_PROBE = ("kernel.tcp_probe", Layer::Transport, Kind::Point, Category::ProtocolReceive, None);
     /// `sock:sk_data_ready`: data queued on the socket, the reader woken;
-    /// aux = `rcv_nxt` (TCP) or 0 (UDP).
-    SK_DATA_READY = ("kernel.sk_data_ready", Layer::Socket, Kind::Enqueue, Category::Socket, Some("receive_socket"));
+    /// aux = `rcv_nxt` (TCP) or 0 (UDP). The receive socket queue's two
+    /// sides are points, not an enqueue/dequeue pair: this fires per
+    /// wake-up, not per skb, and a read copies part of an skb, several, or
+    /// (UDP, `copy_linear_skb`) none through the copy tracepoint.
+    SK_DATA_READY = ("kernel.sk_data_ready", Layer::Socket, Kind::Point, Category::Socket, None);
     /// `skb:skb_copy_datagram_iovec`: a packet's data copied to the
     /// reader; aux = skb, len = bytes copied.
-    SKB_COPY_DATAGRAM_IOVEC = ("kernel.skb_copy_datagram_iovec", Layer::Socket, Kind::Dequeue, Category::Socket, Some("receive_socket"));
+    SKB_COPY_DATAGRAM_IOVEC = ("kernel.skb_copy_datagram_iovec", Layer::Socket, Kind::Point, Category::Socket, None);
     /// `sock:sock_recv_length`: the receive call returns; len = bytes,
     /// aux = `copied_seq` after it (TCP) or 0 (UDP).
     SOCK_RECV_LENGTH = ("kernel.sock_recv_length", Layer::Socket, Kind::Point, Category::Socket, None);

@@ -262,6 +262,9 @@ fn tcp_and_udp_messages_in_layer_order_on_both_sides() {
         probe::Trace::from_bytes(&bytes).expect("decode"),
         trace.trace
     );
+    // Kept for `stackscope trace info target/tmp/kernel-veth.trace`.
+    let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-veth.trace");
+    std::fs::write(&kept, &bytes).expect("write the trace");
 }
 
 fn check_tcp(trace: &KernelTrace) {
