@@ -18,6 +18,7 @@ mod clock_map;
 mod error;
 pub mod locations;
 mod session;
+pub mod transfer;
 
 pub use clock_map::ClockMap;
 pub use error::KernelProbeError;

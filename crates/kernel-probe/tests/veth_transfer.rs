@@ -6,15 +6,12 @@
 //! overflow). Needs root and BTF; without them each test prints why it is
 //! skipped.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use kernel_probe::{netns_inode, Config, KernelProbes, KernelTrace, LOCATIONS};
+use kernel_probe::transfer::{self, Moved};
+use kernel_probe::{Config, KernelProbes, KernelTrace, LOCATIONS};
 use probe::{Layer, Record};
-use traffic::kernel::netns::{Side, VethPair};
-use traffic::spec::Family;
+use traffic::kernel::netns::VethPair;
 
 const TCP_FLOW: u32 = 1;
 const UDP_FLOW: u32 = 2;
@@ -30,118 +27,6 @@ fn skip_reason() -> Option<&'static str> {
         return Some("no /sys/kernel/btf/vmlinux: the kernel has no BTF");
     }
     None
-}
-
-/// The inodes of the two namespaces, receiver (A) first.
-fn inodes(pair: &VethPair) -> [u32; 2] {
-    [Side::A, Side::B].map(|side| {
-        netns_inode(format!("/run/netns/{}", pair.namespace(side))).expect("namespace inode")
-    })
-}
-
-/// Registers a flow between two ports in both namespaces.
-fn trace_in_both(probes: &mut KernelProbes, ns: [u32; 2], ports: (u16, u16), flow: u32) {
-    for inode in ns {
-        probes
-            .trace_flow(inode, ports.0, ports.1, flow)
-            .expect("register flow");
-    }
-}
-
-/// A TCP message of `len` bytes, `count` times, from B to A; the flow is
-/// registered once connected and before the first byte.
-fn tcp_transfer(pair: &VethPair, probes: &mut KernelProbes, len: usize, count: usize) {
-    let ns = inodes(pair);
-    let receiver = SocketAddr::new(pair.addr(Side::A, Family::V6), 0);
-    let (server_tx, server_rx) = mpsc::channel();
-    let (client_tx, client_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    std::thread::scope(|s| {
-        let server = s.spawn(move || {
-            pair.enter(Side::A).expect("enter A");
-            let listener = TcpListener::bind(receiver).expect("bind");
-            server_tx
-                .send(listener.local_addr().expect("addr"))
-                .expect("send port");
-            let (mut conn, _) = listener.accept().expect("accept");
-            let mut buf = vec![0u8; len];
-            for _ in 0..count {
-                conn.read_exact(&mut buf).expect("read message");
-            }
-        });
-        let server_addr: SocketAddr = server_rx.recv().expect("server port");
-        let client = s.spawn(move || {
-            pair.enter(Side::B).expect("enter B");
-            let mut conn =
-                TcpStream::connect_timeout(&server_addr, Duration::from_secs(5)).expect("connect");
-            conn.set_nodelay(true).expect("nodelay");
-            client_tx
-                .send(conn.local_addr().expect("local"))
-                .expect("send port");
-            go_rx.recv().expect("go");
-            let message = vec![0x5au8; len];
-            for _ in 0..count {
-                conn.write_all(&message).expect("write");
-            }
-            // Kept open until the receiver has read everything.
-            conn
-        });
-        let local: SocketAddr = client_rx.recv().expect("client port");
-        trace_in_both(probes, ns, (server_addr.port(), local.port()), TCP_FLOW);
-        go_tx.send(()).expect("go");
-        server.join().expect("server");
-        drop(client.join().expect("client"));
-    });
-}
-
-/// One UDP datagram of `len` bytes from B to A.
-fn udp_transfer(pair: &VethPair, probes: &mut KernelProbes, len: usize) {
-    let ns = inodes(pair);
-    let (server_tx, server_rx) = mpsc::channel();
-    let (client_tx, client_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    std::thread::scope(|s| {
-        let server = s.spawn(move || {
-            pair.enter(Side::A).expect("enter A");
-            let socket =
-                UdpSocket::bind(SocketAddr::new(pair.addr(Side::A, Family::V6), 0)).expect("bind");
-            socket
-                .set_read_timeout(Some(Duration::from_secs(5)))
-                .expect("timeout");
-            server_tx
-                .send(socket.local_addr().expect("addr"))
-                .expect("send port");
-            let mut buf = vec![0u8; len + 1];
-            let got = socket.recv(&mut buf).expect("datagram");
-            assert_eq!(got, len);
-        });
-        let server_addr: SocketAddr = server_rx.recv().expect("server port");
-        let client = s.spawn(move || {
-            pair.enter(Side::B).expect("enter B");
-            let socket =
-                UdpSocket::bind(SocketAddr::new(pair.addr(Side::B, Family::V6), 0)).expect("bind");
-            client_tx
-                .send(socket.local_addr().expect("local"))
-                .expect("send port");
-            go_rx.recv().expect("go");
-            socket
-                .send_to(&vec![0xa5u8; len], server_addr)
-                .expect("send");
-        });
-        let local: SocketAddr = client_rx.recv().expect("client port");
-        trace_in_both(probes, ns, (server_addr.port(), local.port()), UDP_FLOW);
-        // Neither socket is connected: their socket-level events carry no
-        // peer port.
-        probes
-            .trace_socket(ns[0], server_addr.port(), UDP_FLOW)
-            .expect("register receiver");
-        probes
-            .trace_socket(ns[1], local.port(), UDP_FLOW)
-            .expect("register sender");
-        go_tx.send(()).expect("go");
-        client.join().expect("client");
-        server.join().expect("server");
-    });
 }
 
 fn name(r: &Record) -> &'static str {
@@ -236,8 +121,14 @@ fn tcp_and_udp_messages_in_layer_order_on_both_sides() {
         return;
     };
     let pair = VethPair::create(1500).expect("veth pair");
-    tcp_transfer(&pair, &mut probes, MESSAGE, 1);
-    udp_transfer(&pair, &mut probes, MESSAGE);
+    let one = Moved {
+        sent: 1,
+        received: 1,
+    };
+    let moved = transfer::tcp(&pair, &mut probes, MESSAGE, 1, TCP_FLOW).expect("TCP");
+    assert_eq!(moved, one);
+    let moved = transfer::udp(&pair, &mut probes, MESSAGE, 1, UDP_FLOW).expect("UDP");
+    assert_eq!(moved, one);
     let trace = probes.finish("test: veth, IPv6").expect("finish");
     listing(&trace, TCP_FLOW);
     listing(&trace, UDP_FLOW);
@@ -394,7 +285,8 @@ fn a_tiny_ring_overflows_and_the_drops_are_counted() {
         return;
     };
     let pair = VethPair::create(1500).expect("veth pair");
-    tcp_transfer(&pair, &mut probes, 100, 500);
+    let moved = transfer::tcp(&pair, &mut probes, 100, 500, TCP_FLOW).expect("TCP");
+    assert_eq!(moved.received, 500);
     let trace = probes.finish("test: tiny ring").expect("finish");
     println!(
         "kept {} records, dropped {}",
