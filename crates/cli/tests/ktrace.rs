@@ -2,9 +2,16 @@
 //! across a veth pair written as a trace `stackscope trace info` reads;
 //! without root, a clear error naming the missing permission.
 
-mod common;
+use std::process::{Command, Output};
 
-use common::stackscope;
+/// Runs the binary under test (tests/common's helper without its JSON
+/// reader, which this file does not use).
+fn stackscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stackscope"))
+        .args(args)
+        .output()
+        .expect("run stackscope")
+}
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
