@@ -201,8 +201,9 @@ INLINE void emit(__u16 loc, __u32 flow, __u32 len, __u64 aux, __u64 ts)
 	if (!r) {
 		__u32 zero = 0;
 		__u64 *count = bpf_map_lookup_elem(&dropped, &zero);
+		// Atomic: a program in an interrupt on this CPU may count too.
 		if (count)
-			*count += 1;
+			__sync_fetch_and_add(count, 1);
 		return;
 	}
 	r->tsc = ts;
