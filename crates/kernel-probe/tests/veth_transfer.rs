@@ -11,7 +11,7 @@ use std::time::Duration;
 use kernel_probe::transfer::{self, Moved};
 use kernel_probe::{Config, KernelProbes, KernelTrace, LOCATIONS};
 use probe::{Layer, Record};
-use traffic::kernel::netns::VethPair;
+use traffic::kernel::netns::{Side, VethPair};
 
 const TCP_FLOW: u32 = 1;
 const UDP_FLOW: u32 = 2;
@@ -319,5 +319,68 @@ fn without_root_the_error_names_the_permission() {
                 "the error says what is missing: {text}"
             );
         }
+    }
+}
+
+/// With a qdisc that queues every packet (tbf: unlike pfifo it has no
+/// bypass for an empty queue; fast enough never to hold one back) on the
+/// sender's veth, each packet passes qdisc_enqueue then qdisc_dequeue,
+/// inside the device queue.
+#[test]
+fn a_queueing_qdisc_shows_its_enqueue_and_dequeue() {
+    let _pair = one_pair_at_a_time();
+    let Some(mut probes) = start(&Config::default()) else {
+        return;
+    };
+    let pair = VethPair::create(1500).expect("veth pair");
+    let (ns, dev) = (pair.namespace(Side::B), pair.interface(Side::B));
+    let tc = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev])
+        .args([
+            "root", "tbf", "rate", "10gbit", "burst", "1mb", "latency", "100ms",
+        ])
+        .output()
+        .expect("run tc");
+    if !tc.status.success() {
+        println!(
+            "skipped: tc could not add tbf: {}",
+            String::from_utf8_lossy(&tc.stderr).trim()
+        );
+        return;
+    }
+    transfer::tcp(&pair, &mut probes, MESSAGE, 3, TCP_FLOW).expect("TCP");
+    let trace = probes.finish("test: tbf").expect("finish");
+    let at = |loc: &str| -> Vec<&Record> {
+        trace
+            .trace
+            .records
+            .iter()
+            .filter(|r| name(r) == loc)
+            .collect()
+    };
+    let (enqueued, dequeued) = (at("kernel.qdisc_enqueue"), at("kernel.qdisc_dequeue"));
+    println!(
+        "qdisc: {} enqueued, {} dequeued",
+        enqueued.len(),
+        dequeued.len()
+    );
+    assert!(!enqueued.is_empty());
+    assert_eq!(enqueued.len(), dequeued.len());
+    for e in &enqueued {
+        let d = dequeued
+            .iter()
+            .find(|d| d.aux == e.aux && d.tsc >= e.tsc)
+            .expect("each enqueued skb leaves the qdisc");
+        let queued = at("kernel.net_dev_queue");
+        let q = queued
+            .iter()
+            .find(|q| q.aux == e.aux && q.tsc <= e.tsc)
+            .expect("queued to the device before the qdisc");
+        let x = at("kernel.net_dev_start_xmit");
+        let x = x
+            .iter()
+            .find(|x| x.aux == e.aux && x.tsc >= d.tsc)
+            .expect("the driver after the qdisc");
+        assert!(q.tsc <= e.tsc && e.tsc <= d.tsc && d.tsc <= x.tsc);
     }
 }
