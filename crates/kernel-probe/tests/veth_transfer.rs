@@ -384,3 +384,59 @@ fn a_queueing_qdisc_shows_its_enqueue_and_dequeue() {
         assert!(q.tsc <= e.tsc && e.tsc <= d.tsc && d.tsc <= x.tsc);
     }
 }
+
+/// A datagram to a port nobody listens on is dropped by the receiver's UDP
+/// with a reason: kernel.kfree_skb carries it in len, after the frame's
+/// device events, same skb.
+#[test]
+fn a_dropped_datagram_is_recorded_with_its_reason() {
+    let _pair = one_pair_at_a_time();
+    let Some(mut probes) = start(&Config::default()) else {
+        return;
+    };
+    let pair = VethPair::create(1500).expect("veth pair");
+    let ns = transfer::namespace_inodes(&pair).expect("inodes");
+    // The discard port: nothing listens in a namespace made a moment ago.
+    let closed = std::net::SocketAddr::new(pair.addr(Side::A, traffic::spec::Family::V6), 9);
+    let pair_ref = &pair;
+    let socket = std::thread::scope(|s| {
+        s.spawn(move || {
+            pair_ref.enter(Side::B).expect("enter B");
+            std::net::UdpSocket::bind(std::net::SocketAddr::new(
+                pair_ref.addr(Side::B, traffic::spec::Family::V6),
+                0,
+            ))
+            .expect("bind")
+        })
+        .join()
+        .expect("bind thread")
+    });
+    let port = socket.local_addr().expect("local").port();
+    for inode in ns {
+        probes
+            .trace_flow(inode, port, 9, UDP_FLOW)
+            .expect("register");
+    }
+    // The socket lives in B whichever thread sends.
+    socket.send_to(&[0u8; 100], closed).expect("send");
+    // The receive runs inside the send on veth; give a deferred one time.
+    std::thread::sleep(Duration::from_millis(50));
+    let trace = probes.finish("test: closed port").expect("finish");
+    let freed = trace
+        .trace
+        .records
+        .iter()
+        .find(|r| name(r) == "kernel.kfree_skb")
+        .expect("the drop is recorded");
+    println!("dropped skb {:#x}, reason {}", freed.aux, freed.len);
+    // 0 and 1 are "not dropped" and "consumed": a real drop has a reason
+    // after them.
+    assert!(freed.len >= 2, "reason {}", freed.len);
+    let received = trace
+        .trace
+        .records
+        .iter()
+        .find(|r| name(r) == "kernel.netif_receive_skb" && r.aux == freed.aux)
+        .expect("the frame arrived first");
+    assert!(received.tsc <= freed.tsc);
+}
