@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use kernel_probe::{transfer, Config, KernelProbes};
 use traffic::kernel::netns::VethPair;
+use traffic::spec::Family;
 
 /// The flow id the transfer is traced under.
 const FLOW: u32 = 1;
@@ -17,6 +18,9 @@ pub struct KtraceArgs {
     /// UDP datagrams instead of TCP messages.
     #[arg(short = 'u', long)]
     udp: bool,
+    /// IPv4 instead of IPv6.
+    #[arg(short = '4', long)]
+    ipv4: bool,
     /// Bytes per message (one write or datagram each).
     #[arg(short = 'l', long, default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..=65_507))]
@@ -54,13 +58,21 @@ pub fn run(args: &KtraceArgs) -> anyhow::Result<()> {
     }
     let pair = VethPair::create(args.mtu)?;
     let (len, count) = (args.len as usize, args.count as usize);
+    let family = if args.ipv4 { Family::V4 } else { Family::V6 };
     let (protocol, moved) = if args.udp {
-        ("UDP", transfer::udp(&pair, &mut probes, len, count, FLOW)?)
+        (
+            "UDP",
+            transfer::udp(&pair, &mut probes, family, len, count, FLOW)?,
+        )
     } else {
-        ("TCP", transfer::tcp(&pair, &mut probes, len, count, FLOW)?)
+        (
+            "TCP",
+            transfer::tcp(&pair, &mut probes, family, len, count, FLOW)?,
+        )
     };
     let description = format!(
-        "stackscope ktrace: {protocol}, {count} x {len} B over IPv6, {}",
+        "stackscope ktrace: {protocol}, {count} x {len} B over {}, {}",
+        if args.ipv4 { "IPv4" } else { "IPv6" },
         pair.describe()
     );
     let run = probes.finish(&description)?;

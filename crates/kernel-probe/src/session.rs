@@ -198,7 +198,8 @@ impl KernelProbes {
     /// Events lost so far because the ring was full, summed over CPUs.
     pub fn dropped(&self) -> Result<u64, KernelProbeError> {
         let per_cpu = self.dropped.get(&0, 0).map_err(map_error(DROPPED_MAP))?;
-        Ok(per_cpu.iter().sum())
+        // Saturating: a sum of kernel counters must not panic.
+        Ok(per_cpu.iter().fold(0u64, |sum, n| sum.saturating_add(*n)))
     }
 
     /// Stops polling, drains what is left and returns the trace. The

@@ -1,5 +1,5 @@
 //! A traced kernel transfer across a veth pair: messages from namespace B
-//! to namespace A over IPv6, with the flow registered with the probes
+//! to namespace A over IPv6 or IPv4, with the flow registered with the probes
 //! after the sockets exist and before the first byte. Used by the tests
 //! and by `stackscope ktrace`.
 
@@ -47,17 +47,18 @@ fn gone(what: &str) -> KernelProbeError {
     KernelProbeError::Invalid(format!("transfer: the {what} thread ended early"))
 }
 
-/// `count` TCP messages of `len` bytes from B to A (no-delay, one write
-/// each), traced as `flow`.
+/// `count` TCP messages of `len` bytes from B to A over `family`
+/// (no-delay, one write each), traced as `flow`.
 pub fn tcp(
     pair: &VethPair,
     probes: &mut KernelProbes,
+    family: Family,
     len: usize,
     count: usize,
     flow: u32,
 ) -> Result<Moved, KernelProbeError> {
     let ns = namespace_inodes(pair)?;
-    let receiver = SocketAddr::new(pair.addr(Side::A, Family::V6), 0);
+    let receiver = SocketAddr::new(pair.addr(Side::A, family), 0);
     let (server_tx, server_rx) = mpsc::channel();
     let (client_tx, client_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
@@ -116,11 +117,13 @@ pub fn tcp(
     })
 }
 
-/// `count` UDP datagrams of `len` bytes from B to A, traced as `flow`.
+/// `count` UDP datagrams of `len` bytes from B to A over `family`, traced
+/// as `flow`.
 /// A datagram lost (none arrives for five seconds) ends the count.
 pub fn udp(
     pair: &VethPair,
     probes: &mut KernelProbes,
+    family: Family,
     len: usize,
     count: usize,
     flow: u32,
@@ -132,7 +135,7 @@ pub fn udp(
     std::thread::scope(|s| {
         let server = s.spawn(move || -> Result<usize, KernelProbeError> {
             entered(pair, Side::A)?;
-            let socket = UdpSocket::bind(SocketAddr::new(pair.addr(Side::A, Family::V6), 0))
+            let socket = UdpSocket::bind(SocketAddr::new(pair.addr(Side::A, family), 0))
                 .map_err(failed("bind"))?;
             socket
                 .set_read_timeout(Some(TIMEOUT))
@@ -152,7 +155,7 @@ pub fn udp(
         let client = s.spawn(move || -> Result<(), KernelProbeError> {
             let server_addr: SocketAddr = server_rx.recv().map_err(|_| gone("receiver"))?;
             entered(pair, Side::B)?;
-            let socket = UdpSocket::bind(SocketAddr::new(pair.addr(Side::B, Family::V6), 0))
+            let socket = UdpSocket::bind(SocketAddr::new(pair.addr(Side::B, family), 0))
                 .map_err(failed("bind"))?;
             let local = socket.local_addr().map_err(failed("address"))?;
             let _ = client_tx.send((server_addr.port(), local.port()));

@@ -12,6 +12,7 @@ use kernel_probe::transfer::{self, Moved};
 use kernel_probe::{Config, KernelProbes, KernelTrace, LOCATIONS};
 use probe::{Layer, Record};
 use traffic::kernel::netns::{Side, VethPair};
+use traffic::spec::Family;
 
 const TCP_FLOW: u32 = 1;
 const UDP_FLOW: u32 = 2;
@@ -116,6 +117,15 @@ fn start(config: &Config) -> Option<KernelProbes> {
 
 #[test]
 fn tcp_and_udp_messages_in_layer_order_on_both_sides() {
+    layer_order(Family::V6, "kernel-veth.trace");
+}
+
+#[test]
+fn the_same_over_ipv4() {
+    layer_order(Family::V4, "kernel-veth-ipv4.trace");
+}
+
+fn layer_order(family: Family, kept_as: &str) {
     let _pair = one_pair_at_a_time();
     let Some(mut probes) = start(&Config::default()) else {
         return;
@@ -125,11 +135,13 @@ fn tcp_and_udp_messages_in_layer_order_on_both_sides() {
         sent: 1,
         received: 1,
     };
-    let moved = transfer::tcp(&pair, &mut probes, MESSAGE, 1, TCP_FLOW).expect("TCP");
+    let moved = transfer::tcp(&pair, &mut probes, family, MESSAGE, 1, TCP_FLOW).expect("TCP");
     assert_eq!(moved, one);
-    let moved = transfer::udp(&pair, &mut probes, MESSAGE, 1, UDP_FLOW).expect("UDP");
+    let moved = transfer::udp(&pair, &mut probes, family, MESSAGE, 1, UDP_FLOW).expect("UDP");
     assert_eq!(moved, one);
-    let trace = probes.finish("test: veth, IPv6").expect("finish");
+    let trace = probes
+        .finish(&format!("test: veth, {family:?}"))
+        .expect("finish");
     listing(&trace, TCP_FLOW);
     listing(&trace, UDP_FLOW);
     println!("dropped: {}, malformed: {}", trace.dropped, trace.malformed);
@@ -154,7 +166,7 @@ fn tcp_and_udp_messages_in_layer_order_on_both_sides() {
         trace.trace
     );
     // Kept for `stackscope trace info target/tmp/kernel-veth.trace`.
-    let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-veth.trace");
+    let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(kept_as);
     std::fs::write(&kept, &bytes).expect("write the trace");
 }
 
@@ -285,7 +297,7 @@ fn a_tiny_ring_overflows_and_the_drops_are_counted() {
         return;
     };
     let pair = VethPair::create(1500).expect("veth pair");
-    let moved = transfer::tcp(&pair, &mut probes, 100, 500, TCP_FLOW).expect("TCP");
+    let moved = transfer::tcp(&pair, &mut probes, Family::V6, 100, 500, TCP_FLOW).expect("TCP");
     assert_eq!(moved.received, 500);
     let trace = probes.finish("test: tiny ring").expect("finish");
     println!(
@@ -348,7 +360,7 @@ fn a_queueing_qdisc_shows_its_enqueue_and_dequeue() {
         );
         return;
     }
-    transfer::tcp(&pair, &mut probes, MESSAGE, 3, TCP_FLOW).expect("TCP");
+    transfer::tcp(&pair, &mut probes, Family::V6, MESSAGE, 3, TCP_FLOW).expect("TCP");
     let trace = probes.finish("test: tbf").expect("finish");
     let at = |loc: &str| -> Vec<&Record> {
         trace
@@ -397,13 +409,13 @@ fn a_dropped_datagram_is_recorded_with_its_reason() {
     let pair = VethPair::create(1500).expect("veth pair");
     let ns = transfer::namespace_inodes(&pair).expect("inodes");
     // The discard port: nothing listens in a namespace made a moment ago.
-    let closed = std::net::SocketAddr::new(pair.addr(Side::A, traffic::spec::Family::V6), 9);
+    let closed = std::net::SocketAddr::new(pair.addr(Side::A, Family::V6), 9);
     let pair_ref = &pair;
     let socket = std::thread::scope(|s| {
         s.spawn(move || {
             pair_ref.enter(Side::B).expect("enter B");
             std::net::UdpSocket::bind(std::net::SocketAddr::new(
-                pair_ref.addr(Side::B, traffic::spec::Family::V6),
+                pair_ref.addr(Side::B, Family::V6),
                 0,
             ))
             .expect("bind")
