@@ -5,6 +5,7 @@ mod calibrate;
 mod compare;
 mod experiment;
 mod host;
+mod ktrace;
 mod network;
 mod sweep;
 mod throughput;
@@ -118,6 +119,14 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Inspect a probe trace file and convert it to CSV or Perfetto JSON.
     Trace(trace::TraceArgs),
+    /// Trace a kernel transfer inside the Linux kernel with eBPF: TCP (or
+    /// UDP, -u) messages over IPv6 (or IPv4, -4) across a veth pair
+    /// between two network namespaces made for the run, recorded at the
+    /// kernel's network tracepoints for this flow only, written as a probe
+    /// trace (-o, default kernel.trace; read it with `stackscope trace`).
+    /// Needs root and BTF; a probe the kernel lacks is named with the
+    /// reason and the rest run. See docs/kernel-probes.md.
+    Ktrace(ktrace::KtraceArgs),
     /// Ping a host of a simulated network from another (ICMPv6 or ICMPv4
     /// Echo through the reference stack, on the simulator's virtual clock).
     ///
@@ -232,6 +241,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Compare(args) => compare::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Ktrace(args) => ktrace::run(args),
         Command::Ping(args) => network::ping(args),
         Command::Traceroute(args) => network::traceroute(args),
         Command::Ipv6(args) => network::ipv6(args),

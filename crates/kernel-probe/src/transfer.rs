@@ -1,0 +1,228 @@
+//! A traced kernel transfer across a veth pair: messages from namespace B
+//! to namespace A over IPv6 or IPv4, with the flow registered with the probes
+//! after the sockets exist and before the first byte. Used by the tests
+//! and by `stackscope ktrace`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use traffic::kernel::netns::{Side, VethPair};
+use traffic::spec::Family;
+
+use crate::error::KernelProbeError;
+use crate::session::{netns_inode, KernelProbes};
+
+/// How long a side waits for the other (connect, a datagram, a read).
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a transfer moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moved {
+    /// Messages sent.
+    pub sent: usize,
+    /// Messages received whole.
+    pub received: usize,
+}
+
+/// The inodes of the pair's namespaces, receiver (A) first.
+pub fn namespace_inodes(pair: &VethPair) -> Result<[u32; 2], KernelProbeError> {
+    Ok([
+        netns_inode(format!("/run/netns/{}", pair.namespace(Side::A)))?,
+        netns_inode(format!("/run/netns/{}", pair.namespace(Side::B)))?,
+    ])
+}
+
+fn failed(what: &str) -> impl Fn(std::io::Error) -> KernelProbeError + '_ {
+    move |e| KernelProbeError::Invalid(format!("transfer: {what}: {e}"))
+}
+
+fn entered(pair: &VethPair, side: Side) -> Result<(), KernelProbeError> {
+    pair.enter(side)
+        .map_err(|e| KernelProbeError::Invalid(format!("transfer: enter namespace: {e}")))
+}
+
+fn gone(what: &str) -> KernelProbeError {
+    KernelProbeError::Invalid(format!("transfer: the {what} thread ended early"))
+}
+
+/// `count` TCP messages of `len` bytes from B to A over `family`
+/// (no-delay, one write each), traced as `flow`.
+pub fn tcp(
+    pair: &VethPair,
+    probes: &mut KernelProbes,
+    family: Family,
+    len: usize,
+    count: usize,
+    flow: u32,
+) -> Result<Moved, KernelProbeError> {
+    let ns = namespace_inodes(pair)?;
+    let receiver = SocketAddr::new(pair.addr(Side::A, family), 0);
+    let (server_tx, server_rx) = mpsc::channel();
+    let (client_tx, client_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let server = s.spawn(move || -> Result<usize, KernelProbeError> {
+            entered(pair, Side::A)?;
+            let listener = TcpListener::bind(receiver).map_err(failed("bind"))?;
+            let _ = server_tx.send(listener.local_addr().map_err(failed("address"))?);
+            let mut conn = accept_within(&listener, TIMEOUT)?;
+            conn.set_read_timeout(Some(TIMEOUT))
+                .map_err(failed("timeout"))?;
+            let mut buf = vec![0u8; len];
+            for done in 0..count {
+                if conn.read_exact(&mut buf).is_err() {
+                    return Ok(done);
+                }
+            }
+            Ok(count)
+        });
+        let client = s.spawn(move || -> Result<TcpStream, KernelProbeError> {
+            let server_addr: SocketAddr = server_rx.recv().map_err(|_| gone("receiver"))?;
+            entered(pair, Side::B)?;
+            let mut conn =
+                TcpStream::connect_timeout(&server_addr, TIMEOUT).map_err(failed("connect"))?;
+            conn.set_nodelay(true).map_err(failed("no-delay"))?;
+            let ports = (
+                server_addr.port(),
+                conn.local_addr().map_err(failed("address"))?.port(),
+            );
+            let _ = client_tx.send(ports);
+            go_rx.recv().map_err(|_| gone("main"))?;
+            let message = vec![0x5au8; len];
+            for _ in 0..count {
+                conn.write_all(&message).map_err(failed("write"))?;
+            }
+            // Kept open until the receiver has read everything.
+            Ok(conn)
+        });
+        let registered = client_rx
+            .recv()
+            .map_err(|_| gone("sender"))
+            .and_then(|ports| register(probes, ns, ports, flow));
+        // Dropping the go channel on failure releases the sender.
+        if registered.is_ok() {
+            let _ = go_tx.send(());
+        }
+        drop(go_tx);
+        let received = server.join().map_err(|_| gone("receiver"))?;
+        let sent = client.join().map_err(|_| gone("sender"))?;
+        registered?;
+        let (received, _conn) = (received?, sent?);
+        Ok(Moved {
+            sent: count,
+            received,
+        })
+    })
+}
+
+/// `count` UDP datagrams of `len` bytes from B to A over `family`, traced
+/// as `flow`.
+/// A datagram lost (none arrives for five seconds) ends the count.
+pub fn udp(
+    pair: &VethPair,
+    probes: &mut KernelProbes,
+    family: Family,
+    len: usize,
+    count: usize,
+    flow: u32,
+) -> Result<Moved, KernelProbeError> {
+    let ns = namespace_inodes(pair)?;
+    let (server_tx, server_rx) = mpsc::channel();
+    let (client_tx, client_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let server = s.spawn(move || -> Result<usize, KernelProbeError> {
+            entered(pair, Side::A)?;
+            let socket = UdpSocket::bind(SocketAddr::new(pair.addr(Side::A, family), 0))
+                .map_err(failed("bind"))?;
+            socket
+                .set_read_timeout(Some(TIMEOUT))
+                .map_err(failed("timeout"))?;
+            let _ = server_tx.send(socket.local_addr().map_err(failed("address"))?);
+            let mut buf = vec![0u8; len + 1];
+            let mut whole = 0;
+            for _ in 0..count {
+                match socket.recv(&mut buf) {
+                    Ok(got) if got == len => whole += 1,
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            Ok(whole)
+        });
+        let client = s.spawn(move || -> Result<(), KernelProbeError> {
+            let server_addr: SocketAddr = server_rx.recv().map_err(|_| gone("receiver"))?;
+            entered(pair, Side::B)?;
+            let socket = UdpSocket::bind(SocketAddr::new(pair.addr(Side::B, family), 0))
+                .map_err(failed("bind"))?;
+            let local = socket.local_addr().map_err(failed("address"))?;
+            let _ = client_tx.send((server_addr.port(), local.port()));
+            go_rx.recv().map_err(|_| gone("main"))?;
+            let message = vec![0xa5u8; len];
+            for _ in 0..count {
+                socket
+                    .send_to(&message, server_addr)
+                    .map_err(failed("send"))?;
+            }
+            Ok(())
+        });
+        let registered = client_rx
+            .recv()
+            .map_err(|_| gone("sender"))
+            .and_then(|ports| {
+                register(probes, ns, ports, flow)?;
+                // Neither socket is connected: their socket-level events carry
+                // no peer port.
+                probes.trace_socket(ns[0], ports.0, flow)?;
+                probes.trace_socket(ns[1], ports.1, flow)
+            });
+        if registered.is_ok() {
+            let _ = go_tx.send(());
+        }
+        drop(go_tx);
+        let sent = client.join().map_err(|_| gone("sender"));
+        let received = server.join().map_err(|_| gone("receiver"))??;
+        registered?;
+        sent??;
+        Ok(Moved {
+            sent: count,
+            received,
+        })
+    })
+}
+
+/// Accepts one connection, giving up after `timeout` (a sender that never
+/// connects must not hang the run).
+fn accept_within(listener: &TcpListener, timeout: Duration) -> Result<TcpStream, KernelProbeError> {
+    listener
+        .set_nonblocking(true)
+        .map_err(failed("non-blocking"))?;
+    let start = std::time::Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((conn, _)) => {
+                conn.set_nonblocking(false).map_err(failed("blocking"))?;
+                return Ok(conn);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && start.elapsed() < timeout => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(failed("accept")(e)),
+        }
+    }
+}
+
+/// Registers the port pair in both namespaces.
+fn register(
+    probes: &mut KernelProbes,
+    ns: [u32; 2],
+    ports: (u16, u16),
+    flow: u32,
+) -> Result<(), KernelProbeError> {
+    for inode in ns {
+        probes.trace_flow(inode, ports.0, ports.1, flow)?;
+    }
+    Ok(())
+}
