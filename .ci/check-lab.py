@@ -317,6 +317,10 @@ for exp in summary["experiments"]:
         speeds = [run.get(k) for k in ("cpu_speed_min_ns_per_kib", "cpu_speed_ns_per_kib", "cpu_speed_max_ns_per_kib")]
         if not all(isinstance(x, (int, float)) and x > 0 for x in speeds) or sorted(speeds) != speeds:
             fail(f"{exp['name']}/{run['id']}: no CPU speed gauge, or its range is out of order: {speeds}")
+        # Other processes' CPU over the run (null over too few clock ticks).
+        others = run.get("others_cpu", "absent")
+        if others == "absent" or (others is not None and not (isinstance(others, (int, float)) and others >= 0)):
+            fail(f"{exp['name']}/{run['id']}: no others_cpu (other processes' CPU over the run): {others}")
         repetition = run["send"].get("stop_slope_repetition")
         if repetition is not None:
             passes = repetition["passes"]

@@ -83,15 +83,16 @@ enum Command {
     /// Benjamini–Hochberg), and a change must also exceed the noise
     /// threshold (--threshold, 2 %); each figure not marked says the
     /// smallest change that could have been. Single numbers get their
-    /// ratio only, never a verdict. A figure whose machine states (the
-    /// core-to-core round trips measured around its repetitions, and
-    /// where measured the wake-up round trips between two threads) span
-    /// more than 1.5× over both runs gets no verdict either: on a virtual
-    /// machine that moves with the vCPUs' placement and the scheduler,
-    /// not with the code. The tests know each run's own spread,
-    /// not how the machine differed between the runs: a busy machine can
-    /// move a figure beyond its spread; repeat both runs before trusting
-    /// one lone difference.
+    /// ratio only, never a verdict. Nor does a figure measured in
+    /// different machine states, as the gauges read around its
+    /// repetitions say: core-to-core round trips spanning more than 1.5×
+    /// over both runs; wake-up round trips between two threads, or the
+    /// CPUs' time to copy and checksum a KiB, whose medians differ by
+    /// more than 1.25×; or other processes' CPU use differing by more
+    /// than half a CPU. On a virtual machine these move with the vCPUs'
+    /// placement and speed, the scheduler and other work, not with the
+    /// code. The tests know each run's own spread, not what no gauge
+    /// saw: repeat both runs before trusting one lone difference.
     ///
     /// Prints a header (what A and B are), the significant differences,
     /// and counts of the rest (--all: everything, and the figures only one

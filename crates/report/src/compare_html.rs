@@ -102,6 +102,8 @@ pub enum Gauge {
     WakeTrip,
     /// The CPUs' time to copy and checksum a KiB.
     CpuSpeed,
+    /// CPUs' worth of time other processes used.
+    OthersCpu,
 }
 
 /// A gauge that differed between the runs (or within one), with each
@@ -378,7 +380,7 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
 }
 
 /// Why figures measured in different machine states get no verdict.
-pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state. Three gauges are read before each repetition and after the last, outside every window. The round trip of a cache line between two CPUs: its readings differed by more than 1.5× between the runs or within one; on a virtual machine it moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). The round trip of a wake-up between two threads on the two CPUs: the runs' medians differed by more than 1.25×; it moves with how busy the CPUs are, and so do figures that hand work between blocked threads. The CPUs' time to copy and checksum a KiB: the runs' medians differed by more than 1.25×; the host runs the vCPUs at different speeds (in one of two labs whose other gauges agreed, the copying UDP send path ran three times slower in every category). A difference here is the machine's, not the code's: run both again to compare them.";
+pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state. Three gauges are read before each repetition and after the last, outside every window. The round trip of a cache line between two CPUs: its readings differed by more than 1.5× between the runs or within one; on a virtual machine it moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). The round trip of a wake-up between two threads on the two CPUs: the runs' medians differed by more than 1.25×; it moves with how busy the CPUs are, and so do figures that hand work between blocked threads. The CPUs' time to copy and checksum a KiB: the runs' medians differed by more than 1.25×; the host runs the vCPUs at different speeds (in one of two labs whose other gauges agreed, the copying UDP send path ran three times slower in every category). And the CPU time other processes used meanwhile: the runs' differed by more than half a CPU (one ran beside a build, the other alone). A difference here is the machine's, not the code's: run both again to compare them.";
 
 /// `… (core round trip A 58 ns, B 61–340 ns)`: each side's range (a
 /// wake round trip in µs); for the gauges judged by their medians, the
@@ -388,6 +390,12 @@ pub fn machine_text(diff: StateDiff) -> String {
         Gauge::CoreTrip => ("core round trip", 1.0, "ns", false),
         Gauge::WakeTrip => ("wake round trip", 1e-3, "µs", true),
         Gauge::CpuSpeed => ("CPU copy and checksum", 1.0, "ns/KiB", true),
+        Gauge::OthersCpu => {
+            return format!(
+                "machine state differed (other processes used A {:.2}, B {:.2} CPUs)",
+                diff.medians[0], diff.medians[1]
+            )
+        }
     };
     let side = |[lo, hi]: [f64; 2], median: f64| {
         let (lo, hi, median) = (lo * scale, hi * scale, median * scale);

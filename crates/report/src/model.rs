@@ -409,4 +409,10 @@ pub struct MachineGauges {
     pub cpu_speed_ns_per_kib: Option<f64>,
     pub cpu_speed_min_ns_per_kib: Option<f64>,
     pub cpu_speed_max_ns_per_kib: Option<f64>,
+    /// CPUs' worth of time other processes used from the first reading to
+    /// the last (`traffic::sweep::busy`: the machine's busy time less this
+    /// process's and its background load's), as a sweep point's
+    /// `others_cpu`: a run beside other work is slower without any gauge
+    /// above moving. `None` over too few clock ticks.
+    pub others_cpu: Option<f64>,
 }

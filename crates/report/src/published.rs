@@ -383,6 +383,12 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
                         error: "no key".into(),
                     },
                 };
+                let unit = e
+                    .unit
+                    .clone()
+                    .or_else(|| g.unit.clone())
+                    .unwrap_or_default();
+                let ours = too_noisy(ours, &unit);
                 let study_value = StudyValue {
                     value: e.value,
                     spread: e.spread,
@@ -397,11 +403,7 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
                     figure: g.figure.clone(),
                     quantity: e.quantity.clone(),
                     variant: (!v.label.is_empty()).then(|| v.label.clone()),
-                    unit: e
-                        .unit
-                        .clone()
-                        .or_else(|| g.unit.clone())
-                        .unwrap_or_default(),
+                    unit,
                     study: Some(study_value),
                     conditions: e.conditions.clone().unwrap_or_else(|| g.conditions.clone()),
                     source: source(&study.seed, e.seed_lines.as_ref().unwrap_or(&g.seed_lines)),
@@ -414,6 +416,40 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// A latency, rate or size whose interval reaches below zero, which it
+/// cannot: its mean is too noisy to set beside the study's (a quick
+/// lab's XTP driver point at 16 B under a helper's build read 19.5
+/// [−0.5, 39.5] Mbit/s from three repetitions). Percent differences may
+/// straddle zero and are kept.
+fn too_noisy(ours: Ours, unit: &str) -> Ours {
+    match ours {
+        Ours::Measured {
+            value,
+            ci95: Some(ci),
+            path,
+            ..
+        } if !unit.starts_with('%') && value > 0.0 && ci.lo < 0.0 => Ours::NoFigure {
+            why: format!(
+                "too noisy to be a result: {} {unit} with a 95 % interval of [{}, {}], which reaches below zero",
+                sig3(value),
+                sig3(ci.lo),
+                sig3(ci.hi)
+            ),
+            path,
+        },
+        other => other,
+    }
+}
+
+/// Three significant digits, for a reason's text.
+fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
 }
 
 /// `file line 91` or `file lines 87-90`.
@@ -760,6 +796,35 @@ mod tests {
             n: None,
             versus: None,
         }
+    }
+
+    #[test]
+    fn a_positive_figure_whose_interval_reaches_below_zero_is_too_noisy() {
+        let measured = |value: f64, lo: f64, hi: f64| Ours::Measured {
+            value,
+            ci95: Some(Interval { lo, hi }),
+            n: Some(3),
+            path: "p".into(),
+        };
+        match too_noisy(measured(19.5, -0.46, 39.5), "Mbit/s") {
+            Ours::NoFigure { why, path } => {
+                assert_eq!(path, "p");
+                assert!(
+                    why.contains("19.5 Mbit/s") && why.contains("[-0.460, 39.5]"),
+                    "{why}"
+                );
+            }
+            other => panic!("kept: {other:?}"),
+        }
+        // Within zero, or a percent difference: kept.
+        assert!(matches!(
+            too_noisy(measured(19.5, 0.5, 38.5), "Mbit/s"),
+            Ours::Measured { .. }
+        ));
+        assert!(matches!(
+            too_noisy(measured(1.4, -0.2, 3.0), "%"),
+            Ours::Measured { .. }
+        ));
     }
 
     #[test]

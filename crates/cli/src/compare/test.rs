@@ -166,8 +166,10 @@ pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<Untested
 /// The core round trip (`traffic::core_trip`) has two states far apart
 /// (60 and 320 ns) and little noise within one, so any reading of either
 /// side in the other state counts: the sides' states differ, or either
-/// side's repetitions spanned two. The wake round trip and the CPUs'
-/// speed (`traffic::wake_trip`, `traffic::cpu_speed`) have outlying
+/// side's repetitions spanned two. Other processes' CPU use
+/// (`traffic::sweep::busy`) differs when one side had more than half a
+/// CPU's worth beside it that the other had not. The wake round trip and
+/// the CPUs' speed (`traffic::wake_trip`, `traffic::cpu_speed`) have outlying
 /// readings within one state and more states between (the CPUs' speed:
 /// 19.5 to 50 ns/KiB within one quick run, and a run whose passes take
 /// turns with others' meets several by design), so the sides' medians —
@@ -203,6 +205,16 @@ fn machine_differed(pair: &Pair) -> Option<StateDiff> {
             [a.cpu, b.cpu],
             traffic::cpu_speed::states_differ,
         )
+    })
+    .or_else(|| {
+        // Other processes' CPU: one side ran beside other work the other
+        // did not have (a difference of more than a busy point's share).
+        let (x, y) = (a.others?, b.others?);
+        ((x - y).abs() > traffic::sweep::busy::BUSY_OTHERS_CPU).then_some(StateDiff {
+            gauge: Gauge::OthersCpu,
+            ranges: [[x, x], [y, y]],
+            medians: [x, y],
+        })
     })
 }
 
@@ -435,12 +447,18 @@ mod tests {
         let wake = |wake| Gauges {
             core: one(58.0),
             wake,
-            cpu: None,
+            ..Gauges::default()
         };
         let cpu = |cpu| Gauges {
             core: one(58.0),
             wake: one(30e3),
             cpu,
+            others: None,
+        };
+        let others = |others| Gauges {
+            core: one(58.0),
+            others,
+            ..Gauges::default()
         };
         let pairs = [
             with(core(one(58.0)), core(one(340.0))),
@@ -460,6 +478,8 @@ mod tests {
                 cpu(reading(19.4, 19.7, 20.1)),
                 cpu(reading(29.0, 29.2, 47.0)),
             ),
+            // A ran beside a build that took a CPU (a lab beside a helper).
+            with(others(Some(0.99)), others(Some(0.0))),
             // One state; the wake and CPU readings' ranges reach far, but
             // their medians agree: the state each side mostly ran in.
             with(core(one(58.0)), core(reading(62.0, 64.0, 70.0))),
@@ -472,6 +492,7 @@ mod tests {
                 cpu(reading(19.4, 20.8, 46.9)),
                 cpu(reading(19.3, 19.7, 29.3)),
             ),
+            with(others(Some(0.3)), others(Some(0.0))),
         ];
         let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.02));
         let differed = |gauge, ranges, medians| {
@@ -505,11 +526,15 @@ mod tests {
             tested[3].machine_differed,
             differed(Gauge::CpuSpeed, [[19.4, 20.1], [29.0, 47.0]], [19.7, 29.2])
         );
-        for t in &tested[..4] {
+        assert_eq!(
+            tested[4].machine_differed,
+            differed(Gauge::OthersCpu, [[0.99, 0.99], [0.0, 0.0]], [0.99, 0.0])
+        );
+        for t in &tested[..5] {
             assert!(!t.significant && t.verdict.is_none());
         }
         // One state, or a side that did not say: judged as before.
-        for t in &tested[4..] {
+        for t in &tested[5..] {
             assert!(t.significant && t.machine_differed.is_none(), "{t:?}");
         }
     }

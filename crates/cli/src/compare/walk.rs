@@ -59,12 +59,15 @@ pub struct Pair {
 /// A measurement's machine state, where measured: its core-to-core round
 /// trips (`core_trip_*`, ns; `traffic::core_trip`), wake-up round trips
 /// (`wake_trip_*`, ns; `traffic::wake_trip`) and the CPUs' speed at
-/// copying and summing (`cpu_speed_*`, ns per KiB; `traffic::cpu_speed`).
+/// copying and summing (`cpu_speed_*`, ns per KiB; `traffic::cpu_speed`),
+/// and the CPUs' worth of time other processes used (`others_cpu`;
+/// `traffic::sweep::busy`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Gauges {
     pub core: Option<Reading>,
     pub wake: Option<Reading>,
     pub cpu: Option<Reading>,
+    pub others: Option<f64>,
 }
 
 /// A gauge's readings over one measurement: their median and range
@@ -82,6 +85,7 @@ impl Gauges {
             core: self.core.or(outer.core),
             wake: self.wake.or(outer.wake),
             cpu: self.cpu.or(outer.cpu),
+            others: self.others.or(outer.others),
         }
     }
 }
@@ -277,6 +281,13 @@ fn state(fields: &[(String, Entry)]) -> Gauges {
         core: reading(CORE_TRIP),
         wake: reading(WAKE_TRIP),
         cpu: reading(CPU_SPEED),
+        // Zero is a reading here: nothing else ran.
+        others: fields.iter().find_map(|(key, entry)| match entry {
+            Entry::Value(v) if key == "others_cpu" => {
+                v.as_f64().filter(|x| x.is_finite() && *x >= 0.0)
+            }
+            _ => None,
+        }),
     }
 }
 
@@ -502,7 +513,7 @@ mod tests {
                 "core_trip_ns": 60.0,
                 "wake_trip_ns": 30e3, "wake_trip_min_ns": 29e3, "wake_trip_max_ns": 50e3,
                 "cpu_speed_ns_per_kib": cpu, "cpu_speed_min_ns_per_kib": 19.0,
-                "cpu_speed_max_ns_per_kib": 47.0,
+                "cpu_speed_max_ns_per_kib": 47.0, "others_cpu": 0.0,
                 "points": [{"size": 100, "stop": est(10.0),
                             "cpu_speed_ns_per_kib": 39.0}]}]})
         };
@@ -527,7 +538,8 @@ mod tests {
         assert_eq!(
             a.wake.map(|r| (r.median, r.range)),
             Some((30e3, [29e3, 50e3]))
-        );
+        ); // Nothing else ran: zero is a reading.
+        assert_eq!(a.others, Some(0.0));
     }
 
     #[test]

@@ -258,6 +258,9 @@ fn begin<'a>(
     let started = Instant::now();
     // The machine's state, before the pass and outside its windows.
     let mut tally = Tally::default();
+    if let Some(load) = &load {
+        tally.gauges.count_as_own(load.pids());
+    }
     tally.gauge();
     let began = now_ns();
     let result = run_pass(&topology, &spec, plan.probes)?;
