@@ -388,7 +388,17 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
                     .clone()
                     .or_else(|| g.unit.clone())
                     .unwrap_or_default();
-                let ours = too_noisy(ours, &unit);
+                // A difference (`versus`) may straddle zero.
+                let difference_figure = e
+                    .ours
+                    .as_ref()
+                    .or(g.ours.as_ref())
+                    .is_some_and(|key| key.versus.is_some());
+                let ours = if difference_figure {
+                    ours
+                } else {
+                    too_noisy(ours, &unit)
+                };
                 let study_value = StudyValue {
                     value: e.value,
                     spread: e.spread,
@@ -421,8 +431,8 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
 /// A latency, rate or size whose interval reaches below zero, which it
 /// cannot: its mean is too noisy to set beside the study's (a quick
 /// lab's XTP driver point at 16 B under a helper's build read 19.5
-/// [−0.5, 39.5] Mbit/s from three repetitions). Percent differences may
-/// straddle zero and are kept.
+/// [−0.5, 39.5] Mbit/s from three repetitions). Percent figures are
+/// differences, which may straddle zero, and are kept.
 fn too_noisy(ours: Ours, unit: &str) -> Ours {
     match ours {
         Ours::Measured {
