@@ -229,6 +229,10 @@ const NO_READ: &str = "no_read_returned_the_last_byte";
 const NO_COPY: &str = "no_copy_to_the_reader";
 const UDP_SEND: &str = "udp_send_has_no_start_event";
 const WRONG_LENGTH: &str = "read_returned_another_length";
+/// A UDP datagram larger than a packet goes as IP fragments, which carry
+/// no ports (IPv6: behind a Fragment header; later fragments: no UDP
+/// header at all): the probes cannot tell their flow and record none.
+const UDP_FRAGMENTS: &str = "no_packet_traced_ip_fragments_carry_no_ports";
 
 /// Offset of sequence `seq` from `base`, modulo 2³² (sequence numbers wrap).
 fn offset(seq: u64, base: u32) -> u32 {
@@ -519,7 +523,7 @@ fn udp_messages(ctx: &Ctx, sizes: &[u32]) -> Vec<KernelMessage> {
                         .collect();
                     m.packets_sent = skbs.len() as u32;
                     m.send_missing = Some(if skbs.is_empty() {
-                        NO_PACKET_SENT
+                        UDP_FRAGMENTS
                     } else {
                         UDP_SEND
                     });
@@ -557,7 +561,7 @@ fn udp_receive(
             let r = ctx.records[i];
             r.loc == sites.netif_rx && r.flow == receiver
         })
-        .ok_or(NO_PACKET_RECEIVED)?;
+        .ok_or(UDP_FRAGMENTS)?;
     let mut skbs = BTreeSet::new();
     let mut events = Vec::new();
     for i in arrival..=read {

@@ -23,7 +23,10 @@
 //!   `kernel.sock_send_length` and the receiver's k-th
 //!   `kernel.sock_recv_length`; its send events are the sender's device
 //!   events after the previous send call returned, its receive events the
-//!   receiver's after the previous read returned.
+//!   receiver's after the previous read returned. A datagram larger than
+//!   a packet goes as IP fragments, which carry no ports the probes could
+//!   filter on: such messages have no packet events and are counted as
+//!   `no_packet_traced_ip_fragments_carry_no_ports`.
 //!
 //! **Windows** (counter cycles turned into ns with the header's rate; the
 //! probes' cost, `overhead_cycles` per record, taken out of every interval
