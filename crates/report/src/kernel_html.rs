@@ -36,6 +36,20 @@ fn opt(e: Option<&Estimate>, unit: &str) -> String {
     e.map_or("-".into(), |e| est(e, unit))
 }
 
+/// A figure that cannot be negative (a rate, a CPU time, a cost): when its
+/// interval reaches 0 the measurement could not resolve it, and says so
+/// instead of printing an impossible bound.
+fn positive(e: Option<&Estimate>, unit: &str) -> String {
+    match e {
+        Some(e) if e.ci95.is_some_and(|ci| ci.lo <= 0.0) => format!(
+            "too noisy to resolve: mean {} {unit}, 95 % interval reaches 0 (n {})",
+            sig(e.mean),
+            e.n
+        ),
+        _ => opt(e, unit),
+    }
+}
+
 pub(crate) fn section(h: &mut String, experiment: &str, run: &KernelRun) {
     let title = if run.title.is_empty() {
         format!(
@@ -196,23 +210,23 @@ fn cost_table(c: &ProbeCostFigures) -> Table {
         rows: vec![
             vec![
                 "throughput".into(),
-                opt(c.attached_gbps.as_ref(), "Gbit/s"),
-                opt(c.detached_gbps.as_ref(), "Gbit/s"),
+                positive(c.attached_gbps.as_ref(), "Gbit/s"),
+                positive(c.detached_gbps.as_ref(), "Gbit/s"),
             ],
             vec!["throughput change".into(), change, String::new()],
             vec![
                 "CPU per GiB (sending + receiving thread)".into(),
-                opt(c.attached_cpu_s_per_gib.as_ref(), "s"),
-                opt(c.detached_cpu_s_per_gib.as_ref(), "s"),
+                positive(c.attached_cpu_s_per_gib.as_ref(), "s"),
+                positive(c.detached_cpu_s_per_gib.as_ref(), "s"),
             ],
             vec![
                 "events per transfer".into(),
-                opt(c.events_per_transfer.as_ref(), ""),
+                positive(c.events_per_transfer.as_ref(), ""),
                 "0".into(),
             ],
             vec![
                 "extra CPU per event".into(),
-                opt(c.per_event_ns.as_ref(), "ns"),
+                positive(c.per_event_ns.as_ref(), "ns"),
                 String::new(),
             ],
             vec![
@@ -315,6 +329,13 @@ fn latency_chart(run: &KernelRun, receive: bool) -> XyChart {
             )
             .with_errors(errors),
         );
+        if let Some(fit) = fit.filter(|f| f.weak) {
+            series.push(Series::new(
+                format!("{which}: weak trend (R² {:.3}), not drawn", fit.r2),
+                Vec::new(),
+                Style::Dashed,
+            ));
+        }
         if let Some(fit) = fit.filter(|f| !f.weak) {
             let (lo, hi) = points
                 .iter()
@@ -329,7 +350,7 @@ fn latency_chart(run: &KernelRun, receive: bool) -> XyChart {
                     .collect();
                 series.push(Series::new(
                     format!(
-                        "{which}: {} (R² {:.3}, medians)",
+                        "{which}: {} (R² {:.3}, through the medians)",
                         fit.formula("KB", "µs"),
                         fit.r2
                     ),
@@ -602,7 +623,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                     ));
                     if let Some(s) = shares {
                         bars.push((
-                            format!("ref {} {path} {} B", r.protocol, rp.size),
+                            format!("ref {}/{} {path} {} B", r.protocol, r.family, rp.size),
                             s.to_vec(),
                         ));
                     }
@@ -618,7 +639,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                         Some(shares),
                     ));
                     bars.push((
-                        format!("kernel {} {path} {} B", k.protocol, kp.size),
+                        format!("kernel {}/{} {path} {} B", k.protocol, k.family, kp.size),
                         shares.to_vec(),
                     ));
                 } else {
