@@ -278,7 +278,7 @@ fn latency_table(run: &KernelRun) -> Table {
             "receive stop",
             "skbs sent",
             "no window send / receive",
-            "retransmits / drops",
+            "retransmits / kfree_skb (any reason; in the trace)",
         ]
         .map(String::from)
         .to_vec(),

@@ -137,7 +137,10 @@ pub struct KernelMessage {
     /// arriving.
     pub packets_sent: u32,
     pub packets_received: u32,
-    /// `kernel.tcp_retransmit_skb` and `kernel.kfree_skb` of its skbs.
+    /// `kernel.tcp_retransmit_skb` and `kernel.kfree_skb` of its skbs
+    /// (`drops`: any drop reason, the kernel's number in the trace's `len`;
+    /// one was seen with reason 104 on a 64 KiB message that needed no
+    /// retransmission, so not every one is a lost packet).
     pub retransmits: u32,
     pub drops: u32,
 }
