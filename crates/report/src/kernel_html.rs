@@ -167,11 +167,22 @@ fn overhead(h: &mut String, run: &KernelRun) {
     let o = &run.overhead;
     match &o.cost {
         Some(cost) => {
-            let _ = write!(
-                h,
-                "<p class=\"note\">Probe cost taken out of every window: {} ns per record inside it on the path's CPUs (the mean extra CPU per event below; docs/lab.md says what it can and cannot correct).</p>",
-                sig(o.subtracted_ns)
-            );
+            match &o.not_measured {
+                Some(why) => {
+                    let _ = write!(
+                        h,
+                        "<p class=\"note\">Probe cost {}; the windows below keep the probes' time (docs/lab.md).</p>",
+                        escape(why)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        h,
+                        "<p class=\"note\">Probe cost taken out of every window: {} ns per record inside it on the path's CPUs (the mean extra CPU per event below; docs/lab.md says what it can and cannot correct).</p>",
+                        sig(o.subtracted_ns)
+                    );
+                }
+            }
             crate::sweep_html::table_html(h, &cost_table(cost));
         }
         None => {

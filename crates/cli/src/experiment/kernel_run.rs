@@ -131,12 +131,13 @@ pub fn run(
     let hz = traced.trace.header.counter_hz;
     let overhead_cycles = out.overhead.subtracted_ns * hz / 1e9;
     traced.trace.header.overhead_cycles = overhead_cycles;
+    out.overhead.subtracted_cycles = overhead_cycles;
     traced.trace.header.description = match &out.overhead.cost {
-        Some(_) => format!(
+        Some(_) if out.overhead.subtracted_ns > 0.0 => format!(
             "{} / {}; kernel probes (eBPF), probe overhead {:.0} ns per record (measured interleaved, attached vs detached)",
             recipe.name, run.id, out.overhead.subtracted_ns
         ),
-        None => traced.trace.header.description.clone(),
+        _ => traced.trace.header.description.clone(),
     };
     let warmup = plan.warmup as usize;
     out.sent = (sizes.len() - warmup.min(sizes.len())) as u64;
@@ -290,7 +291,18 @@ fn overhead_for(pair: &VethPair, config: &Config, quick: bool) -> KernelOverhead
     });
     match result {
         Ok(c) => {
-            let per_event = c.per_event_ns.map_or(0.0, |e| e.mean.max(0.0));
+            // Subtracted only where measured apart from 0: an interval
+            // reaching 0 (the machine's swings larger than the probes'
+            // cost) could as well be no cost, and a noisy mean would take
+            // real time out of the windows.
+            let resolved = c
+                .per_event_ns
+                .and_then(|e| e.ci95)
+                .is_some_and(|ci| ci.lo > 0.0);
+            let per_event = match c.per_event_ns {
+                Some(e) if resolved => e.mean,
+                _ => 0.0,
+            };
             let change = c.throughput_change.as_ref().map(|d| d.relative());
             KernelOverhead {
                 subtracted_cycles: 0.0,
@@ -309,7 +321,10 @@ fn overhead_for(pair: &VethPair, config: &Config, quick: bool) -> KernelOverhead
                     events_per_transfer: c.events_per_transfer,
                     dropped: c.dropped,
                 }),
-                not_measured: None,
+                not_measured: (!resolved).then(|| {
+                    "measured, but its 95 % interval reaches 0 (not resolved): nothing is subtracted"
+                        .to_string()
+                }),
             }
         }
         Err(why) => KernelOverhead {
