@@ -405,6 +405,71 @@ for stage in stages:
         fail(f"{label}: the activity chart has an empty lane")
     duty = ", ".join(f"{n} {p['duty'] * 100:.1f} %" for n, p in processes.items())
     print(f"{label}: {figures['blocks']} blocks, duty {duty}, period {figures['period_us']['mean']:.0f} µs")
+# Issue 19: the kernel's stack traced with eBPF, analysed like the
+# reference stack's. As root on a kernel with BTF every kernel run must be
+# measured; otherwise each must say why it was skipped and which probes
+# are missing.
+KERNEL_CAN_RUN = os.geteuid() == 0 and os.path.exists("/sys/kernel/btf/vmlinux")
+# The layer of each location a stop window lists, in path order.
+SEND_RANK = {"kernel.tcp_sendmsg_locked": 0}
+RECEIVE_RANK = {"kernel.netif_rx": 0, "kernel.netif_receive_skb": 0, "kernel.tcp_probe": 1,
+                "kernel.sk_data_ready": 2, "kernel.skb_copy_datagram_iovec": 2,
+                "kernel.sock_recv_length": 2}
+kernel_runs = [(e["name"], k) for e in summary["experiments"] for k in e.get("kernel_runs", [])]
+if len(kernel_runs) < 4:
+    fail(f"{len(kernel_runs)} kernel runs in summary.json; xie1999 has three and papadopoulos1993 one")
+for exp_name, k in kernel_runs:
+    label = f"{exp_name}/{k['id']} (kernel)"
+    for key in ("incomplete_send", "incomplete_receive", "ring_dropped", "probes_missing", "windows"):
+        if key not in k:
+            fail(f"{label}: no {key}")
+    if k["status"] == "skipped":
+        if KERNEL_CAN_RUN:
+            fail(f"{label}: skipped as root with BTF: {k['skipped']}")
+        if not k.get("skipped") or not k["probes_missing"] or not all(m["why"] for m in k["probes_missing"]):
+            fail(f"{label}: skipped without saying why or which probes are missing")
+        print(f"{label}: skipped ({k['skipped'][:90]}…); {len(k['probes_missing'])} probes missing, with why")
+        continue
+    if k["status"] != "measured" or not k["points"]:
+        fail(f"{label}: status {k['status']}, {len(k['points'])} sizes")
+    for f in ("trace", "timeline"):
+        path(k[f])
+    cost = k["overhead"].get("cost") or fail(f"{label}: the probes' cost was not measured: {k['overhead'].get('not_measured')}")
+    for key in ("attached_gbps", "detached_gbps", "per_event_ns", "attached_cpu_s_per_gib", "detached_cpu_s_per_gib"):
+        e = cost.get(key)
+        if not e or not e.get("ci95") or e["n"] < 3:
+            fail(f"{label}: probe cost {key} without n >= 3 and an interval: {e}")
+    if k["overhead"]["subtracted_ns"] < 0:
+        fail(f"{label}: a negative probe cost subtracted")
+    windows = 0
+    for p in k["points"]:
+        for side in ("send", "receive"):
+            f = p[side]
+            if f is None:
+                continue
+            windows += 1
+            start, stop = f["start_us"], f["stop_us"]
+            if not (start["mean"] > 0 and stop["mean"] > 0 and start["mean"] <= stop["mean"] + 1e-9):
+                fail(f"{label} {p['size']} B {side}: start {start['mean']} µs, stop {stop['mean']} µs")
+            if stop["n"] >= 2 and not stop["ci95"]:
+                fail(f"{label} {p['size']} B {side}: stop latency without an interval")
+            total = sum(f["shares_percent"].values())
+            if abs(total - 100.0) > 0.5:
+                fail(f"{label} {p['size']} B {side}: layer shares add up to {total:.2f} %")
+            if p["size"] == 1024:
+                rank = SEND_RANK if side == "send" else RECEIVE_RANK
+                times = [t for _, t in f["example"]]
+                ranks = [rank.get(n, 1 if side == "send" else -1) for n, _ in f["example"]]
+                if times != sorted(times) or ranks != sorted(ranks) or -1 in ranks:
+                    fail(f"{label} 1024 B {side}: events out of layer order: {f['example']}")
+    if windows == 0:
+        fail(f"{label}: no size has a window")
+    one = next((p for p in k["points"] if p["size"] == 1024), k["points"][0])
+    line = lambda f: f"start {f['start_us']['mean']:.1f}, stop {f['stop_us']['mean']:.1f} µs" if f else "-"
+    print(f"{label}: {one['size']} B send {line(one['send'])}; receive {line(one['receive'])}; "
+          f"probe cost {cost['per_event_ns']['mean']:.0f} ns/event (n {cost['per_event_ns']['n']}); "
+          f"{k['ring_dropped']} dropped; incomplete {k['incomplete_send']} / {k['incomplete_receive']}")
+
 if fits == 0:
     fail("no trend line in summary.json")
 print(f"{fits} trend lines carry R², a slope interval and a weak flag")

@@ -13,6 +13,8 @@
 //!   (the SunOS study's queue figures);
 //! * [`histogram`]: log-binned histograms with order statistics, and the
 //!   per-layer processing-delay histograms of the spans;
+//! * [`kernel_messages`]: the same windows and a per-layer split for
+//!   the Linux kernel's stack, from its eBPF probe trace;
 //! * [`callpath`]: the common call path of one message as a tree with
 //!   times (the IPv6 study's Figures 4.6 and 4.7);
 //! * [`resolution`]: per category, the spans finer than one probe;
@@ -21,6 +23,7 @@
 
 pub mod callpath;
 pub mod histogram;
+pub mod kernel_messages;
 pub mod messages;
 pub mod profile;
 pub mod protocol_delay;

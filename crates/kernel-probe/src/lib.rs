@@ -15,8 +15,10 @@
 //! the programs are loaded with the `aya` crate. See docs/kernel-probes.md.
 
 mod clock_map;
+pub mod cost;
 mod error;
 pub mod locations;
+pub mod messages;
 mod session;
 pub mod transfer;
 

@@ -92,6 +92,10 @@ pub fn render(report: &Report) -> String {
         for stage in &exp.pipelines {
             crate::pipeline_html::section(&mut h, &exp.name, stage);
         }
+        for run in &exp.kernel_runs {
+            crate::kernel_html::section(&mut h, &exp.name, run);
+        }
+        crate::kernel_html::beside_reference(&mut h, exp);
         h.push_str(&crate::published::beside_html(exp));
     }
     h.push_str("</body></html>\n");

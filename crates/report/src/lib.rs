@@ -7,6 +7,8 @@ pub mod compare_html;
 mod cost_centres;
 mod families;
 pub mod html;
+mod kernel_html;
+pub mod kernel_runs;
 mod layers_compared;
 mod machine_html;
 pub mod model;

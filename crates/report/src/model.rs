@@ -131,6 +131,8 @@ pub struct Experiment {
     pub sweeps: Vec<SweepRun>,
     /// Pipeline stages (the SunOS study's Figure 18).
     pub pipelines: Vec<PipelineStageRun>,
+    /// Messages runs on the Linux kernel's stack (eBPF probes, issue 19).
+    pub kernel_runs: Vec<crate::kernel_runs::KernelRun>,
     /// The study's own published values beside ours (`crate::published`).
     pub published: Vec<crate::published::Row>,
 }

@@ -77,7 +77,11 @@ pub(crate) fn render(h: &mut String, report: &Report) {
             );
         }
         let sweeps = exp.sweeps.iter().map(|s| (&s.id, &s.title));
-        for (id, title) in sweeps.chain(exp.pipelines.iter().map(|p| (&p.id, &p.title))) {
+        let kernel = exp.kernel_runs.iter().map(|k| (&k.id, &k.title));
+        for (id, title) in sweeps
+            .chain(exp.pipelines.iter().map(|p| (&p.id, &p.title)))
+            .chain(kernel)
+        {
             let _ = write!(
                 h,
                 "<li><a href=\"#{}\">{}</a>: {}</li>",

@@ -108,6 +108,7 @@ fn experiments() -> Vec<Experiment> {
             ],
             sweeps: Vec::new(),
             pipelines: Vec::new(),
+            kernel_runs: Vec::new(),
             published: Vec::new(),
         },
         Experiment {
@@ -119,6 +120,7 @@ fn experiments() -> Vec<Experiment> {
             runs: Vec::new(),
             sweeps: Vec::new(),
             pipelines: Vec::new(),
+            kernel_runs: Vec::new(),
             published: Vec::new(),
         },
     ]

@@ -2,6 +2,7 @@
 //! run on the embedded virtual network, analysed, and written as a report.
 
 mod gauges;
+mod kernel_run;
 mod machine;
 mod pipeline_run;
 pub mod recipe;
@@ -148,6 +149,8 @@ fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -
     };
     report::write(&dir, &report)?;
     copy_primary_timeline(&dir, &report)?;
+    // The kernel runs' events join it, on the same clock (issue 19).
+    kernel_run::merge_into_timeline(&dir, &report)?;
     println!("{}", summary_text(&report));
     println!("report: {}", dir.join("report.html").display());
     Ok(())

@@ -70,6 +70,7 @@ pub fn run_recipe(
     let mut in_turn = Vec::new();
     let mut sweeps = Vec::new();
     let mut pipelines = Vec::new();
+    let mut kernel_runs = Vec::new();
     for (index, run) in recipe.runs.iter().enumerate() {
         let context = || format!("{} / {}", recipe.name, run.id);
         match &run.plan {
@@ -96,6 +97,10 @@ pub fn run_recipe(
             ),
             Plan::Pipeline(plan) => pipelines.push(
                 super::pipeline_run::run(recipe, run, plan, quick, dir, progress)
+                    .with_context(context)?,
+            ),
+            Plan::Kernel(plan) => kernel_runs.push(
+                super::kernel_run::run(recipe, run, plan, quick, dir, progress)
                     .with_context(context)?,
             ),
         }
@@ -131,6 +136,7 @@ pub fn run_recipe(
         runs,
         sweeps,
         pipelines,
+        kernel_runs,
         published: Vec::new(),
     };
     // The study's own values beside ours (experiments/published/).
@@ -151,6 +157,7 @@ pub fn steps_in(recipe: &Recipe, quick: bool) -> u64 {
             }
             Plan::Sweep(s) => sweep_run::steps(s, quick),
             Plan::Pipeline(p) => super::pipeline_run::steps(p, quick),
+            Plan::Kernel(k) => super::kernel_run::steps(k, quick),
         })
         .sum()
 }

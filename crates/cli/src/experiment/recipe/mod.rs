@@ -13,9 +13,11 @@ use toml::Spanned;
 use analysis::messages::StopAt;
 use traffic::spec::{Family, Protocol};
 
+pub use kernel::KernelPlan;
 pub use pipeline::PipelinePlan;
 pub use sweep::{Prediction, SweepPlan, XAxis};
 
+mod kernel;
 mod pipeline;
 mod sweep;
 
@@ -109,6 +111,8 @@ pub(super) struct RawRun {
     pub(super) quick_max_time: Option<Spanned<f64>>,
     // pipeline (see pipeline.rs)
     compute_us: Option<Spanned<u64>>,
+    /// `messages` runs: `ref` (default) or `kernel` (see kernel.rs).
+    stack: Option<Spanned<String>>,
 }
 
 /// A checked recipe.
@@ -201,6 +205,8 @@ pub enum Plan {
     Sweep(Box<SweepPlan>),
     /// One stage of a pipelined application on the kernel's loopback.
     Pipeline(PipelinePlan),
+    /// Traced single messages on the Linux kernel's stack (eBPF probes).
+    Kernel(KernelPlan),
 }
 
 /// Traced single messages: start and stop latency per size.
@@ -338,6 +344,17 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
         }
         if runs.iter().any(|r| r.id == id) {
             return Err(loc.at(run.id.span(), format!("id `{id}` is used twice")));
+        }
+        if kernel::wants_kernel(run, &loc)? {
+            // The kernel's paths are not link profiles: `veth` or
+            // `loopback`, kept in the plan (`link` below is unused).
+            runs.push(Run {
+                id,
+                title: run.title.clone(),
+                link: Link::Default,
+                plan: Plan::Kernel(kernel::plan(run, &loc)?),
+            });
+            continue;
         }
         let link = Link::parse(run.link.get_ref()).ok_or_else(|| {
             loc.at(

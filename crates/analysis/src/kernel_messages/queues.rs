@@ -1,0 +1,94 @@
+//! The kernel's packet queues with one event per skb on each side
+//! (docs/kernel-probes.md): `qdisc` (`qdisc_enqueue` → `qdisc_dequeue`),
+//! `device` (`net_dev_queue` → `net_dev_start_xmit`) and `backlog`
+//! (`netif_rx` → `netif_receive_skb`), per flow id (one per host). Each
+//! dequeue is paired with the oldest unpaired enqueue of the same skb; a
+//! dequeue with none (queued before the trace began) is counted, never
+//! paired.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use probe::Trace;
+use serde::Serialize;
+use stats::Estimate;
+
+/// One queue of one host.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelQueue {
+    pub queue: String,
+    pub flow: u32,
+    /// Packets paired (enqueued and dequeued in the trace).
+    pub packets: u64,
+    pub unpaired_enqueues: u64,
+    pub unpaired_dequeues: u64,
+    /// Each paired packet's time in the queue, µs (probe cost not taken
+    /// out: two records, one probe's cost at most).
+    pub delay_us: Option<Estimate>,
+    /// Most packets in the queue at once (paired and unpaired enqueues).
+    pub max_length: u64,
+}
+
+/// Every queue of the trace's location table that has events.
+pub fn queues(trace: &Trace) -> Vec<KernelQueue> {
+    let hz = trace.header.counter_hz;
+    let mut out = Vec::new();
+    for (name, enqueue, dequeue) in [
+        (
+            "qdisc",
+            super::sites::QDISC_ENQUEUE,
+            super::sites::QDISC_DEQUEUE,
+        ),
+        (
+            "device",
+            super::sites::NET_DEV_QUEUE,
+            super::sites::NET_DEV_START_XMIT,
+        ),
+        (
+            "backlog",
+            super::sites::NETIF_RX,
+            super::sites::NETIF_RECEIVE_SKB,
+        ),
+    ] {
+        let index = |n: &str| trace.locations.iter().position(|l| l.name == n);
+        let (Some(enq), Some(deq)) = (index(enqueue), index(dequeue)) else {
+            continue;
+        };
+        let mut records: Vec<&probe::Record> = trace
+            .records
+            .iter()
+            .filter(|r| usize::from(r.loc) == enq || usize::from(r.loc) == deq)
+            .collect();
+        records.sort_by_key(|r| r.tsc);
+        let mut flows: BTreeMap<u32, Vec<&probe::Record>> = BTreeMap::new();
+        for r in records {
+            flows.entry(r.flow).or_default().push(r);
+        }
+        for (flow, records) in flows {
+            let mut waiting: BTreeMap<u64, VecDeque<u64>> = BTreeMap::new();
+            let (mut length, mut max_length, mut unpaired_dequeues) = (0u64, 0u64, 0u64);
+            let mut delays = Vec::new();
+            for r in records {
+                if usize::from(r.loc) == enq {
+                    waiting.entry(r.aux).or_default().push_back(r.tsc);
+                    length += 1;
+                    max_length = max_length.max(length);
+                } else if let Some(at) = waiting.get_mut(&r.aux).and_then(VecDeque::pop_front) {
+                    length = length.saturating_sub(1);
+                    delays.push(r.tsc.saturating_sub(at) as f64 * 1e6 / hz);
+                } else {
+                    unpaired_dequeues += 1;
+                }
+            }
+            out.push(KernelQueue {
+                queue: name.to_string(),
+                flow,
+                packets: delays.len() as u64,
+                unpaired_enqueues: waiting.values().map(|q| q.len() as u64).sum(),
+                unpaired_dequeues,
+                delay_us: Estimate::of(&delays),
+                max_length,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,333 @@
+//! Hand-built kernel traces: a wrong join or a wrong window gives other
+//! numbers than these, worked out by hand from the event times (counter
+//! at 1 GHz, so one cycle is one ns).
+
+use probe::{Category, Kind, Layer, LocationEntry, Record, Trace, TraceHeader};
+
+use super::sites as s;
+use super::*;
+
+const SENDER: u32 = 1;
+const RECEIVER: u32 = 2;
+const FLOWS: Flows = Flows {
+    sender: SENDER,
+    receiver: RECEIVER,
+};
+
+/// The kernel's location table, in an order unlike the probe crate's (the
+/// analysis must read names, not numbers).
+const NAMES: [&str; 16] = [
+    s::SOCK_RECV_LENGTH,
+    s::TCP_SEQ,
+    s::NET_DEV_QUEUE,
+    s::TCP_SENDMSG_LOCKED,
+    s::NET_DEV_START_XMIT,
+    s::NET_DEV_XMIT,
+    s::NETIF_RX,
+    s::NETIF_RECEIVE_SKB,
+    s::TCP_PROBE,
+    s::SK_DATA_READY,
+    s::SKB_COPY_DATAGRAM_IOVEC,
+    s::SOCK_SEND_LENGTH,
+    s::QDISC_ENQUEUE,
+    s::QDISC_DEQUEUE,
+    s::KFREE_SKB,
+    s::TCP_RETRANSMIT_SKB,
+];
+
+fn loc(name: &str) -> u16 {
+    NAMES.iter().position(|n| *n == name).unwrap() as u16
+}
+
+/// A record at `tsc` ns on CPU 1.
+fn at(tsc: u64, name: &str, flow: u32, len: u32, aux: u64) -> Record {
+    on(tsc, name, flow, len, aux, 1)
+}
+
+fn on(tsc: u64, name: &str, flow: u32, len: u32, aux: u64, cpu: u16) -> Record {
+    Record::new(tsc, probe::Loc(loc(name)), len, flow, aux, cpu)
+}
+
+fn trace(records: Vec<Record>, overhead_cycles: f64) -> Trace {
+    Trace {
+        header: TraceHeader::new(1e9, overhead_cycles, 0, "test"),
+        locations: NAMES
+            .iter()
+            .map(|n| LocationEntry {
+                name: n.to_string(),
+                layer: Layer::Link,
+                kind: Kind::Point,
+                category: Category::None,
+                queue: None,
+            })
+            .collect(),
+        records,
+    }
+}
+
+const SKB: u64 = 0xffff_8881_0000_0100;
+const SEQ: u32 = 5000;
+
+/// One 1000-byte message in one packet, as the veth transfer records it:
+/// the receiver's backlog entry comes inside the sender's driver call.
+fn one_message(t0: u64, seq: u32, skb: u64) -> Vec<Record> {
+    let end = u64::from(seq) + 1000;
+    vec![
+        at(
+            t0 + 100,
+            s::TCP_SENDMSG_LOCKED,
+            SENDER,
+            1000,
+            u64::from(seq),
+        ),
+        at(t0 + 300, s::TCP_SEQ, SENDER, seq, skb),
+        at(t0 + 300, s::NET_DEV_QUEUE, SENDER, 1086, skb),
+        at(t0 + 400, s::NET_DEV_START_XMIT, SENDER, 1086, skb),
+        at(t0 + 500, s::NETIF_RX, RECEIVER, 1072, skb),
+        at(t0 + 600, s::NET_DEV_XMIT, SENDER, 1086, skb),
+        at(t0 + 700, s::NETIF_RECEIVE_SKB, RECEIVER, 1072, skb),
+        at(t0 + 900, s::TCP_SEQ, RECEIVER, seq, skb),
+        at(t0 + 900, s::TCP_PROBE, RECEIVER, 1032, skb),
+        at(t0 + 1000, s::SK_DATA_READY, RECEIVER, 0, end),
+        at(t0 + 1200, s::SOCK_SEND_LENGTH, SENDER, 1000, end),
+        on(
+            t0 + 1500,
+            s::SKB_COPY_DATAGRAM_IOVEC,
+            RECEIVER,
+            1000,
+            skb,
+            0,
+        ),
+        on(t0 + 1800, s::SOCK_RECV_LENGTH, RECEIVER, 1000, end, 0),
+    ]
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+#[test]
+fn one_tcp_message_has_its_windows_and_layers() {
+    let t = trace(one_message(0, SEQ, SKB), 0.0);
+    let run = analyse(&t, Transport::Tcp, FLOWS, &[1000]).unwrap();
+    let m = &run.messages[0];
+    let send = m.send.as_ref().expect("send windows");
+    // sendmsg 100 → start_xmit 400; → net_dev_xmit 600.
+    assert!(close(send.start_ns, 300.0), "{send:?}");
+    assert!(close(send.stop_ns, 500.0));
+    assert_eq!(send.handed_stop_ns, Some(300.0));
+    assert_eq!(send.layers_ns[&KernelLayer::Output], 200.0);
+    assert_eq!(send.layers_ns[&KernelLayer::DeviceQueue], 100.0);
+    assert_eq!(send.layers_ns[&KernelLayer::Driver], 200.0);
+    // The receiver's backlog entry is not the sender's path.
+    assert!(!send.events.iter().any(|(n, _)| n == s::NETIF_RX));
+    let receive = m.receive.as_ref().expect("receive windows");
+    // netif_rx 500 → first copy 1500; → the read returning 1800.
+    assert!(close(receive.start_ns, 1000.0), "{receive:?}");
+    assert!(close(receive.stop_ns, 1300.0));
+    let layers = &receive.layers_ns;
+    assert_eq!(layers[&KernelLayer::Backlog], 200.0);
+    assert_eq!(layers[&KernelLayer::Input], 300.0);
+    assert_eq!(layers[&KernelLayer::SocketQueue], 500.0);
+    assert_eq!(layers[&KernelLayer::Copy], 300.0);
+    assert_eq!((m.packets_sent, m.packets_received), (1, 1));
+    assert!(run.incomplete_send.is_empty() && run.incomplete_receive.is_empty());
+}
+
+#[test]
+fn layers_add_up_to_the_stop_window() {
+    let t = trace(one_message(0, SEQ, SKB), 0.0);
+    let run = analyse(&t, Transport::Tcp, FLOWS, &[1000]).unwrap();
+    for w in [&run.messages[0].send, &run.messages[0].receive] {
+        let w = w.as_ref().unwrap();
+        assert!(close(w.layers_ns.values().sum::<f64>(), w.stop_ns));
+    }
+    let points = by_size(&run.messages);
+    let send = points[0].send.as_ref().unwrap();
+    assert!(close(send.shares_percent.values().sum::<f64>(), 100.0));
+    assert!(close(send.shares_percent[&KernelLayer::Output], 40.0));
+}
+
+#[test]
+fn a_reused_skb_address_joins_within_its_own_message() {
+    // The second message's skb has the first one's address (freed and
+    // reused) and its sequence follows: each message must find its own
+    // events, not the other's.
+    let mut records = one_message(0, SEQ, SKB);
+    let mut second = one_message(10_000, SEQ + 1000, SKB);
+    // The second's driver takes longer: 400 → 2600.
+    for r in &mut second {
+        if r.loc == loc(s::NET_DEV_XMIT) {
+            r.tsc = 12_600;
+        }
+    }
+    second.sort_by_key(|r| r.tsc);
+    records.extend(second);
+    let t = trace(records, 0.0);
+    let run = analyse(&t, Transport::Tcp, FLOWS, &[1000, 1000]).unwrap();
+    assert!(close(run.messages[0].send.as_ref().unwrap().stop_ns, 500.0));
+    assert!(close(
+        run.messages[1].send.as_ref().unwrap().stop_ns,
+        2500.0
+    ));
+    assert!(close(
+        run.messages[1].receive.as_ref().unwrap().stop_ns,
+        1300.0
+    ));
+}
+
+#[test]
+fn the_stop_ends_at_the_last_bytes_packet_and_acks_are_not_data() {
+    // 3000 bytes in two packets; the one holding the last byte (sequence
+    // 5000 + 1448) is bound first but sent second. An ACK arriving at the
+    // sender has a tcp_probe binding with the reverse direction's
+    // sequence: not the message's.
+    let (a, b, ack) = (0xa00u64, 0xb00u64, 0xc00u64);
+    let seq = u64::from(SEQ);
+    let end = seq + 3000;
+    let records = vec![
+        at(100, s::TCP_SENDMSG_LOCKED, SENDER, 3000, seq),
+        at(200, s::TCP_SEQ, SENDER, SEQ, a),
+        at(200, s::NET_DEV_QUEUE, SENDER, 1514, a),
+        at(250, s::NET_DEV_START_XMIT, SENDER, 1514, a),
+        at(260, s::NETIF_RX, RECEIVER, 1500, a),
+        at(300, s::NET_DEV_XMIT, SENDER, 1514, a),
+        at(350, s::TCP_SEQ, SENDER, SEQ + 100, ack),
+        at(350, s::TCP_PROBE, SENDER, 32, ack),
+        at(400, s::TCP_SEQ, SENDER, SEQ + 1448, b),
+        at(400, s::NET_DEV_QUEUE, SENDER, 1514, b),
+        at(450, s::NET_DEV_START_XMIT, SENDER, 1514, b),
+        at(460, s::NETIF_RX, RECEIVER, 1500, b),
+        at(700, s::NET_DEV_XMIT, SENDER, 1514, b),
+        at(800, s::NETIF_RECEIVE_SKB, RECEIVER, 1500, a),
+        at(810, s::TCP_SEQ, RECEIVER, SEQ, a),
+        at(810, s::TCP_PROBE, RECEIVER, 1480, a),
+        at(900, s::NETIF_RECEIVE_SKB, RECEIVER, 1500, b),
+        at(910, s::TCP_SEQ, RECEIVER, SEQ + 1448, b),
+        at(910, s::TCP_PROBE, RECEIVER, 1584, b),
+        at(950, s::SK_DATA_READY, RECEIVER, 0, end),
+        on(1000, s::SKB_COPY_DATAGRAM_IOVEC, RECEIVER, 1448, a, 0),
+        on(1100, s::SKB_COPY_DATAGRAM_IOVEC, RECEIVER, 1552, b, 0),
+        on(1300, s::SOCK_RECV_LENGTH, RECEIVER, 3000, end, 0),
+    ];
+    let t = trace(records, 0.0);
+    let run = analyse(&t, Transport::Tcp, FLOWS, &[3000]).unwrap();
+    let m = &run.messages[0];
+    assert_eq!((m.packets_sent, m.packets_received), (2, 2));
+    let send = m.send.as_ref().unwrap();
+    assert!(close(send.start_ns, 150.0));
+    assert!(close(send.stop_ns, 600.0), "{send:?}");
+    assert_eq!(send.handed_stop_ns, Some(350.0));
+    // 100→200 output, 200→250 queue, 250→300 driver, 300→400 output
+    // (the ACK is no event of the path), 400→450 queue, 450→700 driver.
+    assert_eq!(send.layers_ns[&KernelLayer::Output], 200.0);
+    assert_eq!(send.layers_ns[&KernelLayer::DeviceQueue], 100.0);
+    assert_eq!(send.layers_ns[&KernelLayer::Driver], 300.0);
+    let receive = m.receive.as_ref().unwrap();
+    // First arrival 260 → first copy 1000 and the read 1300.
+    assert!(close(receive.start_ns, 740.0));
+    assert!(close(receive.stop_ns, 1040.0));
+    assert_eq!(receive.layers_ns[&KernelLayer::Arrival], 200.0);
+    assert_eq!(receive.layers_ns[&KernelLayer::Copy], 300.0);
+}
+
+#[test]
+fn incomplete_messages_are_counted_with_their_reason() {
+    let mut records = one_message(0, SEQ, SKB);
+    // The read never returns the last byte.
+    records.retain(|r| r.loc != loc(s::SOCK_RECV_LENGTH));
+    let t = trace(records, 0.0);
+    // A second message was sent by the runner but none was traced.
+    let run = analyse(&t, Transport::Tcp, FLOWS, &[1000, 2000]).unwrap();
+    assert_eq!(run.messages.len(), 2);
+    assert!(run.messages[0].send.is_some());
+    assert!(run.messages[0].receive.is_none());
+    assert_eq!(run.incomplete_receive["no_read_returned_the_last_byte"], 1);
+    assert_eq!(run.incomplete_receive["no_send_call"], 1);
+    assert_eq!(run.incomplete_send["no_send_call"], 1);
+    let points = by_size(&run.messages);
+    assert_eq!(points[0].receive_incomplete, 1);
+    assert!(points[0].receive.is_none());
+}
+
+#[test]
+fn the_probes_cost_is_taken_out_per_record_on_the_paths_cpus() {
+    // 10 cycles a record. Send window 100 → 600: (100, 300] holds two
+    // records (the binding and net_dev_queue), (300, 400] one, (400, 600]
+    // two (the receiver's netif_rx ran on this CPU too).
+    let t = trace(one_message(0, SEQ, SKB), 10.0);
+    let run = analyse(&t, Transport::Tcp, FLOWS, &[1000]).unwrap();
+    let send = run.messages[0].send.as_ref().unwrap();
+    assert!(close(send.stop_ns, 500.0 - 50.0), "{send:?}");
+    assert!(close(send.start_ns, 300.0 - 30.0));
+    assert!(close(run.overhead_ns, 10.0));
+}
+
+#[test]
+fn udp_datagrams_join_by_order() {
+    let mut records = Vec::new();
+    for (k, t0) in [0u64, 10_000].into_iter().enumerate() {
+        let skb = 0xd00 + k as u64;
+        records.extend([
+            at(t0 + 100, s::NET_DEV_QUEUE, SENDER, 1062, skb),
+            at(t0 + 200, s::NET_DEV_START_XMIT, SENDER, 1062, skb),
+            at(t0 + 300, s::NETIF_RX, RECEIVER, 1048, skb),
+            at(t0 + 400, s::NET_DEV_XMIT, SENDER, 1062, skb),
+            at(t0 + 600, s::NETIF_RECEIVE_SKB, RECEIVER, 1048, skb),
+            at(t0 + 1000, s::SK_DATA_READY, RECEIVER, 0, 0),
+            at(t0 + 1100, s::SOCK_SEND_LENGTH, SENDER, 1000, 0),
+            on(
+                t0 + 2000 + 100 * k as u64,
+                s::SOCK_RECV_LENGTH,
+                RECEIVER,
+                1000,
+                0,
+                0,
+            ),
+        ]);
+    }
+    let t = trace(records, 0.0);
+    let run = analyse(&t, Transport::Udp, FLOWS, &[1000, 1000]).unwrap();
+    for (k, m) in run.messages.iter().enumerate() {
+        assert!(m.send.is_none());
+        assert_eq!(m.send_missing, Some("udp_send_has_no_start_event"));
+        assert_eq!(m.packets_sent, 1);
+        let r = m.receive.as_ref().unwrap();
+        let stop = 1700.0 + 100.0 * k as f64;
+        assert!(close(r.stop_ns, stop), "{r:?}");
+        assert!(close(r.start_ns, stop));
+        assert_eq!(r.layers_ns[&KernelLayer::Backlog], 300.0);
+        assert_eq!(r.layers_ns[&KernelLayer::Input], 400.0);
+        assert!(close(
+            r.layers_ns[&KernelLayer::SocketQueue],
+            stop - 1000.0 + 300.0
+        ));
+    }
+    assert_eq!(run.incomplete_send["udp_send_has_no_start_event"], 2);
+}
+
+#[test]
+fn a_trace_without_the_kernel_sites_is_refused() {
+    let mut t = trace(Vec::new(), 0.0);
+    t.locations.retain(|l| l.name != s::NET_DEV_XMIT);
+    let err = analyse(&t, Transport::Tcp, FLOWS, &[1]).unwrap_err();
+    assert!(err.to_string().contains("kernel.net_dev_xmit"), "{err}");
+}
+
+#[test]
+fn queues_pair_each_skb_and_count_the_rest() {
+    let mut records = one_message(0, SEQ, SKB);
+    // A dequeue whose enqueue came before the trace.
+    records.push(at(5000, s::NETIF_RECEIVE_SKB, RECEIVER, 60, 0x1234));
+    let t = trace(records, 0.0);
+    let qs = queues(&t);
+    let device = qs.iter().find(|q| q.queue == "device").unwrap();
+    assert_eq!(
+        (device.flow, device.packets, device.max_length),
+        (SENDER, 1, 1)
+    );
+    assert!(close(device.delay_us.unwrap().mean, 0.1));
+    let backlog = qs.iter().find(|q| q.queue == "backlog").unwrap();
+    assert_eq!((backlog.packets, backlog.unpaired_dequeues), (1, 1));
+    assert!(close(backlog.delay_us.unwrap().mean, 0.2));
+}

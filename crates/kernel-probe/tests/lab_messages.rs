@@ -1,0 +1,160 @@
+//! The lab's kernel transfers on a real veth pair, analysed: each host's
+//! events under its own flow id, messages one at a time, and every
+//! message's windows found by `analysis::kernel_messages` with their
+//! layers adding up. Needs root and BTF; without them each test says why
+//! it is skipped.
+
+use analysis::kernel_messages::{self as km, Flows, Transport};
+use kernel_probe::messages::{self, HostFlows, Path};
+use kernel_probe::{Config, KernelProbes, LOCATIONS};
+use traffic::kernel::netns::VethPair;
+use traffic::spec::Family;
+
+fn skip_reason() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: loading eBPF programs and making namespaces need it");
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("no /sys/kernel/btf/vmlinux: the kernel has no BTF");
+    }
+    None
+}
+
+/// The namespaces are named after the process: one pair at a time.
+fn one_pair_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn flow_of(trace: &probe::Trace, name: &str) -> Vec<u32> {
+    let loc = LOCATIONS.iter().position(|l| l.name == name).unwrap() as u16;
+    let mut flows: Vec<u32> = trace
+        .records
+        .iter()
+        .filter(|r| r.loc == loc)
+        .map(|r| r.flow)
+        .collect();
+    flows.sort_unstable();
+    flows.dedup();
+    flows
+}
+
+#[test]
+fn tcp_messages_are_analysed_with_every_window() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _one = one_pair_at_a_time();
+    let pair = VethPair::create(1500).expect("veth pair");
+    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
+    let flows = HostFlows::of(5, Path::Veth);
+    let sizes = [1024u32, 65536, 1024, 4096];
+    let moved = messages::tcp_messages(
+        &pair,
+        Some(&mut probes),
+        Path::Veth,
+        Family::V6,
+        &sizes,
+        flows,
+    )
+    .expect("transfer");
+    assert_eq!((moved.sent, moved.received), (4, 4));
+    let traced = probes.finish("test").expect("finish");
+    assert_eq!(traced.dropped, 0);
+    // Each host's events under its own id.
+    assert_eq!(flow_of(&traced.trace, "kernel.tcp_sendmsg_locked"), vec![5]);
+    assert_eq!(flow_of(&traced.trace, "kernel.sock_recv_length"), vec![6]);
+    assert_eq!(flow_of(&traced.trace, "kernel.netif_rx"), vec![5, 6]);
+    let run = km::analyse(
+        &traced.trace,
+        Transport::Tcp,
+        Flows {
+            sender: 5,
+            receiver: 6,
+        },
+        &sizes,
+    )
+    .expect("analysis");
+    for m in &run.messages {
+        println!(
+            "{} B: send {:?} / receive {:?}; {} skbs sent",
+            m.bytes,
+            m.send.as_ref().map(|w| (w.start_ns, w.stop_ns)),
+            m.receive.as_ref().map(|w| (w.start_ns, w.stop_ns)),
+            m.packets_sent
+        );
+        for (path, w) in [("send", &m.send), ("receive", &m.receive)] {
+            let w = w
+                .as_ref()
+                .unwrap_or_else(|| panic!("{} B: no {path} window: {:?}", m.bytes, m));
+            assert!(w.start_ns > 0.0 && w.start_ns <= w.stop_ns, "{path} {w:?}");
+            let sum: f64 = w.layers_ns.values().sum();
+            assert!(
+                (sum - w.stop_ns).abs() < 1e-6 * w.stop_ns.max(1.0),
+                "{path} {w:?}"
+            );
+        }
+        assert!(m.packets_sent >= 1 && m.packets_received >= 1);
+    }
+    assert!(run.incomplete_send.is_empty() && run.incomplete_receive.is_empty());
+}
+
+#[test]
+fn udp_datagrams_are_analysed_on_the_receive_path() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _one = one_pair_at_a_time();
+    let pair = VethPair::create(1500).expect("veth pair");
+    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
+    let flows = HostFlows::of(9, Path::Veth);
+    let sizes = [1024u32, 8000, 1024];
+    let moved = messages::udp_messages(
+        &pair,
+        Some(&mut probes),
+        Path::Veth,
+        Family::V6,
+        &sizes,
+        flows,
+    )
+    .expect("transfer");
+    assert_eq!(moved.received, 3);
+    let traced = probes.finish("test").expect("finish");
+    let run = km::analyse(
+        &traced.trace,
+        Transport::Udp,
+        Flows {
+            sender: 9,
+            receiver: 10,
+        },
+        &sizes,
+    )
+    .expect("analysis");
+    for m in &run.messages {
+        assert!(m.send.is_none());
+        if m.bytes == 8000 {
+            // IP fragments carry no ports: the probes cannot tell their
+            // flow, so the datagram has no packet events; it is counted.
+            assert!(m.receive.is_none(), "{m:?}");
+            assert_eq!(
+                m.receive_missing,
+                Some("no_packet_traced_ip_fragments_carry_no_ports")
+            );
+            continue;
+        }
+        let w = m
+            .receive
+            .as_ref()
+            .unwrap_or_else(|| panic!("no receive window: {m:?}"));
+        assert!(w.stop_ns > 0.0 && w.start_ns == w.stop_ns, "{w:?}");
+        assert_eq!((m.packets_sent, m.packets_received), (1, 1));
+    }
+    assert_eq!(
+        run.incomplete_receive["no_packet_traced_ip_fragments_carry_no_ports"],
+        1
+    );
+    assert_eq!(run.incomplete_send["udp_send_has_no_start_event"], 2);
+}

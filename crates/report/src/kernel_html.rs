@@ -1,0 +1,722 @@
+//! The HTML of a kernel messages run (issue 19) and of the kernel beside
+//! the reference stack, per layer, at the same protocol, family and
+//! (nearest) size.
+
+use std::fmt::Write;
+
+use analysis::kernel_messages::{KernelLayer, KernelPathFigures, KernelSizePoint};
+use analysis::sweep::PathFigures;
+use probe::{Category, Layer};
+use stats::Estimate;
+
+use crate::html::escape;
+use crate::kernel_runs::{KernelRun, ProbeCostFigures};
+use crate::model::{Experiment, MessagesRun, Table};
+use crate::plot::{self, Series, ShareBars, StackedChart, Style, XyChart};
+
+/// `12.3 µs [11.9, 12.7] (n 40)`.
+fn est(e: &Estimate, unit: &str) -> String {
+    match e.ci95 {
+        Some(ci) => format!(
+            "{} {unit} [{}, {}] (n {})",
+            sig(e.mean),
+            sig(ci.lo),
+            sig(ci.hi),
+            e.n
+        ),
+        None => format!("{} {unit} (n {}, no interval)", sig(e.mean), e.n),
+    }
+}
+
+fn sig(v: f64) -> String {
+    crate::plot::fmt_sig(v, 4)
+}
+
+fn opt(e: Option<&Estimate>, unit: &str) -> String {
+    e.map_or("-".into(), |e| est(e, unit))
+}
+
+/// A figure that cannot be negative (a rate, a CPU time, a cost): when its
+/// interval reaches 0 the measurement could not resolve it, and says so
+/// instead of printing an impossible bound.
+fn positive(e: Option<&Estimate>, unit: &str) -> String {
+    match e {
+        Some(e) if e.ci95.is_some_and(|ci| ci.lo <= 0.0) => format!(
+            "too noisy to resolve: mean {} {unit}, 95 % interval reaches 0 (n {})",
+            sig(e.mean),
+            e.n
+        ),
+        _ => opt(e, unit),
+    }
+}
+
+pub(crate) fn section(h: &mut String, experiment: &str, run: &KernelRun) {
+    let title = if run.title.is_empty() {
+        format!(
+            "the Linux kernel's {} over {} ({})",
+            run.protocol, run.family, run.path
+        )
+    } else {
+        run.title.clone()
+    };
+    crate::toc::run_heading(h, experiment, &run.id, &title);
+    if let Some(why) = &run.skipped {
+        let _ = write!(
+            h,
+            "<p class=\"note\"><strong>Not run:</strong> {}. The kernel rows of this run are missing; the rest of the lab ran.</p>",
+            escape(why)
+        );
+        missing_probes(h, run);
+        return;
+    }
+    let _ = write!(
+        h,
+        "<p class=\"note\">The kernel's own {} over {}, {}: single messages one at a time (each read whole before the next), traced with eBPF (docs/kernel-probes.md) for this flow only; {} measured messages sent, {} received whole, after {} warm-up. {} records, {} lost to a full ring. Trace <code>{}</code>, timeline <code>{}</code>.</p>",
+        escape(&run.protocol),
+        escape(&run.family),
+        if run.path == "veth" {
+            "sender and receiver in two network namespaces joined by a veth pair made for the run"
+        } else {
+            "sender and receiver in one network namespace over its loopback"
+        },
+        run.sent,
+        run.received,
+        run.warmup,
+        run.records,
+        run.ring_dropped,
+        escape(run.trace.as_deref().unwrap_or("-")),
+        escape(run.timeline.as_deref().unwrap_or("-")),
+    );
+    h.push_str("<p class=\"note\">Windows: ");
+    let windows: Vec<String> = run
+        .windows
+        .iter()
+        .map(|(k, v)| format!("<em>{}</em>: {}", escape(k), escape(v)))
+        .collect();
+    h.push_str(&windows.join("; "));
+    h.push_str(".</p>");
+    for note in &run.notes {
+        let _ = write!(h, "<p class=\"note\">{}</p>", escape(note));
+    }
+    incomplete(h, run);
+    missing_probes(h, run);
+    overhead(h, run);
+    crate::sweep_html::table_html(h, &latency_table(run));
+    h.push_str("<div class=\"plots\">");
+    for receive in [false, true] {
+        let measured = run.points.iter().any(|p| {
+            if receive {
+                p.receive.is_some()
+            } else {
+                p.send.is_some()
+            }
+        });
+        if measured {
+            h.push_str(&plot::xy_chart(&latency_chart(run, receive)));
+        }
+    }
+    for receive in [false, true] {
+        if let Some(chart) = layer_chart(run, receive) {
+            h.push_str(&plot::stacked_chart(&chart));
+        }
+    }
+    h.push_str("</div>");
+    for receive in [false, true] {
+        if let Some(table) = layer_table(run, receive) {
+            crate::sweep_html::table_html(h, &table);
+        }
+    }
+    crate::sweep_html::table_html(h, &queue_table(run));
+}
+
+fn incomplete(h: &mut String, run: &KernelRun) {
+    for (path, map) in [
+        ("send", &run.incomplete_send),
+        ("receive", &run.incomplete_receive),
+    ] {
+        if map.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = map
+            .iter()
+            .map(|(why, n)| format!("{n} {}", why.replace('_', " ")))
+            .collect();
+        let _ = write!(
+            h,
+            "<p class=\"note\">Messages without a {path} window (counted, left out of the figures): {}.</p>",
+            escape(&parts.join(", "))
+        );
+    }
+}
+
+fn missing_probes(h: &mut String, run: &KernelRun) {
+    if run.probes_missing.is_empty() {
+        return;
+    }
+    h.push_str("<p class=\"note\">Probes missing: ");
+    let parts: Vec<String> = run
+        .probes_missing
+        .iter()
+        .map(|m| format!("<code>{}</code> ({})", escape(&m.probe), escape(&m.why)))
+        .collect();
+    h.push_str(&parts.join("; "));
+    h.push_str(".</p>");
+}
+
+fn overhead(h: &mut String, run: &KernelRun) {
+    let o = &run.overhead;
+    match &o.cost {
+        Some(cost) => {
+            match &o.not_measured {
+                Some(why) => {
+                    let _ = write!(
+                        h,
+                        "<p class=\"note\">Probe cost {}; the windows below keep the probes' time (docs/lab.md).</p>",
+                        escape(why)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        h,
+                        "<p class=\"note\">Probe cost taken out of every window: {} ns per record inside it on the path's CPUs (the mean extra CPU per event below; docs/lab.md says what it can and cannot correct).</p>",
+                        sig(o.subtracted_ns)
+                    );
+                }
+            }
+            crate::sweep_html::table_html(h, &cost_table(cost));
+        }
+        None => {
+            let _ = write!(
+                h,
+                "<p class=\"note\">Probe cost not measured ({}): nothing taken out of the windows.</p>",
+                escape(o.not_measured.as_deref().unwrap_or("unknown reason"))
+            );
+        }
+    }
+}
+
+fn cost_table(c: &ProbeCostFigures) -> Table {
+    let change = match (c.throughput_change_percent, c.throughput_change_ci95) {
+        (Some(p), Some(ci)) => format!(
+            "{:+.1} % [{:+.1}, {:+.1}], p {}",
+            p,
+            ci.lo,
+            ci.hi,
+            c.throughput_change_p
+                .map_or("-".into(), |p| format!("{p:.3}"))
+        ),
+        _ => "-".into(),
+    };
+    Table {
+        caption: format!(
+            "Kernel probes' cost: {} pairs of bulk TCP transfers of {} MiB across the veth pair, attached then detached in turn",
+            c.pairs,
+            c.bytes_per_transfer >> 20
+        ),
+        columns: vec![
+            "figure".into(),
+            "probes attached".into(),
+            "detached".into(),
+        ],
+        rows: vec![
+            vec![
+                "throughput".into(),
+                positive(c.attached_gbps.as_ref(), "Gbit/s"),
+                positive(c.detached_gbps.as_ref(), "Gbit/s"),
+            ],
+            vec!["throughput change".into(), change, String::new()],
+            vec![
+                "CPU per GiB (sending + receiving thread)".into(),
+                positive(c.attached_cpu_s_per_gib.as_ref(), "s"),
+                positive(c.detached_cpu_s_per_gib.as_ref(), "s"),
+            ],
+            vec![
+                "events per transfer".into(),
+                positive(c.events_per_transfer.as_ref(), ""),
+                "0".into(),
+            ],
+            vec![
+                "extra CPU per event".into(),
+                positive(c.per_event_ns.as_ref(), "ns"),
+                String::new(),
+            ],
+            vec![
+                "events lost to a full ring".into(),
+                c.dropped.to_string(),
+                String::new(),
+            ],
+        ],
+    }
+}
+
+fn path_cells(f: Option<&KernelPathFigures>) -> [String; 2] {
+    match f {
+        Some(f) => [est(&f.start_us, "µs"), est(&f.stop_us, "µs")],
+        None => ["-".into(), "-".into()],
+    }
+}
+
+fn latency_table(run: &KernelRun) -> Table {
+    let rows = run
+        .points
+        .iter()
+        .map(|p| {
+            let [ss, sp] = path_cells(p.send.as_ref());
+            let [rs, rp] = path_cells(p.receive.as_ref());
+            vec![
+                p.size.to_string(),
+                p.messages.to_string(),
+                ss,
+                sp,
+                rs,
+                rp,
+                p.packets_sent.as_ref().map_or("-".into(), |e| sig(e.mean)),
+                format!("{} / {}", p.send_incomplete, p.receive_incomplete),
+                format!("{} / {}", p.retransmits, p.drops),
+            ]
+        })
+        .collect();
+    Table {
+        caption:
+            "Kernel start and stop latency per size (mean, 95 % interval, n; probe cost taken out)"
+                .into(),
+        columns: [
+            "size (B)",
+            "messages",
+            "send start",
+            "send stop (on the wire)",
+            "receive start",
+            "receive stop",
+            "skbs sent",
+            "no window send / receive",
+            "retransmits / kfree_skb (any reason; in the trace)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+fn latency_chart(run: &KernelRun, receive: bool) -> XyChart {
+    let path = if receive { "receive" } else { "send" };
+    let mut series = Vec::new();
+    let fits = if receive {
+        [&run.trends.receive_start, &run.trends.receive_stop]
+    } else {
+        [&run.trends.send_start, &run.trends.send_stop]
+    };
+    for (which, fit) in ["start", "stop"].into_iter().zip(fits) {
+        let pick = |p: &KernelSizePoint| -> Option<Estimate> {
+            let f = if receive {
+                p.receive.as_ref()
+            } else {
+                p.send.as_ref()
+            }?;
+            Some(if which == "start" {
+                f.start_us
+            } else {
+                f.stop_us
+            })
+        };
+        let points: Vec<(f64, f64)> = run
+            .points
+            .iter()
+            .filter_map(|p| Some((f64::from(p.size) / 1e3, pick(p)?.mean)))
+            .collect();
+        let errors = run
+            .points
+            .iter()
+            .filter_map(|p| {
+                let e = pick(p)?;
+                let ci = e.ci95?;
+                Some((f64::from(p.size) / 1e3, ci.lo, ci.hi))
+            })
+            .collect();
+        series.push(
+            Series::new(
+                format!("{path} {which} (mean, 95 % CI)"),
+                points.clone(),
+                Style::Points,
+            )
+            .with_errors(errors),
+        );
+        if let Some(fit) = fit.filter(|f| f.weak) {
+            series.push(Series::new(
+                format!("{which}: weak trend (R² {:.3}), not drawn", fit.r2),
+                Vec::new(),
+                Style::Dashed,
+            ));
+        }
+        if let Some(fit) = fit.filter(|f| !f.weak) {
+            let (lo, hi) = points
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), (x, _)| {
+                    (lo.min(*x), hi.max(*x))
+                });
+            if lo < hi {
+                let line = (0..=20)
+                    .map(|i| lo + (hi - lo) * f64::from(i) / 20.0)
+                    .map(|x| (x, fit.eval(x)))
+                    .filter(|(_, y)| *y >= 0.0)
+                    .collect();
+                series.push(Series::new(
+                    format!(
+                        "{which}: {} (R² {:.3}, through the medians)",
+                        fit.formula("KB", "µs"),
+                        fit.r2
+                    ),
+                    line,
+                    Style::Dashed,
+                ));
+            }
+        }
+    }
+    XyChart {
+        title: format!("Kernel {path} latency against message size"),
+        x_label: "message size (KB, 1000 B)".into(),
+        y_label: "latency (µs)".into(),
+        series,
+        log_x: false,
+        log_y: false,
+    }
+}
+
+fn layer_chart(run: &KernelRun, receive: bool) -> Option<StackedChart> {
+    let layers: &[KernelLayer] = if receive {
+        &KernelLayer::RECEIVE
+    } else {
+        &KernelLayer::SEND
+    };
+    let points: Vec<(&KernelSizePoint, &KernelPathFigures)> = run
+        .points
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p,
+                if receive {
+                    p.receive.as_ref()
+                } else {
+                    p.send.as_ref()
+                }?,
+            ))
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    Some(StackedChart {
+        title: format!(
+            "Kernel {} stop latency by layer (% of the mean)",
+            if receive { "receive" } else { "send" }
+        ),
+        x_label: "message size".into(),
+        y_label: "share of stop latency (%)".into(),
+        x: points.iter().map(|(p, _)| f64::from(p.size)).collect(),
+        layers: layers
+            .iter()
+            .map(|l| {
+                (
+                    l.label().to_string(),
+                    points
+                        .iter()
+                        .map(|(_, f)| f.shares_percent.get(l).copied().unwrap_or(0.0))
+                        .collect(),
+                )
+            })
+            .collect(),
+        percent: true,
+        colour_slots: Vec::new(),
+        x_bytes: true,
+    })
+}
+
+fn layer_table(run: &KernelRun, receive: bool) -> Option<Table> {
+    let (path, layers) = if receive {
+        ("receive", &KernelLayer::RECEIVE[..])
+    } else {
+        ("send", &KernelLayer::SEND[..])
+    };
+    let rows: Vec<Vec<String>> = run
+        .points
+        .iter()
+        .filter_map(|p| {
+            let f = if receive {
+                p.receive.as_ref()
+            } else {
+                p.send.as_ref()
+            }?;
+            let mut row = vec![p.size.to_string()];
+            row.extend(layers.iter().map(|l| {
+                match (f.layers_us.get(l), f.shares_percent.get(l)) {
+                    (Some(e), Some(share)) => format!("{share:.1} % · {}", est(e, "µs")),
+                    _ => "-".into(),
+                }
+            }));
+            Some(row)
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut columns = vec!["size (B)".to_string()];
+    columns.extend(layers.iter().map(|l| l.label().to_string()));
+    Some(Table {
+        caption: format!("Kernel {path} stop window by layer: share of the mean stop latency, and each part's mean time per message with its 95 % interval"),
+        columns,
+        rows,
+    })
+}
+
+fn queue_table(run: &KernelRun) -> Table {
+    let host = |flow: u32| {
+        if run.sender_flow == run.receiver_flow {
+            "both (one namespace)"
+        } else if flow == run.sender_flow {
+            "sender"
+        } else if flow == run.receiver_flow {
+            "receiver"
+        } else {
+            "?"
+        }
+    };
+    Table {
+        caption: "Kernel packet queues over the whole run (probe cost not taken out)".into(),
+        columns: [
+            "queue",
+            "host",
+            "packets",
+            "delay",
+            "median",
+            "most at once",
+            "unpaired enqueue / dequeue",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: run
+            .queues
+            .iter()
+            .map(|q| {
+                vec![
+                    q.queue.clone(),
+                    host(q.flow).into(),
+                    q.packets.to_string(),
+                    opt(q.delay_us.as_ref(), "µs"),
+                    q.delay_us
+                        .as_ref()
+                        .map_or("-".into(), |e| format!("{} µs", sig(e.median))),
+                    q.max_length.to_string(),
+                    format!("{} / {}", q.unpaired_enqueues, q.unpaired_dequeues),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// The parts both stacks have: `stack` (socket, transport, network and
+/// their buffers and copies), `link`, `waiting` (the reference's wire and
+/// other; the kernel's wait for arrival).
+const PARTS: [&str; 3] = ["stack", "link", "waiting"];
+
+fn reference_shares(f: &PathFigures) -> Option<[f64; 3]> {
+    let stop = f.stop_us.mean;
+    if stop <= 0.0 {
+        return None;
+    }
+    let layer = |l: Layer| f.stop_split.layers.get(&l).map_or(0.0, |e| e.mean);
+    let stack = [
+        Layer::App,
+        Layer::Socket,
+        Layer::Transport,
+        Layer::Network,
+        Layer::Host,
+    ]
+    .into_iter()
+    .map(layer)
+    .sum::<f64>();
+    let wire = f
+        .stop_split
+        .categories
+        .get(&Category::Wire)
+        .map_or(0.0, |e| e.mean);
+    let other = f.stop_split.other.as_ref().map_or(0.0, |e| e.mean);
+    Some([
+        100.0 * stack / stop,
+        100.0 * layer(Layer::Link) / stop,
+        100.0 * (wire + other) / stop,
+    ])
+}
+
+fn kernel_shares(f: &KernelPathFigures) -> [f64; 3] {
+    let mut parts = [0.0; 3];
+    for (layer, share) in &f.shares_percent {
+        let i = PARTS
+            .iter()
+            .position(|p| *p == layer.compared_as())
+            .unwrap_or(2);
+        parts[i] += share;
+    }
+    parts
+}
+
+/// The reference runs of the same protocol and family, without a
+/// background load.
+fn references<'a>(exp: &'a Experiment, run: &KernelRun) -> Vec<&'a MessagesRun> {
+    exp.runs
+        .iter()
+        .filter(|r| r.protocol == run.protocol && r.family == run.family && r.load.is_none())
+        .collect()
+}
+
+/// The point nearest `size` among `points`.
+fn nearest<T>(points: impl Iterator<Item = T>, size: u32, of: impl Fn(&T) -> u32) -> Option<T> {
+    points.min_by_key(|p| (i64::from(of(p)) - i64::from(size)).abs())
+}
+
+/// For each measured kernel run with a reference twin: at 1 KiB and 64 KiB
+/// (or the sizes nearest them each run has) start and stop latency and
+/// the stop window by part, side by side, as a table and stacked bars.
+pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
+    let pairs: Vec<(&KernelRun, Vec<&MessagesRun>)> = exp
+        .kernel_runs
+        .iter()
+        .filter(|k| k.skipped.is_none())
+        .map(|k| (k, references(exp, k)))
+        .filter(|(_, refs)| !refs.is_empty())
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<h3 id=\"{}\">{}: the kernel beside the reference stack, per layer</h3><p class=\"note\">At 1 KiB and 64 KiB (the kernel runs' sizes; the reference run's nearest). The kernel's send path has no tracepoint between the send call and the device layer, so socket, transport and network are one part (<em>stack</em>) for both; <em>link</em> is the reference stack's link layer and the kernel's qdisc, device queue, driver and backlog; <em>waiting</em> is the reference stack's wire and time in no span, the kernel's wait for the next packet's arrival. The reference stack runs on its recipe's link (a rate-limited wire), the kernel across a veth pair: the windows are the same kind, the paths are not.</p>",
+        crate::toc::run(&exp.name, "kernel-beside-reference"),
+        escape(&exp.name),
+    );
+    let mut rows = Vec::new();
+    let mut bars = Vec::new();
+    for (k, refs) in pairs {
+        let mut seen = Vec::new();
+        for target in [1024u32, 65536] {
+            let Some(kp) = nearest(k.points.iter(), target, |p| p.size) else {
+                continue;
+            };
+            if seen.contains(&kp.size) {
+                continue;
+            }
+            seen.push(kp.size);
+            let candidates = refs
+                .iter()
+                .flat_map(|r| r.points.iter().map(move |p| (*r, p)));
+            let Some((r, rp)) = nearest(candidates, kp.size, |(_, p)| p.size) else {
+                continue;
+            };
+            for receive in [false, true] {
+                let path = if receive { "receive" } else { "send" };
+                let kf = if receive {
+                    kp.receive.as_ref()
+                } else {
+                    kp.send.as_ref()
+                };
+                let rf = if receive {
+                    rp.receive.as_ref()
+                } else {
+                    rp.send.as_ref()
+                };
+                if let Some(rf) = rf {
+                    let shares = reference_shares(rf);
+                    rows.push(row(
+                        &format!("reference ({}, {})", r.id, r.link),
+                        path,
+                        rp.size,
+                        &rf.start_us,
+                        &rf.stop_us,
+                        shares,
+                    ));
+                    if let Some(s) = shares {
+                        bars.push((
+                            format!("ref {}/{} {path} {} B", r.protocol, r.family, rp.size),
+                            s.to_vec(),
+                        ));
+                    }
+                }
+                if let Some(kf) = kf {
+                    let shares = kernel_shares(kf);
+                    rows.push(row(
+                        &format!("kernel ({}, {})", k.id, k.path),
+                        path,
+                        kp.size,
+                        &kf.start_us,
+                        &kf.stop_us,
+                        Some(shares),
+                    ));
+                    bars.push((
+                        format!("kernel {}/{} {path} {} B", k.protocol, k.family, kp.size),
+                        shares.to_vec(),
+                    ));
+                } else {
+                    rows.push(vec![
+                        format!("kernel ({}, {})", k.id, k.path),
+                        path.into(),
+                        kp.size.to_string(),
+                        "no window (see the run)".into(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ]);
+                }
+            }
+        }
+    }
+    crate::sweep_html::table_html(
+        h,
+        &Table {
+            caption: "Reference stack and kernel: start and stop latency (mean, 95 % interval, n) and the stop window's parts, % of the mean".into(),
+            columns: [
+                "stack (run, path)",
+                "path",
+                "size (B)",
+                "start",
+                "stop",
+                "stack %",
+                "link %",
+                "waiting %",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        },
+    );
+    if !bars.is_empty() {
+        h.push_str(&plot::share_bars(&ShareBars {
+            title: "Stop latency by part: reference stack and kernel".into(),
+            value_label: "share of the mean stop latency (%)".into(),
+            layers: PARTS.iter().map(|p| p.to_string()).collect(),
+            rows: bars,
+            colour_slots: Vec::new(),
+            width: 900,
+        }));
+    }
+}
+
+fn row(
+    who: &str,
+    path: &str,
+    size: u32,
+    start: &Estimate,
+    stop: &Estimate,
+    shares: Option<[f64; 3]>,
+) -> Vec<String> {
+    let mut row = vec![
+        who.to_string(),
+        path.to_string(),
+        size.to_string(),
+        est(start, "µs"),
+        est(stop, "µs"),
+    ];
+    match shares {
+        Some(s) => row.extend(s.iter().map(|v| format!("{v:.1}"))),
+        None => row.extend(["-".to_string(), "-".to_string(), "-".to_string()]),
+    }
+    row
+}
