@@ -34,6 +34,9 @@ pub struct Config {
     pub poll_interval: Duration,
     /// Time spent measuring the counter rate (see [`ClockMap::measure`]).
     pub calibration: Duration,
+    /// Most records kept in memory; later ones are counted as dropped, as
+    /// a full ring's are, so a long or busy run cannot grow without bound.
+    pub max_records: usize,
 }
 
 impl Default for Config {
@@ -43,6 +46,8 @@ impl Default for Config {
             ring_bytes: 4 << 20,
             poll_interval: Duration::from_millis(1),
             calibration: Duration::from_millis(50),
+            // 64 MiB of records, as the reference stack's per-thread ring.
+            max_records: 2 << 20,
         }
     }
 }
@@ -71,7 +76,8 @@ pub struct KernelTrace {
     /// The records, sorted by time, with the kernel location table; the
     /// header counts the events lost to a full ring.
     pub trace: Trace,
-    /// Events lost to a full ring (also in `trace.header.dropped`).
+    /// Events lost to a full ring, or read after `Config::max_records`
+    /// were kept (also in `trace.header.dropped`).
     pub dropped: u64,
     /// Records whose location the table does not have (a stale object);
     /// left out of the trace.
@@ -95,6 +101,8 @@ pub struct KernelProbes {
 struct Polled {
     records: Vec<Record>,
     malformed: u64,
+    /// Records read after `max_records` were kept: dropped.
+    over_limit: u64,
 }
 
 impl KernelProbes {
@@ -135,9 +143,10 @@ impl KernelProbes {
         let poller = {
             let stop = Arc::clone(&stop);
             let interval = config.poll_interval;
+            let limit = config.max_records;
             std::thread::Builder::new()
                 .name("kernel-probe-poll".into())
-                .spawn(move || poll(ring, clock, interval, &stop))
+                .spawn(move || poll(ring, clock, interval, limit, &stop))
                 .map_err(|e| KernelProbeError::Invalid(format!("start the ring poller: {e}")))?
         };
         Ok(KernelProbes {
@@ -218,8 +227,9 @@ impl KernelProbes {
             .unwrap_or(Polled {
                 records: Vec::new(),
                 malformed: 0,
+                over_limit: 0,
             });
-        let dropped = self.dropped()?;
+        let dropped = self.dropped()?.saturating_add(polled.over_limit);
         let mut records = polled.records;
         records.sort_by_key(|r| r.tsc);
         let header = TraceHeader::new(
@@ -322,21 +332,25 @@ fn load_error(e: aya::EbpfError) -> KernelProbeError {
     }
 }
 
-/// Drains the ring every `interval` until `stop`, then once more.
+/// Drains the ring every `interval` until `stop`, then once more; keeps
+/// at most `limit` records and counts the rest.
 fn poll(
     mut ring: RingBuf<MapData>,
     clock: ClockMap,
     interval: Duration,
+    limit: usize,
     stop: &AtomicBool,
 ) -> Polled {
     let mut polled = Polled {
         records: Vec::new(),
         malformed: 0,
+        over_limit: 0,
     };
     loop {
         let stopping = stop.load(Ordering::Acquire);
         while let Some(item) = ring.next() {
             match decode(&item, &clock) {
+                Some(_) if polled.records.len() >= limit => polled.over_limit += 1,
                 Some(record) => polled.records.push(record),
                 None => polled.malformed += 1,
             }

@@ -312,6 +312,30 @@ fn a_tiny_ring_overflows_and_the_drops_are_counted() {
     assert!(trace.trace.records.len() <= 4096 / 40);
 }
 
+#[test]
+fn records_beyond_the_memory_limit_are_counted_as_dropped() {
+    let config = Config {
+        max_records: 50,
+        ..Config::default()
+    };
+    let _pair = one_pair_at_a_time();
+    let Some(mut probes) = start(&config) else {
+        return;
+    };
+    let pair = VethPair::create(1500).expect("veth pair");
+    let moved = transfer::tcp(&pair, &mut probes, Family::V6, 100, 200, TCP_FLOW).expect("TCP");
+    assert_eq!(moved.received, 200);
+    let trace = probes.finish("test: record limit").expect("finish");
+    println!(
+        "kept {} records, dropped {}",
+        trace.trace.records.len(),
+        trace.dropped
+    );
+    assert_eq!(trace.trace.records.len(), 50, "kept up to the limit");
+    assert!(trace.dropped > 0, "200 messages make more than 50 records");
+    assert_eq!(trace.trace.header.dropped, trace.dropped);
+}
+
 /// Not root: starting says what is missing, without panicking. (As root,
 /// the other tests run instead.)
 #[test]

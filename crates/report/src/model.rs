@@ -417,4 +417,8 @@ pub struct MachineGauges {
     /// `others_cpu`: a run beside other work is slower without any gauge
     /// above moving. `None` over too few clock ticks.
     pub others_cpu: Option<f64>,
+    /// How many times the gauges were read (before the first pass and
+    /// after each): with two, a range is the state before and after one
+    /// window, and a median cannot say where the window mostly ran.
+    pub gauge_readings: Option<u32>,
 }

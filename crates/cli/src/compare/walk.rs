@@ -71,11 +71,13 @@ pub struct Gauges {
 }
 
 /// A gauge's readings over one measurement: their median and range
-/// (`[median, median]` when there was one reading).
+/// (`[median, median]` when there was one reading), and how many there
+/// were where the measurement says (`gauge_readings`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reading {
     pub median: f64,
     pub range: [f64; 2],
+    pub count: Option<u64>,
 }
 
 impl Gauges {
@@ -275,6 +277,10 @@ fn state(fields: &[(String, Entry)]) -> Gauges {
         Some(Reading {
             median,
             range: [lo, hi],
+            count: fields.iter().find_map(|(key, entry)| match entry {
+                Entry::Value(v) if key == "gauge_readings" => v.as_u64(),
+                _ => None,
+            }),
         })
     };
     Gauges {
@@ -513,7 +519,7 @@ mod tests {
                 "core_trip_ns": 60.0,
                 "wake_trip_ns": 30e3, "wake_trip_min_ns": 29e3, "wake_trip_max_ns": 50e3,
                 "cpu_speed_ns_per_kib": cpu, "cpu_speed_min_ns_per_kib": 19.0,
-                "cpu_speed_max_ns_per_kib": 47.0, "others_cpu": 0.0,
+                "cpu_speed_max_ns_per_kib": 47.0, "others_cpu": 0.0, "gauge_readings": 18,
                 "points": [{"size": 100, "stop": est(10.0),
                             "cpu_speed_ns_per_kib": 39.0}]}]})
         };
@@ -538,8 +544,10 @@ mod tests {
         assert_eq!(
             a.wake.map(|r| (r.median, r.range)),
             Some((30e3, [29e3, 50e3]))
-        ); // Nothing else ran: zero is a reading.
+        );
+        // Nothing else ran: zero is a reading.
         assert_eq!(a.others, Some(0.0));
+        assert_eq!(a.wake.and_then(|r| r.count), Some(18));
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub struct Readings {
     last: Option<CpuSample>,
     /// Processes whose CPU time is the run's own (a background load's).
     own: Vec<libc::pid_t>,
+    /// Times the gauges were read.
+    readings: u32,
 }
 
 impl Readings {
@@ -28,6 +30,7 @@ impl Readings {
 
     /// Reads every gauge once (a few milliseconds).
     pub fn measure(&mut self) {
+        self.readings = self.readings.saturating_add(1);
         let sample = CpuSample::now(&self.own);
         if self.first.is_none() {
             self.first = sample;
@@ -57,6 +60,7 @@ impl Readings {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 first.others_cpu(&last, cores)
             }),
+            gauge_readings: (self.readings > 0).then_some(self.readings),
         }
     }
 }
