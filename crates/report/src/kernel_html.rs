@@ -14,9 +14,30 @@ use crate::kernel_runs::{KernelRun, ProbeCostFigures};
 use crate::model::{Experiment, MessagesRun, Table};
 use crate::plot::{self, Series, ShareBars, StackedChart, Style, XyChart};
 
-/// `12.3 µs [11.9, 12.7] (n 40)`.
+/// `12.3 µs [11.9, 12.7] (n 40)`. A latency whose t interval reaches
+/// below zero is too skewed for its mean (a few messages waited long):
+/// its median and the median's distribution-free interval instead.
 fn est(e: &Estimate, unit: &str) -> String {
-    match e.ci95 {
+    match (e.ci95, e.median_ci95) {
+        (Some(ci), Some(mci)) if e.mean > 0.0 && ci.lo < 0.0 => format!(
+            "median {} {unit} [{}, {}] (n {}; the mean, {}, is too skewed for its interval)",
+            sig(e.median),
+            sig(mci.lo),
+            sig(mci.hi),
+            e.n,
+            sig(e.mean)
+        ),
+        (Some(ci), None) if e.mean > 0.0 && ci.lo < 0.0 => format!(
+            "too skewed to resolve: mean {} {unit}, its 95 % interval reaches below zero (n {})",
+            sig(e.mean),
+            e.n
+        ),
+        (ci, _) => est_mean(e, ci, unit),
+    }
+}
+
+fn est_mean(e: &Estimate, ci: Option<stats::Interval>, unit: &str) -> String {
+    match ci {
         Some(ci) => format!(
             "{} {unit} [{}, {}] (n {})",
             sig(e.mean),
@@ -719,4 +740,29 @@ fn row(
         None => row.extend(["-".to_string(), "-".to_string(), "-".to_string()]),
     }
     row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_latency_whose_interval_reaches_below_zero_gives_its_median() {
+        // The reference run's receive start at 20 000 B: a few messages
+        // waited long (23.98 µs mean, [-20.35, 68.3]).
+        let mut values = vec![1.0; 24];
+        values.extend([300.0, 310.0, 320.0]);
+        let skewed = Estimate::of(&values).expect("an estimate");
+        assert!(skewed.ci95.unwrap().lo < 0.0, "{skewed:?}");
+        let text = est(&skewed, "µs");
+        assert!(text.starts_with("median 1 µs ["), "{text}");
+        assert!(text.contains("too skewed"), "{text}");
+        // A tight one is its mean and interval.
+        let tight = Estimate::of(&[10.0, 10.5, 9.5, 10.2]).expect("an estimate");
+        assert!(
+            est(&tight, "µs").starts_with("10.05 µs ["),
+            "{}",
+            est(&tight, "µs")
+        );
+    }
 }
