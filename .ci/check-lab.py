@@ -46,6 +46,19 @@ for p in paths:
     print(f"summary {p['path']} at {p['size_bytes']} B: shares add to {total:.1f} %; {p['sentences'][1] if len(p['sentences']) > 1 else ''}")
 if whole == 0:
     fail("no summary path whose category shares add up to 100 %")
+# Issue 16 point 3 and issue 19: the kernel's paths in the summary too,
+# when its runs were measured (root, BTF), each run's parts adding to 100 %.
+kernel_measured = any(k["status"] == "measured" for e in summary["experiments"] for k in e.get("kernel_runs", []))
+kernel_paths = (summary.get("summary") or {}).get("kernel_paths")
+if kernel_paths is None:
+    fail("summary.json has no summary.kernel_paths")
+if kernel_measured and not kernel_paths:
+    fail("kernel runs were measured but the summary has no kernel path")
+for p in kernel_paths:
+    total = sum(s["percent"] for s in p["shares"])
+    if abs(total - 100.0) > 0.5 or not p["window"] or not p["sentences"]:
+        fail(f"summary {p['path']} {p['family']}: parts add to {total:.1f} %, window {p['window']!r}")
+    print(f"summary {p['path']} {p['family']} at {p['size_bytes']} B: parts add to {total:.1f} %")
 kind = "(quick)" if summary.get("quick") else "(full)"
 if kind not in summary["title"] or "xie1999" not in summary["title"]:
     fail(f"the title does not name the run: {summary['title']}")

@@ -4,16 +4,23 @@
 //! costs with their numbers. Computed from the experiments, so a new
 //! protocol or stack appears here as soon as a recipe traces it.
 
+use analysis::kernel_messages::KernelPathFigures;
 use analysis::sweep::{PathFigures, SizePoint};
 use probe::Category;
 use serde::Serialize;
 
+use crate::kernel_runs::KernelRun;
 use crate::model::{Experiment, MessagesRun};
 
 /// Every path's summary, in the order the runs came (send before receive).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     pub paths: Vec<PathSummary>,
+    /// The Linux kernel's paths (its traced runs, issue 19): the same at
+    /// one size, split by the kernel's parts (output, device queue,
+    /// driver; arrival, backlog, input, socket queue, copy) instead of
+    /// categories, which its tracepoints cannot tell apart.
+    pub kernel_paths: Vec<PathSummary>,
 }
 
 /// One path at one size.
@@ -77,7 +84,96 @@ pub fn of(experiments: &[Experiment]) -> Summary {
             }
         }
     }
-    Summary { paths }
+    // The kernel's runs likewise: per protocol, family and path the one
+    // with the most sizes.
+    let mut kernel_chosen: Vec<(&Experiment, &KernelRun)> = Vec::new();
+    for exp in experiments {
+        for run in exp.kernel_runs.iter().filter(|k| k.status == "measured") {
+            let key = |r: &KernelRun| (r.protocol.clone(), r.family.clone(), r.path.clone());
+            match kernel_chosen.iter_mut().find(|(_, r)| key(r) == key(run)) {
+                Some(slot) if slot.1.points.len() < run.points.len() => *slot = (exp, run),
+                Some(_) => {}
+                None => kernel_chosen.push((exp, run)),
+            }
+        }
+    }
+    let kernel_paths = kernel_chosen
+        .into_iter()
+        .flat_map(|(exp, k)| [false, true].map(|receive| kernel_path(exp, k, receive)))
+        .flatten()
+        .collect();
+    Summary {
+        paths,
+        kernel_paths,
+    }
+}
+
+/// `send stop (on_the_wire): <first event> → <last event>`: the run's
+/// stop window in words, its start taken from the start window where the
+/// stop's text gives only its end (`→ …`), and without the remarks after
+/// a `;`.
+fn kernel_window(run: &KernelRun, side: &str) -> String {
+    let find = |what: &str| {
+        run.windows
+            .iter()
+            .find(|(name, _)| name.starts_with(&format!("{side} {what}")))
+    };
+    let Some((name, stop)) = find("stop") else {
+        return String::new();
+    };
+    let stop = stop.split(';').next().unwrap_or(stop).trim();
+    let ends = match (stop.strip_prefix('→'), find("start")) {
+        (Some(end), Some((_, start))) => {
+            let first = start.split(" → ").next().unwrap_or(start);
+            format!("{first} →{end}")
+        }
+        _ => stop.to_string(),
+    };
+    format!("{name}: {ends}")
+}
+
+/// A kernel run's path at its middle measured size (`None` without a
+/// window there: UDP sends have none).
+fn kernel_path(exp: &Experiment, run: &KernelRun, receive: bool) -> Option<PathSummary> {
+    let side = if receive { "receive" } else { "send" };
+    let measured: Vec<(u32, &KernelPathFigures)> = run
+        .points
+        .iter()
+        .filter_map(|p| {
+            let f = if receive { &p.receive } else { &p.send };
+            f.as_ref().map(|f| (p.size, f))
+        })
+        .filter(|(_, f)| f.stop_us.mean > 0.0 && f.stop_us.mean.is_finite())
+        .collect();
+    let &(size, fig) = measured.get(measured.len() / 2)?;
+    let mut shares: Vec<Share> = fig
+        .shares_percent
+        .iter()
+        .map(|(layer, &percent)| Share {
+            category: layer.as_str().to_string(),
+            percent,
+            us: fig.layers_us.get(layer).map_or(0.0, |e| e.mean),
+        })
+        .filter(|s| s.percent > 0.0 && s.percent.is_finite())
+        .collect();
+    shares.sort_by(|a, b| b.percent.total_cmp(&a.percent));
+    let window = kernel_window(run, side);
+    let mut summary = PathSummary {
+        path: format!("{} {side} (kernel)", run.protocol),
+        protocol: run.protocol.clone(),
+        side: side.into(),
+        family: run.family.clone(),
+        link: run.path.clone(),
+        experiment: exp.name.clone(),
+        run: run.id.clone(),
+        size_bytes: size,
+        window,
+        stop_us: fig.stop_us,
+        shares,
+        sentences: Vec::new(),
+    };
+    summary.sentences = sentences(&summary, measured.len());
+    Some(summary)
 }
 
 fn figures(p: &SizePoint, receive: bool) -> Option<&PathFigures> {
