@@ -65,17 +65,13 @@ pub const OTHER: &str = "other";
 /// and link the run with the most sizes (a sweep over a single message),
 /// each of its two sides.
 pub fn of(experiments: &[Experiment]) -> Summary {
-    let mut chosen: Vec<(&Experiment, &MessagesRun)> = Vec::new();
-    for exp in experiments {
-        for run in &exp.runs {
-            let key = |r: &MessagesRun| (r.protocol.clone(), r.family.clone(), r.link.clone());
-            match chosen.iter_mut().find(|(_, r)| key(r) == key(run)) {
-                Some(slot) if slot.1.points.len() < run.points.len() => *slot = (exp, run),
-                Some(_) => {}
-                None => chosen.push((exp, run)),
-            }
-        }
-    }
+    let chosen = most_sizes(
+        experiments
+            .iter()
+            .flat_map(|e| e.runs.iter().map(move |r| (e, r))),
+        |r| (&r.protocol, &r.family, &r.link),
+        |r| r.points.len(),
+    );
     let mut paths = Vec::new();
     for (exp, run) in chosen {
         for receive in [false, true] {
@@ -84,19 +80,17 @@ pub fn of(experiments: &[Experiment]) -> Summary {
             }
         }
     }
-    // The kernel's runs likewise: per protocol, family and path the one
-    // with the most sizes.
-    let mut kernel_chosen: Vec<(&Experiment, &KernelRun)> = Vec::new();
-    for exp in experiments {
-        for run in exp.kernel_runs.iter().filter(|k| k.status == "measured") {
-            let key = |r: &KernelRun| (r.protocol.clone(), r.family.clone(), r.path.clone());
-            match kernel_chosen.iter_mut().find(|(_, r)| key(r) == key(run)) {
-                Some(slot) if slot.1.points.len() < run.points.len() => *slot = (exp, run),
-                Some(_) => {}
-                None => kernel_chosen.push((exp, run)),
-            }
-        }
-    }
+    // The kernel's measured runs likewise.
+    let kernel_chosen = most_sizes(
+        experiments.iter().flat_map(|e| {
+            e.kernel_runs
+                .iter()
+                .filter(|k| k.status == "measured")
+                .map(move |k| (e, k))
+        }),
+        |k| (&k.protocol, &k.family, &k.path),
+        |k| k.points.len(),
+    );
     let kernel_paths = kernel_chosen
         .into_iter()
         .flat_map(|(exp, k)| [false, true].map(|receive| kernel_path(exp, k, receive)))
@@ -106,6 +100,24 @@ pub fn of(experiments: &[Experiment]) -> Summary {
         paths,
         kernel_paths,
     }
+}
+
+/// Per `key` (protocol, family, link) the run with the most sizes
+/// (`sizes`), in the order the keys first came.
+fn most_sizes<'a, R, K: PartialEq>(
+    runs: impl Iterator<Item = (&'a Experiment, &'a R)>,
+    key: impl Fn(&'a R) -> K,
+    sizes: impl Fn(&R) -> usize,
+) -> Vec<(&'a Experiment, &'a R)> {
+    let mut chosen: Vec<(&Experiment, &R)> = Vec::new();
+    for (exp, run) in runs {
+        match chosen.iter_mut().find(|(_, r)| key(r) == key(run)) {
+            Some(slot) if sizes(slot.1) < sizes(run) => *slot = (exp, run),
+            Some(_) => {}
+            None => chosen.push((exp, run)),
+        }
+    }
+    chosen
 }
 
 /// `send stop (on_the_wire): <first event> → <last event>`: the run's
