@@ -109,6 +109,31 @@ fn ends(pair: &VethPair, path: Path, family: Family) -> ([Side; 2], [IpAddr; 2])
     }
 }
 
+/// Once the sender has said its ports, registers the run's flows with
+/// the probes (if any) and lets both sides go; on failure the sides see
+/// the go channel closed and stop.
+fn register_then_go(
+    ports_rx: &mpsc::Receiver<(u16, u16)>,
+    go_tx: mpsc::Sender<()>,
+    probes: Option<&mut KernelProbes>,
+    pair: &VethPair,
+    path: Path,
+    flows: HostFlows,
+    unconnected: bool,
+) -> Result<(), KernelProbeError> {
+    let registered = ports_rx
+        .recv()
+        .map_err(|_| gone("sender"))
+        .and_then(|ports| match probes {
+            Some(p) => register(p, pair, path, flows, ports, unconnected),
+            None => Ok(()),
+        });
+    if registered.is_ok() {
+        let _ = go_tx.send(());
+    }
+    registered
+}
+
 /// Registers the connection's port pair: the receiver's namespace under
 /// the receiver's id and the sender's under the sender's (over loopback
 /// one namespace, one id); unconnected sockets (UDP) by their own port too.
@@ -264,18 +289,7 @@ fn tcp(
             let used = meter.stop();
             Ok((began.elapsed(), used.user + used.system))
         });
-        let registered =
-            ports_rx
-                .recv()
-                .map_err(|_| gone("sender"))
-                .and_then(|ports| match probes {
-                    Some(p) => register(p, pair, path, flows, ports, false),
-                    None => Ok(()),
-                });
-        if registered.is_ok() {
-            let _ = go_tx.send(());
-        }
-        drop(go_tx);
+        let registered = register_then_go(&ports_rx, go_tx, probes, pair, path, flows, false);
         let received = receiver.join().map_err(|_| gone("receiver"))?;
         let sent = sender.join().map_err(|_| gone("sender"))?;
         registered?;
@@ -351,18 +365,7 @@ pub fn udp_messages(
             let used = meter.stop();
             Ok((began.elapsed(), used.user + used.system))
         });
-        let registered =
-            ports_rx
-                .recv()
-                .map_err(|_| gone("sender"))
-                .and_then(|ports| match probes {
-                    Some(p) => register(p, pair, path, flows, ports, true),
-                    None => Ok(()),
-                });
-        if registered.is_ok() {
-            let _ = go_tx.send(());
-        }
-        drop(go_tx);
+        let registered = register_then_go(&ports_rx, go_tx, probes, pair, path, flows, true);
         let sent = sender.join().map_err(|_| gone("sender"))?;
         let received = receiver.join().map_err(|_| gone("receiver"))?;
         registered?;
