@@ -418,6 +418,52 @@ fn a_tail_drop_burst_is_repaired_by_sack_without_a_timeout() {
 }
 
 #[test]
+fn the_short_tail_of_a_write_does_not_wait_for_a_delayed_ack() {
+    // A write of whole segments and a short tail, the connection left
+    // open (as a ttcp sender waits for the last ACK before closing).
+    // Plain Nagle held the tail until the last full segment was ACKed;
+    // the receiver delays that ACK 40 ms when the full segments are odd
+    // in number. With Minshall's modification only an unacknowledged
+    // earlier short segment holds it.
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../topologies/fast-ethernet.toml"),
+    )
+    .unwrap();
+    for full_segments in 1..=4 {
+        let mut sim = Simulator::new(&Topology::from_toml_str(&text).unwrap(), None).unwrap();
+        sim.run_for(Duration::from_millis(1));
+        let (client, server) = connected(&mut sim, true, TcpConfig::default());
+        let mss = {
+            let c = sim.host("host-a").unwrap().tcp_connection(client).unwrap();
+            c.negotiated().unwrap().send_mss
+        };
+        let data = pattern(full_segments * mss + 100, 5);
+        let start = sim.now();
+        assert_eq!(
+            host_mut(&mut sim, "host-a").tcp_send(client, &data),
+            Ok(data.len())
+        );
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 16 * 1024];
+        assert!(sim.run_until_with(Duration::from_secs(1), |sim| {
+            while let Ok(n @ 1..) = host_mut(sim, "host-b").tcp_recv(server, &mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            got.len() == data.len()
+        }));
+        assert!(got == data, "byte-exact");
+        // A few segments' wire time (about 0.12 ms each) and a round
+        // trip; the delayed-ACK timer would add 40 ms.
+        let took = sim.now() - start;
+        assert!(
+            took < Duration::from_millis(5),
+            "{full_segments} full segments and a tail took {took:?}"
+        );
+    }
+}
+
+#[test]
 fn small_socket_buffers_with_nagle_do_not_wait_for_delayed_acks() {
     // The SunOS study's 4 KB socket buffers on a 100 Mbit/s wire, Nagle
     // on: each write's last short segment is ACKed when the reader drains

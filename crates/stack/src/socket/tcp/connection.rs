@@ -213,6 +213,10 @@ pub struct Connection {
     /// The highest sequence number sent plus one (SND.NXT before a
     /// go-back retransmission rewound SND.NXT).
     snd_max: Seq,
+    /// One past the last sub-MSS data segment sent while it is
+    /// unacknowledged (Linux's `snd_sml`): Nagle holds the next small
+    /// segment only while there is one.
+    small_sent_end: Option<Seq>,
     snd_wnd: usize,
     snd_wl1: Seq,
     snd_wl2: Seq,
@@ -326,6 +330,7 @@ impl Connection {
             snd_una: iss,
             snd_nxt: iss,
             snd_max: iss,
+            small_sent_end: None,
             snd_wnd: 0,
             snd_wl1: Seq(0),
             snd_wl2: Seq(0),
@@ -1418,9 +1423,29 @@ impl Connection {
         };
         let mss = self.payload_mss();
         let mut len = unsent.min(mss).min(room);
-        // Nagle (RFC 9293 §3.7.4): hold a small segment while data is
-        // unacknowledged, unless it is the last before our FIN.
-        if len > 0 && len < mss && flight > 0 && !self.config.nodelay && !self.fin_queued {
+        // Nagle (RFC 9293 §3.7.4) with Minshall's modification, as Linux
+        // has it (tcp_minshall_check): hold a small segment only while an
+        // earlier small one is unacknowledged, unless it is the last
+        // before our FIN. Still one small segment per round trip, but the
+        // tail of a bulk write no longer waits for the peer's delayed ACK
+        // of an odd full segment: with plain Nagle a 16 MiB transfer over
+        // 100 Mbit/s lost that 40 ms in some repetitions and not others.
+        // Cleared once acknowledged, so that sequence numbers wrapping
+        // under a long transfer cannot make an old one look unacknowledged.
+        let small_unacked = match self.small_sent_end {
+            Some(end) if end > self.snd_una => true,
+            _ => {
+                self.small_sent_end = None;
+                false
+            }
+        };
+        if len > 0
+            && len < mss
+            && flight > 0
+            && small_unacked
+            && !self.config.nodelay
+            && !self.fin_queued
+        {
             len = 0;
         }
         let fin = self.fin_queued && self.snd_nxt + len == data_end && self.state.fin_queued();
@@ -1451,6 +1476,9 @@ impl Connection {
         self.decorate(&mut repr, now);
         let seq = self.snd_nxt;
         self.snd_nxt = seq + len + usize::from(fin);
+        if len > 0 && len < mss {
+            self.small_sent_end = Some(self.snd_nxt);
+        }
         if self.snd_nxt > self.snd_max {
             self.karn.on_send(self.snd_nxt, now);
             self.snd_max = self.snd_nxt;
