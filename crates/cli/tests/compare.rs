@@ -58,9 +58,13 @@ fn summary(slow: f64, reverse: bool, extra: bool) -> Value {
         json!({"size": size, "messages": 5,
                "send": {"start_us": estimate(start), "stop_us": estimate(stop), "frames": 1}})
     };
+    // Runs that took their passes in turn, in one machine state: compare
+    // gives no verdict on a run of one pass or of unknown state.
     let mut runs = vec![
-        json!({"id": "tcp", "points": [point(500, 2.0, 50.0), point(1000, 3.0, 90.0)]}),
-        json!({"id": "udp", "points": [point(500, 1.5, 40.0), point(1000, 2.5, 80.0 * slow)]}),
+        json!({"id": "tcp", "points": [point(500, 2.0, 50.0), point(1000, 3.0, 90.0)],
+            "core_trip_ns": 62.0, "cpu_speed_ns_per_kib": 29.0, "gauge_readings": 18}),
+        json!({"id": "udp", "points": [point(500, 1.5, 40.0), point(1000, 2.5, 80.0 * slow)],
+            "core_trip_ns": 62.0, "cpu_speed_ns_per_kib": 29.0, "gauge_readings": 18}),
     ];
     if reverse {
         runs.reverse();
@@ -126,9 +130,10 @@ fn a_changed_figure_is_found_and_nothing_else() {
     );
     assert!(text.starts_with(&format!("A: {}", a.arg())), "{text}");
     assert!(text.contains("began 20261122-153606 UTC"), "{text}");
-    // 8 estimates tested; frames ×4, messages ×4 and counter_hz untested.
+    // 8 estimates tested; frames ×4, messages ×4, the gauges ×6 and
+    // counter_hz untested.
     assert!(
-        text.contains("Figures both have: 17\n  tested (a spread on both sides): 8 "),
+        text.contains("Figures both have: 23\n  tested (a spread on both sides): 8 "),
         "{text}"
     );
     assert!(text.contains("Holm–Bonferroni"), "{text}");

@@ -83,6 +83,12 @@ pub struct TestedFigure {
     /// both sides (`traffic::core_trip`, `traffic::wake_trip`): a
     /// difference here is the machine's, so the figure gets no verdict.
     pub machine_differed: Option<StateDiff>,
+    /// A side measured the figure in one pass (its gauges read twice:
+    /// before the window and after) or read no gauges around it: its n
+    /// counts values within that pass,
+    /// which share the run's state, so its interval is no measure of how
+    /// far a second run would land. No verdict.
+    pub one_pass: bool,
     /// "faster" or "slower" for a significant difference of a time or a
     /// rate (read from the figure's unit), else `None`.
     pub verdict: Option<String>,
@@ -134,6 +140,20 @@ impl Comparison {
     /// Figures whose runs' machine states differed.
     pub fn machine_differed(&self) -> impl Iterator<Item = &TestedFigure> {
         self.tested.iter().filter(|f| f.machine_differed.is_some())
+    }
+
+    /// Figures measured in one pass on a side, in one machine state.
+    pub fn one_pass(&self) -> impl Iterator<Item = &TestedFigure> {
+        self.tested
+            .iter()
+            .filter(|f| f.one_pass && f.machine_differed.is_none())
+    }
+
+    /// Tested figures with a verdict of "no significant difference".
+    pub fn not_significant(&self) -> impl Iterator<Item = &TestedFigure> {
+        self.tested
+            .iter()
+            .filter(|f| !f.significant && f.machine_differed.is_none() && !f.one_pass)
     }
 
     /// The median of the tested figures' smallest marked changes (a
@@ -266,7 +286,7 @@ pub fn render(c: &Comparison) -> String {
     let significant: Vec<&TestedFigure> = c.significant().collect();
     let _ = write!(
         h,
-        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % and both runs measured it in one machine state — {} significant, {} measured in different machine states (no verdict); {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
+        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % and both runs measured it in one machine state — {} significant, {} measured in different machine states and {} in one pass on a side (no verdict); {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
         c.tested.len() + c.untested.len(),
         c.tested.len(),
         c.alpha * 100.0,
@@ -275,6 +295,7 @@ pub fn render(c: &Comparison) -> String {
         percent(c.threshold),
         significant.len(),
         c.machine_differed().count(),
+        c.one_pass().count(),
         c.untested.len(),
         c.only_a.len(),
         c.only_b.len(),
@@ -306,11 +327,17 @@ pub fn render(c: &Comparison) -> String {
         );
         tested_table(&mut h, &machine);
     }
-    let rest: Vec<&TestedFigure> = c
-        .tested
-        .iter()
-        .filter(|f| !f.significant && f.machine_differed.is_none())
-        .collect();
+    let one_pass: Vec<&TestedFigure> = c.one_pass().collect();
+    if !one_pass.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Measured in one pass on a side ({})</h2><p class=\"note\">{}</p>",
+            one_pass.len(),
+            escape(ONE_PASS_NOTE)
+        );
+        tested_table(&mut h, &one_pass);
+    }
+    let rest: Vec<&TestedFigure> = c.not_significant().collect();
     let _ = write!(h, "<h2>Tested, not significant ({})</h2>", rest.len());
     if !rest.is_empty() {
         tested_table(&mut h, &rest);
@@ -372,7 +399,7 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
             match (&f.verdict, f.significant) {
                 (Some(v), true) => format!("B {}", escape(v)),
                 (None, true) => "differs".to_string(),
-                _ => f.machine_differed.map_or_else(|| "—".to_string(), machine_text),
+                _ => no_verdict(f),
             },
         );
     }
@@ -381,6 +408,18 @@ fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
 
 /// Why figures measured in different machine states get no verdict.
 pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with the machine in one state. Three gauges are read before each repetition and after the last, outside every window. The round trip of a cache line between two CPUs: its readings differed by more than 1.5× between the runs or within one; on a virtual machine it moves with where the hypervisor places the vCPUs, and every figure whose threads talk across CPUs moves with it (kernel UDP over loopback ran at 21.7 Gbit/s in one state and 9.5 in the other). The round trip of a wake-up between two threads on the two CPUs: the runs' medians differed by more than 1.25×; it moves with how busy the CPUs are, and so do figures that hand work between blocked threads. The CPUs' time to copy and checksum a KiB: the runs' medians differed by more than 1.25×; the host runs the vCPUs at different speeds (in one of two labs whose other gauges agreed, the copying UDP send path ran three times slower in every category). And the CPU time other processes used meanwhile: the runs' differed by more than half a CPU (one ran beside a build, the other alone). A difference here is the machine's, not the code's: run both again to compare them.";
+
+/// Why figures measured in one pass get no verdict.
+pub const ONE_PASS_NOTE: &str = "A side measured these figures in one pass (or read no gauge around them, so neither its passes nor its state are known): its messages or events came one after another in one run, in the machine's state of that moment, so their interval says how much they vary within a run, not how far a second run would land. Two full labs of the same code on a quiet machine differed by up to 30 % in such figures (a kernel UDP receive by 7×, one run's receiver waking from sleep, the other's not). Runs that take their passes in turn with others' (the slope runs) and sweeps' repetitions are tested.";
+
+/// What a tested figure without a verdict says instead.
+pub fn no_verdict(f: &TestedFigure) -> String {
+    match f.machine_differed {
+        Some(diff) => machine_text(diff),
+        None if f.one_pass => "one pass: no verdict".to_string(),
+        None => "—".to_string(),
+    }
+}
 
 /// `… (core round trip A 58 ns, B 61–340 ns)`: each side's range (a
 /// wake round trip in µs); for the gauges judged by their medians, the
@@ -397,15 +436,18 @@ pub fn machine_text(diff: StateDiff) -> String {
             )
         }
     };
+    // Two significant digits: a wake trip of 77 ns is 0.077 µs, not 0.
+    let g = |x: f64| crate::plot::fmt_sig(x, 2);
     let side = |[lo, hi]: [f64; 2], median: f64| {
         let (lo, hi, median) = (lo * scale, hi * scale, median * scale);
-        let range = if (hi - lo).abs() < 0.5 {
-            format!("{lo:.0} {unit}")
+        let one = g(lo) == g(hi);
+        let range = if one {
+            format!("{} {unit}", g(lo))
         } else {
-            format!("{lo:.0}–{hi:.0} {unit}")
+            format!("{}–{} {unit}", g(lo), g(hi))
         };
-        if by_median && (hi - lo).abs() >= 0.5 {
-            format!("median {median:.0} {unit} of {range}")
+        if by_median && !one {
+            format!("median {} {unit} of {range}", g(median))
         } else {
             range
         }

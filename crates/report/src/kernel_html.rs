@@ -7,7 +7,7 @@ use std::fmt::Write;
 use analysis::kernel_messages::{KernelLayer, KernelPathFigures, KernelSizePoint};
 use analysis::sweep::PathFigures;
 use probe::{Category, Layer};
-use stats::Estimate;
+use stats::{Estimate, PositiveReading};
 
 use crate::html::escape;
 use crate::kernel_runs::{KernelRun, ProbeCostFigures};
@@ -18,34 +18,30 @@ use crate::plot::{self, Series, ShareBars, StackedChart, Style, XyChart};
 /// below zero is too skewed for its mean (a few messages waited long):
 /// its median and the median's distribution-free interval instead.
 fn est(e: &Estimate, unit: &str) -> String {
-    match (e.ci95, e.median_ci95) {
-        (Some(ci), Some(mci)) if e.mean > 0.0 && ci.lo < 0.0 => format!(
+    match e.positive_reading() {
+        PositiveReading::Median { median, ci, mean } => format!(
             "median {} {unit} [{}, {}] (n {}; the mean, {}, is too skewed for its interval)",
-            sig(e.median),
-            sig(mci.lo),
-            sig(mci.hi),
+            sig(median),
+            sig(ci.lo),
+            sig(ci.hi),
             e.n,
-            sig(e.mean)
+            sig(mean)
         ),
-        (Some(ci), None) if e.mean > 0.0 && ci.lo < 0.0 => format!(
+        PositiveReading::TooNoisy { mean, .. } => format!(
             "too skewed to resolve: mean {} {unit}, its 95 % interval reaches below zero (n {})",
-            sig(e.mean),
+            sig(mean),
             e.n
         ),
-        (ci, _) => est_mean(e, ci, unit),
-    }
-}
-
-fn est_mean(e: &Estimate, ci: Option<stats::Interval>, unit: &str) -> String {
-    match ci {
-        Some(ci) => format!(
+        PositiveReading::Mean { mean, ci: Some(ci) } => format!(
             "{} {unit} [{}, {}] (n {})",
-            sig(e.mean),
+            sig(mean),
             sig(ci.lo),
             sig(ci.hi),
             e.n
         ),
-        None => format!("{} {unit} (n {}, no interval)", sig(e.mean), e.n),
+        PositiveReading::Mean { mean, ci: None } => {
+            format!("{} {unit} (n {}, no interval)", sig(mean), e.n)
+        }
     }
 }
 

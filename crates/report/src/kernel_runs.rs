@@ -8,6 +8,8 @@ use analysis::kernel_messages::{KernelQueue, KernelSizePoint, KernelTrends};
 use serde::Serialize;
 use stats::{Estimate, Interval};
 
+use crate::model::MachineGauges;
+
 /// One kernel messages run.
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelRun {
@@ -53,6 +55,10 @@ pub struct KernelRun {
     pub trace: Option<String>,
     pub timeline: Option<String>,
     pub notes: Vec<String>,
+    /// The machine's state before the messages and after them (one pass:
+    /// two readings), for `stackscope compare`.
+    #[serde(flatten)]
+    pub gauges: MachineGauges,
 }
 
 /// A probe that did not attach.

@@ -440,7 +440,7 @@ fn too_noisy(ours: Ours, unit: &str) -> Ours {
             ci95: Some(ci),
             path,
             ..
-        } if !unit.starts_with('%') && value > 0.0 && ci.lo < 0.0 => Ours::NoFigure {
+        } if !unit.starts_with('%') && stats::reaches_below_zero(value, ci) => Ours::NoFigure {
             why: format!(
                 "too noisy to be a result: {} {unit} with a 95 % interval of [{}, {}], which reaches below zero",
                 sig3(value),

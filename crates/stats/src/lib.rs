@@ -16,7 +16,7 @@ mod fit;
 mod repeat;
 
 pub use compare::{detectable_difference, Difference};
-pub use estimate::{Estimate, Interval};
+pub use estimate::{reaches_below_zero, Estimate, Interval, PositiveReading};
 pub use fit::{LinearFit, WEAK_R2};
 pub use repeat::{Target, Verdict};
 

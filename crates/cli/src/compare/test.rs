@@ -112,30 +112,40 @@ struct Test {
 /// Tests every pair, corrects the p-values of those tested and marks
 /// the significant ones by `rule`.
 pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
-    let mut tested: Vec<(String, Test, Option<StateDiff>)> = Vec::new();
+    let mut tested: Vec<(String, Test, Option<StateDiff>, bool)> = Vec::new();
     let mut untested = Vec::new();
     for pair in pairs {
         match test(pair) {
-            Outcome::Tested(t) => tested.push((pair.path.clone(), *t, machine_differed(pair))),
+            Outcome::Tested(t) => tested.push((
+                pair.path.clone(),
+                *t,
+                machine_differed(pair),
+                one_pass(pair),
+            )),
             Outcome::Untested(figure) => untested.push(figure),
         }
     }
     let p: Vec<f64> = tested
         .iter()
-        .map(|(_, t, _)| t.difference.p_value)
+        .map(|(_, t, _, _)| t.difference.p_value)
         .collect();
     let adjusted = rule.correction.adjust(&p);
     let lone_level = rule.lone_level(p.len());
     let tested = tested
         .into_iter()
         .zip(adjusted)
-        .map(|((path, t, machine_differed), p_adjusted)| {
+        .map(|((path, t, machine_differed, one_pass), p_adjusted)| {
             // A difference between runs in different machine states is the
             // machine's: it gets no verdict, and is listed as such.
-            let significant =
-                machine_differed.is_none() && rule.significant(p_adjusted, &t.difference);
+            // So is one between two single passes: within a pass the
+            // values share the run's state, and their interval does not
+            // reach as far as a second run lands.
+            let significant = machine_differed.is_none()
+                && !one_pass
+                && rule.significant(p_adjusted, &t.difference);
             TestedFigure {
                 machine_differed,
+                one_pass,
                 verdict: significant
                     .then(|| verdict(&path, t.difference.ratio))
                     .flatten()
@@ -235,6 +245,22 @@ fn machine_differed(pair: &Pair) -> Option<StateDiff> {
             ranges: [[x, x], [y, y]],
             medians: [x, y],
         })
+    })
+}
+
+/// Either side read its gauges only before its one window and after it
+/// (`gauge_readings` 2): the figure's values all come from one pass. A
+/// side that read no gauge at all around the figure (a kernel run of a
+/// lab before they did) cannot say otherwise, nor in what state it ran,
+/// and counts the same.
+fn one_pass(pair: &Pair) -> bool {
+    pair.states.iter().any(|g| {
+        let readings = [g.core, g.wake, g.cpu];
+        readings.iter().all(Option::is_none)
+            || readings
+                .iter()
+                .flatten()
+                .any(|r| r.count.is_some_and(|n| n <= 2))
     })
 }
 
@@ -431,12 +457,18 @@ mod tests {
         }
     }
 
+    /// Both sides in one state, read around each repetition (as a sweep
+    /// point is).
     fn pair(path: &str, a: Figure, b: Figure) -> Pair {
+        let state = Gauges {
+            core: one(58.0),
+            ..Gauges::default()
+        };
         Pair {
             path: path.to_string(),
             a,
             b,
-            states: Default::default(),
+            states: [state, state],
         }
     }
 
@@ -518,7 +550,6 @@ mod tests {
             // One state; the wake and CPU readings' ranges reach far, but
             // their medians agree: the state each side mostly ran in.
             with(core(one(58.0)), core(reading(62.0, 64.0, 70.0))),
-            with(core(None), core(one(340.0))),
             with(
                 wake(reading(18e3, 18e3, 50e3)),
                 wake(reading(20e3, 21e3, 22e3)),
@@ -572,10 +603,41 @@ mod tests {
         for t in &tested[..6] {
             assert!(!t.significant && t.verdict.is_none());
         }
-        // One state, or a side that did not say: judged as before.
+        // One state: judged by the test.
         for t in &tested[6..] {
             assert!(t.significant && t.machine_differed.is_none(), "{t:?}");
         }
+    }
+
+    #[test]
+    fn one_pass_or_an_unknown_state_gets_no_verdict() {
+        // A kernel UDP receive in two quiet labs: 34.65 and 5.01 µs, each
+        // from 40 messages of one pass.
+        let a = spread(&[34.0, 35.0, 34.5, 35.2, 34.6]);
+        let b = spread(&[5.0, 5.1, 4.9, 5.05, 5.0]);
+        let with = |in_a: Gauges, in_b: Gauges| Pair {
+            states: [in_a, in_b],
+            ..pair("x.receive.stop_us", a, b)
+        };
+        let cpu = |count| Gauges {
+            cpu: read(29.0, 29.2, 29.4, count),
+            ..Gauges::default()
+        };
+        let pairs = [
+            // Read before the one window and after, in one state.
+            with(cpu(2), cpu(2)),
+            with(cpu(18), cpu(2)),
+            // No gauge read at all on a side: passes and state unknown.
+            with(Gauges::default(), cpu(18)),
+            // Passes in turn on both sides: tested.
+            with(cpu(18), cpu(18)),
+        ];
+        let (tested, _) = test_all(&pairs, &rule(Correction::Holm, 0.02));
+        for t in &tested[..3] {
+            assert!(t.one_pass && t.machine_differed.is_none(), "{t:?}");
+            assert!(!t.significant && t.verdict.is_none());
+        }
+        assert!(!tested[3].one_pass && tested[3].significant);
     }
 
     /// A seeded generator (xorshift64*) of normal values (Box–Muller):

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use report::compare_html::{
-    blindness, detectable, machine_text, measured, number, p_value, percent, ratio, Comparison,
-    Side, TestedFigure, MACHINE_NOTE,
+    blindness, detectable, measured, no_verdict, number, p_value, percent, ratio, Comparison, Side,
+    TestedFigure, MACHINE_NOTE, ONE_PASS_NOTE,
 };
 
 pub fn render(c: &Comparison, all: bool) -> String {
@@ -18,7 +18,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let significant: Vec<&TestedFigure> = c.significant().collect();
     let _ = writeln!(
         t,
-        "\nFigures both have: {}\n  tested (a spread on both sides): {} by Welch's t-test, B against A, at the {:.0} % level with p-values corrected by {} over the {} tests; significant only if B/A's 95 % interval also lies outside 1 ± {} % and both runs measured it in one machine state\n  single numbers (ratio only, never significant): {}\nOnly in A: {}; only in B: {}",
+        "\nFigures both have: {}\n  tested (a spread on both sides): {} by Welch's t-test, B against A, at the {:.0} % level with p-values corrected by {} over the {} tests; significant only if B/A's 95 % interval also lies outside 1 ± {} % and both runs measured it in one machine state, each in more than one pass\n  single numbers (ratio only, never significant): {}\nOnly in A: {}; only in B: {}",
         c.tested.len() + c.untested.len(),
         c.tested.len(),
         c.alpha * 100.0,
@@ -47,7 +47,18 @@ pub fn render(c: &Comparison, all: bool) -> String {
             figure(&mut t, f);
         }
     }
-    let rest = c.tested.len() - significant.len() - machine.len();
+    let one_pass: Vec<&TestedFigure> = c.one_pass().collect();
+    if !one_pass.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nMeasured in one pass on a side (no verdict): {}\n  {ONE_PASS_NOTE}",
+            one_pass.len()
+        );
+        for f in &one_pass {
+            figure(&mut t, f);
+        }
+    }
+    let rest = c.not_significant().count();
     if !all {
         let _ = writeln!(
             t,
@@ -57,11 +68,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
         return t;
     }
     let _ = writeln!(t, "\nTested, not significant: {rest}");
-    for f in c
-        .tested
-        .iter()
-        .filter(|f| !f.significant && f.machine_differed.is_none())
-    {
+    for f in c.not_significant() {
         figure(&mut t, f);
     }
     let _ = writeln!(t, "\nWithout a spread: {}", c.untested.len());
@@ -107,9 +114,9 @@ fn figure(t: &mut String, f: &TestedFigure) {
     } else {
         format!("; markable change {}", detectable(f))
     };
-    let verdict = match (&f.verdict, f.significant, f.machine_differed) {
-        (Some(v), true, _) => format!("  B {v}"),
-        (_, false, Some(ns)) => format!("  {}", machine_text(ns)),
+    let verdict = match (&f.verdict, f.significant) {
+        (Some(v), true) => format!("  B {v}"),
+        (_, false) if f.machine_differed.is_some() || f.one_pass => format!("  {}", no_verdict(f)),
         _ => String::new(),
     };
     let _ = writeln!(

@@ -96,6 +96,9 @@ pub fn run(
         })
         .collect();
     let flows = HostFlows::of(FLOW, plan.path);
+    // The machine's state around the messages, read outside every window.
+    let mut gauges = super::gauges::Readings::default();
+    gauges.measure();
     let moved = match plan.protocol {
         Protocol::Udp => messages::udp_messages(
             &pair,
@@ -114,6 +117,8 @@ pub fn run(
             flows,
         ),
     };
+    gauges.measure();
+    out.gauges = gauges.summary();
     progress.fetch_add(sizes.len() as u64, Ordering::Relaxed);
     // A transfer that failed (a side timed out) is this run's failure, not
     // the lab's: it is reported as skipped with the reason.
@@ -244,6 +249,7 @@ fn empty(run: &Run, plan: &KernelPlan) -> KernelRun {
         trace: None,
         timeline: None,
         notes: Vec::new(),
+        gauges: Default::default(),
     }
 }
 

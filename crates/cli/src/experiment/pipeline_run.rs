@@ -160,7 +160,9 @@ fn table(s: &PipelineSummary) -> Table {
                 // skewed for a t-interval (a few long waits), not that
                 // the figure could be negative. The median then speaks.
                 match e.ci95 {
-                    Some(ci) if ci.lo < 0.0 => "too skewed (see the median)".into(),
+                    Some(ci) if stats::reaches_below_zero(e.mean, ci) => {
+                        "too skewed (see the median)".into()
+                    }
                     Some(ci) => format!("{:.1} – {:.1}", ci.lo, ci.hi),
                     None => "—".into(),
                 },

@@ -590,22 +590,26 @@ pub(super) fn point_name(p: &Point) -> String {
 /// read 526.02 ± 580.23 Mbit/s) is too skewed for its mean: its median
 /// and the median's distribution-free interval instead, or a mark.
 pub(super) fn mean_ci(e: &stats::Estimate, scale: f64, decimals: usize) -> String {
-    match (e.half_width(), e.median_ci95) {
-        (Some(h), Some(ci)) if e.mean > 0.0 && h >= e.mean => format!(
+    use stats::PositiveReading;
+    let h = e.half_width().unwrap_or(0.0);
+    match e.positive_reading() {
+        PositiveReading::Median { median, ci, mean } => format!(
             "median {:.decimals$} [{:.decimals$}, {:.decimals$}] (the mean, {:.decimals$} ± {:.decimals$}, is too skewed)",
-            e.median * scale,
+            median * scale,
             ci.lo * scale,
             ci.hi * scale,
-            e.mean * scale,
+            mean * scale,
             h * scale
         ),
-        (Some(h), None) if e.mean > 0.0 && h >= e.mean => format!(
+        PositiveReading::TooNoisy { mean, .. } => format!(
             "{:.decimals$} ± {:.decimals$} (too noisy: the interval reaches below zero)",
-            e.mean * scale,
+            mean * scale,
             h * scale
         ),
-        (Some(h), _) => format!("{:.decimals$} ± {:.decimals$}", e.mean * scale, h * scale),
-        (None, _) => format!("{:.decimals$} (no CI)", e.mean * scale),
+        PositiveReading::Mean { mean, ci: Some(_) } => {
+            format!("{:.decimals$} ± {:.decimals$}", mean * scale, h * scale)
+        }
+        PositiveReading::Mean { mean, ci: None } => format!("{:.decimals$} (no CI)", mean * scale),
     }
 }
 
