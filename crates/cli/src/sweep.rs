@@ -112,7 +112,8 @@ pub struct SweepArgs {
     rate: Option<String>,
     /// CPU-bound background processes (spinners) during each point: one
     /// level, or a list or range of levels swept as the outermost axis,
-    /// e.g. 0,1,2,4 (the SunOS study's "artificial workload level").
+    /// e.g. 0,1,2,4 (the SunOS study's "artificial workload level"); at
+    /// most 64. Ctrl-C (or the sweep's death) stops them at once.
     #[arg(long, value_name = "LIST", default_value = "0")]
     load: String,
     /// Where the load runs, a list (each a point of its own): `both`
@@ -165,7 +166,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
     /// First port; concurrent flows take the next ones.
-    #[arg(short = 'p', long, default_value_t = 5001)]
+    #[arg(short = 'p', long, default_value_t = 5001,
+          value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// Give up after SECS seconds waiting for the peer or for data.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]

@@ -56,9 +56,11 @@ pub struct TtcpArgs {
     /// Run both ends in this process (a thread each).
     #[arg(long)]
     pair: bool,
-    /// Bytes per write; for UDP and raw, the datagram size.
-    #[arg(short = 'l', value_name = "LEN", default_value = "8192", value_parser = parse_size)]
-    len: u64,
+    /// Bytes per write; for UDP and raw, the datagram size. Default 8192
+    /// (ttcp's), or 1500 for raw frames (one full Ethernet payload: a raw
+    /// frame cannot be fragmented).
+    #[arg(short = 'l', value_name = "LEN", value_parser = parse_size)]
+    len: Option<u64>,
     /// Number of writes (buffers or datagrams); 2048 unless --time is
     /// given alone.
     #[arg(short = 'n', value_name = "NBUF")]
@@ -84,8 +86,10 @@ pub struct TtcpArgs {
     xtp: bool,
     #[command(flatten)]
     xtp_options: crate::xtp_args::XtpArgs,
-    /// Port.
-    #[arg(short = 'p', value_name = "PORT", default_value_t = 5001)]
+    /// Port the receiver listens on (1-65535; 0 would let the system pick
+    /// one the sender cannot know).
+    #[arg(short = 'p', value_name = "PORT", default_value_t = 5001,
+          value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// Socket buffer size (SO_SNDBUF and SO_RCVBUF), e.g. 64K; the
     /// granted size is reported.
@@ -209,7 +213,11 @@ impl TtcpArgs {
             }
         };
         let mut spec = TransferSpec::new(protocol, family);
-        spec.len = usize::try_from(self.len).unwrap_or(usize::MAX);
+        let len = self.len.unwrap_or(match protocol {
+            Protocol::Raw => 1500,
+            _ => 8192,
+        });
+        spec.len = usize::try_from(len).unwrap_or(usize::MAX);
         // ttcp's 2048 writes, unless the run is timed: then the time alone
         // unless -n says how many at least.
         spec.count = self

@@ -531,3 +531,26 @@ fn ttcp_pair_and_sweep_put_the_reference_stack_against_the_kernel_on_a_veth_pair
         );
     }
 }
+
+/// Raw frames across a veth pair with every length flag left at its
+/// default: a raw frame cannot be fragmented, so the default is one full
+/// Ethernet payload (ttcp's 8192 was refused).
+#[test]
+fn ttcp_pair_raw_works_with_its_defaults() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let text = stackscope(&["ttcp", "--pair", "--raw", "--netns", "-n", "2000", "--json"]);
+    let report: Value = serde_json::from_str(&text).expect("a JSON report");
+    assert_eq!(
+        report["start"]["test_start"]["blksize"].as_u64(),
+        Some(1500)
+    );
+    let received = &report["end"]["sum_received"];
+    assert!(
+        received["packets"].as_u64().is_some_and(|n| n > 0),
+        "{received}"
+    );
+    assert_eq!(received["corrupted"].as_u64(), Some(0), "{received}");
+}

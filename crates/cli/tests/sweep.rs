@@ -479,7 +479,7 @@ fn bad_grids_are_refused_in_one_line_before_anything_runs() {
         &["--mode", "delay", "--proto", "raw", "--circuits", "2"],
         "raw delay runs one circuit",
     );
-    refused(&["--load", "100000"], "at most 1024");
+    refused(&["--load", "1000"], "at most 64");
     refused(
         &["--reps", "0", "--sizes", "64"],
         "--reps must be at least 1",
@@ -580,4 +580,48 @@ fn load_levels_and_sides_are_points_that_say_where_their_load_ran() {
     let output = stackscope(&["sweep", "--mode", "delay", "--load-on", "server"]);
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("--mode throughput"));
+}
+
+/// Ctrl-C during a loaded point: the sweep's spinners die with it, none
+/// left burning the CPUs (`--load 1000` once left 800 running 20 s
+/// after SIGINT).
+#[test]
+fn interrupting_a_loaded_sweep_stops_its_load() {
+    let mut sweep = std::process::Command::new(env!("CARGO_BIN_EXE_stackscope"))
+        .args(["sweep", "--stack", "kernel", "--load", "8", "--sizes", "1K"])
+        .args(["--total", "256M", "--reps", "20", "--max-reps", "20"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the sweep");
+    let pid = sweep.id() as libc::pid_t;
+    // The spinners are the sweep's forked children.
+    let children = || {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .map_or(0, |c| c.split_whitespace().count())
+    };
+    let began = std::time::Instant::now();
+    while children() < 8 && began.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(children(), 8, "the load never started");
+    let spinners: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    // SAFETY: kill with a valid pid of our own child and a signal number.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = sweep.wait().expect("the sweep ends");
+    assert!(!status.success());
+    let alive = |p: &String| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .is_ok_and(|s| !s.contains(") Z ") && !s.contains(") X "))
+    };
+    let began = std::time::Instant::now();
+    while spinners.iter().any(alive) && began.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left: Vec<&String> = spinners.iter().filter(|p| alive(p)).collect();
+    assert!(left.is_empty(), "spinners still running: {left:?}");
 }

@@ -142,6 +142,15 @@ fn impossible_requests_get_one_line_and_a_failure() {
     assert!(raw_loopback.contains("--netns"), "{raw_loopback}");
     let bad_rate = refusal(&["ttcp", "--pair", "-u", "--rate", "fast"]);
     assert!(bad_rate.contains("not a rate"), "{bad_rate}");
+    // Refused by the flag's check, not by a 10 s wait for a receiver
+    // at port 0.
+    let port_zero = refusal(&["ttcp", "--pair", "-p", "0"]);
+    assert!(port_zero.contains("-p <PORT>"), "{port_zero}");
+    let sweep_port_zero = refusal(&["sweep", "-p", "0"]);
+    assert!(
+        sweep_port_zero.contains("--port <PORT>"),
+        "{sweep_port_zero}"
+    );
 }
 
 #[test]

@@ -122,7 +122,39 @@ pub struct ReceivedSum {
     pub datagrams: Option<DatagramSum>,
     /// TCP: the stream checks.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub stream: Option<StreamCounts>,
+    pub stream: Option<StreamChecks>,
+}
+
+/// A stream receiver's checks beside iperf3's fields: the counts of
+/// [`StreamCounts`] but its `bytes`, which the sum already gives (one key
+/// twice is invalid to strict JSON parsers).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StreamChecks {
+    pub corrupted_bytes: u64,
+    pub missing_bytes: u64,
+    pub duplicated_bytes: u64,
+    pub reordered: u64,
+}
+
+impl StreamChecks {
+    /// True when the stream was byte-exact.
+    pub fn is_clean(&self) -> bool {
+        self.corrupted_bytes == 0
+            && self.missing_bytes == 0
+            && self.duplicated_bytes == 0
+            && self.reordered == 0
+    }
+}
+
+impl From<StreamCounts> for StreamChecks {
+    fn from(c: StreamCounts) -> Self {
+        Self {
+            corrupted_bytes: c.corrupted_bytes,
+            missing_bytes: c.missing_bytes,
+            duplicated_bytes: c.duplicated_bytes,
+            reordered: c.reordered,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -201,7 +233,7 @@ impl ReceivedSum {
     pub fn from_side(side: &ReceiverSide) -> Self {
         let seconds = side.elapsed.as_secs_f64();
         let (datagrams, stream) = match side.checks {
-            Received::Stream(counts) => (None, Some(counts)),
+            Received::Stream(counts) => (None, Some(counts.into())),
             Received::Datagrams(c) => {
                 let expected = c.datagrams + c.lost;
                 (

@@ -832,7 +832,7 @@ mod tests {
         assert!(error(&g, KernelPath::Loopback).contains("not with --circuits"));
         g.circuits = 1;
         g.loads = vec![1, MAX_LOAD + 1];
-        assert!(error(&g, KernelPath::Loopback).contains("at most 1024"));
+        assert!(error(&g, KernelPath::Loopback).contains("at most 64"));
         // `both` pins nothing: delay mode may run under it.
         let mut g = grid();
         g.mode = Mode::Delay;
