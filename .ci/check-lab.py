@@ -423,14 +423,19 @@ for stage in stages:
 # measured; otherwise each must say why it was skipped and which probes
 # are missing.
 KERNEL_CAN_RUN = os.geteuid() == 0 and os.path.exists("/sys/kernel/btf/vmlinux")
-# The layer of each location a stop window lists, in path order.
-SEND_RANK = {"kernel.tcp_sendmsg_locked": 0}
-RECEIVE_RANK = {"kernel.netif_rx": 0, "kernel.netif_receive_skb": 0, "kernel.tcp_probe": 1,
-                "kernel.sk_data_ready": 2, "kernel.skb_copy_datagram_iovec": 2,
-                "kernel.sock_recv_length": 2}
+# The layer of each location a stop window lists, in path order (the
+# device layer's events rank 2 on send).
+SEND_RANK = {"kernel.tcp_sendmsg_locked": 0, "kernel.udp_sendmsg": 0, "kernel.ip_finish_output": 1}
+RECEIVE_RANK = {"kernel.netif_rx": 0, "kernel.netif_receive_skb": 0, "kernel.sk_filter": 1,
+                "kernel.tcp_probe": 2, "kernel.sk_data_ready": 3,
+                "kernel.skb_copy_datagram_iovec": 3, "kernel.sock_recv_length": 3}
+# The parts the IP events cut (cgroup hooks: IP output, transport input),
+# in each path's per-layer rows when those hooks attached.
+CUT_PARTS = {"send": ("transport_output", "network_output"),
+             "receive": ("network_input", "transport_input")}
 kernel_runs = [(e["name"], k) for e in summary["experiments"] for k in e.get("kernel_runs", [])]
-if len(kernel_runs) < 4:
-    fail(f"{len(kernel_runs)} kernel runs in summary.json; xie1999 has three and papadopoulos1993 one")
+if len(kernel_runs) < 6:
+    fail(f"{len(kernel_runs)} kernel runs in summary.json; xie1999 has five and papadopoulos1993 one")
 for exp_name, k in kernel_runs:
     label = f"{exp_name}/{k['id']} (kernel)"
     for key in ("incomplete_send", "incomplete_receive", "ring_dropped", "probes_missing", "windows"):
@@ -469,16 +474,23 @@ for exp_name, k in kernel_runs:
             total = sum(f["shares_percent"].values())
             if abs(total - 100.0) > 0.5:
                 fail(f"{label} {p['size']} B {side}: layer shares add up to {total:.2f} %")
+            cut_missing = any(m["probe"] in ("kernel.ip_finish_output", "kernel.sk_filter")
+                              for m in k["probes_missing"])
+            if not cut_missing:
+                for part in CUT_PARTS[side]:
+                    if part not in f["shares_percent"]:
+                        fail(f"{label} {p['size']} B {side}: no {part} row though the IP hooks attached: {sorted(f['shares_percent'])}")
             if p["size"] == 1024:
                 rank = SEND_RANK if side == "send" else RECEIVE_RANK
                 times = [t for _, t in f["example"]]
-                ranks = [rank.get(n, 1 if side == "send" else -1) for n, _ in f["example"]]
+                ranks = [rank.get(n, 2 if side == "send" else -1) for n, _ in f["example"]]
                 if times != sorted(times) or ranks != sorted(ranks) or -1 in ranks:
                     fail(f"{label} 1024 B {side}: events out of layer order: {f['example']}")
     if windows == 0:
         fail(f"{label}: no size has a window")
     one = next((p for p in k["points"] if p["size"] == 1024), k["points"][0])
-    line = lambda f: f"start {f['start_us']['mean']:.1f}, stop {f['stop_us']['mean']:.1f} µs" if f else "-"
+    line = lambda f: (f"start {f['start_us']['mean']:.1f}, stop {f['stop_us']['mean']:.1f} µs ("
+                      + ", ".join(f"{n} {v:.0f} %" for n, v in f["shares_percent"].items()) + ")") if f else "-"
     print(f"{label}: {one['size']} B send {line(one['send'])}; receive {line(one['receive'])}; "
           f"probe cost {cost['per_event_ns']['mean']:.0f} ns/event (n {cost['per_event_ns']['n']}); "
           f"{k['ring_dropped']} dropped; incomplete {k['incomplete_send']} / {k['incomplete_receive']}")

@@ -98,5 +98,9 @@ pub fn run(args: &KtraceArgs) -> anyhow::Result<()> {
             String::new()
         }
     );
+    if !run.drops.is_empty() {
+        let drops: Vec<String> = run.drops.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        println!("kernel drops (kfree_skb) by reason: {}", drops.join(", "));
+    }
     Ok(())
 }

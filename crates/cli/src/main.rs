@@ -123,7 +123,9 @@ enum Command {
     /// Trace a kernel transfer inside the Linux kernel with eBPF: TCP (or
     /// UDP, -u) messages over IPv6 (or IPv4, -4) across a veth pair
     /// between two network namespaces made for the run, recorded at the
-    /// kernel's network tracepoints for this flow only, written as a probe
+    /// kernel's network tracepoints (and, in a cgroup made for the run, at
+    /// IP output, transport input and the UDP send's start) for this flow
+    /// only, written as a probe
     /// trace (-o, default kernel.trace; read it with `stackscope trace`).
     /// Needs root and BTF; a probe the kernel lacks is named with the
     /// reason and the rest run. See docs/kernel-probes.md.

@@ -27,6 +27,7 @@ typedef __u64 size_t;
 
 // Helper ids from include/uapi/linux/bpf.h (stable ABI).
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) = (void *)2;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)8;
 static __u64 (*bpf_get_current_task)(void) = (void *)35;
@@ -36,6 +37,7 @@ static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)132;
 
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_LRU_HASH 9
 #define BPF_MAP_TYPE_RINGBUF 27
 // Records are read by a periodic poll, never by a wakeup per event: a
 // wakeup per event cost 1.7-5.2 us against 150-560 ns without (issue 19).
@@ -102,6 +104,23 @@ struct task_struct {
 	struct nsproxy *nsproxy;
 } CORE;
 
+// The context of a cgroup sock_addr program (uapi struct bpf_sock_addr, a
+// stable ABI read through the verifier's rewriting, so not CO-RE): only
+// the fields up to the destination port. At run time the context is the
+// kernel's struct bpf_sock_addr_kern, whose first field is the socket.
+struct bpf_sock_addr {
+	__u32 user_family;
+	__u32 user_ip4;
+	__u32 user_ip6[4];
+	__u32 user_port;
+};
+
+// The context of a cgroup_skb program is declared as struct __sk_buff but
+// is, at run time, the kernel's struct sk_buff (what the kfunc
+// bpf_cast_to_kern_ctx would return), read here through CO-RE like a
+// tp_btf argument. Its address is the same skb address the tracepoints see.
+struct __sk_buff;
+
 // Reads one field (CO-RE relocated) into dst; a failed read leaves dst 0.
 #define READ(dst, src)                                                         \
 	do {                                                                   \
@@ -129,6 +148,9 @@ enum {
 	KP_CONSUME_SKB,
 	KP_KFREE_SKB,
 	KP_TCP_RETRANSMIT_SKB,
+	KP_UDP_SENDMSG,
+	KP_IP_FINISH_OUTPUT,
+	KP_SK_FILTER,
 };
 
 // ---- Maps ----------------------------------------------------------------
@@ -164,6 +186,22 @@ struct {
 	__type(key, struct flow_key);
 	__type(value, __u32);
 } flows SEC(".maps");
+
+// IP fragments carry no ports after the first: the first fragment of a
+// traced flow's datagram records its identification here, per namespace,
+// so the later fragments (same id) find the flow. LRU: old ids age out.
+struct frag_key {
+	__u32 netns;
+	__u32 id;
+	__u32 family;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct frag_key);
+	__type(value, __u32);
+} frags SEC(".maps");
 
 // Events lost because the ring was full, per CPU.
 struct {
@@ -265,9 +303,29 @@ struct packet {
 	int is_tcp;
 };
 
+// The flow of an IP fragment: the first (offset 0, transport header
+// behind it) is looked up by ports and, if traced, records its id; a
+// later one finds the flow by its id.
+INLINE __u32 fragment_flow(__u32 netns, __u32 family, __u32 id, int first, unsigned char *l4)
+{
+	struct frag_key key = {.netns = netns, .id = id, .family = family};
+	if (!first) {
+		__u32 *flow = bpf_map_lookup_elem(&frags, &key);
+		return flow ? *flow : 0;
+	}
+	__u16 ports[2];
+	if (bpf_probe_read_kernel(ports, sizeof(ports), l4))
+		return 0;
+	__u32 flow = lookup_flow(netns, bswap16(ports[0]), bswap16(ports[1]));
+	if (flow)
+		bpf_map_update_elem(&frags, &key, &flow, 0);
+	return flow;
+}
+
 // Parses the packet's headers: at the network header when `at_data` is 0
 // (set on every send path and after IP input), at skb->data when it is 1
-// (device receive, where the link header has just been pulled).
+// (device receive, where the link header has just been pulled). An IP
+// fragment is joined to its datagram's flow by its identification.
 INLINE int skb_packet(struct sk_buff *skb, int at_data, __u32 netns, struct packet *p)
 {
 	unsigned char *ip = 0;
@@ -286,26 +344,52 @@ INLINE int skb_packet(struct sk_buff *skb, int at_data, __u32 netns, struct pack
 	if (!ip || bpf_probe_read_kernel(&first, 1, ip))
 		return -1;
 	unsigned char *l4;
+	// -1: not a fragment; else the fragment's identification.
+	__s64 frag_id = -1;
+	int frag_first = 0;
 	if ((first >> 4) == 6) {
-		// Extension headers are not followed: the flows traced carry none.
 		if (bpf_probe_read_kernel(&proto, 1, ip + 6))
 			return -1;
 		l4 = ip + 40;
+		// The one extension header followed: a Fragment header (44).
+		if (proto == 44) {
+			__u8 fh[8];
+			if (bpf_probe_read_kernel(fh, sizeof(fh), l4))
+				return -1;
+			proto = fh[0];
+			frag_first = ((fh[2] << 8 | fh[3]) & 0xfff8) == 0;
+			frag_id = (__u32)fh[4] << 24 | (__u32)fh[5] << 16 | (__u32)fh[6] << 8 | fh[7];
+			l4 += 8;
+		}
 	} else if ((first >> 4) == 4) {
-		if (bpf_probe_read_kernel(&proto, 1, ip + 9))
+		__u8 h[4];
+		if (bpf_probe_read_kernel(h, sizeof(h), ip + 4) ||
+		    bpf_probe_read_kernel(&proto, 1, ip + 9))
 			return -1;
+		__u16 frag = h[2] << 8 | h[3];
+		// More fragments (0x2000) or an offset: a fragment.
+		if (frag & 0x3fff) {
+			frag_first = (frag & 0x1fff) == 0;
+			frag_id = h[0] << 8 | h[1];
+		}
 		l4 = ip + (first & 0xf) * 4;
 	} else {
 		return -1;
 	}
 	if (proto != 6 && proto != 17)
 		return -1;
+	p->tcp_seq = 0;
+	p->is_tcp = proto == 6;
+	if (frag_id >= 0) {
+		p->flow = fragment_flow(netns, first >> 4, (__u32)frag_id, frag_first, l4);
+		// A TCP segment is never fragmented here; a later fragment has
+		// no header to read a sequence from.
+		return p->flow ? 0 : -1;
+	}
 	__u16 ports[2];
 	if (bpf_probe_read_kernel(ports, sizeof(ports), l4))
 		return -1;
 	p->flow = lookup_flow(netns, bswap16(ports[0]), bswap16(ports[1]));
-	p->is_tcp = proto == 6;
-	p->tcp_seq = 0;
 	if (p->flow && p->is_tcp) {
 		__u32 seq = 0;
 		bpf_probe_read_kernel(&seq, sizeof(seq), l4 + 4);
@@ -341,6 +425,38 @@ INLINE void skb_event(__u16 loc, struct sk_buff *skb, int at_data, __u32 netns, 
 	emit(loc, p.flow, len, (__u64)skb, bpf_ktime_get_ns());
 }
 
+// A tracepoint whose event is one skb's, the skb its argument `arg`: its
+// namespace from its device (or the running task), its length from it.
+#define SKB_TRACEPOINT(name, loc, arg, at_data)                                \
+	SEC("tp_btf/" #name)                                                   \
+	int name(__u64 *ctx)                                                   \
+	{                                                                      \
+		struct sk_buff *skb = (void *)ctx[arg];                        \
+		if (skb)                                                       \
+			skb_event(loc, skb, at_data, skb_netns(skb), skb_len(skb)); \
+		return 0;                                                      \
+	}
+
+// sock_send_length / sock_recv_length (sk, ret, flags): a send or receive
+// call returns; len = bytes, aux = the TCP sequence field `seq` after it
+// (write_seq, copied_seq), 0 for UDP.
+#define SOCK_LENGTH_TRACEPOINT(name, loc, seq_field)                           \
+	SEC("tp_btf/" #name)                                                   \
+	int name(__u64 *ctx)                                                   \
+	{                                                                      \
+		struct sock *sk = (void *)ctx[0];                              \
+		int ret = (int)ctx[1];                                         \
+		int tcp;                                                       \
+		__u32 flow = sock_flow(sk, &tcp);                              \
+		if (!flow)                                                     \
+			return 0;                                              \
+		__u32 seq = 0;                                                 \
+		if (tcp)                                                       \
+			READ(seq, ((struct tcp_sock *)sk)->seq_field);         \
+		emit(loc, flow, ret > 0 ? ret : 0, seq, bpf_ktime_get_ns());   \
+		return 0;                                                      \
+	}
+
 // ---- Send path -------------------------------------------------------------
 
 // tcp_sendmsg_locked(sk, msg, skb, size_goal): a message enters the
@@ -362,42 +478,13 @@ int tcp_sendmsg_locked(__u64 *ctx)
 	return 0;
 }
 
-// sock_send_length(sk, ret, flags): the send call returns; aux = write_seq
-// after it (TCP), 0 (UDP).
-SEC("tp_btf/sock_send_length")
-int sock_send_length(__u64 *ctx)
-{
-	struct sock *sk = (void *)ctx[0];
-	int ret = (int)ctx[1];
-	int tcp;
-	__u32 flow = sock_flow(sk, &tcp);
-	if (!flow)
-		return 0;
-	__u32 seq = 0;
-	if (tcp)
-		READ(seq, ((struct tcp_sock *)sk)->write_seq);
-	emit(KP_SOCK_SEND_LENGTH, flow, ret > 0 ? ret : 0, seq, bpf_ktime_get_ns());
-	return 0;
-}
+// The send call returns.
+SOCK_LENGTH_TRACEPOINT(sock_send_length, KP_SOCK_SEND_LENGTH, write_seq)
 
 // qdisc_enqueue(qdisc, txq, skb) / qdisc_dequeue(qdisc, txq, packets, skb):
 // only when a packet really queues (noqueue on lo and veth never does).
-SEC("tp_btf/qdisc_enqueue")
-int qdisc_enqueue(__u64 *ctx)
-{
-	struct sk_buff *skb = (void *)ctx[2];
-	skb_event(KP_QDISC_ENQUEUE, skb, 0, skb_netns(skb), skb_len(skb));
-	return 0;
-}
-
-SEC("tp_btf/qdisc_dequeue")
-int qdisc_dequeue(__u64 *ctx)
-{
-	struct sk_buff *skb = (void *)ctx[3];
-	if (skb)
-		skb_event(KP_QDISC_DEQUEUE, skb, 0, skb_netns(skb), skb_len(skb));
-	return 0;
-}
+SKB_TRACEPOINT(qdisc_enqueue, KP_QDISC_ENQUEUE, 2, 0)
+SKB_TRACEPOINT(qdisc_dequeue, KP_QDISC_DEQUEUE, 3, 0)
 
 // net_dev_queue(skb): __dev_queue_xmit, the packet handed to the device
 // layer. A TCP segment also gets a KP_TCP_SEQ record binding the skb
@@ -456,22 +543,10 @@ int tcp_retransmit_skb(__u64 *ctx)
 // ---- Receive path ------------------------------------------------------------
 
 // netif_rx(skb): a frame enters the CPU's backlog (veth's receive path).
-SEC("tp_btf/netif_rx")
-int netif_rx(__u64 *ctx)
-{
-	struct sk_buff *skb = (void *)ctx[0];
-	skb_event(KP_NETIF_RX, skb, 1, skb_netns(skb), skb_len(skb));
-	return 0;
-}
+SKB_TRACEPOINT(netif_rx, KP_NETIF_RX, 0, 1)
 
 // netif_receive_skb(skb): the frame leaves the backlog for the protocols.
-SEC("tp_btf/netif_receive_skb")
-int netif_receive_skb(__u64 *ctx)
-{
-	struct sk_buff *skb = (void *)ctx[0];
-	skb_event(KP_NETIF_RECEIVE_SKB, skb, 1, skb_netns(skb), skb_len(skb));
-	return 0;
-}
+SKB_TRACEPOINT(netif_receive_skb, KP_NETIF_RECEIVE_SKB, 0, 1)
 
 // tcp_probe(sk, skb): TCP input of an established connection; len = the
 // segment's bytes at this point (TCP header included). Also binds the skb
@@ -525,34 +600,13 @@ int skb_copy_datagram_iovec(__u64 *ctx)
 	return 0;
 }
 
-// sock_recv_length(sk, ret, flags): the receive call returns; aux =
-// copied_seq after it (TCP), 0 (UDP).
-SEC("tp_btf/sock_recv_length")
-int sock_recv_length(__u64 *ctx)
-{
-	struct sock *sk = (void *)ctx[0];
-	int ret = (int)ctx[1];
-	int tcp;
-	__u32 flow = sock_flow(sk, &tcp);
-	if (!flow)
-		return 0;
-	__u32 seq = 0;
-	if (tcp)
-		READ(seq, ((struct tcp_sock *)sk)->copied_seq);
-	emit(KP_SOCK_RECV_LENGTH, flow, ret > 0 ? ret : 0, seq, bpf_ktime_get_ns());
-	return 0;
-}
+// The receive call returns.
+SOCK_LENGTH_TRACEPOINT(sock_recv_length, KP_SOCK_RECV_LENGTH, copied_seq)
 
 // ---- End of an skb's life -----------------------------------------------------
 
 // consume_skb(skb, location): freed after use; closes the skb address.
-SEC("tp_btf/consume_skb")
-int consume_skb(__u64 *ctx)
-{
-	struct sk_buff *skb = (void *)ctx[0];
-	skb_event(KP_CONSUME_SKB, skb, 0, skb_netns(skb), skb_len(skb));
-	return 0;
-}
+SKB_TRACEPOINT(consume_skb, KP_CONSUME_SKB, 0, 0)
 
 // kfree_skb(skb, location, reason, rx_sk): dropped; len = the drop reason
 // (enum skb_drop_reason), not a byte count.
@@ -564,5 +618,70 @@ int kfree_skb(__u64 *ctx)
 	skb_event(KP_KFREE_SKB, skb, 0, skb_netns(skb), reason);
 	return 0;
 }
+
+// ---- IP output, transport input, the UDP send call (cgroup programs) ------
+
+// A cgroup program's context as a plain kernel address: copied through the
+// stack with a probe read, the verifier sees a number, not its context
+// pointer, so the fields are read like a tracepoint argument's (no rules
+// on context pointer arithmetic apply).
+INLINE __u64 kernel_address(void *ctx)
+{
+	__u64 address = 0;
+	void *slot = ctx;
+	bpf_probe_read_kernel(&address, sizeof(address), &slot);
+	return address;
+}
+//
+// No tracepoint marks IP output or input (no ipv6: group) and aya cannot
+// load netfilter programs, so these attach to the run's cgroup (v2): they
+// see the sockets created by its processes. They must return 1 (allow).
+
+// ip_finish_output / ip6_finish_output: the cgroup's egress hook, after
+// IP output's netfilter hooks and before fragmentation and the neighbour
+// layer; aux = the skb, as at net_dev_queue.
+SEC("cgroup_skb/egress")
+int ip_finish_output(struct __sk_buff *ctx)
+{
+	struct sk_buff *skb = (void *)kernel_address(ctx);
+	skb_event(KP_IP_FINISH_OUTPUT, skb, 0, skb_netns(skb), skb_len(skb));
+	return 1;
+}
+
+// sk_filter: the cgroup's ingress hook, run by TCP and UDP input on the
+// socket found for the packet (tcp_v4/v6_rcv, udp(v6)_queue_rcv_one_skb),
+// after IP input (and reassembly) and the socket lookup; aux = the skb.
+SEC("cgroup_skb/ingress")
+int sk_filter(struct __sk_buff *ctx)
+{
+	struct sk_buff *skb = (void *)kernel_address(ctx);
+	skb_event(KP_SK_FILTER, skb, 0, skb_netns(skb), skb_len(skb));
+	return 1;
+}
+
+// udp(v6)_sendmsg of an unconnected socket (a destination given): the
+// cgroup's sendmsg hook, at the start of the send, before the datagram is
+// built. The flow from the socket's port and the destination's; len 0.
+INLINE int udp_sendmsg(struct bpf_sock_addr *ctx)
+{
+	struct sock *sk = 0;
+	// The context is struct bpf_sock_addr_kern: its first field, the socket.
+	if (bpf_probe_read_kernel(&sk, sizeof(sk), (void *)kernel_address(ctx)) || !sk)
+		return 1;
+	struct net *net = 0;
+	__u16 num = 0;
+	READ(net, sk->__sk_common.skc_net.net);
+	READ(num, sk->__sk_common.skc_num);
+	__u32 flow = lookup_flow(net_inum(net), num, bswap16((__u16)ctx->user_port));
+	if (flow)
+		emit(KP_UDP_SENDMSG, flow, 0, 0, bpf_ktime_get_ns());
+	return 1;
+}
+
+SEC("cgroup/sendmsg6")
+int udp_sendmsg6(struct bpf_sock_addr *ctx) { return udp_sendmsg(ctx); }
+
+SEC("cgroup/sendmsg4")
+int udp_sendmsg4(struct bpf_sock_addr *ctx) { return udp_sendmsg(ctx); }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,7 +1,8 @@
 //! Probe events inside the Linux kernel, recorded by eBPF (issue 19,
 //! DESIGN.md "Probes in the Linux kernel").
 //!
-//! One `tp_btf` program per network tracepoint writes the 32-byte
+//! One `tp_btf` program per network tracepoint (and cgroup programs for IP
+//! output, transport input and the UDP send's start) writes the 32-byte
 //! [`probe::Record`] of the trace schema into a BPF ring buffer, for the
 //! flows registered with [`KernelProbes::trace_flow`] only: an untraced
 //! packet costs one hash lookup and no ring space. A thread polls the ring
@@ -14,8 +15,10 @@
 //! `bpf/build.sh` and committed, so building this crate needs no clang;
 //! the programs are loaded with the `aya` crate. See docs/kernel-probes.md.
 
+mod cgroup;
 mod clock_map;
 pub mod cost;
+mod drop_reasons;
 mod error;
 pub mod locations;
 pub mod messages;
@@ -23,6 +26,7 @@ mod session;
 pub mod transfer;
 
 pub use clock_map::ClockMap;
+pub use drop_reasons::DropReasons;
 pub use error::KernelProbeError;
 pub use locations::{Hook, HOOKS, LOCATIONS};
 pub use session::{netns_inode, Config, KernelProbes, KernelTrace, ProbeStatus};

@@ -65,14 +65,46 @@ probe::locations! {
     KFREE_SKB = ("kernel.kfree_skb", Layer::Host, Kind::Point, Category::None, None);
     /// `tcp:tcp_retransmit_skb`: a segment sent again; aux = skb.
     TCP_RETRANSMIT_SKB = ("kernel.tcp_retransmit_skb", Layer::Transport, Kind::Point, Category::ProtocolSend, None);
+    /// The start of a UDP send to a given destination (the cgroup's
+    /// `sendmsg4`/`sendmsg6` hook in `udp_sendmsg`/`udpv6_sendmsg`, before
+    /// the datagram is built); len 0, aux 0. A connected socket's send
+    /// does not run it.
+    UDP_SENDMSG = ("kernel.udp_sendmsg", Layer::Socket, Kind::Point, Category::Socket, None);
+    /// IP output handing the packet on (the cgroup's egress hook in
+    /// `ip_finish_output` / `ip6_finish_output`: after IP's header and
+    /// netfilter hooks, before fragmentation and the neighbour layer);
+    /// aux = skb, len = the packet's length from its IP header (the whole
+    /// datagram, before fragmentation).
+    IP_FINISH_OUTPUT = ("kernel.ip_finish_output", Layer::Network, Kind::Point, Category::ProtocolSend, None);
+    /// TCP or UDP input reaching the socket's filter (the cgroup's ingress
+    /// hook in `sk_filter`): IP input (and reassembly) and the socket
+    /// lookup are done; aux = skb, len = the packet's length from its IP
+    /// header (the hook runs with the IP header pushed back on).
+    SK_FILTER = ("kernel.sk_filter", Layer::Transport, Kind::Point, Category::ProtocolReceive, None);
 }
 
-/// One eBPF program: its name in the object, the tracepoint it attaches
-/// to (a `tp_btf` program) and the locations it writes.
+/// Where an eBPF program attaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    /// A `tp_btf` program on this tracepoint.
+    Tracepoint(&'static str),
+    /// A `cgroup_skb` program on the run's cgroup: IP output (egress).
+    CgroupEgress,
+    /// A `cgroup_skb` program on the run's cgroup: transport input
+    /// (ingress, `sk_filter`).
+    CgroupIngress,
+    /// A cgroup `sendmsg4`/`sendmsg6` program on the run's cgroup.
+    CgroupSendmsg,
+}
+
+/// One eBPF program: its name in the object, where it attaches (its
+/// `tracepoint`: the tracepoint's name, or the cgroup hook's) and the
+/// locations it writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hook {
     pub program: &'static str,
     pub tracepoint: &'static str,
+    pub attach: Attach,
     pub locations: &'static [probe::Loc],
 }
 
@@ -94,14 +126,61 @@ pub static HOOKS: &[Hook] = &[
     hook("sock_recv_length", &[SOCK_RECV_LENGTH]),
     hook("consume_skb", &[CONSUME_SKB]),
     hook("kfree_skb", &[KFREE_SKB]),
+    cgroup(
+        "ip_finish_output",
+        "cgroup_skb/egress",
+        Attach::CgroupEgress,
+        &[IP_FINISH_OUTPUT],
+    ),
+    cgroup(
+        "sk_filter",
+        "cgroup_skb/ingress",
+        Attach::CgroupIngress,
+        &[SK_FILTER],
+    ),
+    cgroup(
+        "udp_sendmsg6",
+        "cgroup/sendmsg6",
+        Attach::CgroupSendmsg,
+        &[UDP_SENDMSG],
+    ),
+    cgroup(
+        "udp_sendmsg4",
+        "cgroup/sendmsg4",
+        Attach::CgroupSendmsg,
+        &[UDP_SENDMSG],
+    ),
 ];
 
-/// Programs are named after their tracepoint.
+/// Tracepoint programs are named after their tracepoint.
 const fn hook(name: &'static str, locations: &'static [probe::Loc]) -> Hook {
     Hook {
         program: name,
         tracepoint: name,
+        attach: Attach::Tracepoint(name),
         locations,
+    }
+}
+
+const fn cgroup(
+    program: &'static str,
+    section: &'static str,
+    attach: Attach,
+    locations: &'static [probe::Loc],
+) -> Hook {
+    Hook {
+        program,
+        tracepoint: section,
+        attach,
+        locations,
+    }
+}
+
+impl Hook {
+    /// The name of the probe as reports list it: `kernel.` and the
+    /// location it writes first.
+    pub fn probe_name(&self) -> &'static str {
+        LOCATIONS[self.locations[0].index()].name
     }
 }
 
@@ -125,11 +204,16 @@ mod tests {
     #[test]
     fn names_follow_the_tracepoints() {
         for hook in HOOKS {
-            let primary = hook.locations[0];
-            assert_eq!(
-                LOCATIONS[primary.index()].name,
-                format!("kernel.{}", hook.tracepoint)
-            );
+            let primary = LOCATIONS[hook.locations[0].index()].name;
+            match hook.attach {
+                Attach::Tracepoint(tp) => assert_eq!(primary, format!("kernel.{tp}")),
+                // cgroup programs are named after their location, the two
+                // sendmsg ones with their family's digit.
+                _ => assert_eq!(
+                    primary,
+                    format!("kernel.{}", hook.program.trim_end_matches(['4', '6']))
+                ),
+            }
         }
     }
 }

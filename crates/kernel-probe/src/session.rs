@@ -1,5 +1,6 @@
 //! Loading, attaching, filtering and reading the kernel probes.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,13 +9,17 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::BtfTracePoint;
+use aya::programs::{
+    BtfTracePoint, CgroupAttachMode, CgroupSkb, CgroupSkbAttachType, CgroupSockAddr,
+};
 use aya::{Btf, Ebpf, EbpfLoader};
 use probe::{Loc, Record, Trace, TraceHeader};
 
+use crate::cgroup::RunCgroup;
 use crate::clock_map::ClockMap;
+use crate::drop_reasons::DropReasons;
 use crate::error::KernelProbeError;
-use crate::locations::{HOOKS, LOCATIONS};
+use crate::locations::{Attach, Hook, HOOKS, KFREE_SKB, LOCATIONS};
 
 /// The object built by `bpf/build.sh`, aligned as ELF parsing needs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/stackscope.bpf.o");
@@ -56,7 +61,10 @@ impl Default for Config {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeStatus {
     pub program: &'static str,
+    /// The tracepoint, or the cgroup hook (`cgroup_skb/egress`, ...).
     pub tracepoint: &'static str,
+    /// The location it writes first (`kernel.ip_finish_output`).
+    pub probe: &'static str,
     /// `None` when attached; else what is missing and why.
     pub missing: Option<String>,
 }
@@ -83,12 +91,17 @@ pub struct KernelTrace {
     /// left out of the trace.
     pub malformed: u64,
     pub status: Vec<ProbeStatus>,
+    /// `kernel.kfree_skb` records by drop reason, named from the kernel's
+    /// BTF (`NO_SOCKET`; `reason N` where it has no name).
+    pub drops: BTreeMap<String, u64>,
 }
 
 /// The loaded and attached probe set. Dropping it detaches everything.
 pub struct KernelProbes {
-    // Owns the programs and their links.
+    // Owns the programs and their links; dropped before the cgroup.
     _ebpf: Ebpf,
+    // The run's cgroup the cgroup programs watch, if they could attach.
+    _cgroup: Option<RunCgroup>,
     flows: HashMap<MapData, u64, u32>,
     dropped: PerCpuArray<MapData, u64>,
     status: Vec<ProbeStatus>,
@@ -122,12 +135,16 @@ impl KernelProbes {
             .map_max_entries(RING_MAP, config.ring_bytes)
             .load(OBJECT)
             .map_err(load_error)?;
+        // The cgroup programs need the run's cgroup; if it cannot be made,
+        // they are missing for that reason and the tracepoints still run.
+        let cgroup = RunCgroup::join();
         let status: Vec<ProbeStatus> = HOOKS
             .iter()
             .map(|hook| ProbeStatus {
                 program: hook.program,
                 tracepoint: hook.tracepoint,
-                missing: attach(&mut ebpf, hook.program, hook.tracepoint, &btf).err(),
+                probe: hook.probe_name(),
+                missing: attach(&mut ebpf, hook, &btf, &cgroup).err(),
             })
             .collect();
         if status.iter().all(|s| s.missing.is_some()) {
@@ -151,6 +168,7 @@ impl KernelProbes {
         };
         Ok(KernelProbes {
             _ebpf: ebpf,
+            _cgroup: cgroup.ok(),
             flows,
             dropped,
             status,
@@ -240,11 +258,21 @@ impl KernelProbes {
             dropped,
             format!("{description}; kernel probes (eBPF), probe overhead not measured"),
         );
+        // Without the enum (an old kernel) the numbers stand.
+        let reasons = DropReasons::from_kernel().unwrap_or_default();
+        let mut drops = BTreeMap::new();
+        for r in records
+            .iter()
+            .filter(|r| r.location().index() == KFREE_SKB.index())
+        {
+            *drops.entry(reasons.name(r.len)).or_insert(0) += 1;
+        }
         Ok(KernelTrace {
             trace: Trace::new(header, LOCATIONS, records),
             dropped,
             malformed: polled.malformed,
             status: self.status.clone(),
+            drops,
         })
     }
 }
@@ -291,13 +319,26 @@ fn check_ring_size(bytes: u32) -> Result<(), KernelProbeError> {
     Ok(())
 }
 
-fn attach(ebpf: &mut Ebpf, program: &str, tracepoint: &str, btf: &Btf) -> Result<(), String> {
-    let program: &mut BtfTracePoint = ebpf
-        .program_mut(program)
-        .ok_or_else(|| {
-            "the eBPF object lacks its program (rebuild with crates/kernel-probe/bpf/build.sh)"
-                .to_string()
-        })?
+fn attach(
+    ebpf: &mut Ebpf,
+    hook: &Hook,
+    btf: &Btf,
+    cgroup: &Result<RunCgroup, String>,
+) -> Result<(), String> {
+    let program = ebpf.program_mut(hook.program).ok_or_else(|| {
+        "the eBPF object lacks its program (rebuild with crates/kernel-probe/bpf/build.sh)"
+            .to_string()
+    })?;
+    let tracepoint = match hook.attach {
+        Attach::Tracepoint(tracepoint) => tracepoint,
+        Attach::CgroupEgress | Attach::CgroupIngress | Attach::CgroupSendmsg => {
+            let cgroup = cgroup
+                .as_ref()
+                .map_err(|why| format!("no cgroup v2 for the run: {why}"))?;
+            return attach_cgroup(program, hook, cgroup);
+        }
+    };
+    let program: &mut BtfTracePoint = program
         .try_into()
         .map_err(|e| format!("not a tp_btf program: {e}"))?;
     program.load(tracepoint, btf).map_err(|e| {
@@ -307,6 +348,51 @@ fn attach(ebpf: &mut Ebpf, program: &str, tracepoint: &str, btf: &Btf) -> Result
         .attach()
         .map(|_| ())
         .map_err(|e| format!("attaching to tracepoint {tracepoint} failed: {e}"))
+}
+
+/// Loads a cgroup program and attaches it to the run's cgroup with a BPF
+/// link. A link attachment always sits beside the cgroup's other programs
+/// (parallel probe sets share the cgroup) and the kernel refuses it any
+/// flag (`EINVAL` for `BPF_F_ALLOW_MULTI`), so the mode is the default.
+fn attach_cgroup(
+    program: &mut aya::programs::Program,
+    hook: &Hook,
+    cgroup: &RunCgroup,
+) -> Result<(), String> {
+    let refused = |e: aya::programs::ProgramError| {
+        format!("the kernel refused the {} program: {e}", hook.tracepoint)
+    };
+    let failed = |e: aya::programs::ProgramError| {
+        format!(
+            "attaching {} to the run's cgroup failed: {e}",
+            hook.tracepoint
+        )
+    };
+    let mode = CgroupAttachMode::Single;
+    match hook.attach {
+        Attach::CgroupEgress | Attach::CgroupIngress => {
+            let direction = if hook.attach == Attach::CgroupEgress {
+                CgroupSkbAttachType::Egress
+            } else {
+                CgroupSkbAttachType::Ingress
+            };
+            let program: &mut CgroupSkb = program
+                .try_into()
+                .map_err(|e| format!("not a cgroup_skb program: {e}"))?;
+            program.load().map_err(refused)?;
+            program
+                .attach(&cgroup.dir, direction, mode)
+                .map_err(failed)?;
+        }
+        _ => {
+            let program: &mut CgroupSockAddr = program
+                .try_into()
+                .map_err(|e| format!("not a cgroup sock_addr program: {e}"))?;
+            program.load().map_err(refused)?;
+            program.attach(&cgroup.dir, mode).map_err(failed)?;
+        }
+    }
+    Ok(())
 }
 
 fn take(ebpf: &mut Ebpf, name: &'static str) -> Result<aya::maps::Map, KernelProbeError> {

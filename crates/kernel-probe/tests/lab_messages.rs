@@ -4,7 +4,7 @@
 //! layers adding up. Needs root and BTF; without them each test says why
 //! it is skipped.
 
-use analysis::kernel_messages::{self as km, Flows, Transport};
+use analysis::kernel_messages::{self as km, Flows, KernelLayer, PathWindows, Transport};
 use kernel_probe::messages::{self, HostFlows, Path};
 use kernel_probe::{Config, KernelProbes, LOCATIONS};
 use traffic::kernel::netns::VethPair;
@@ -26,6 +26,34 @@ fn one_pair_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// The window's layers include the parts the IP events cut (transport
+/// and network, on each path), and add up to the window.
+fn assert_cut_layers(what: &str, w: &PathWindows, layers: &[KernelLayer]) {
+    for layer in layers {
+        assert!(
+            w.layers_ns.contains_key(layer),
+            "{what}: no {} part: {w:?}",
+            layer.as_str()
+        );
+    }
+    assert!(
+        !w.layers_ns.contains_key(&KernelLayer::Output),
+        "{what}: {w:?}"
+    );
+    assert!(
+        !w.layers_ns.contains_key(&KernelLayer::Input),
+        "{what}: {w:?}"
+    );
+    let sum: f64 = w.layers_ns.values().sum();
+    assert!(
+        (sum - w.stop_ns).abs() < 1e-6 * w.stop_ns.max(1.0),
+        "{what}: {w:?}"
+    );
+}
+
+const SEND_CUT: [KernelLayer; 2] = [KernelLayer::TransportOutput, KernelLayer::NetworkOutput];
+const RECEIVE_CUT: [KernelLayer; 2] = [KernelLayer::NetworkInput, KernelLayer::TransportInput];
 
 fn flow_of(trace: &probe::Trace, name: &str) -> Vec<u32> {
     let loc = LOCATIONS.iter().position(|l| l.name == name).unwrap() as u16;
@@ -90,11 +118,12 @@ fn tcp_messages_are_analysed_with_every_window() {
                 .as_ref()
                 .unwrap_or_else(|| panic!("{} B: no {path} window: {:?}", m.bytes, m));
             assert!(w.start_ns > 0.0 && w.start_ns <= w.stop_ns, "{path} {w:?}");
-            let sum: f64 = w.layers_ns.values().sum();
-            assert!(
-                (sum - w.stop_ns).abs() < 1e-6 * w.stop_ns.max(1.0),
-                "{path} {w:?}"
-            );
+            let cut: &[KernelLayer] = if path == "send" {
+                &SEND_CUT
+            } else {
+                &RECEIVE_CUT
+            };
+            assert_cut_layers(path, w, cut);
         }
         assert!(m.packets_sent >= 1 && m.packets_received >= 1);
     }
@@ -102,7 +131,7 @@ fn tcp_messages_are_analysed_with_every_window() {
 }
 
 #[test]
-fn udp_datagrams_are_analysed_on_the_receive_path() {
+fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
     if let Some(why) = skip_reason() {
         println!("skipped: {why}");
         return;
@@ -111,6 +140,7 @@ fn udp_datagrams_are_analysed_on_the_receive_path() {
     let pair = VethPair::create(1500).expect("veth pair");
     let mut probes = KernelProbes::start(&Config::default()).expect("probes");
     let flows = HostFlows::of(9, Path::Veth);
+    // 8000 B: six IPv6 fragments of at most 1448 B of the datagram each.
     let sizes = [1024u32, 8000, 1024];
     let moved = messages::udp_messages(
         &pair,
@@ -134,27 +164,46 @@ fn udp_datagrams_are_analysed_on_the_receive_path() {
     )
     .expect("analysis");
     for m in &run.messages {
-        assert!(m.send.is_none());
-        if m.bytes == 8000 {
-            // IP fragments carry no ports: the probes cannot tell their
-            // flow, so the datagram has no packet events; it is counted.
-            assert!(m.receive.is_none(), "{m:?}");
-            assert_eq!(
-                m.receive_missing,
-                Some("no_packet_traced_ip_fragments_carry_no_ports")
-            );
-            continue;
-        }
-        let w = m
+        println!(
+            "{} B: {} packets sent, {} received; send {:?}; receive {:?}",
+            m.bytes,
+            m.packets_sent,
+            m.packets_received,
+            m.send.as_ref().map(|w| &w.events),
+            m.receive.as_ref().map(|w| &w.events)
+        );
+        let send = m
+            .send
+            .as_ref()
+            .unwrap_or_else(|| panic!("no send window: {m:?}"));
+        let receive = m
             .receive
             .as_ref()
             .unwrap_or_else(|| panic!("no receive window: {m:?}"));
-        assert!(w.stop_ns > 0.0 && w.start_ns == w.stop_ns, "{w:?}");
-        assert_eq!((m.packets_sent, m.packets_received), (1, 1));
+        assert!(
+            send.start_ns > 0.0 && send.start_ns <= send.stop_ns,
+            "{send:?}"
+        );
+        assert_cut_layers("send", send, &SEND_CUT);
+        assert_cut_layers("receive", receive, &RECEIVE_CUT);
+        let packets = if m.bytes == 8000 { 6 } else { 1 };
+        assert_eq!(
+            (m.packets_sent, m.packets_received),
+            (packets, packets),
+            "{m:?}"
+        );
+        // No UDP copy shows an event here (a one-packet datagram goes
+        // through copy_linear_skb, a reassembled one through
+        // skb_copy_and_csum_datagram_msg): start = stop.
+        assert!(
+            receive.stop_ns > 0.0 && receive.start_ns == receive.stop_ns,
+            "{receive:?}"
+        );
     }
-    assert_eq!(
-        run.incomplete_receive["no_packet_traced_ip_fragments_carry_no_ports"],
-        1
+    assert!(run.incomplete_send.is_empty(), "{:?}", run.incomplete_send);
+    assert!(
+        run.incomplete_receive.is_empty(),
+        "{:?}",
+        run.incomplete_receive
     );
-    assert_eq!(run.incomplete_send["udp_send_has_no_start_event"], 2);
 }

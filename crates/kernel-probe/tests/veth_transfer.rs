@@ -1,9 +1,10 @@
 //! Kernel probes on a real path: a kernel TCP and a kernel UDP message over
 //! IPv6 across a veth pair between two network namespaces made here. The
-//! events of one message must appear on both sides in layer order, joined
+//! events of one message must appear on both sides in layer order (the IP
+//! output and transport input events of the cgroup hooks included), joined
 //! by skb address within its lifetime and across hosts by flow and TCP
-//! sequence; the ring's drop counters must be read (and count a forced
-//! overflow). Needs root and BTF; without them each test prints why it is
+//! sequence; a fragmented datagram's fragments are traced; the ring's drop
+//! counters must be read (and count a forced overflow). Needs root and BTF; without them each test prints why it is
 //! skipped.
 
 use std::time::Duration;
@@ -193,9 +194,11 @@ fn check_tcp(trace: &KernelTrace) {
     });
     let skb = sent.aux;
     let by_skb = |loc| find(trace, f, loc, |r| r.aux == skb && r.tsc >= sendmsg.tsc);
+    // The segment's skb leaves IP output (the cgroup egress hook) before
+    // the device layer; the tcp_seq binding is written at net_dev_queue.
     let send_path = [
         sendmsg,
-        sent,
+        by_skb("kernel.ip_finish_output"),
         by_skb("kernel.net_dev_queue"),
         by_skb("kernel.net_dev_start_xmit"),
         by_skb("kernel.net_dev_xmit"),
@@ -203,8 +206,9 @@ fn check_tcp(trace: &KernelTrace) {
     assert_order(
         "TCP send",
         &send_path,
-        &[Layer::Socket, Layer::Transport, Layer::Link],
+        &[Layer::Socket, Layer::Network, Layer::Link],
     );
+    assert_eq!(sent.tsc, send_path[2].tsc);
     let returned = find(trace, f, "kernel.sock_send_length", |r| {
         r.aux == seq + MESSAGE as u64
     });
@@ -225,9 +229,12 @@ fn check_tcp(trace: &KernelTrace) {
     let read = find(trace, f, "kernel.sock_recv_length", |r| {
         r.aux == seq + MESSAGE as u64
     });
+    // IP input ends where TCP input runs the socket's filter (the cgroup
+    // ingress hook), before tcp_probe.
     let receive_path = [
         by_rskb("kernel.netif_rx"),
         by_rskb("kernel.netif_receive_skb"),
+        by_rskb("kernel.sk_filter"),
         received,
         by_rskb("kernel.tcp_probe"),
         ready,
@@ -245,27 +252,32 @@ fn check_tcp(trace: &KernelTrace) {
 
 fn check_udp(trace: &KernelTrace) {
     let f = UDP_FLOW;
-    // No UDP send tracepoint exists: the device layer comes first, the
-    // send call's return last.
-    let queued = find(trace, f, "kernel.net_dev_queue", |_| true);
-    let skb = queued.aux;
-    let by_skb = |loc| find(trace, f, loc, |r| r.aux == skb);
+    // The send starts at the cgroup's sendmsg hook; IP output hands the
+    // datagram on, the device sends it, and the send call returns.
+    let call = find(trace, f, "kernel.udp_sendmsg", |_| true);
+    let out = find(trace, f, "kernel.ip_finish_output", |r| r.tsc >= call.tsc);
+    let skb = out.aux;
+    let by_skb = |loc| find(trace, f, loc, |r| r.aux == skb && r.tsc >= call.tsc);
     let sent = find(trace, f, "kernel.sock_send_length", |r| {
         r.len == MESSAGE as u32
     });
+    let send_path = [
+        call,
+        out,
+        by_skb("kernel.net_dev_queue"),
+        by_skb("kernel.net_dev_start_xmit"),
+        by_skb("kernel.net_dev_xmit"),
+    ];
     assert_order(
         "UDP send",
-        &[
-            queued,
-            by_skb("kernel.net_dev_start_xmit"),
-            by_skb("kernel.net_dev_xmit"),
-            sent,
-        ],
-        &[Layer::Link, Layer::Socket],
+        &send_path,
+        &[Layer::Socket, Layer::Network, Layer::Link],
     );
-    // Receive: the device's frame, the socket queue, the read. UDP copies
-    // a linear skb without skb_copy_datagram_iovec (copy_linear_skb), so
-    // the read's return is the dequeue seen.
+    assert!(sent.tsc >= send_path[4].tsc);
+    // Receive: the device's frame, UDP input's socket filter, the socket
+    // queue, the read. UDP copies a linear skb without
+    // skb_copy_datagram_iovec (copy_linear_skb), so the read's return is
+    // the dequeue seen.
     let rx = find(trace, f, "kernel.netif_rx", |r| r.aux == skb);
     let ready = find(trace, f, "kernel.sk_data_ready", |r| r.tsc >= rx.tsc);
     let read = find(trace, f, "kernel.sock_recv_length", |r| {
@@ -276,11 +288,87 @@ fn check_udp(trace: &KernelTrace) {
         &[
             rx,
             find(trace, f, "kernel.netif_receive_skb", |r| r.aux == skb),
+            find(trace, f, "kernel.sk_filter", |r| r.aux == skb),
             ready,
             read,
         ],
-        &[Layer::Link, Layer::Socket],
+        &[Layer::Link, Layer::Transport, Layer::Socket],
     );
+}
+
+/// A UDP datagram larger than the MTU goes as IPv6 fragments; the later
+/// ones carry no ports but are joined to the first's flow by the
+/// fragment identification, so every fragment is traced on both hosts.
+#[test]
+fn a_fragmented_udp_datagram_is_traced_through_its_fragments() {
+    const LARGE: usize = 8000;
+    let _pair = one_pair_at_a_time();
+    let Some(mut probes) = start(&Config::default()) else {
+        return;
+    };
+    let pair = VethPair::create(1500).expect("veth pair");
+    let moved = transfer::udp(&pair, &mut probes, Family::V6, LARGE, 1, UDP_FLOW).expect("UDP");
+    assert_eq!(moved.received, 1);
+    let trace = probes.finish("test: fragments").expect("finish");
+    listing(&trace, UDP_FLOW);
+    assert_eq!(trace.dropped, 0);
+    let f = UDP_FLOW;
+    let call = find(&trace, f, "kernel.udp_sendmsg", |_| true);
+    // IP output sees the whole datagram, before fragmentation.
+    let out = find(&trace, f, "kernel.ip_finish_output", |r| {
+        r.len as usize >= LARGE + 8
+    });
+    let of = |loc: &str| -> Vec<&Record> {
+        trace
+            .trace
+            .records
+            .iter()
+            .filter(|r| r.flow == f && name(r) == loc)
+            .collect()
+    };
+    // 8008 bytes of UDP in fragments of at most 1448: six.
+    let queued = of("kernel.net_dev_queue");
+    let arrived = of("kernel.netif_rx");
+    assert_eq!(queued.len(), 6, "fragments handed to the device");
+    assert_eq!(arrived.len(), 6, "fragments arriving");
+    assert_eq!(of("kernel.net_dev_xmit").len(), 6);
+    assert_eq!(of("kernel.netif_receive_skb").len(), 6);
+    // The first fragment is the datagram's skb.
+    assert_eq!(queued[0].aux, out.aux);
+    let last_xmit = of("kernel.net_dev_xmit")
+        .into_iter()
+        .map(|r| r.tsc)
+        .max()
+        .unwrap();
+    assert_order(
+        "fragmented UDP send",
+        &[call, out, queued[0], *queued.last().unwrap()],
+        &[Layer::Socket, Layer::Network, Layer::Link],
+    );
+    // Reassembled, UDP input filters it (the hook sees it from its IP
+    // header: 40 + 8 + 8000 bytes) and queues it. Its copy to the reader
+    // shows no event: with its checksum still to verify, udp_recvmsg
+    // copies it with skb_copy_and_csum_datagram_msg, which has no
+    // tracepoint.
+    let filtered = find(&trace, f, "kernel.sk_filter", |r| {
+        r.len as usize == LARGE + 48
+    });
+    let read = find(&trace, f, "kernel.sock_recv_length", |r| {
+        r.len as usize == LARGE
+    });
+    assert_order(
+        "fragmented UDP receive",
+        &[
+            arrived[0],
+            *arrived.last().unwrap(),
+            *of("kernel.netif_receive_skb").last().unwrap(),
+            filtered,
+            find(&trace, f, "kernel.sk_data_ready", |r| r.tsc >= filtered.tsc),
+            read,
+        ],
+        &[Layer::Link, Layer::Transport, Layer::Socket],
+    );
+    assert!(arrived[0].tsc >= out.tsc && last_xmit >= arrived[0].tsc);
 }
 
 #[test]
@@ -468,6 +556,11 @@ fn a_dropped_datagram_is_recorded_with_its_reason() {
     // 0 and 1 are "not dropped" and "consumed": a real drop has a reason
     // after them.
     assert!(freed.len >= 2, "reason {}", freed.len);
+    // Named from the kernel's own enum skb_drop_reason (its BTF): nobody
+    // listens, so the socket lookup found none.
+    let reasons = kernel_probe::DropReasons::from_kernel().expect("the enum in the BTF");
+    assert_eq!(reasons.name(freed.len), "NO_SOCKET");
+    assert!(trace.drops.contains_key("NO_SOCKET"), "{:?}", trace.drops);
     let received = trace
         .trace
         .records

@@ -398,12 +398,27 @@ fn latency_chart(run: &KernelRun, receive: bool) -> XyChart {
     }
 }
 
-fn layer_chart(run: &KernelRun, receive: bool) -> Option<StackedChart> {
-    let layers: &[KernelLayer] = if receive {
+/// The path's layers in path order, those the run measured only (a run
+/// with the IP events has the cut parts, one without the uncut ones).
+fn measured_layers(run: &KernelRun, receive: bool) -> Vec<KernelLayer> {
+    let all: &[KernelLayer] = if receive {
         &KernelLayer::RECEIVE
     } else {
         &KernelLayer::SEND
     };
+    all.iter()
+        .copied()
+        .filter(|l| {
+            run.points.iter().any(|p| {
+                let f = if receive { &p.receive } else { &p.send };
+                f.as_ref().is_some_and(|f| f.layers_us.contains_key(l))
+            })
+        })
+        .collect()
+}
+
+fn layer_chart(run: &KernelRun, receive: bool) -> Option<StackedChart> {
+    let layers = measured_layers(run, receive);
     let points: Vec<(&KernelSizePoint, &KernelPathFigures)> = run
         .points
         .iter()
@@ -448,11 +463,8 @@ fn layer_chart(run: &KernelRun, receive: bool) -> Option<StackedChart> {
 }
 
 fn layer_table(run: &KernelRun, receive: bool) -> Option<Table> {
-    let (path, layers) = if receive {
-        ("receive", &KernelLayer::RECEIVE[..])
-    } else {
-        ("send", &KernelLayer::SEND[..])
-    };
+    let path = if receive { "receive" } else { "send" };
+    let layers = measured_layers(run, receive);
     let rows: Vec<Vec<String>> = run
         .points
         .iter()
@@ -605,7 +617,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
     }
     let _ = write!(
         h,
-        "<h3 id=\"{}\">{}: the kernel beside the reference stack, per layer</h3><p class=\"note\">At 1 KiB and 64 KiB (the kernel runs' sizes; the reference run's nearest). The kernel's send path has no tracepoint between the send call and the device layer, so socket, transport and network are one part (<em>stack</em>) for both; <em>link</em> is the reference stack's link layer and the kernel's qdisc, device queue, driver and backlog; <em>waiting</em> is the reference stack's wire and time in no span, the kernel's wait for the next packet's arrival. The reference stack runs on its recipe's link (a rate-limited wire), the kernel across a veth pair: the windows are the same kind, the paths are not.</p>",
+        "<h3 id=\"{}\">{}: the kernel beside the reference stack, per layer</h3><p class=\"note\">At 1 KiB and 64 KiB (the kernel runs' sizes; the reference run's nearest). The kernel's cuts between transport and network (at IP output's <code>ip_finish_output</code> and at TCP/UDP input's socket filter) leave IP's header and netfilter work on the transport side, unlike the reference stack's, so socket, transport and network are compared as one part (<em>stack</em>; the kernel's own tables split them); <em>link</em> is the reference stack's link layer and the kernel's qdisc, device queue, driver and backlog; <em>waiting</em> is the reference stack's wire and time in no span, the kernel's wait for the next packet's arrival. The reference stack runs on its recipe's link (a rate-limited wire), the kernel across a veth pair: the windows are the same kind, the paths are not.</p>",
         crate::toc::run(&exp.name, "kernel-beside-reference"),
         escape(&exp.name),
     );

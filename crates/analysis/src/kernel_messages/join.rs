@@ -28,6 +28,9 @@ struct Sites {
     recv_length: u16,
     kfree: Option<u16>,
     retransmit: Option<u16>,
+    udp_sendmsg: Option<u16>,
+    ip_output: Option<u16>,
+    sk_filter: Option<u16>,
 }
 
 fn find(trace: &Trace, name: &str) -> Option<u16> {
@@ -61,6 +64,9 @@ impl Sites {
             recv_length: need(trace, s::SOCK_RECV_LENGTH)?,
             kfree: find(trace, s::KFREE_SKB),
             retransmit: find(trace, s::TCP_RETRANSMIT_SKB),
+            udp_sendmsg: find(trace, s::UDP_SENDMSG),
+            ip_output: find(trace, s::IP_FINISH_OUTPUT),
+            sk_filter: find(trace, s::SK_FILTER),
         };
         match transport {
             Transport::Tcp => {
@@ -79,6 +85,8 @@ impl Sites {
     fn send_step(&self, loc: u16) -> Option<(Step, &'static str)> {
         if loc == self.dev_queue {
             Some((Step::NetDevQueue, s::NET_DEV_QUEUE))
+        } else if Some(loc) == self.ip_output {
+            Some((Step::IpFinishOutput, s::IP_FINISH_OUTPUT))
         } else if Some(loc) == self.qdisc_enqueue {
             Some((Step::QdiscEnqueue, s::QDISC_ENQUEUE))
         } else if Some(loc) == self.qdisc_dequeue {
@@ -98,6 +106,8 @@ impl Sites {
             Some((Step::NetifRx, s::NETIF_RX))
         } else if loc == self.receive_skb {
             Some((Step::ReceiveSkb, s::NETIF_RECEIVE_SKB))
+        } else if Some(loc) == self.sk_filter {
+            Some((Step::SkFilter, s::SK_FILTER))
         } else if Some(loc) == self.tcp_probe {
             Some((Step::TcpProbe, s::TCP_PROBE))
         } else if Some(loc) == self.copy {
@@ -511,22 +521,10 @@ fn udp_messages(ctx: &Ctx, sizes: &[u32]) -> Vec<KernelMessage> {
         .enumerate()
         .map(|(k, &size)| {
             let mut m = message(k, size);
-            // Send: the sender's device events after the previous send
-            // call returned, up to this one's return.
             match sends.get(k) {
                 Some(&end) => {
                     let lo = if k == 0 { 0 } else { sends[k - 1] + 1 };
-                    let skbs: BTreeSet<u64> = (lo..end)
-                        .map(|i| ctx.records[i])
-                        .filter(|r| r.loc == sites.dev_queue && r.flow == ctx.flows.sender)
-                        .map(|r| r.aux)
-                        .collect();
-                    m.packets_sent = skbs.len() as u32;
-                    m.send_missing = Some(if skbs.is_empty() {
-                        UDP_FRAGMENTS
-                    } else {
-                        UDP_SEND
-                    });
+                    udp_send(ctx, &mut m, Window { lo, hi: end + 1 });
                 }
                 None => m.send_missing = Some(NO_SEND_CALL),
             }
@@ -543,6 +541,55 @@ fn udp_messages(ctx: &Ctx, sizes: &[u32]) -> Vec<KernelMessage> {
             m
         })
         .collect()
+}
+
+/// The k-th send: the sender's packets between the previous send call's
+/// return and this one's (records `w`), and, if the send's start
+/// (`udp_sendmsg`) is there, its windows from it.
+fn udp_send(ctx: &Ctx, m: &mut KernelMessage, w: Window) {
+    let sites = ctx.sites;
+    let sender = ctx.flows.sender;
+    let start = sites.udp_sendmsg.and_then(|loc| {
+        (w.lo..w.hi).find(|&i| ctx.records[i].loc == loc && ctx.records[i].flow == sender)
+    });
+    let from = start.unwrap_or(w.lo);
+    // Every packet (fragment) handed to the device, in time order.
+    let queued: Vec<usize> = (from..w.hi)
+        .filter(|&i| ctx.records[i].loc == sites.dev_queue && ctx.records[i].flow == sender)
+        .collect();
+    let mut skbs: BTreeSet<u64> = queued.iter().map(|&i| ctx.records[i].aux).collect();
+    m.packets_sent = skbs.len() as u32;
+    let Some(&last) = queued.last() else {
+        m.send_missing = Some(UDP_FRAGMENTS);
+        return;
+    };
+    let Some(start) = start else {
+        m.send_missing = Some(UDP_SEND);
+        return;
+    };
+    // IP output sees the datagram before fragmentation: its skb is the
+    // first fragment's.
+    if let Some(ip) = sites.ip_output {
+        skbs.extend(
+            (from..w.hi)
+                .map(|i| ctx.records[i])
+                .filter(|r| r.loc == ip && r.flow == sender)
+                .map(|r| r.aux),
+        );
+    }
+    let last_skb = ctx.records[last].aux;
+    let w = Window { lo: from, hi: w.hi };
+    let result = first_of(ctx, &w, last, sites.start_xmit, sender, last_skb)
+        .ok_or(NO_START_XMIT)
+        .and_then(|handed| {
+            let stop = first_of(ctx, &w, last, sites.xmit, sender, last_skb).ok_or(NO_XMIT)?;
+            let call = event(ctx.records[start], Step::SendCall, s::UDP_SENDMSG);
+            send_windows(ctx, &w, &skbs, call, handed, stop)
+        });
+    match result {
+        Ok(windows) => m.send = Some(windows),
+        Err(why) => m.send_missing = Some(why),
+    }
 }
 
 fn udp_receive(
@@ -587,8 +634,14 @@ fn udp_receive(
         }
     }
     m.packets_received = skbs.len() as u32;
-    // UDP hands the datagram over whole: its first byte reaches the
-    // reader with the last (the copy itself has no tracepoint).
-    let last = events.len() - 1;
-    Ok(windows(ctx, &events, last, None))
+    // Only a non-linear datagram with its checksum verified is copied
+    // through skb_copy_datagram_iovec; a one-packet one goes through
+    // copy_linear_skb, a reassembled one to verify through
+    // skb_copy_and_csum_datagram_msg, neither with a tracepoint: then its
+    // first byte reaches the reader with the last, at the read's return.
+    let start = events
+        .iter()
+        .position(|e| e.step == Step::CopyOut)
+        .unwrap_or(events.len() - 1);
+    Ok(windows(ctx, &events, start, None))
 }

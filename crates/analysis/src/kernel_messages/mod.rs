@@ -20,31 +20,36 @@
 //!   next message's (the lab sends one message at a time, each read whole
 //!   before the next).
 //! * UDP has no sequence: the k-th message is the sender's k-th
-//!   `kernel.sock_send_length` and the receiver's k-th
-//!   `kernel.sock_recv_length`; its send events are the sender's device
-//!   events after the previous send call returned, its receive events the
-//!   receiver's after the previous read returned. A datagram larger than
-//!   a packet goes as IP fragments, which carry no ports the probes could
-//!   filter on: such messages have no packet events and are counted as
-//!   `no_packet_traced_ip_fragments_carry_no_ports`.
+//!   `kernel.udp_sendmsg` (the send's start) and `kernel.sock_send_length`
+//!   (its return) and the receiver's k-th `kernel.sock_recv_length`; its
+//!   send events are the sender's packet events between its start and its
+//!   return, its receive events the receiver's after the previous read
+//!   returned. A datagram larger than a packet goes as IP fragments; the
+//!   probes join the later fragments, which carry no ports, to the first's
+//!   flow by the IP identification. A message whose packets were still not
+//!   traced is counted as `no_packet_traced_ip_fragments_carry_no_ports`.
 //!
 //! **Windows** (counter cycles turned into ns with the header's rate; the
 //! probes' cost, `overhead_cycles` per record, taken out of every interval
 //! once per record of the interval's CPUs inside it, as the reference
 //! stack's probe cost is):
-//! * send start: `tcp_sendmsg_locked` → the first packet's
-//!   `net_dev_start_xmit` (handed to the device: its driver is called);
+//! * send start: `tcp_sendmsg_locked` (UDP: `udp_sendmsg`) → the first
+//!   packet's `net_dev_start_xmit` (handed to the device: its driver is
+//!   called);
 //! * send stop, `on_the_wire` (the reference stack's default meaning):
 //!   → the last byte's packet's `net_dev_xmit` (the driver returned: it
 //!   has let go of the frame, the counterpart of transmit complete);
 //!   `handed_to_device` → that packet's `net_dev_start_xmit`, kept beside;
-//! * UDP sends have no window: no tracepoint marks a UDP send's start
-//!   (the first event is already the device layer's), so only the
-//!   packets' device-layer times are given (counted as `no_send_call`);
+//! * a UDP send without `kernel.udp_sendmsg` (a connected socket, or a
+//!   trace without the cgroup hooks) has no window: counted as
+//!   `udp_send_has_no_start_event`;
 //! * receive start: the first packet's `netif_rx` (arrival in the
 //!   device's backlog) → the first byte given to the reader (TCP: its
-//!   first `skb_copy_datagram_iovec`; UDP, whose copy has no tracepoint:
-//!   the read's `sock_recv_length`);
+//!   first `skb_copy_datagram_iovec`; UDP: that too where it fires, else
+//!   the read's `sock_recv_length`: a one-packet datagram is copied by
+//!   `copy_linear_skb`, a reassembled one whose checksum is still to be
+//!   verified by `skb_copy_and_csum_datagram_msg`, neither with a
+//!   tracepoint);
 //! * receive stop: → the read that returns the message's last byte
 //!   (`sock_recv_length`).
 //!
@@ -87,6 +92,9 @@ pub mod sites {
     pub const SOCK_RECV_LENGTH: &str = "kernel.sock_recv_length";
     pub const KFREE_SKB: &str = "kernel.kfree_skb";
     pub const TCP_RETRANSMIT_SKB: &str = "kernel.tcp_retransmit_skb";
+    pub const UDP_SENDMSG: &str = "kernel.udp_sendmsg";
+    pub const IP_FINISH_OUTPUT: &str = "kernel.ip_finish_output";
+    pub const SK_FILTER: &str = "kernel.sk_filter";
 }
 
 /// The transport the messages went over.

@@ -5,6 +5,14 @@
 //! dequeue is paired with the oldest unpaired enqueue of the same skb; a
 //! dequeue with none (queued before the trace began) is counted, never
 //! paired.
+//!
+//! And the socket receive queue (`socket_receive`), whose two sides are
+//! not per skb: `sk_data_ready` (data queued, the reader woken; TCP:
+//! `aux` = `rcv_nxt`, UDP: once per datagram, `aux` 0) → the read that
+//! takes it (`sock_recv_length` with bytes; TCP: `aux` = `copied_seq`).
+//! TCP: a read takes every queued wake-up whose `rcv_nxt` its
+//! `copied_seq` has reached (sequence arithmetic); UDP: each read takes
+//! the oldest datagram. Its length counts wake-ups (UDP: datagrams).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -89,6 +97,71 @@ pub fn queues(trace: &Trace) -> Vec<KernelQueue> {
                 max_length,
             });
         }
+    }
+    out.extend(socket_receive(trace));
+    out
+}
+
+/// The socket receive queue per flow (see the module's documentation).
+fn socket_receive(trace: &Trace) -> Vec<KernelQueue> {
+    let hz = trace.header.counter_hz;
+    let index = |n: &str| trace.locations.iter().position(|l| l.name == n);
+    let (Some(ready), Some(read)) = (
+        index(super::sites::SK_DATA_READY),
+        index(super::sites::SOCK_RECV_LENGTH),
+    ) else {
+        return Vec::new();
+    };
+    let mut flows: BTreeMap<u32, Vec<&probe::Record>> = BTreeMap::new();
+    for r in &trace.records {
+        let loc = usize::from(r.loc);
+        // A read that returned nothing (an error, a timeout) takes nothing.
+        if loc == ready || (loc == read && r.len > 0) {
+            flows.entry(r.flow).or_default().push(r);
+        }
+    }
+    let mut out = Vec::new();
+    for (flow, mut records) in flows {
+        records.sort_by_key(|r| r.tsc);
+        // UDP's events carry no sequence: every wake-up's aux is 0.
+        let by_sequence = records
+            .iter()
+            .any(|r| usize::from(r.loc) == ready && r.aux != 0);
+        let mut waiting: VecDeque<(u64, u32)> = VecDeque::new();
+        let (mut max_length, mut unpaired_dequeues) = (0u64, 0u64);
+        let mut delays = Vec::new();
+        for r in records {
+            if usize::from(r.loc) == ready {
+                waiting.push_back((r.tsc, r.aux as u32));
+                max_length = max_length.max(waiting.len() as u64);
+                continue;
+            }
+            let before = delays.len();
+            while let Some(&(at, rcv_nxt)) = waiting.front() {
+                // Reached: copied_seq at or past rcv_nxt, modulo 2^32.
+                let taken = !by_sequence || (r.aux as u32).wrapping_sub(rcv_nxt) < 1 << 31;
+                if !taken {
+                    break;
+                }
+                waiting.pop_front();
+                delays.push(r.tsc.saturating_sub(at) as f64 * 1e6 / hz);
+                if !by_sequence {
+                    break;
+                }
+            }
+            if delays.len() == before {
+                unpaired_dequeues += 1;
+            }
+        }
+        out.push(KernelQueue {
+            queue: "socket_receive".to_string(),
+            flow,
+            packets: delays.len() as u64,
+            unpaired_enqueues: waiting.len() as u64,
+            unpaired_dequeues,
+            delay_us: Estimate::of(&delays),
+            max_length,
+        });
     }
     out
 }

@@ -16,7 +16,7 @@ const FLOWS: Flows = Flows {
 
 /// The kernel's location table, in an order unlike the probe crate's (the
 /// analysis must read names, not numbers).
-const NAMES: [&str; 16] = [
+const NAMES: [&str; 19] = [
     s::SOCK_RECV_LENGTH,
     s::TCP_SEQ,
     s::NET_DEV_QUEUE,
@@ -33,6 +33,9 @@ const NAMES: [&str; 16] = [
     s::QDISC_DEQUEUE,
     s::KFREE_SKB,
     s::TCP_RETRANSMIT_SKB,
+    s::SK_FILTER,
+    s::UDP_SENDMSG,
+    s::IP_FINISH_OUTPUT,
 ];
 
 fn loc(name: &str) -> u16 {
@@ -307,6 +310,81 @@ fn udp_datagrams_join_by_order() {
 }
 
 #[test]
+fn the_ip_events_cut_transport_from_network_on_both_paths() {
+    let mut records = one_message(0, SEQ, SKB);
+    records.push(at(200, s::IP_FINISH_OUTPUT, SENDER, 1086, SKB));
+    records.push(at(800, s::SK_FILTER, RECEIVER, 1032, SKB));
+    records.sort_by_key(|r| r.tsc);
+    let t = trace(records, 0.0);
+    let run = analyse(&t, Transport::Tcp, FLOWS, &[1000]).unwrap();
+    let m = &run.messages[0];
+    let send = m.send.as_ref().unwrap();
+    // sendmsg 100 → IP output 200 → net_dev_queue 300 → 400 → 600.
+    assert_eq!(send.layers_ns[&KernelLayer::TransportOutput], 100.0);
+    assert_eq!(send.layers_ns[&KernelLayer::NetworkOutput], 100.0);
+    assert!(!send.layers_ns.contains_key(&KernelLayer::Output));
+    assert!(close(send.stop_ns, 500.0));
+    let receive = m.receive.as_ref().unwrap();
+    // receive_skb 700 → sk_filter 800 → tcp_probe 900 → data_ready 1000.
+    let layers = &receive.layers_ns;
+    assert_eq!(layers[&KernelLayer::NetworkInput], 100.0);
+    assert_eq!(layers[&KernelLayer::TransportInput], 200.0);
+    assert!(!layers.contains_key(&KernelLayer::Input));
+    assert!(close(layers.values().sum::<f64>(), receive.stop_ns));
+}
+
+#[test]
+fn a_fragmented_udp_send_has_its_window_and_every_fragment() {
+    // An 8000-byte datagram in two fragments (a: the datagram's own skb,
+    // b), its send started by udp_sendmsg, reassembled into b's skb.
+    let (a, b) = (0xa00u64, 0xb00u64);
+    let records = vec![
+        at(100, s::UDP_SENDMSG, SENDER, 0, 0),
+        at(200, s::IP_FINISH_OUTPUT, SENDER, 8048, a),
+        at(300, s::NET_DEV_QUEUE, SENDER, 1510, a),
+        at(350, s::NET_DEV_START_XMIT, SENDER, 1510, a),
+        at(360, s::NETIF_RX, RECEIVER, 1496, a),
+        at(400, s::NET_DEV_XMIT, SENDER, 1510, a),
+        at(450, s::NET_DEV_QUEUE, SENDER, 1510, b),
+        at(500, s::NET_DEV_START_XMIT, SENDER, 1510, b),
+        at(510, s::NETIF_RX, RECEIVER, 1496, b),
+        at(600, s::NET_DEV_XMIT, SENDER, 1510, b),
+        at(700, s::NETIF_RECEIVE_SKB, RECEIVER, 1496, a),
+        at(750, s::NETIF_RECEIVE_SKB, RECEIVER, 1496, b),
+        at(800, s::SK_FILTER, RECEIVER, 8008, b),
+        at(850, s::SK_DATA_READY, RECEIVER, 0, 0),
+        at(900, s::SOCK_SEND_LENGTH, SENDER, 8000, 0),
+        on(1000, s::SKB_COPY_DATAGRAM_IOVEC, RECEIVER, 8000, b, 0),
+        on(1200, s::SOCK_RECV_LENGTH, RECEIVER, 8000, 0, 0),
+    ];
+    let t = trace(records, 0.0);
+    let run = analyse(&t, Transport::Udp, FLOWS, &[8000]).unwrap();
+    let m = &run.messages[0];
+    assert_eq!((m.packets_sent, m.packets_received), (2, 2));
+    let send = m.send.as_ref().unwrap_or_else(|| panic!("{m:?}"));
+    // udp_sendmsg 100 → a's start_xmit 350; → b's net_dev_xmit 600.
+    assert!(close(send.start_ns, 250.0), "{send:?}");
+    assert!(close(send.stop_ns, 500.0));
+    assert_eq!(send.handed_stop_ns, Some(400.0));
+    // The second fragment's way to the device (400 → 450) is IP output's.
+    assert_eq!(send.layers_ns[&KernelLayer::TransportOutput], 100.0);
+    assert_eq!(send.layers_ns[&KernelLayer::NetworkOutput], 150.0);
+    assert_eq!(send.layers_ns[&KernelLayer::DeviceQueue], 100.0);
+    assert_eq!(send.layers_ns[&KernelLayer::Driver], 150.0);
+    let r = m.receive.as_ref().unwrap();
+    // netif_rx 360 → the copy 1000 → the read 1200.
+    assert!(close(r.start_ns, 640.0), "{r:?}");
+    assert!(close(r.stop_ns, 840.0));
+    assert_eq!(r.layers_ns[&KernelLayer::Arrival], 150.0);
+    assert_eq!(r.layers_ns[&KernelLayer::Backlog], 240.0);
+    assert_eq!(r.layers_ns[&KernelLayer::NetworkInput], 50.0);
+    assert_eq!(r.layers_ns[&KernelLayer::TransportInput], 50.0);
+    assert_eq!(r.layers_ns[&KernelLayer::SocketQueue], 150.0);
+    assert_eq!(r.layers_ns[&KernelLayer::Copy], 200.0);
+    assert!(run.incomplete_send.is_empty() && run.incomplete_receive.is_empty());
+}
+
+#[test]
 fn a_trace_without_the_kernel_sites_is_refused() {
     let mut t = trace(Vec::new(), 0.0);
     t.locations.retain(|l| l.name != s::NET_DEV_XMIT);
@@ -330,4 +408,42 @@ fn queues_pair_each_skb_and_count_the_rest() {
     let backlog = qs.iter().find(|q| q.queue == "backlog").unwrap();
     assert_eq!((backlog.packets, backlog.unpaired_dequeues), (1, 1));
     assert!(close(backlog.delay_us.unwrap().mean, 0.2));
+    // Queued on the socket at 1000 (rcv_nxt = the message's end), taken
+    // by the read returning at 1800 with copied_seq there.
+    let socket = qs.iter().find(|q| q.queue == "socket_receive").unwrap();
+    assert_eq!(
+        (socket.flow, socket.packets, socket.max_length),
+        (RECEIVER, 1, 1)
+    );
+    assert!(close(socket.delay_us.unwrap().mean, 0.8));
+}
+
+#[test]
+fn the_socket_receive_queue_follows_sequence_and_datagram_order() {
+    // TCP: two wake-ups (rcv_nxt 2000, 3000); a read reaching 1500 takes
+    // none, one reaching 3000 takes both.
+    let tcp = vec![
+        at(100, s::SK_DATA_READY, RECEIVER, 0, 2000),
+        at(200, s::SK_DATA_READY, RECEIVER, 0, 3000),
+        at(300, s::SOCK_RECV_LENGTH, RECEIVER, 500, 1500),
+        at(600, s::SOCK_RECV_LENGTH, RECEIVER, 1500, 3000),
+    ];
+    let qs = queues(&trace(tcp, 0.0));
+    let q = qs.iter().find(|q| q.queue == "socket_receive").unwrap();
+    assert_eq!((q.packets, q.max_length, q.unpaired_dequeues), (2, 2, 1));
+    // 600 - 100 and 600 - 200 ns.
+    assert!(close(q.delay_us.unwrap().mean, 0.45));
+    // UDP: datagrams in order, a failed read (len 0) takes none.
+    let udp = vec![
+        at(100, s::SK_DATA_READY, RECEIVER, 0, 0),
+        at(150, s::SK_DATA_READY, RECEIVER, 0, 0),
+        at(200, s::SOCK_RECV_LENGTH, RECEIVER, 0, 0),
+        at(300, s::SOCK_RECV_LENGTH, RECEIVER, 100, 0),
+        at(500, s::SOCK_RECV_LENGTH, RECEIVER, 100, 0),
+    ];
+    let qs = queues(&trace(udp, 0.0));
+    let q = qs.iter().find(|q| q.queue == "socket_receive").unwrap();
+    assert_eq!((q.packets, q.max_length, q.unpaired_dequeues), (2, 2, 0));
+    // 300 - 100 and 500 - 150 ns.
+    assert!(close(q.delay_us.unwrap().mean, 0.275));
 }

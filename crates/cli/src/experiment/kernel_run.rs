@@ -66,7 +66,7 @@ pub fn run(
             out.probes_missing = HOOKS
                 .iter()
                 .map(|h| MissingProbe {
-                    probe: format!("kernel.{}", h.tracepoint),
+                    probe: h.probe_name().to_string(),
                     why: why.clone(),
                 })
                 .collect();
@@ -90,7 +90,7 @@ pub fn run(
         .iter()
         .filter_map(|s| {
             Some(MissingProbe {
-                probe: format!("kernel.{}", s.tracepoint),
+                probe: s.probe.to_string(),
                 why: s.missing.clone()?,
             })
         })
@@ -173,6 +173,17 @@ pub fn run(
     out.trends = km::trends(&out.points);
     out.queues = km::queues(&traced.trace);
     out.status = "measured".into();
+    if !traced.drops.is_empty() {
+        let drops: Vec<String> = traced
+            .drops
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        out.notes.push(format!(
+            "kernel.kfree_skb of the run's flows by drop reason (named from the kernel's BTF): {}.",
+            drops.join(", ")
+        ));
+    }
     if traced.malformed > 0 {
         out.notes.push(format!(
             "{} ring entries had an unknown location and were left out (a stale eBPF object?).",
@@ -267,8 +278,9 @@ fn windows(protocol: Protocol) -> BTreeMap<String, String> {
         w.insert(k.to_string(), v.to_string());
     };
     if protocol == Protocol::Udp {
-        put("send", "none: no tracepoint marks a UDP send's start (its first event is already the device layer's), so only its packets are counted");
-        put("receive start", "the first packet's kernel.netif_rx (arrival in the backlog) → the read's kernel.sock_recv_length (the datagram is delivered whole; UDP's copy has no tracepoint), so start = stop");
+        put("send start", "kernel.udp_sendmsg (the send call's start, the cgroup's sendmsg hook) → the first packet's kernel.net_dev_start_xmit (handed to the device)");
+        put("send stop (on_the_wire)", "→ the last packet's (fragment's) kernel.net_dev_xmit (the driver returned); handed_to_device, to its kernel.net_dev_start_xmit, is in summary.json as handed_stop_us");
+        put("receive start", "the first packet's kernel.netif_rx (arrival in the backlog) → the read's kernel.sock_recv_length (a one-packet datagram is copied by copy_linear_skb, one reassembled from fragments by skb_copy_and_csum_datagram_msg, neither with a tracepoint), so start = stop");
     } else {
         put("send start", "kernel.tcp_sendmsg_locked (the send call) → the first packet's kernel.net_dev_start_xmit (handed to the device)");
         put("send stop (on_the_wire)", "→ the last byte's packet's kernel.net_dev_xmit (the driver returned: it has let go of the frame); handed_to_device, to its kernel.net_dev_start_xmit, is in summary.json as handed_stop_us");
