@@ -211,6 +211,9 @@ pub struct HostCounters {
     pub tcp_sent: u64,
     /// Resets sent for segments that found no socket.
     pub tcp_resets_sent: u64,
+    /// SYNs whose MSS option was below the floor and was raised to it
+    /// ([`MIN_PEER_MSS`](crate::socket::tcp::options::MIN_PEER_MSS)).
+    pub tcp_mss_clamped: u64,
 }
 
 impl HostCounters {

@@ -18,6 +18,9 @@ pub const MAX_WINDOW_SHIFT: u8 = 14;
 pub const DEFAULT_MSS_V4: usize = 536;
 pub const DEFAULT_MSS_V6: usize = 1220;
 
+/// The smallest MSS taken from a peer (issue 23: not yet applied).
+pub const MIN_PEER_MSS: usize = 216;
+
 /// What this end offers in its SYN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalOptions {
