@@ -16,7 +16,7 @@ mod network_support;
 
 use std::time::{Duration, Instant};
 
-use network_support::flood::{other_attacks, syn_flood_mix, Lab, Rng};
+use network_support::flood::{other_attacks, syn_flood_mix, FloodLab, Rng};
 
 const RETURN_BOUND_KIB: u64 = 12 * 1024;
 const PER_MS: usize = 8;
@@ -28,7 +28,7 @@ fn resident_memory_returns_after_minutes_of_mixed_attacks() {
         .ok()
         .and_then(|s| s.parse().ok())
         .map_or(Duration::from_secs(180), Duration::from_secs);
-    let mut lab = Lab::new();
+    let mut lab = FloodLab::start();
     lab.serve(64 * 1024);
     let (idle, _) = lab.quiet(Duration::from_secs(15));
     let started = Instant::now();

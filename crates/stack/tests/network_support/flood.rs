@@ -284,19 +284,19 @@ fn flood_syn(src: SocketAddr, dst: SocketAddr, isn: u32) -> TcpRepr {
 }
 
 /// The default network (host-a — router — host-b) with host-b listening
-/// on [`Lab::PORT`] in both families and its eth0 fed by a [`Feed`]; the
+/// on [`FloodLab::PORT`] in both families and its eth0 fed by a [`Feed`]; the
 /// router is host-b's resolvable neighbour.
-pub struct Lab {
+pub struct FloodLab {
     pub sim: Simulator,
     pub feed: Feed,
     pub target: Target,
     pub listeners: [stack::iface::host::TcpHandle; 2],
 }
 
-impl Lab {
+impl FloodLab {
     pub const PORT: u16 = 7;
 
-    pub fn new() -> Lab {
+    pub fn start() -> FloodLab {
         use std::time::Duration;
         let mut sim = Simulator::new(&stack::topology::Topology::default_network(), None).unwrap();
         let ready = sim.run_until_with(Duration::from_secs(60), |sim| {
@@ -340,7 +340,7 @@ impl Lab {
             listen(h, IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
             listen(h, IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
         ];
-        Lab {
+        FloodLab {
             sim,
             feed,
             target,
@@ -354,10 +354,13 @@ impl Lab {
     pub fn flood(&mut self, frames: Vec<Vec<u8>>, per_ms: usize) -> u64 {
         use std::time::Duration;
         let mut peak = rss_kib();
-        for (ms, batch) in frames.chunks(per_ms.max(1)).enumerate() {
-            for frame in batch {
-                self.feed.push(frame.clone());
+        let mut frames = frames.into_iter().peekable();
+        let mut ms = 0usize;
+        while frames.peek().is_some() {
+            for frame in frames.by_ref().take(per_ms.max(1)) {
+                self.feed.push(frame);
             }
+            ms += 1;
             self.sim.run_for(Duration::from_millis(1));
             self.accept_and_close();
             if ms % 100 == 0 {
