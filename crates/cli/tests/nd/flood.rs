@@ -71,7 +71,7 @@ pub fn syn_flood_mix(f: &Forge, port: u16, seed: u64) -> Vec<Vec<u8>> {
             on_link -= 1;
             let b = next().to_be_bytes();
             let mac = [(b[0] & 0xfe) | 0x02, b[1], b[2], b[3], b[4], b[5]];
-            if on_link % 2 == 0 {
+            if on_link.is_multiple_of(2) {
                 let o = f.h4.octets();
                 let host = 10 + (b[6] % 240);
                 (mac, IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], host)))

@@ -216,36 +216,21 @@ pub struct Target {
 /// ports), interleaved. Each SYN offers MSS 1460, window scaling and SACK.
 pub fn syn_flood_mix(target: &Target, rng: &mut Rng) -> Vec<Vec<u8>> {
     let mut frames = Vec::with_capacity(14_000);
-    let (mut on_link, mut from6, mut from4) = (6000, 4000, 4000);
+    let (mut on_link, mut from6, mut from4) = (6000u32, 4000u32, 4000u32);
     while on_link + from6 + from4 > 0 {
         let r = rng.next();
         let pick = r % u64::from(on_link + from6 + from4);
         let port = 1024 + ((r >> 16) % 60_000) as u16;
         let (src_mac, src, dst) = if pick < u64::from(on_link) {
             on_link -= 1;
-            let mut mac = (r >> 8).to_be_bytes();
-            mac[2] = (mac[2] & 0xfe) | 0x02;
-            let mac = EthernetAddress([mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]);
-            if on_link % 2 == 0 {
-                let host = 2 + ((r >> 40) % 250) as u8;
-                let mut o = target.net4.octets();
-                o[3] = if host == target.v4.octets()[3] { 251 } else { host };
-                let src = IpAddr::V4(Ipv4Addr::from(o));
-                (mac, src, IpAddr::V4(target.v4))
+            let v6 = !on_link.is_multiple_of(2);
+            let (mac, src) = on_link_source(target, rng.next(), v6);
+            let dst = if v6 {
+                IpAddr::V6(target.v6)
             } else {
-                let net = target.net6.segments();
-                let src = Ipv6Addr::new(
-                    net[0],
-                    net[1],
-                    net[2],
-                    net[3],
-                    (r >> 48) as u16 | 0x100,
-                    (r >> 32) as u16,
-                    (r >> 24) as u16,
-                    r as u16 | 0x8000,
-                );
-                (mac, IpAddr::V6(src), IpAddr::V6(target.v6))
-            }
+                IpAddr::V4(target.v4)
+            };
+            (mac, src, dst)
         } else if pick < u64::from(on_link + from6) {
             from6 -= 1;
             (
@@ -363,7 +348,7 @@ impl FloodLab {
             ms += 1;
             self.sim.run_for(Duration::from_millis(1));
             self.accept_and_close();
-            if ms % 100 == 0 {
+            if ms.is_multiple_of(100) {
                 peak = peak.max(rss_kib());
             }
         }
