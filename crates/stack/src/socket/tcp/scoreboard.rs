@@ -145,7 +145,7 @@ impl Range {
 #[derive(Debug)]
 pub struct Scoreboard {
     /// Sorted, disjoint and never adjacent, all above SND.UNA as of the
-    /// last update; at most `max_ranges`, allocated up front.
+    /// last update; at most `max_ranges`, allocated as they come.
     ranges: Vec<Range>,
     max_ranges: usize,
     smss: usize,
@@ -191,7 +191,9 @@ impl Scoreboard {
             });
         }
         Ok(Self {
-            ranges: Vec::with_capacity(max_ranges),
+            // Grown as SACKs arrive (up to `max_ranges`): a connection
+            // that never sees one holds no list.
+            ranges: Vec::new(),
             max_ranges,
             smss,
             sacked: 0,
