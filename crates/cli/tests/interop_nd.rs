@@ -40,6 +40,7 @@ use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use nd::capture::{read_frames, show, Frame};
+use nd::flood::{rss_kib, syn_flood_mix};
 use nd::frames::{
     echo_request6, eui64_address, neighbor_solicitation, send_frames, solicited_node, Ends,
     CRAFTED_ECHO_ID,
@@ -49,7 +50,6 @@ use nd::lab::{
     Finished, Lab, LabConfig, HOST4, HOST6, KERNEL4, KERNEL4_OTHER, KERNEL6, KERNEL6_OTHER,
     NOBODY_MAC, READY, SLAAC_PREFIX, TAP,
 };
-use nd::flood::{rss_kib, syn_flood_mix};
 use nd::malformed::{malformed_kinds, mutated_frame, random_frame, Forge, Rng, SYN_FIN_SEQ};
 use support::capture::{check_clean, check_clean_where, tshark};
 

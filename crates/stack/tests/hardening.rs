@@ -18,8 +18,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use network_support::wiretap::{Mark, Wiretap};
-use network_support::{ethernet, host, host_mut, icmpv4_bytes, ipv4_packet, ipv6_packet};
 use network_support::{address_of, udp_datagram};
+use network_support::{ethernet, host, host_mut, icmpv4_bytes, ipv4_packet, ipv6_packet};
 use stack::iface::host::TcpHandle;
 use stack::runner::Simulator;
 use stack::socket::tcp::bare_header;
@@ -122,7 +122,11 @@ impl Net {
             ..TcpConfig::default()
         };
         host_mut(&mut self.sim, "host-b")
-            .tcp_listen(SocketAddr::new(any, PORT), config, ListenerConfig::default())
+            .tcp_listen(
+                SocketAddr::new(any, PORT),
+                config,
+                ListenerConfig::default(),
+            )
             .unwrap()
     }
 
@@ -188,7 +192,10 @@ fn datagrams_from_a_broadcast_source_are_discarded_and_counted() {
     let udp = {
         let h = host_mut(&mut net.sim, "host-b");
         let udp = h.udp_open(UdpConfig::default());
-        h.udp_bind(udp, SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT));
+        h.udp_bind(
+            udp,
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT),
+        );
         udp
     };
     let mark = net.tap.mark();

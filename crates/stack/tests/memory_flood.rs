@@ -37,13 +37,24 @@ fn resident_memory_returns_close_to_idle_after_the_syn_flood_mix() {
     peak = peak.max(lab.flood(second, PER_MS));
     let (after, tail_peak) = lab.quiet(Duration::from_secs(10));
     peak = peak.max(tail_peak);
+    let b = network_support::host(&lab.sim, "host-b");
+    let half_open: Vec<usize> = lab
+        .listeners
+        .iter()
+        .map(|&l| b.tcp_listener(l).unwrap().half_open_len())
+        .collect();
     eprintln!(
         "VmRSS idle {idle} KiB, peak of the flood {peak} KiB, 10 s after {after} KiB \
-         (host-b drops: {:?})",
-        network_support::host(&lab.sim, "host-b").drops()
+         (host-b: {} memory releases, pool {:?}, {:?} buffers (allocated, in use), half-open {half_open:?}, drops {:?})",
+        b.memory_releases(),
+        b.pool().stats(),
+        (b.pool().allocated(), b.pool().in_use()),
+        b.drops()
     );
+    let releases = b.memory_releases();
     lab.serve(64 * 1024);
     assert!(idle > 0, "no VmRSS in /proc/self/status");
+    assert!(releases >= 1, "host-b never gave memory back");
     assert!(
         after <= idle + RETURN_BOUND_KIB,
         "resident memory stayed at {after} KiB after the flood (idle {idle} KiB, peak {peak} KiB)"

@@ -34,7 +34,12 @@ fn syn(f: &Forge, src_mac: [u8; 6], src: IpAddr, port: u16, dst_port: u16, isn: 
         IpAddr::V6(s) => {
             let sum = checksum(&[&pseudo_header6(s, f.h6, TCP, segment.len()), &segment]);
             segment[16..18].copy_from_slice(&sum.to_be_bytes());
-            ethernet(f.host_mac, src_mac, ETHERTYPE_IPV6, &ipv6(s, f.h6, TCP, 64, &segment))
+            ethernet(
+                f.host_mac,
+                src_mac,
+                ETHERTYPE_IPV6,
+                &ipv6(s, f.h6, TCP, 64, &segment),
+            )
         }
         IpAddr::V4(s) => {
             let mut pseudo = s.octets().to_vec();
@@ -43,7 +48,12 @@ fn syn(f: &Forge, src_mac: [u8; 6], src: IpAddr, port: u16, dst_port: u16, isn: 
             pseudo.extend_from_slice(&(segment.len() as u16).to_be_bytes());
             let sum = checksum(&[&pseudo, &segment]);
             segment[16..18].copy_from_slice(&sum.to_be_bytes());
-            ethernet(f.host_mac, src_mac, ETHERTYPE_IPV4, &ipv4(s, f.h4, TCP, 1, 0, &segment))
+            ethernet(
+                f.host_mac,
+                src_mac,
+                ETHERTYPE_IPV4,
+                &ipv4(s, f.h4, TCP, 1, 0, &segment),
+            )
         }
     }
 }

@@ -89,7 +89,10 @@ impl Forge {
 
     /// An IPv4 packet from `src` to `dst` in a unicast frame to the host.
     fn v4_between(&self, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, payload: &[u8]) -> Vec<u8> {
-        self.frame(ETHERTYPE_IPV4, &ipv4(src, dst, protocol, 0x5e5f, 0, payload))
+        self.frame(
+            ETHERTYPE_IPV4,
+            &ipv4(src, dst, protocol, 0x5e5f, 0, payload),
+        )
     }
 
     /// A UDP datagram from `src` to `dst` (IPv4), checksum filled.

@@ -430,7 +430,11 @@ fn on_link_source(target: &Target, r: u64, v6: bool) -> (EthernetAddress, IpAddr
     } else {
         let mut o = target.net4.octets();
         let host = 2 + ((r >> 40) % 250) as u8;
-        o[3] = if host == target.v4.octets()[3] { 251 } else { host };
+        o[3] = if host == target.v4.octets()[3] {
+            251
+        } else {
+            host
+        };
         (mac, IpAddr::V4(Ipv4Addr::from(o)))
     }
 }
