@@ -539,7 +539,8 @@ impl Assembler {
             outcome.advanced = merged.1;
         } else {
             // The cap was checked above: either a range was drained here or
-            // there was room, so this never grows the allocation.
+            // there was room; the list grows only within it.
+            super::scoreboard::grow_within(&mut self.ranges, self.max_ranges);
             self.ranges.insert(
                 i,
                 Range {

@@ -177,6 +177,18 @@ impl Above {
     }
 }
 
+/// Makes room for one more element in `list`, which holds fewer than
+/// `max`: a list that starts empty (most connections never need one)
+/// grows in doubling steps, but never past `max`, so its memory stays
+/// within the bound it had when it was allocated up front.
+pub(super) fn grow_within<T>(list: &mut Vec<T>, max: usize) {
+    let len = list.len();
+    if len == list.capacity() {
+        let want = (2 * len).max(4).min(max).max(len + 1);
+        list.reserve_exact(want - len);
+    }
+}
+
 impl Scoreboard {
     /// An empty scoreboard for segments of at most `smss` bytes, holding
     /// at most `max_ranges` SACKed ranges.
@@ -320,7 +332,8 @@ impl Scoreboard {
         }
         let before: usize = self.ranges.drain(i..j).map(Range::len).sum();
         // The cap was checked above: either ranges were drained or there
-        // was room, so this never grows the allocation.
+        // was room; the list grows only within it.
+        grow_within(&mut self.ranges, self.max_ranges);
         self.ranges.insert(i, merged);
         // `merged` covers everything drained, so this is what was new.
         let added = merged.len().saturating_sub(before);
