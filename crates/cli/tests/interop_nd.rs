@@ -10,7 +10,11 @@
 //! * the host finds an address the kernel already holds duplicate
 //!   (RFC 4862 §5.4.5), says so, and never uses it;
 //! * a few thousand malformed frames neither crash nor wedge the host,
-//!   and its drop counters account for them.
+//!   and its drop counters account for them (issue 23's attacks among
+//!   them: no answer to a broadcast source, no ICMP error about a
+//!   broadcast destination, no SYN-ACK to SYN+FIN, tiny MSS clamped);
+//! * after issue 23's SYN flood the host's resident memory comes back to
+//!   near its idle value within 10 s, and it serves throughout.
 //!
 //! The TAP is made persistent on the kernel's side first (`ip tuntap add`)
 //! and brought up, so `dumpcap` (which refuses a device that is down)
@@ -36,6 +40,7 @@ use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use nd::capture::{read_frames, show, Frame};
+use nd::flood::{rss_kib, syn_flood_mix};
 use nd::frames::{
     echo_request6, eui64_address, neighbor_solicitation, send_frames, solicited_node, Ends,
     CRAFTED_ECHO_ID,
@@ -45,7 +50,7 @@ use nd::lab::{
     Finished, Lab, LabConfig, HOST4, HOST6, KERNEL4, KERNEL4_OTHER, KERNEL6, KERNEL6_OTHER,
     NOBODY_MAC, READY, SLAAC_PREFIX, TAP,
 };
-use nd::malformed::{malformed_kinds, mutated_frame, random_frame, Forge, Rng};
+use nd::malformed::{malformed_kinds, mutated_frame, random_frame, Forge, Rng, SYN_FIN_SEQ};
 use support::capture::{check_clean, check_clean_where, tshark};
 
 // ---------------------------------------------------------------------
@@ -640,6 +645,46 @@ fn malformed_frames_neither_crash_nor_wedge_the_host_and_are_counted() {
     // The injected frames are malformed on purpose; the host's own are not.
     check_clean_where(&done.capture, &format!("eth.src == {}", done.host_mac));
     check_no_reply_to_crafted(&done);
+    check_issue_23_attacks(&done);
+}
+
+/// The attacks of issue 23 stay refused: no ICMP error quoting a datagram
+/// to the subnet's broadcast address (RFC 1122 §3.2.2), no SYN-ACK to a
+/// SYN+FIN, and every SYN with MSS 0 or 1 counted as clamped.
+fn check_issue_23_attacks(done: &Finished) {
+    let host = &done.host_mac;
+    let errors = tshark(
+        &done.capture,
+        &[
+            "-Y",
+            &format!("eth.src == {host} && icmp.type == 3 && ip.dst == 192.0.2.255"),
+        ],
+    );
+    assert!(
+        errors.trim().is_empty(),
+        "ICMP errors about datagrams to the broadcast address:\n{errors}"
+    );
+    let syn_fin = SYN_FIN_SEQ.wrapping_add(1);
+    let answered = tshark(
+        &done.capture,
+        &[
+            "-Y",
+            &format!(
+                "eth.src == {host} && tcp.flags.syn == 1 && tcp.flags.ack == 1 \
+                 && (tcp.ack_raw == {syn_fin} || tcp.ack_raw == {})",
+                syn_fin.wrapping_add(1)
+            ),
+        ],
+    );
+    assert!(
+        answered.trim().is_empty(),
+        "SYN-ACKs to SYN+FIN:\n{answered}"
+    );
+    assert!(
+        done.stopped.counter("tcp_mss_clamped") >= u64::from(PER_KIND),
+        "{}",
+        done.stopped.stdout
+    );
 }
 
 /// The host's TAP received every frame sent, without errors.
@@ -687,5 +732,85 @@ fn check_no_reply_to_crafted(done: &Finished) {
     assert!(
         answered.trim().is_empty(),
         "the host answered malformed echo requests:\n{answered}"
+    );
+}
+
+// ---------------------------------------------------------------------
+// Test 5: the host's memory after a SYN flood (issue 23, item 5)
+
+/// How far above its idle value the host's resident memory may stay 10 s
+/// after the flood.
+const FLOOD_RETURN_BOUND_KIB: u64 = 8 * 1024;
+
+/// The flood of issue 23 (6000 SYNs from random on-link sources, 4000
+/// from the kernel's IPv6 address, 4000 from its IPv4 one) against the
+/// echo port: the host serves during and after it, and its resident set
+/// (`VmRSS` of `/proc/PID/status`) is back within
+/// [`FLOOD_RETURN_BOUND_KIB`] of idle 10 s after the flood.
+#[test]
+fn the_hosts_memory_comes_back_after_a_syn_flood() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let Some(mut lab) = Lab::start(LabConfig {
+        host_args: &["--addr", "2001:db8:77::2/64", "--addr", "192.0.2.2/24"],
+        kernel_addrs: &["2001:db8:77::1/64", "192.0.2.1/24"],
+        radvd: false,
+    }) else {
+        return;
+    };
+    lab.wait_for("ready", READY);
+    lab.wait_for(&format!("address {TAP} {HOST6}/64 manual PREFERRED"), READY);
+    let echo = [
+        SocketAddr::new(HOST6.parse().unwrap(), 7),
+        SocketAddr::new(HOST4.parse().unwrap(), 7),
+    ];
+    let serve = |lab: &Lab| {
+        lab.ns.within(move || {
+            for to in echo {
+                tcp_echo(to, 64 * 1024);
+            }
+        })
+    };
+    ping(&lab.ns, KERNEL6, HOST6);
+    ping(&lab.ns, KERNEL4, HOST4);
+    serve(&lab);
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = lab.host_pid();
+    let idle = rss_kib(pid);
+    let frames = syn_flood_mix(
+        &Forge::new(&Ends {
+            host: &lab.host_mac,
+            kernel: &lab.kernel_mac,
+        }),
+        7,
+        0x5eed_f100d,
+    );
+    let peak = Arc::new(AtomicU64::new(idle));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_kib(pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let sent = send_frames(&lab.ns, TAP, frames, true);
+    let flood_end = std::time::Instant::now();
+    serve(&lab);
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(flood_end.elapsed()));
+    let after = rss_kib(pid);
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    let peak = peak.load(Ordering::Relaxed);
+    eprintln!("sent {sent:?}; host VmRSS idle {idle} KiB, peak {peak} KiB, 10 s after {after} KiB");
+    serve(&lab);
+    let done = lab.finish();
+    assert_eq!(sent.refused, 0, "{sent:?}");
+    assert!(
+        after <= idle + FLOOD_RETURN_BOUND_KIB,
+        "the host kept {after} KiB after the flood (idle {idle} KiB, peak {peak} KiB):\n{}",
+        done.stopped.stdout
     );
 }

@@ -32,6 +32,7 @@ fn listener(half_open: usize) -> Listener {
             backlog: 8,
             half_open,
             syn_cookies: true,
+            ..ListenerConfig::default()
         },
         1440,
         IsnGenerator::new([11, 22]),

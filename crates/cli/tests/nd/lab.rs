@@ -129,6 +129,11 @@ impl Lab {
         })
     }
 
+    /// The host's process id.
+    pub fn host_pid(&self) -> u32 {
+        self.host.pid().expect("the host runs")
+    }
+
     /// Stops the host with SIGINT (it must exit 0 and print its
     /// counters), then radvd and the capture.
     pub fn finish(self) -> Finished {

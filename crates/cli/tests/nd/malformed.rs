@@ -1,7 +1,8 @@
 //! Malformed input for the host, seeded and repeatable: crafted kinds,
 //! one per flaw from Ethernet to TCP and ND, each with the drop reason
 //! the host must count; frames of random bytes; and well-formed frames
-//! with a few bytes mutated.
+//! with a few bytes mutated. Among the crafted kinds, the attacks of
+//! issue 23: broadcast sources and destinations, MSS 0 and 1, SYN+FIN.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -12,6 +13,12 @@ use super::frames::{
     IPV4_MORE_FRAGMENTS, MUTATED_ECHO_ID, NO_NEXT, TCP, TCP_SYN, UDP,
 };
 use super::lab::{HOST4, HOST6, KERNEL4, KERNEL6, NOBODY_MAC};
+
+/// The sequence number of every crafted SYN+FIN: no SYN-ACK may
+/// acknowledge it.
+pub const SYN_FIN_SEQ: u32 = 0x5f1f_0000;
+/// FIN, to join [`TCP_SYN`].
+const TCP_FIN: u8 = 0x01;
 
 /// splitmix64: a seeded, repeatable stream of numbers.
 pub struct Rng(pub u64);
@@ -74,6 +81,41 @@ impl Forge {
         self.v4_ident(protocol, 0x5e5e, fragment, payload)
     }
 
+    /// The directed broadcast of the host's /24 (192.0.2.255).
+    pub fn broadcast4(&self) -> Ipv4Addr {
+        let o = self.h4.octets();
+        Ipv4Addr::new(o[0], o[1], o[2], 255)
+    }
+
+    /// An IPv4 packet from `src` to `dst` in a unicast frame to the host.
+    fn v4_between(&self, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, payload: &[u8]) -> Vec<u8> {
+        self.frame(
+            ETHERTYPE_IPV4,
+            &ipv4(src, dst, protocol, 0x5e5f, 0, payload),
+        )
+    }
+
+    /// A UDP datagram from `src` to `dst` (IPv4), checksum filled.
+    fn udp4(&self, src: Ipv4Addr, dst: Ipv4Addr, dst_port: u16, payload: &[u8]) -> Vec<u8> {
+        let mut datagram = Vec::new();
+        datagram.extend_from_slice(&40_000u16.to_be_bytes());
+        datagram.extend_from_slice(&dst_port.to_be_bytes());
+        datagram.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        datagram.extend_from_slice(&[0, 0]);
+        datagram.extend_from_slice(payload);
+        let mut pseudo = Vec::new();
+        pseudo.extend_from_slice(&src.octets());
+        pseudo.extend_from_slice(&dst.octets());
+        pseudo.extend_from_slice(&[0, UDP]);
+        pseudo.extend_from_slice(&(datagram.len() as u16).to_be_bytes());
+        let sum = match checksum(&[&pseudo, &datagram]) {
+            0 => 0xffff,
+            sum => sum,
+        };
+        datagram[6..8].copy_from_slice(&sum.to_be_bytes());
+        datagram
+    }
+
     /// An IPv4 packet with Identification `ident`: fragments of distinct
     /// datagrams need distinct ones.
     fn v4_ident(&self, protocol: u8, ident: u16, fragment: u16, payload: &[u8]) -> Vec<u8> {
@@ -120,13 +162,26 @@ impl Forge {
     /// A TCP segment with `options` (padded to 4 bytes with End of
     /// Option List) and its checksum (RFC 9293 §3.1).
     fn tcp(&self, v6: bool, dst_port: u16, flags: u8, options: &[u8], payload: &[u8]) -> Vec<u8> {
+        self.tcp_seq(v6, dst_port, flags, options, payload, 0x0102_0304)
+    }
+
+    /// [`tcp`](Self::tcp) with sequence number `seq`.
+    fn tcp_seq(
+        &self,
+        v6: bool,
+        dst_port: u16,
+        flags: u8,
+        options: &[u8],
+        payload: &[u8],
+        seq: u32,
+    ) -> Vec<u8> {
         let mut options = options.to_vec();
         options.resize(options.len().div_ceil(4) * 4, 0);
         let offset = ((20 + options.len()) / 4) as u8;
         let mut segment = Vec::new();
         segment.extend_from_slice(&41_000u16.to_be_bytes());
         segment.extend_from_slice(&dst_port.to_be_bytes());
-        segment.extend_from_slice(&0x0102_0304u32.to_be_bytes());
+        segment.extend_from_slice(&seq.to_be_bytes());
         segment.extend_from_slice(&0u32.to_be_bytes());
         segment.extend_from_slice(&[offset << 4, flags]);
         segment.extend_from_slice(&65_535u16.to_be_bytes());
@@ -445,6 +500,66 @@ pub fn malformed_kinds() -> Vec<Malformed> {
                 options.extend_from_slice(&rng.bytes(11));
                 let segment = f.tcp(i.is_multiple_of(2), 7, TCP_SYN, &options, &[]);
                 vec![if i.is_multiple_of(2) {
+                    f.v6(TCP, &segment)
+                } else {
+                    f.v4(TCP, 0, &segment)
+                }]
+            },
+        },
+        Malformed {
+            // RFC 1122 §3.2.1.3: a datagram from a broadcast address is
+            // discarded (answering it would answer the whole subnet).
+            name: "echo request from the subnet's directed broadcast",
+            reason: Some("ipv4_broadcast_source"),
+            make: |f, _, i| vec![f.v4_between(f.broadcast4(), f.h4, ICMPV4, &f.echo4(i as u16))],
+        },
+        Malformed {
+            name: "UDP echo from a broadcast source",
+            reason: Some("ipv4_broadcast_source"),
+            make: |f, rng, i| {
+                let src = if i.is_multiple_of(2) {
+                    f.broadcast4()
+                } else {
+                    Ipv4Addr::BROADCAST
+                };
+                vec![f.v4_between(src, f.h4, UDP, &f.udp4(src, f.h4, 7, &rng.bytes(16)))]
+            },
+        },
+        Malformed {
+            // RFC 1122 §3.2.2: no ICMP error about a datagram to a
+            // broadcast address, in a unicast frame too.
+            name: "UDP to the directed broadcast, closed port, unicast frame",
+            reason: Some("udp_no_socket"),
+            make: |f, rng, _| {
+                let (src, dst) = (f.k4, f.broadcast4());
+                let port = 40_000 + rng.below(1000) as u16;
+                vec![f.v4_between(src, dst, UDP, &f.udp4(src, dst, port, &rng.bytes(16)))]
+            },
+        },
+        Malformed {
+            // CVE-2019-11479's class: the host raises the MSS to its floor
+            // (counted as tcp_mss_clamped), it does not send 1-byte
+            // segments.
+            name: "TCP SYN with MSS 0 or 1",
+            reason: None,
+            make: |f, _, i| {
+                let v6 = i % 4 < 2;
+                let segment = f.tcp(v6, 9, TCP_SYN, &[2, 4, 0, (i % 2) as u8], &[]);
+                vec![if v6 {
+                    f.v6(TCP, &segment)
+                } else {
+                    f.v4(TCP, 0, &segment)
+                }]
+            },
+        },
+        Malformed {
+            name: "TCP SYN+FIN to a listener",
+            reason: Some("tcp_syn_fin"),
+            make: |f, _, i| {
+                let v6 = i.is_multiple_of(2);
+                let flags = TCP_SYN | TCP_FIN;
+                let segment = f.tcp_seq(v6, 7, flags, &[2, 4, 5, 0xb4], &[], SYN_FIN_SEQ);
+                vec![if v6 {
                     f.v6(TCP, &segment)
                 } else {
                     f.v4(TCP, 0, &segment)

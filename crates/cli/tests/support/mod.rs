@@ -309,6 +309,11 @@ impl HostProcess {
         }
     }
 
+    /// The host's process id (to read its `/proc` entry), while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Waits for a stdout line satisfying `wanted` and returns it; `Err`
     /// has everything printed so far (and the exit status if the host
     /// ended).

@@ -20,7 +20,9 @@
 mod cursor;
 mod packet;
 mod pool;
+mod release;
 
 pub use cursor::{Cursor, PullUpError};
 pub use packet::{Packet, PacketError, Segment};
 pub use pool::{Buffer, Pool, PoolConfig, PoolConfigError, PoolStats};
+pub use release::return_free_memory;

@@ -1,4 +1,13 @@
 //! A host's pool of preallocated, fixed-size buffers.
+//!
+//! Every buffer is allocated when the pool is made, so the data path does
+//! not ask the system allocator for packet memory. A flood touches many
+//! of them, and touched memory stays resident; once the pressure is over
+//! the owner may [`release`](Pool::release) free buffers beyond a number
+//! to keep (and hand the memory back to the system with
+//! [`return_free_memory`](super::return_free_memory)). Released buffers
+//! are made again on demand, up to the configured number: the bound on
+//! memory never changes.
 
 use std::cell::{Cell, RefCell};
 use std::ops::{Deref, DerefMut};
@@ -17,7 +26,7 @@ pub struct PoolConfig {
     /// the largest link header of any interface plus IP and transport
     /// headers with options.
     pub headroom: usize,
-    /// Buffers in the pool; all are allocated up front.
+    /// Buffers in the pool at most; all are allocated up front.
     pub buffers: usize,
 }
 
@@ -74,11 +83,18 @@ pub struct PoolStats {
     pub exhausted: u64,
     /// Most buffers in use at once.
     pub high_water: usize,
+    /// Free buffers given back by [`Pool::release`].
+    pub released: u64,
+    /// Buffers made again after a release, on demand.
+    pub regrown: u64,
 }
 
 struct Shared {
     config: PoolConfig,
     free: RefCell<Vec<Box<[u8]>>>,
+    /// Buffers that exist, in use or free: `config.buffers` until a
+    /// release.
+    allocated: Cell<usize>,
     stats: Cell<PoolStats>,
 }
 
@@ -109,6 +125,7 @@ impl Pool {
             shared: Rc::new(Shared {
                 config,
                 free: RefCell::new(free),
+                allocated: Cell::new(config.buffers),
                 stats: Cell::new(PoolStats::default()),
             }),
         })
@@ -124,15 +141,46 @@ impl Pool {
 
     /// Buffers currently handed out.
     pub fn in_use(&self) -> usize {
-        self.shared.config.buffers - self.shared.free.borrow().len()
+        self.shared.allocated.get() - self.shared.free.borrow().len()
+    }
+
+    /// Buffers that exist, handed out or free.
+    pub fn allocated(&self) -> usize {
+        self.shared.allocated.get()
+    }
+
+    /// Drops free buffers until no more than `keep` exist (those in use
+    /// stay), and the free list's own spare room; returns how many were
+    /// dropped. The most recently freed go first: they are the ones a
+    /// burst touched, while the oldest may never have been written (and
+    /// so hold no resident memory).
+    pub fn release(&self, keep: usize) -> usize {
+        let mut free = self.shared.free.borrow_mut();
+        let allocated = self.shared.allocated.get();
+        let excess = allocated.saturating_sub(keep).min(free.len());
+        let remaining = free.len() - excess;
+        free.truncate(remaining);
+        free.shrink_to_fit();
+        self.shared.allocated.set(allocated - excess);
+        let mut stats = self.shared.stats.get();
+        stats.released += excess as u64;
+        self.shared.stats.set(stats);
+        excess
     }
 
     /// Takes a buffer for `flow` (whose trace flag gates the probes), or
     /// `None` when every buffer is in use (counted as `exhausted`).
     pub fn alloc(&self, flow: Flow) -> Option<Buffer> {
         let _span = probe::span(BUFFER_ALLOC_ENTER, BUFFER_ALLOC_EXIT, 0, flow, 0);
-        let data = self.shared.free.borrow_mut().pop();
+        let mut data = self.shared.free.borrow_mut().pop();
         let mut stats = self.shared.stats.get();
+        let allocated = self.shared.allocated.get();
+        if data.is_none() && allocated < self.shared.config.buffers {
+            // Made again after a release: the bound is still `buffers`.
+            data = Some(vec![0u8; self.shared.config.buffer_size].into_boxed_slice());
+            self.shared.allocated.set(allocated + 1);
+            stats.regrown += 1;
+        }
         let buffer = match data {
             Some(data) => {
                 stats.allocated += 1;
@@ -234,6 +282,25 @@ mod tests {
         drop((b, c));
         let s = pool.stats();
         assert_eq!((s.allocated, s.freed, s.high_water), (3, 3, 2));
+    }
+
+    #[test]
+    fn released_buffers_come_back_on_demand_within_the_bound() {
+        let pool = pool(8);
+        let held: Vec<Buffer> = (0..6).map(|_| pool.alloc(Flow::NONE).unwrap()).collect();
+        // In use buffers are never released: only the 2 free ones go.
+        assert_eq!(pool.release(0), 2);
+        assert_eq!((pool.allocated(), pool.in_use()), (6, 6));
+        drop(held);
+        assert_eq!(pool.release(3), 3);
+        assert_eq!((pool.allocated(), pool.in_use()), (3, 0));
+        // Demand makes them again, up to the configured 8 and no more.
+        let again: Vec<Buffer> = (0..8).map(|_| pool.alloc(Flow::NONE).unwrap()).collect();
+        assert!(pool.alloc(Flow::NONE).is_none());
+        let s = pool.stats();
+        assert_eq!((s.released, s.regrown, s.exhausted), (5, 5, 1));
+        assert_eq!(pool.allocated(), 8);
+        assert!(again.iter().all(|b| b.capacity() == 64));
     }
 
     #[test]

@@ -440,6 +440,7 @@ fn counters_since(before: &HostCounters, after: &HostCounters) -> HostCounters {
         link_sent,
         tcp_received,
         tcp_sent,
-        tcp_resets_sent
+        tcp_resets_sent,
+        tcp_mss_clamped
     )
 }

@@ -33,6 +33,7 @@ use wire::ipv6_fragment::{Ipv6FragmentHeader, Ipv6FragmentRepr};
 use wire::ndisc::{NdiscOption, NdiscOptions, NdiscRepr};
 use wire::udp::{UdpPacket, UdpRepr};
 
+pub mod flood;
 pub mod wiretap;
 
 // ----- Capture directories and the tshark check -----------------------------

@@ -94,8 +94,9 @@ impl Host {
                 data,
             } => {
                 // RFC 1122 §3.2.2.6: a request to a broadcast address may be
-                // silently discarded; we do.
-                if meta.dst.is_broadcast() || meta.link_multicast {
+                // silently discarded; we do (the subnet's directed broadcast
+                // too, in whatever frame: no smurf amplifier).
+                if self.is_ipv4_broadcast(meta.dst) || meta.link_multicast {
                     self.count_drop("icmpv4_echo_broadcast");
                     return;
                 }
@@ -170,17 +171,18 @@ impl Host {
         };
         let bytes = leading_bytes(packet, quote);
         let is_error = is_icmpv4_error(&bytes);
-        let subnet_broadcast = self
-            .interfaces
-            .iter()
-            .any(|i| i.v4.as_ref().and_then(|v4| v4.broadcast()) == Some(meta.src));
+        // RFC 1122 §3.2.2: no error about a datagram "destined to an IP
+        // broadcast or IP multicast address" — a subnet's directed
+        // broadcast included, which only we know to be one, and whatever
+        // frame it came in (a unicast frame does not make it unicast).
+        let to_broadcast = self.is_ipv4_broadcast(meta.dst);
         let invoking = InvokingV4 {
             src: meta.src,
             dst: meta.dst,
-            dst_was_broadcast_or_multicast: meta.link_multicast,
+            dst_was_broadcast_or_multicast: meta.link_multicast || to_broadcast,
             is_icmp_error: is_error,
             frag_offset: meta.frag_offset,
-            src_is_subnet_broadcast: subnet_broadcast,
+            src_is_subnet_broadcast: self.is_ipv4_broadcast(meta.src),
             locally_originated: false,
         };
         if may_send_icmpv4_error(&invoking, &mut self.icmp4_limiter, now).is_err() {

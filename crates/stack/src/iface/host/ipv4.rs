@@ -101,9 +101,16 @@ impl Host {
             self.count_drop("ipv4_fragment_too_long");
             return;
         }
-        // RFC 1122 §3.2.1.3: a source that is broadcast or multicast is
-        // discarded.
-        if repr.src.is_broadcast() || repr.src.is_multicast() {
+        // RFC 1122 §3.2.1.3: "An IP host MUST silently discard an incoming
+        // datagram" whose source is invalid: a broadcast address — the
+        // limited one or { <Network-number>, -1 }, the directed broadcast
+        // of any subnet we are on (answering it would answer everyone on
+        // that subnet) — or a multicast address.
+        if self.is_ipv4_broadcast(repr.src) {
+            self.count_drop("ipv4_broadcast_source");
+            return;
+        }
+        if repr.src.is_multicast() {
             self.count_drop("ipv4_bad_source");
             return;
         }
@@ -170,6 +177,16 @@ impl Host {
                 );
             }
         }
+    }
+
+    /// The limited broadcast or the directed broadcast of the subnet of
+    /// any of our interfaces (RFC 1122 §3.2.1.3 (c), (d)).
+    pub(super) fn is_ipv4_broadcast(&self, addr: Ipv4Addr) -> bool {
+        addr.is_broadcast()
+            || self
+                .interfaces
+                .iter()
+                .any(|i| i.v4.as_ref().and_then(|v4| v4.broadcast()) == Some(addr))
     }
 
     /// Ours: an interface address, the limited broadcast, the arrival

@@ -34,6 +34,7 @@ mod ipv4;
 mod ipv6_input;
 mod ipv6_output;
 mod link_sockets;
+mod memory;
 mod multicast;
 mod ndisc;
 mod tcp;
@@ -211,6 +212,9 @@ pub struct HostCounters {
     pub tcp_sent: u64,
     /// Resets sent for segments that found no socket.
     pub tcp_resets_sent: u64,
+    /// SYNs whose MSS option was below the floor and was raised to it
+    /// ([`MIN_PEER_MSS`](crate::socket::tcp::options::MIN_PEER_MSS)).
+    pub tcp_mss_clamped: u64,
 }
 
 impl HostCounters {
@@ -314,6 +318,8 @@ pub struct Host {
     counters: HostCounters,
     /// Reused for building ICMP messages and pulling up headers.
     scratch: Vec<u8>,
+    /// Pressure seen, for giving memory back after it (`memory`).
+    reclaim: memory::Reclaim,
 }
 
 impl Host {
@@ -418,6 +424,7 @@ impl Host {
             drops: BTreeMap::new(),
             counters: HostCounters::default(),
             scratch: vec![0; 65_536 + 64],
+            reclaim: memory::Reclaim::default(),
         };
         host.ipv4_ident = host.rng.next_u64() as u16;
         host.tcp_isn = IsnGenerator::new([host.rng.next_u64(), host.rng.next_u64()]);
@@ -818,6 +825,7 @@ impl Host {
         consider(self.dest4.next_deadline());
         consider(self.tcp_next_deadline());
         consider(self.xtp_next_deadline());
+        consider(self.reclaim_deadline());
         next.map(|t| t.max(now))
     }
 
@@ -939,6 +947,7 @@ impl Host {
         let _ = self.dest4.poll(now);
         self.tcp_timers(now);
         self.xtp_timers(now);
+        self.reclaim_memory(now);
         // What the timers made due (retransmissions, delayed ACKs, probes)
         // leaves in this poll.
         self.tcp_output(now);

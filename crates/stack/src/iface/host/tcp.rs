@@ -96,7 +96,11 @@ impl Host {
         // RFC 9293 §3.9.1.2 / RFC 1122 §4.2.3.10: TCP is unicast only;
         // nothing addressed to a group or a broadcast is processed or
         // answered.
-        if meta.link_multicast() || is_multicast_or_broadcast(dst) {
+        let broadcast = match dst {
+            IpAddr::V6(a) => a.is_multicast(),
+            IpAddr::V4(a) => a.is_multicast() || self.is_ipv4_broadcast(a),
+        };
+        if meta.link_multicast() || broadcast {
             self.count_drop("tcp_not_unicast");
             return;
         }
@@ -130,7 +134,22 @@ impl Host {
         payload: &[u8],
         flow: Flow,
     ) {
-        match self.tcp.demux(local, remote) {
+        let demux = self.tcp.demux(local, remote);
+        let syn = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::RST);
+        // SYN+FIN opens nothing: RFC 9293 leaves it open, Linux and the
+        // BSDs drop it (it only serves scanners and IDS evasion), and so do
+        // we — no SYN-ACK, no state.
+        if syn && seg.flags.contains(TcpFlags::FIN) && matches!(demux, Demux::Listener(_)) {
+            self.count_drop("tcp_syn_fin");
+            return;
+        }
+        // A SYN (or SYN-ACK) for a socket whose MSS option is below the
+        // floor: the connection takes MIN_PEER_MSS instead
+        // (`options::negotiate`).
+        if syn && demux != Demux::None && options::clamped_peer_mss(seg).is_some() {
+            self.counters.tcp_mss_clamped += 1;
+        }
+        match demux {
             Demux::Connection(index) => {
                 let Some(slot) = self.tcp.get_mut(index) else {
                     return;
@@ -524,13 +543,6 @@ pub(super) fn reset_for_closed(seg: &TcpRepr) -> Option<TcpRepr> {
             TcpFlags::RST,
         ),
     })
-}
-
-fn is_multicast_or_broadcast(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V6(a) => a.is_multicast(),
-        IpAddr::V4(a) => a.is_multicast() || a.is_broadcast(),
-    }
 }
 
 /// `len` bytes at `at` when they lie in one part of the packet.

@@ -15,9 +15,12 @@
 //! Out-of-order data always lies inside the window, so it can never
 //! overwrite unread bytes.
 //!
-//! Memory is fixed at creation: the ring, and a list of out-of-order ranges
-//! with a configured cap. A segment that would open one more range than
-//! the cap is dropped and counted; the sender retransmits it later.
+//! Memory is bounded at creation: the ring, and a list of out-of-order
+//! ranges with a configured cap. A segment that would open one more range
+//! than the cap is dropped and counted; the sender retransmits it later.
+//! Both are allocated when first needed — the ring with the first payload
+//! byte, the list with the first hole — so a connection that never
+//! receives data (each half-open one of a SYN flood) holds neither.
 //!
 //! Copies into and out of the ring are `data_move` probe spans (DESIGN.md,
 //! "Packet buffers"), recorded for the flow given to
@@ -258,14 +261,16 @@ impl Range {
 /// A connection's receive buffer. See the module documentation.
 #[derive(Debug)]
 pub struct Assembler {
+    /// Empty until the first payload byte arrives, then `capacity` bytes.
     ring: Box<[u8]>,
+    capacity: usize,
     /// Ring index of the first unread byte.
     head: usize,
     /// In-order bytes not yet read.
     unread: usize,
     rcv_nxt: Seq,
     /// Sorted, disjoint and never adjacent (adjacent ranges merge), all
-    /// inside the window; at most `max_ranges`, allocated up front.
+    /// inside the window; at most `max_ranges`.
     ranges: Vec<Range>,
     max_ranges: usize,
     dsack_enabled: bool,
@@ -301,11 +306,12 @@ impl Assembler {
             });
         }
         Ok(Self {
-            ring: vec![0; config.capacity].into_boxed_slice(),
+            ring: Box::default(),
+            capacity: config.capacity,
             head: 0,
             unread: 0,
             rcv_nxt: Seq(0),
-            ranges: Vec::with_capacity(config.max_ranges),
+            ranges: Vec::new(),
             max_ranges: config.max_ranges,
             dsack_enabled: config.dsack,
             dsack: None,
@@ -345,7 +351,22 @@ impl Assembler {
     }
 
     pub fn capacity(&self) -> usize {
-        self.ring.len()
+        self.capacity
+    }
+
+    /// Allocates the ring now if it is not yet: a connection calls this
+    /// when its handshake completes, so the allocation is not part of
+    /// taking its first data segment.
+    pub fn reserve(&mut self) {
+        if self.ring.is_empty() {
+            self.ring = vec![0; self.capacity].into_boxed_slice();
+        }
+    }
+
+    /// Bytes of memory the buffer holds beyond its own struct: the ring
+    /// once allocated, and the range list.
+    pub fn heap_bytes(&self) -> usize {
+        self.ring.len() + self.ranges.capacity() * std::mem::size_of::<Range>()
     }
 
     /// In-order bytes the application can read.
@@ -518,7 +539,8 @@ impl Assembler {
             outcome.advanced = merged.1;
         } else {
             // The cap was checked above: either a range was drained here or
-            // there was room, so this never grows the allocation.
+            // there was room; the list grows only within it.
+            super::scoreboard::grow_within(&mut self.ranges, self.max_ranges);
             self.ranges.insert(
                 i,
                 Range {
@@ -535,6 +557,10 @@ impl Assembler {
     /// the free part of the ring.
     fn copy_in(&mut self, offset: usize, bytes: &[u8]) {
         let cap = self.capacity();
+        if bytes.is_empty() {
+            return;
+        }
+        self.reserve();
         let at = (self.head + self.unread + offset) % cap;
         let first = bytes.len().min(cap - at);
         let _span = probe::span(
@@ -583,6 +609,10 @@ impl Assembler {
     pub fn peek(&self) -> (&[u8], &[u8]) {
         let end = self.head + self.unread;
         let cap = self.capacity();
+        if self.unread == 0 {
+            // Nothing unread (and perhaps no ring yet).
+            return (&[], &[]);
+        }
         if end <= cap {
             (&self.ring[self.head..end], &[])
         } else {

@@ -432,6 +432,7 @@ impl Connection {
         let mut c = Self::new(config, local, remote, iss, mss, now, flow);
         c.irs = irs;
         c.recv.start(irs + 1);
+        c.recv.reserve();
         c.local_options.window_shift = 0;
         c.local_options.sack = false;
         c.local_options.timestamps = false;
@@ -518,6 +519,13 @@ impl Connection {
     /// congestion control, for a run's record).
     pub fn config(&self) -> &TcpConfig {
         &self.config
+    }
+
+    /// Bytes of memory the connection holds, about: its own struct, the
+    /// receive ring and range list once allocated, and the send queue.
+    /// What a listener counts against its byte bound.
+    pub fn footprint(&self) -> usize {
+        std::mem::size_of::<Self>() + self.recv.heap_bytes() + self.send.len()
     }
 
     /// Bytes in the send queue: unacknowledged and unsent.
@@ -795,6 +803,9 @@ impl Connection {
 
     /// Our SYN is acknowledged.
     fn take_ack_of_syn(&mut self, ack: Seq, seg: &TcpRepr, now: Instant) {
+        // Synchronized: now the receive ring is worth its memory (a
+        // half-open connection holds none, see `Assembler`).
+        self.recv.reserve();
         self.snd_una = ack;
         self.syn_acked = true;
         self.snd_wl2 = ack;

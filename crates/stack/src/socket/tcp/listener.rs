@@ -2,7 +2,9 @@
 //! (SYN-RECEIVED), a bounded queue of established ones waiting for
 //! `accept`, and SYN cookies (RFC 4987 §3.6) when the half-open queue is
 //! full, so a SYN flood cannot keep legitimate clients out or grow
-//! memory.
+//! memory. Both queues are bounded by count and by the bytes their
+//! connections hold ([`Connection::footprint`]), and give their table
+//! memory back when a flood is over.
 //!
 //! A cookie is the ISN of a SYN-ACK sent without keeping state:
 //!
@@ -43,6 +45,16 @@ pub struct ListenerConfig {
     pub backlog: usize,
     /// Connections in SYN-RECEIVED held at once.
     pub half_open: usize,
+    /// Bytes the half-open connections may hold together
+    /// ([`Connection::footprint`]); beyond, SYNs get cookies as when the
+    /// count is reached. A half-open connection holds little more than its
+    /// struct (its receive ring comes with the handshake's end), so the
+    /// count binds first unless connections are made large.
+    pub half_open_bytes: usize,
+    /// Bytes the established connections waiting for `accept` may hold
+    /// together (each has its receive ring); beyond, a completing
+    /// handshake is treated as with the accept queue full.
+    pub pending_bytes: usize,
     /// Answer SYNs with cookies once the half-open queue is full (else
     /// drop them).
     pub syn_cookies: bool,
@@ -53,6 +65,8 @@ impl Default for ListenerConfig {
         Self {
             backlog: 128,
             half_open: 256,
+            half_open_bytes: 4 << 20,
+            pending_bytes: 64 << 20,
             syn_cookies: true,
         }
     }
@@ -70,6 +84,9 @@ pub struct ListenerCounters {
     /// Handshakes completed with the accept queue full (the ACK is
     /// dropped; the client's retransmission retries).
     pub accept_queue_full: u64,
+    /// SYNs that found the half-open connections at their byte bound
+    /// (answered with a cookie, or dropped without cookies).
+    pub half_open_bytes_full: u64,
 }
 
 /// What the caller sends on the listener's behalf.
@@ -144,6 +161,24 @@ impl Listener {
         self.half_open.len()
     }
 
+    /// Bytes the half-open connections hold (see
+    /// [`ListenerConfig::half_open_bytes`]).
+    pub fn half_open_bytes(&self) -> usize {
+        self.half_open.values().map(Connection::footprint).sum()
+    }
+
+    /// Bytes the established connections waiting for `accept` hold.
+    pub fn pending_bytes(&self) -> usize {
+        self.ready.iter().map(Connection::footprint).sum()
+    }
+
+    /// Whether one more connection of `footprint` bytes fits the accept
+    /// queue, by count and by bytes.
+    fn accept_queue_has_room(&self, footprint: usize) -> bool {
+        self.ready.len() < self.config.backlog
+            && self.pending_bytes() + footprint <= self.config.pending_bytes
+    }
+
     /// The oldest established connection, if any.
     pub fn accept(&mut self) -> Option<Connection> {
         self.ready.pop_front()
@@ -204,7 +239,12 @@ impl Listener {
             return ListenerReply::Nothing;
         }
         self.counters.syns += 1;
-        if self.half_open.len() < self.config.half_open {
+        let bytes_full = self.half_open_bytes() + std::mem::size_of::<Connection>()
+            > self.config.half_open_bytes;
+        if bytes_full {
+            self.counters.half_open_bytes_full += 1;
+        }
+        if self.half_open.len() < self.config.half_open && !bytes_full {
             let iss = self.keys.isn(now, local, remote);
             let conn =
                 Connection::accept(self.tcp, local, remote, seg, iss, self.mss, now, self.flow);
@@ -230,7 +270,7 @@ impl Listener {
             State::Closed => {
                 self.half_open.remove(&key);
             }
-            _ if self.ready.len() < self.config.backlog => {
+            _ if self.accept_queue_has_room(conn.footprint()) => {
                 if let Some(conn) = self.half_open.remove(&key) {
                     self.ready.push_back(conn);
                 }
@@ -303,7 +343,9 @@ impl Listener {
             }
             return ListenerReply::Send(self.rst(remote, seg, ack));
         }
-        if self.ready.len() >= self.config.backlog {
+        // A rebuilt connection holds its struct and its receive ring.
+        let footprint = std::mem::size_of::<Connection>() + self.tcp.recv_buffer;
+        if !self.accept_queue_has_room(footprint) {
             self.counters.accept_queue_full += 1;
             return ListenerReply::Nothing;
         }
@@ -358,6 +400,22 @@ impl Listener {
         }
         self.half_open
             .retain(|_, conn| conn.state() != State::Closed);
+        self.shrink_tables();
+    }
+
+    /// Gives back the table memory a flood grew once it has drained: a
+    /// table holding under a quarter of its room is cut to twice what it
+    /// holds (so a steady load does not grow and shrink it every time).
+    pub fn shrink_tables(&mut self) {
+        const KEEP: usize = 16;
+        let len = self.half_open.len();
+        if self.half_open.capacity() > KEEP.max(4 * len) {
+            self.half_open.shrink_to(KEEP.max(2 * len));
+        }
+        let len = self.ready.len();
+        if self.ready.capacity() > KEEP.max(4 * len) {
+            self.ready.shrink_to(KEEP.max(2 * len));
+        }
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {

@@ -18,6 +18,31 @@ pub const MAX_WINDOW_SHIFT: u8 = 14;
 pub const DEFAULT_MSS_V4: usize = 536;
 pub const DEFAULT_MSS_V6: usize = 1220;
 
+/// The smallest MSS taken from a peer: a smaller MSS option is raised to
+/// it (and the host counts the clamp).
+///
+/// A peer announcing MSS 0 or 1 would make us send its data one byte per
+/// segment — 300 bytes as 300 segments, each with 40 or more bytes of
+/// headers — which is the amplification behind Linux's CVE-2019-11479
+/// (SACK-driven fragmentation of the send queue into tiny segments). Linux
+/// answered with `tcp_min_snd_mss`, 48 by default: 40 bytes of options
+/// plus 8 of data. We follow FreeBSD's `net.inet.tcp.minmss` instead, 216:
+/// the MSS of a 256-byte IPv4 datagram (216 + 20 + 20), below any link a
+/// real path has (IPv6 cannot go under 1280, RFC 8200 §5, and the smallest
+/// IPv4 links in use, SLIP's 296, are above it), yet small enough that a
+/// 300-byte write costs two segments rather than 300. It raises only what
+/// the peer announces: our own MSS and the path MTU (RFC 1191) are
+/// untouched.
+pub const MIN_PEER_MSS: usize = 216;
+
+/// The peer's MSS option raised to [`MIN_PEER_MSS`]: `Some(floor)` when it
+/// was below, `None` when it stands (or there is none).
+pub fn clamped_peer_mss(peer: &TcpRepr) -> Option<u16> {
+    peer.max_seg_size
+        .filter(|&mss| usize::from(mss) < MIN_PEER_MSS)
+        .map(|_| MIN_PEER_MSS as u16)
+}
+
 /// What this end offers in its SYN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalOptions {
@@ -67,20 +92,22 @@ pub fn window_shift_for(buffer: usize) -> u8 {
 ///   option (RFC 7323 §2.2, §3.2); a peer shift above 14 counts as 14
 ///   (§2.3).
 /// * SACK likewise (RFC 2018 §2).
-/// * The send MSS is the peer's option, or the default of the family, no
-///   larger than our own path allows (`path_mss`), less the timestamps
-///   option when it will ride in every segment (RFC 9293 §3.7.1: the
-///   effective send MSS leaves room for options).
+/// * The send MSS is the peer's option (raised to [`MIN_PEER_MSS`]), or
+///   the default of the family, no larger than our own path allows
+///   (`path_mss`), less the timestamps option when it will ride in every
+///   segment (RFC 9293 §3.7.1: the effective send MSS leaves room for
+///   options).
 pub fn negotiate(local: &LocalOptions, peer: &TcpRepr, ipv6: bool, path_mss: usize) -> Negotiated {
     // We always offer window scaling (shift 0 included, so the peer may
     // scale even when our windows fit 16 bits): the peer decides.
     let scaling = peer.window_scale.is_some();
     let timestamps = local.timestamps && peer.timestamps.is_some();
     let default = if ipv6 { DEFAULT_MSS_V6 } else { DEFAULT_MSS_V4 };
-    let peer_mss = peer.max_seg_size.map_or(default, usize::from);
+    let peer_mss = peer
+        .max_seg_size
+        .map_or(default, |mss| usize::from(mss).max(MIN_PEER_MSS));
     let options = if timestamps { TIMESTAMPS_OPTION } else { 0 };
-    // A peer advertising an absurdly small MSS still gets at least one
-    // byte per segment.
+    // A path narrower than the options still moves a byte per segment.
     let send_mss = peer_mss.min(path_mss).saturating_sub(options).max(1);
     Negotiated {
         send_mss,
@@ -176,11 +203,26 @@ mod tests {
         // A shift above 14 is taken as 14; our path MTU caps the MSS.
         let odd = negotiate(&LOCAL, &syn(Some(9000), Some(30), false, false), true, 1440);
         assert_eq!((odd.send_window_shift, odd.send_mss), (14, 1440));
-        // An MSS option of 0 still moves data.
+        // An MSS option of 0 or 1 is raised to the floor (less the
+        // timestamps option); one at the floor or above stands.
         assert_eq!(
             negotiate(&LOCAL, &syn(Some(0), None, false, true), true, 1440).send_mss,
-            1
+            MIN_PEER_MSS - TIMESTAMPS_OPTION
         );
+        assert_eq!(
+            negotiate(&LOCAL, &syn(Some(1), None, false, false), false, 1460).send_mss,
+            MIN_PEER_MSS
+        );
+        assert_eq!(
+            negotiate(&LOCAL, &syn(Some(300), None, false, false), false, 1460).send_mss,
+            300
+        );
+        assert_eq!(
+            clamped_peer_mss(&syn(Some(1), None, false, false)),
+            Some(MIN_PEER_MSS as u16)
+        );
+        assert_eq!(clamped_peer_mss(&syn(Some(216), None, false, false)), None);
+        assert_eq!(clamped_peer_mss(&syn(None, None, false, false)), None);
     }
 
     #[test]

@@ -145,7 +145,7 @@ impl Range {
 #[derive(Debug)]
 pub struct Scoreboard {
     /// Sorted, disjoint and never adjacent, all above SND.UNA as of the
-    /// last update; at most `max_ranges`, allocated up front.
+    /// last update; at most `max_ranges`, allocated as they come.
     ranges: Vec<Range>,
     max_ranges: usize,
     smss: usize,
@@ -177,6 +177,18 @@ impl Above {
     }
 }
 
+/// Makes room for one more element in `list`, which holds fewer than
+/// `max`: a list that starts empty (most connections never need one)
+/// grows in doubling steps, but never past `max`, so its memory stays
+/// within the bound it had when it was allocated up front.
+pub(super) fn grow_within<T>(list: &mut Vec<T>, max: usize) {
+    let len = list.len();
+    if len == list.capacity() {
+        let want = (2 * len).max(4).min(max).max(len + 1);
+        list.reserve_exact(want - len);
+    }
+}
+
 impl Scoreboard {
     /// An empty scoreboard for segments of at most `smss` bytes, holding
     /// at most `max_ranges` SACKed ranges.
@@ -191,7 +203,9 @@ impl Scoreboard {
             });
         }
         Ok(Self {
-            ranges: Vec::with_capacity(max_ranges),
+            // Grown as SACKs arrive (up to `max_ranges`): a connection
+            // that never sees one holds no list.
+            ranges: Vec::new(),
             max_ranges,
             smss,
             sacked: 0,
@@ -318,7 +332,8 @@ impl Scoreboard {
         }
         let before: usize = self.ranges.drain(i..j).map(Range::len).sum();
         // The cap was checked above: either ranges were drained or there
-        // was room, so this never grows the allocation.
+        // was room; the list grows only within it.
+        grow_within(&mut self.ranges, self.max_ranges);
         self.ranges.insert(i, merged);
         // `merged` covers everything drained, so this is what was new.
         let added = merged.len().saturating_sub(before);

@@ -209,6 +209,33 @@ impl TcpSockets {
         self.slab.is_empty()
     }
 
+    /// SYNs every listener answered with a cookie or dropped for being
+    /// over its bounds, so far: while this grows, a flood is on.
+    pub fn listener_overflows(&self) -> u64 {
+        self.slab
+            .values()
+            .map(|slot| match &slot.socket {
+                TcpSocket::Listener(l) => l.counters().cookies_sent + l.counters().syns_dropped,
+                TcpSocket::Connection(_) => 0,
+            })
+            .sum()
+    }
+
+    /// Gives back the room the lookup tables and the listeners' queues
+    /// grew beyond what they hold (after a flood of connections).
+    pub fn shrink_tables(&mut self) {
+        self.connections.shrink_to_fit();
+        for index in 0..self.slab.slot_count() {
+            if let Some(Slot {
+                socket: TcpSocket::Listener(listener),
+                ..
+            }) = self.slab.get_mut(index)
+            {
+                listener.shrink_tables();
+            }
+        }
+    }
+
     /// Connections in `state`, accepted or not (listeners' held ones
     /// excluded).
     pub fn count_in(&self, state: State) -> usize {
