@@ -79,6 +79,9 @@ pub(super) struct TunnelFile {
     pub accept_sources: Vec<Ipv6Cidr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dad_transmits: Option<u32>,
+    /// Prefixes a router advertises on the tunnel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advertise: Vec<AdvertiseFile>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,6 +259,7 @@ impl From<&TunnelConfig> for TunnelFile {
             default_route: unless_default(config.default_route, false),
             accept_sources: config.accept_sources.clone(),
             dad_transmits: config.dad_transmits,
+            advertise: config.advertise.iter().map(AdvertiseFile::from).collect(),
         }
     }
 }
@@ -303,6 +307,11 @@ impl TunnelFile {
         config.default_route = self.default_route.unwrap_or(false);
         config.accept_sources = self.accept_sources.clone();
         config.dad_transmits = self.dad_transmits;
+        config.advertise = self
+            .advertise
+            .iter()
+            .map(AdvertiseFile::advertisement)
+            .collect();
         config.validate().map_err(|e| e.to_string())?;
         Ok(config)
     }

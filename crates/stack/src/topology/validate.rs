@@ -193,6 +193,9 @@ fn node_from_file(
             return Err(bad("an interface has this name".to_string()));
         }
         let config = tunnel.config().map_err(&bad)?;
+        if !config.advertise.is_empty() && kind != NodeKind::Router {
+            return Err(bad("only a router advertises prefixes".to_string()));
+        }
         let ours = interfaces
             .iter()
             .any(|i| i.ipv4.is_some_and(|cidr| cidr.address == config.local));

@@ -24,7 +24,7 @@ use super::{Host, Received, DEFAULT_HOP_LIMIT, INPUT_QUEUE_LIMIT};
 use crate::buffer::Packet;
 use crate::iface::address::{AddressConfig, InterfaceAddresses};
 use crate::iface::icmp_error::Icmpv6ErrorKind;
-use crate::iface::interface::{Interface, Ipv6Interface};
+use crate::iface::interface::{AdvertisedPrefix, Advertiser, Interface, Ipv6Interface};
 use crate::iface::mld::{MldConfig, MldListener};
 use crate::iface::neighbor::{NeighborCache, NeighborConfig, Resolution};
 use crate::iface::route::{InterfaceId, Origin, Route};
@@ -51,6 +51,9 @@ impl Host {
         config.validate()?;
         if !self.ipv4_addresses().contains(&config.local) {
             return Err(TunnelError::LocalNotOurs(config.local));
+        }
+        if !config.advertise.is_empty() && !self.router {
+            return Err(TunnelError::AdvertiseOnHost);
         }
         if self.interfaces.iter().any(|i| i.name == config.name) {
             return Err(TunnelError::DuplicateName(config.name));
@@ -98,7 +101,24 @@ impl Host {
             mld,
             mtu: config.mtu,
             hop_limit: DEFAULT_HOP_LIMIT,
-            advertiser: None,
+            // Router mode on the tunnel, as on a topology interface.
+            advertiser: (!config.advertise.is_empty()).then(|| Advertiser {
+                prefixes: config
+                    .advertise
+                    .iter()
+                    .map(|a| AdvertisedPrefix {
+                        prefix: a.prefix.network(),
+                        prefix_len: a.prefix.prefix_len,
+                        valid_lifetime: a.valid_lifetime,
+                        preferred_lifetime: a.preferred_lifetime,
+                        on_link: a.on_link,
+                        autonomous: a.autonomous,
+                    })
+                    .collect(),
+                sent: 0,
+                next: None,
+                last: None,
+            }),
         };
         let link = HostIpv4Link::new(config.mtu, config.local);
         // A tunnel has no MAC: the link gives the interface identifier. A

@@ -90,6 +90,9 @@ pub struct TunnelConfig {
     pub accept_sources: Vec<Ipv6Cidr>,
     /// DupAddrDetectTransmits on the interface (default 1; 0: no DAD).
     pub dad_transmits: Option<u32>,
+    /// Prefixes a router advertises on the tunnel (RFC 4861 §6.2), so
+    /// hosts on a 6-over-4 link autoconfigure; routers only.
+    pub advertise: Vec<crate::topology::PrefixAdvertisement>,
 }
 
 impl TunnelConfig {
@@ -109,6 +112,7 @@ impl TunnelConfig {
             default_route: false,
             accept_sources: Vec::new(),
             dad_transmits: None,
+            advertise: Vec::new(),
         }
     }
 
@@ -184,6 +188,8 @@ pub enum TunnelError {
     Local(Ipv4Addr),
     #[error("route: {0}")]
     Route(String),
+    #[error("only a router advertises prefixes")]
+    AdvertiseOnHost,
 }
 
 /// The state of a tunnel endpoint's NCE: the paper's "special state value
