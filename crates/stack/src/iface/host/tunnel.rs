@@ -571,10 +571,20 @@ impl Host {
             return true;
         };
         if let Icmpv4Repr::DstUnreachable { next_hop_mtu, .. } = repr {
-            if matches!(relayed, Relayed::PacketTooBig { .. }) && *next_hop_mtu >= 68 {
-                let _ = self
-                    .dest4
-                    .on_packet_too_big(now, dst, u32::from(*next_hop_mtu));
+            if matches!(relayed, Relayed::PacketTooBig { .. }) {
+                // RFC 1191 §4: only a datagram with Don't Fragment earns
+                // one; a quote without it is forged or garbled, and would
+                // shrink the tunnel for nothing.
+                let dont_frag = invoking.get(6).is_some_and(|flags| flags & 0x40 != 0);
+                if !dont_frag {
+                    self.count_drop("tunnel_icmpv4_frag_needed_without_df");
+                    return true;
+                }
+                if *next_hop_mtu >= 68 {
+                    let _ = self
+                        .dest4
+                        .on_packet_too_big(now, dst, u32::from(*next_hop_mtu));
+                }
             }
         }
         self.tunnels[index].counters.icmpv4_relayed += 1;
