@@ -147,6 +147,14 @@ enum Command {
     /// interfaces with their NTEs (addresses, DAD state, lifetimes) and ADEs,
     /// neighbour caches with NUD states, routes, the destination cache with
     /// path MTUs, prefix and router lists, counters and drops per reason.
+    ///
+    /// The names are the MSR IPv6 stack's: IF an interface (a NIC, loopback
+    /// or a tunnel), NTE an address it sends from, ADE an address it
+    /// receives for, NCE a neighbour cache entry, RCE a route cache
+    /// (destination cache) entry, PLE a prefix list entry, RLE a router
+    /// list entry. A tunnel interface (a topology's [[host.tunnel]]) shows
+    /// its kind and counters; a configured tunnel's endpoint is an NCE in
+    /// the state PERMANENT (no ND).
     #[command(verbatim_doc_comment)]
     Ipv6(network::Ipv6Args),
     /// Send a stream of buffers from one end to the other and check every

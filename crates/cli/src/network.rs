@@ -14,7 +14,10 @@ use stack::topology::Topology;
 pub struct NetworkArgs {
     /// Topology file (TOML); default: host-a — router — host-b, the router
     /// advertising 2001:db8:a::/64 and 2001:db8:b::/64 and serving
-    /// 192.0.2.0/24 and 198.51.100.0/24.
+    /// 192.0.2.0/24 and 198.51.100.0/24. A node's [[host.tunnel]] tables
+    /// add IPv6 tunnels over its own IPv4: configured (RFC 4213), 6over4
+    /// (RFC 2529) or automatic — IPv4-compatible addresses, deprecated by
+    /// RFC 4291 §2.5.5.1, present only where a file asks (docs/tunnels.md).
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
     /// Write one pcapng capture per interface into DIR (created if needed):

@@ -109,6 +109,16 @@ probe::locations! {
     NEIGHBOR_LOOKUP_ENTER = ("neighbor.lookup.enter", Layer::Network, Kind::SpanEnter, Category::DataStructure, None);
     NEIGHBOR_LOOKUP_EXIT = ("neighbor.lookup.exit", Layer::Network, Kind::SpanExit, Category::DataStructure, None);
 
+    // Tunnels over the host's own IPv4 (`iface::tunnel`), the IPv6 link
+    // layer: the encapsulation, whose span holds the encapsulating
+    // `ipv4.output` (`aux` the tunnel interface), and the decapsulation
+    // with its ingress checks, inside the outer `ipv4.input` (`aux` the
+    // IPv4 interface it arrived on).
+    TUNNEL_TRANSMIT_ENTER = ("tunnel.transmit.enter", Layer::Link, Kind::SpanEnter, Category::Link, None);
+    TUNNEL_TRANSMIT_EXIT = ("tunnel.transmit.exit", Layer::Link, Kind::SpanExit, Category::Link, None);
+    TUNNEL_RECEIVE_ENTER = ("tunnel.receive.enter", Layer::Link, Kind::SpanEnter, Category::Link, None);
+    TUNNEL_RECEIVE_EXIT = ("tunnel.receive.exit", Layer::Link, Kind::SpanExit, Category::Link, None);
+
     // The tool's own work beside the link windows (never in them): a pcapng
     // capture's copy of a frame into its ring (`phy::capture`), subtracted
     // by the analysis from the windows that hold it.

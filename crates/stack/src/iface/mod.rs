@@ -13,3 +13,4 @@ pub mod mld;
 pub mod neighbor;
 pub mod reassembly;
 pub mod route;
+pub mod tunnel;

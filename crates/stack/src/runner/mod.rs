@@ -54,6 +54,11 @@ pub enum BuildError {
     },
     #[error("node {node}: {source}")]
     Host { node: String, source: HostError },
+    #[error("node {node}: {source}")]
+    Tunnel {
+        node: String,
+        source: crate::iface::tunnel::TunnelError,
+    },
 }
 
 /// The links of every interface of a topology, ready to hand to hosts
@@ -196,10 +201,18 @@ pub fn build_host(
             via: r.via,
         })
         .collect();
-    Host::new(config, interfaces, &routes).map_err(|source| BuildError::Host {
+    let mut host = Host::new(config, interfaces, &routes).map_err(|source| BuildError::Host {
         node: node.name.clone(),
         source,
-    })
+    })?;
+    for tunnel in &node.tunnels {
+        host.add_tunnel(tunnel.clone())
+            .map_err(|source| BuildError::Tunnel {
+                node: node.name.clone(),
+                source,
+            })?;
+    }
+    Ok(host)
 }
 
 fn capture<L: Link + Send + 'static>(

@@ -77,6 +77,13 @@ pub enum TopologyError {
     },
     #[error("node `{node}` has no interface{at}")]
     NoInterface { node: String, at: At },
+    #[error("tunnel {node}:{tunnel}: {reason}{at}")]
+    BadTunnel {
+        node: String,
+        tunnel: String,
+        reason: String,
+        at: At,
+    },
     #[error("interface {node}:{interface} has MTU 0{at}")]
     ZeroMtu {
         node: String,
@@ -225,6 +232,7 @@ impl TopologyError {
             | DuplicateNode { at, .. }
             | DuplicateInterface { at, .. }
             | NoInterface { at, .. }
+            | BadTunnel { at, .. }
             | ZeroMtu { at, .. }
             | MtuBelowIpv6Minimum { at, .. }
             | MtuTooLarge { at, .. }

@@ -2,7 +2,7 @@
 //! kept with their place in the file so that validation errors can say
 //! where they are; everything else is checked by `validate`.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -13,6 +13,7 @@ use super::{
     Endpoint, Hub, InterfaceSpec, Node, NodeKind, PrefixAdvertisement, Route, Topology, Wire,
     WireParams, DEFAULT_MTU,
 };
+use crate::iface::tunnel::{MtuMode, TunnelConfig, TunnelKind};
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,6 +47,57 @@ pub(super) struct NodeFile {
     pub routes: Vec<RouteFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fragmentation: Option<crate::iface::host::Fragmentation>,
+    #[serde(default, rename = "tunnel", skip_serializing_if = "Vec::is_empty")]
+    pub tunnels: Vec<TunnelFile>,
+}
+
+/// `[[host.tunnel]]`: a tunnel over the node's own IPv4 (`iface::tunnel`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TunnelFile {
+    pub name: Spanned<String>,
+    /// The node's IPv4 address the tunnel uses.
+    pub local: Ipv4Addr,
+    /// `"configured"` (the default), `"automatic"` (deprecated, RFC 4291
+    /// §2.5.5.1) or `"6over4"` (RFC 2529).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<TunnelKindFile>,
+    /// A configured tunnel's endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<Ipv4Addr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu_mode: Option<MtuModeFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ipv6: Vec<Ipv6Cidr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_route: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept_sources: Vec<Ipv6Cidr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dad_transmits: Option<u32>,
+    /// Prefixes a router advertises on the tunnel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advertise: Vec<AdvertiseFile>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum TunnelKindFile {
+    Configured,
+    Automatic,
+    #[serde(rename = "6over4")]
+    SixOverFour,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum MtuModeFile {
+    Static,
+    Dynamic,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -168,7 +220,100 @@ impl From<&Node> for NodeFile {
                 })
                 .collect(),
             fragmentation: unless_default(node.fragmentation, Default::default()),
+            tunnels: node.tunnels.iter().map(TunnelFile::from).collect(),
         }
+    }
+}
+
+impl From<&TunnelConfig> for TunnelFile {
+    fn from(config: &TunnelConfig) -> Self {
+        let (kind, remote, mtu_mode, default_ipv6) = match config.kind {
+            TunnelKind::Configured { remote, mtu_mode } => (
+                None,
+                Some(remote),
+                (mtu_mode == MtuMode::Dynamic).then_some(MtuModeFile::Dynamic),
+                Vec::new(),
+            ),
+            TunnelKind::Automatic => (
+                Some(TunnelKindFile::Automatic),
+                None,
+                None,
+                TunnelConfig::automatic(&config.name, config.local).ipv6,
+            ),
+            TunnelKind::SixOverFour => (Some(TunnelKindFile::SixOverFour), None, None, Vec::new()),
+        };
+        let default = TunnelConfig::configured(&config.name, config.local, config.local);
+        Self {
+            name: unplaced(config.name.clone()),
+            local: config.local,
+            kind,
+            remote,
+            mtu_mode,
+            mtu: unless_default(config.mtu, default.mtu),
+            ttl: unless_default(config.ttl, default.ttl),
+            ipv6: if config.ipv6 == default_ipv6 {
+                Vec::new()
+            } else {
+                config.ipv6.clone()
+            },
+            default_route: unless_default(config.default_route, false),
+            accept_sources: config.accept_sources.clone(),
+            dad_transmits: config.dad_transmits,
+            advertise: config.advertise.iter().map(AdvertiseFile::from).collect(),
+        }
+    }
+}
+
+impl TunnelFile {
+    /// The tunnel's configuration, checked as `TunnelConfig::validate`
+    /// does; the error says why not.
+    pub fn config(&self) -> Result<TunnelConfig, String> {
+        let name = self.name.get_ref();
+        let mut config = match self.kind.unwrap_or(TunnelKindFile::Configured) {
+            TunnelKindFile::Configured => {
+                let remote = self
+                    .remote
+                    .ok_or("a configured tunnel needs its endpoint, `remote`")?;
+                let mut config = TunnelConfig::configured(name, self.local, remote);
+                let mtu_mode = match self.mtu_mode {
+                    Some(MtuModeFile::Dynamic) => MtuMode::Dynamic,
+                    Some(MtuModeFile::Static) | None => MtuMode::Static,
+                };
+                config.kind = TunnelKind::Configured { remote, mtu_mode };
+                config
+            }
+            TunnelKindFile::Automatic | TunnelKindFile::SixOverFour => {
+                if self.remote.is_some() || self.mtu_mode.is_some() {
+                    return Err("an automatic or 6over4 tunnel finds its endpoints itself: \
+                                no `remote` or `mtu_mode`"
+                        .to_string());
+                }
+                if self.kind == Some(TunnelKindFile::Automatic) {
+                    TunnelConfig::automatic(name, self.local)
+                } else {
+                    TunnelConfig::six_over_four(name, self.local)
+                }
+            }
+        };
+        if let Some(mtu) = self.mtu {
+            config.mtu = mtu;
+        }
+        if let Some(ttl) = self.ttl {
+            config.ttl = ttl;
+        }
+        if !self.ipv6.is_empty() {
+            config.ipv6 = self.ipv6.clone();
+        }
+        config.default_route = self.default_route.unwrap_or(false);
+        config.accept_sources = self.accept_sources.clone();
+        config.dad_transmits = self.dad_transmits;
+        config.advertise = self
+            .advertise
+            .iter()
+            .map(AdvertiseFile::advertisement)
+            .collect();
+        config.validate().map_err(|e| e.to_string())?;
+        Ok(config)
     }
 }
 

@@ -156,6 +156,8 @@ pub struct Node {
     /// How its IP layer fragments (`fragmentation = "copy"` in the file;
     /// scatter-gather by default).
     pub fragmentation: crate::iface::host::Fragmentation,
+    /// Tunnels over the node's own IPv4 (`[[host.tunnel]]`, docs/tunnels.md).
+    pub tunnels: Vec<crate::iface::tunnel::TunnelConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

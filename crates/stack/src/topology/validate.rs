@@ -172,12 +172,48 @@ fn node_from_file(
         }
         routes.push(route);
     }
+    too_many(
+        "tunnels",
+        format!("node `{name}`"),
+        node.tunnels.len(),
+        MAX_INTERFACES_PER_NODE,
+        at,
+    )?;
+    let mut tunnels = Vec::with_capacity(node.tunnels.len());
+    for tunnel in &node.tunnels {
+        check_name("interface", &tunnel.name, MAX_INTERFACE_NAME_LEN, locator)?;
+        let at = locator.at(&tunnel.name);
+        let bad = |reason: String| TopologyError::BadTunnel {
+            node: name.clone(),
+            tunnel: tunnel.name.get_ref().clone(),
+            reason,
+            at,
+        };
+        if !interface_names.insert(tunnel.name.get_ref()) {
+            return Err(bad("an interface has this name".to_string()));
+        }
+        let config = tunnel.config().map_err(&bad)?;
+        if !config.advertise.is_empty() && kind != NodeKind::Router {
+            return Err(bad("only a router advertises prefixes".to_string()));
+        }
+        let ours = interfaces
+            .iter()
+            .any(|i| i.ipv4.is_some_and(|cidr| cidr.address == config.local));
+        if !ours {
+            return Err(bad(format!(
+                "{} is none of the node's IPv4 addresses",
+                config.local
+            )));
+        }
+        tunnels.push(config);
+    }
     Ok(Node {
         name,
         kind,
         interfaces,
         routes,
         fragmentation: node.fragmentation.unwrap_or_default(),
+        tunnels,
     })
 }
 

@@ -63,6 +63,23 @@ pub struct InterfaceState {
     pub link: LinkState,
     /// The device's transmit ring: its size and counters.
     pub device: DeviceState,
+    /// Set on a tunnel over the host's own IPv4 (`iface::tunnel`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelState>,
+}
+
+/// A tunnel interface's tunnel (`iface::tunnel`).
+#[derive(Debug, Clone, Serialize)]
+pub struct TunnelState {
+    /// `configured`, `automatic` or `6over4`.
+    pub kind: &'static str,
+    pub local: String,
+    /// A configured tunnel's endpoint.
+    pub remote: Option<String>,
+    /// A configured tunnel's MTU mode (RFC 4213 §3.2): static or dynamic.
+    pub mtu_mode: Option<&'static str>,
+    pub ttl: u8,
+    pub counters: crate::iface::tunnel::TunnelCounters,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -214,7 +231,7 @@ impl Host {
                         timer_s: e.deadline.map(|d| seconds_until(d, now)),
                         queued: e.queued,
                     };
-                let neighbors = v6
+                let mut neighbors: Vec<NeighborState> = v6
                     .neighbors
                     .entries()
                     .map(|e| {
@@ -222,6 +239,19 @@ impl Host {
                         neighbor(e, address)
                     })
                     .collect();
+                let tunnel = self.tunnels.iter().find(|t| t.interface == i.id);
+                // A configured tunnel's endpoint: the NCE whose state
+                // inhibits ND, its link-layer address the IPv4 endpoint.
+                if let Some((t, nce)) = tunnel.and_then(|t| t.endpoint.map(|nce| (t, nce))) {
+                    neighbors.push(NeighborState {
+                        address: nce.neighbor.to_string(),
+                        state: "PERMANENT (no ND)",
+                        lladdr: Some(nce.link_address.to_string()),
+                        is_router: t.config.default_route,
+                        timer_s: None,
+                        queued: 0,
+                    });
+                }
                 let arp =
                     i.v4.as_ref()
                         .map(|v4| {
@@ -287,6 +317,7 @@ impl Host {
                         in_ring: i.device.len(),
                         counters: i.device.counters,
                     },
+                    tunnel: tunnel.map(tunnel_state),
                 }
             })
             .collect();
@@ -371,6 +402,24 @@ fn lifetime(seconds: Option<f64>) -> String {
     }
 }
 
+fn tunnel_state(tunnel: &crate::iface::tunnel::Tunnel) -> TunnelState {
+    use crate::iface::tunnel::TunnelKind;
+    let (remote, mtu_mode) = match tunnel.config.kind {
+        TunnelKind::Configured { remote, mtu_mode } => {
+            (Some(remote.to_string()), Some(mtu_mode.name()))
+        }
+        TunnelKind::Automatic | TunnelKind::SixOverFour => (None, None),
+    };
+    TunnelState {
+        kind: tunnel.config.kind.name(),
+        local: tunnel.config.local.to_string(),
+        remote,
+        mtu_mode,
+        ttl: tunnel.config.ttl,
+        counters: tunnel.counters,
+    }
+}
+
 impl fmt::Display for HostState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = if self.router { "router" } else { "host" };
@@ -389,6 +438,26 @@ impl fmt::Display for HostState {
             )?;
             if let Some(v4) = &i.ipv4 {
                 writeln!(f, "  ipv4 {v4}")?;
+            }
+            if let Some(t) = &i.tunnel {
+                let c = &t.counters;
+                writeln!(
+                    f,
+                    "  tunnel {} from {}{}{}  ttl {}: {} encapsulated, {} decapsulated, \
+                     {} ingress drops, {} ICMPv4 errors relayed, {} too big",
+                    t.kind,
+                    t.local,
+                    t.remote
+                        .as_ref()
+                        .map_or(String::new(), |r| format!(" to {r}")),
+                    t.mtu_mode.map_or(String::new(), |m| format!("  mtu {m}")),
+                    t.ttl,
+                    c.encapsulated,
+                    c.decapsulated,
+                    c.ingress_dropped,
+                    c.icmpv4_relayed,
+                    c.too_big
+                )?;
             }
             for n in &i.ntes {
                 writeln!(

@@ -87,6 +87,10 @@ impl Host {
                 return;
             }
         };
+        // An error about a packet one of our tunnels sent is the tunnel's.
+        if self.tunnel_icmpv4_error(now, &repr) {
+            return;
+        }
         match repr {
             Icmpv4Repr::EchoRequest {
                 ident,

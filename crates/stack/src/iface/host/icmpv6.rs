@@ -162,7 +162,7 @@ impl Host {
     /// is lowered, the destination's path MTU included, so a forged error
     /// cannot shrink the segments of a connection (or of one yet to
     /// open). A TCP connection it is about resends what the path dropped.
-    fn icmpv6_packet_too_big(&mut self, now: Instant, mtu: u32, invoking: &[u8]) {
+    pub(super) fn icmpv6_packet_too_big(&mut self, now: Instant, mtu: u32, invoking: &[u8]) {
         let Some(quoted) = quoted_ipv6(invoking) else {
             self.count_drop("icmp_pmtu_malformed");
             return;

@@ -164,6 +164,9 @@ impl Host {
             IpProtocol::Unknown(wire::xtp::IP_PROTOCOL) => {
                 self.xtp_input(now, IpMeta::V4(meta), packet, pos)
             }
+            IpProtocol::Ipv6 if !self.tunnels.is_empty() => {
+                self.tunnel_receive(now, meta, packet, pos)
+            }
             other => {
                 if self.raw_deliver(RawFamily::Ipv4, other, &IpMeta::V4(meta), &packet, pos) {
                     return;
@@ -478,7 +481,11 @@ impl Host {
         }
     }
 
-    fn ipv4_prepend_header(&mut self, packet: &mut Packet, repr: &Ipv4Repr) -> Result<(), ()> {
+    pub(super) fn ipv4_prepend_header(
+        &mut self,
+        packet: &mut Packet,
+        repr: &Ipv4Repr,
+    ) -> Result<(), ()> {
         let Ok(header) = packet.prepend(repr.header_len()) else {
             self.count_drop("ipv4_no_headroom");
             return Err(());

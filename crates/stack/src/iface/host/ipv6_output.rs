@@ -293,6 +293,11 @@ impl Host {
         dst: Ipv6Addr,
         packet: Packet,
     ) {
+        // A tunnel over our own IPv4 encapsulates instead of queueing.
+        if let Some(tunnel) = self.tunnel_index(interface) {
+            self.tunnel_transmit(now, tunnel, neighbor, packet);
+            return;
+        }
         let Some(iface) = self.interfaces.get_mut(interface.0) else {
             return;
         };
@@ -342,6 +347,11 @@ impl Host {
         ethertype: EtherType,
         mut packet: Packet,
     ) {
+        // A neighbour a tunnel's ND resolved (6-over-4): into IPv4.
+        if let Some(tunnel) = self.tunnel_index(interface) {
+            self.tunnel_transmit_to(tunnel, dst, packet);
+            return;
+        }
         let Some(iface) = self.interfaces.get_mut(interface.0) else {
             return;
         };

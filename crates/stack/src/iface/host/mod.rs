@@ -40,6 +40,7 @@ mod ndisc;
 mod tcp;
 mod tcp_api;
 mod transport;
+mod tunnel;
 mod xtp;
 mod xtp_api;
 mod xtp_driver;
@@ -55,7 +56,7 @@ use wire::ethernet::EthernetAddress;
 use wire::ip::IpProtocol;
 
 pub use crate::socket::tcp::sockets::TcpHandle;
-pub use dump::{HostState, InterfaceState};
+pub use dump::{HostState, InterfaceState, TunnelState};
 pub use fragmentation::Fragmentation;
 use link_sockets::FrameAddresses;
 pub use link_sockets::LinkOpenError;
@@ -320,6 +321,9 @@ pub struct Host {
     scratch: Vec<u8>,
     /// Pressure seen, for giving memory back after it (`memory`).
     reclaim: memory::Reclaim,
+    /// Tunnels over this host's own IPv4 (`iface::tunnel`), each with its
+    /// interface in `interfaces`.
+    tunnels: Vec<crate::iface::tunnel::Tunnel>,
 }
 
 impl Host {
@@ -425,6 +429,7 @@ impl Host {
             counters: HostCounters::default(),
             scratch: vec![0; 65_536 + 64],
             reclaim: memory::Reclaim::default(),
+            tunnels: Vec::new(),
         };
         host.ipv4_ident = host.rng.next_u64() as u16;
         host.tcp_isn = IsnGenerator::new([host.rng.next_u64(), host.rng.next_u64()]);
@@ -1145,6 +1150,15 @@ fn traced_flow(ip: &[u8]) -> Option<Flow> {
         6 if ip.get(6) == Some(&u8::from(IpProtocol::Ipv6Opts)) => (6, wire::ipv6::HEADER_LEN + 2),
         6 if ip.get(6) == Some(&u8::from(IpProtocol::Ipv6Frag)) && first_fragment(ip).is_some() => {
             (6, wire::ipv6::HEADER_LEN + FRAGMENT_HEADER_LEN + 2)
+        }
+        // IPv6 in IPv4 (protocol 41, a first or only fragment): the
+        // option is the inner packet's, the tunnel header having none.
+        4 if ip.first()? & 0x0f == 5
+            && ip.get(9) == Some(&u8::from(IpProtocol::Ipv6))
+            && u16::from_be_bytes([*ip.get(6)?, *ip.get(7)?]) & 0x1fff == 0
+            && ip.get(wire::ipv4::HEADER_LEN).map(|b| b >> 4) == Some(6) =>
+        {
+            return traced_flow(ip.get(wire::ipv4::HEADER_LEN..)?);
         }
         4 if ip.first()? & 0x0f > 5 => (4, wire::ipv4::HEADER_LEN),
         _ => return None,

@@ -147,7 +147,10 @@ impl Host {
         let Some(iface) = self.interfaces.get(interface.0) else {
             return false;
         };
-        iface.v4.is_some() && (group == ALL_HOSTS_V4 || iface.multicast.v4.contains(&group))
+        iface.v4.is_some()
+            && (group == ALL_HOSTS_V4
+                || iface.multicast.v4.contains(&group)
+                || self.six_over_four_member(interface, group))
     }
 
     /// Whether a multicast MAC maps a group `interface` is a member of:
@@ -173,7 +176,8 @@ impl Host {
         }
         if bytes[..3] == [0x01, 0x00, 0x5e] && iface.v4.is_some() {
             let groups = iface.multicast.v4.iter().chain([&ALL_HOSTS_V4]);
-            return groups.into_iter().any(|&g| ipv4_multicast_mac(g) == mac);
+            return groups.into_iter().any(|&g| ipv4_multicast_mac(g) == mac)
+                || self.six_over_four_accepts_mac(interface, mac);
         }
         false
     }
