@@ -11,7 +11,7 @@ use crate::cpu::{CpuPercent, CpuUsage};
 use crate::env::Environment;
 use crate::meter::Interval;
 use crate::spec::TransferSpec;
-use crate::verify::{DatagramCounts, StreamCounts};
+use crate::verify::{DatagramCounts, StreamChecks, StreamCounts};
 
 /// What the sending side did.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,38 +123,6 @@ pub struct ReceivedSum {
     /// TCP: the stream checks.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub stream: Option<StreamChecks>,
-}
-
-/// A stream receiver's checks beside iperf3's fields: the counts of
-/// [`StreamCounts`] but its `bytes`, which the sum already gives (one key
-/// twice is invalid to strict JSON parsers).
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct StreamChecks {
-    pub corrupted_bytes: u64,
-    pub missing_bytes: u64,
-    pub duplicated_bytes: u64,
-    pub reordered: u64,
-}
-
-impl StreamChecks {
-    /// True when the stream was byte-exact.
-    pub fn is_clean(&self) -> bool {
-        self.corrupted_bytes == 0
-            && self.missing_bytes == 0
-            && self.duplicated_bytes == 0
-            && self.reordered == 0
-    }
-}
-
-impl From<StreamCounts> for StreamChecks {
-    fn from(c: StreamCounts) -> Self {
-        Self {
-            corrupted_bytes: c.corrupted_bytes,
-            missing_bytes: c.missing_bytes,
-            duplicated_bytes: c.duplicated_bytes,
-            reordered: c.reordered,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -319,10 +319,23 @@ impl Host {
             );
             iface.v6.neighbors.lookup(now, neighbor, packet)
         };
+        if let Some((lladdr, packet)) = self.resolved(now, interface, neighbor, resolution) {
+            self.ethernet_output(interface, lladdr, EtherType::Ipv6, packet);
+        }
+    }
+
+    /// A neighbour lookup's outcome: the link address and the packet when
+    /// it can go now; else what the wait cost is counted and a new entry's
+    /// solicitation sent (RFC 4861 §7.2.2).
+    pub(super) fn resolved(
+        &mut self,
+        now: Instant,
+        interface: InterfaceId,
+        neighbor: Ipv6Addr,
+        resolution: Resolution<Ipv6Addr, EthernetAddress, Packet>,
+    ) -> Option<(EthernetAddress, Packet)> {
         match resolution {
-            Resolution::Send { lladdr, packet } => {
-                self.ethernet_output(interface, lladdr, EtherType::Ipv6, packet)
-            }
+            Resolution::Send { lladdr, packet } => return Some((lladdr, packet)),
             Resolution::Queued { dropped } => {
                 if dropped.is_some() {
                     self.count_drop("neighbor_queue_overflow");
@@ -337,6 +350,7 @@ impl Host {
                 self.send_neighbor_solicitation(now, interface, neighbor, None);
             }
         }
+        None
     }
 
     /// Prepends the Ethernet header and queues the frame on the interface.

@@ -1073,21 +1073,7 @@ impl Host {
                     self.count_drop("ip_bad_version");
                     return;
                 }
-                if self.input.len() >= INPUT_QUEUE_LIMIT {
-                    self.count_drop("ip_input_queue_full");
-                    return;
-                }
-                probe::record(
-                    crate::probes::IP_INPUT_QUEUE_ENQUEUE,
-                    packet.len() as u32,
-                    packet.flow(),
-                    interface.0 as u64,
-                );
-                self.input.push_back(Received {
-                    interface,
-                    packet,
-                    link_multicast,
-                });
+                self.enqueue_ip_input(interface, packet, link_multicast);
             }
             other => match addresses {
                 Some(addresses) if u16::from(other) == wire::xtp::ETHERTYPE => {
@@ -1196,6 +1182,33 @@ fn random_delay(rng: &mut SplitMix64, max: Duration) -> Duration {
         return Duration::ZERO;
     }
     Duration::from_nanos(rng.next_u64() % nanos)
+}
+
+impl Host {
+    /// Queues an IP packet for IP input (the IP input queue's enqueue
+    /// event), or counts it dropped when the queue is full.
+    pub(super) fn enqueue_ip_input(
+        &mut self,
+        interface: InterfaceId,
+        packet: Packet,
+        link_multicast: bool,
+    ) {
+        if self.input.len() >= INPUT_QUEUE_LIMIT {
+            self.count_drop("ip_input_queue_full");
+            return;
+        }
+        probe::record(
+            crate::probes::IP_INPUT_QUEUE_ENQUEUE,
+            packet.len() as u32,
+            packet.flow(),
+            interface.0 as u64,
+        );
+        self.input.push_back(Received {
+            interface,
+            packet,
+            link_multicast,
+        });
+    }
 }
 
 #[cfg(test)]

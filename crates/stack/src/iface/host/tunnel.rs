@@ -20,21 +20,20 @@ use wire::ipv4::{Ipv4Options, Ipv4Repr};
 
 use super::ipv4::{Ipv4Meta, Ipv4Route, Ipv4Send};
 use super::ipv6_input::{leading_bytes, Ipv6Meta};
-use super::{Host, Received, DEFAULT_HOP_LIMIT, INPUT_QUEUE_LIMIT};
+use super::{Host, DEFAULT_HOP_LIMIT};
 use crate::buffer::Packet;
 use crate::iface::address::{AddressConfig, InterfaceAddresses};
 use crate::iface::icmp_error::Icmpv6ErrorKind;
 use crate::iface::interface::{AdvertisedPrefix, Advertiser, Interface, Ipv6Interface};
 use crate::iface::mld::{MldConfig, MldListener};
-use crate::iface::neighbor::{NeighborCache, NeighborConfig, Resolution};
+use crate::iface::neighbor::{NeighborCache, NeighborConfig};
 use crate::iface::route::{InterfaceId, Origin, Route};
 use crate::iface::tunnel::configured::{self, Relayed, ENCAPSULATION_LEN};
 use crate::iface::tunnel::{automatic, six_over_four};
 use crate::iface::tunnel::{HostIpv4Link, MtuMode, Tunnel, TunnelConfig, TunnelError, TunnelKind};
 use crate::probes::{
-    IPV4_OUTPUT_ENTER, IPV4_OUTPUT_EXIT, IP_INPUT_QUEUE_ENQUEUE, NEIGHBOR_LOOKUP_ENTER,
-    NEIGHBOR_LOOKUP_EXIT, TUNNEL_RECEIVE_ENTER, TUNNEL_RECEIVE_EXIT, TUNNEL_TRANSMIT_ENTER,
-    TUNNEL_TRANSMIT_EXIT,
+    IPV4_OUTPUT_ENTER, IPV4_OUTPUT_EXIT, NEIGHBOR_LOOKUP_ENTER, NEIGHBOR_LOOKUP_EXIT,
+    TUNNEL_RECEIVE_ENTER, TUNNEL_RECEIVE_EXIT, TUNNEL_TRANSMIT_ENTER, TUNNEL_TRANSMIT_EXIT,
 };
 use crate::time::Instant;
 
@@ -216,25 +215,10 @@ impl Host {
                     .neighbors
                     .lookup(now, neighbor, packet)
             };
-            match resolution {
-                Resolution::Send { lladdr, packet } => {
-                    match six_over_four::ipv4_of_link_address(lladdr) {
-                        Some(remote) => self.tunnel_encapsulate(now, index, remote, packet),
-                        None => self.count_drop("tunnel_6over4_bad_link_address"),
-                    }
-                }
-                Resolution::Queued { dropped } => {
-                    if dropped.is_some() {
-                        self.count_drop("neighbor_queue_overflow");
-                    }
-                }
-                Resolution::Solicit { evicted } => {
-                    if let Some(evicted) = evicted {
-                        for _ in evicted.packets {
-                            self.count_drop("neighbor_evicted");
-                        }
-                    }
-                    self.send_neighbor_solicitation(now, interface, neighbor, None);
+            if let Some((lladdr, packet)) = self.resolved(now, interface, neighbor, resolution) {
+                match six_over_four::ipv4_of_link_address(lladdr) {
+                    Some(remote) => self.tunnel_encapsulate(now, index, remote, packet),
+                    None => self.count_drop("tunnel_6over4_bad_link_address"),
                 }
             }
             return;
@@ -443,21 +427,7 @@ impl Host {
         let counters = &mut self.interfaces[interface.0].counters;
         counters.rx_frames += 1;
         counters.rx_bytes += packet.len() as u64;
-        if self.input.len() >= INPUT_QUEUE_LIMIT {
-            self.count_drop("ip_input_queue_full");
-            return;
-        }
-        probe::record(
-            IP_INPUT_QUEUE_ENQUEUE,
-            packet.len() as u32,
-            packet.flow(),
-            interface.0 as u64,
-        );
-        self.input.push_back(Received {
-            interface,
-            packet,
-            link_multicast: meta.dst.is_multicast(),
-        });
+        self.enqueue_ip_input(interface, packet, meta.dst.is_multicast());
     }
 
     /// The tunnel an IPv4 packet with `meta` whose IPv6 source is `src`
