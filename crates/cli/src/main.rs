@@ -133,14 +133,28 @@ enum Command {
     /// Ping a host of a simulated network from another (ICMPv6 or ICMPv4
     /// Echo through the reference stack, on the simulator's virtual clock).
     ///
-    /// With --json: {"destination", "sent", "received", "rtt_us": [..]}.
+    /// Prints as iputils' ping does: one line per reply (icmp_seq, ttl,
+    /// time), "From ROUTER icmp_seq=N Destination unreachable: …" for ICMP
+    /// errors about a request, then the statistics and rtt
+    /// min/avg/max/mdev. Exit status 0 when a reply came, 1 when none
+    /// did, 2 on an error.
+    ///
+    /// With --json: {"destination", "sent", "received", "rtt_us": [..],
+    /// "replies": [{"icmp_seq", "from", "bytes", "ttl", "rtt_us"}],
+    /// "errors": [{"icmp_seq", "from", "message"}]}.
     #[command(verbatim_doc_comment)]
     Ping(network::PingArgs),
     /// List the routers between two hosts of a simulated network (UDP
     /// probes with growing hop limits; Time Exceeded from each router, Port
     /// Unreachable from the destination).
     ///
-    /// With --json: {"destination", "hops": [{"ttl", "addr"}], "reached"}.
+    /// A router's Destination Unreachable ends the trace, marked as
+    /// traceroute does: !N no route, !H host or address unreachable, !A
+    /// administratively prohibited, !P protocol, !F fragmentation needed,
+    /// !S beyond scope.
+    ///
+    /// With --json: {"destination", "hops": [{"ttl", "addr",
+    /// "unreachable"?}], "reached"}.
     #[command(verbatim_doc_comment)]
     Traceroute(network::TracerouteArgs),
     /// Show a host's network-layer state after a simulated run:
@@ -238,6 +252,12 @@ fn main() -> std::process::ExitCode {
     // says: errors here are the user's to fix, not crashes to debug.
     match run(&cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // A command that has said everything and chose its status (ping:
+        // 1 when nothing came back, 2 on error, as iputils).
+        Err(error) if error.downcast_ref::<network::Exit>().is_some() => {
+            let network::Exit(code) = error.downcast_ref::<network::Exit>().expect("matched");
+            std::process::ExitCode::from(*code)
+        }
         Err(error) => {
             eprintln!("stackscope: {error:#}");
             std::process::ExitCode::FAILURE

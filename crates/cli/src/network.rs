@@ -154,7 +154,33 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
+/// A run that ends with this exit status, having said what it had to.
+#[derive(Debug)]
+pub struct Exit(pub u8);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// `ping` as iputils has it: exit status 0 when a reply came, 1 when none
+/// did, 2 on any other error (said on stderr).
 pub fn ping(args: &PingArgs) -> Result<()> {
+    match ping_once(args) {
+        Ok(0) => Err(Exit(1).into()),
+        Ok(_) => Ok(()),
+        Err(e) => {
+            eprintln!("stackscope: {e:#}");
+            Err(Exit(2).into())
+        }
+    }
+}
+
+/// Pings and prints; the replies received.
+fn ping_once(args: &PingArgs) -> Result<u16> {
     let (from, mut sim) = args.network.start(args.from.as_deref())?;
     let options = PingOptions {
         count: args.count,
@@ -164,21 +190,79 @@ pub fn ping(args: &PingArgs) -> Result<()> {
     };
     let report = tools::ping(&mut sim, &from, &args.dest, &options)?;
     if args.network.json {
-        return print_json(&report);
+        print_json(&report)?;
+        return Ok(report.received);
     }
+    let ip_header = if report.destination.contains(':') {
+        40
+    } else {
+        20
+    };
     println!(
-        "PING {} from {from}: {} data bytes",
-        report.destination, args.size
+        "PING {} from {from}: {}({}) bytes of data.",
+        report.destination,
+        args.size,
+        args.size as usize + 8 + ip_header
     );
-    for (i, rtt) in report.rtt_us.iter().enumerate() {
-        println!("reply {}: time={:.3} ms", i + 1, rtt / 1000.0);
+    // Replies and errors in the order of their requests.
+    let mut lines: Vec<(u16, String)> = report
+        .replies
+        .iter()
+        .map(|r| {
+            (
+                r.icmp_seq,
+                format!(
+                    "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
+                    r.bytes,
+                    r.from,
+                    r.icmp_seq,
+                    r.ttl,
+                    r.rtt_us / 1000.0
+                ),
+            )
+        })
+        .chain(report.errors.iter().map(|e| {
+            (
+                e.icmp_seq,
+                format!("From {} icmp_seq={} {}", e.from, e.icmp_seq, e.message),
+            )
+        }))
+        .collect();
+    lines.sort_by_key(|(seq, _)| *seq);
+    for (_, line) in &lines {
+        println!("{line}");
     }
     let loss = 100.0 * f64::from(report.sent - report.received) / f64::from(report.sent);
+    let errors = if report.errors.is_empty() {
+        String::new()
+    } else {
+        format!(", +{} errors", report.errors.len())
+    };
     println!(
-        "--- {} ping statistics ---\n{} packets transmitted, {} received, {loss:.0}% packet loss (simulated time)",
+        "\n--- {} ping statistics ---\n{} packets transmitted, {} received{errors}, {loss:.0}% packet loss (simulated time)",
         report.destination, report.sent, report.received
     );
-    Ok(())
+    if let Some(stats) = rtt_summary(&report.rtt_us) {
+        println!("{stats}");
+    }
+    Ok(report.received)
+}
+
+/// `rtt min/avg/max/mdev = …` as iputils prints it (mdev: the population
+/// standard deviation of the round trips), in ms.
+fn rtt_summary(rtt_us: &[f64]) -> Option<String> {
+    if rtt_us.is_empty() {
+        return None;
+    }
+    let ms: Vec<f64> = rtt_us.iter().map(|u| u / 1000.0).collect();
+    let n = ms.len() as f64;
+    let min = ms.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = ms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let avg = ms.iter().sum::<f64>() / n;
+    let mdev = (ms.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / n).sqrt();
+    Some(format!(
+        "rtt min/avg/max/mdev = {min:.3}/{avg:.3}/{max:.3}/{mdev:.3} ms"
+    ))
 }
 
 pub fn traceroute(args: &TracerouteArgs) -> Result<()> {
@@ -197,7 +281,12 @@ pub fn traceroute(args: &TracerouteArgs) -> Result<()> {
         report.destination, args.max_hops
     );
     for hop in &report.hops {
-        println!("{:>2}  {}", hop.ttl, hop.addr.as_deref().unwrap_or("*"));
+        let mark = hop.unreachable.map_or(String::new(), |m| format!(" {m}"));
+        println!(
+            "{:>2}  {}{mark}",
+            hop.ttl,
+            hop.addr.as_deref().unwrap_or("*")
+        );
     }
     if !report.reached {
         println!("(destination not reached)");

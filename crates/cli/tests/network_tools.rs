@@ -143,8 +143,76 @@ fn unreachable_destination_is_not_reached() {
         "--json",
     ]));
     assert_eq!(report["reached"], false);
-    let report = stdout_json(&stackscope(&["ping", "-c", "1", "2001:db8:c::1", "--json"]));
+    // The router says why, and traceroute marks it (`!N`: no route).
+    let last = report["hops"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["addr"], "2001:db8:a::1", "{report}");
+    assert_eq!(last["unreachable"], "!N", "{report}");
+    let text = stackscope(&["traceroute", "-m", "3", "2001:db8:c::1"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains(" 2  2001:db8:a::1 !N"));
+    // Nothing came back: ping exits 1, as iputils, its JSON still on
+    // stdout, and shows the router's errors.
+    let output = stackscope(&["ping", "-c", "2", "2001:db8:c::1", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(report["received"], 0);
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{report}");
+    assert_eq!(errors[0]["icmp_seq"], 1);
+    assert_eq!(errors[0]["from"], "2001:db8:a::1");
+    assert_eq!(errors[0]["message"], "Destination unreachable: No route");
+    let output = stackscope(&["ping", "-c", "2", "2001:db8:c::1"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("From 2001:db8:a::1 icmp_seq=2 Destination unreachable: No route"),
+        "{text}"
+    );
+    assert!(text.contains("2 packets transmitted, 0 received, +2 errors, 100% packet loss"));
+    assert!(!text.contains("rtt min"), "{text}");
+}
+
+#[test]
+fn a_host_answers_its_own_addresses() {
+    // As Linux does through loopback: an ARP request or a neighbour
+    // solicitation for ourselves would go unanswered.
+    for family in ["-4", "-6"] {
+        let report = stdout_json(&stackscope(&[
+            "ping", family, "--from", "host-a", "-c", "2", "host-a", "--json",
+        ]));
+        assert_eq!(report["received"], 2, "{family}: {report}");
+    }
+}
+
+#[test]
+fn ping_prints_replies_and_statistics_as_iputils() {
+    let output = stackscope(&["ping", "--from", "host-a", "-4", "-c", "3", "host-b"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&output.stdout);
+    // Two links of 100 µs each way; the router took one from the TTL.
+    for seq in 1..=3 {
+        let line = format!("64 bytes from 198.51.100.10: icmp_seq={seq} ttl=63 time=");
+        assert!(text.contains(&line), "{text}");
+    }
+    assert!(text.contains("56(84) bytes of data"), "{text}");
+    let stats = text
+        .lines()
+        .find_map(|l| l.strip_prefix("rtt min/avg/max/mdev = "))
+        .expect("an rtt line");
+    let values: Vec<f64> = stats
+        .trim_end_matches(" ms")
+        .split('/')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let [min, avg, max, mdev] = values[..] else {
+        panic!("{stats}")
+    };
+    assert!(
+        min >= 0.4 && min <= avg && avg <= max && mdev >= 0.0,
+        "{stats}"
+    );
+    // Errors other than silence exit 2.
+    let output = stackscope(&["ping", "host-z"]);
+    assert_eq!(output.status.code(), Some(2));
 }
 
 /// The default network with a 1280-byte MTU between the router and host-b.

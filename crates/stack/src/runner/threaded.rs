@@ -441,6 +441,7 @@ fn counters_since(before: &HostCounters, after: &HostCounters) -> HostCounters {
         tcp_received,
         tcp_sent,
         tcp_resets_sent,
-        tcp_mss_clamped
+        tcp_mss_clamped,
+        looped_back
     )
 }

@@ -34,11 +34,17 @@ impl Default for TracerouteOptions {
     }
 }
 
-/// One hop: who answered the probe with this hop limit (`None`: nobody).
+/// One hop: who answered the probe with this hop limit (`None`: nobody),
+/// and traceroute's mark for a Destination Unreachable that ended the
+/// trace short of the destination's port (`!N` no route, `!H` host or
+/// address unreachable, `!A` administratively prohibited, `!P` protocol,
+/// `!F` fragmentation needed, `!S` beyond the source's scope).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Hop {
     pub ttl: u8,
     pub addr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreachable: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -56,6 +62,7 @@ enum Answer {
     Unreachable {
         from: IpAddr,
         port: bool,
+        mark: Option<&'static str>,
     },
 }
 
@@ -102,16 +109,22 @@ pub fn traceroute(
             Some(Answer::TimeExceeded(addr)) => hops.push(Hop {
                 ttl,
                 addr: Some(addr.to_string()),
+                unreachable: None,
             }),
-            Some(Answer::Unreachable { from, port }) => {
+            Some(Answer::Unreachable { from, port, mark }) => {
                 hops.push(Hop {
                     ttl,
                     addr: Some(from.to_string()),
+                    unreachable: mark,
                 });
                 reached = port && from == target;
                 break;
             }
-            None => hops.push(Hop { ttl, addr: None }),
+            None => hops.push(Hop {
+                ttl,
+                addr: None,
+                unreachable: None,
+            }),
         }
     }
     Ok(TracerouteReport {
@@ -176,6 +189,21 @@ fn classify(message: &[u8], from: IpAddr, src_port: u16, dst_port: u16) -> Optio
         Answer::Unreachable {
             from,
             port: port_unreachable,
+            mark: (!port_unreachable).then(|| unreachable_mark(from, code)),
         }
     })
+}
+
+/// Traceroute's mark for a Destination Unreachable code: RFC 792 and
+/// RFC 1812 §5.2.7.1 for ICMPv4, RFC 4443 §3.1 for ICMPv6.
+fn unreachable_mark(from: IpAddr, code: u8) -> &'static str {
+    match (from, code) {
+        (IpAddr::V4(_), 0 | 6 | 11) | (IpAddr::V6(_), 0) => "!N",
+        (IpAddr::V4(_), 1 | 7 | 12) | (IpAddr::V6(_), 3) => "!H",
+        (IpAddr::V4(_), 2) => "!P",
+        (IpAddr::V4(_), 4) => "!F",
+        (IpAddr::V4(_), 9 | 10 | 13) | (IpAddr::V6(_), 1 | 5 | 6) => "!A",
+        (IpAddr::V6(_), 2) => "!S",
+        _ => "!?",
+    }
 }

@@ -511,6 +511,18 @@ impl Host {
         neighbor: Ipv4Addr,
         packet: Packet,
     ) {
+        // To one of our own addresses: back into our own IP input, as
+        // Linux routes it through loopback (an ARP request for ourselves
+        // would go unanswered).
+        if self
+            .interfaces
+            .iter()
+            .any(|i| i.v4.as_ref().is_some_and(|v4| v4.address == neighbor))
+        {
+            self.counters.looped_back += 1;
+            self.enqueue_ip_input(interface, packet, false);
+            return;
+        }
         let Some(iface) = self.interfaces.get_mut(interface.0) else {
             return;
         };

@@ -293,6 +293,15 @@ impl Host {
         dst: Ipv6Addr,
         packet: Packet,
     ) {
+        // To one of our own addresses: back into our own IP input, as
+        // Linux routes it through loopback (RFC 1122 §3.3.4.2's weak host
+        // answers its addresses from any interface; a neighbour
+        // solicitation for ourselves would go unanswered).
+        if !neighbor.is_multicast() && self.is_local_ipv6(interface, neighbor) {
+            self.counters.looped_back += 1;
+            self.enqueue_ip_input(interface, packet, false);
+            return;
+        }
         // A tunnel over our own IPv4 encapsulates instead of queueing.
         if let Some(tunnel) = self.tunnel_index(interface) {
             self.tunnel_transmit(now, tunnel, neighbor, packet);

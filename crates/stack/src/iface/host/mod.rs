@@ -216,6 +216,9 @@ pub struct HostCounters {
     /// SYNs whose MSS option was below the floor and was raised to it
     /// ([`MIN_PEER_MSS`](crate::socket::tcp::options::MIN_PEER_MSS)).
     pub tcp_mss_clamped: u64,
+    /// Packets to one of this host's own addresses, handed back to its IP
+    /// input instead of a link (Linux's loopback route).
+    pub looped_back: u64,
 }
 
 impl HostCounters {
@@ -231,6 +234,7 @@ impl HostCounters {
             + self.link_sent
             + self.ipv6_forwarded
             + self.ipv4_forwarded
+            + self.looped_back
     }
 }
 
