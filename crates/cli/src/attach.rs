@@ -141,10 +141,15 @@ pub fn open(request: &LinkRequest, mtu: Option<usize>, pcap: Option<&Path>) -> R
                 ..PacketConfig::default()
             };
             let link = PacketLink::open_with(&request.name, &config).map_err(|error| {
-                anyhow::anyhow!(
-                    "--packet {}: {error} (run as root: AF_PACKET needs CAP_NET_RAW)",
-                    request.name
-                )
+                // The hint only where it helps: refused, and not root.
+                let hint = if error.kind() == io::ErrorKind::PermissionDenied
+                    && !traffic::kernel::netns::is_root()
+                {
+                    " (run as root: AF_PACKET needs CAP_NET_RAW)"
+                } else {
+                    ""
+                };
+                anyhow::anyhow!("--packet {}: {error}{hint}", request.name)
             })?;
             OpenedLink {
                 kind: LinkKind::Packet,
@@ -300,7 +305,9 @@ pub fn build_host(
 /// error names the TAP already.)
 fn tap_error(name: &str, error: io::Error) -> anyhow::Error {
     match error.kind() {
-        io::ErrorKind::PermissionDenied if error.to_string().contains("TUNSETIFF") => {
+        io::ErrorKind::PermissionDenied
+            if error.to_string().contains("TUNSETIFF") && !traffic::kernel::netns::is_root() =>
+        {
             anyhow::anyhow!(
                 "{error}\n  run as root, or use a persistent TAP you own: \
              `sudo ip tuntap add {name} mode tap user $USER`"

@@ -109,9 +109,7 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
 impl NetworkArgs {
     fn topology(&self) -> Result<Topology> {
         match &self.topology {
-            Some(path) => {
-                Topology::load(path).with_context(|| format!("topology {}", path.display()))
-            }
+            Some(path) => Topology::load(path).map_err(|e| anyhow::anyhow!(e.in_file(path))),
             None => Ok(Topology::default_network()),
         }
     }

@@ -146,3 +146,35 @@ fn corrupt_and_missing_trace_files_get_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"));
 }
+
+/// Each refusal says one thing once: the file named once, no `:0:0:` for
+/// a recipe that could not be read at all, an OS error not repeated, and
+/// no "run as root" said to root about a missing interface.
+#[test]
+fn errors_name_the_file_once_and_say_one_thing() {
+    let dir = std::env::temp_dir();
+    let dir = dir.to_str().unwrap();
+    let first_line = |args: &[&str]| {
+        let out = stackscope(args);
+        assert!(!out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let missing = "/nonexistent-stackscope-topology.toml";
+    let line = first_line(&["ping", "--topology", missing, "host-b"]);
+    assert_eq!(line.matches(missing).count(), 1, "{line}");
+    let line = first_line(&["run", dir]);
+    assert!(!line.contains(":0:0:"), "{line}");
+    assert!(line.contains("Is a directory"), "{line}");
+    let line = first_line(&["trace", "info", dir]);
+    assert_eq!(line.matches("Is a directory").count(), 1, "{line}");
+    let line = first_line(&["host", "--packet", "nosuchif-zz"]);
+    assert!(line.contains("nosuchif-zz"), "{line}");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(!line.contains("run as root"), "{line}");
+    }
+}

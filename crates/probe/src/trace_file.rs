@@ -263,7 +263,9 @@ pub enum TraceError {
     TrailingBytes { offset: u64 },
     #[error("trace writer was told {declared} records but was given {written}")]
     CountMismatch { declared: u64, written: u64 },
-    #[error("i/o error: {0}")]
+    /// The reader's or writer's own error, said once (its text is the
+    /// message; a chain printer would repeat a wrapped one).
+    #[error(transparent)]
     Io(#[from] io::Error),
 }
 

@@ -222,6 +222,15 @@ pub enum TopologyError {
 }
 
 impl TopologyError {
+    /// The error as one sentence about the file at `path`, naming it once:
+    /// a read error names it already, the others get it in front.
+    pub fn in_file(&self, path: &std::path::Path) -> String {
+        match self {
+            TopologyError::Io { .. } => self.to_string(),
+            other => format!("topology file {}: {other}", path.display()),
+        }
+    }
+
     /// Where in the file the offending item is, when known.
     pub fn location(&self) -> Option<SourceLocation> {
         use TopologyError::*;

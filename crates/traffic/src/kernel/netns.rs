@@ -61,10 +61,16 @@ pub fn address(side: Side, family: Family) -> IpAddr {
     }
 }
 
+/// Whether this process runs as root (namespaces, veth pairs and raw
+/// links need it; a hint to run as root is noise when it does).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Refuses what a path cannot be made with: not root, an MTU out of range.
 fn check_path(mtu: u32, what: &'static str, flag: &'static str) -> Result<(), TrafficError> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         return Err(TrafficError::NeedRoot { what, flag });
     }
     if !(1280..=65535).contains(&mtu) {

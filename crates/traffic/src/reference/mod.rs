@@ -33,8 +33,7 @@ pub struct Endpoints {
 /// Loads `path` (or the default network).
 pub fn load(path: Option<&Path>) -> Result<Topology, TrafficError> {
     match path {
-        Some(path) => Topology::load(path)
-            .map_err(|e| TrafficError::Invalid(format!("{}: {e}", path.display()))),
+        Some(path) => Topology::load(path).map_err(|e| TrafficError::Invalid(e.in_file(path))),
         None => Ok(Topology::default_network()),
     }
 }

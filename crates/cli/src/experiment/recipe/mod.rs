@@ -247,15 +247,26 @@ pub const DEFAULT_QUICK_SLOPE_TIME_CAP: Duration = Duration::from_secs(10);
 /// The longest time cap a recipe may set.
 const MAX_SLOPE_TIME_CAP: f64 = 3600.0;
 
-/// A recipe that cannot be used, with where and why.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}:{column}: {message}")]
+/// A recipe that cannot be used, with where and why (line 0: the file as
+/// a whole, e.g. unreadable).
+#[derive(Debug)]
 pub struct RecipeError {
     pub file: String,
     pub line: usize,
     pub column: usize,
     pub message: String,
 }
+
+impl std::fmt::Display for RecipeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: {}", self.file, self.message),
+            line => write!(f, "{}:{line}:{}: {}", self.file, self.column, self.message),
+        }
+    }
+}
+
+impl std::error::Error for RecipeError {}
 
 /// Largest size a run may ask for (a TCP message; UDP's are smaller).
 const MAX_SIZE: u64 = traffic::reference::messages::MAX_TCP_MESSAGE as u64;
