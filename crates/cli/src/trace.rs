@@ -107,7 +107,9 @@ struct Info<'a> {
     clock: &'a str,
     overhead_cycles: f64,
     dropped: u64,
-    description: &'a str,
+    /// The writer's description: its JSON as an object where it is JSON
+    /// (the lab's and the tools' are), else the text as a string.
+    description: serde_json::Value,
     records: usize,
     threads: usize,
     duration_ns: f64,
@@ -148,7 +150,8 @@ fn info(trace: &Trace, json: bool) -> anyhow::Result<()> {
         clock: &h.clock,
         overhead_cycles: h.overhead_cycles,
         dropped: h.dropped,
-        description: &h.description,
+        description: serde_json::from_str(&h.description)
+            .unwrap_or_else(|_| serde_json::Value::String(h.description.clone())),
         records: trace.records.len(),
         threads: threads.len(),
         duration_ns: span,
@@ -172,7 +175,7 @@ fn info(trace: &Trace, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(());
     }
-    println!("description      {}", info.description);
+    println!("description      {}", h.description);
     println!(
         "counter          {} at {:.4} GHz",
         info.clock,

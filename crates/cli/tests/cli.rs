@@ -96,6 +96,14 @@ fn trace_info_reports_header_table_and_counts() {
     assert_eq!(names, ["send.enter", "send.exit", "ifq.enqueue"]);
     assert_eq!(json["locations"][2]["queue"], "ifq");
     assert_eq!(json["locations"][2]["records"], 1);
+    // A plain-text description stays a string; a JSON one (the lab's)
+    // is nested as an object, not a string of JSON.
+    assert_eq!(json["description"], "cli test");
+    let mut trace = sample_trace();
+    trace.header.description = r#"{"run":"x / y","threads":{"7":{"role":"sender"}}}"#.into();
+    std::fs::write(&file.0, trace.to_bytes().unwrap()).unwrap();
+    let json = stdout_json(&stackscope(&["trace", "info", "--json", file.path()]));
+    assert_eq!(json["description"]["threads"]["7"]["role"], "sender");
 
     let text = stackscope(&["trace", "info", file.path()]);
     assert!(text.status.success());
