@@ -7,6 +7,7 @@ mod experiment;
 mod host;
 mod ktrace;
 mod network;
+mod out_dir;
 mod sweep;
 mod throughput;
 mod trace;

@@ -185,9 +185,13 @@ pub struct SweepArgs {
         default_value_t = 1.0
     )]
     min_duration: f64,
-    /// Write sweep.csv and sweep.json into DIR (created if needed).
+    /// Write sweep.csv and sweep.json into DIR (created if needed;
+    /// refused if it already holds files, unless --force).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Write into an --out directory that already holds files.
+    #[arg(long)]
+    force: bool,
 }
 
 /// What `sweep --link` attaches the reference stack to.
@@ -416,8 +420,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     // Made before the first point, so a bad --out fails now and not after
     // an hour of measuring.
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create --out {}", dir.display()))?;
+        crate::out_dir::prepare(dir, args.force)?;
     }
     let settings = Settings {
         target,

@@ -625,3 +625,25 @@ fn interrupting_a_loaded_sweep_stops_its_load() {
     let left: Vec<&String> = spinners.iter().filter(|p| alive(p)).collect();
     assert!(left.is_empty(), "spinners still running: {left:?}");
 }
+
+/// A second sweep into a directory that holds the first one's files is
+/// refused before anything is measured, unless --force.
+#[test]
+fn out_refuses_a_directory_with_files_unless_forced() {
+    let dir = std::env::temp_dir().join(format!("ss-sweep-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("sweep.csv"), "old\n").unwrap();
+    let out = stackscope(&["sweep", "--out", dir.to_str().unwrap(), "--sizes", "1K"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("already holds files") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sweep.csv")).unwrap(),
+        "old\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -48,9 +48,14 @@ pub struct LabArgs {
     /// Coarser sweeps and fewer repetitions (under two minutes).
     #[arg(long)]
     quick: bool,
-    /// Directory for the results (default: results/<UTC timestamp>).
+    /// Directory for the results (default: results/<UTC timestamp>);
+    /// refused if it already holds files, unless --force.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Write into an --out directory that already holds files (files of
+    /// the same names are replaced, others stay).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -61,9 +66,14 @@ pub struct RunArgs {
     /// Use the recipe's quick sweeps.
     #[arg(long)]
     quick: bool,
-    /// Directory for the results (default: results/<UTC timestamp>).
+    /// Directory for the results (default: results/<UTC timestamp>);
+    /// refused if it already holds files, unless --force.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Write into an --out directory that already holds files (files of
+    /// the same names are replaced, others stay).
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn lab(args: &LabArgs) -> Result<()> {
@@ -71,31 +81,47 @@ pub fn lab(args: &LabArgs) -> Result<()> {
         .iter()
         .map(|(file, text)| recipe::parse(file, text).map_err(anyhow::Error::from))
         .collect::<Result<Vec<_>>>()?;
-    execute(&recipes, args.quick, args.out.as_deref(), "stackscope lab")
+    let out = Out {
+        dir: args.out.as_deref(),
+        force: args.force,
+    };
+    execute(&recipes, args.quick, out, "stackscope lab")
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
     let recipe = recipe::load(&args.recipe)?;
+    let out = Out {
+        dir: args.out.as_deref(),
+        force: args.force,
+    };
     execute(
         &[recipe],
         args.quick,
-        args.out.as_deref(),
+        out,
         &format!("stackscope run {}", args.recipe.display()),
     )
 }
 
-fn execute(recipes: &[Recipe], quick: bool, out: Option<&Path>, command: &str) -> Result<()> {
+/// Where results go, and whether an occupied directory may be written
+/// over.
+#[derive(Clone, Copy)]
+struct Out<'a> {
+    dir: Option<&'a Path>,
+    force: bool,
+}
+
+fn execute(recipes: &[Recipe], quick: bool, out: Out, command: &str) -> Result<()> {
     if !probe::ENABLED {
         bail!("this build has probes compiled out (--no-default-features): experiments need them");
     }
     let began = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let dir = match out {
+    let dir = match out.dir {
         Some(dir) => dir.to_path_buf(),
         None => Path::new("results").join(timestamp(began.as_secs())),
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::out_dir::prepare(&dir, out.force)?;
     let full_command = format!("{command}{}", if quick { " --quick" } else { "" });
     // Load before the run starts (the table says what the run began under).
     let machine = machine::detect();
