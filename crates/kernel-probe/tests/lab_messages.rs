@@ -128,6 +128,47 @@ fn tcp_messages_are_analysed_with_every_window() {
         assert!(m.packets_sent >= 1 && m.packets_received >= 1);
     }
     assert!(run.incomplete_send.is_empty() && run.incomplete_receive.is_empty());
+
+    // The sender's socket send queue: each message from its send call to
+    // the ACK of its last byte, split at that byte's first transmission.
+    let queues = km::queues(&traced.trace);
+    let sq = queues
+        .iter()
+        .find(|q| q.queue == "socket_send" && q.flow == 5)
+        .expect("the sender's send queue");
+    assert!(!queues
+        .iter()
+        .any(|q| q.queue == "socket_send" && q.flow == 6));
+    let parts = sq.send.as_ref().expect("its parts");
+    for size in &parts.by_size {
+        println!(
+            "socket_send {} B: {} messages, delay {:?} µs, until sent {:?}, sent until ACK {:?}",
+            size.bytes,
+            size.messages,
+            size.delay_us.map(|e| e.mean),
+            size.until_sent_us.map(|e| e.mean),
+            size.sent_until_acked_us.map(|e| e.mean)
+        );
+    }
+    assert_eq!(
+        (sq.packets, sq.unpaired_enqueues, sq.unpaired_dequeues),
+        (4, 0, 0),
+        "{sq:?}"
+    );
+    assert_eq!(parts.unsplit, 0, "{parts:?}");
+    let sizes: Vec<(u32, u64)> = parts
+        .by_size
+        .iter()
+        .map(|s| (s.bytes, s.messages))
+        .collect();
+    assert_eq!(sizes, vec![(1024, 2), (4096, 1), (65536, 1)]);
+    // One message at a time (a delayed ACK may leave the one before
+    // still queued); the 64 KiB message queued whole.
+    assert!(sq.max_length <= 2 && parts.max_bytes >= 65536, "{sq:?}");
+    let (delay, until) = (sq.delay_us.unwrap(), parts.until_sent_us.unwrap());
+    let after = parts.sent_until_acked_us.unwrap();
+    assert!(delay.min > 0.0 && until.min >= 0.0 && after.min >= 0.0);
+    assert!((until.mean + after.mean - delay.mean).abs() < 1e-6 * delay.mean);
 }
 
 #[test]
