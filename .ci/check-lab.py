@@ -500,6 +500,9 @@ for exp_name, k in kernel_runs:
         parts = q.get("send") or fail(f"{label}: socket_send without its parts")
         if q["packets"] < k["sent"] or not q["delay_us"] or not q["delay_us"]["mean"] > 0:
             fail(f"{label}: socket_send paired {q['packets']} of {k['sent']} messages, delay {q['delay_us']}")
+        # A message left in the queue with no event lost: a missed ACK.
+        if k["ring_dropped"] == 0 and (q["unpaired_enqueues"] or q["unpaired_dequeues"]):
+            fail(f"{label}: socket_send unpaired {q['unpaired_enqueues']} / {q['unpaired_dequeues']} with no event lost")
         until, after = parts["until_sent_us"], parts["sent_until_acked_us"]
         if not until or not after or until["n"] + parts["unsplit"] != q["packets"]:
             fail(f"{label}: socket_send split {until} / {after}, {parts['unsplit']} unsplit of {q['packets']}")
