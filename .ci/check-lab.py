@@ -488,12 +488,37 @@ for exp_name, k in kernel_runs:
                     fail(f"{label} 1024 B {side}: events out of layer order: {f['example']}")
     if windows == 0:
         fail(f"{label}: no size has a window")
+    # The socket send queue (TCP): every measured message enqueued at its
+    # send call leaves at the ACK of its last byte; the wait splits at the
+    # last byte's first transmission.
+    send_queue = ""
+    if k["protocol"] == "TCP":
+        queues = [q for q in k["queues"] if q["queue"] == "socket_send" and q["flow"] == k["sender_flow"]]
+        if len(queues) != 1:
+            fail(f"{label}: {len(queues)} socket_send queues on the sender")
+        q = queues[0]
+        parts = q.get("send") or fail(f"{label}: socket_send without its parts")
+        if q["packets"] < k["sent"] or not q["delay_us"] or not q["delay_us"]["mean"] > 0:
+            fail(f"{label}: socket_send paired {q['packets']} of {k['sent']} messages, delay {q['delay_us']}")
+        # A message left in the queue with no event lost: a missed ACK.
+        if k["ring_dropped"] == 0 and (q["unpaired_enqueues"] or q["unpaired_dequeues"]):
+            fail(f"{label}: socket_send unpaired {q['unpaired_enqueues']} / {q['unpaired_dequeues']} with no event lost")
+        until, after = parts["until_sent_us"], parts["sent_until_acked_us"]
+        if not until or not after or until["n"] + parts["unsplit"] != q["packets"]:
+            fail(f"{label}: socket_send split {until} / {after}, {parts['unsplit']} unsplit of {q['packets']}")
+        if not (0 <= until["mean"] <= q["delay_us"]["mean"] and after["mean"] >= 0):
+            fail(f"{label}: socket_send parts {until['mean']} + {after['mean']} µs of {q['delay_us']['mean']} µs")
+        if not parts["by_size"] or parts["max_bytes"] < min(s["bytes"] for s in parts["by_size"]):
+            fail(f"{label}: socket_send at most {parts['max_bytes']} B queued, sizes {parts['by_size']}")
+        send_queue = "; socket send queue " + ", ".join(
+            f"{s['bytes']} B {s['delay_us']['mean']:.1f} µs (until sent {s['until_sent_us']['mean']:.1f})"
+            for s in parts["by_size"] if s["delay_us"] and s["until_sent_us"])
     one = next((p for p in k["points"] if p["size"] == 1024), k["points"][0])
     line = lambda f: (f"start {f['start_us']['mean']:.1f}, stop {f['stop_us']['mean']:.1f} µs ("
                       + ", ".join(f"{n} {v:.0f} %" for n, v in f["shares_percent"].items()) + ")") if f else "-"
     print(f"{label}: {one['size']} B send {line(one['send'])}; receive {line(one['receive'])}; "
           f"probe cost {cost['per_event_ns']['mean']:.0f} ns/event (n {cost['per_event_ns']['n']}); "
-          f"{k['ring_dropped']} dropped; incomplete {k['incomplete_send']} / {k['incomplete_receive']}")
+          f"{k['ring_dropped']} dropped; incomplete {k['incomplete_send']} / {k['incomplete_receive']}{send_queue}")
 
 if fits == 0:
     fail("no trend line in summary.json")

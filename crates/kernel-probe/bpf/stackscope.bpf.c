@@ -72,6 +72,8 @@ struct tcp_sock {
 	__u32 write_seq;
 	__u32 copied_seq;
 	__u32 rcv_nxt;
+	__u32 snd_una;
+	__u32 snd_nxt;
 } CORE;
 
 struct net_device {
@@ -81,11 +83,20 @@ struct net_device {
 struct sk_buff {
 	struct sock *sk;
 	struct net_device *dev;
+	char cb[48];
 	unsigned int len;
 	__u16 transport_header;
 	__u16 network_header;
 	unsigned char *head;
 	unsigned char *data;
+} CORE;
+
+// TCP's control block in skb->cb (TCP_SKB_CB), filled by TCP input from
+// the header; where the socket's backlog coalesced several ACKs into one
+// skb, only this block has the newest acknowledgment, not the header.
+struct tcp_skb_cb {
+	__u8 tcp_flags;
+	__u32 ack_seq;
 } CORE;
 
 struct iov_iter {
@@ -151,6 +162,7 @@ enum {
 	KP_UDP_SENDMSG,
 	KP_IP_FINISH_OUTPUT,
 	KP_SK_FILTER,
+	KP_TCP_ACK,
 };
 
 // ---- Maps ----------------------------------------------------------------
@@ -548,9 +560,19 @@ SKB_TRACEPOINT(netif_rx, KP_NETIF_RX, 0, 1)
 // netif_receive_skb(skb): the frame leaves the backlog for the protocols.
 SKB_TRACEPOINT(netif_receive_skb, KP_NETIF_RECEIVE_SKB, 0, 1)
 
-// tcp_probe(sk, skb): TCP input of an established connection; len = the
-// segment's bytes at this point (TCP header included). Also binds the skb
-// to its sequence number (KP_TCP_SEQ), as net_dev_queue does on send.
+// tcp_probe(sk, skb): TCP input of an established connection, at the
+// start of tcp_rcv_established; len = the segment's bytes at this point
+// (TCP header included). Also binds the skb to its sequence number
+// (KP_TCP_SEQ), as net_dev_queue does on send.
+//
+// And the send queue's dequeue (KP_TCP_ACK): the tracepoint fires before
+// tcp_ack runs, so the socket's snd_una is still the value before this
+// segment; the segment's acknowledgment number says what it frees, read
+// from TCP's control block as tcp_ack reads it (an skb of the socket's
+// backlog may carry ACKs coalesced into it, the header only the first's).
+// An ACK that advances snd_una (and acknowledges nothing unsent, which
+// tcp_ack would reject) is recorded: len = the acknowledgment number, aux
+// = snd_una before it, so len - aux bytes leave the send queue here.
 SEC("tp_btf/tcp_probe")
 int tcp_probe(__u64 *ctx)
 {
@@ -565,11 +587,22 @@ int tcp_probe(__u64 *ctx)
 	__u32 seq = 0;
 	READ(head, skb->head);
 	READ(th, skb->transport_header);
-	if (head && th != 0xffff && !bpf_probe_read_kernel(&seq, sizeof(seq), head + th + 4)) {
-		__u64 ts = bpf_ktime_get_ns();
-		emit(KP_TCP_SEQ, flow, bswap32(seq), (__u64)skb, ts);
-		emit(KP_TCP_PROBE, flow, skb_len(skb), (__u64)skb, ts);
-	}
+	if (!head || th == 0xffff || bpf_probe_read_kernel(&seq, sizeof(seq), head + th + 4))
+		return 0;
+	__u64 ts = bpf_ktime_get_ns();
+	emit(KP_TCP_SEQ, flow, bswap32(seq), (__u64)skb, ts);
+	emit(KP_TCP_PROBE, flow, skb_len(skb), (__u64)skb, ts);
+	struct tcp_skb_cb *cb = (void *)skb->cb;
+	__u8 flags = 0;
+	__u32 ack = 0, una = 0, nxt = 0;
+	READ(flags, cb->tcp_flags);
+	if (!(flags & 0x10))
+		return 0;
+	READ(ack, cb->ack_seq);
+	READ(una, ((struct tcp_sock *)sk)->snd_una);
+	READ(nxt, ((struct tcp_sock *)sk)->snd_nxt);
+	if ((int)(ack - una) > 0 && (int)(ack - nxt) <= 0)
+		emit(KP_TCP_ACK, flow, ack, una, ts);
 	return 0;
 }
 

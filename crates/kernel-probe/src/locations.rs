@@ -14,10 +14,12 @@ probe::locations! {
     /// Every location the kernel probes record at.
     pub static LOCATIONS;
     /// A message enters the socket send queue (`tcp:tcp_sendmsg_locked`);
-    /// len = message bytes, aux = `write_seq`, the sequence of its first
-    /// byte. A point, not an enqueue: no tracepoint marks data leaving the
-    /// send queue, and a queue with one side only would report a length
-    /// that only grows.
+    /// len = message bytes not yet copied, aux = `write_seq`, the sequence
+    /// of the first of them. The tracepoint fires once per pass of the
+    /// copy loop, so a large message has several with the same end
+    /// (aux + len); the first is the enqueue. A point, not an enqueue:
+    /// the analysis pairs it with `kernel.tcp_ack` by sequence
+    /// (`analysis::kernel_messages::send_queue`), not per record.
     TCP_SENDMSG_LOCKED = ("kernel.tcp_sendmsg_locked", Layer::Socket, Kind::Point, Category::Socket, None);
     /// The send call returns (`sock:sock_send_length`); len = bytes sent,
     /// aux = `write_seq` after it (TCP) or 0 (UDP).
@@ -81,6 +83,14 @@ probe::locations! {
     /// lookup are done; aux = skb, len = the packet's length from its IP
     /// header (the hook runs with the IP header pushed back on).
     SK_FILTER = ("kernel.sk_filter", Layer::Transport, Kind::Point, Category::ProtocolReceive, None);
+    /// An ACK that frees bytes of the socket send queue, seen at
+    /// `tcp:tcp_probe` (TCP input, before `tcp_ack` runs): **len = the
+    /// segment's acknowledgment number**, **aux = `snd_una` before it**;
+    /// recorded only when it advances `snd_una` (and acknowledges nothing
+    /// unsent). Data stays queued until acknowledged: this is the send
+    /// queue's dequeue, a point because one ACK may free part of a
+    /// message or several.
+    TCP_ACK = ("kernel.tcp_ack", Layer::Transport, Kind::Point, Category::ProtocolReceive, None);
 }
 
 /// Where an eBPF program attaches.
@@ -120,7 +130,7 @@ pub static HOOKS: &[Hook] = &[
     hook("tcp_retransmit_skb", &[TCP_RETRANSMIT_SKB]),
     hook("netif_rx", &[NETIF_RX]),
     hook("netif_receive_skb", &[NETIF_RECEIVE_SKB]),
-    hook("tcp_probe", &[TCP_PROBE, TCP_SEQ]),
+    hook("tcp_probe", &[TCP_PROBE, TCP_SEQ, TCP_ACK]),
     hook("sk_data_ready", &[SK_DATA_READY]),
     hook("skb_copy_datagram_iovec", &[SKB_COPY_DATAGRAM_IOVEC]),
     hook("sock_recv_length", &[SOCK_RECV_LENGTH]),

@@ -128,6 +128,47 @@ fn tcp_messages_are_analysed_with_every_window() {
         assert!(m.packets_sent >= 1 && m.packets_received >= 1);
     }
     assert!(run.incomplete_send.is_empty() && run.incomplete_receive.is_empty());
+
+    // The sender's socket send queue: each message from its send call to
+    // the ACK of its last byte, split at that byte's first transmission.
+    let queues = km::queues(&traced.trace);
+    let sq = queues
+        .iter()
+        .find(|q| q.queue == "socket_send" && q.flow == 5)
+        .expect("the sender's send queue");
+    assert!(!queues
+        .iter()
+        .any(|q| q.queue == "socket_send" && q.flow == 6));
+    let parts = sq.send.as_ref().expect("its parts");
+    for size in &parts.by_size {
+        println!(
+            "socket_send {} B: {} messages, delay {:?} µs, until sent {:?}, sent until ACK {:?}",
+            size.bytes,
+            size.messages,
+            size.delay_us.map(|e| e.mean),
+            size.until_sent_us.map(|e| e.mean),
+            size.sent_until_acked_us.map(|e| e.mean)
+        );
+    }
+    assert_eq!(
+        (sq.packets, sq.unpaired_enqueues, sq.unpaired_dequeues),
+        (4, 0, 0),
+        "{sq:?}"
+    );
+    assert_eq!(parts.unsplit, 0, "{parts:?}");
+    let sizes: Vec<(u32, u64)> = parts
+        .by_size
+        .iter()
+        .map(|s| (s.bytes, s.messages))
+        .collect();
+    assert_eq!(sizes, vec![(1024, 2), (4096, 1), (65536, 1)]);
+    // One message at a time (a delayed ACK may leave the one before
+    // still queued); the 64 KiB message queued whole.
+    assert!(sq.max_length <= 2 && parts.max_bytes >= 65536, "{sq:?}");
+    let (delay, until) = (sq.delay_us.unwrap(), parts.until_sent_us.unwrap());
+    let after = parts.sent_until_acked_us.unwrap();
+    assert!(delay.min > 0.0 && until.min >= 0.0 && after.min >= 0.0);
+    assert!((until.mean + after.mean - delay.mean).abs() < 1e-6 * delay.mean);
 }
 
 #[test]
@@ -206,4 +247,51 @@ fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
         "{:?}",
         run.incomplete_receive
     );
+}
+
+/// Every 64 KiB message leaves the send queue at an ACK. A large write
+/// can find its socket owned while ACKs arrive: the backlog then
+/// coalesces them into one skb whose header keeps the first ACK's number
+/// and TCP's control block the newest (the probe reads the block, as
+/// tcp_ack does). That happens now and then, not on demand (once in 15
+/// 64 KiB messages of a quick lab): this test does not always meet it.
+#[test]
+fn every_large_message_leaves_the_send_queue() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _one = one_pair_at_a_time();
+    let pair = VethPair::create(1500).expect("veth pair");
+    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
+    let flows = HostFlows::of(11, Path::Veth);
+    let sizes = [65536u32; 30];
+    let moved = messages::tcp_messages(
+        &pair,
+        Some(&mut probes),
+        Path::Veth,
+        Family::V6,
+        &sizes,
+        flows,
+    )
+    .expect("transfer");
+    assert_eq!(moved.received, sizes.len());
+    let traced = probes.finish("test").expect("finish");
+    assert_eq!(traced.dropped, 0);
+    let queues = km::queues(&traced.trace);
+    let sq = queues
+        .iter()
+        .find(|q| q.queue == "socket_send" && q.flow == 11)
+        .expect("the sender's send queue");
+    println!(
+        "socket_send: {} paired, delay {:?} µs",
+        sq.packets,
+        sq.delay_us.map(|e| e.mean)
+    );
+    assert_eq!(
+        (sq.packets, sq.unpaired_enqueues, sq.unpaired_dequeues),
+        (30, 0, 0),
+        "{sq:?}"
+    );
+    assert_eq!(sq.send.as_ref().map(|p| p.unsplit), Some(0));
 }

@@ -3,9 +3,10 @@
 //! events of one message must appear on both sides in layer order (the IP
 //! output and transport input events of the cgroup hooks included), joined
 //! by skb address within its lifetime and across hosts by flow and TCP
-//! sequence; a fragmented datagram's fragments are traced; the ring's drop
-//! counters must be read (and count a forced overflow). Needs root and BTF; without them each test prints why it is
-//! skipped.
+//! sequence; the TCP message leaves the sender's socket send queue at the
+//! ACK of its last byte; a fragmented datagram's fragments are traced; the
+//! ring's drop counters must be read (and count a forced overflow). Needs
+//! root and BTF; without them each test prints why it is skipped.
 
 use std::time::Duration;
 
@@ -248,6 +249,43 @@ fn check_tcp(trace: &KernelTrace) {
     );
     // And the receive follows the send.
     assert!(receive_path[0].tsc >= send_path[4].tsc.min(send_path[2].tsc));
+
+    // The socket send queue: the message entered it at tcp_sendmsg_locked
+    // and leaves it at the first ACK covering its last byte
+    // (kernel.tcp_ack, len = the acknowledgment number). aux = snd_una
+    // read at tcp_probe, still the message's first byte: the tracepoint
+    // runs before tcp_ack, so snd_una alone would mark the next segment.
+    let end = seq + MESSAGE as u64;
+    let acked = find(trace, f, "kernel.tcp_ack", |r| {
+        offset(u64::from(r.len), end as u32) < 1 << 31
+    });
+    assert_eq!(u64::from(acked.len), end, "the ACK of exactly the message");
+    assert_eq!(acked.aux, seq, "snd_una before this ACK");
+    // No ACK freed any of it before.
+    assert!(!trace.trace.records.iter().any(|r| r.flow == f
+        && name(r) == "kernel.tcp_ack"
+        && r.tsc < acked.tsc
+        && offset(u64::from(r.len), seq as u32) > 0
+        && offset(u64::from(r.len), seq as u32) < 1 << 31));
+    // Enqueued, sent, received, acknowledged: in time order.
+    let queue_path = [
+        sendmsg,
+        send_path[1],
+        send_path[2],
+        received,
+        by_rskb("kernel.tcp_probe"),
+        acked,
+    ];
+    assert_order(
+        "TCP send queue",
+        &queue_path,
+        &[Layer::Socket, Layer::Network, Layer::Link, Layer::Transport],
+    );
+}
+
+/// Offset of sequence `seq` from `base`, modulo 2³².
+fn offset(seq: u64, base: u32) -> u32 {
+    (seq as u32).wrapping_sub(base)
 }
 
 fn check_udp(trace: &KernelTrace) {

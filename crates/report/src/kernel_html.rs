@@ -14,6 +14,8 @@ use crate::kernel_runs::{KernelRun, ProbeCostFigures};
 use crate::model::{Experiment, MessagesRun, Table};
 use crate::plot::{self, Series, ShareBars, StackedChart, Style, XyChart};
 
+mod queues;
+
 /// `12.3 µs [11.9, 12.7] (n 40)`. A latency whose t interval reaches
 /// below zero is too skewed for its mean (a few messages waited long):
 /// its median and the median's distribution-free interval instead.
@@ -143,7 +145,7 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &KernelRun) {
             crate::sweep_html::table_html(h, &table);
         }
     }
-    crate::sweep_html::table_html(h, &queue_table(run));
+    crate::sweep_html::table_html(h, &queues::queue_table(run));
 }
 
 fn incomplete(h: &mut String, run: &KernelRun) {
@@ -494,51 +496,6 @@ fn layer_table(run: &KernelRun, receive: bool) -> Option<Table> {
         columns,
         rows,
     })
-}
-
-fn queue_table(run: &KernelRun) -> Table {
-    let host = |flow: u32| {
-        if run.sender_flow == run.receiver_flow {
-            "both (one namespace)"
-        } else if flow == run.sender_flow {
-            "sender"
-        } else if flow == run.receiver_flow {
-            "receiver"
-        } else {
-            "?"
-        }
-    };
-    Table {
-        caption: "Kernel packet queues over the whole run (probe cost not taken out)".into(),
-        columns: [
-            "queue",
-            "host",
-            "packets",
-            "delay",
-            "median",
-            "most at once",
-            "unpaired enqueue / dequeue",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: run
-            .queues
-            .iter()
-            .map(|q| {
-                vec![
-                    q.queue.clone(),
-                    host(q.flow).into(),
-                    q.packets.to_string(),
-                    opt(q.delay_us.as_ref(), "µs"),
-                    q.delay_us
-                        .as_ref()
-                        .map_or("-".into(), |e| format!("{} µs", sig(e.median))),
-                    q.max_length.to_string(),
-                    format!("{} / {}", q.unpaired_enqueues, q.unpaired_dequeues),
-                ]
-            })
-            .collect(),
-    }
 }
 
 /// The parts both stacks have: `stack` (socket, transport, network and

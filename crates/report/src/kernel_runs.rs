@@ -37,7 +37,8 @@ pub struct KernelRun {
     pub windows: BTreeMap<String, String>,
     pub points: Vec<KernelSizePoint>,
     pub trends: KernelTrends,
-    /// qdisc, device and backlog queues per host.
+    /// qdisc, device, backlog and socket receive queues per host, and the
+    /// TCP sender's socket send queue.
     pub queues: Vec<KernelQueue>,
     /// Messages without a window, by reason (never dropped silently).
     pub incomplete_send: BTreeMap<String, u32>,

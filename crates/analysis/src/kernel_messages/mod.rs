@@ -60,6 +60,7 @@
 
 mod join;
 mod queues;
+mod send_queue;
 mod sizes;
 pub mod split;
 #[cfg(test)]
@@ -71,6 +72,7 @@ use serde::Serialize;
 
 pub use join::analyse;
 pub use queues::{queues, KernelQueue};
+pub use send_queue::{SendQueueParts, SendQueueSize};
 pub use sizes::{by_size, trends, KernelPathFigures, KernelSizePoint, KernelTrends};
 pub use split::KernelLayer;
 
@@ -95,6 +97,7 @@ pub mod sites {
     pub const UDP_SENDMSG: &str = "kernel.udp_sendmsg";
     pub const IP_FINISH_OUTPUT: &str = "kernel.ip_finish_output";
     pub const SK_FILTER: &str = "kernel.sk_filter";
+    pub const TCP_ACK: &str = "kernel.tcp_ack";
 }
 
 /// The transport the messages went over.

@@ -13,12 +13,17 @@
 //! TCP: a read takes every queued wake-up whose `rcv_nxt` its
 //! `copied_seq` has reached (sequence arithmetic); UDP: each read takes
 //! the oldest datagram. Its length counts wake-ups (UDP: datagrams).
+//!
+//! And the TCP socket send queue (`socket_send`, [`super::send_queue`]):
+//! `tcp_sendmsg_locked` → the ACK covering the message's last byte.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use probe::Trace;
 use serde::Serialize;
 use stats::Estimate;
+
+use super::send_queue::SendQueueParts;
 
 /// One queue of one host.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -34,6 +39,9 @@ pub struct KernelQueue {
     pub delay_us: Option<Estimate>,
     /// Most packets in the queue at once (paired and unpaired enqueues).
     pub max_length: u64,
+    /// `socket_send` only (where `packets` and `max_length` count
+    /// messages): bytes queued and the delay's two parts.
+    pub send: Option<SendQueueParts>,
 }
 
 /// Every queue of the trace's location table that has events.
@@ -95,10 +103,12 @@ pub fn queues(trace: &Trace) -> Vec<KernelQueue> {
                 unpaired_dequeues,
                 delay_us: Estimate::of(&delays),
                 max_length,
+                send: None,
             });
         }
     }
     out.extend(socket_receive(trace));
+    out.extend(super::send_queue::socket_send(trace));
     out
 }
 
@@ -161,6 +171,7 @@ fn socket_receive(trace: &Trace) -> Vec<KernelQueue> {
             unpaired_dequeues,
             delay_us: Estimate::of(&delays),
             max_length,
+            send: None,
         });
     }
     out

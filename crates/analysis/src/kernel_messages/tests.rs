@@ -16,7 +16,7 @@ const FLOWS: Flows = Flows {
 
 /// The kernel's location table, in an order unlike the probe crate's (the
 /// analysis must read names, not numbers).
-const NAMES: [&str; 19] = [
+const NAMES: [&str; 20] = [
     s::SOCK_RECV_LENGTH,
     s::TCP_SEQ,
     s::NET_DEV_QUEUE,
@@ -36,6 +36,7 @@ const NAMES: [&str; 19] = [
     s::SK_FILTER,
     s::UDP_SENDMSG,
     s::IP_FINISH_OUTPUT,
+    s::TCP_ACK,
 ];
 
 fn loc(name: &str) -> u16 {
@@ -446,4 +447,103 @@ fn the_socket_receive_queue_follows_sequence_and_datagram_order() {
     assert_eq!((q.packets, q.max_length, q.unpaired_dequeues), (2, 2, 0));
     // 300 - 100 and 500 - 150 ns.
     assert!(close(q.delay_us.unwrap().mean, 0.275));
+}
+
+/// A 1000-byte message (seq 5000) in one segment, a 3000-byte one (6000)
+/// in two with a partial ACK and a retransmission between, a third never
+/// acknowledged; an ACK before anything was enqueued.
+fn send_queue_records() -> Vec<Record> {
+    let (skb1, skb2, skb3, ack_skb) = (SKB, SKB + 0x100, SKB + 0x200, SKB + 0x300);
+    let sent = |t: u64, seq: u32, skb: u64| {
+        [
+            at(t, s::TCP_SEQ, SENDER, seq, skb),
+            at(t, s::NET_DEV_QUEUE, SENDER, 1086, skb),
+        ]
+    };
+    let mut r = vec![
+        at(50, s::TCP_ACK, SENDER, 5000, 4000),
+        at(100, s::TCP_SENDMSG_LOCKED, SENDER, 1000, 5000),
+        // The copy loop's second pass: same end, not a new message.
+        at(150, s::TCP_SENDMSG_LOCKED, SENDER, 400, 5600),
+        at(200, s::IP_FINISH_OUTPUT, SENDER, 1072, skb1),
+    ];
+    r.extend(sent(300, 5000, skb1));
+    r.extend([
+        // The receiver's binding of the same segment: not a send.
+        at(900, s::TCP_SEQ, RECEIVER, 5000, skb1),
+        at(900, s::TCP_PROBE, RECEIVER, 1032, skb1),
+        at(1500, s::TCP_SENDMSG_LOCKED, SENDER, 3000, 6000),
+        at(2000, s::TCP_ACK, SENDER, 6000, 5000),
+        at(2600, s::IP_FINISH_OUTPUT, SENDER, 1572, skb2),
+    ]);
+    r.extend(sent(2700, 6000, skb2));
+    r.push(at(2800, s::IP_FINISH_OUTPUT, SENDER, 1572, skb3));
+    r.extend(sent(2900, 7500, skb3));
+    // An ACK going the other way (loopback: one flow id), its sequence in
+    // the other direction's space.
+    r.extend(sent(2950, 0x9000_0000, ack_skb));
+    // Half of the second message acknowledged: it stays queued.
+    r.push(at(3000, s::TCP_ACK, SENDER, 7500, 6000));
+    // Its second segment again: not a later sequence, the first counts.
+    r.push(at(3100, s::IP_FINISH_OUTPUT, SENDER, 1572, skb3));
+    r.extend(sent(3150, 7500, skb3));
+    r.push(at(4000, s::TCP_ACK, SENDER, 9000, 7500));
+    r.push(at(5000, s::TCP_SENDMSG_LOCKED, SENDER, 100, 9000));
+    r
+}
+
+#[test]
+fn the_socket_send_queue_runs_from_the_send_call_to_the_ack() {
+    let qs = queues(&trace(send_queue_records(), 0.0));
+    let q = qs.iter().find(|q| q.queue == "socket_send").unwrap();
+    assert_eq!(q.flow, SENDER);
+    // Two messages paired, the third still queued, the first ACK unpaired;
+    // both first messages queued at once (1500 to 2000).
+    assert_eq!(
+        (q.packets, q.unpaired_enqueues, q.unpaired_dequeues),
+        (2, 1, 1)
+    );
+    assert_eq!(q.max_length, 2);
+    // 100 → 2000 and 1500 → 4000 ns.
+    assert!(close(q.delay_us.unwrap().mean, 2.2), "{q:?}");
+    let parts = q.send.as_ref().unwrap();
+    // write_seq 9000 - snd_una 5000 at 1500.
+    assert_eq!((parts.max_bytes, parts.unsplit), (4000, 0));
+    // Sent (IP output of the last byte's segment) at 200 and 2800.
+    assert!(close(parts.until_sent_us.unwrap().mean, 0.7));
+    assert!(close(parts.sent_until_acked_us.unwrap().mean, 1.5));
+    let sizes: Vec<(u32, u64)> = parts
+        .by_size
+        .iter()
+        .map(|s| (s.bytes, s.messages))
+        .collect();
+    assert_eq!(sizes, vec![(1000, 1), (3000, 1)]);
+    assert!(close(parts.by_size[1].delay_us.unwrap().mean, 2.5));
+    assert!(close(parts.by_size[1].until_sent_us.unwrap().mean, 1.3));
+    // The receiver sent nothing: no send queue of its own.
+    assert!(!qs
+        .iter()
+        .any(|q| q.queue == "socket_send" && q.flow == RECEIVER));
+}
+
+#[test]
+fn a_send_queue_without_its_segments_is_not_split() {
+    let records = vec![
+        at(100, s::TCP_SENDMSG_LOCKED, SENDER, 1000, 5000),
+        at(900, s::TCP_ACK, SENDER, 6000, 5000),
+    ];
+    let qs = queues(&trace(records, 0.0));
+    let q = qs.iter().find(|q| q.queue == "socket_send").unwrap();
+    assert_eq!(q.packets, 1);
+    assert!(close(q.delay_us.unwrap().mean, 0.8));
+    let parts = q.send.as_ref().unwrap();
+    assert_eq!(parts.unsplit, 1);
+    assert!(parts.until_sent_us.is_none() && parts.sent_until_acked_us.is_none());
+    // A trace from before kernel.tcp_ack has no send queue.
+    let mut t = trace(
+        vec![at(100, s::TCP_SENDMSG_LOCKED, SENDER, 1000, 5000)],
+        0.0,
+    );
+    t.locations.retain(|l| l.name != s::TCP_ACK);
+    assert!(!queues(&t).iter().any(|q| q.queue == "socket_send"));
 }
