@@ -404,6 +404,10 @@ fn serve(
     let ran = runner.elapsed();
     // Close the connections and give their FINs a moment to leave.
     services.close_all(host);
+    // What arrived with the signal (an iperf3 client's last message) is
+    // taken before the server stops.
+    host.poll(runner.now());
+    iperf.run(host);
     iperf.stop(host);
     print_events(iperf);
     let end = std::time::Instant::now() + LINGER;
