@@ -7,6 +7,9 @@
 //! receiver's) must agree; a reversed one's may differ only by what was in
 //! flight at the end; a UDP test must lose little.
 //!
+//! The second test also runs the host with `--trace`: the test's segments
+//! are in the trace it writes.
+//!
 //! Needs root (namespaces, TAP devices) and `iperf3`; elsewhere it prints
 //! "skipped: ..." and passes.
 
@@ -15,7 +18,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{require_tool, skip_reason, HostProcess, Netns};
+use support::{path_str, require_tool, skip_reason, HostProcess, Netns, TempDir};
 
 const TAP: &str = "ssip0";
 const HOST6: &str = "2001:db8:77::2";
@@ -253,8 +256,19 @@ fn options_the_server_does_not_serve_are_refused_in_iperf3s_words() {
             return;
         }
     };
-    let mut host =
-        HostProcess::start(&["--netns", ns.name(), "--tap", TAP, "--addr", "192.0.2.2/24"]);
+    // With the probes on: the run leaves a trace.
+    let dir = TempDir::new("interop-iperf3");
+    let trace = dir.join("iperf3.sstrace");
+    let mut host = HostProcess::start(&[
+        "--netns",
+        ns.name(),
+        "--tap",
+        TAP,
+        "--addr",
+        "192.0.2.2/24",
+        "--trace",
+        path_str(&trace),
+    ]);
     support::configure_kernel_side(&ns, &mut host, TAP);
     host.wait_for_line(|l| l == "ready", Duration::from_secs(5))
         .unwrap_or_else(|why| panic!("the host's addresses: {why}"));
@@ -282,5 +296,25 @@ fn options_the_server_does_not_serve_are_refused_in_iperf3s_words() {
         1,
         "{}",
         stopped.stdout
+    );
+    // The trace holds the test's TCP segments, received and delivered.
+    let file = std::fs::File::open(&trace).expect("the trace file");
+    let trace = probe::Trace::read(std::io::BufReader::new(file)).expect("a readable trace");
+    assert!(trace.header.description.contains("stackscope host"));
+    let count = |name: &str| {
+        let Some(loc) = trace.locations.iter().position(|l| l.name == name) else {
+            panic!("no location {name}");
+        };
+        trace
+            .records
+            .iter()
+            .filter(|r| r.loc as usize == loc)
+            .count()
+    };
+    // 1 MiB in segments of at most 1460 bytes: at least 719 of them.
+    assert!(
+        count("socket.recv_queue.enqueue") >= 719,
+        "{} records",
+        trace.records.len()
     );
 }

@@ -336,7 +336,7 @@ pub fn run(args: &HostArgs) -> Result<()> {
     if let (Some(recorder), Some(path)) = (recorder, &args.trace) {
         let written = recorder.finish(name)?;
         println!(
-            "trace {}: {} records, {} dropped (the ring was full)",
+            "trace {}: {} records, {} dropped (events the full ring could not hold)",
             path.display(),
             written.records,
             written.dropped
