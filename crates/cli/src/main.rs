@@ -230,8 +230,9 @@ enum Command {
     /// kernel or another host as its peer, until SIGINT/SIGTERM.
     ///
     /// It answers pings (ICMPv6 and ICMPv4 echo) and serves UDP and TCP
-    /// echo (port 7), discard (9) and a ttcp sink (5001) on IPv6 and
-    /// IPv4; prints its interfaces and addresses as they are assigned
+    /// echo (port 7), discard (9), a ttcp sink (5001) and an iperf3
+    /// server (5201: `iperf3 -c` with -u, -R, -P, -t, -n, -l, -b, -J) on
+    /// IPv6 and IPv4; prints its interfaces and addresses as they are assigned
     /// (SLAAC when no IPv6 address is given), and on SIGINT or SIGTERM
     /// its counters: host, per service, per link, drops by reason.
     /// Creating TAPs, AF_PACKET and entering namespaces need root.

@@ -1,11 +1,13 @@
 //! `stackscope host`: a long-running reference-stack host on real links
-//! (TAP devices it creates, AF_PACKET on existing interfaces), serving ICMP echo, UDP and TCP echo (7), discard (9) and
-//! a ttcp sink (5001) until SIGINT or SIGTERM, then printing its counters.
+//! (TAP devices it creates, AF_PACKET on existing interfaces), serving ICMP echo, UDP and TCP echo (7), discard (9),
+//! a ttcp sink (5001) and an iperf3 server (5201) until SIGINT or SIGTERM,
+//! then printing its counters.
 //! The Linux kernel, or anything else on the other side of the links, is
 //! the peer.
 
 mod os;
 mod services;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -21,6 +23,7 @@ use stack::iface::host::{Host, StaticRoute};
 use stack::phy::tap::TapErrors;
 use stack::runner::realtime::{RealTime, Turn};
 use stack::topology::{derived_mac, IpCidr};
+use traffic::program::iperf3;
 use wire::ethernet::EthernetAddress;
 
 use crate::attach::{self, LinkKind, LinkRequest};
@@ -81,6 +84,17 @@ pub struct HostArgs {
     /// needed): DIR/IFACE.pcapng, flushed every second and at exit.
     #[arg(long, value_name = "DIR")]
     pcap: Option<PathBuf>,
+    /// Record the reference stack's probes (every flow: an iperf3 test,
+    /// the services, pings) while the host runs, and write them at the
+    /// stop as a stackscope trace FILE (`stackscope trace info FILE`,
+    /// `trace perfetto`). The ring holds --trace-records events; later
+    /// ones are counted as dropped in the trace's header.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Events the --trace ring holds (32 bytes each).
+    #[arg(long, value_name = "N", default_value_t = 4 << 20, requires = "trace",
+          value_parser = clap::value_parser!(u64).range(1..=(64 << 20)))]
+    trace_records: u64,
 }
 
 const EXAMPLE: &str = "\
@@ -91,6 +105,8 @@ What it prints (stdout, one line per event):
   address NAME ADDR/LEN ORIGIN STATE     (each address as it is assigned;
                                           SLAAC addresses when they come)
   ready                                  (no address is tentative any more)
+  iperf3 test ...                        (each iperf3 test: its start, and
+                                          what the server counted at its end)
   then, after SIGINT/SIGTERM: host counters, drops by reason, per-service
   connections/datagrams/bytes, link counters and drops; exit status 0.
 
@@ -103,7 +119,14 @@ Example (as root): a host on a TAP in a namespace, pinged by Linux:
   ip -n demo link set tap0 up
   ip netns exec demo ping -c 3 2001:db8:77::2
   ip netns exec demo ping -c 3 -s 20000 192.0.2.2
+  ip netns exec demo iperf3 -c 192.0.2.2 -t 3          (TCP to the host)
+  ip netns exec demo iperf3 -c 2001:db8:77::2 -R -P 2  (the host sends)
+  ip netns exec demo iperf3 -c 192.0.2.2 -u -b 50M -J  (UDP, iperf3's JSON)
   kill -INT %1; ip netns del demo
+
+A trace of an iperf3 test: start the host as above with --trace iperf.sstrace,
+run e.g. `iperf3 -c 192.0.2.2 -n 20M`, stop the host (kill -INT), then
+  stackscope trace info iperf.sstrace
 
 Or on one end of a veth pair (the other end stays with Linux):
   ip netns add demo
@@ -301,8 +324,24 @@ pub fn run(args: &HostArgs) -> Result<()> {
     let (mut host, kernel_settings) =
         attach::build_host(name, links, args.dad_transmits, &args.routes)?;
     let mut services = Services::open(&mut host)?;
-    let (stopped_by, ran) = serve(&mut host, &mut services, &infos);
-    print_counters(&stopped_by, ran, &host, &services, &infos);
+    let mut iperf = iperf3::Server::open(&mut host, iperf3::PORT)
+        .with_context(|| format!("iperf3 server: listen on port {}", iperf3::PORT))?;
+    // On this thread, which runs the host.
+    let recorder = match &args.trace {
+        Some(path) => Some(trace::Recorder::start(path, args.trace_records as usize)?),
+        None => None,
+    };
+    let (stopped_by, ran) = serve(&mut host, &mut services, &mut iperf, &infos);
+    print_counters(&stopped_by, ran, &host, &services, &iperf, &infos);
+    if let (Some(recorder), Some(path)) = (recorder, &args.trace) {
+        let written = recorder.finish(name)?;
+        println!(
+            "trace {}: {} records, {} dropped (events the full ring could not hold)",
+            path.display(),
+            written.records,
+            written.dropped
+        );
+    }
     drop(host); // closes the links (TAPs disappear) and flushes captures
     drop(kernel_settings);
     match stopped_by {
@@ -323,12 +362,17 @@ const ADDRESS_CHECK: Duration = Duration::from_millis(10);
 /// The host's loop: services, then `host.poll(now)`, on the real-time
 /// runner (which sleeps on the links when idle). Returns why it stopped
 /// and how long it ran.
-fn serve(host: &mut Host, services: &mut Services, infos: &[LinkInfo]) -> (Stop, Duration) {
+fn serve(
+    host: &mut Host,
+    services: &mut Services,
+    iperf: &mut iperf3::Server<Host>,
+    infos: &[LinkInfo],
+) -> (Stop, Duration) {
     let runner = RealTime::new(MAX_SLEEP);
     let mut shown = AddressesShown::default();
     let mut last_check = std::time::Instant::now();
     let mut stopped = None;
-    runner.run(host, |host, _now| {
+    runner.run(host, |host, now| {
         let stop = match os::stop_requested() {
             Some(signal) => Some(Stop::Signal(signal)),
             None => infos
@@ -344,8 +388,15 @@ fn serve(host: &mut Host, services: &mut Services, infos: &[LinkInfo]) -> (Stop,
             last_check = std::time::Instant::now();
             shown.print_changes(host);
         }
-        if services.run(host) {
+        let served = services.run(host);
+        let iperf_moved = iperf.run(host);
+        print_events(iperf);
+        if served || iperf_moved.any {
             Turn::Busy
+        } else if let Some(at) = iperf_moved.wake {
+            // A paced iperf3 sender's next write, a drain's end; still
+            // look at signals and addresses as often as when idle.
+            Turn::Until(at.min(now + MAX_SLEEP))
         } else {
             Turn::Idle
         }
@@ -353,12 +404,31 @@ fn serve(host: &mut Host, services: &mut Services, infos: &[LinkInfo]) -> (Stop,
     let ran = runner.elapsed();
     // Close the connections and give their FINs a moment to leave.
     services.close_all(host);
+    // What arrived with the signal (an iperf3 client's last message) is
+    // taken before the server stops.
+    host.poll(runner.now());
+    iperf.run(host);
+    iperf.stop(host);
+    print_events(iperf);
     let end = std::time::Instant::now() + LINGER;
     while std::time::Instant::now() < end {
         host.poll(runner.now());
         std::thread::sleep(Duration::from_millis(1));
     }
     (stopped.unwrap_or(Stop::Signal("a signal")), ran)
+}
+
+/// Prints what the iperf3 server reported since the last call.
+fn print_events(iperf: &mut iperf3::Server<Host>) {
+    let events = iperf.take_events();
+    if events.is_empty() {
+        return;
+    }
+    let mut out = io::stdout().lock();
+    for event in events {
+        let _ = writeln!(out, "{event}");
+    }
+    let _ = out.flush();
 }
 
 /// Why the host stopped.
@@ -440,10 +510,11 @@ fn print_start(args: &HostArgs, infos: &[LinkInfo]) {
     );
     let _ = writeln!(
         out,
-        "services: ICMP echo; UDP and TCP echo {}, discard {}, ttcp sink {} (IPv6 and IPv4)",
+        "services: ICMP echo; UDP and TCP echo {}, discard {}, ttcp sink {}, iperf3 server {} (IPv6 and IPv4)",
         Kind::Echo.port(),
         Kind::Discard.port(),
-        Kind::Sink.port()
+        Kind::Sink.port(),
+        iperf3::PORT
     );
     for info in infos {
         let _ = write!(
@@ -479,6 +550,7 @@ fn print_counters(
     ran: Duration,
     host: &Host,
     services: &Services,
+    iperf: &iperf3::Server<Host>,
     infos: &[LinkInfo],
 ) {
     let mut out = io::stdout().lock();
@@ -532,6 +604,17 @@ fn print_counters(
         out,
         "  tcp connections open at the stop: {}",
         services.open_connections()
+    );
+    let c = iperf.counts();
+    let _ = writeln!(
+        out,
+        "  iperf3 ({}): tests_completed {} tests_failed {} busy_refusals {} bytes_in {} bytes_out {}",
+        iperf3::PORT,
+        c.completed,
+        c.failed,
+        c.busy,
+        c.bytes_in,
+        c.bytes_out
     );
     let _ = writeln!(out, "links:");
     for (interface, info) in host.interfaces().iter().zip(infos) {

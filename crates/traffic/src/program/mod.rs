@@ -1,11 +1,13 @@
 //! The traffic programs, each written once over [`Transport`]: the ttcp
-//! stream sender and receiver ([`stream`]), and what they share. A program
+//! stream sender and receiver ([`stream`]), an iperf3 server
+//! ([`iperf3`]), and what they share. A program
 //! is a state machine stepped by its target's driver — the kernel's
 //! (wait for socket readiness between steps) or the reference stack's
 //! runners (step inside the host's poll loop) — and never blocks.
 
 pub mod datagrams;
 pub mod echo;
+pub mod iperf3;
 pub mod stream;
 
 use std::net::SocketAddr;
