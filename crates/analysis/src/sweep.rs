@@ -77,10 +77,7 @@ pub struct Split {
     pub tunnel: BTreeMap<Layer, Stat>,
     /// The tunnel's whole time per message (the parts above summed per
     /// message); `None` without a tunnel.
-    #[serde(
-        serialize_with = "brief_part",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(serialize_with = "brief_part", skip_serializing_if = "Option::is_none")]
     pub tunnel_total: Option<Stat>,
     /// Each layer's time outside the tunnel (`layers` less `tunnel`, per
     /// message), so that these, `tunnel`, `wire` and `other` add up to
@@ -92,15 +89,9 @@ pub struct Split {
     pub outside_tunnel: BTreeMap<Layer, Stat>,
     /// The tunnel's time as a share of each message's window, and of the
     /// stack's own work in it (every layer: no wire, no `other`).
-    #[serde(
-        serialize_with = "brief_part",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(serialize_with = "brief_part", skip_serializing_if = "Option::is_none")]
     pub tunnel_share: Option<Stat>,
-    #[serde(
-        serialize_with = "brief_part",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(serialize_with = "brief_part", skip_serializing_if = "Option::is_none")]
     pub tunnel_share_of_stack: Option<Stat>,
 }
 

@@ -46,7 +46,9 @@ where
     }
 
     fn is_tunnel_site(&self, index: usize) -> bool {
-        (self.site)(self.spans[index].enter).0.starts_with("tunnel.")
+        (self.site)(self.spans[index].enter)
+            .0
+            .starts_with("tunnel.")
     }
 
     /// Whether span `index` is a tunnel root.

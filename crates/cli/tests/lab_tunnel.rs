@@ -108,12 +108,18 @@ fn traced_messages_over_6over4_carry_the_tunnels_rows_beside_native() {
                 let split = &point[side]["stop_split"];
                 let inside = &split["tunnel"];
                 let at = format!("{id} {} B {side}", point["size"]);
-                assert!(mean(&inside["link"]) > 0.0, "{at}: no encapsulation: {split}");
+                assert!(
+                    mean(&inside["link"]) > 0.0,
+                    "{at}: no encapsulation: {split}"
+                );
                 assert!(mean(&inside["network"]) > 0.0, "{at}: no IPv4: {split}");
                 // Per layer, outside and inside the tunnel make the layer.
                 for (layer, part) in split["layers"].as_object().unwrap() {
                     let sum = mean(&split["outside_tunnel"][layer]) + mean(&inside[layer]);
-                    assert!((sum - mean(part)).abs() <= 1e-6 * mean(part).max(1.0), "{at}: {layer}");
+                    assert!(
+                        (sum - mean(part)).abs() <= 1e-6 * mean(part).max(1.0),
+                        "{at}: {layer}"
+                    );
                 }
                 let share = mean(&split["tunnel_share"]);
                 assert!(share > 0.0 && share < 1.0, "{at}: share {share}");
@@ -133,5 +139,8 @@ fn traced_messages_over_6over4_carry_the_tunnels_rows_beside_native() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("id=\"tunnel_check-over-tunnel\""));
     assert!(html.contains("tunnel: encapsulation") && html.contains("tunnel: IPv4"));
-    assert!(!html.contains("does not add up"), "a layer table does not add up");
+    assert!(
+        !html.contains("does not add up"),
+        "a layer table does not add up"
+    );
 }

@@ -287,9 +287,8 @@ fn layer_table(
         escape(&native.id),
     );
     for &size in sizes {
-        let at = |run: &MessagesRun| {
-            path(run.points.iter().find(|p| p.size == size), receive).cloned()
-        };
+        let at =
+            |run: &MessagesRun| path(run.points.iter().find(|p| p.size == size), receive).cloned();
         let label = crate::units::size(u64::from(size));
         let (Some(t), Some(n)) = (at(tunnel), at(native)) else {
             let _ = write!(
@@ -428,8 +427,7 @@ fn study_table(h: &mut String, tunnel: &MessagesRun) {
         .filter_map(|p| p.send.as_ref()?.stop_split.tunnel_share_of_stack.as_ref())
         .map(|s| 100.0 * s.mean)
         .collect();
-    let ours_window =
-        Stat::of(&send_shares).map_or("-".into(), |s| percent_cell(&s, "sizes"));
+    let ours_window = Stat::of(&send_shares).map_or("-".into(), |s| percent_cell(&s, "sizes"));
     let single = |names: &[&str]| {
         profile_share(tunnel, names).map_or("-".into(), |(share, calls)| {
             format!("{share:.2} (over the whole run, {calls} calls; no interval)")
@@ -478,22 +476,39 @@ mod tests {
 
     #[test]
     fn the_tunnels_rows_come_out_of_their_layers_and_the_parts_add_up() {
-        let tunnel = [window(2_000.0, 1_000.0, 500.0, 10_000.0), window(2_200.0, 900.0, 700.0, 10_100.0)];
-        let native = [window(2_000.0, 0.0, 0.0, 9_800.0), window(2_100.0, 0.0, 0.0, 9_900.0)];
+        let tunnel = [
+            window(2_000.0, 1_000.0, 500.0, 10_000.0),
+            window(2_200.0, 900.0, 700.0, 10_100.0),
+        ];
+        let native = [
+            window(2_000.0, 0.0, 0.0, 9_800.0),
+            window(2_100.0, 0.0, 0.0, 9_900.0),
+        ];
         let split = |w: &[CategoryTimes]| Split::of(&w.iter().collect::<Vec<_>>());
         let (ts, ns) = (split(&tunnel), split(&native));
         let parts = parts(&[&ts, &ns]);
         let names: Vec<String> = parts.iter().map(Part::name).collect();
         assert_eq!(
             names,
-            ["network", "link", "tunnel: encapsulation", "tunnel: IPv4", "wire", "other"]
+            [
+                "network",
+                "link",
+                "tunnel: encapsulation",
+                "tunnel: IPv4",
+                "wire",
+                "other"
+            ]
         );
         // IPv6's network time alone, outside the tunnel: 2.0 and 2.2 µs.
         assert!((Part::Layer(Layer::Network).of(&ts).unwrap().mean - 2.1).abs() < 1e-9);
         assert!((Part::Tunnel(Layer::Network).of(&ts).unwrap().mean - 0.95).abs() < 1e-9);
         assert!(Part::Tunnel(Layer::Network).of(&ns).is_none());
         let stop = Stat::of(&[13.5, 13.9]).unwrap();
-        assert!(closes(&ts, &stop, &parts).ends_with("= window"), "{}", closes(&ts, &stop, &parts));
+        assert!(
+            closes(&ts, &stop, &parts).ends_with("= window"),
+            "{}",
+            closes(&ts, &stop, &parts)
+        );
         let native_stop = Stat::of(&[11.8, 12.0]).unwrap();
         assert!(closes(&ns, &native_stop, &parts).ends_with("= window"));
     }

@@ -67,9 +67,9 @@ mod tests {
     }
 
     #[test]
-    fn a_narrow_interface_narrows_the_path() {
+    fn a_narrow_wire_narrows_the_path() {
         let text = include_str!("../../../../../topologies/fast-ethernet.toml")
-            .replacen("name = \"eth0\"\n", "name = \"eth0\"\nmtu = 1400\n", 1);
+            .replace("name = \"eth0\"\n", "name = \"eth0\"\nmtu = 1400\n");
         let narrow = topology(&text);
         assert_eq!(path_mtu(&narrow, Family::V6), 1400);
         assert_eq!(path_mtu(&narrow, Family::V4), 1400);
