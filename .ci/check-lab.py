@@ -253,7 +253,7 @@ if not decoded or not comments:
 print(f"trace.pcapng: {len(decoded)} packets, none malformed, {len(comments)} named by message")
 # Issue 15: every traced run names its window and depth, no payload
 # throughput beats its wire, and the device ring is probed.
-LINK_RATE_BPS = {"fast-ethernet": 100e6}
+LINK_RATE_BPS = {"fast-ethernet": 100e6, "fast-ethernet-6over4": 100e6}
 for exp in summary["experiments"]:
     for run in exp["runs"]:
         label = f"{exp['name']}/{run['id']}"
@@ -519,6 +519,84 @@ for exp_name, k in kernel_runs:
     print(f"{label}: {one['size']} B send {line(one['send'])}; receive {line(one['receive'])}; "
           f"probe cost {cost['per_event_ns']['mean']:.0f} ns/event (n {cost['per_event_ns']['n']}); "
           f"{k['ring_dropped']} dropped; incomplete {k['incomplete_send']} / {k['incomplete_receive']}{send_queue}")
+
+# Issue 20: xie1999 over 6-over-4, as the study's testbed ran. Each
+# tunnelled run has its IPv6 path MTU 1480 (1500 on its native twin) and
+# the payload per packet that follows (TCP: 1480 - 40 - 20 - 12 of
+# timestamps - 8 of trace option; UDP: a fragment's 8-byte multiple after
+# the Fragment header); every window of it holds the tunnel's rows (the
+# encapsulation under link, its IPv4 under network) and its native twin's
+# none; the rows outside and inside the tunnel add up to the layers, and
+# with wire and other to the window; the report has the section.
+TUNNEL_RUNS = {"tcp-6over4": ("tcp", 1400, 1420), "udp-6over4": ("udp", 1432, 1448)}
+CLOSE = 1e-6
+
+
+def close(a, b):
+    return abs(a - b) <= CLOSE * max(1.0, abs(a), abs(b))
+
+
+def parts_sum(parts):
+    return sum(p["mean"] for p in parts.values())
+
+
+for tunnel_id, (native_id, segment, native_segment) in TUNNEL_RUNS.items():
+    label = f"xie1999/{tunnel_id}"
+    tunnel = xie.get(tunnel_id) or fail(f"xie1999 has no {tunnel_id} run")
+    native = xie[native_id]
+    if tunnel["link"] != "fast-ethernet-6over4" or tunnel["family"] != native["family"]:
+        fail(f"{label}: link {tunnel['link']}, family {tunnel['family']}")
+    if (tunnel["path_mtu"], native["path_mtu"]) != (1480, 1500):
+        fail(f"{label}: path MTU {tunnel['path_mtu']} (native {native['path_mtu']}), not 1480 (1500)")
+    if (tunnel["segment_bytes"], native["segment_bytes"]) != (segment, native_segment):
+        fail(f"{label}: {tunnel['segment_bytes']} B per packet (native {native['segment_bytes']}), not {segment} ({native_segment})")
+    shown = None
+    for point in tunnel["points"]:
+        for side in ("send", "receive"):
+            f = point.get(side)
+            if f is None:
+                continue
+            where = f"{label} {point['size']} B {side}"
+            split = f["stop_split"]
+            tunnel_parts = split.get("tunnel") or {}
+            if not tunnel_parts.get("link", {}).get("mean", 0) > 0 or not tunnel_parts.get("network", {}).get("mean", 0) > 0:
+                fail(f"{where}: no tunnel rows (encapsulation under link, IPv4 under network): {sorted(tunnel_parts)}")
+            if not close(parts_sum(tunnel_parts), split["tunnel_total"]["mean"]):
+                fail(f"{where}: the tunnel's rows add to {parts_sum(tunnel_parts)}, its total is {split['tunnel_total']['mean']}")
+            for layer, part in split["layers"].items():
+                inside = tunnel_parts.get(layer, {"mean": 0.0})["mean"]
+                if not close(split["outside_tunnel"][layer]["mean"] + inside, part["mean"]):
+                    fail(f"{where}: {layer} outside ({split['outside_tunnel'][layer]['mean']}) and inside the tunnel ({inside}) is not the layer's {part['mean']}")
+            wire = split["categories"].get("wire", {"mean": 0.0})["mean"]
+            total = parts_sum(split["outside_tunnel"]) + parts_sum(tunnel_parts) + wire + split["other"]["mean"]
+            # Per message the parts are the window; a message whose spans
+            # outlast the window after the probes' cost came out would not
+            # close, and the report says so too.
+            if abs(total - f["stop_us"]["mean"]) > 0.005 * f["stop_us"]["mean"]:
+                fail(f"{where}: the rows add up to {total:.3f} µs, the window is {f['stop_us']['mean']:.3f} µs")
+            share = split["tunnel_share"]
+            if not 0 < share["mean"] < 1 or not share["n"] >= 1:
+                fail(f"{where}: the tunnel's share of the window {share}")
+            if side == "send" and f["frames"] + 1e-9 < -(-point["size"] // segment) and native_id == "tcp":
+                fail(f"{where}: {f['frames']} frames for {point['size']} B at {segment} B a packet")
+            if side == "send":
+                shown = (point["size"], f)
+    for point in native["points"]:
+        for side in ("send", "receive"):
+            f = point.get(side)
+            if f and (f["stop_split"].get("tunnel") or f["stop_split"].get("tunnel_total")):
+                fail(f"xie1999/{native_id} {point['size']} B {side}: tunnel rows in a native run")
+    if shown is None:
+        fail(f"{label}: no size measured on the send path")
+    size, f = shown
+    split = f["stop_split"]
+    rows = ", ".join(f"{k} {v['mean']:.2f}" for k, v in split["outside_tunnel"].items())
+    print(f"{label}: MTU {tunnel['path_mtu']}, {tunnel['segment_bytes']:.0f} B per packet; at {size} B send stop "
+          f"{f['stop_us']['mean']:.1f} µs: {rows}, tunnel encapsulation {split['tunnel']['link']['mean']:.2f}, "
+          f"IPv4 {split['tunnel']['network']['mean']:.2f} µs; tunnel {split['tunnel_share']['mean'] * 100:.2f} % of the window, "
+          f"{split['tunnel_share_of_stack']['mean'] * 100:.1f} % of the stack's work")
+if 'id="xie1999-over-tunnel"' not in html:
+    fail("report.html has no section on xie1999 over the tunnel beside native IPv6")
 
 if fits == 0:
     fail("no trend line in summary.json")

@@ -19,7 +19,8 @@
 //!   times (the IPv6 study's Figures 4.6 and 4.7);
 //! * [`resolution`]: per category, the spans finer than one probe;
 //! * [`site_trace`]: bytes past each probe site against time (the SunOS
-//!   study's packet traces).
+//!   study's packet traces);
+//! * [`tunnel_part`]: which spans are a tunnel's work (IPv6 over IPv4).
 
 pub mod callpath;
 pub mod histogram;
@@ -33,6 +34,7 @@ pub mod site_trace;
 pub mod spans;
 pub mod sweep;
 pub mod trend;
+pub mod tunnel_part;
 pub mod view;
 
 use std::collections::BTreeMap;

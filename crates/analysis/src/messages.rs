@@ -137,6 +137,13 @@ pub struct CategoryTimes {
     /// `instrumentation`) by the layer of its probe site: it sums to the
     /// same total, so layers, `wire` and `other` make up the window.
     pub by_layer: BTreeMap<Layer, f64>,
+    /// The part of `by_layer` that is a tunnel's work (IPv6 over the
+    /// host's own IPv4: the encapsulation or decapsulation under `link`,
+    /// the encapsulating IPv4 output or the outer IPv4 input under
+    /// `network`; `tunnel_part`), by the same layers. Empty without a
+    /// tunnel.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tunnel: BTreeMap<Layer, f64>,
     pub other: f64,
 }
 
@@ -661,8 +668,12 @@ fn measure(
     // uncovered is time in no span.
     let mut outer: Vec<(u64, u64)> = Vec::new();
     if let Some(spans) = spans {
+        let mut tunnel = crate::tunnel_part::TunnelSpans::new(&spans.spans, |loc| {
+            let site = view.site(loc);
+            (site.name.as_str(), site.layer)
+        });
         let first = spans.spans.partition_point(|s| s.enter_index < from.0);
-        for span in &spans.spans[first..] {
+        for (index, span) in spans.spans.iter().enumerate().skip(first) {
             if span.enter_index > to.0 {
                 break;
             }
@@ -675,10 +686,11 @@ fn measure(
             if !span.is_instrumentation() {
                 let ns = view.ns(span.exclusive);
                 *times.by_category.entry(span.category).or_default() += ns;
-                *times
-                    .by_layer
-                    .entry(view.site(span.enter).layer)
-                    .or_default() += ns;
+                let layer = view.site(span.enter).layer;
+                *times.by_layer.entry(layer).or_default() += ns;
+                if tunnel.contains(index) {
+                    *times.tunnel.entry(layer).or_default() += ns;
+                }
                 covered += ns;
                 continue;
             }

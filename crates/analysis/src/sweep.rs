@@ -68,6 +68,31 @@ pub struct Split {
     /// Time in no span and not on the wire.
     #[serde(serialize_with = "brief_part")]
     pub other: Option<Stat>,
+    /// The part of `layers` that is a tunnel's work
+    /// (`CategoryTimes::tunnel`), by layer; empty without a tunnel.
+    #[serde(
+        serialize_with = "brief_parts",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub tunnel: BTreeMap<Layer, Stat>,
+    /// The tunnel's whole time per message (the parts above summed per
+    /// message); `None` without a tunnel.
+    #[serde(serialize_with = "brief_part", skip_serializing_if = "Option::is_none")]
+    pub tunnel_total: Option<Stat>,
+    /// Each layer's time outside the tunnel (`layers` less `tunnel`, per
+    /// message), so that these, `tunnel`, `wire` and `other` add up to
+    /// the window; empty without a tunnel.
+    #[serde(
+        serialize_with = "brief_parts",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub outside_tunnel: BTreeMap<Layer, Stat>,
+    /// The tunnel's time as a share of each message's window, and of the
+    /// stack's own work in it (every layer: no wire, no `other`).
+    #[serde(serialize_with = "brief_part", skip_serializing_if = "Option::is_none")]
+    pub tunnel_share: Option<Stat>,
+    #[serde(serialize_with = "brief_part", skip_serializing_if = "Option::is_none")]
+    pub tunnel_share_of_stack: Option<Stat>,
 }
 
 /// A part of a split as summary.json keeps it.
@@ -114,6 +139,42 @@ impl Split {
             .iter()
             .flat_map(|w| w.by_category.keys().copied())
             .collect();
+        let tunnel: BTreeSet<Layer> = windows
+            .iter()
+            .flat_map(|w| w.tunnel.keys().copied())
+            .collect();
+        let tunnel_sum = |w: &CategoryTimes| -> f64 { w.tunnel.values().sum() };
+        let share = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
+        let shares = |whole: &dyn Fn(&CategoryTimes) -> f64| {
+            let values: Vec<f64> = windows
+                .iter()
+                .map(|w| share(tunnel_sum(w), whole(w)))
+                .collect();
+            Stat::of(&values)
+        };
+        let (tunnel_total, tunnel_share, tunnel_share_of_stack) = if tunnel.is_empty() {
+            (None, None, None)
+        } else {
+            (
+                us(&|w| tunnel_sum(w)),
+                shares(&|w| w.stack_ns() + w.wire_ns() + w.other),
+                shares(&|w| w.stack_ns()),
+            )
+        };
+        let outside_tunnel = if tunnel.is_empty() {
+            BTreeMap::new()
+        } else {
+            layers
+                .iter()
+                .filter_map(|&l| {
+                    let outside = |w: &CategoryTimes| {
+                        w.by_layer.get(&l).copied().unwrap_or(0.0)
+                            - w.tunnel.get(&l).copied().unwrap_or(0.0)
+                    };
+                    Some((l, us(&outside)?))
+                })
+                .collect()
+        };
         Split {
             layers: layers
                 .into_iter()
@@ -124,6 +185,14 @@ impl Split {
                 .filter_map(|c| Some((c, us(&|w| w.by_category.get(&c).copied().unwrap_or(0.0))?)))
                 .collect(),
             other: us(&|w| w.other),
+            tunnel: tunnel
+                .into_iter()
+                .filter_map(|l| Some((l, us(&|w| w.tunnel.get(&l).copied().unwrap_or(0.0))?)))
+                .collect(),
+            tunnel_total,
+            outside_tunnel,
+            tunnel_share,
+            tunnel_share_of_stack,
         }
     }
 
@@ -451,5 +520,36 @@ mod split_tests {
         );
         assert!(part.get("median").is_none(), "{part}");
         assert!(json["other"]["ci95"]["lo"].is_number(), "{json}");
+        // No tunnel: no tunnel parts in the JSON either.
+        assert!(split.tunnel_total.is_none());
+        assert!(json.get("tunnel").is_none(), "{json}");
+    }
+
+    #[test]
+    fn a_tunnels_parts_are_split_out_of_their_layers_per_message() {
+        let mut a = CategoryTimes::default();
+        a.by_layer.insert(Layer::Network, 3_000.0);
+        a.by_layer.insert(Layer::Link, 1_000.0);
+        a.tunnel.insert(Layer::Network, 1_000.0);
+        a.tunnel.insert(Layer::Link, 500.0);
+        let mut b = CategoryTimes::default();
+        b.by_layer.insert(Layer::Network, 2_000.0);
+        b.tunnel.insert(Layer::Network, 500.0);
+        let split = Split::of(&[&a, &b]);
+        assert_eq!(split.tunnel[&Layer::Network].mean, 0.75);
+        // b had no encapsulation time: it counts 0.
+        assert_eq!(split.tunnel[&Layer::Link].mean, 0.25);
+        let total = split.tunnel_total.as_ref().unwrap();
+        assert_eq!((total.n, total.mean), (2, 1.0));
+        // Outside the tunnel: a 2 µs, b 1.5 µs of network; a 0.5 µs of
+        // link, b none.
+        assert_eq!(split.outside_tunnel[&Layer::Network].mean, 1.75);
+        assert_eq!(split.outside_tunnel[&Layer::Link].mean, 0.25);
+        // a: 1.5 of a 4 µs window, b: 0.5 of 2 µs.
+        let share = split.tunnel_share.as_ref().unwrap();
+        assert!((share.mean - (0.375 + 0.25) / 2.0).abs() < 1e-12);
+        let json = serde_json::to_value(&split).unwrap();
+        assert_eq!(json["tunnel"]["network"]["mean"].as_f64(), Some(0.75));
+        assert_eq!(json["tunnel_total"]["n"].as_u64(), Some(2));
     }
 }

@@ -37,7 +37,8 @@ enum Command {
     /// Runs the four built-in recipes (experiments/*.toml) on the embedded
     /// virtual network, no root, no setup: xie1999 (traced messages: start
     /// and stop latency, trend lines, cost shares, CPU shares, call tree,
-    /// queues), papadopoulos1993 (socket buffer sweep, a traced 256 KB
+    /// queues; over native IPv6, IPv4 and IPv6 over 6-over-4 with the
+    /// tunnel's layer apart), papadopoulos1993 (socket buffer sweep, a traced 256 KB
     /// transfer's queues, stop-and-wait component delays, background
     /// load), taler1992 (throughput and delay 16 B..16 KB for TCP, UDP,
     /// XTP and raw frames, two circuits, mixed protocols, two-circuit and

@@ -86,6 +86,7 @@ pub fn render(report: &Report) -> String {
         crate::cost_centres::protocols_compared(&mut h, exp);
         crate::layers_compared::xtp_beside_tcp(&mut h, exp);
         crate::families::families_compared(&mut h, exp);
+        crate::tunnel_html::beside_native(&mut h, exp);
         for sweep in &exp.sweeps {
             crate::sweep_html::section(&mut h, &exp.name, sweep);
         }

@@ -156,6 +156,9 @@ pub struct MessagesRun {
     /// Payload one packet carries on the path; stop-latency steps are
     /// looked for at its multiples.
     pub segment_bytes: f64,
+    /// The IP MTU of the path the run's family takes (1500 on Ethernet,
+    /// 1480 for IPv6 over a tunnel on it), which `segment_bytes` is of.
+    pub path_mtu: usize,
     /// The machine's state before and after each pass.
     #[serde(flatten)]
     pub gauges: MachineGauges,

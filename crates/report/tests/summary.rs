@@ -62,6 +62,7 @@ fn run(id: &str, protocol: &str, sizes: &[u32]) -> MessagesRun {
         sent: 3 * sizes.len() as u64,
         delivered: 3 * sizes.len() as u64,
         segment_bytes: 1440.0,
+        path_mtu: 1500,
         gauges: MachineGauges {
             core_trip_ns: Some(58.0),
             core_trip_min_ns: Some(55.0),

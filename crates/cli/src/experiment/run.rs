@@ -32,6 +32,7 @@ use super::recipe::{MessagesPlan, Plan, Recipe, Run};
 use super::sweep_run;
 
 mod figures;
+mod path_mtu;
 mod repeat;
 
 use figures::{components_table, message_slices, packet_trace};
@@ -450,11 +451,15 @@ fn figures_of(begun: Begun, calibration: &Calibration) -> Result<MessagesRun> {
         warmup,
         tally,
         repetition,
+        topology: begun_topology,
         ..
     } = begun;
     let repetition = repetition.map(|r| r.outcome());
     let points = sweep::by_size(&found);
-    let segment = segment_bytes(plan, 1500);
+    // The path's own MTU: over a tunnel IPv6 packets are 20 bytes
+    // narrower than the wire's (1480 on 6-over-4).
+    let path_mtu = path_mtu::path_mtu(&begun_topology, plan.family);
+    let segment = segment_bytes(plan, path_mtu);
     let thread_profile = |thread: Option<u16>| {
         thread.and_then(|t| all.get(&t).map(|s| profile::thread_profile(&view, t, s)))
     };
@@ -632,6 +637,7 @@ fn figures_of(begun: Begun, calibration: &Calibration) -> Result<MessagesRun> {
         sent: tally.sent,
         delivered: tally.delivered,
         segment_bytes: segment,
+        path_mtu,
         stop_at: plan.stop,
         send,
         receive: sweep::trends(&points, Some(segment), true),

@@ -46,7 +46,8 @@ pub(super) struct RawRun {
     /// `messages`, `throughput`, `delay` or `pipeline`.
     kind: Spanned<String>,
     title: Option<String>,
-    /// A link profile (`fast-ethernet`, `unlimited`, `default`).
+    /// A link profile (`fast-ethernet`, `fast-ethernet-6over4`, `unlimited`,
+    /// `default`).
     link: Spanned<String>,
     sizes: Spanned<String>,
     quick_sizes: Option<Spanned<String>>,
@@ -137,6 +138,9 @@ pub enum Link {
     Ethernet,
     /// Two hosts on a 100 Mbit/s wire, MTU 1500.
     FastEthernet,
+    /// The same wire, the hosts' IPv6 over 6-over-4 (RFC 2529) on their
+    /// own IPv4: the IPv6 study's testbed path, IPv6 MTU 1480.
+    FastEthernet6over4,
     /// Two hosts on a wire with no rate limit, MTU 1500.
     Unlimited,
     /// host-a — router — host-b on 1 Gbit/s wires.
@@ -144,12 +148,14 @@ pub enum Link {
 }
 
 impl Link {
-    pub const NAMES: &'static str = "ethernet, fast-ethernet, unlimited, default";
+    pub const NAMES: &'static str =
+        "ethernet, fast-ethernet, unlimited, default, fast-ethernet-6over4";
 
     fn parse(name: &str) -> Option<Link> {
         match name {
             "ethernet" => Some(Link::Ethernet),
             "fast-ethernet" => Some(Link::FastEthernet),
+            "fast-ethernet-6over4" => Some(Link::FastEthernet6over4),
             "unlimited" => Some(Link::Unlimited),
             "default" => Some(Link::Default),
             _ => None,
@@ -160,6 +166,7 @@ impl Link {
         match self {
             Link::Ethernet => "ethernet",
             Link::FastEthernet => "fast-ethernet",
+            Link::FastEthernet6over4 => "fast-ethernet-6over4",
             Link::Unlimited => "unlimited",
             Link::Default => "default",
         }
@@ -170,6 +177,9 @@ impl Link {
         match self {
             Link::Ethernet => include_str!("../../../../../topologies/ethernet.toml"),
             Link::FastEthernet => include_str!("../../../../../topologies/fast-ethernet.toml"),
+            Link::FastEthernet6over4 => {
+                include_str!("../../../../../topologies/fast-ethernet-6over4.toml")
+            }
             Link::Unlimited => include_str!("../../../../../topologies/unlimited.toml"),
             Link::Default => include_str!("../../../../../topologies/default.toml"),
         }
@@ -179,7 +189,7 @@ impl Link {
     pub fn rate_bps(self) -> Option<u64> {
         match self {
             Link::Ethernet => Some(10_000_000),
-            Link::FastEthernet => Some(100_000_000),
+            Link::FastEthernet | Link::FastEthernet6over4 => Some(100_000_000),
             Link::Unlimited => None,
             Link::Default => Some(1_000_000_000),
         }
