@@ -280,7 +280,9 @@ fn closes(split: &Split, total: &Stat, parts: &[Part]) -> String {
     }
 }
 
-fn row(h: &mut String, size: &str, part: &str, xtp: Option<&Stat>, tcp: Option<&Stat>) {
+/// One part's row: its value on the first side, on the second, and the
+/// first less the second (Welch) or `same` when not significant.
+pub(crate) fn row(h: &mut String, size: &str, part: &str, xtp: Option<&Stat>, tcp: Option<&Stat>) {
     let difference = match (tcp, xtp) {
         (Some(t), Some(x)) => Difference::welch(t, x).map_or("-".into(), |d| {
             let ci = d.diff_ci95;
@@ -305,7 +307,7 @@ fn row(h: &mut String, size: &str, part: &str, xtp: Option<&Stat>, tcp: Option<&
 
 /// Mean ± half-width (n); a part whose interval is wider than its mean is
 /// marked noisy, one of a single message has no interval.
-fn cell(stat: Option<&Stat>) -> String {
+pub(crate) fn cell(stat: Option<&Stat>) -> String {
     let Some(s) = stat else {
         return "-".into();
     };

@@ -12,9 +12,9 @@ use std::fmt::Write;
 
 use analysis::sweep::{PathFigures, SizePoint, Split, Stat};
 use probe::{Category, Layer};
-use stats::Difference;
 
 use crate::html::escape;
+use crate::layers_compared::{cell, row};
 use crate::model::{Experiment, MessagesRun};
 
 /// Most sizes a layer table shows (evenly over the common sizes).
@@ -324,44 +324,6 @@ fn closes(split: &Split, window: &Stat, parts: &[Part]) -> String {
         format!("{sum:.2} = window")
     } else {
         format!("<b>{sum:.2}: does not add up to {:.2}</b>", window.mean)
-    }
-}
-
-fn row(h: &mut String, size: &str, part: &str, tunnel: Option<&Stat>, native: Option<&Stat>) {
-    let difference = match (native, tunnel) {
-        (Some(n), Some(t)) => Difference::welch(n, t).map_or("-".into(), |d| {
-            let ci = d.diff_ci95;
-            format!(
-                "{:+.2} ({:+.2} … {:+.2}){}",
-                d.diff,
-                ci.lo,
-                ci.hi,
-                if d.significant { "" } else { " same" }
-            )
-        }),
-        _ => "-".into(),
-    };
-    let _ = write!(
-        h,
-        "<tr><td class=\"l\">{size}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{difference}</td></tr>",
-        escape(part),
-        cell(tunnel),
-        cell(native),
-    );
-}
-
-/// Mean ± half-width (n); an interval wider than the mean is marked
-/// noisy, a single message has no interval.
-fn cell(stat: Option<&Stat>) -> String {
-    let Some(s) = stat else {
-        return "-".into();
-    };
-    match s.half_width() {
-        Some(half) if half > s.mean.abs() && s.mean != 0.0 => {
-            format!("{:.2} ± {:.2} (n {}) <i>noisy</i>", s.mean, half, s.n)
-        }
-        Some(half) => format!("{:.2} ± {:.2} (n {})", s.mean, half, s.n),
-        None => format!("{:.2} (n {}, no interval)", s.mean, s.n),
     }
 }
 
