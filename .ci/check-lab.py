@@ -459,6 +459,14 @@ for exp_name, k in kernel_runs:
             fail(f"{label}: probe cost {key} without n >= 3 and an interval: {e}")
     if k["overhead"]["subtracted_ns"] < 0:
         fail(f"{label}: a negative probe cost subtracted")
+    # What is subtracted is the programs' own time per record (the kernel's
+    # BPF run-time statistics), measured with its interval.
+    own = cost.get("program_ns_per_record")
+    if cost.get("program_time_missing") is None:
+        if not own or not own.get("ci95") or own["n"] < 3 or not own["mean"] > 0:
+            fail(f"{label}: the programs' own time per record without n >= 3 and an interval: {own}")
+        if own["ci95"]["lo"] > 0 and abs(k["overhead"]["subtracted_ns"] - own["mean"]) > 1e-6 * own["mean"]:
+            fail(f"{label}: subtracted {k['overhead']['subtracted_ns']} ns, not the programs' own {own['mean']} ns per record")
     windows = 0
     for p in k["points"]:
         for side in ("send", "receive"):
@@ -513,11 +521,23 @@ for exp_name, k in kernel_runs:
         send_queue = "; socket send queue " + ", ".join(
             f"{s['bytes']} B {s['delay_us']['mean']:.1f} µs (until sent {s['until_sent_us']['mean']:.1f})"
             for s in parts["by_size"] if s["delay_us"] and s["until_sent_us"])
+    # The reference twin beside it: the same protocol at the same sizes on a
+    # wire without a rate (xie1999's *-unlimited runs).
+    if exp_name == "xie1999" and k["path"] == "veth":
+        exp = experiments[exp_name]
+        twins = [r for r in exp["runs"] if r["protocol"] == k["protocol"] and r["family"] == k["family"]
+                 and r["link_bps"] is None]
+        if k["family"] == "IPv6" and not twins:
+            fail(f"{label}: no reference run on a wire without a rate beside it")
+        for r in twins:
+            missing = {p["size"] for p in k["points"]} - {p["size"] for p in r["points"]}
+            if missing:
+                fail(f"{label}: reference twin {r['id']} lacks sizes {sorted(missing)}")
     one = next((p for p in k["points"] if p["size"] == 1024), k["points"][0])
     line = lambda f: (f"start {f['start_us']['mean']:.1f}, stop {f['stop_us']['mean']:.1f} µs ("
                       + ", ".join(f"{n} {v:.0f} %" for n, v in f["shares_percent"].items()) + ")") if f else "-"
     print(f"{label}: {one['size']} B send {line(one['send'])}; receive {line(one['receive'])}; "
-          f"probe cost {cost['per_event_ns']['mean']:.0f} ns/event (n {cost['per_event_ns']['n']}); "
+          f"probe cost {k['overhead']['subtracted_ns']:.0f} ns/record subtracted (extra CPU {cost['per_event_ns']['mean']:.0f} ns/event, n {cost['per_event_ns']['n']}); "
           f"{k['ring_dropped']} dropped; incomplete {k['incomplete_send']} / {k['incomplete_receive']}{send_queue}")
 
 # Issue 20: xie1999 over 6-over-4, as the study's testbed ran. Each

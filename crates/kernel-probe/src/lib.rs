@@ -29,4 +29,6 @@ pub use clock_map::ClockMap;
 pub use drop_reasons::DropReasons;
 pub use error::KernelProbeError;
 pub use locations::{Hook, HOOKS, LOCATIONS};
-pub use session::{netns_inode, Config, KernelProbes, KernelTrace, ProbeStatus};
+pub use session::{
+    netns_inode, Config, KernelProbes, KernelTrace, ProbeStatus, ProgramTime, RunTimeStats,
+};

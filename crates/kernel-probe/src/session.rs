@@ -96,10 +96,48 @@ pub struct KernelTrace {
     pub drops: BTreeMap<String, u64>,
 }
 
+/// The probe programs' own run time and run count, as the kernel keeps
+/// them (`bpf_prog_info.run_time_ns`/`run_cnt`): the time inside the
+/// programs, from their first instruction to their return, ring
+/// reservation and submission included; not the tracepoint's or cgroup
+/// hook's dispatch around them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ProgramTime {
+    pub runs: u64,
+    pub ns: u64,
+}
+
+impl ProgramTime {
+    /// What ran between `earlier` and `self`.
+    pub fn since(self, earlier: ProgramTime) -> ProgramTime {
+        ProgramTime {
+            runs: self.runs.saturating_sub(earlier.runs),
+            ns: self.ns.saturating_sub(earlier.ns),
+        }
+    }
+}
+
+/// The kernel's run-time statistics for BPF programs, on while this lives
+/// (`BPF_ENABLE_STATS`, Linux 5.8). They cost every program run two clock
+/// reads, so they are on only for the probe-cost measurement's timed
+/// transfers, never while a lab run is traced.
+pub struct RunTimeStats {
+    // Closing it turns the statistics off.
+    _on: std::os::fd::OwnedFd,
+}
+
+impl RunTimeStats {
+    pub fn enable() -> Result<RunTimeStats, KernelProbeError> {
+        aya::sys::enable_stats(aya::sys::Stats::RunTime)
+            .map(|on| RunTimeStats { _on: on })
+            .map_err(|e| KernelProbeError::Invalid(format!("enable BPF run-time statistics: {e}")))
+    }
+}
+
 /// The loaded and attached probe set. Dropping it detaches everything.
 pub struct KernelProbes {
     // Owns the programs and their links; dropped before the cgroup.
-    _ebpf: Ebpf,
+    ebpf: Ebpf,
     // The run's cgroup the cgroup programs watch, if they could attach.
     _cgroup: Option<RunCgroup>,
     flows: HashMap<MapData, u64, u32>,
@@ -167,7 +205,7 @@ impl KernelProbes {
                 .map_err(|e| KernelProbeError::Invalid(format!("start the ring poller: {e}")))?
         };
         Ok(KernelProbes {
-            _ebpf: ebpf,
+            ebpf,
             _cgroup: cgroup.ok(),
             flows,
             dropped,
@@ -220,6 +258,24 @@ impl KernelProbes {
         flow: u32,
     ) -> Result<(), KernelProbeError> {
         self.trace_flow(netns, port, 0, flow)
+    }
+
+    /// The time the probe programs have run so far and how often, summed
+    /// over every loaded program. The kernel counts these only while
+    /// run-time statistics are on ([`RunTimeStats`]); outside that they
+    /// stand still.
+    pub fn program_time(&self) -> Result<ProgramTime, KernelProbeError> {
+        let mut total = ProgramTime::default();
+        for (name, program) in self.ebpf.programs() {
+            let info = program
+                .info()
+                .map_err(|e| KernelProbeError::Invalid(format!("program {name}'s info: {e}")))?;
+            total.runs = total.runs.saturating_add(info.run_count());
+            total.ns = total
+                .ns
+                .saturating_add(u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX));
+        }
+        Ok(total)
     }
 
     /// Events lost so far because the ring was full, summed over CPUs.

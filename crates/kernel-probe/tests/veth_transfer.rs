@@ -607,3 +607,46 @@ fn a_dropped_datagram_is_recorded_with_its_reason() {
         .expect("the frame arrived first");
     assert!(received.tsc <= freed.tsc);
 }
+
+/// The probes' cost as the lab measures it, on a short plan: the programs'
+/// own time comes from the kernel's run-time statistics, on only for the
+/// timed transfers (before and after them the counters stand still), and
+/// is a positive figure per record with an interval.
+#[test]
+fn the_programs_own_time_is_read_from_the_kernel_per_record() {
+    let _pair = one_pair_at_a_time();
+    if let Some(reason) = skip_reason() {
+        println!("skipped: {reason}");
+        return;
+    }
+    let pair = VethPair::create(1500).expect("veth pair");
+    let plan = kernel_probe::cost::CostPlan {
+        pairs: 3,
+        bytes: 4 << 20,
+        chunk: 64 << 10,
+        family: Family::V6,
+    };
+    let cost = kernel_probe::cost::measure(&pair, &plan, &Config::default()).expect("cost");
+    assert_eq!(cost.program_time_missing, None, "statistics refused");
+    assert_eq!(cost.timed.len(), 3);
+    for leg in &cost.timed {
+        assert!(leg.events > 0 && leg.program.runs > 0, "{leg:?}");
+        // Every record was written by a program run.
+        assert!(leg.program.runs >= leg.events / 2, "{leg:?}");
+    }
+    // The untimed attached transfers read no statistics.
+    assert!(cost
+        .pairs
+        .iter()
+        .all(|(a, d)| a.program.runs == 0 && d.program.runs == 0));
+    let own = cost
+        .program_ns_per_record
+        .expect("programs' time per record");
+    println!(
+        "programs' own time per record: {own:?}; extra CPU per event: {:?}",
+        cost.per_event_ns
+    );
+    assert_eq!(own.n, 3);
+    // A program run costs something, and far less than a millisecond.
+    assert!(own.mean > 0.0 && own.mean < 100_000.0, "{own:?}");
+}

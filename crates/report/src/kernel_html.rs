@@ -197,7 +197,7 @@ fn overhead(h: &mut String, run: &KernelRun) {
                 None => {
                     let _ = write!(
                         h,
-                        "<p class=\"note\">Probe cost taken out of every window: {} ns per record inside it on the path's CPUs (the mean extra CPU per event below; docs/lab.md says what it can and cannot correct).</p>",
+                        "<p class=\"note\">Probe cost taken out of every window: {} ns per record inside it on the path's CPUs (the programs' own time per record below, read by the kernel's BPF run-time statistics; the extra CPU per event, which also holds what the probes do to the path around them, is beside it; docs/lab.md says what each can and cannot correct).</p>",
                         sig(o.subtracted_ns)
                     );
                 }
@@ -228,7 +228,7 @@ fn cost_table(c: &ProbeCostFigures) -> Table {
     };
     Table {
         caption: format!(
-            "Kernel probes' cost: {} pairs of bulk TCP transfers of {} MiB across the veth pair, attached then detached in turn",
+            "Kernel probes' cost: {} rounds of bulk TCP transfers of {} MiB across the veth pair, attached then detached in turn, then attached with the kernel's BPF run-time statistics on (the programs' own time; that transfer is not in the throughput)",
             c.pairs,
             c.bytes_per_transfer >> 20
         ),
@@ -257,6 +257,19 @@ fn cost_table(c: &ProbeCostFigures) -> Table {
             vec![
                 "extra CPU per event".into(),
                 positive(c.per_event_ns.as_ref(), "ns"),
+                String::new(),
+            ],
+            vec![
+                "the programs' own time per record (subtracted)".into(),
+                match &c.program_time_missing {
+                    Some(why) => format!("not measured: {}", why),
+                    None => positive(c.program_ns_per_record.as_ref(), "ns"),
+                },
+                String::new(),
+            ],
+            vec![
+                "the programs' own time per run (runs that kept nothing too)".into(),
+                positive(c.program_ns_per_run.as_ref(), "ns"),
                 String::new(),
             ],
             vec![
@@ -544,13 +557,26 @@ fn kernel_shares(f: &KernelPathFigures) -> [f64; 3] {
     parts
 }
 
-/// The reference runs of the same protocol and family, without a
-/// background load.
+/// The reference runs to set beside a kernel run: same protocol and
+/// family, no background load; of those, the ones on a wire without a rate
+/// where there are any (a veth pair has none either, so the windows hold
+/// the same kind of work), else all of them.
 fn references<'a>(exp: &'a Experiment, run: &KernelRun) -> Vec<&'a MessagesRun> {
-    exp.runs
+    let twins: Vec<&MessagesRun> = exp
+        .runs
         .iter()
         .filter(|r| r.protocol == run.protocol && r.family == run.family && r.load.is_none())
-        .collect()
+        .collect();
+    let unrated: Vec<&MessagesRun> = twins
+        .iter()
+        .copied()
+        .filter(|r| r.link_bps.is_none_or(|bps| bps <= 0.0))
+        .collect();
+    if unrated.is_empty() {
+        twins
+    } else {
+        unrated
+    }
 }
 
 /// The point nearest `size` among `points`.
@@ -574,7 +600,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
     }
     let _ = write!(
         h,
-        "<h3 id=\"{}\">{}: the kernel beside the reference stack, per layer</h3><p class=\"note\">At 1 KiB and 64 KiB (the kernel runs' sizes; the reference run's nearest). The kernel's cuts between transport and network (at IP output's <code>ip_finish_output</code> and at TCP/UDP input's socket filter) leave IP's header and netfilter work on the transport side, unlike the reference stack's, so socket, transport and network are compared as one part (<em>stack</em>; the kernel's own tables split them); <em>link</em> is the reference stack's link layer and the kernel's qdisc, device queue, driver and backlog; <em>waiting</em> is the reference stack's wire and time in no span, the kernel's wait for the next packet's arrival. The reference stack runs on its recipe's link (a rate-limited wire), the kernel across a veth pair: the windows are the same kind, the paths are not.</p>",
+        "<h3 id=\"{}\">{}: the kernel beside the reference stack, per layer</h3><p class=\"note\">At 1 KiB and 64 KiB (the kernel runs' sizes; the reference run's nearest). The kernel's cuts between transport and network (at IP output's <code>ip_finish_output</code> and at TCP/UDP input's socket filter) leave IP's header and netfilter work on the transport side, unlike the reference stack's, so socket, transport and network are compared as one part (<em>stack</em>; the kernel's own tables split them); <em>link</em> is the reference stack's link layer and the kernel's qdisc, device queue, driver and backlog; <em>waiting</em> is the reference stack's wire and time in no span (its reader's wake-up among it), the kernel's wait for the next packet's arrival and in the socket's receive queue until the reader takes it (the reader's wake-up). The reference stack runs on its virtual wire without a rate where the recipe has such runs (else on its rate-limited link, whose wire time then fills its windows), the kernel across a veth pair, which has no rate either: the windows are the same kind, the paths are not (the kernel's hands each packet to the peer's backlog; the reference stack's wire is a queue between two threads or one simulated clock).</p>",
         crate::toc::run(&exp.name, "kernel-beside-reference"),
         escape(&exp.name),
     );

@@ -99,8 +99,20 @@ pub struct ProbeCostFigures {
     /// CPU seconds per GiB of the sending and receiving threads.
     pub attached_cpu_s_per_gib: Option<Estimate>,
     pub detached_cpu_s_per_gib: Option<Estimate>,
-    /// Extra CPU per event recorded, ns.
+    /// Extra CPU per event recorded, ns (attached − detached CPU over the
+    /// events: the programs and all they do to the path).
     pub per_event_ns: Option<Estimate>,
     pub events_per_transfer: Option<Estimate>,
+    /// The programs' own time per record kept, ns, from the kernel's BPF
+    /// run-time statistics on a third, timed transfer per pair: what is
+    /// subtracted per record.
+    #[serde(default)]
+    pub program_ns_per_record: Option<Estimate>,
+    /// The same per program run (runs that kept nothing included), ns.
+    #[serde(default)]
+    pub program_ns_per_run: Option<Estimate>,
+    /// Why the programs' own time was not measured, if it was not.
+    #[serde(default)]
+    pub program_time_missing: Option<String>,
     pub dropped: u64,
 }

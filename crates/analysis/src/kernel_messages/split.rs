@@ -130,13 +130,14 @@ impl KernelLayer {
             | KernelLayer::NetworkInput
             | KernelLayer::Input
             | KernelLayer::TransportInput
-            | KernelLayer::SocketQueue
             | KernelLayer::Copy => "stack",
             KernelLayer::Qdisc
             | KernelLayer::DeviceQueue
             | KernelLayer::Driver
             | KernelLayer::Backlog => "link",
-            KernelLayer::Arrival => "waiting",
+            // Queued for the reader: its wake-up and system call entry,
+            // which on the reference stack is time in no span.
+            KernelLayer::Arrival | KernelLayer::SocketQueue => "waiting",
         }
     }
 }
