@@ -24,6 +24,7 @@ pub mod locations;
 pub mod messages;
 mod session;
 pub mod transfer;
+mod transfer_io;
 
 pub use clock_map::ClockMap;
 pub use drop_reasons::DropReasons;

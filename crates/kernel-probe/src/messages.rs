@@ -18,6 +18,7 @@ use traffic::spec::Family;
 use crate::error::KernelProbeError;
 use crate::session::KernelProbes;
 use crate::transfer::namespace_inodes;
+use crate::transfer_io::{accept_within, entered, failed, gone};
 
 /// How long a side waits for the other.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -77,19 +78,6 @@ pub struct Transferred {
     /// receive path runs mostly in the sender's system calls).
     pub sender_cpu: Duration,
     pub receiver_cpu: Duration,
-}
-
-fn failed(what: &str) -> impl Fn(std::io::Error) -> KernelProbeError + '_ {
-    move |e| KernelProbeError::Invalid(format!("transfer: {what}: {e}"))
-}
-
-fn gone(what: &str) -> KernelProbeError {
-    KernelProbeError::Invalid(format!("transfer: the {what} thread ended early"))
-}
-
-fn entered(pair: &VethPair, side: Side) -> Result<(), KernelProbeError> {
-    pair.enter(side)
-        .map_err(|e| KernelProbeError::Invalid(format!("transfer: enter namespace: {e}")))
 }
 
 /// The sides' namespaces and addresses for `path`.
@@ -246,7 +234,7 @@ fn tcp(
             let listener =
                 TcpListener::bind(SocketAddr::new(rx_addr, 0)).map_err(failed("bind"))?;
             let _ = addr_tx.send(listener.local_addr().map_err(failed("address"))?);
-            let mut conn = accept_within(&listener)?;
+            let mut conn = accept_within(&listener, TIMEOUT)?;
             conn.set_read_timeout(Some(TIMEOUT))
                 .map_err(failed("timeout"))?;
             let meter = CpuMeter::start();
@@ -380,26 +368,6 @@ pub fn udp_messages(
             receiver_cpu,
         })
     })
-}
-
-/// Accepts one connection, giving up after the timeout.
-fn accept_within(listener: &TcpListener) -> Result<TcpStream, KernelProbeError> {
-    listener
-        .set_nonblocking(true)
-        .map_err(failed("non-blocking"))?;
-    let start = Instant::now();
-    loop {
-        match listener.accept() {
-            Ok((conn, _)) => {
-                conn.set_nonblocking(false).map_err(failed("blocking"))?;
-                return Ok(conn);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && start.elapsed() < TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(failed("accept")(e)),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use traffic::spec::Family;
 
 use crate::error::KernelProbeError;
 use crate::session::{netns_inode, KernelProbes};
+use crate::transfer_io::{accept_within, entered, failed, gone};
 
 /// How long a side waits for the other (connect, a datagram, a read).
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,19 +33,6 @@ pub fn namespace_inodes(pair: &VethPair) -> Result<[u32; 2], KernelProbeError> {
         netns_inode(format!("/run/netns/{}", pair.namespace(Side::A)))?,
         netns_inode(format!("/run/netns/{}", pair.namespace(Side::B)))?,
     ])
-}
-
-fn failed(what: &str) -> impl Fn(std::io::Error) -> KernelProbeError + '_ {
-    move |e| KernelProbeError::Invalid(format!("transfer: {what}: {e}"))
-}
-
-fn entered(pair: &VethPair, side: Side) -> Result<(), KernelProbeError> {
-    pair.enter(side)
-        .map_err(|e| KernelProbeError::Invalid(format!("transfer: enter namespace: {e}")))
-}
-
-fn gone(what: &str) -> KernelProbeError {
-    KernelProbeError::Invalid(format!("transfer: the {what} thread ended early"))
 }
 
 /// `count` TCP messages of `len` bytes from B to A over `family`
@@ -276,27 +264,6 @@ fn run<C: Carrier>(
             received,
         })
     })
-}
-
-/// Accepts one connection, giving up after `timeout` (a sender that never
-/// connects must not hang the run).
-fn accept_within(listener: &TcpListener, timeout: Duration) -> Result<TcpStream, KernelProbeError> {
-    listener
-        .set_nonblocking(true)
-        .map_err(failed("non-blocking"))?;
-    let start = std::time::Instant::now();
-    loop {
-        match listener.accept() {
-            Ok((conn, _)) => {
-                conn.set_nonblocking(false).map_err(failed("blocking"))?;
-                return Ok(conn);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && start.elapsed() < timeout => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(failed("accept")(e)),
-        }
-    }
 }
 
 /// Registers the port pair in both namespaces; an unconnected socket also
