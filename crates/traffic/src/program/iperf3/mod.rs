@@ -17,7 +17,9 @@
 //! says it sent has arrived (or nothing more comes), so a TCP test's two
 //! byte counts agree.
 
+pub mod client;
 pub mod control;
+pub mod output;
 pub mod params;
 pub mod results;
 pub mod session;
@@ -32,6 +34,7 @@ use std::time::Duration;
 use stack::time::Instant;
 
 use crate::error::TrafficError;
+use crate::program::{Program, Step};
 use crate::transport::{DatagramKind, DatagramOptions, Read, StreamOptions, Transport};
 use control::State;
 use session::{Progress, Session};
@@ -259,5 +262,71 @@ impl<N: Transport> Server<N> {
                 }
             }
         }
+    }
+}
+
+/// The server as a program: `stackscope iperf -s` on either stack. Serves
+/// tests until `stop` says so (or after one with `one_off`, iperf3's
+/// `-1`), handing each finished test's line to `log`.
+pub struct Serve<N: Transport> {
+    port: u16,
+    server: Option<Server<N>>,
+    stop: Box<dyn FnMut() -> bool + Send>,
+    one_off: bool,
+    log: Box<dyn FnMut(String) + Send>,
+}
+
+impl<N: Transport> Serve<N> {
+    pub fn new(
+        port: u16,
+        stop: impl FnMut() -> bool + Send + 'static,
+        one_off: bool,
+        log: impl FnMut(String) + Send + 'static,
+    ) -> Self {
+        Self {
+            port,
+            server: None,
+            stop: Box::new(stop),
+            one_off,
+            log: Box::new(log),
+        }
+    }
+}
+
+impl<N: Transport> Program<N> for Serve<N> {
+    type Output = ServerCounts;
+
+    fn step(&mut self, net: &mut N) -> Step<ServerCounts> {
+        let server = match &mut self.server {
+            Some(server) => server,
+            None => match Server::open(net, self.port) {
+                Ok(server) => {
+                    (self.log)(format!("Server listening on {}", self.port));
+                    self.server.insert(server)
+                }
+                Err(e) => return Step::Done(Err(e)),
+            },
+        };
+        let moved = server.run(net);
+        for line in server.take_events() {
+            (self.log)(line);
+        }
+        let counts = server.counts();
+        if (self.stop)() {
+            server.stop(net);
+            for line in server.take_events() {
+                (self.log)(line);
+            }
+            return Step::Done(Ok(server.counts()));
+        }
+        if self.one_off && counts.completed + counts.failed > 0 {
+            return Step::Done(Ok(counts));
+        }
+        if moved.any {
+            return Step::Again;
+        }
+        // Look at the stop flag at least every 100 ms.
+        let soon = net.now() + Duration::from_millis(100);
+        Step::Wait(Some(moved.wake.map_or(soon, |w| w.min(soon))))
     }
 }
