@@ -865,7 +865,12 @@ pub fn remote_results(v: &Value) -> Result<RemoteResults, TrafficError> {
                     .get("bytes")
                     .and_then(Value::as_u64)
                     .ok_or_else(|| bad("a stream without bytes"))?,
-                retransmits: s.get("retransmits").and_then(Value::as_u64),
+                // iperf3 sends -1 (or, from some builds, its unsigned
+                // wrap) where a stream has no count.
+                retransmits: s
+                    .get("retransmits")
+                    .and_then(Value::as_u64)
+                    .filter(|&r| r < 1 << 48),
                 jitter: number(s, "jitter").unwrap_or(0.0),
                 errors: s.get("errors").and_then(Value::as_u64).unwrap_or(0),
                 packets: s.get("packets").and_then(Value::as_u64).unwrap_or(0),

@@ -259,7 +259,7 @@ pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
         sum_sent.seconds = sum_sent.seconds.max(snd.seconds);
         sum_sent.packets += snd.packets;
         sum_sent.retransmits = match (sum_sent.retransmits, snd.retransmits) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
             _ => None,
         };
         sum_recv.bytes += rcv.bytes;
@@ -267,7 +267,9 @@ pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
         sum_recv.lost += rcv.lost;
         sum_recv.jitter += rcv.jitter / run.streams.len() as f64;
         if udp {
-            let mut m = window(&snd);
+            let mut m = Map::new();
+            m.insert("socket".into(), s.socket.into());
+            m.extend(window(&snd));
             udp_fields(&mut m, rcv.jitter, rcv.lost, snd.packets);
             m.insert("out_of_order".into(), s.out_of_order.into());
             m.insert("sender".into(), sender.into());
@@ -512,7 +514,9 @@ pub fn summary_lines(run: &ClientRun) -> Vec<String> {
         total.0.bytes += snd.bytes;
         total.0.seconds = total.0.seconds.max(snd.seconds);
         total.0.packets += snd.packets;
-        total.0.retransmits = Some(total.0.retransmits.unwrap_or(0) + snd.retransmits.unwrap_or(0));
+        total.0.retransmits = Some(
+            total.0.retransmits.unwrap_or(0).saturating_add(snd.retransmits.unwrap_or(0)),
+        );
         total.1.bytes += rcv.bytes;
         total.1.seconds = total.1.seconds.max(rcv.seconds);
         total.1.lost += rcv.lost;

@@ -1,0 +1,218 @@
+//! `stackscope iperf` against Debian's iperf3 on loopback (the kernel's
+//! stack), both ways, and one consumer for both JSONs: every field
+//! Debian's `iperf3 -c -J` writes must be in `stackscope iperf -c -J`'s
+//! with the same JSON type, and ours may add fields only under
+//! `stackscope` (TCP and UDP, `-R`, `-P 2`). Without `iperf3` it prints
+//! "skipped: ..." and passes (CI installs it).
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_stackscope");
+
+fn iperf3_missing() -> bool {
+    !Command::new("sh")
+        .args(["-c", "command -v iperf3"])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A port nobody listens on now (TCP and UDP).
+fn free_port() -> u16 {
+    loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+            && std::net::TcpListener::bind(("::1", port)).is_ok()
+        {
+            return port;
+        }
+    }
+}
+
+/// A server process, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: kill with a pid we spawned; SIGINT lets ours say goodbye.
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGINT);
+        }
+        let began = Instant::now();
+        while began.elapsed() < Duration::from_secs(3) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(program: &str, args: &[&str], port: u16) -> Server {
+    let child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {program}: {e}"));
+    // Ready once it accepts a connection (a bare connect is not a test).
+    let began = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(began.elapsed() < Duration::from_secs(10), "{program} never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // iperf3 takes the probe for a client that went away; let it settle.
+    std::thread::sleep(Duration::from_millis(300));
+    Server(child)
+}
+
+fn json_of(what: &str, out: Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{what}: not JSON ({e}):\n{stdout}"))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Every path in `v` (array elements as `[]`) and its type.
+fn fields(v: &Value, path: &str, out: &mut BTreeMap<String, &'static str>) {
+    out.insert(path.to_string(), kind(v));
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                fields(x, &format!("{path}.{k}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for x in items {
+                fields(x, &format!("{path}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Strict JSON: no object repeats a key (serde_json keeps the last, so
+/// the text is scanned with a map per object).
+fn assert_unique_keys(text: &str) {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let checked: Result<UniqueKeys, _> = serde::Deserialize::deserialize(&mut de);
+    checked.unwrap_or_else(|e| panic!("{e}"));
+}
+
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = UniqueKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<UniqueKeys, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    if !seen.insert(k.clone()) {
+                        return Err(serde::de::Error::custom(format!("key {k} twice")));
+                    }
+                    m.next_value::<UniqueKeys>()?;
+                }
+                Ok(UniqueKeys)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<UniqueKeys, A::Error> {
+                while s.next_element::<UniqueKeys>()?.is_some() {}
+                Ok(UniqueKeys)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
+            fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
+            fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
+            fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
+            fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
+            fn visit_unit<E>(self) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+#[test]
+fn our_json_has_iperf3s_fields_and_both_ends_interoperate() {
+    if iperf3_missing() {
+        eprintln!("skipped: iperf3 is not installed (Debian package iperf3)");
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let _debian = start("iperf3", &["-s", "-p", &p], port);
+    let cases: [&[&str]; 4] = [&[], &["-u", "-b", "20M"], &["-R"], &["-u", "-b", "5M", "-R", "-P", "2"]];
+    let cases_p2: [&[&str]; 1] = [&["-P", "2"]];
+    for extra in cases.iter().chain(cases_p2.iter()) {
+        let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"];
+        args.extend_from_slice(extra);
+        let theirs = json_of(&format!("iperf3 {args:?}"), Command::new("iperf3").args(&args).output().unwrap());
+        let mut ours_args = vec!["iperf"];
+        ours_args.extend_from_slice(&args);
+        let out = Command::new(BIN).args(&ours_args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let ours = json_of(&format!("stackscope {ours_args:?}"), out);
+        assert_unique_keys(&text);
+        let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+        fields(&theirs, "", &mut a);
+        fields(&ours, "", &mut b);
+        for (path, t) in &a {
+            assert_eq!(b.get(path), Some(t), "{extra:?}: iperf3's {path} ({t}) in ours? ours: {}", serde_json::to_string_pretty(&ours).unwrap());
+        }
+        for path in b.keys() {
+            assert!(
+                a.contains_key(path) || path.starts_with(".stackscope"),
+                "{extra:?}: {path} is ours only, outside .stackscope"
+            );
+        }
+        // The figures are the run's: data moved, the protocol named as iperf3 does.
+        let proto = if extra.contains(&"-u") { "UDP" } else { "TCP" };
+        assert_eq!(ours["start"]["test_start"]["protocol"], proto);
+        assert!(ours["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0, "{extra:?}");
+        if proto == "TCP" && !extra.contains(&"-R") {
+            let cwnd = ours["intervals"][0]["streams"][0]["snd_cwnd"].as_u64().unwrap();
+            assert!(cwnd > 0, "TCP_INFO's cwnd");
+        }
+    }
+    drop(_debian);
+
+    // Debian's client against our server: TCP, UDP, -R, -P 2.
+    let port = free_port();
+    let p = port.to_string();
+    let _ours = start(BIN, &["iperf", "-s", "-p", &p], port);
+    for extra in [&[][..], &["-u", "-b", "20M"], &["-R"], &["-P", "2"], &["-u", "-R", "-P", "2", "-b", "5M"]] {
+        let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"];
+        args.extend_from_slice(extra);
+        let v = json_of(&format!("iperf3 {args:?}"), Command::new("iperf3").args(&args).output().unwrap());
+        let received = v["end"]["sum_received"]["bytes"].as_u64().unwrap();
+        assert!(received > 0, "{extra:?}: nothing received");
+        if !extra.contains(&"-u") && !extra.contains(&"-R") {
+            // Our receiving server counts until the client's bytes arrive.
+            assert_eq!(received, v["end"]["sum_sent"]["bytes"].as_u64().unwrap(), "{extra:?}");
+        }
+    }
+}
