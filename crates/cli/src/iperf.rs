@@ -12,7 +12,7 @@ use clap::Args;
 use serde_json::json;
 use stack::topology::IpCidr;
 use traffic::env::Environment;
-use traffic::program::iperf3::client::{Client, ClientOptions, ClientRun};
+use traffic::program::iperf3::client::{Client, ClientOptions};
 use traffic::program::iperf3::output::{self, RunInfo};
 use traffic::program::iperf3::params::Protocol;
 use traffic::program::iperf3::{Serve, ServerCounts, PORT};
@@ -209,7 +209,7 @@ pub fn run(args: &IperfArgs) -> Result<()> {
             let now = traffic::transport::Transport::now(&clock);
             let mut client = Client::new(options, now);
             if text {
-                client = client.on_interval(printer);
+                client = client.on_interval(printer).on_connected(print_connected);
             }
             let run = traffic::run::program_on_kernel(&mut client)?;
             (run, format!("this host to {server}"))
@@ -219,7 +219,7 @@ pub fn run(args: &IperfArgs) -> Result<()> {
             let now = host.now();
             let mut client = Client::new(options, now);
             if text {
-                client = client.on_interval(printer);
+                client = client.on_interval(printer).on_connected(print_connected);
             }
             let run = traffic::run::program_attached(&mut host, client)?;
             drop(settings);
@@ -227,7 +227,6 @@ pub fn run(args: &IperfArgs) -> Result<()> {
         }
     };
     if text {
-        print_connected(&run);
         for line in output::summary_lines(&run) {
             println!("{line}");
         }
@@ -257,21 +256,15 @@ pub fn run(args: &IperfArgs) -> Result<()> {
     Ok(())
 }
 
-/// iperf3's "connected" lines (after the run here: the streams' local
-/// addresses are known once they are open).
-fn print_connected(run: &ClientRun) {
-    for s in &run.streams {
-        if let (Some(l), Some(r)) = (s.local, s.remote) {
-            eprintln!(
-                "[{:3}] local {} port {} connected to {} port {}",
-                s.socket,
-                l.ip(),
-                l.port(),
-                r.ip(),
-                r.port()
-            );
-        }
-    }
+/// iperf3's line for a stream that opened.
+fn print_connected(socket: u32, local: SocketAddr, remote: SocketAddr) {
+    println!(
+        "[{socket:3}] local {} port {} connected to {} port {}",
+        local.ip(),
+        local.port(),
+        remote.ip(),
+        remote.port()
+    );
 }
 
 fn ref_host(

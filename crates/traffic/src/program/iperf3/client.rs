@@ -195,6 +195,7 @@ pub struct Client<N: Transport> {
     cpu_used: CpuPercent,
     remote: RemoteResults,
     on_interval: Option<Box<dyn FnMut(&Interval) + Send>>,
+    on_connected: Option<Box<dyn FnMut(u32, SocketAddr, SocketAddr) + Send>>,
     tcp_mss: Option<u64>,
 }
 
@@ -253,6 +254,7 @@ impl<N: Transport> Client<N> {
             cpu_used: CpuPercent::default(),
             remote: RemoteResults::default(),
             on_interval: None,
+            on_connected: None,
             tcp_mss: None,
         }
     }
@@ -260,6 +262,16 @@ impl<N: Transport> Client<N> {
     /// Calls `f` with each interval as it ends (iperf3's live lines).
     pub fn on_interval(mut self, f: impl FnMut(&Interval) + Send + 'static) -> Self {
         self.on_interval = Some(Box::new(f));
+        self
+    }
+
+    /// Calls `f` with each stream's socket number and addresses as it
+    /// opens (iperf3's "connected to" lines).
+    pub fn on_connected(
+        mut self,
+        f: impl FnMut(u32, SocketAddr, SocketAddr) + Send + 'static,
+    ) -> Self {
+        self.on_connected = Some(Box::new(f));
         self
     }
 
@@ -514,7 +526,9 @@ impl<N: Transport> Client<N> {
                     *cookie_sent += n;
                     moved = n > 0;
                     if *cookie_sent == COOKIE_LEN {
-                        let addrs = net.stream_addrs(handle);
+                        let addrs = net
+                            .stream_addrs(handle)
+                            .map_or((None, None), |(l, r)| (Some(l), Some(r)));
                         self.add_stream(Channel::Tcp(handle), addrs);
                         pending = None;
                     }
@@ -532,7 +546,7 @@ impl<N: Transport> Client<N> {
                                 socket: handle,
                                 peer: server,
                             },
-                            Some((local.unwrap_or(self.options.server), self.options.server)),
+                            (local, Some(self.options.server)),
                         );
                         pending = None;
                     }
@@ -552,15 +566,17 @@ impl<N: Transport> Client<N> {
     fn add_stream(
         &mut self,
         channel: Channel<N::Stream, N::Datagrams>,
-        addrs: Option<(SocketAddr, SocketAddr)>,
+        addrs: (Option<SocketAddr>, Option<SocketAddr>),
     ) {
         let id = match self.streams.len() {
             0 => 1,
             n => n as u32 + 2,
         };
+        if let (Some(f), (Some(local), Some(remote))) = (&mut self.on_connected, addrs) {
+            f(5 + self.streams.len() as u32, local, remote);
+        }
         self.streams.push(DataStream::new(id, channel));
-        self.addrs
-            .push(addrs.map_or((None, None), |(l, r)| (Some(l), Some(r))));
+        self.addrs.push(addrs);
     }
 
     fn start(&mut self, net: &mut N, now: Instant) {

@@ -25,6 +25,8 @@ pub mod results;
 pub mod session;
 pub mod stream;
 #[cfg(test)]
+mod client_tests;
+#[cfg(test)]
 mod tests;
 pub mod udp;
 

@@ -366,12 +366,35 @@ fn scaled(value: f64, base: f64, units: [&str; 4]) -> String {
     format!("{text} {}", units[i])
 }
 
+#[cfg(test)]
+pub(crate) fn percent_for_test(p: f64) -> String {
+    percent_text(p)
+}
+
 pub fn bytes_text(bytes: u64) -> String {
     scaled(bytes as f64, 1024.0, ["Bytes", "KBytes", "MBytes", "GBytes"])
 }
 
 pub fn rate_text(bps: f64) -> String {
     scaled(bps, 1000.0, ["bits/sec", "Kbits/sec", "Mbits/sec", "Gbits/sec"])
+}
+
+/// A loss percentage with two significant digits, as iperf3's `%.2g`
+/// (without C's exponent for 100).
+fn percent_text(p: f64) -> String {
+    if p <= 0.0 || !p.is_finite() {
+        return "0".into();
+    }
+    if p >= 99.5 {
+        return "100".into();
+    }
+    let digits = (1 - p.log10().floor() as i32).max(0) as usize;
+    let text = format!("{p:.digits$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 fn label(socket: Option<u32>) -> String {
@@ -416,11 +439,11 @@ pub fn interval_lines(protocol: Protocol, sender: bool, i: &Interval) -> Vec<Str
             (Protocol::Tcp, false) => {}
             (Protocol::Udp, true) => text.push_str(&format!("  {}", s.packets)),
             (Protocol::Udp, false) => text.push_str(&format!(
-                "  {:.3} ms  {}/{} ({:.2}%)",
+                "  {:.3} ms  {}/{} ({}%)",
                 s.jitter * 1000.0,
                 s.lost,
                 s.packets,
-                percent(s.lost, s.packets)
+                percent_text(percent(s.lost, s.packets))
             )),
         }
         text
@@ -475,11 +498,11 @@ pub fn summary_lines(run: &ClientRun) -> Vec<String> {
                 0.0, snd.packets
             ));
             b.push_str(&format!(
-                "  {:.3} ms  {}/{} ({:.2}%)  receiver",
+                "  {:.3} ms  {}/{} ({}%)  receiver",
                 rcv.jitter * 1000.0,
                 rcv.lost,
                 snd.packets,
-                percent(rcv.lost, snd.packets)
+                percent_text(percent(rcv.lost, snd.packets))
             ));
         } else {
             a.push_str(&format!(
