@@ -26,7 +26,12 @@ use crate::ttcp::StackArg;
 #[derive(Debug, Args)]
 pub struct IperfArgs {
     /// Client: connect to the iperf3 server on HOST (a name or an address).
-    #[arg(short = 'c', long = "client", value_name = "HOST", conflicts_with = "server")]
+    #[arg(
+        short = 'c',
+        long = "client",
+        value_name = "HOST",
+        conflicts_with = "server"
+    )]
     client: Option<String>,
     /// Server: answer iperf3 clients (tests one at a time) until Ctrl-C.
     #[arg(short = 's', long = "server")]
@@ -66,7 +71,12 @@ pub struct IperfArgs {
     #[arg(short = 'w', long = "window", value_name = "BYTES", value_parser = units::parse_size)]
     window: Option<u64>,
     /// Seconds between interval reports; 0 for none.
-    #[arg(short = 'i', long = "interval", value_name = "SECS", default_value_t = 1.0)]
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "SECS",
+        default_value_t = 1.0
+    )]
     interval: f64,
     /// Print iperf3's JSON (schema of iperf3 3.12; stackscope's own
     /// figures under "stackscope") instead of the text lines.
@@ -149,9 +159,16 @@ pub fn run(args: &IperfArgs) -> Result<()> {
         bail!("-i {}: 0 (none) to 3600 seconds", args.interval);
     }
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
-        bail!("--timeout {}: more than 0, at most 86400 seconds", args.timeout);
+        bail!(
+            "--timeout {}: more than 0, at most 86400 seconds",
+            args.timeout
+        );
     }
-    let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
+    let protocol = if args.udp {
+        Protocol::Udp
+    } else {
+        Protocol::Tcp
+    };
     let len = args.len.unwrap_or(match protocol {
         Protocol::Tcp => 128 * 1024,
         Protocol::Udp => 1460,
@@ -275,7 +292,9 @@ fn ref_host(
     String,
 )> {
     let (Some(kind), Some(iface)) = (args.link, args.iface.as_deref()) else {
-        bail!("--stack ref needs --link tap|packet and --iface NAME (a link to the operating system)");
+        bail!(
+            "--stack ref needs --link tap|packet and --iface NAME (a link to the operating system)"
+        );
     };
     crate::ttcp::attach_host(
         "stackscope-iperf",

@@ -5,13 +5,13 @@ mod calibrate;
 mod compare;
 mod experiment;
 mod host;
+mod iperf;
 mod ktrace;
 mod network;
 mod out_dir;
 mod sweep;
 mod throughput;
 mod trace;
-mod iperf;
 mod ttcp;
 mod xtp_args;
 

@@ -415,10 +415,7 @@ pub(crate) fn attach_host(
     );
     let began = std::time::Instant::now();
     let links = [link];
-    if attach::wait_until_up(&links, None, || {
-        (began.elapsed() > timeout).then_some(())
-    })?
-    .is_some()
+    if attach::wait_until_up(&links, None, || (began.elapsed() > timeout).then_some(()))?.is_some()
     {
         bail!(
             "{iface} was not up after {:.0} s (--timeout)",

@@ -65,7 +65,10 @@ fn start(program: &str, args: &[&str], port: u16) -> Server {
     // Ready once it accepts a connection (a bare connect is not a test).
     let began = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(began.elapsed() < Duration::from_secs(10), "{program} never listened");
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "{program} never listened"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // iperf3 takes the probe for a client that went away; let it settle.
@@ -131,7 +134,10 @@ impl<'de> serde::Deserialize<'de> for UniqueKeys {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("JSON")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<UniqueKeys, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<UniqueKeys, A::Error> {
                 let mut seen = std::collections::HashSet::new();
                 while let Some(k) = m.next_key::<String>()? {
                     if !seen.insert(k.clone()) {
@@ -141,18 +147,55 @@ impl<'de> serde::Deserialize<'de> for UniqueKeys {
                 }
                 Ok(UniqueKeys)
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<UniqueKeys, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<UniqueKeys, A::Error> {
                 while s.next_element::<UniqueKeys>()?.is_some() {}
                 Ok(UniqueKeys)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
-            fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
-            fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
-            fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
-            fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
-            fn visit_unit<E>(self) -> Result<UniqueKeys, E> { Ok(UniqueKeys) }
+            fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
         }
         d.deserialize_any(Visit)
+    }
+}
+
+/// One consumer for both: every field of Debian's JSON is in ours with
+/// its type, and ours adds fields only under `stackscope`.
+fn same_fields(theirs: &Value, ours: &Value, case: &str) {
+    let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+    fields(theirs, "", &mut a);
+    fields(ours, "", &mut b);
+    for (path, t) in &a {
+        assert_eq!(
+            b.get(path),
+            Some(t),
+            "{case}: iperf3's {path} ({t}) in ours? ours: {}",
+            serde_json::to_string_pretty(ours).unwrap()
+        );
+    }
+    for path in b.keys() {
+        assert!(
+            a.contains_key(path) || path.starts_with(".stackscope"),
+            "{case}: {path} is ours only, outside .stackscope"
+        );
     }
 }
 
@@ -165,36 +208,38 @@ fn our_json_has_iperf3s_fields_and_both_ends_interoperate() {
     let port = free_port();
     let p = port.to_string();
     let _debian = start("iperf3", &["-s", "-p", &p], port);
-    let cases: [&[&str]; 4] = [&[], &["-u", "-b", "20M"], &["-R"], &["-u", "-b", "5M", "-R", "-P", "2"]];
+    let cases: [&[&str]; 4] = [
+        &[],
+        &["-u", "-b", "20M"],
+        &["-R"],
+        &["-u", "-b", "5M", "-R", "-P", "2"],
+    ];
     let cases_p2: [&[&str]; 1] = [&["-P", "2"]];
     for extra in cases.iter().chain(cases_p2.iter()) {
         let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"];
         args.extend_from_slice(extra);
-        let theirs = json_of(&format!("iperf3 {args:?}"), Command::new("iperf3").args(&args).output().unwrap());
+        let theirs = json_of(
+            &format!("iperf3 {args:?}"),
+            Command::new("iperf3").args(&args).output().unwrap(),
+        );
         let mut ours_args = vec!["iperf"];
         ours_args.extend_from_slice(&args);
         let out = Command::new(BIN).args(&ours_args).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let ours = json_of(&format!("stackscope {ours_args:?}"), out);
         assert_unique_keys(&text);
-        let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
-        fields(&theirs, "", &mut a);
-        fields(&ours, "", &mut b);
-        for (path, t) in &a {
-            assert_eq!(b.get(path), Some(t), "{extra:?}: iperf3's {path} ({t}) in ours? ours: {}", serde_json::to_string_pretty(&ours).unwrap());
-        }
-        for path in b.keys() {
-            assert!(
-                a.contains_key(path) || path.starts_with(".stackscope"),
-                "{extra:?}: {path} is ours only, outside .stackscope"
-            );
-        }
+        same_fields(&theirs, &ours, &format!("{extra:?}"));
         // The figures are the run's: data moved, the protocol named as iperf3 does.
         let proto = if extra.contains(&"-u") { "UDP" } else { "TCP" };
         assert_eq!(ours["start"]["test_start"]["protocol"], proto);
-        assert!(ours["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0, "{extra:?}");
+        assert!(
+            ours["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0,
+            "{extra:?}"
+        );
         if proto == "TCP" && !extra.contains(&"-R") {
-            let cwnd = ours["intervals"][0]["streams"][0]["snd_cwnd"].as_u64().unwrap();
+            let cwnd = ours["intervals"][0]["streams"][0]["snd_cwnd"]
+                .as_u64()
+                .unwrap();
             assert!(cwnd > 0, "TCP_INFO's cwnd");
         }
     }
@@ -204,15 +249,168 @@ fn our_json_has_iperf3s_fields_and_both_ends_interoperate() {
     let port = free_port();
     let p = port.to_string();
     let _ours = start(BIN, &["iperf", "-s", "-p", &p], port);
-    for extra in [&[][..], &["-u", "-b", "20M"], &["-R"], &["-P", "2"], &["-u", "-R", "-P", "2", "-b", "5M"]] {
+    for extra in [
+        &[][..],
+        &["-u", "-b", "20M"],
+        &["-R"],
+        &["-P", "2"],
+        &["-u", "-R", "-P", "2", "-b", "5M"],
+    ] {
         let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"];
         args.extend_from_slice(extra);
-        let v = json_of(&format!("iperf3 {args:?}"), Command::new("iperf3").args(&args).output().unwrap());
-        let received = v["end"]["sum_received"]["bytes"].as_u64().unwrap();
+        let v = json_of(
+            &format!("iperf3 {args:?}"),
+            Command::new("iperf3").args(&args).output().unwrap(),
+        );
+        let received = v["end"]["sum_received"]["bytes"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{extra:?}: no end.sum_received.bytes: {v}"));
         assert!(received > 0, "{extra:?}: nothing received");
         if !extra.contains(&"-u") && !extra.contains(&"-R") {
             // Our receiving server counts until the client's bytes arrive.
-            assert_eq!(received, v["end"]["sum_sent"]["bytes"].as_u64().unwrap(), "{extra:?}");
+            assert_eq!(
+                received,
+                v["end"]["sum_sent"]["bytes"].as_u64().unwrap(),
+                "{extra:?}"
+            );
         }
     }
+}
+
+/// Two namespaces joined by a veth pair, removed when dropped.
+struct Pair {
+    a: String,
+    b: String,
+}
+
+impl Pair {
+    fn create() -> Result<Pair, String> {
+        let id = std::process::id();
+        let pair = Pair {
+            a: format!("ssiperf{id}a"),
+            b: format!("ssiperf{id}b"),
+        };
+        let a = pair.a.as_str();
+        let b = pair.b.as_str();
+        let va = format!("sia{id}");
+        let vb = format!("sib{id}");
+        for cmd in [
+            vec!["netns", "add", a],
+            vec!["netns", "add", b],
+            vec![
+                "link", "add", &va, "netns", a, "type", "veth", "peer", "name", &vb, "netns", b,
+            ],
+            vec!["-n", a, "addr", "add", "192.0.2.1/24", "dev", &va],
+            vec!["-n", a, "link", "set", &va, "up"],
+            vec!["-n", a, "link", "set", "lo", "up"],
+            vec!["-n", b, "link", "set", &vb, "up"],
+        ] {
+            let out = Command::new("ip")
+                .args(&cmd)
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(format!(
+                    "ip {cmd:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        Ok(pair)
+    }
+
+    fn vb(&self) -> String {
+        format!("sib{}", std::process::id())
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+#[test]
+fn our_client_on_the_reference_stack_measures_the_kernels_iperf3_server() {
+    if iperf3_missing() {
+        eprintln!("skipped: iperf3 is not installed (Debian package iperf3)");
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root (the test makes network namespaces)");
+        return;
+    }
+    let pair = match Pair::create() {
+        Ok(pair) => pair,
+        Err(why) => {
+            eprintln!("skipped: network namespaces are refused here: {why}");
+            return;
+        }
+    };
+    let pidfile = std::env::temp_dir().join(format!("ssiperf{}.pid", std::process::id()));
+    let pid = pidfile.to_str().unwrap();
+    let started = Command::new("ip")
+        .args(["netns", "exec", &pair.a, "iperf3", "-s", "-D", "-I", pid])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    std::thread::sleep(Duration::from_millis(500));
+    let vb = pair.vb();
+    for extra in [
+        &["-t", "2"][..],
+        &["-t", "2", "-u", "-b", "20M", "-R", "-P", "2"],
+    ] {
+        let mut args = vec![
+            "netns",
+            "exec",
+            &pair.b,
+            BIN,
+            "iperf",
+            "-c",
+            "192.0.2.1",
+            "-J",
+            "--stack",
+            "ref",
+            "--link",
+            "packet",
+            "--iface",
+            &vb,
+            "--addr",
+            "192.0.2.2/24",
+        ];
+        args.extend_from_slice(extra);
+        let v = json_of(
+            &format!("{args:?}"),
+            Command::new("ip").args(&args).output().unwrap(),
+        );
+        assert_eq!(v["stackscope"]["stack"], "ref");
+        assert!(
+            v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0,
+            "{extra:?}"
+        );
+        if !extra.contains(&"-u") {
+            // cwnd and RTT from the reference stack's connection.
+            let s = &v["intervals"][0]["streams"][0];
+            assert!(s["snd_cwnd"].as_u64().unwrap() > 0, "{s}");
+            assert!(
+                v["end"]["streams"][0]["sender"]["max_rtt"]
+                    .as_u64()
+                    .unwrap()
+                    > 0
+            );
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(&pidfile) {
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            // SAFETY: the daemon this test started, by its pid file.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&pidfile);
+    drop(pair);
 }

@@ -387,6 +387,24 @@ impl Transport for Host {
         }
     }
 
+    /// The socket's port, with the host's address of the family where it
+    /// is bound to any (the address a peer sees, on a one-address host).
+    fn datagram_addr(&mut self, socket: Datagrams) -> Option<SocketAddr> {
+        let Datagrams::Udp(h) = socket else {
+            return None;
+        };
+        let local = self.udp(h).local()?;
+        if !local.ip().is_unspecified() {
+            return Some(local);
+        }
+        let family = if local.is_ipv4() {
+            Family::V4
+        } else {
+            Family::V6
+        };
+        Some(SocketAddr::new(self.local_ip(family)?, local.port()))
+    }
+
     fn tcp_info(&mut self, stream: HostStream) -> Option<crate::transport::TcpInfo> {
         use stack::socket::tcp::congestion::CongestionControl;
         let HostStream::Tcp(h) = stream else {

@@ -23,9 +23,7 @@ use super::COOKIE_LEN;
 use crate::cpu::{CpuMeter, CpuPercent};
 use crate::error::TrafficError;
 use crate::program::{Program, Step};
-use crate::transport::{
-    DatagramKind, DatagramOptions, Peer, StreamOptions, TcpInfo, Transport,
-};
+use crate::transport::{DatagramKind, DatagramOptions, Peer, StreamOptions, TcpInfo, Transport};
 
 /// What the client asks for (iperf3's main options).
 #[derive(Debug, Clone, PartialEq)]
@@ -638,7 +636,9 @@ impl<N: Transport> Client<N> {
                     || self.streams.iter().all(|s| s.ended)
             }
             Some(_) => self.left == Some(0),
-            None => now.saturating_duration_since(running) >= Duration::from_secs(self.options.time),
+            None => {
+                now.saturating_duration_since(running) >= Duration::from_secs(self.options.time)
+            }
         }
     }
 

@@ -87,14 +87,13 @@ fn a_tcp_test_with_two_streams_and_a_byte_count_ends_with_both_sides_agreeing() 
         let theirs = run.remote.streams.iter().find(|r| r.id == s.id).unwrap();
         assert_eq!(theirs.bytes, s.bytes, "the server counted every byte");
     }
-    assert_eq!(
-        run.streams.iter().map(|s| s.id).collect::<Vec<_>>(),
-        [1, 3]
-    );
+    assert_eq!(run.streams.iter().map(|s| s.id).collect::<Vec<_>>(), [1, 3]);
     assert_eq!(run.remote.congestion.as_deref(), Some("cubic"));
     // Intervals with the reference connection's state.
     assert!(!run.intervals.is_empty());
-    let info = run.intervals[0].streams[0].tcp.expect("the reference stack's TCP state");
+    let info = run.intervals[0].streams[0]
+        .tcp
+        .expect("the reference stack's TCP state");
     assert!(info.snd_cwnd > 0 && info.mss > 0, "{info:?}");
     assert!(run.streams[0].rtt_max > 0, "RTT samples");
     let v = output::json(&run, &output::RunInfo::default());
@@ -117,7 +116,11 @@ fn a_reversed_udp_test_counts_what_the_server_sent() {
     let theirs = &run.remote.streams[0];
     assert!(ours.packets > 0, "{ours:?}");
     // What arrived plus what was lost is what the server numbered.
-    assert!(theirs.packets >= ours.packets, "{theirs:?} {ours:?} {}", run.duration);
+    assert!(
+        theirs.packets >= ours.packets,
+        "{theirs:?} {ours:?} {}",
+        run.duration
+    );
     assert_eq!(ours.bytes, (ours.packets - ours.lost) * 1000);
     let v = output::json(&run, &output::RunInfo::default());
     assert_eq!(v["start"]["test_start"]["protocol"], "UDP");
@@ -131,8 +134,17 @@ fn units_and_dates_read_as_iperf3s() {
     assert_eq!(output::bytes_text(916_480), "895 KBytes");
     assert_eq!(output::rate_text(12_900_000_000.0), "12.9 Gbits/sec");
     assert_eq!(output::rate_text(100_000_000.0), "100 Mbits/sec");
-    assert_eq!(output::http_date(1_795_756_287), "Fri, 27 Nov 2026 05:11:27 GMT");
-    for (p, text) in [(0.0, "0"), (8.519, "8.5"), (0.2577, "0.26"), (12.4, "12"), (100.0, "100")] {
+    assert_eq!(
+        output::http_date(1_795_756_287),
+        "Fri, 27 Nov 2026 05:11:27 GMT"
+    );
+    for (p, text) in [
+        (0.0, "0"),
+        (8.519, "8.5"),
+        (0.2577, "0.26"),
+        (12.4, "12"),
+        (100.0, "100"),
+    ] {
         assert_eq!(output::percent_for_test(p), text);
     }
     assert_eq!(output::http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");

@@ -180,7 +180,10 @@ fn window(side: &Side) -> Map<String, Value> {
     m.insert("end".into(), side.seconds.into());
     m.insert("seconds".into(), side.seconds.into());
     m.insert("bytes".into(), side.bytes.into());
-    m.insert("bits_per_second".into(), bps(side.bytes, side.seconds).into());
+    m.insert(
+        "bits_per_second".into(),
+        bps(side.bytes, side.seconds).into(),
+    );
     m
 }
 
@@ -372,11 +375,19 @@ pub(crate) fn percent_for_test(p: f64) -> String {
 }
 
 pub fn bytes_text(bytes: u64) -> String {
-    scaled(bytes as f64, 1024.0, ["Bytes", "KBytes", "MBytes", "GBytes"])
+    scaled(
+        bytes as f64,
+        1024.0,
+        ["Bytes", "KBytes", "MBytes", "GBytes"],
+    )
 }
 
 pub fn rate_text(bps: f64) -> String {
-    scaled(bps, 1000.0, ["bits/sec", "Kbits/sec", "Mbits/sec", "Gbits/sec"])
+    scaled(
+        bps,
+        1000.0,
+        ["bits/sec", "Kbits/sec", "Mbits/sec", "Gbits/sec"],
+    )
 }
 
 /// A loss percentage with two significant digits, as iperf3's `%.2g`
@@ -406,7 +417,9 @@ pub fn interval_header(run_protocol: Protocol, sender: bool) -> &'static str {
     match (run_protocol, sender) {
         (Protocol::Tcp, true) => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd",
         (Protocol::Tcp, false) => "[ ID] Interval           Transfer     Bitrate",
-        (Protocol::Udp, true) => "[ ID] Interval           Transfer     Bitrate         Total Datagrams",
+        (Protocol::Udp, true) => {
+            "[ ID] Interval           Transfer     Bitrate         Total Datagrams"
+        }
         (Protocol::Udp, false) => {
             "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams"
         }
@@ -493,10 +506,7 @@ pub fn summary_lines(run: &ClientRun) -> Vec<String> {
         let mut a = line(socket, 0.0, snd.seconds, snd.bytes);
         let mut b = line(socket, 0.0, rcv.seconds, rcv.bytes);
         if udp {
-            a.push_str(&format!(
-                "  {:.3} ms  0/{} (0%)  sender",
-                0.0, snd.packets
-            ));
+            a.push_str(&format!("  {:.3} ms  0/{} (0%)  sender", 0.0, snd.packets));
             b.push_str(&format!(
                 "  {:.3} ms  {}/{} ({}%)  receiver",
                 rcv.jitter * 1000.0,
@@ -538,7 +548,11 @@ pub fn summary_lines(run: &ClientRun) -> Vec<String> {
         total.0.seconds = total.0.seconds.max(snd.seconds);
         total.0.packets += snd.packets;
         total.0.retransmits = Some(
-            total.0.retransmits.unwrap_or(0).saturating_add(snd.retransmits.unwrap_or(0)),
+            total
+                .0
+                .retransmits
+                .unwrap_or(0)
+                .saturating_add(snd.retransmits.unwrap_or(0)),
         );
         total.1.bytes += rcv.bytes;
         total.1.seconds = total.1.seconds.max(rcv.seconds);
