@@ -49,6 +49,10 @@ pub struct IperfArgs {
     /// Bytes to transmit instead of -t (K/M/G = 1024-based).
     #[arg(short = 'n', long = "bytes", value_name = "BYTES", value_parser = units::parse_size)]
     bytes: Option<u64>,
+    /// Blocks (writes of -l bytes) to transmit instead of -t.
+    #[arg(short = 'k', long = "blockcount", value_name = "BLOCKS", conflicts_with = "bytes",
+          value_parser = units::parse_size)]
+    blocks: Option<u64>,
     /// Bytes per write (TCP, default 128K) or per datagram (UDP, default
     /// 1460).
     #[arg(short = 'l', long = "length", value_name = "LEN", value_parser = units::parse_size)]
@@ -178,10 +182,16 @@ pub fn run(args: &IperfArgs) -> Result<()> {
         Protocol::Udp if !(16..=65_507).contains(&len) => bail!("-u -l {len}: 16 to 65507 bytes"),
         _ => {}
     }
-    if args.bytes == Some(0) {
-        bail!("-n 0: give a positive number of bytes");
-    }
-    if args.bytes.is_none() && (args.time == 0 || args.time > 86_400) {
+    let bytes = match (args.bytes, args.blocks) {
+        (Some(0), _) | (_, Some(0)) => bail!("-n 0 / -k 0: give a positive count"),
+        (Some(n), _) => Some(n),
+        (None, Some(k)) => Some(
+            k.checked_mul(len)
+                .with_context(|| format!("-k {k} blocks of {len} bytes is too many"))?,
+        ),
+        (None, None) => None,
+    };
+    if bytes.is_none() && (args.time == 0 || args.time > 86_400) {
         bail!("-t {}: 1 to 86400 seconds", args.time);
     }
     let server = resolve(host, args.port, args.ipv4, args.ipv6)?;
@@ -193,7 +203,7 @@ pub fn run(args: &IperfArgs) -> Result<()> {
         parallel: usize::from(args.parallel),
         len: len as usize,
         rate: args.bitrate,
-        bytes: args.bytes,
+        bytes,
         time: args.time,
         window: args.window.map(|w| w as usize),
         interval: (args.interval > 0.0).then(|| Duration::from_secs_f64(args.interval)),

@@ -205,7 +205,7 @@ enum Command {
     ///       --addr 192.0.2.3/24                    # from the reference stack
     ///
     /// Options: -c HOST / -s (-1: one test), -p PORT (5201), -t SECS (10),
-    /// -n BYTES, -l LEN (TCP 128K, UDP 1460), -b RATE per stream (k/M/G,
+    /// -n BYTES / -k BLOCKS, -l LEN (TCP 128K, UDP 1460), -b RATE per stream (k/M/G,
     /// UDP default 1M), -u, -P N, -R, -w BYTES (socket buffers), -i SECS
     /// (1; 0 none), -J, -4/-6. Text output as iperf3's: a line per stream
     /// and interval (TCP sender: Retr and Cwnd; UDP receiver: jitter and

@@ -162,6 +162,11 @@ enum PendingStream {
     Udp { socket: usize },
 }
 
+/// What is told each interval as it ends.
+type IntervalHook = Box<dyn FnMut(&Interval) + Send>;
+/// What is told each stream's number and addresses as it opens.
+type ConnectedHook = Box<dyn FnMut(u32, SocketAddr, SocketAddr) + Send>;
+
 /// The client: a program whose output is the run's [`ClientRun`].
 pub struct Client<N: Transport> {
     options: ClientOptions,
@@ -192,8 +197,8 @@ pub struct Client<N: Transport> {
     cpu: Option<CpuMeter>,
     cpu_used: CpuPercent,
     remote: RemoteResults,
-    on_interval: Option<Box<dyn FnMut(&Interval) + Send>>,
-    on_connected: Option<Box<dyn FnMut(u32, SocketAddr, SocketAddr) + Send>>,
+    on_interval: Option<IntervalHook>,
+    on_connected: Option<ConnectedHook>,
     tcp_mss: Option<u64>,
 }
 

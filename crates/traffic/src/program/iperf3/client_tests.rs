@@ -14,7 +14,6 @@ use super::client::{Client, ClientOptions, ClientRun};
 use super::params::Protocol;
 use super::{output, Server, PORT};
 use crate::program::{Program, Step};
-use crate::transport::Transport;
 
 fn network() -> (Simulator, SocketAddr) {
     let mut sim = Simulator::new(&Topology::default_network(), None).unwrap();
