@@ -21,6 +21,7 @@ pub mod client;
 #[cfg(test)]
 mod client_tests;
 pub mod control;
+pub mod measured;
 pub mod output;
 pub mod params;
 pub mod results;
