@@ -319,6 +319,12 @@ fn ref_host(
 }
 
 fn serve(args: &IperfArgs) -> Result<()> {
+    if args.json {
+        bail!(
+            "-s -J: the server does not write iperf3's server JSON (it prints a line per test \
+             and its counters); the client's -J writes iperf3's JSON with both ends' figures"
+        );
+    }
     crate::host::os::catch_stop_signals()?;
     let stop = || crate::host::os::stop_requested().is_some();
     let log = |line: String| {

@@ -444,7 +444,7 @@ pub fn interval_lines(protocol: Protocol, sender: bool, i: &Interval) -> Vec<Str
         let mut text = line(socket, s.start, s.end, s.bytes);
         match (protocol, sender) {
             (Protocol::Tcp, true) => {
-                text.push_str(&format!("  {:4}", s.retransmits));
+                text.push_str(&format!(" {:4}", s.retransmits));
                 if let Some(c) = cwnd {
                     text.push_str(&format!("   {}", bytes_text(c)));
                 }
@@ -516,7 +516,7 @@ pub fn summary_lines(run: &ClientRun) -> Vec<String> {
             ));
         } else {
             a.push_str(&format!(
-                "  {:4}             sender",
+                " {:4}             sender",
                 snd.retransmits.unwrap_or(0)
             ));
             b.push_str("                  receiver");
