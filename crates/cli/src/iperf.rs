@@ -275,10 +275,7 @@ pub fn run(args: &IperfArgs) -> Result<()> {
                 "stackscope_version": env.stackscope_version,
             }),
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&output::json(&run, &info))?
-        );
+        println!("{}", output::json_text(&output::json(&run, &info)));
     }
     Ok(())
 }

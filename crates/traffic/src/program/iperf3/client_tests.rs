@@ -103,6 +103,11 @@ fn a_tcp_test_with_two_streams_and_a_byte_count_ends_with_both_sides_agreeing() 
     assert!(info.snd_cwnd > 0 && info.mss > 0, "{info:?}");
     assert!(run.streams[0].rtt_max > 0, "RTT samples");
     let v = output::json(&run, &output::RunInfo::default());
+    let text = output::json_text(&v);
+    let reread: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reread, v, "the ordered text is the same JSON");
+    let at = |key: &str| text.find(&format!("\n  \"{key}\"")).unwrap();
+    assert!(at("start") < at("intervals") && at("intervals") < at("end"));
     assert_eq!(v["end"]["sum_sent"]["bytes"], total);
     assert_eq!(v["end"]["sum_received"]["bytes"], total);
     assert_eq!(v["start"]["test_start"]["num_streams"], 2);

@@ -350,6 +350,27 @@ pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
     })
 }
 
+/// The run's JSON as text, its top-level keys in iperf3's order (`start`,
+/// `intervals`, `end`, then `stackscope`); keys within them come in
+/// serde_json's (alphabetical) order.
+pub fn json_text(v: &Value) -> String {
+    let mut out = String::from("{\n");
+    let keys = ["start", "intervals", "end", "stackscope"];
+    let present: Vec<&str> = keys
+        .iter()
+        .copied()
+        .filter(|k| v.get(k).is_some())
+        .collect();
+    for (i, key) in present.iter().enumerate() {
+        let inner = serde_json::to_string_pretty(&v[*key]).unwrap_or_else(|_| "null".into());
+        out.push_str(&format!("  \"{key}\": "));
+        out.push_str(&inner.replace('\n', "\n  "));
+        out.push_str(if i + 1 < present.len() { ",\n" } else { "\n" });
+    }
+    out.push('}');
+    out
+}
+
 /// iperf3's units: bytes in binary prefixes, rates in decimal ones, three
 /// significant digits.
 fn scaled(value: f64, base: f64, units: [&str; 4]) -> String {
