@@ -21,6 +21,7 @@ pub use super::measured::{
 };
 use super::params::Protocol;
 use super::results::{self, StreamResult};
+use super::sampling::{IntervalHook, Sampler};
 use super::stream::{Channel, DataStream, Moved};
 use super::COOKIE_LEN;
 use crate::cpu::{CpuMeter, CpuPercent};
@@ -63,8 +64,6 @@ enum PendingStream {
     Udp { socket: usize },
 }
 
-/// What is told each interval as it ends.
-type IntervalHook = Box<dyn FnMut(&Interval) + Send>;
 /// What is told each stream's number and addresses as it opens.
 type ConnectedHook = Box<dyn FnMut(u32, SocketAddr, SocketAddr) + Send>;
 
@@ -86,15 +85,7 @@ pub struct Client<N: Transport> {
     last_news: Instant,
     running_at: Option<Instant>,
     ended_at: Option<Instant>,
-    next_interval: Option<Instant>,
-    /// Counts at the last interval's end, per stream: bytes, packets,
-    /// lost, retransmits.
-    marks: Vec<[u64; 4]>,
-    mark_at: f64,
-    intervals: Vec<Interval>,
-    rtt_samples: Vec<Vec<u64>>,
-    max_cwnd: Vec<u64>,
-    retrans_base: Vec<u64>,
+    sampler: Option<Sampler>,
     cpu: Option<CpuMeter>,
     cpu_used: CpuPercent,
     remote: RemoteResults,
@@ -147,13 +138,7 @@ impl<N: Transport> Client<N> {
             last_news: now,
             running_at: None,
             ended_at: None,
-            next_interval: None,
-            marks: Vec::new(),
-            mark_at: 0.0,
-            intervals: Vec::new(),
-            rtt_samples: Vec::new(),
-            max_cwnd: Vec::new(),
-            retrans_base: Vec::new(),
+            sampler: None,
             cpu: None,
             cpu_used: CpuPercent::default(),
             remote: RemoteResults::default(),
@@ -320,7 +305,7 @@ impl<N: Transport> Client<N> {
                     if self.options.bytes.is_none() {
                         moved.wake_at(running + Duration::from_secs(self.options.time));
                     }
-                    if let Some(at) = self.next_interval {
+                    if let Some(at) = self.sampler.as_ref().and_then(Sampler::next) {
                         moved.wake_at(at);
                     }
                 }
@@ -486,18 +471,12 @@ impl<N: Transport> Client<N> {
     fn start(&mut self, net: &mut N, now: Instant) {
         self.running_at = Some(now);
         self.cpu = Some(CpuMeter::start());
-        self.next_interval = self.options.interval.map(|i| now + i);
-        self.marks = vec![[0; 4]; self.streams.len()];
-        self.rtt_samples = vec![Vec::new(); self.streams.len()];
-        self.max_cwnd = vec![0; self.streams.len()];
-        self.retrans_base = self
-            .streams
-            .iter()
-            .map(|s| match s.channel {
-                Channel::Tcp(h) => net.retransmits(h).unwrap_or(0),
-                Channel::Udp { .. } => 0,
-            })
-            .collect();
+        self.sampler = Some(Sampler::start(
+            net,
+            &self.streams,
+            self.options.interval,
+            now,
+        ));
         if !self.options.reverse {
             let rate = self.rate();
             for stream in &mut self.streams {
@@ -550,67 +529,16 @@ impl<N: Transport> Client<N> {
 
     /// Closes the intervals that ended by `now`.
     fn tick_intervals(&mut self, net: &mut N, now: Instant) {
-        while let (Some(at), Some(every)) = (self.next_interval, self.options.interval) {
-            if now < at {
-                break;
-            }
-            self.close_interval(net, at);
-            self.next_interval = Some(at + every);
-        }
-    }
-
-    /// Records the interval from the last mark to `at`.
-    fn close_interval(&mut self, net: &mut N, at: Instant) {
-        let end = self.seconds(at);
-        if end - self.mark_at <= 0.0 {
-            return;
-        }
         let sending = !self.options.reverse;
-        let mut interval = Interval::default();
-        for (i, s) in self.streams.iter().enumerate() {
-            let (bytes, packets, lost) = if sending {
-                (s.sent_bytes, s.sent_datagrams, 0)
-            } else {
-                (s.received.bytes, s.received.highest, s.received.lost)
-            };
-            let mut tcp = None;
-            let mut retrans = 0;
-            if let (Channel::Tcp(h), true) = (s.channel, sending) {
-                tcp = net.tcp_info(h);
-                retrans = net
-                    .retransmits(h)
-                    .unwrap_or(0)
-                    .saturating_sub(self.retrans_base[i]);
-                if let Some(info) = tcp {
-                    self.rtt_samples[i].push(info.rtt_us);
-                    self.max_cwnd[i] = self.max_cwnd[i].max(info.snd_cwnd);
-                }
-            }
-            let mark = self.marks[i];
-            interval.streams.push(StreamInterval {
-                socket: 5 + i as u32,
-                start: self.mark_at,
-                end,
-                bytes: bytes - mark[0],
-                packets: packets.saturating_sub(mark[1]),
-                lost: lost.saturating_sub(mark[2]),
-                jitter: s.received.jitter,
-                retransmits: retrans.saturating_sub(mark[3]),
-                tcp,
-            });
-            self.marks[i] = [bytes, packets, lost, retrans];
+        if let Some(sampler) = &mut self.sampler {
+            sampler.tick(net, &self.streams, sending, now, &mut self.on_interval);
         }
-        self.mark_at = end;
-        if let Some(f) = &mut self.on_interval {
-            f(&interval);
-        }
-        self.intervals.push(interval);
     }
 
     fn end(&mut self, net: &mut N, now: Instant) {
-        // The last, shorter interval, as iperf3 (when it is not a sliver).
-        if self.options.interval.is_some() && self.seconds(now) - self.mark_at > 0.01 {
-            self.close_interval(net, now);
+        if let Some(sampler) = &mut self.sampler {
+            let sending = !self.options.reverse;
+            sampler.finish(net, &self.streams, sending, now, &mut self.on_interval);
         }
         self.ended_at = Some(now);
         if let Some(meter) = self.cpu.take() {
@@ -636,10 +564,8 @@ impl<N: Transport> Client<N> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                let retransmits = match s.channel {
-                    Channel::Tcp(h) if sending => net
-                        .retransmits(h)
-                        .map(|r| r.saturating_sub(self.retrans_base[i])),
+                let retransmits = match (&self.sampler, sending) {
+                    (Some(sampler), true) => sampler.retransmits(net, i, s),
                     _ => None,
                 };
                 if let (Channel::Tcp(h), None) = (s.channel, &congestion) {
@@ -675,56 +601,14 @@ impl<N: Transport> Client<N> {
             (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
             _ => 0.0,
         };
-        let mut congestion = None;
-        let mut sndbuf = None;
-        let mut rcvbuf = None;
-        let streams = self
-            .streams
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let mut retransmits = None;
-                if let Channel::Tcp(h) = s.channel {
-                    let facts = net.stream_facts(h);
-                    congestion = congestion.take().or(facts.congestion_control);
-                    sndbuf = sndbuf.or(facts.granted.send);
-                    rcvbuf = rcvbuf.or(facts.granted.recv);
-                    if sending {
-                        retransmits = net
-                            .retransmits(h)
-                            .map(|r| r.saturating_sub(self.retrans_base[i]));
-                    }
-                }
-                let samples = &self.rtt_samples[i];
-                let (bytes, packets, lost) = if sending {
-                    (s.sent_bytes, s.sent_datagrams, 0)
-                } else {
-                    (s.received.bytes, s.received.highest, s.received.lost)
-                };
-                StreamTotals {
-                    id: s.id,
-                    socket: 5 + i as u32,
-                    local: self.addrs[i].0,
-                    remote: self.addrs[i].1,
-                    bytes,
-                    packets,
-                    lost,
-                    out_of_order: s.received.out_of_order,
-                    jitter: s.received.jitter,
-                    retransmits,
-                    max_cwnd: self.max_cwnd[i],
-                    max_snd_wnd: 0,
-                    rtt_min: samples.iter().copied().min().unwrap_or(0),
-                    rtt_max: samples.iter().copied().max().unwrap_or(0),
-                    rtt_mean: if samples.is_empty() {
-                        0
-                    } else {
-                        samples.iter().sum::<u64>() / samples.len() as u64
-                    },
-                    end: duration,
-                }
-            })
-            .collect();
+        let (congestion, sndbuf, rcvbuf) = facts(net, &self.streams);
+        let (streams, intervals) = match self.sampler.take() {
+            Some(sampler) => (
+                sampler.totals(net, &self.streams, &self.addrs, sending, duration),
+                sampler.intervals,
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
         for s in &self.streams {
             match s.channel {
                 Channel::Tcp(h) => net.close(h),
@@ -741,13 +625,32 @@ impl<N: Transport> Client<N> {
             sndbuf,
             rcvbuf,
             congestion,
-            intervals: std::mem::take(&mut self.intervals),
+            intervals,
             streams,
             duration,
             cpu: self.cpu_used,
             remote: std::mem::take(&mut self.remote),
         }
     }
+}
+
+/// The streams' congestion control and granted buffers (the first TCP
+/// stream's), as iperf3 reports them.
+pub fn facts<N: Transport>(
+    net: &mut N,
+    streams: &[DataStream<N::Stream, N::Datagrams>],
+) -> (Option<String>, Option<usize>, Option<usize>) {
+    for s in streams {
+        if let Channel::Tcp(h) = s.channel {
+            let facts = net.stream_facts(h);
+            return (
+                facts.congestion_control,
+                facts.granted.send,
+                facts.granted.recv,
+            );
+        }
+    }
+    (None, None, None)
 }
 
 impl<N: Transport> Program<N> for Client<N> {

@@ -25,6 +25,7 @@ pub mod measured;
 pub mod output;
 pub mod params;
 pub mod results;
+pub mod sampling;
 pub mod session;
 pub mod stream;
 #[cfg(test)]
