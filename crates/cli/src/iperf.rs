@@ -83,7 +83,8 @@ pub struct IperfArgs {
     )]
     interval: f64,
     /// Print iperf3's JSON (schema of iperf3 3.12; stackscope's own
-    /// figures under "stackscope") instead of the text lines.
+    /// figures under "stackscope") instead of the text lines; with -s,
+    /// one document per test on stdout and the log on stderr.
     #[arg(short = 'J', long = "json")]
     json: bool,
     /// IPv4 only (a name resolves to its IPv4 address).
@@ -263,21 +264,27 @@ pub fn run(args: &IperfArgs) -> Result<()> {
             StackArg::Kernel => StackKind::Kernel,
             StackArg::Ref => StackKind::Ref,
         };
-        let env = Environment::detect(stack, path);
-        let info = RunInfo {
-            system_info: env.kernel.clone(),
-            timesecs: timestamp.timesecs,
-            stackscope: json!({
-                "stack": format!("{stack:?}").to_lowercase(),
-                "path": env.path,
-                "cpu_model": env.cpu_model,
-                "cpus": env.cpus,
-                "stackscope_version": env.stackscope_version,
-            }),
-        };
+        let mut info = run_info(stack, path);
+        info.timesecs = timestamp.timesecs;
         println!("{}", output::json_text(&output::json(&run, &info)));
     }
     Ok(())
+}
+
+/// What the JSON says about where the test ran (its time: now).
+fn run_info(stack: StackKind, path: String) -> RunInfo {
+    let env = Environment::detect(stack, path);
+    RunInfo {
+        system_info: env.kernel.clone(),
+        timesecs: Timestamp::now().timesecs,
+        stackscope: json!({
+            "stack": format!("{stack:?}").to_lowercase(),
+            "path": env.path,
+            "cpu_model": env.cpu_model,
+            "cpus": env.cpus,
+            "stackscope_version": env.stackscope_version,
+        }),
+    }
 }
 
 /// iperf3's line for a stream that opened.
@@ -316,35 +323,53 @@ fn ref_host(
 }
 
 fn serve(args: &IperfArgs) -> Result<()> {
-    if args.json {
-        bail!(
-            "-s -J: the server does not write iperf3's server JSON (it prints a line per test \
-             and its counters); the client's -J writes iperf3's JSON with both ends' figures"
-        );
-    }
     crate::host::os::catch_stop_signals()?;
     let stop = || crate::host::os::stop_requested().is_some();
-    let log = |line: String| {
-        println!("{line}");
+    // -J: stdout holds one JSON document per test; the log goes to stderr.
+    let json = args.json;
+    let log = move |line: String| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    let interval = (args.interval > 0.0).then(|| Duration::from_secs_f64(args.interval));
+    let stack = match args.stack {
+        StackArg::Kernel => StackKind::Kernel,
+        StackArg::Ref => StackKind::Ref,
+    };
+    let print_json = move |run: traffic::program::iperf3::client::ClientRun| {
+        if json {
+            let info = run_info(stack, "iperf3 server".into());
+            println!("{}", output::json_text(&output::json(&run, &info)));
+        }
     };
     let counts: ServerCounts = match args.stack {
         StackArg::Kernel => {
-            let mut program = Serve::new(args.port, stop, args.one_off, log);
+            let mut program =
+                Serve::new(args.port, stop, args.one_off, log).on_test(interval, print_json);
             traffic::run::program_on_kernel(&mut program)?
         }
         StackArg::Ref => {
             let (mut host, settings, path) = ref_host(args)?;
             eprintln!("iperf server on the {path}");
-            let program = Serve::new(args.port, stop, args.one_off, log);
+            let program =
+                Serve::new(args.port, stop, args.one_off, log).on_test(interval, print_json);
             let counts = traffic::run::program_attached(&mut host, program)?;
             drop(settings);
             counts
         }
     };
-    println!(
+    let counts_line = format!(
         "iperf3 ({}): tests_completed {} tests_failed {} busy_refusals {} bytes_in {} bytes_out {}",
         args.port, counts.completed, counts.failed, counts.busy, counts.bytes_in, counts.bytes_out
     );
+    if json {
+        eprintln!("{counts_line}");
+    } else {
+        println!("{counts_line}");
+    }
     if args.one_off && counts.failed > 0 {
         bail!("the test failed");
     }

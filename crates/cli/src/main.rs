@@ -217,7 +217,8 @@ enum Command {
     /// cpu_utilization_percent, sender/receiver_tcp_congestion), and
     /// stackscope's own under "stackscope". cwnd, RTT and retransmits come
     /// from TCP_INFO on the kernel, from the connection's control block on
-    /// the reference stack.
+    /// the reference stack. -s -J writes iperf3's server JSON, one
+    /// document per test (log lines to stderr).
     #[command(verbatim_doc_comment)]
     Iperf(iperf::IperfArgs),
     /// Measure throughput or delay over a grid of points, each repeated:

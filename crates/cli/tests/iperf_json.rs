@@ -245,6 +245,20 @@ fn our_json_has_iperf3s_fields_and_both_ends_interoperate() {
     }
     drop(_debian);
 
+    // Our server's -J against Debian's server's, for Debian's client.
+    for extra in [
+        &[][..],
+        &["-u", "-b", "10M"],
+        &["-R"],
+        &["-P", "2"],
+        &["-u", "-R", "-b", "5M"],
+    ] {
+        let theirs = server_json("iperf3", &[], extra);
+        let ours = server_json(BIN, &["iperf"], extra);
+        same_fields(&theirs, &ours, &format!("-s -J, client {extra:?}"));
+        assert!(ours["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    }
+
     // Debian's client against our server: TCP, UDP, -R, -P 2.
     let port = free_port();
     let p = port.to_string();
@@ -275,6 +289,32 @@ fn our_json_has_iperf3s_fields_and_both_ends_interoperate() {
             );
         }
     }
+}
+
+/// The JSON a one-test server (`-s -1 -J`) wrote for Debian's client
+/// run with `extra`.
+fn server_json(program: &str, prefix: &[&str], extra: &[&str]) -> Value {
+    let port = free_port();
+    let p = port.to_string();
+    let mut args: Vec<&str> = prefix.to_vec();
+    args.extend_from_slice(&["-s", "-1", "-J", "-p", &p]);
+    let server = Command::new(program)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // No probe connection: a one-test iperf3 would take it for its test.
+    std::thread::sleep(Duration::from_millis(700));
+    let mut client = vec!["-c", "127.0.0.1", "-p", &p, "-t", "1"];
+    client.extend_from_slice(extra);
+    let out = Command::new("iperf3").args(&client).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iperf3 {client:?} against {program}: {out:?}"
+    );
+    let out = server.wait_with_output().unwrap();
+    json_of(&format!("{program} {args:?} with {extra:?}"), out)
 }
 
 /// Two namespaces joined by a veth pair, removed when dropped.

@@ -630,6 +630,8 @@ impl<N: Transport> Client<N> {
             duration,
             cpu: self.cpu_used,
             remote: std::mem::take(&mut self.remote),
+            server_side: false,
+            accepted: None,
         }
     }
 }

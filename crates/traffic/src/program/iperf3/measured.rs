@@ -113,6 +113,18 @@ pub struct ClientRun {
     pub duration: f64,
     pub cpu: CpuPercent,
     pub remote: RemoteResults,
+    /// Whether this end is the server (`-s -J`): then it sends with `-R`,
+    /// and its JSON names the client it accepted.
+    pub server_side: bool,
+    /// The server's view: the client's control connection.
+    pub accepted: Option<SocketAddr>,
+}
+
+impl ClientRun {
+    /// Whether this end sent the data.
+    pub fn local_sends(&self) -> bool {
+        self.options.reverse == self.server_side
+    }
 }
 
 /// The server's results object, read.

@@ -91,6 +91,10 @@ pub struct Server<N: Transport> {
     buf: Vec<u8>,
     events: Vec<String>,
     counts: ServerCounts,
+    /// Tests' interval reports (`-s -J -i`).
+    interval: Option<Duration>,
+    /// Finished tests as measured here, for `-s -J`.
+    runs: Vec<measured::ClientRun>,
 }
 
 impl<N: Transport> Server<N> {
@@ -116,7 +120,19 @@ impl<N: Transport> Server<N> {
             buf: vec![0; BUF_LEN],
             events: Vec::new(),
             counts: ServerCounts::default(),
+            interval: None,
+            runs: Vec::new(),
         })
+    }
+
+    /// Samples each test every `interval` (its JSON's intervals).
+    pub fn set_interval(&mut self, interval: Option<Duration>) {
+        self.interval = interval;
+    }
+
+    /// The tests finished since the last call, as this end measured them.
+    pub fn take_runs(&mut self) -> Vec<measured::ClientRun> {
+        std::mem::take(&mut self.runs)
     }
 
     pub fn counts(&self) -> ServerCounts {
@@ -151,7 +167,10 @@ impl<N: Transport> Server<N> {
                 self.session = None;
                 moved.any = true;
                 match outcome {
-                    Ok(summary) => {
+                    Ok(mut summary) => {
+                        if let Some(run) = summary.run.take() {
+                            self.runs.push(*run);
+                        }
                         self.counts.completed += 1;
                         self.counts.bytes_in += summary.bytes_in;
                         self.counts.bytes_out += summary.bytes_out;
@@ -242,11 +261,11 @@ impl<N: Transport> Server<N> {
             None => {
                 let mut fixed = [0; COOKIE_LEN];
                 fixed.copy_from_slice(cookie);
-                self.session = Some(Session::new(stream, fixed, now));
+                self.session = Some(Session::new(stream, fixed, now).with_interval(self.interval));
                 self.events.push("iperf3 test: a client connected".into());
             }
             Some(session) if session.takes_tcp_stream(cookie) => {
-                session.add_tcp_stream(stream, now);
+                session.add_tcp_stream(net, stream, now);
             }
             Some(_) => {
                 // One test at a time, as iperf3: the client says "the
@@ -286,6 +305,8 @@ pub struct Serve<N: Transport> {
     stop: Box<dyn FnMut() -> bool + Send>,
     one_off: bool,
     log: Box<dyn FnMut(String) + Send>,
+    interval: Option<Duration>,
+    on_test: Option<Box<dyn FnMut(measured::ClientRun) + Send>>,
 }
 
 impl<N: Transport> Serve<N> {
@@ -301,7 +322,21 @@ impl<N: Transport> Serve<N> {
             stop: Box::new(stop),
             one_off,
             log: Box::new(log),
+            interval: None,
+            on_test: None,
         }
+    }
+
+    /// Hands each finished test, as measured here, to `f` (sampled every
+    /// `interval`): `-s -J`.
+    pub fn on_test(
+        mut self,
+        interval: Option<Duration>,
+        f: impl FnMut(measured::ClientRun) + Send + 'static,
+    ) -> Self {
+        self.interval = interval;
+        self.on_test = Some(Box::new(f));
+        self
     }
 }
 
@@ -312,7 +347,8 @@ impl<N: Transport> Program<N> for Serve<N> {
         let server = match &mut self.server {
             Some(server) => server,
             None => match Server::open(net, self.port) {
-                Ok(server) => {
+                Ok(mut server) => {
+                    server.set_interval(self.interval);
                     (self.log)(format!("Server listening on {}", self.port));
                     self.server.insert(server)
                 }
@@ -322,6 +358,11 @@ impl<N: Transport> Program<N> for Serve<N> {
         let moved = server.run(net);
         for line in server.take_events() {
             (self.log)(line);
+        }
+        for run in server.take_runs() {
+            if let Some(f) = &mut self.on_test {
+                f(run);
+            }
         }
         let counts = server.counts();
         if (self.stop)() {

@@ -75,7 +75,7 @@ fn interval_stream(run: &ClientRun, s: &StreamInterval) -> Value {
         "socket": s.socket, "start": s.start, "end": s.end, "seconds": seconds,
         "bytes": s.bytes, "bits_per_second": bps(s.bytes, seconds),
     });
-    let sender = !run.options.reverse;
+    let sender = run.local_sends();
     match run.options.protocol {
         Protocol::Tcp if sender => {
             let info = s.tcp.unwrap_or_default();
@@ -110,7 +110,7 @@ fn interval_sum(run: &ClientRun, i: &Interval) -> Value {
         "start": start, "end": end, "seconds": end - start, "bytes": bytes,
         "bits_per_second": bps(bytes, end - start),
     });
-    let sender = !run.options.reverse;
+    let sender = run.local_sends();
     match run.options.protocol {
         Protocol::Tcp if sender => {
             v["retransmits"] = i.streams.iter().map(|s| s.retransmits).sum::<u64>().into();
@@ -167,10 +167,10 @@ fn sides(run: &ClientRun, s: &StreamTotals) -> (Side, Side) {
         jitter: remote.map_or(0.0, |r| r.jitter),
         retransmits: remote.and_then(|r| r.retransmits),
     };
-    if run.options.reverse {
-        (theirs, ours)
-    } else {
+    if run.local_sends() {
         (ours, theirs)
+    } else {
+        (theirs, ours)
     }
 }
 
@@ -198,7 +198,7 @@ fn udp_fields(m: &mut Map<String, Value>, jitter: f64, lost: u64, packets: u64) 
 /// The run as iperf3 3.12's `-J` writes it.
 pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
     let o = &run.options;
-    let sender = !o.reverse;
+    let sender = run.local_sends();
     let udp = o.protocol == Protocol::Udp;
     let connected: Vec<Value> = run
         .streams
@@ -220,9 +220,14 @@ pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
         "version": "iperf 3.12",
         "system_info": info.system_info,
         "timestamp": {"time": http_date(info.timesecs), "timesecs": info.timesecs},
-        "connecting_to": {"host": o.host_name, "port": o.server.port()},
         "cookie": run.cookie,
     });
+    if run.server_side {
+        let (host, port) = host(run.accepted);
+        start["accepted_connection"] = json!({"host": host, "port": port});
+    } else {
+        start["connecting_to"] = json!({"host": o.host_name, "port": o.server.port()});
+    }
     if !udp {
         start["tcp_mss_default"] = run.tcp_mss.unwrap_or(0).into();
     }
@@ -279,13 +284,16 @@ pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
             streams.push(json!({ "udp": m }));
         } else {
             let mut a = window(&snd);
-            a.insert("retransmits".into(), snd.retransmits.unwrap_or(0).into());
-            let own = |x: u64| if sender { x } else { 0 };
-            a.insert("max_snd_cwnd".into(), own(s.max_cwnd).into());
-            a.insert("max_snd_wnd".into(), own(s.max_snd_wnd).into());
-            a.insert("max_rtt".into(), own(s.rtt_max).into());
-            a.insert("min_rtt".into(), own(s.rtt_min).into());
-            a.insert("mean_rtt".into(), own(s.rtt_mean).into());
+            // iperf3's server, receiving, leaves out the sender's state.
+            if !run.server_side || sender {
+                a.insert("retransmits".into(), snd.retransmits.unwrap_or(0).into());
+                let own = |x: u64| if sender { x } else { 0 };
+                a.insert("max_snd_cwnd".into(), own(s.max_cwnd).into());
+                a.insert("max_snd_wnd".into(), own(s.max_snd_wnd).into());
+                a.insert("max_rtt".into(), own(s.rtt_max).into());
+                a.insert("min_rtt".into(), own(s.rtt_min).into());
+                a.insert("mean_rtt".into(), own(s.rtt_mean).into());
+            }
             a.insert("sender".into(), sender.into());
             let mut b = window(&rcv);
             b.insert("sender".into(), sender.into());
@@ -310,7 +318,7 @@ pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
             sum_recv.lost,
             sum_sent.packets,
         );
-    } else {
+    } else if !run.server_side || sender {
         sent.insert(
             "retransmits".into(),
             sum_sent.retransmits.unwrap_or(0).into(),
@@ -339,8 +347,13 @@ pub fn json(run: &ClientRun, info: &RunInfo) -> Value {
         } else {
             (theirs, ours)
         };
-        end.insert("sender_tcp_congestion".into(), snd.into());
-        end.insert("receiver_tcp_congestion".into(), rcv.into());
+        // iperf3's server names only its own side's.
+        if !run.server_side || sender {
+            end.insert("sender_tcp_congestion".into(), snd.into());
+        }
+        if !run.server_side || !sender {
+            end.insert("receiver_tcp_congestion".into(), rcv.into());
+        }
     }
     json!({
         "start": start,
