@@ -5,6 +5,7 @@ mod calibrate;
 mod compare;
 mod experiment;
 mod host;
+mod iperf;
 mod ktrace;
 mod network;
 mod out_dir;
@@ -192,6 +193,34 @@ enum Command {
     /// granted buffer sizes and congestion control.
     #[command(verbatim_doc_comment)]
     Ttcp(ttcp::TtcpArgs),
+    /// iperf3's client and server with iperf3's options, interval lines
+    /// and JSON, on the kernel's stack or the reference stack; they talk
+    /// iperf3's control protocol, so either end can be Debian's iperf3.
+    ///
+    ///   stackscope iperf -s                        # a server on 5201
+    ///   stackscope iperf -c localhost -t 5         # TCP, 5 s
+    ///   stackscope iperf -c ::1 -u -b 200M -R -P 2 # UDP, server sends
+    ///   stackscope iperf -c 192.0.2.2 -J           # iperf3's JSON
+    ///   stackscope iperf -c HOST --stack ref --link tap --iface tap0 \
+    ///       --addr 192.0.2.3/24                    # from the reference stack
+    ///
+    /// Options: -c HOST / -s (-1: one test), -p PORT (5201), -t SECS (10),
+    /// -n BYTES / -k BLOCKS, -l LEN (TCP 128K, UDP 1460), -b RATE per stream (k/M/G,
+    /// UDP default 1M), -u, -P N, -R, -w BYTES (socket buffers), -i SECS
+    /// (1; 0 none), -J, -4/-6. Text output as iperf3's: a line per stream
+    /// and interval (TCP sender: Retr and Cwnd; UDP receiver: jitter and
+    /// lost/total), [SUM] with -P, then the sender's and receiver's
+    /// summaries. -J: iperf3 3.12's JSON (start.connected, version,
+    /// system_info, timestamp, test_start; intervals[].streams and sum with
+    /// snd_cwnd, rtt, rttvar, retransmits or UDP's jitter_ms, lost_packets;
+    /// end.streams, sum_sent, sum_received, sum (UDP),
+    /// cpu_utilization_percent, sender/receiver_tcp_congestion), and
+    /// stackscope's own under "stackscope". cwnd, RTT and retransmits come
+    /// from TCP_INFO on the kernel, from the connection's control block on
+    /// the reference stack. -s -J writes iperf3's server JSON, one
+    /// document per test (log lines to stderr).
+    #[command(verbatim_doc_comment)]
+    Iperf(iperf::IperfArgs),
     /// Measure throughput or delay over a grid of points, each repeated:
     /// stack x protocol x family x socket buffer x offered load x size
     /// (the XTP study's thrput and dela programs, the SunOS socket-buffer
@@ -280,6 +309,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Traceroute(args) => network::traceroute(args),
         Command::Ipv6(args) => network::ipv6(args),
         Command::Ttcp(args) => ttcp::run(args),
+        Command::Iperf(args) => iperf::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Host(args) => host::run(args),
     }

@@ -356,22 +356,53 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
     } else {
         bail!("say which end runs here: -t HOST (transmit) or -r (receive)");
     };
+    let (mut host, kernel_settings, path) = attach_host(
+        "stackscope-ttcp",
+        kind,
+        iface,
+        &args.addrs,
+        args.dad_transmits,
+        args.pcap.as_deref(),
+        args.mtu,
+        spec.timeout,
+    )?;
+    let report = traffic::run::attached(spec, &mut host, role, path, print_intervals)?;
+    drop(host);
+    drop(kernel_settings);
+    Ok(report)
+}
+
+/// A reference host on a link to the operating system: the TAP `iface`
+/// made (MTU `mtu`) or the interface `iface` taken over with AF_PACKET,
+/// with `addrs` (else SLAAC), once the link is up (within `timeout`).
+/// Also what the run's report says the path is.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attach_host(
+    name: &str,
+    kind: LinkKind,
+    iface: &str,
+    addrs: &[IpCidr],
+    dad_transmits: u32,
+    pcap: Option<&std::path::Path>,
+    mtu: u32,
+    timeout: Duration,
+) -> Result<(stack::iface::host::Host, attach::KernelSettings, String)> {
     let mut request = LinkRequest {
         kind,
         name: iface.to_string(),
-        mac: derived_mac("stackscope-ttcp", iface),
+        mac: derived_mac(name, iface),
         ipv4: None,
         ipv6: Vec::new(),
     };
-    for cidr in &args.addrs {
+    for cidr in addrs {
         request.add_address(*cidr)?;
     }
-    if let Some(dir) = &args.pcap {
+    if let Some(dir) = pcap {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--pcap: creating {}", dir.display()))?;
     }
-    let mtu = (kind == LinkKind::Tap).then_some(args.mtu as usize);
-    let link = attach::open(&request, mtu, args.pcap.as_deref())?;
+    let mtu = (kind == LinkKind::Tap).then_some(mtu as usize);
+    let link = attach::open(&request, mtu, pcap)?;
     let path = format!(
         "reference stack on {} {} (mac {}, mtu {})",
         match kind {
@@ -384,23 +415,16 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
     );
     let began = std::time::Instant::now();
     let links = [link];
-    if attach::wait_until_up(&links, None, || {
-        (began.elapsed() > spec.timeout).then_some(())
-    })?
-    .is_some()
+    if attach::wait_until_up(&links, None, || (began.elapsed() > timeout).then_some(()))?.is_some()
     {
         bail!(
             "{iface} was not up after {:.0} s (--timeout)",
-            spec.timeout.as_secs_f64()
+            timeout.as_secs_f64()
         );
     }
     let [link] = links;
-    let (mut host, kernel_settings) =
-        attach::build_host("stackscope-ttcp", vec![link], args.dad_transmits, &[])?;
-    let report = traffic::run::attached(spec, &mut host, role, path, print_intervals)?;
-    drop(host);
-    drop(kernel_settings);
-    Ok(report)
+    let (host, kernel_settings) = attach::build_host(name, vec![link], dad_transmits, &[])?;
+    Ok((host, kernel_settings, path))
 }
 
 /// ttcp's closing lines, one per side, and what it ran on.

@@ -90,6 +90,26 @@ pub struct SocketFacts {
     pub congestion_control: Option<String>,
 }
 
+/// A TCP connection's state as iperf3 reports it per interval: from
+/// `TCP_INFO` on the kernel, from the connection's control block on the
+/// reference stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// Congestion window, bytes.
+    pub snd_cwnd: u64,
+    /// The peer's advertised window, bytes (0 when the stack does not say).
+    pub snd_wnd: u64,
+    /// Smoothed round-trip time and its variation, microseconds.
+    pub rtt_us: u64,
+    pub rttvar_us: u64,
+    /// Segments retransmitted so far.
+    pub retransmits: u64,
+    /// The path MTU the connection uses (0 when unknown).
+    pub pmtu: u64,
+    /// The largest segment payload it sends, bytes.
+    pub mss: u64,
+}
+
 /// A stack as traffic programs use it. Handles are small copies into the
 /// stack's own socket table.
 pub trait Transport {
@@ -183,6 +203,17 @@ pub trait Transport {
     /// Segments the connection retransmitted so far, if the stack says.
     fn retransmits(&mut self, stream: Self::Stream) -> Option<u64>;
 
+    /// The connection's congestion window, RTT and retransmissions, if
+    /// the stack says.
+    fn tcp_info(&mut self, _stream: Self::Stream) -> Option<TcpInfo> {
+        None
+    }
+
+    /// The connection's local and remote addresses, once it has them.
+    fn stream_addrs(&mut self, _stream: Self::Stream) -> Option<(SocketAddr, SocketAddr)> {
+        None
+    }
+
     /// What the connection was granted.
     fn stream_facts(&mut self, stream: Self::Stream) -> SocketFacts;
 
@@ -227,6 +258,11 @@ pub trait Transport {
     /// where the stack counts them for the socket alone (and nowhere a
     /// run's other loss counters would count them again).
     fn receive_queue_drops(&mut self, _socket: Self::Datagrams) -> Option<u64> {
+        None
+    }
+
+    /// The address a datagram socket is bound to, if the stack says.
+    fn datagram_addr(&mut self, _socket: Self::Datagrams) -> Option<SocketAddr> {
         None
     }
 

@@ -5,7 +5,7 @@
 //! The Linux kernel, or anything else on the other side of the links, is
 //! the peer.
 
-mod os;
+pub(crate) mod os;
 mod services;
 mod trace;
 

@@ -427,6 +427,26 @@ impl Transport for KernelNet {
         socket::total_retransmits(tcp(entry))
     }
 
+    fn tcp_info(&mut self, stream: Handle) -> Option<crate::transport::TcpInfo> {
+        let entry = self.stream(stream).ok()?;
+        socket::tcp_info(tcp(entry))
+    }
+
+    fn stream_addrs(&mut self, stream: Handle) -> Option<(SocketAddr, SocketAddr)> {
+        let entry = self.stream(stream).ok()?;
+        let socket = tcp(entry);
+        let local = socket.local_addr().ok()?.as_socket()?;
+        let remote = socket.peer_addr().ok()?.as_socket()?;
+        Some((local, remote))
+    }
+
+    fn datagram_addr(&mut self, socket: Handle) -> Option<SocketAddr> {
+        match &self.entry(socket).ok()?.socket {
+            Sock::Udp { socket, .. } => socket.local_addr().ok(),
+            _ => None,
+        }
+    }
+
     fn stream_facts(&mut self, stream: Handle) -> SocketFacts {
         self.entry(stream)
             .map(|e| e.facts.clone())

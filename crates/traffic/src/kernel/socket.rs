@@ -115,6 +115,42 @@ pub fn total_retransmits(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
     Some(u64::from(info.tcpi_total_retrans))
 }
 
+/// A TCP socket's congestion window, RTT, retransmissions and MSS from
+/// `TCP_INFO`, as iperf3 reads them (cwnd in bytes: `tcpi_snd_cwnd`
+/// segments times `tcpi_snd_mss`).
+pub fn tcp_info(socket: &impl std::os::fd::AsRawFd) -> Option<crate::transport::TcpInfo> {
+    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` is writable for `len` bytes, and the descriptor is
+    // open for the call: `socket` borrows its owner.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: zero-initialised plain integers, filled (partly or wholly)
+    // by the kernel: every bit pattern is a valid `tcp_info`.
+    let info = unsafe { info.assume_init() };
+    let mss = u64::from(info.tcpi_snd_mss);
+    Some(crate::transport::TcpInfo {
+        snd_cwnd: u64::from(info.tcpi_snd_cwnd) * mss,
+        // tcpi_snd_wnd is past the end of libc's struct: not read.
+        snd_wnd: 0,
+        rtt_us: u64::from(info.tcpi_rtt),
+        rttvar_us: u64::from(info.tcpi_rttvar),
+        retransmits: u64::from(info.tcpi_total_retrans),
+        pmtu: u64::from(info.tcpi_pmtu),
+        mss,
+    })
+}
+
 /// Bytes of a TCP socket's send queue not yet acknowledged by the peer
 /// (`SIOCOUTQ`: unsent plus unacknowledged), or `None` when the kernel
 /// will not say.

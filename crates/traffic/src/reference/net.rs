@@ -387,6 +387,51 @@ impl Transport for Host {
         }
     }
 
+    /// The socket's port, with the host's address of the family where it
+    /// is bound to any (the address a peer sees, on a one-address host).
+    fn datagram_addr(&mut self, socket: Datagrams) -> Option<SocketAddr> {
+        let Datagrams::Udp(h) = socket else {
+            return None;
+        };
+        let local = self.udp(h).local()?;
+        if !local.ip().is_unspecified() {
+            return Some(local);
+        }
+        let family = if local.is_ipv4() {
+            Family::V4
+        } else {
+            Family::V6
+        };
+        Some(SocketAddr::new(self.local_ip(family)?, local.port()))
+    }
+
+    fn tcp_info(&mut self, stream: HostStream) -> Option<crate::transport::TcpInfo> {
+        use stack::socket::tcp::congestion::CongestionControl;
+        let HostStream::Tcp(h) = stream else {
+            return None;
+        };
+        let c = self.tcp_connection(h)?;
+        let cc = c.congestion();
+        let rtt = c.rtt();
+        Some(crate::transport::TcpInfo {
+            snd_cwnd: cc.cwnd() as u64,
+            snd_wnd: 0,
+            rtt_us: rtt.srtt().map_or(0, |d| d.as_micros() as u64),
+            rttvar_us: rtt.rttvar().as_micros() as u64,
+            retransmits: c.counters().segments_retransmitted,
+            pmtu: 0,
+            mss: c.negotiated().map_or(cc.mss(), |n| n.send_mss) as u64,
+        })
+    }
+
+    fn stream_addrs(&mut self, stream: HostStream) -> Option<(SocketAddr, SocketAddr)> {
+        let HostStream::Tcp(h) = stream else {
+            return None;
+        };
+        let c = self.tcp_connection(h)?;
+        Some((c.local(), c.remote()))
+    }
+
     fn stream_facts(&mut self, stream: HostStream) -> SocketFacts {
         match stream {
             HostStream::Tcp(h) => self.tcp_connection(h).map(|c| config_facts(c.config())),

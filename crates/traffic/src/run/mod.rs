@@ -22,7 +22,9 @@ use crate::spec::StackKind;
 pub use role::{address_grace, echo_roles, transfer_roles, EndPlan};
 
 pub use link_path::{KernelPeer, PeerLink, RefEnd};
-pub use one_end::{attached, kernel as one_kernel_end, OneEnd};
+pub use one_end::{
+    attached, kernel as one_kernel_end, program_attached, program_on_kernel, OneEnd,
+};
 pub use transfer::{echo, echoes, pair, transfer, MAX_CIRCUITS};
 
 /// Where the two ends of a run are.

@@ -181,3 +181,30 @@ pub fn attached(
     };
     Ok(report(spec, &job, target, timestamp, intervals, what)?.with_runner_wait(RUNNER_WAIT))
 }
+
+/// Runs any `program` on `host` (a reference host on links to the
+/// operating system) on the real-time runner in this thread, until it is
+/// done: `stackscope iperf --stack ref`.
+pub fn program_attached<P>(host: &mut Host, program: P) -> Result<P::Output, TrafficError>
+where
+    P: crate::program::Program<Host> + Send + 'static,
+    P::Output: Send + 'static,
+{
+    let slot = Arc::new(std::sync::Mutex::new(None));
+    let filled = slot.clone();
+    let work = host::workload(program, move |result| {
+        *filled.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+    });
+    run_host(host, work, |_| {});
+    let result = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    result.unwrap_or_else(|| Err(TrafficError::Invalid("the program did not finish".into())))
+}
+
+/// Runs any `program` on the kernel's stack in this thread until it is
+/// done: `stackscope iperf --stack kernel`.
+pub fn program_on_kernel<P>(program: &mut P) -> Result<P::Output, TrafficError>
+where
+    P: crate::program::Program<KernelNet>,
+{
+    drive(&mut KernelNet::new(), program)
+}

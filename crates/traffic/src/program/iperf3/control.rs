@@ -128,6 +128,11 @@ impl<S: Copy> Control<S> {
         Ok(moved)
     }
 
+    /// Queues bytes as they are (a connection's cookie).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.outbox.extend_from_slice(bytes);
+    }
+
     pub fn send_state(&mut self, state: State) {
         self.outbox.push(state.byte());
     }

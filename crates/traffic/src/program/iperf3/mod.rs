@@ -17,9 +17,15 @@
 //! says it sent has arrived (or nothing more comes), so a TCP test's two
 //! byte counts agree.
 
+pub mod client;
+#[cfg(test)]
+mod client_tests;
 pub mod control;
+pub mod measured;
+pub mod output;
 pub mod params;
 pub mod results;
+pub mod sampling;
 pub mod session;
 pub mod stream;
 #[cfg(test)]
@@ -32,6 +38,7 @@ use std::time::Duration;
 use stack::time::Instant;
 
 use crate::error::TrafficError;
+use crate::program::{Program, Step};
 use crate::transport::{DatagramKind, DatagramOptions, Read, StreamOptions, Transport};
 use control::State;
 use session::{Progress, Session};
@@ -84,6 +91,10 @@ pub struct Server<N: Transport> {
     buf: Vec<u8>,
     events: Vec<String>,
     counts: ServerCounts,
+    /// Tests' interval reports (`-s -J -i`).
+    interval: Option<Duration>,
+    /// Finished tests as measured here, for `-s -J`.
+    runs: Vec<measured::ClientRun>,
 }
 
 impl<N: Transport> Server<N> {
@@ -109,7 +120,19 @@ impl<N: Transport> Server<N> {
             buf: vec![0; BUF_LEN],
             events: Vec::new(),
             counts: ServerCounts::default(),
+            interval: None,
+            runs: Vec::new(),
         })
+    }
+
+    /// Samples each test every `interval` (its JSON's intervals).
+    pub fn set_interval(&mut self, interval: Option<Duration>) {
+        self.interval = interval;
+    }
+
+    /// The tests finished since the last call, as this end measured them.
+    pub fn take_runs(&mut self) -> Vec<measured::ClientRun> {
+        std::mem::take(&mut self.runs)
     }
 
     pub fn counts(&self) -> ServerCounts {
@@ -127,15 +150,27 @@ impl<N: Transport> Server<N> {
     pub fn run(&mut self, net: &mut N) -> Moved {
         let mut moved = Moved::default();
         self.accept(net, &mut moved);
+        // A test whose IPERF_DONE came with the next client's connection
+        // ends first, so that client is served, not told "busy".
+        self.step_session(net, &mut moved);
         self.read_cookies(net, &mut moved);
         self.read_datagrams(net, &mut moved);
+        self.step_session(net, &mut moved);
+        moved
+    }
+
+    /// Steps the running test; a test that is over is closed and counted.
+    fn step_session(&mut self, net: &mut N, moved: &mut Moved) {
         if let Some(session) = &mut self.session {
-            if let Progress::Over(outcome) = session.step(net, &mut self.buf, &mut moved) {
+            if let Progress::Over(outcome) = session.step(net, &mut self.buf, moved) {
                 session.close(net);
                 self.session = None;
                 moved.any = true;
                 match outcome {
-                    Ok(summary) => {
+                    Ok(mut summary) => {
+                        if let Some(run) = summary.run.take() {
+                            self.runs.push(*run);
+                        }
                         self.counts.completed += 1;
                         self.counts.bytes_in += summary.bytes_in;
                         self.counts.bytes_out += summary.bytes_out;
@@ -148,7 +183,6 @@ impl<N: Transport> Server<N> {
                 }
             }
         }
-        moved
     }
 
     /// Tells a running test's client the server is stopping
@@ -227,11 +261,11 @@ impl<N: Transport> Server<N> {
             None => {
                 let mut fixed = [0; COOKIE_LEN];
                 fixed.copy_from_slice(cookie);
-                self.session = Some(Session::new(stream, fixed, now));
+                self.session = Some(Session::new(stream, fixed, now).with_interval(self.interval));
                 self.events.push("iperf3 test: a client connected".into());
             }
             Some(session) if session.takes_tcp_stream(cookie) => {
-                session.add_tcp_stream(stream, now);
+                session.add_tcp_stream(net, stream, now);
             }
             Some(_) => {
                 // One test at a time, as iperf3: the client says "the
@@ -259,5 +293,93 @@ impl<N: Transport> Server<N> {
                 }
             }
         }
+    }
+}
+
+/// The server as a program: `stackscope iperf -s` on either stack. Serves
+/// tests until `stop` says so (or after one with `one_off`, iperf3's
+/// `-1`), handing each finished test's line to `log`.
+pub struct Serve<N: Transport> {
+    port: u16,
+    server: Option<Server<N>>,
+    stop: Box<dyn FnMut() -> bool + Send>,
+    one_off: bool,
+    log: Box<dyn FnMut(String) + Send>,
+    interval: Option<Duration>,
+    on_test: Option<Box<dyn FnMut(measured::ClientRun) + Send>>,
+}
+
+impl<N: Transport> Serve<N> {
+    pub fn new(
+        port: u16,
+        stop: impl FnMut() -> bool + Send + 'static,
+        one_off: bool,
+        log: impl FnMut(String) + Send + 'static,
+    ) -> Self {
+        Self {
+            port,
+            server: None,
+            stop: Box::new(stop),
+            one_off,
+            log: Box::new(log),
+            interval: None,
+            on_test: None,
+        }
+    }
+
+    /// Hands each finished test, as measured here, to `f` (sampled every
+    /// `interval`): `-s -J`.
+    pub fn on_test(
+        mut self,
+        interval: Option<Duration>,
+        f: impl FnMut(measured::ClientRun) + Send + 'static,
+    ) -> Self {
+        self.interval = interval;
+        self.on_test = Some(Box::new(f));
+        self
+    }
+}
+
+impl<N: Transport> Program<N> for Serve<N> {
+    type Output = ServerCounts;
+
+    fn step(&mut self, net: &mut N) -> Step<ServerCounts> {
+        let server = match &mut self.server {
+            Some(server) => server,
+            None => match Server::open(net, self.port) {
+                Ok(mut server) => {
+                    server.set_interval(self.interval);
+                    (self.log)(format!("Server listening on {}", self.port));
+                    self.server.insert(server)
+                }
+                Err(e) => return Step::Done(Err(e)),
+            },
+        };
+        let moved = server.run(net);
+        for line in server.take_events() {
+            (self.log)(line);
+        }
+        for run in server.take_runs() {
+            if let Some(f) = &mut self.on_test {
+                f(run);
+            }
+        }
+        let counts = server.counts();
+        if (self.stop)() {
+            server.stop(net);
+            for line in server.take_events() {
+                (self.log)(line);
+            }
+            return Step::Done(Ok(server.counts()));
+        }
+        if self.one_off && counts.completed + counts.failed > 0 {
+            return Step::Done(Ok(counts));
+        }
+        if moved.any {
+            return Step::Again;
+        }
+        // Look at the stop flag at least every 100 ms.
+        let soon = net.now() + Duration::from_millis(100);
+        Step::Wait(Some(moved.wake.map_or(soon, |w| w.min(soon))))
     }
 }

@@ -9,13 +9,16 @@
 //! data → the client's TEST_END → EXCHANGE_RESULTS → the client's results,
 //! then the server's → DISPLAY_RESULTS → the client's IPERF_DONE.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use stack::time::Instant;
 
 use super::control::{Control, State};
+use super::measured::{remote_results, ClientOptions, ClientRun, RemoteResults};
 use super::params::{Params, Protocol};
 use super::results::{self, ClientStream, StreamResult};
+use super::sampling::Sampler;
 use super::stream::{Channel, DataStream, Moved};
 use super::udp;
 use super::COOKIE_LEN;
@@ -55,6 +58,8 @@ enum Phase {
 /// How a finished test went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// The test as iperf3's server JSON reports it (`-s -J`).
+    pub run: Option<Box<ClientRun>>,
     /// One line for the host's log.
     pub text: String,
     pub bytes_in: u64,
@@ -83,6 +88,12 @@ pub struct Session<N: Transport> {
     ended_at: Option<Instant>,
     cpu: Option<CpuMeter>,
     last_progress: Instant,
+    /// Interval reports (`-s -i`), and what samples them.
+    interval: Option<Duration>,
+    sampler: Option<Sampler>,
+    addrs: Vec<(Option<SocketAddr>, Option<SocketAddr>)>,
+    client_results: Option<RemoteResults>,
+    run: Option<ClientRun>,
 }
 
 impl<N: Transport> Session<N> {
@@ -103,7 +114,18 @@ impl<N: Transport> Session<N> {
             ended_at: None,
             cpu: None,
             last_progress: now,
+            interval: None,
+            sampler: None,
+            addrs: Vec::new(),
+            client_results: None,
+            run: None,
         }
+    }
+
+    /// Samples the test every `interval` for its JSON.
+    pub fn with_interval(mut self, interval: Option<Duration>) -> Self {
+        self.interval = interval;
+        self
     }
 
     fn protocol(&self) -> Option<Protocol> {
@@ -129,17 +151,26 @@ impl<N: Transport> Session<N> {
     }
 
     /// Adds a stream; iperf3 numbers them 1, 3, 4, 5, … (its own way).
-    fn add_stream(&mut self, channel: Channel<N::Stream, N::Datagrams>, now: Instant) {
+    fn add_stream(
+        &mut self,
+        channel: Channel<N::Stream, N::Datagrams>,
+        addrs: (Option<SocketAddr>, Option<SocketAddr>),
+        now: Instant,
+    ) {
         let id = match self.streams.len() {
             0 => 1,
             n => n as u32 + 2,
         };
         self.streams.push(DataStream::new(id, channel));
+        self.addrs.push(addrs);
         self.last_progress = now;
     }
 
-    pub fn add_tcp_stream(&mut self, stream: N::Stream, now: Instant) {
-        self.add_stream(Channel::Tcp(stream), now);
+    pub fn add_tcp_stream(&mut self, net: &mut N, stream: N::Stream, now: Instant) {
+        let addrs = net
+            .stream_addrs(stream)
+            .map_or((None, None), |(l, r)| (Some(l), Some(r)));
+        self.add_stream(Channel::Tcp(stream), addrs, now);
     }
 
     /// Takes a datagram that came to `socket` from `peer`: a stream's
@@ -171,7 +202,12 @@ impl<N: Transport> Session<N> {
             return Ok(true);
         }
         if self.wants_streams() && self.protocol() == Some(Protocol::Udp) && udp::is_connect(data) {
-            self.add_stream(Channel::Udp { socket, peer }, now);
+            let remote = match peer {
+                Peer::Ip(addr) => Some(addr),
+                Peer::Mac(_) => None,
+            };
+            let local = net.datagram_addr(socket);
+            self.add_stream(Channel::Udp { socket, peer }, (local, remote), now);
             // Lost, the client waits: iperf3 3.12 does not ask again.
             net.send_to(socket, &udp::connect_reply(data), peer)?;
             return Ok(true);
@@ -220,12 +256,25 @@ impl<N: Transport> Session<N> {
             }
             Phase::Streams => {
                 if !self.wants_streams() {
-                    self.start(now);
+                    self.start(net, now);
                 }
             }
             Phase::Running => match self.control.take_byte() {
-                None => {}
+                None => {
+                    let sending = self.reverse();
+                    if let Some(sampler) = &mut self.sampler {
+                        sampler.tick(net, &self.streams, sending, now, &mut None);
+                        if let Some(at) = sampler.next() {
+                            moved.wake_at(at);
+                        }
+                    }
+                }
                 Some(b) if b == State::TestEnd.byte() => {
+                    let sending = self.reverse();
+                    if let Some(sampler) = &mut self.sampler {
+                        sampler.tick(net, &self.streams, sending, now, &mut None);
+                        sampler.finish(net, &self.streams, sending, now, &mut None);
+                    }
                     self.ended_at = Some(now);
                     self.control.send_state(State::ExchangeResults);
                     self.phase = Phase::Results;
@@ -235,6 +284,7 @@ impl<N: Transport> Session<N> {
             Phase::Results => {
                 if let Some(v) = self.control.take_json()? {
                     let client = results::client_streams(&v)?;
+                    self.client_results = remote_results(&v).ok();
                     self.phase = Phase::Drain { client, since: now };
                 }
             }
@@ -292,11 +342,12 @@ impl<N: Transport> Session<N> {
     }
 
     /// Every stream is there: the test runs.
-    fn start(&mut self, now: Instant) {
+    fn start(&mut self, net: &mut N, now: Instant) {
         self.control.send_state(State::TestStart);
         self.control.send_state(State::TestRunning);
         self.running_at = Some(now);
         self.cpu = Some(CpuMeter::start());
+        self.sampler = Some(Sampler::start(net, &self.streams, self.interval, now));
         let rate = self.params.as_ref().and_then(|p| p.rate);
         if self.reverse() {
             for stream in &mut self.streams {
@@ -406,9 +457,52 @@ impl<N: Transport> Session<N> {
         let has_retransmits = reverse && tcp && streams.iter().all(|s| s.retransmits.is_some());
         let value = results::server_results(cpu, has_retransmits, congestion.as_deref(), &streams);
         self.control.send_json(&value);
+        self.run = self.measured(net, cpu);
     }
 
-    fn summary(&self) -> Summary {
+    /// The test as this end measured it, for iperf3's server JSON.
+    fn measured(&mut self, net: &mut N, cpu: CpuPercent) -> Option<ClientRun> {
+        let params = self.params.as_ref()?;
+        let sampler = self.sampler.take()?;
+        let sending = params.reverse;
+        let duration = match (self.running_at, self.ended_at) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let (congestion, sndbuf, rcvbuf) = super::client::facts(net, &self.streams);
+        let control = net.stream_addrs(self.control.stream);
+        let streams = sampler.totals(net, &self.streams, &self.addrs, sending, duration);
+        Some(ClientRun {
+            options: ClientOptions {
+                server: control.map_or(SocketAddr::from(([0, 0, 0, 0], super::PORT)), |c| c.0),
+                host_name: String::new(),
+                protocol: params.protocol,
+                reverse: params.reverse,
+                parallel: params.parallel,
+                len: params.len,
+                rate: params.rate,
+                bytes: params.bytes,
+                time: params.time,
+                window: None,
+                interval: self.interval,
+                timeout: IDLE_LIMIT,
+            },
+            cookie: String::from_utf8_lossy(&self.cookie[..COOKIE_LEN - 1]).into_owned(),
+            tcp_mss: net.tcp_info(self.control.stream).map(|i| i.mss),
+            sndbuf,
+            rcvbuf,
+            congestion,
+            intervals: sampler.intervals,
+            streams,
+            duration,
+            cpu,
+            remote: self.client_results.take().unwrap_or_default(),
+            server_side: true,
+            accepted: control.map(|c| c.1),
+        })
+    }
+
+    fn summary(&mut self) -> Summary {
         let reverse = self.reverse();
         let bytes_in: u64 = self.streams.iter().map(|s| s.received.bytes).sum();
         let bytes_out: u64 = self.streams.iter().map(|s| s.sent_bytes).sum();
@@ -428,6 +522,7 @@ impl<N: Transport> Session<N> {
             text.push_str(&format!(", {lost} of {packets} datagrams lost"));
         }
         Summary {
+            run: self.run.take().map(Box::new),
             text,
             bytes_in,
             bytes_out,
