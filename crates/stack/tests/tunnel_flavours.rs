@@ -21,8 +21,7 @@ use stack::iface::host::{TcpError, TcpHandle};
 use stack::runner::{blocking, Simulator};
 use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
-use stack::tools::ping::{ping, PingOptions};
-use stack::tools::Family;
+use stack::tools::{ping, Family, PingOptions};
 use stack::topology::Topology;
 
 const PORT: u16 = 5001;
@@ -244,7 +243,10 @@ fn flavour(name: &str, topology: &Topology, a: Ipv6Addr, b: Ipv6Addr) {
             .into_iter()
             .find(|f| f.to_string_lossy().contains("host-b"))
             .expect("host-b's capture");
-        let echoes = tshark_count(&file, "ip.proto == 41 && icmpv6.type in {128 129}");
+        let echoes = tshark_count(
+            &file,
+            "ip.proto == 41 && (icmpv6.type == 128 || icmpv6.type == 129)",
+        );
         assert_eq!(
             echoes, 12,
             "{name}: echo requests and replies on host-b's wire"
