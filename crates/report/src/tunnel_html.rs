@@ -87,7 +87,7 @@ fn pair_section(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun, stud
         escape(&native.id),
         escape(&native.link),
     );
-    path_table(h, tunnel, native);
+    path_table(h, tunnel, native, study);
     shares_table(h, tunnel);
     let sizes = common_sizes(tunnel, native);
     for receive in [false, true] {
@@ -99,7 +99,7 @@ fn pair_section(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun, stud
 }
 
 /// The path each run took: MTU, payload per packet, frames per message.
-fn path_table(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun) {
+fn path_table(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun, study: bool) {
     let largest = |run: &MessagesRun| {
         run.points
             .iter()
@@ -114,12 +114,17 @@ fn path_table(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun) {
     let _ = write!(
         h,
         "<table><caption>The path: the IP MTU the run's family had, the payload one full packet carries (after the IP, transport, timestamp and trace-option headers; for UDP one fragment's share), and the frames of the largest message</caption>\
-         <tr><th class=\"l\">figure</th><th>{} (tunnel)</th><th>{} (native)</th><th>the study</th></tr>\
+         <tr><th class=\"l\">figure</th><th>{} (tunnel)</th><th>{} (native)</th><th>{}</th></tr>\
          <tr><td class=\"l\">IPv6 path MTU, bytes</td><td>{}</td><td>{}</td><td>1480 (1500 − 20 of IPv4)</td></tr>\
          <tr><td class=\"l\">payload per full packet, bytes</td><td>{:.0}</td><td>{:.0}</td><td>TCP MSS 1420 (1500 − 20 − 40 − 20; no timestamps, no trace option)</td></tr>\
          <tr><td class=\"l\">frames per message (send, mean)</td><td>{}</td><td>{}</td><td>-</td></tr></table>",
         escape(&tunnel.id),
         escape(&native.id),
+        if study {
+            "the study"
+        } else {
+            "the IPv6 study's 6-over-4 testbed (Xie 1999)"
+        },
         tunnel.path_mtu,
         native.path_mtu,
         tunnel.segment_bytes,
