@@ -618,6 +618,54 @@ for tunnel_id, (native_id, segment, native_segment) in TUNNEL_RUNS.items():
 if 'id="xie1999-over-tunnel"' not in html:
     fail("report.html has no section on xie1999 over the tunnel beside native IPv6")
 
+# Issue 20: draves1998 over each tunnel flavour beside native IPv6 and
+# IPv4 on the 100 Mbit/s wire. Each flavour's header-cost row exists with
+# its interval and a verdict against -2.76 % (IPv6 40 + IPv4 20 header
+# bytes in the tunnel's MTU of 1480: 1408 payload bytes a segment to
+# IPv4's 1448); its IPv6 point records the tunnel and the path MTUs; a
+# traced messages run over each has the tunnel's rows in every window,
+# the native ones none; the report has both sections.
+draves = experiments["draves1998"]
+FLAVOURS = {"configured": "fast-ethernet-configured", "automatic": "fast-ethernet-automatic", "6-over-4": "fast-ethernet-6over4"}
+draves_runs = {r["id"]: r for r in draves["runs"]}
+draves_rows = {}
+for sweep in draves["sweeps"]:
+    for t in sweep["tables"]:
+        if "header-cost prediction" in t["caption"]:
+            col = {c: i for i, c in enumerate(t["columns"])}
+            draves_rows.update({(r[col["link"]], r[col["stack"]]): [r[col[c]] for c in ("IPv4 Mbit/s (n)", "IPv6 Mbit/s (n)", "relative (95 % CI)", "predicted", "verdict")] for r in t["rows"]})
+for flavour, link in FLAVOURS.items():
+    row = draves_rows.get((f"100 Mbit/s, IPv6 over {flavour}", "ref")) or fail(f"draves1998 has no IPv6 − IPv4 row over {flavour}: {sorted(draves_rows)}")
+    ipv4, ipv6, relative, predicted, verdict = row
+    if predicted != "-2.76 %" or "(" not in relative:
+        fail(f"draves1998 over {flavour}: predicted {predicted}, relative {relative}")
+    if not verdict.startswith(("consistent", "not resolved", "inconsistent", "no test: the machine changed state")):
+        fail(f"draves1998 over {flavour}: no test of the prediction: {verdict}")
+    tested = [p["ipv6_vs_ipv4"] for sw in draves["sweeps"] for p in sw["points"] if "ipv6_vs_ipv4" in p]
+    over = [t for t in tested if t.get("ipv6_over") == flavour]
+    if not over or any((t["path_mtu_ipv4"], t["path_mtu_ipv6"]) != (1500, 1480) for t in over):
+        fail(f"draves1998 over {flavour}: IPv6 points {over}, not one with path MTUs 1500 / 1480")
+    run_id = "layers-" + link.rsplit("-", 1)[1]
+    run = draves_runs.get(run_id) or fail(f"draves1998 has no {run_id} run")
+    if run["link"] != link or run["path_mtu"] != 1480 or len(run["points"]) < 2:
+        fail(f"draves1998/{run_id}: link {run['link']}, path MTU {run['path_mtu']}, {len(run['points'])} sizes")
+    for point in run["points"]:
+        split = (point.get("send") or {}).get("stop_split") or fail(f"draves1998/{run_id} {point['size']} B: no send window")
+        tunnel_parts = split.get("tunnel") or {}
+        if not tunnel_parts.get("link", {}).get("mean", 0) > 0 or not tunnel_parts.get("network", {}).get("mean", 0) > 0:
+            fail(f"draves1998/{run_id} {point['size']} B: no tunnel rows: {sorted(tunnel_parts)}")
+    last = run["points"][-1]["send"]
+    print(f"draves1998 over {flavour}: IPv6 {ipv6} Mbit/s beside IPv4 {ipv4}, {relative} (predicted {predicted}); "
+          f"{run_id} at {run['points'][-1]['size']} B send stop {last['stop_us']['mean']:.1f} µs, tunnel "
+          f"{last['stop_split']['tunnel_total']['mean']:.1f} µs ({last['stop_split']['tunnel_share_of_stack']['mean'] * 100:.1f} % of the stack's work)")
+for run_id in ("layers-ipv4", "layers-ipv6"):
+    run = draves_runs.get(run_id) or fail(f"draves1998 has no {run_id} run")
+    if any((p.get("send") or {}).get("stop_split", {}).get("tunnel_total") for p in run["points"]):
+        fail(f"draves1998/{run_id}: tunnel rows in a native run")
+for section in ("draves1998-tunnel-flavours", "draves1998-over-tunnel"):
+    if f'id="{section}"' not in html:
+        fail(f"report.html has no section {section}")
+
 if fits == 0:
     fail("no trend line in summary.json")
 print(f"{fits} trend lines carry R², a slope interval and a weak flag")

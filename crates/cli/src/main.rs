@@ -46,7 +46,8 @@ enum Command {
     /// mixed delay beside one circuit alone, UDP offered load, traced XTP
     /// and TCP messages split per layer) and
     /// draves1998 (TCP over IPv4 and IPv6 against the header-cost
-    /// prediction); the kernel's stack runs over loopback beside the
+    /// prediction, and over configured, automatic and 6-over-4 tunnels
+    /// against theirs, with each path's per-layer cost); the kernel's stack runs over loopback beside the
     /// reference stack where the recipe says so. Writes
     /// results/<UTC timestamp>/ (or --out DIR):
     ///   report.html      opens with where the time goes on each traced

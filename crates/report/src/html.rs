@@ -87,6 +87,7 @@ pub fn render(report: &Report) -> String {
         crate::layers_compared::xtp_beside_tcp(&mut h, exp);
         crate::families::families_compared(&mut h, exp);
         crate::tunnel_html::beside_native(&mut h, exp);
+        crate::tunnel_flavours_html::section(&mut h, exp);
         for sweep in &exp.sweeps {
             crate::sweep_html::section(&mut h, &exp.name, sweep);
         }

@@ -23,6 +23,7 @@ mod sweep_html;
 pub mod tables;
 mod toc;
 mod trace_charts;
+mod tunnel_flavours_html;
 mod tunnel_html;
 pub mod units;
 

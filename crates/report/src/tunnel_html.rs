@@ -68,12 +68,15 @@ pub fn beside_native(h: &mut String, experiment: &Experiment) {
         escape(&anchor(&experiment.name)),
         escape(&experiment.name),
     );
+    // The study's published shares are the IPv6 study's (Xie 1999, seed
+    // `000_…`): beside its own runs only.
+    let study = experiment.source.starts_with("000_");
     for (tunnel, native) in pairs {
-        pair_section(h, tunnel, native);
+        pair_section(h, tunnel, native, study);
     }
 }
 
-fn pair_section(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun) {
+fn pair_section(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun, study: bool) {
     let _ = write!(
         h,
         "<h4>{} over {}: <code>{}</code> ({}) beside <code>{}</code> ({})</h4>",
@@ -84,17 +87,19 @@ fn pair_section(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun) {
         escape(&native.id),
         escape(&native.link),
     );
-    path_table(h, tunnel, native);
+    path_table(h, tunnel, native, study);
     shares_table(h, tunnel);
     let sizes = common_sizes(tunnel, native);
     for receive in [false, true] {
         layer_table(h, tunnel, native, &sizes, receive);
     }
-    study_table(h, tunnel);
+    if study {
+        study_table(h, tunnel);
+    }
 }
 
 /// The path each run took: MTU, payload per packet, frames per message.
-fn path_table(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun) {
+fn path_table(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun, study: bool) {
     let largest = |run: &MessagesRun| {
         run.points
             .iter()
@@ -109,12 +114,17 @@ fn path_table(h: &mut String, tunnel: &MessagesRun, native: &MessagesRun) {
     let _ = write!(
         h,
         "<table><caption>The path: the IP MTU the run's family had, the payload one full packet carries (after the IP, transport, timestamp and trace-option headers; for UDP one fragment's share), and the frames of the largest message</caption>\
-         <tr><th class=\"l\">figure</th><th>{} (tunnel)</th><th>{} (native)</th><th>the study</th></tr>\
+         <tr><th class=\"l\">figure</th><th>{} (tunnel)</th><th>{} (native)</th><th>{}</th></tr>\
          <tr><td class=\"l\">IPv6 path MTU, bytes</td><td>{}</td><td>{}</td><td>1480 (1500 − 20 of IPv4)</td></tr>\
          <tr><td class=\"l\">payload per full packet, bytes</td><td>{:.0}</td><td>{:.0}</td><td>TCP MSS 1420 (1500 − 20 − 40 − 20; no timestamps, no trace option)</td></tr>\
          <tr><td class=\"l\">frames per message (send, mean)</td><td>{}</td><td>{}</td><td>-</td></tr></table>",
         escape(&tunnel.id),
         escape(&native.id),
+        if study {
+            "the study"
+        } else {
+            "the IPv6 study's 6-over-4 testbed (Xie 1999)"
+        },
         tunnel.path_mtu,
         native.path_mtu,
         tunnel.segment_bytes,
@@ -202,7 +212,7 @@ fn path(point: Option<&SizePoint>, receive: bool) -> Option<&PathFigures> {
 }
 
 /// One row of a layer table: its name and each run's part.
-enum Part {
+pub(crate) enum Part {
     /// A layer outside the tunnel (native: the whole layer).
     Layer(Layer),
     /// The tunnel's time in spans of this layer's sites.
@@ -212,7 +222,7 @@ enum Part {
 }
 
 impl Part {
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Part::Layer(l) => l.to_string(),
             Part::Tunnel(Layer::Link) => "tunnel: encapsulation".into(),
@@ -227,7 +237,7 @@ impl Part {
 
     /// The part of `split`; `tunnelled` says whether its layers hold a
     /// tunnel (then the layer rows are the time outside it).
-    fn of<'a>(&self, split: &'a Split) -> Option<&'a Stat> {
+    pub(crate) fn of<'a>(&self, split: &'a Split) -> Option<&'a Stat> {
         let tunnelled = split.tunnel_total.is_some();
         match self {
             Part::Layer(l) if tunnelled => split.outside_tunnel.get(l),
@@ -241,7 +251,7 @@ impl Part {
 
 /// The rows: the layers outside the tunnel (network is IPv6's alone),
 /// the tunnel's parts, `wire`, `other`.
-fn parts(splits: &[&Split]) -> Vec<Part> {
+pub(crate) fn parts(splits: &[&Split]) -> Vec<Part> {
     let mut parts: Vec<Part> = Layer::ALL
         .iter()
         .filter(|l| splits.iter().any(|s| s.layers.contains_key(l)))

@@ -692,33 +692,6 @@ fn six_over_four_runs_neighbor_discovery_over_ipv4_multicast() {
     }
 }
 
-/// The bar: 16 MiB of TCP byte-exact over each flavour.
-#[test]
-fn sixteen_mib_cross_each_flavour_byte_exact() {
-    let data = pattern(16 << 20);
-
-    let mut sim = Simulator::new(&ipv4_only(1500), None).unwrap();
-    tunnelled(&mut sim, MtuMode::Static);
-    let ends = connect(&mut sim);
-    transfer(&mut sim, ends, &data);
-
-    let mut sim = Simulator::new(&ipv4_only(1500), None).unwrap();
-    for (name, v4) in [("host-a", A_V4), ("host-b", B_V4)] {
-        host_mut(&mut sim, name)
-            .add_tunnel(TunnelConfig::automatic("auto0", v4))
-            .unwrap();
-    }
-    sim.run_for(Duration::from_secs(3));
-    let ends = connect_to(&mut sim, B_V4.to_ipv6_compatible());
-    transfer(&mut sim, ends, &data);
-
-    let topology = Topology::from_toml_str(SIX_OVER_FOUR).unwrap();
-    let mut sim = Simulator::new(&topology, None).unwrap();
-    sim.run_for(Duration::from_secs(3));
-    let ends = connect_to(&mut sim, "2001:db8:64::b".parse().unwrap());
-    transfer(&mut sim, ends, &data);
-}
-
 /// The tunnel's spans: on the sender `tunnel.transmit` holds the
 /// encapsulating `ipv4.output`, 20 bytes longer than the IPv6 packet; on
 /// the receiver `tunnel.receive` sits inside `ipv4.input` and before

@@ -24,6 +24,7 @@ pub mod ethernet;
 
 // Network layer.
 pub mod icmpv4;
+pub mod igmp;
 pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6_ext_header;

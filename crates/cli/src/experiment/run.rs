@@ -32,7 +32,7 @@ use super::recipe::{MessagesPlan, Plan, Recipe, Run};
 use super::sweep_run;
 
 mod figures;
-mod path_mtu;
+pub(super) mod path_mtu;
 mod repeat;
 
 use figures::{components_table, message_slices, packet_trace};

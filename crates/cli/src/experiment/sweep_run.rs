@@ -28,6 +28,18 @@ use super::recipe::{Prediction, Recipe, Run, SweepPlan, XAxis};
 mod delay_circuits;
 mod header_cost;
 
+/// The reference stack's IPv4 and IPv6 path MTUs on `run`'s link (IPv6's
+/// a tunnel's where the hosts' IPv6 takes one).
+fn ref_paths(run: &Run) -> Result<header_cost::RefPaths> {
+    use super::run::path_mtu::path_mtu;
+    let topology = stack::topology::Topology::from_toml_str(run.link.topology_toml())
+        .with_context(|| format!("the {} link profile", run.link.name()))?;
+    Ok(Some((
+        path_mtu(&topology, traffic::spec::Family::V4) as f64,
+        path_mtu(&topology, traffic::spec::Family::V6) as f64,
+    )))
+}
+
 /// Repetitions a sweep run makes at the least (for progress bars: the
 /// repetitions a point adds past its minimum are not counted).
 pub fn steps(plan: &SweepPlan, quick: bool) -> u64 {
@@ -99,12 +111,22 @@ pub fn run(
     }
     let mut points: Vec<Map<String, Value>> = results.iter().map(point_json).collect();
     if plan.predict == Some(Prediction::HeaderCost) {
-        let comparisons = header_cost::comparisons(results);
-        tables.push(header_cost::table(run, &comparisons));
+        let ref_paths = ref_paths(run)?;
+        let comparisons = header_cost::comparisons(results, ref_paths);
+        tables.push(header_cost::table(run, &comparisons, ref_paths));
         // The test's figures beside the IPv6 point they judge.
-        for (index, _, comparison) in &comparisons {
+        for (index, stack, comparison) in &comparisons {
             if let Some(point) = points.iter_mut().find(|p| p["point"] == *index) {
-                point.insert("ipv6_vs_ipv4".into(), serde_json::json!(comparison));
+                let mut test = serde_json::json!(comparison);
+                if let (Some(object), Some((mtu4, mtu6)), StackKind::Ref) =
+                    (test.as_object_mut(), ref_paths, *stack)
+                {
+                    // Which path IPv6 took: a tunnel's flavour and MTUs.
+                    object.insert("ipv6_over".into(), serde_json::json!(run.link.tunnel()));
+                    object.insert("path_mtu_ipv4".into(), serde_json::json!(mtu4));
+                    object.insert("path_mtu_ipv6".into(), serde_json::json!(mtu6));
+                }
+                point.insert("ipv6_vs_ipv4".into(), test);
             }
         }
     }

@@ -65,6 +65,12 @@ pub struct Ipv4Interface {
     pub address: Ipv4Addr,
     pub prefix_len: u8,
     pub arp: ArpCache<Packet>,
+    /// The host's IGMPv2 membership reports for the interface's groups
+    /// (RFC 2236 §3).
+    pub igmp: crate::iface::igmp::IgmpMember,
+    /// A multicast router's querier and members on the interface (§7);
+    /// `None` on a host.
+    pub querier: Option<crate::iface::igmp::IgmpQuerier>,
 }
 
 impl Ipv4Interface {

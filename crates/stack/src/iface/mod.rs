@@ -8,6 +8,7 @@ pub mod arp;
 pub mod device;
 pub mod host;
 pub mod icmp_error;
+pub mod igmp;
 pub mod interface;
 pub mod mld;
 pub mod neighbor;

@@ -3,7 +3,8 @@
 use wire::arp::{ArpOperation, ArpPacket, ArpRepr};
 use wire::ethernet::{EtherType, EthernetAddress, VlanTag};
 use wire::icmpv4::{Icmpv4DstUnreachable, Icmpv4Packet, Icmpv4Repr, Icmpv4TimeExceeded};
-use wire::ipv4::Ipv4Options;
+use wire::igmp::{IgmpPacket, IgmpRepr, IgmpVersion};
+use wire::ipv4::{Ipv4Option, Ipv4Options};
 use wire::trace_option::TraceOption;
 use wire::{ChecksumMode, IpProtocol};
 
@@ -34,6 +35,26 @@ fn icmpv4(repr: Icmpv4Repr) -> Vec<u8> {
     )
     .expect("icmpv4 emit");
     ethernet(EtherType::Ipv4, None, &ipv4(IpProtocol::Icmp, &buf))
+}
+
+/// An IGMPv2 message in IPv4 with the Router Alert option (RFC 2236 §2).
+fn igmp(repr: IgmpRepr) -> Vec<u8> {
+    let mut buf = vec![0; repr.buffer_len()];
+    repr.emit(
+        &mut IgmpPacket::new_unchecked(&mut buf[..]),
+        ChecksumMode::Full,
+    )
+    .expect("igmp emit");
+    let alert = Ipv4Options::from_options(&[Ipv4Option::Unknown {
+        kind: 148,
+        data: &[0, 0],
+    }])
+    .expect("router alert");
+    ethernet(
+        EtherType::Ipv4,
+        None,
+        &ipv4_with(IpProtocol::Igmp, alert, &buf),
+    )
 }
 
 fn udp_v4(payload: &[u8]) -> Vec<u8> {
@@ -156,6 +177,35 @@ pub fn samples() -> Vec<Sample> {
             }),
             protocols: &["ip", "icmp"],
             decoded_text: &["Parameter problem"],
+            has_checksum: true,
+        },
+        Sample {
+            name: "igmpv2-general-query",
+            frame: igmp(IgmpRepr::MembershipQuery {
+                max_resp_tenths: 100,
+                group: Ipv4Addr::UNSPECIFIED,
+            }),
+            protocols: &["ip", "igmp"],
+            decoded_text: &["Membership Query (0x11)", "Router Alert"],
+            has_checksum: true,
+        },
+        Sample {
+            name: "igmpv2-report",
+            frame: igmp(IgmpRepr::MembershipReport {
+                version: IgmpVersion::V2,
+                group: Ipv4Addr::new(239, 192, 0, 11),
+            }),
+            protocols: &["ip", "igmp"],
+            decoded_text: &["Membership Report (0x16)", "239.192.0.11"],
+            has_checksum: true,
+        },
+        Sample {
+            name: "igmpv2-leave",
+            frame: igmp(IgmpRepr::LeaveGroup {
+                group: Ipv4Addr::new(239, 192, 0, 11),
+            }),
+            protocols: &["ip", "igmp"],
+            decoded_text: &["Leave Group (0x17)"],
             has_checksum: true,
         },
     ]

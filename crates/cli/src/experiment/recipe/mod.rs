@@ -46,7 +46,8 @@ pub(super) struct RawRun {
     /// `messages`, `throughput`, `delay` or `pipeline`.
     kind: Spanned<String>,
     title: Option<String>,
-    /// A link profile (`fast-ethernet`, `fast-ethernet-6over4`, `unlimited`,
+    /// A link profile (`fast-ethernet`, `fast-ethernet-6over4`,
+    /// `fast-ethernet-configured`, `fast-ethernet-automatic`, `unlimited`,
     /// `default`).
     link: Spanned<String>,
     sizes: Spanned<String>,
@@ -141,6 +142,13 @@ pub enum Link {
     /// The same wire, the hosts' IPv6 over 6-over-4 (RFC 2529) on their
     /// own IPv4: the IPv6 study's testbed path, IPv6 MTU 1480.
     FastEthernet6over4,
+    /// The same wire, the hosts' IPv6 over a configured tunnel (RFC 4213)
+    /// each to the other's IPv4: IPv6 MTU 1480.
+    FastEthernetConfigured,
+    /// The same wire, the hosts' IPv6 by automatic tunnelling to their
+    /// IPv4-compatible addresses (RFC 1933; deprecated, here as the MSR
+    /// stack had it): IPv6 MTU 1480.
+    FastEthernetAutomatic,
     /// Two hosts on a wire with no rate limit, MTU 1500.
     Unlimited,
     /// host-a — router — host-b on 1 Gbit/s wires.
@@ -149,13 +157,16 @@ pub enum Link {
 
 impl Link {
     pub const NAMES: &'static str =
-        "ethernet, fast-ethernet, unlimited, default, fast-ethernet-6over4";
+        "ethernet, fast-ethernet, unlimited, default, fast-ethernet-6over4, \
+         fast-ethernet-configured, fast-ethernet-automatic";
 
     fn parse(name: &str) -> Option<Link> {
         match name {
             "ethernet" => Some(Link::Ethernet),
             "fast-ethernet" => Some(Link::FastEthernet),
             "fast-ethernet-6over4" => Some(Link::FastEthernet6over4),
+            "fast-ethernet-configured" => Some(Link::FastEthernetConfigured),
+            "fast-ethernet-automatic" => Some(Link::FastEthernetAutomatic),
             "unlimited" => Some(Link::Unlimited),
             "default" => Some(Link::Default),
             _ => None,
@@ -167,6 +178,8 @@ impl Link {
             Link::Ethernet => "ethernet",
             Link::FastEthernet => "fast-ethernet",
             Link::FastEthernet6over4 => "fast-ethernet-6over4",
+            Link::FastEthernetConfigured => "fast-ethernet-configured",
+            Link::FastEthernetAutomatic => "fast-ethernet-automatic",
             Link::Unlimited => "unlimited",
             Link::Default => "default",
         }
@@ -180,8 +193,25 @@ impl Link {
             Link::FastEthernet6over4 => {
                 include_str!("../../../../../topologies/fast-ethernet-6over4.toml")
             }
+            Link::FastEthernetConfigured => {
+                include_str!("../../../../../topologies/fast-ethernet-configured.toml")
+            }
+            Link::FastEthernetAutomatic => {
+                include_str!("../../../../../topologies/fast-ethernet-automatic.toml")
+            }
             Link::Unlimited => include_str!("../../../../../topologies/unlimited.toml"),
             Link::Default => include_str!("../../../../../topologies/default.toml"),
+        }
+    }
+
+    /// The tunnel flavour the hosts' IPv6 takes on this link, if any
+    /// (`configured`, `automatic`, `6-over-4`).
+    pub fn tunnel(self) -> Option<&'static str> {
+        match self {
+            Link::FastEthernet6over4 => Some("6-over-4"),
+            Link::FastEthernetConfigured => Some("configured"),
+            Link::FastEthernetAutomatic => Some("automatic"),
+            _ => None,
         }
     }
 
@@ -189,7 +219,10 @@ impl Link {
     pub fn rate_bps(self) -> Option<u64> {
         match self {
             Link::Ethernet => Some(10_000_000),
-            Link::FastEthernet | Link::FastEthernet6over4 => Some(100_000_000),
+            Link::FastEthernet
+            | Link::FastEthernet6over4
+            | Link::FastEthernetConfigured
+            | Link::FastEthernetAutomatic => Some(100_000_000),
             Link::Unlimited => None,
             Link::Default => Some(1_000_000_000),
         }

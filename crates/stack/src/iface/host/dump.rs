@@ -66,6 +66,16 @@ pub struct InterfaceState {
     /// Set on a tunnel over the host's own IPv4 (`iface::tunnel`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tunnel: Option<TunnelState>,
+    /// IPv4 groups the interface reports by IGMP (RFC 2236 §3).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub igmp_groups: Vec<String>,
+    /// A router's IGMP querier on the interface: `querier` or
+    /// `non-querier`, and the groups it has members of with the seconds
+    /// their membership has left (§7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub igmp_querier: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub igmp_members: Vec<(String, f64)>,
 }
 
 /// A tunnel interface's tunnel (`iface::tunnel`).
@@ -318,6 +328,30 @@ impl Host {
                         counters: i.device.counters,
                     },
                     tunnel: tunnel.map(tunnel_state),
+                    igmp_groups: i.v4.as_ref().map_or(Vec::new(), |v4| {
+                        v4.igmp
+                            .groups()
+                            .iter()
+                            .map(|g| g.group.to_string())
+                            .collect()
+                    }),
+                    igmp_querier: i.v4.as_ref().and_then(|v4| v4.querier.as_ref()).map(|q| {
+                        if q.is_querier(now) {
+                            "querier"
+                        } else {
+                            "non-querier"
+                        }
+                        .to_string()
+                    }),
+                    igmp_members: i.v4.as_ref().and_then(|v4| v4.querier.as_ref()).map_or(
+                        Vec::new(),
+                        |q| {
+                            q.groups()
+                                .iter()
+                                .map(|g| (g.group.to_string(), seconds_until(g.expires, now)))
+                                .collect()
+                        },
+                    ),
                 }
             })
             .collect();
@@ -438,6 +472,25 @@ impl fmt::Display for HostState {
             )?;
             if let Some(v4) = &i.ipv4 {
                 writeln!(f, "  ipv4 {v4}")?;
+            }
+            if !i.igmp_groups.is_empty() {
+                writeln!(f, "  IGMP member of {}", i.igmp_groups.join(", "))?;
+            }
+            if let Some(role) = &i.igmp_querier {
+                let members: Vec<String> = i
+                    .igmp_members
+                    .iter()
+                    .map(|(g, left)| format!("{g} ({left:.1}s)"))
+                    .collect();
+                writeln!(
+                    f,
+                    "  IGMP {role}; members of {}",
+                    if members.is_empty() {
+                        "no group".into()
+                    } else {
+                        members.join(", ")
+                    }
+                )?;
             }
             if let Some(t) = &i.tunnel {
                 let c = &t.counters;

@@ -134,6 +134,15 @@ impl Host {
         if !self.is_local_ipv4(interface, repr.dst) {
             if self.router && !repr.dst.is_multicast() && !repr.dst.is_broadcast() {
                 self.ipv4_forward(now, meta, packet);
+            } else if self.router && repr.dst.is_multicast() {
+                // A multicast router hears every group's IGMP (RFC 2236
+                // §7: Reports go to the group, Leaves to 224.0.0.2) and
+                // forwards the rest onto interfaces with members.
+                if repr.protocol == IpProtocol::Igmp && repr.frag_offset == 0 && !repr.more_frags {
+                    self.igmp_input(now, meta, packet, header_len);
+                } else {
+                    self.ipv4_multicast_forward(now, meta, packet);
+                }
             } else {
                 // Another's address, or a group this interface has not
                 // joined (RFC 1112 §6.4 maps 32 groups to each MAC).
@@ -159,6 +168,7 @@ impl Host {
         self.counters.ipv4_delivered += 1;
         match protocol {
             IpProtocol::Icmp => self.icmpv4_input(now, meta, packet, pos),
+            IpProtocol::Igmp => self.igmp_input(now, meta, packet, pos),
             IpProtocol::Udp => self.udp_input(now, IpMeta::V4(meta), packet, pos),
             IpProtocol::Tcp => self.tcp_input(now, IpMeta::V4(meta), packet, pos),
             IpProtocol::Unknown(wire::xtp::IP_PROTOCOL) => {

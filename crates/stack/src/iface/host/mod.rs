@@ -30,6 +30,7 @@ mod fragment_flows;
 mod fragmentation;
 mod icmpv4;
 mod icmpv6;
+mod igmp;
 mod ipv4;
 mod ipv6_input;
 mod ipv6_output;
@@ -390,6 +391,8 @@ impl Host {
                         ..config.neighbor
                     },
                 }),
+                igmp: crate::iface::igmp::IgmpMember::new(rng.next_u64()),
+                querier: None,
             });
             let mut interface = Interface::new(id, spec.name, spec.link, spec.mac, v6, v4);
             // Manual addresses wait for `start` to run DAD; remember them.
@@ -825,6 +828,18 @@ impl Host {
             consider(interface.v6.mld.next_deadline());
             consider(interface.v6.advertiser.as_ref().and_then(|a| a.next));
             consider(interface.v4.as_ref().and_then(|v4| v4.arp.next_deadline()));
+            consider(
+                interface
+                    .v4
+                    .as_ref()
+                    .and_then(|v4| v4.igmp.next_deadline(now)),
+            );
+            consider(
+                interface
+                    .v4
+                    .as_ref()
+                    .and_then(|v4| v4.querier.as_ref()?.next_deadline(now)),
+            );
         }
         consider(self.reassembly6.next_deadline());
         consider(self.reassembly4.next_deadline());
@@ -878,6 +893,7 @@ impl Host {
                 let message = v4.arp.announcement(v4.address);
                 self.send_arp(id, &message);
             }
+            self.igmp_start(now, id);
         }
     }
 
@@ -943,6 +959,7 @@ impl Host {
                 let actions = v4.arp.poll(now);
                 self.arp_actions(now, id, actions);
             }
+            self.igmp_poll(now, id);
         }
         for expired in self.reassembly6.poll(now) {
             self.reassembly6_expired(now, expired);

@@ -11,8 +11,9 @@
 //!   stack's own reference.
 //! * IPv4 groups are a list on the interface; every interface with an
 //!   IPv4 address is a member of the all-hosts group 224.0.0.1 (RFC 1112
-//!   §4). No IGMP is sent: on a hub, which floods every frame, nothing
-//!   needs it (nor MLD); a router forwarding multicast would.
+//!   §4). IGMPv2 reports them, and the 6-over-4 groups, to multicast
+//!   routers (`igmp.rs`); a router hears every group and forwards
+//!   multicast onto the interfaces with members.
 //! * Multicast is not looped back to the sending host.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -103,6 +104,8 @@ impl Host {
                 // 224.0.0.1 is joined implicitly on every IPv4 interface.
                 room_for(&iface.multicast.v4, group, group == ALL_HOSTS_V4)?;
                 iface.multicast.v4.push(group);
+                // Its IGMP Report is due now (RFC 2236 §3).
+                self.igmp_sync(now, interface);
             }
         }
         Ok(())
@@ -131,6 +134,8 @@ impl Host {
                 let index = iface.multicast.v4.iter().position(|&g| g == v4);
                 let index = index.ok_or(MulticastError::NotJoined(group))?;
                 iface.multicast.v4.swap_remove(index);
+                // Its Leave, if we reported it last, is due now (§3).
+                self.igmp_sync(now, interface);
             }
         }
         Ok(())
@@ -175,6 +180,10 @@ impl Host {
                 .any(|g| g.group.octets()[12..] == bytes[2..]);
         }
         if bytes[..3] == [0x01, 0x00, 0x5e] && iface.v4.is_some() {
+            // A multicast router listens to every group (RFC 2236 §7).
+            if self.router {
+                return true;
+            }
             let groups = iface.multicast.v4.iter().chain([&ALL_HOSTS_V4]);
             return groups.into_iter().any(|&g| ipv4_multicast_mac(g) == mac)
                 || self.six_over_four_accepts_mac(interface, mac);
