@@ -66,8 +66,8 @@ use core::fmt;
 use core::hash::Hash;
 use core::time::Duration;
 use std::collections::VecDeque;
-use crate::hash::FastMap;
 
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 /// RFC 4861 §10 REACHABLE_TIME: the default BaseReachableTime.

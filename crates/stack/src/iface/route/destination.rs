@@ -41,8 +41,8 @@
 
 use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet};
-use crate::hash::FastMap;
 
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 use super::rate_limit::{IcmpRateLimiter, RateLimitConfig};

@@ -37,8 +37,8 @@
 //! always succeeds).
 
 use std::collections::BTreeSet;
-use crate::hash::FastMap;
 
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 use super::{InterfaceId, RouteAddress};

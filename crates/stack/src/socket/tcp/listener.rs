@@ -20,7 +20,6 @@
 //! previous counter whose hash matches rebuilds the connection.
 
 use std::collections::VecDeque;
-use crate::hash::FastMap;
 use std::net::SocketAddr;
 
 use probe::Flow;
@@ -31,6 +30,7 @@ use super::isn::IsnGenerator;
 use super::rules::ChallengeLimiter;
 use super::seq::Seq;
 use super::state::State;
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 /// The peer MSS values a cookie can carry (3 bits): the largest not above

@@ -4,13 +4,13 @@
 //! the exact 4-tuple first, else a listener on the local address, else
 //! a wildcard listener on the port).
 
-use crate::hash::FastMap;
 use std::cell::Cell;
 use std::net::SocketAddr;
 
 use super::connection::Connection;
 use super::listener::Listener;
 use super::state::State;
+use crate::hash::FastMap;
 use crate::socket::slab::{Slab, SlotKey};
 
 /// The most TCP sockets (listeners, connections, and closed connections
