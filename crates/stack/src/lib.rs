@@ -4,6 +4,7 @@
 //! (pooled packet buffers), and, as they land, `iface` and `socket`.
 
 pub mod buffer;
+pub mod hash;
 pub mod iface;
 pub mod phy;
 pub mod probes;

@@ -351,6 +351,18 @@ impl Packet {
         Ok(())
     }
 
+    /// Appends shared payload without copying it, taking `segments` as
+    /// the chain itself when the packet has none yet: TCP's send path
+    /// hands over its segment list, and no chain is allocated per packet.
+    pub fn append_segments(&mut self, mut segments: Vec<Segment>) {
+        segments.retain(|segment| !segment.is_empty());
+        if self.chain.is_empty() {
+            self.chain = segments;
+        } else {
+            self.chain.append(&mut segments);
+        }
+    }
+
     /// Appends shared payload without copying it.
     pub fn append_segment(&mut self, segment: Segment) {
         if !segment.is_empty() {

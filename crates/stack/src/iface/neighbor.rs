@@ -65,8 +65,9 @@ use crate::random::SplitMix64;
 use core::fmt;
 use core::hash::Hash;
 use core::time::Duration;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 /// RFC 4861 §10 REACHABLE_TIME: the default BaseReachableTime.
@@ -452,7 +453,7 @@ pub struct NeighborCache<A, L, P> {
     reachable_time: Duration,
     /// splitmix64 state for the randomization.
     rng: SplitMix64,
-    index: HashMap<A, usize>,
+    index: FastMap<A, usize>,
     slots: Vec<Option<Node<A, L, P>>>,
     free: Vec<usize>,
     lists: [List; 2],
@@ -471,7 +472,7 @@ where
             reachable_time: config.reachable_time,
             rng: SplitMix64::new(config.random_seed.unwrap_or(0)),
             config,
-            index: HashMap::with_capacity(capacity),
+            index: FastMap::with_capacity_and_hasher(capacity, Default::default()),
             slots: Vec::with_capacity(capacity),
             free: Vec::with_capacity(capacity),
             lists: [EMPTY_LIST; 2],

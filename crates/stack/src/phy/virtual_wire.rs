@@ -97,6 +97,11 @@ impl Default for WireConfig {
 }
 
 impl WireConfig {
+    /// Whether any frame may be lost, duplicated, held back or corrupted.
+    fn impaired(&self) -> bool {
+        self.loss > 0.0 || self.duplicate > 0.0 || self.reorder > 0.0 || self.corrupt > 0.0
+    }
+
     /// Refuses settings that mean nothing, rather than guessing.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.mtu == 0 {
@@ -295,12 +300,64 @@ impl Transmitter {
 struct Receiver {
     lane: Arc<Lane>,
     /// A `RefCell` because `next_arrival(&self)` drains the queue into it.
-    pending: RefCell<BinaryHeap<Reverse<InFlight>>>,
+    pending: RefCell<Pending>,
 }
 
-fn take_from_queue(lane: &Lane, pending: &mut BinaryHeap<Reverse<InFlight>>) {
+/// Frames taken off the lane and not yet received. A wire that never
+/// holds a frame back delivers in sending order (every frame's arrival is
+/// its departure plus the same delay, and departures only grow), so a
+/// FIFO gives the heap's order without its cost per frame.
+#[derive(Debug)]
+enum Pending {
+    Fifo(VecDeque<InFlight>),
+    Ordered(BinaryHeap<Reverse<InFlight>>),
+}
+
+impl Pending {
+    fn for_config(config: &WireConfig) -> Self {
+        if config.reorder > 0.0 {
+            Pending::Ordered(BinaryHeap::new())
+        } else {
+            Pending::Fifo(VecDeque::new())
+        }
+    }
+
+    fn push(&mut self, frame: InFlight) {
+        match self {
+            Pending::Fifo(queue) => {
+                debug_assert!(queue.back().is_none_or(|last| last.key() < frame.key()));
+                queue.push_back(frame);
+            }
+            Pending::Ordered(heap) => heap.push(Reverse(frame)),
+        }
+    }
+
+    fn next_arrival(&self) -> Option<Instant> {
+        match self {
+            Pending::Fifo(queue) => queue.front().map(|frame| frame.arrival),
+            Pending::Ordered(heap) => heap.peek().map(|frame| frame.0.arrival),
+        }
+    }
+
+    fn pop(&mut self) -> Option<InFlight> {
+        match self {
+            Pending::Fifo(queue) => queue.pop_front(),
+            Pending::Ordered(heap) => heap.pop().map(|Reverse(frame)| frame),
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        match self {
+            Pending::Fifo(queue) => queue.len(),
+            Pending::Ordered(heap) => heap.len(),
+        }
+    }
+}
+
+fn take_from_queue(lane: &Lane, pending: &mut Pending) {
     while let Some(frame) = lane.queue.pop() {
-        pending.push(Reverse(frame));
+        pending.push(frame);
     }
 }
 
@@ -319,6 +376,7 @@ pub struct WireEnd {
 impl WireEnd {
     fn new(config: WireConfig, direction: u64, outgoing: Arc<Lane>, incoming: Arc<Lane>) -> Self {
         let rng = direction_rng(config.seed, direction);
+        let pending = RefCell::new(Pending::for_config(&config));
         Self {
             config,
             tx: Transmitter {
@@ -331,7 +389,7 @@ impl WireEnd {
             },
             rx: Receiver {
                 lane: incoming,
-                pending: RefCell::new(BinaryHeap::new()),
+                pending,
             },
             stats: LinkStats::default(),
             received_at: None,
@@ -372,7 +430,13 @@ impl Link for WireEnd {
             return Err(LinkError::QueueFull);
         }
 
-        let fate = Fate::draw(&mut self.tx.rng, &self.config, len);
+        // An unimpaired wire has no fate to draw: nothing depends on the
+        // draws, so skipping them changes no run.
+        let fate = if self.config.impaired() {
+            Fate::draw(&mut self.tx.rng, &self.config, len)
+        } else {
+            Fate::default()
+        };
         let start = now.max(self.tx.busy_until);
         let sent = start + serialization_time(len, self.config.rate_bits_per_s);
         self.tx.busy_until = sent;
@@ -424,8 +488,8 @@ impl Link for WireEnd {
         let lane = &self.rx.lane;
         let pending = self.rx.pending.get_mut();
         take_from_queue(lane, pending);
-        while pending.peek().is_some_and(|next| next.0.arrival <= now) {
-            let Reverse(frame) = pending.pop()?;
+        while pending.next_arrival().is_some_and(|arrival| arrival <= now) {
+            let frame = pending.pop()?;
             lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
             let delivered = super::deliver(&frame.bytes, buf, &mut self.stats);
             // A full recycling queue just lets the buffer go.
@@ -480,7 +544,7 @@ impl Link for WireEnd {
         // `receive`, and a `WireEnd` is not `Sync`.
         let mut pending = self.rx.pending.try_borrow_mut().ok()?;
         take_from_queue(&self.rx.lane, &mut pending);
-        pending.peek().map(|next| next.0.arrival)
+        pending.next_arrival()
     }
 
     fn may_receive(&self, now: Instant) -> bool {
@@ -498,7 +562,7 @@ impl Link for WireEnd {
 /// What happens to one frame. All five draws are made for every frame
 /// sent, whatever the probabilities, so changing one impairment does not
 /// reshuffle the others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Fate {
     lost: bool,
     duplicated: bool,

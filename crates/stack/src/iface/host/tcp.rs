@@ -329,9 +329,7 @@ impl Host {
             self.count_drop("tcp_no_buffer");
             return;
         };
-        for segment in payload {
-            packet.append_segment(segment);
-        }
+        packet.append_segments(payload);
         if packet.len() != repr.payload_len {
             self.count_drop("tcp_payload_mismatch");
             return;

@@ -40,8 +40,9 @@
 //! recently used one (use = insert or a successful lookup).
 
 use core::time::Duration;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 use super::rate_limit::{IcmpRateLimiter, RateLimitConfig};
@@ -175,7 +176,7 @@ struct Entry<A> {
 #[derive(Debug, Clone)]
 pub struct DestinationCache<A> {
     config: DestinationConfig,
-    entries: HashMap<A, Entry<A>>,
+    entries: FastMap<A, Entry<A>>,
     /// LRU order: tick → destination; the first is the least recent.
     lru: BTreeMap<u64, A>,
     /// PMTU aging deadlines.
@@ -198,7 +199,7 @@ impl<A: RouteAddress> DestinationCache<A> {
         config.pmtu_aging = config.pmtu_aging.max(PMTU_AGING_MIN);
         Self {
             config,
-            entries: HashMap::new(),
+            entries: FastMap::default(),
             lru: BTreeMap::new(),
             timers: BTreeSet::new(),
             next_tick: 0,
@@ -229,23 +230,43 @@ impl<A: RouteAddress> DestinationCache<A> {
     /// next hop from the routing table and [`insert`](Self::insert) it.
     pub fn lookup(&mut self, now: Instant, dst: A, generation: u64) -> Option<DestinationView<A>> {
         self.see_generation(generation);
-        self.age(now, dst);
+        // One hash lookup per packet: aging, the LRU touch and the view
+        // all work on the entry found once.
         let Some(entry) = self.entries.get_mut(&dst) else {
             self.counters.misses += 1;
             return None;
         };
+        if let Some(at) = entry.pmtu_expires.filter(|&at| at <= now) {
+            entry.pmtu_expires = None;
+            entry.pmtu = entry.next_hop.link_mtu;
+            self.timers.remove(&(at, dst));
+            self.counters.pmtu_aged += 1;
+        }
         if entry.generation != generation {
             self.counters.stale += 1;
             return None;
         }
         self.counters.hits += 1;
         entry.last_used = now;
-        let tick = self.next_tick;
-        self.next_tick += 1;
-        self.lru.remove(&entry.tick);
-        entry.tick = tick;
-        self.lru.insert(tick, dst);
-        self.view(now, dst)
+        // Already the most recent (a flow's packets in a row): the LRU
+        // order stands as it is.
+        if entry.tick + 1 != self.next_tick {
+            let tick = self.next_tick;
+            self.next_tick += 1;
+            self.lru.remove(&entry.tick);
+            entry.tick = tick;
+            self.lru.insert(tick, dst);
+        }
+        Some(DestinationView {
+            destination: dst,
+            next_hop: entry.next_hop,
+            pmtu: entry.pmtu,
+            pmtu_expires: entry.pmtu_expires,
+            age: now - entry.created,
+            idle: Duration::ZERO,
+            generation: entry.generation,
+            valid: true,
+        })
     }
 
     /// The entry for `dst` without using it (no LRU, validity not checked).

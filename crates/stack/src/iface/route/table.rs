@@ -36,8 +36,9 @@
 //! with [`RouteError::Full`] and is counted (replacing an existing route
 //! always succeeds).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 use super::{InterfaceId, RouteAddress};
@@ -223,7 +224,7 @@ impl LengthSet {
 pub struct RoutingTable<A> {
     /// Index = prefix length; key = the prefix's bits; value ordered by
     /// `(metric, seq)`, never empty.
-    levels: Vec<HashMap<u128, Vec<Slot<A>>>>,
+    levels: Vec<FastMap<u128, Vec<Slot<A>>>>,
     lengths: LengthSet,
     /// RA-learned routes by expiry: `(expires, seq, prefix_len, prefix)`.
     timers: BTreeSet<(Instant, u64, u8, u128)>,
@@ -244,7 +245,7 @@ impl<A: RouteAddress> RoutingTable<A> {
     /// An empty table holding at most `capacity` routes.
     pub fn new(capacity: usize) -> Self {
         Self {
-            levels: (0..=A::BITS).map(|_| HashMap::new()).collect(),
+            levels: (0..=A::BITS).map(|_| FastMap::default()).collect(),
             lengths: LengthSet::default(),
             timers: BTreeSet::new(),
             len: 0,
@@ -489,7 +490,7 @@ mod tests {
         assert_eq!(table.lengths.iter_desc().collect::<Vec<_>>(), vec![32]);
         table.remove(&route.key()).unwrap();
         assert_eq!(table.lengths.iter_desc().count(), 0);
-        assert!(table.levels.iter().all(HashMap::is_empty));
+        assert!(table.levels.iter().all(FastMap::is_empty));
         assert!(table.is_empty());
     }
 }

@@ -19,7 +19,7 @@
 //! final ACK acknowledges cookie + 1; a cookie from the current or the
 //! previous counter whose hash matches rebuilds the connection.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use probe::Flow;
@@ -30,6 +30,7 @@ use super::isn::IsnGenerator;
 use super::rules::ChallengeLimiter;
 use super::seq::Seq;
 use super::state::State;
+use crate::hash::FastMap;
 use crate::time::Instant;
 
 /// The peer MSS values a cookie can carry (3 bits): the largest not above
@@ -107,7 +108,7 @@ pub struct Listener {
     keys: IsnGenerator,
     /// Keyed by (local, remote): a wildcard listener hears on every
     /// address of its family.
-    half_open: HashMap<(SocketAddr, SocketAddr), Connection>,
+    half_open: FastMap<(SocketAddr, SocketAddr), Connection>,
     ready: VecDeque<Connection>,
     counters: ListenerCounters,
     flow: Flow,
@@ -128,7 +129,7 @@ impl Listener {
             config,
             mss,
             keys,
-            half_open: HashMap::new(),
+            half_open: FastMap::default(),
             ready: VecDeque::new(),
             counters: ListenerCounters::default(),
             flow,

@@ -4,12 +4,13 @@
 //! the exact 4-tuple first, else a listener on the local address, else
 //! a wildcard listener on the port).
 
-use std::collections::HashMap;
+use std::cell::Cell;
 use std::net::SocketAddr;
 
 use super::connection::Connection;
 use super::listener::Listener;
 use super::state::State;
+use crate::hash::FastMap;
 use crate::socket::slab::{Slab, SlotKey};
 
 /// The most TCP sockets (listeners, connections, and closed connections
@@ -72,16 +73,21 @@ pub enum Demux {
 #[derive(Debug)]
 pub struct TcpSockets {
     slab: Slab<Slot>,
-    connections: HashMap<(SocketAddr, SocketAddr), usize>,
-    listeners: HashMap<SocketAddr, usize>,
+    connections: FastMap<(SocketAddr, SocketAddr), usize>,
+    listeners: FastMap<SocketAddr, usize>,
+    /// The connection the last segment went to: a bulk flow's segments
+    /// come in runs, and comparing the 4-tuple costs less than hashing
+    /// it. Cleared whenever `connections` loses an entry.
+    last: Cell<Option<((SocketAddr, SocketAddr), usize)>>,
 }
 
 impl Default for TcpSockets {
     fn default() -> Self {
         Self {
             slab: Slab::new(MAX_SOCKETS),
-            connections: HashMap::new(),
-            listeners: HashMap::new(),
+            connections: FastMap::default(),
+            listeners: FastMap::default(),
+            last: Cell::new(None),
         }
     }
 }
@@ -102,6 +108,7 @@ impl TcpSockets {
             }
             TcpSocket::Connection(c) => {
                 self.connections.insert((c.local(), c.remote()), index);
+                self.last.set(None);
             }
         }
         Some(TcpHandle(key))
@@ -131,6 +138,7 @@ impl TcpSockets {
                 let key = (c.local(), c.remote());
                 if self.connections.get(&key) == Some(&index) {
                     self.connections.remove(&key);
+                    self.last.set(None);
                 }
             }
         }
@@ -148,13 +156,21 @@ impl TcpSockets {
             let key = (c.local(), c.remote());
             if self.connections.get(&key) == Some(&index) {
                 self.connections.remove(&key);
+                self.last.set(None);
             }
         }
     }
 
     /// The socket for a segment from `remote` to `local`.
     pub fn demux(&self, local: SocketAddr, remote: SocketAddr) -> Demux {
-        if let Some(&index) = self.connections.get(&(local, remote)) {
+        let key = (local, remote);
+        if let Some((last, index)) = self.last.get() {
+            if last == key {
+                return Demux::Connection(index);
+            }
+        }
+        if let Some(&index) = self.connections.get(&key) {
+            self.last.set(Some((key, index)));
             return Demux::Connection(index);
         }
         if let Some(&index) = self.listeners.get(&local) {
