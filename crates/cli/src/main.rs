@@ -121,7 +121,8 @@ enum Command {
     /// figure.
     #[command(verbatim_doc_comment)]
     Calibrate(calibrate::CalibrateArgs),
-    /// Inspect a probe trace file and convert it to CSV or Perfetto JSON.
+    /// Inspect a probe trace file and convert it to CSV or a Perfetto timeline
+    /// (native protobuf, or JSON).
     Trace(trace::TraceArgs),
     /// Trace a kernel transfer inside the Linux kernel with eBPF: TCP (or
     /// UDP, -u) messages over IPv6 (or IPv4, -4) across a veth pair
