@@ -61,8 +61,10 @@ enum Command {
     ///   *.csv            a table per run (sizes, CPU, sweep points)
     ///   trace.pcapng     every interface of the traced runs, each traced
     ///                    packet commented with its message
-    ///   timeline.json    Perfetto / Chrome trace of the first run
-    ///                    (timelines/ has every run's)
+    ///   timeline.pftrace Perfetto trace (native protobuf) of the first
+    ///                    run and the kernel runs (timelines/ has every
+    ///                    run's); --timeline-format json: timeline.json
+    ///                    (Chrome trace events) instead
     ///   traces/          probe traces (stackscope trace info FILE)
     ///   pcap/            pcapng capture of every interface per run
     /// A progress bar on stderr shows the steps (messages, sweep
