@@ -86,6 +86,15 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
             output,
             format,
         } => {
+            if output.is_none()
+                && *format == TimelineArg::Protobuf
+                && io::IsTerminal::is_terminal(&io::stdout())
+            {
+                anyhow::bail!(
+                    "the protobuf timeline is binary: give -o FILE.pftrace, redirect standard \
+                     output, or ask for --format json"
+                );
+            }
             let trace = read(file)?;
             let process = probe::convert::TimelineProcess {
                 trace: &trace,
