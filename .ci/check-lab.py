@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks what `stackscope lab --quick` wrote: every file exists and parses,
-summary.json holds the figures the issue asks for, timeline.json is Chrome
-trace JSON, and tshark decodes trace.pcapng with no malformed packet."""
+summary.json holds the figures the issue asks for, timeline.pftrace is a
+Perfetto protobuf trace, and tshark decodes trace.pcapng with no malformed packet."""
 import json
 import math
 import os
@@ -227,17 +227,100 @@ for remote in ["<script src", "<link ", "src=\"http", "href=\"http"]:
         fail(f"report.html fetches something ({remote!r}): it must be self-contained")
 print(f"report.html: {len(html)} bytes, {svgs} inline SVG plots")
 
-timeline = json.load(open(path("timeline.json")))
-events = timeline["traceEvents"] if isinstance(timeline, dict) else timeline
-if not events:
-    fail("timeline.json has no trace event")
-for e in events:
-    if "ph" not in e or (e["ph"] != "M" and "ts" not in e):
-        fail(f"timeline.json: not a Chrome trace event: {e}")
-slices = [e for e in events if e.get("cat") == "analysis" and e["ph"] == "X"]
-if not slices:
-    fail("timeline.json has no message slice")
-print(f"timeline.json: {len(events)} events, {len(slices)} message slices")
+# The timeline: Perfetto's native protobuf trace, read with a generic
+# protobuf wire decoder (field numbers from Perfetto's public protos:
+# trace_packet.proto, track_event.proto, track_descriptor.proto).
+def proto_fields(b):
+    """(field number, int or bytes) of one message, in order."""
+    at, out = 0, []
+    def varint():
+        nonlocal at
+        v = shift = 0
+        while True:
+            if at >= len(b):
+                fail("timeline.pftrace: a message ends inside a varint")
+            byte = b[at]
+            at += 1
+            v |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return v
+    while at < len(b):
+        key = varint()
+        kind = key & 7
+        if kind == 0:
+            out.append((key >> 3, varint()))
+        elif kind == 2:
+            n = varint()
+            if at + n > len(b):
+                fail("timeline.pftrace: a field runs past its message")
+            out.append((key >> 3, b[at:at + n]))
+            at += n
+        else:
+            fail(f"timeline.pftrace: wire type {kind} (we write varints and length-delimited fields only)")
+    return out
+
+
+def one(msg, n):
+    return next((v for f, v in msg if f == n), None)
+
+
+tracks, threads, processes, seqs, counters = {}, {}, [], set(), 0
+slices_on, open_slices, message_slices, slices, instants = {}, {}, 0, 0, 0
+for field, packet in proto_fields(open(path("timeline.pftrace"), "rb").read()):
+    if field != 1:
+        fail(f"timeline.pftrace: a Trace holds packets (field 1), not field {field}")
+    p = proto_fields(packet)
+    seq, flags = one(p, 10), one(p, 13) or 0
+    if not seq:
+        fail("timeline.pftrace: a packet without trusted_packet_sequence_id")
+    if (seq not in seqs) != bool(flags & 1):
+        fail("timeline.pftrace: incremental state must be cleared on a sequence's first packet only")
+    seqs.add(seq)
+    d = one(p, 60)
+    if d is not None:
+        d = proto_fields(d)
+        thread, process = one(d, 4), one(d, 3)
+        if thread is not None:
+            name = one(proto_fields(thread), 5)
+            if not name:
+                fail("timeline.pftrace: an unnamed thread (the lab names each by host or CPU)")
+            threads[one(d, 1)] = name.decode()
+        elif process is not None:
+            processes.append((one(proto_fields(process), 6) or b"").decode())
+        elif one(d, 8) is not None:
+            counters += 1
+        tracks[one(d, 1)] = one(d, 5)
+    e = one(p, 11)
+    if e is not None:
+        e = proto_fields(e)
+        kind, track = one(e, 9), one(e, 11)
+        if track not in tracks:
+            fail("timeline.pftrace: an event on a track never described")
+        if kind == 1:
+            open_slices[track] = open_slices.get(track, 0) + 1
+        elif kind == 2:
+            if not open_slices.get(track):
+                fail("timeline.pftrace: a slice end with no begin on its track")
+            open_slices[track] -= 1
+            slices += 1
+            # Message slices are on named tracks under the process, not
+            # on a thread or beside one.
+            if track not in threads and tracks[track] not in threads:
+                message_slices += 1
+        elif kind == 3:
+            instants += 1
+if any(open_slices.values()):
+    fail("timeline.pftrace: a slice never ends")
+if not slices or not message_slices:
+    fail(f"timeline.pftrace: {slices} slices, {message_slices} message slices")
+kernel_measured_runs = sum(1 for e in summary["experiments"] for k in e.get("kernel_runs", [])
+                           if k["status"] == "measured")
+if sum(1 for n in processes if n.startswith("Linux kernel (eBPF)")) != kernel_measured_runs:
+    fail(f"timeline.pftrace: processes {processes}, {kernel_measured_runs} kernel runs measured")
+print(f"timeline.pftrace: {os.path.getsize(path('timeline.pftrace'))} bytes, {len(processes)} processes, "
+      f"threads {sorted(set(threads.values()))}, {slices} slices ({message_slices} message slices), "
+      f"{instants} instants, {counters} counter tracks")
 
 pcap = path("trace.pcapng")
 decoded = subprocess.run(

@@ -62,8 +62,10 @@ enum Command {
     ///   *.csv            a table per run (sizes, CPU, sweep points)
     ///   trace.pcapng     every interface of the traced runs, each traced
     ///                    packet commented with its message
-    ///   timeline.json    Perfetto / Chrome trace of the first run
-    ///                    (timelines/ has every run's)
+    ///   timeline.pftrace Perfetto trace (native protobuf) of the first
+    ///                    run and the kernel runs (timelines/ has every
+    ///                    run's); --timeline-format json: timeline.json
+    ///                    (Chrome trace events) instead
     ///   traces/          probe traces (stackscope trace info FILE)
     ///   pcap/            pcapng capture of every interface per run
     /// A progress bar on stderr shows the steps (messages, sweep
@@ -122,7 +124,8 @@ enum Command {
     /// figure.
     #[command(verbatim_doc_comment)]
     Calibrate(calibrate::CalibrateArgs),
-    /// Inspect a probe trace file and convert it to CSV or Perfetto JSON.
+    /// Inspect a probe trace file and convert it to CSV or a Perfetto timeline
+    /// (native protobuf, or JSON).
     Trace(trace::TraceArgs),
     /// Trace a kernel transfer inside the Linux kernel with eBPF: TCP (or
     /// UDP, -u) messages over IPv6 (or IPv4, -4) across a veth pair

@@ -38,15 +38,38 @@ enum TraceCommand {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Chrome / Perfetto trace-event JSON (open in ui.perfetto.dev): spans as
-    /// slices, queues as counters, points as instants.
+    /// A Perfetto timeline (open in ui.perfetto.dev or trace_processor):
+    /// spans as slices, queues as counters, points as instants, threads
+    /// named by host as the lab's timelines name them. Perfetto's native
+    /// protobuf trace by default (.pftrace); --format json for Chrome
+    /// trace-event JSON.
     Perfetto {
         /// The trace file.
         file: PathBuf,
         /// Where to write (default: standard output).
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// protobuf (Perfetto's TracePacket stream) or json (Chrome trace
+        /// events).
+        #[arg(long, value_enum, default_value_t = TimelineArg::Protobuf)]
+        format: TimelineArg,
     },
+}
+
+/// `--format` of a timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimelineArg {
+    Protobuf,
+    Json,
+}
+
+impl From<TimelineArg> for probe::convert::TimelineFormat {
+    fn from(a: TimelineArg) -> Self {
+        match a {
+            TimelineArg::Protobuf => probe::convert::TimelineFormat::Protobuf,
+            TimelineArg::Json => probe::convert::TimelineFormat::Json,
+        }
+    }
 }
 
 pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
@@ -58,12 +81,37 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
                 Ok(probe::convert::write_csv(&trace, out)?)
             })
         }
-        TraceCommand::Perfetto { file, output } => {
+        TraceCommand::Perfetto {
+            file,
+            output,
+            format,
+        } => {
+            if output.is_none()
+                && *format == TimelineArg::Protobuf
+                && io::IsTerminal::is_terminal(&io::stdout())
+            {
+                anyhow::bail!(
+                    "the protobuf timeline is binary: give -o FILE.pftrace, redirect standard \
+                     output, or ask for --format json"
+                );
+            }
             let trace = read(file)?;
+            let process = probe::convert::TimelineProcess {
+                trace: &trace,
+                pid: 1,
+                name: Some(probe::convert::process_name(&trace)),
+                thread_names: probe::convert::thread_names(&trace),
+                annotations: &[],
+                origin: None,
+            };
             let summary = with_output(output.as_deref(), |out| {
-                Ok(probe::convert::write_perfetto(&trace, out)?)
+                Ok(probe::convert::write_timeline(
+                    &[process],
+                    (*format).into(),
+                    out,
+                )?)
             })?;
-            // Adjustments go to stderr so stdout stays valid JSON.
+            // Adjustments go to stderr so stdout stays a valid timeline.
             eprintln!(
                 "perfetto: {} events; {} unmatched exits, {} unclosed spans, {} interleaved spans, \
                  {} dequeues below zero, {} clamped timestamps",

@@ -123,7 +123,15 @@ fn trace_converts_to_csv_and_perfetto() {
     assert!(csv.lines().nth(2).unwrap().contains("ifq.enqueue"));
 
     let out = Scratch::new("timeline.json");
-    let perfetto = stackscope(&["trace", "perfetto", file.path(), "-o", out.path()]);
+    let perfetto = stackscope(&[
+        "trace",
+        "perfetto",
+        file.path(),
+        "-o",
+        out.path(),
+        "--format",
+        "json",
+    ]);
     assert!(perfetto.status.success());
     let json: Value = serde_json::from_slice(&std::fs::read(&out.0).unwrap()).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
@@ -132,6 +140,60 @@ fn trace_converts_to_csv_and_perfetto() {
     // 2000 cycles at 2 GHz = 1 us.
     assert_eq!(send["dur"], 1.0);
     assert!(String::from_utf8_lossy(&perfetto.stderr).contains("0 unmatched exits"));
+}
+
+#[test]
+fn trace_perfetto_names_threads_like_the_lab() {
+    // The reference stack's writers describe each thread's host; the
+    // timeline names the thread by it, in both formats.
+    let mut trace = sample_trace();
+    trace.header.description =
+        r#"{"stack":"reference","run":"t / r","threads":{"1":{"host":"host-a","role":"sender"}}}"#
+            .into();
+    let file = Scratch::new("named.sstrace");
+    std::fs::write(&file.0, trace.to_bytes().unwrap()).unwrap();
+
+    let json_out = Scratch::new("named.json");
+    let run = stackscope(&[
+        "trace",
+        "perfetto",
+        file.path(),
+        "-o",
+        json_out.path(),
+        "--format",
+        "json",
+    ]);
+    assert!(run.status.success());
+    let json: Value = serde_json::from_slice(&std::fs::read(&json_out.0).unwrap()).unwrap();
+    let names: Vec<(&str, &str)> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap(),
+                e["args"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("process_name", "t / r (reference stack)"),
+            ("thread_name", "host-a")
+        ]
+    );
+
+    // Default: protobuf, a Trace message (field 1, length-delimited
+    // packets) naming the same thread.
+    let pb_out = Scratch::new("named.pftrace");
+    let run = stackscope(&["trace", "perfetto", file.path(), "-o", pb_out.path()]);
+    assert!(run.status.success());
+    let bytes = std::fs::read(&pb_out.0).unwrap();
+    assert_eq!(bytes[0], 0x0a, "field 1, wire type 2");
+    let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
+    assert!(has(b"host-a") && has(b"t / r (reference stack)") && has(b"send"));
 }
 
 #[test]

@@ -64,7 +64,7 @@ pub(crate) fn render(h: &mut String, report: &Report) {
         row("stackscope", v.clone());
     }
     row("started", crate::model::utc(report.generated_unix));
-    h.push_str("</table><p class=\"note\">Files beside this page: <code>summary.json</code> (every figure, the summary above included), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.json</code> (open in ui.perfetto.dev), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p></section>");
+    h.push_str("</table><p class=\"note\">Files beside this page: <code>summary.json</code> (every figure, the summary above included), a CSV per table, <code>trace.pcapng</code> (every interface of the traced runs; each traced packet names its message in a comment), <code>timeline.pftrace</code> (Perfetto&#39;s native trace of the first run and the kernel runs: open in ui.perfetto.dev or trace_processor; <code>timeline.json</code> instead with <code>--timeline-format json</code>; <code>timelines/</code> has every run&#39;s), the probe traces (<code>stackscope trace info</code>) and each interface&#39;s capture under <code>pcap/</code>.</p></section>");
 }
 
 /// The least and greatest core-to-core round trip (ns) the run's points

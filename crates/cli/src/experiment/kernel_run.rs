@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +19,7 @@ use analysis::kernel_messages::{self as km, Flows, Transport};
 use kernel_probe::cost::{self, ProbeCost};
 use kernel_probe::messages::{self, HostFlows};
 use kernel_probe::{Config, KernelProbes, HOOKS};
+use probe::convert::TimelineFormat;
 use report::kernel_runs::{KernelOverhead, KernelRun, MissingProbe, ProbeCostFigures};
 use traffic::kernel::netns::VethPair;
 use traffic::spec::{Family, Protocol};
@@ -53,9 +54,10 @@ pub fn run(
     run: &Run,
     plan: &KernelPlan,
     quick: bool,
-    dir: &Path,
+    files: super::run::Files,
     progress: &Arc<AtomicU64>,
 ) -> Result<KernelRun> {
+    let dir = files.dir;
     let mut out = empty(run, plan);
     let config = Config::default();
     // Can the probes run at all? (Not root, no BTF, a refused object.)
@@ -149,7 +151,7 @@ pub fn run(
     out.received = moved.received.saturating_sub(warmup) as u64;
     out.records = traced.trace.records.len() as u64;
     out.ring_dropped = traced.dropped;
-    write_files(dir, recipe, run, &traced.trace, &mut out)?;
+    write_files(dir, files.timeline, recipe, run, &traced.trace, &mut out)?;
     let transport = match plan.protocol {
         Protocol::Udp => Transport::Udp,
         _ => Transport::Tcp,
@@ -363,6 +365,7 @@ fn overhead_for(pair: &VethPair, config: &Config, quick: bool) -> KernelOverhead
 /// `traces/<recipe>-<run>.sstrace` and its Perfetto timeline.
 fn write_files(
     dir: &Path,
+    format: TimelineFormat,
     recipe: &Recipe,
     run: &Run,
     trace: &probe::Trace,
@@ -378,28 +381,38 @@ fn write_files(
     trace
         .write(BufWriter::new(file))
         .with_context(|| format!("writing {trace_file}"))?;
-    let timeline = format!("timelines/{stem}.json");
+    let timeline = format!("timelines/{stem}.{}", format.extension());
     let file = File::create(dir.join(&timeline)).with_context(|| format!("creating {timeline}"))?;
-    let cpus: Vec<(u16, String)> = {
-        let mut seen: Vec<u16> = trace.records.iter().map(|r| r.thread).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.into_iter()
-            .map(|cpu| (cpu, format!("kernel, CPU {cpu}")))
-            .collect()
+    // Threads are CPUs ("kernel, CPU N"), as `trace perfetto` names them.
+    let process = probe::convert::TimelineProcess {
+        trace,
+        pid: 1,
+        name: Some(kernel_process_name(&format!("{}/{}", recipe.name, run.id))),
+        thread_names: probe::convert::thread_names(trace),
+        annotations: &[],
+        origin: None,
     };
-    probe::convert::write_perfetto_annotated(trace, &cpus, &[], BufWriter::new(file))
+    probe::convert::write_timeline(&[process], format, BufWriter::new(file))
         .with_context(|| format!("writing {timeline}"))?;
     out.trace = Some(trace_file);
     out.timeline = Some(timeline);
     Ok(())
 }
 
-/// `timeline.json` (the first reference run's timeline) gains every
-/// kernel run's events, each run as a process of its own, shifted onto the
-/// reference trace's time origin: both traces stamp the same cycle
-/// counter (kernel time is mapped onto it, `kernel_probe::ClockMap`).
-pub fn merge_into_timeline(dir: &Path, report: &report::Report) -> Result<()> {
+fn kernel_process_name(run: &str) -> String {
+    format!("Linux kernel (eBPF): {run}")
+}
+
+/// `timeline.pftrace` or `timeline.json` (the first reference run's
+/// timeline) gains every kernel run's events, each run as a process of its
+/// own, shifted onto the reference trace's time origin: both traces stamp
+/// the same cycle counter (kernel time is mapped onto it,
+/// `kernel_probe::ClockMap`).
+pub fn merge_into_timeline(
+    dir: &Path,
+    report: &report::Report,
+    format: TimelineFormat,
+) -> Result<()> {
     let Some(first) = report.experiments.first().and_then(|e| e.runs.first()) else {
         return Ok(());
     };
@@ -423,6 +436,9 @@ pub fn merge_into_timeline(dir: &Path, report: &report::Report) -> Result<()> {
     let Some(origin) = reference.records.iter().map(|r| r.tsc).min() else {
         return Ok(());
     };
+    if format == TimelineFormat::Protobuf {
+        return append_kernel_processes(dir, &kernel, origin);
+    }
     let hz = reference.header.counter_hz;
     let path = dir.join("timeline.json");
     let mut timeline = read_json(&path)?;
@@ -453,7 +469,7 @@ pub fn merge_into_timeline(dir: &Path, report: &report::Report) -> Result<()> {
         }
         added.push(serde_json::json!({
             "name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-            "args": { "name": format!("Linux kernel (eBPF): {name}") }
+            "args": { "name": kernel_process_name(name) }
         }));
     }
     match timeline["traceEvents"].as_array_mut() {
@@ -463,6 +479,34 @@ pub fn merge_into_timeline(dir: &Path, report: &report::Report) -> Result<()> {
     let file = File::create(&path).context("writing timeline.json")?;
     serde_json::to_writer(BufWriter::new(file), &timeline).context("writing timeline.json")?;
     Ok(())
+}
+
+/// The protobuf timeline: a trace is a sequence of packets, so each
+/// kernel run's process (its own pid, packet sequence and tracks) is
+/// appended to the file. Kernel records before the reference's first are
+/// drawn at its start.
+fn append_kernel_processes(dir: &Path, kernel: &[(String, &str, &str)], origin: u64) -> Result<()> {
+    let path = dir.join(super::timeline_file(TimelineFormat::Protobuf));
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut out = BufWriter::new(file);
+    for (i, (name, trace, _)) in kernel.iter().enumerate() {
+        let trace = read_trace(&dir.join(trace))?;
+        let process = probe::convert::TimelineProcess {
+            trace: &trace,
+            pid: 2 + i as u32,
+            name: Some(kernel_process_name(name)),
+            thread_names: probe::convert::thread_names(&trace),
+            annotations: &[],
+            origin: Some(origin),
+        };
+        probe::convert::write_timeline(&[process], TimelineFormat::Protobuf, &mut out)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    out.flush()
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn read_trace(path: &Path) -> Result<probe::Trace> {

@@ -19,6 +19,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::trace::TimelineArg;
+use probe::convert::TimelineFormat;
 use recipe::Recipe;
 use report::model::{Calibration, Report};
 
@@ -56,6 +58,10 @@ pub struct LabArgs {
     /// the same names are replaced, others stay).
     #[arg(long)]
     force: bool,
+    /// The timelines' format: protobuf (Perfetto's native trace,
+    /// timeline.pftrace) or json (Chrome trace events, timeline.json).
+    #[arg(long, value_enum, default_value_t = TimelineArg::Protobuf)]
+    timeline_format: TimelineArg,
 }
 
 #[derive(Debug, Args)]
@@ -74,6 +80,10 @@ pub struct RunArgs {
     /// the same names are replaced, others stay).
     #[arg(long)]
     force: bool,
+    /// The timelines' format: protobuf (Perfetto's native trace,
+    /// timeline.pftrace) or json (Chrome trace events, timeline.json).
+    #[arg(long, value_enum, default_value_t = TimelineArg::Protobuf)]
+    timeline_format: TimelineArg,
 }
 
 pub fn lab(args: &LabArgs) -> Result<()> {
@@ -84,6 +94,7 @@ pub fn lab(args: &LabArgs) -> Result<()> {
     let out = Out {
         dir: args.out.as_deref(),
         force: args.force,
+        timeline: args.timeline_format.into(),
     };
     execute(&recipes, args.quick, out, "stackscope lab")
 }
@@ -93,6 +104,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let out = Out {
         dir: args.out.as_deref(),
         force: args.force,
+        timeline: args.timeline_format.into(),
     };
     execute(
         &[recipe],
@@ -108,6 +120,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
 struct Out<'a> {
     dir: Option<&'a Path>,
     force: bool,
+    timeline: TimelineFormat,
 }
 
 fn execute(recipes: &[Recipe], quick: bool, out: Out, command: &str) -> Result<()> {
@@ -145,7 +158,11 @@ fn execute(recipes: &[Recipe], quick: bool, out: Out, command: &str) -> Result<(
     let mut failure = None;
     for recipe in recipes {
         bar.set_message(recipe.name.clone());
-        match run::run_recipe(recipe, quick, &calibration, &dir, &progress, &mut captures) {
+        let files = run::Files {
+            dir: &dir,
+            timeline: out.timeline,
+        };
+        match run::run_recipe(recipe, quick, &calibration, files, &progress, &mut captures) {
             Ok(exp) => experiments.push(exp),
             Err(e) => {
                 failure = Some(e);
@@ -174,9 +191,9 @@ fn execute(recipes: &[Recipe], quick: bool, out: Out, command: &str) -> Result<(
         capture,
     };
     report::write(&dir, &report)?;
-    copy_primary_timeline(&dir, &report)?;
+    copy_primary_timeline(&dir, &report, out.timeline)?;
     // The kernel runs' events join it, on the same clock (issue 19).
-    kernel_run::merge_into_timeline(&dir, &report)?;
+    kernel_run::merge_into_timeline(&dir, &report, out.timeline)?;
     println!("{}", summary_text(&report));
     println!("report: {}", dir.join("report.html").display());
     Ok(())
@@ -208,14 +225,20 @@ fn merge_captures(
     Ok(Some(stats))
 }
 
-/// `timeline.json` beside the report: the first run's timeline (every
-/// run's is under `timelines/`).
-fn copy_primary_timeline(dir: &Path, report: &Report) -> Result<()> {
+/// `timeline.pftrace` (or `timeline.json`) beside the report: the first
+/// run's timeline (every run's is under `timelines/`).
+fn copy_primary_timeline(dir: &Path, report: &Report, format: TimelineFormat) -> Result<()> {
     if let Some(run) = report.experiments.first().and_then(|e| e.runs.first()) {
-        std::fs::copy(dir.join(&run.files.timeline), dir.join("timeline.json"))
-            .context("writing timeline.json")?;
+        let name = timeline_file(format);
+        std::fs::copy(dir.join(&run.files.timeline), dir.join(&name))
+            .with_context(|| format!("writing {name}"))?;
     }
     Ok(())
+}
+
+/// The timeline beside the report.
+pub fn timeline_file(format: TimelineFormat) -> String {
+    format!("timeline.{}", format.extension())
 }
 
 /// The trend lines, one line per run path, for the terminal.

@@ -18,6 +18,7 @@ use analysis::callpath::{self, MessageSpans};
 use analysis::histogram;
 use analysis::queues::{self, QueueOptions};
 use analysis::{profile, spans, sweep, TraceView};
+use probe::convert::TimelineFormat;
 use report::capture::{Message, RunMessages};
 use report::model::{
     Calibration, CategoryResolution, Experiment, MessagesRun, ProbeHealth, QueueSummary, RunCpu,
@@ -59,14 +60,22 @@ pub struct RunCapture {
     pub messages: RunMessages,
 }
 
+/// Where a recipe's files go and the format of its timelines.
+#[derive(Clone, Copy)]
+pub struct Files<'a> {
+    pub dir: &'a Path,
+    pub timeline: TimelineFormat,
+}
+
 pub fn run_recipe(
     recipe: &Recipe,
     quick: bool,
     calibration: &Calibration,
-    dir: &Path,
+    files: Files,
     progress: &Arc<AtomicU64>,
     captures: &mut Vec<RunCapture>,
 ) -> Result<Experiment> {
+    let dir = files.dir;
     let mut runs = Vec::new();
     let mut in_turn = Vec::new();
     let mut sweeps = Vec::new();
@@ -82,7 +91,7 @@ pub fn run_recipe(
                     plan,
                     quick,
                     calibration,
-                    dir,
+                    files,
                     progress,
                     captures,
                 )
@@ -101,7 +110,7 @@ pub fn run_recipe(
                     .with_context(context)?,
             ),
             Plan::Kernel(plan) => kernel_runs.push(
-                super::kernel_run::run(recipe, run, plan, quick, dir, progress)
+                super::kernel_run::run(recipe, run, plan, quick, files, progress)
                     .with_context(context)?,
             ),
         }
@@ -215,10 +224,11 @@ fn begin<'a>(
     plan: &'a MessagesPlan,
     quick: bool,
     calibration: &Calibration,
-    dir: &Path,
+    files: Files,
     progress: &Arc<AtomicU64>,
     captures: &mut Vec<RunCapture>,
 ) -> Result<Begun<'a>> {
+    let dir = files.dir;
     let mut topology = Topology::from_toml_str(run.link.topology_toml())
         .map_err(|e| anyhow::anyhow!("the {} link profile: {e}", run.link.name()))?;
     topology.set_fragmentation(plan.fragmentation);
@@ -280,9 +290,10 @@ fn begin<'a>(
         calibration.overhead_cycles,
         &format!("{} / {}", recipe.name, run.id),
     );
+    let format = files.timeline;
     let files = RunFiles {
         trace: format!("traces/{stem}.sstrace"),
-        timeline: format!("timelines/{stem}.json"),
+        timeline: format!("timelines/{stem}.{}", format.extension()),
         sizes_csv: format!("{stem}-sizes.csv"),
         cpu_csv: format!("{stem}-cpu.csv"),
     };
@@ -298,18 +309,19 @@ fn begin<'a>(
     let mut found = analysis::messages::analyse(&view, &all, plan.stop)?;
 
     let path = dir.join(&files.timeline);
-    let thread_names: Vec<(u16, String)> = result
-        .threads
-        .iter()
-        .map(|t| (t.thread, t.host.clone()))
-        .collect();
-    probe::convert::write_perfetto_annotated(
-        &trace,
-        &thread_names,
-        &message_slices(&found, &format!("{}/{}", recipe.name, run.id)),
-        BufWriter::new(File::create(&path)?),
-    )
-    .with_context(|| format!("writing {}", path.display()))?;
+    // Threads named by host from the trace's description, as `trace
+    // perfetto` names them.
+    let slices = message_slices(&found, &format!("{}/{}", recipe.name, run.id));
+    let process = probe::convert::TimelineProcess {
+        trace: &trace,
+        pid: 1,
+        name: Some(probe::convert::process_name(&trace)),
+        thread_names: probe::convert::thread_names(&trace),
+        annotations: &slices,
+        origin: None,
+    };
+    probe::convert::write_timeline(&[process], format, BufWriter::new(File::create(&path)?))
+        .with_context(|| format!("writing {}", path.display()))?;
 
     let warmup = drop_warmup(&mut found, &result);
     if found.messages.is_empty() {

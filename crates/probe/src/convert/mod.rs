@@ -5,9 +5,13 @@
 
 mod csv;
 mod perfetto;
+mod perfetto_proto;
 
 pub use csv::write_csv;
-pub use perfetto::{write_perfetto, write_perfetto_annotated, Annotation, PerfettoSummary};
+pub use perfetto::{
+    process_name, thread_names, write_perfetto, write_perfetto_annotated, write_timeline,
+    Annotation, PerfettoSummary, TimelineFormat, TimelineProcess,
+};
 
 use crate::record::Record;
 

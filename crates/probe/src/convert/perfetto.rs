@@ -1,4 +1,5 @@
-//! Trace → Chrome / Perfetto JSON trace events.
+//! Trace → Perfetto timeline: Chrome JSON trace events, or Perfetto's
+//! native protobuf (`perfetto_proto`, written from the same events).
 //!
 //! * A span becomes one `"X"` (complete) slice with `ts` and `dur`, so
 //!   spans that overlap without nesting (queue-crossing spans, reassembly)
@@ -22,7 +23,8 @@
 //! [`write_perfetto_annotated`] adds what an analysis found: named threads
 //! (`thread_name` metadata) and slices on tracks of their own (a
 //! message's whole path, its send path, its receive path), each from one
-//! counter value to another of the same clock.
+//! counter value to another of the same clock. [`write_timeline`] writes
+//! several traces as processes of one timeline, in either format.
 
 use super::Timebase;
 use crate::location::Kind;
@@ -63,26 +65,29 @@ pub struct Annotation {
 
 /// Rows for annotation tracks start here, above any recorder thread
 /// number.
-const ANNOTATION_TID: u32 = 1 << 16;
+pub(super) const ANNOTATION_TID: u32 = 1 << 16;
 
+/// One trace event as the JSON writes it; the protobuf writer
+/// (`perfetto_proto`) reads the same list.
 #[derive(Serialize)]
-struct Event<'a> {
-    name: Cow<'a, str>,
-    cat: String,
-    ph: &'static str,
-    ts: f64,
+pub(super) struct Event<'a> {
+    pub(super) name: Cow<'a, str>,
+    pub(super) cat: String,
+    pub(super) ph: &'static str,
+    /// Microseconds since the timeline's origin.
+    pub(super) ts: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    dur: Option<f64>,
-    pid: u32,
-    tid: u32,
+    pub(super) dur: Option<f64>,
+    pub(super) pid: u32,
+    pub(super) tid: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    s: Option<&'static str>,
-    args: Args<'a>,
+    pub(super) s: Option<&'static str>,
+    pub(super) args: Args<'a>,
 }
 
 #[derive(Serialize)]
 #[serde(untagged)]
-enum Args<'a> {
+pub(super) enum Args<'a> {
     Probe {
         len: u32,
         flow: u32,
@@ -147,11 +152,140 @@ pub fn write_perfetto_annotated(
     annotations: &[Annotation],
     out: impl Write,
 ) -> Result<PerfettoSummary, TraceError> {
+    let process = TimelineProcess {
+        trace,
+        pid: 1,
+        name: None,
+        thread_names: thread_names.to_vec(),
+        annotations,
+        origin: None,
+    };
+    write_timeline(&[process], TimelineFormat::Json, out)
+}
+
+/// A timeline file's format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimelineFormat {
+    /// Perfetto's native protobuf trace (a stream of TracePackets).
+    #[default]
+    Protobuf,
+    /// Chrome trace-event JSON.
+    Json,
+}
+
+impl TimelineFormat {
+    /// The file name extension a viewer expects.
+    pub fn extension(self) -> &'static str {
+        match self {
+            TimelineFormat::Protobuf => "pftrace",
+            TimelineFormat::Json => "json",
+        }
+    }
+}
+
+/// One process on a timeline: a trace, its names and what an analysis
+/// found in it.
+pub struct TimelineProcess<'a> {
+    pub trace: &'a Trace,
+    /// Process id on the timeline; distinct per process (the protobuf
+    /// writer derives track ids and its packet sequence from it).
+    pub pid: u32,
+    /// The process's name (none: left unnamed).
+    pub name: Option<String>,
+    /// (recorder thread number, name).
+    pub thread_names: Vec<(u16, String)>,
+    pub annotations: &'a [Annotation],
+    /// The counter value drawn at time 0 (none: the trace's earliest
+    /// record). Processes whose traces stamp one clock share it so their
+    /// events line up; records before it are drawn at 0.
+    pub origin: Option<u64>,
+}
+
+/// Writes `processes` as one timeline in `format`; the summary adds up
+/// every process's.
+pub fn write_timeline(
+    processes: &[TimelineProcess],
+    format: TimelineFormat,
+    out: impl Write,
+) -> Result<PerfettoSummary, TraceError> {
+    let mut summary = PerfettoSummary::default();
+    let mut all = Vec::with_capacity(processes.len());
+    for p in processes {
+        let (events, one) = process_events(p)?;
+        summary.events += one.events;
+        summary.unmatched_exits += one.unmatched_exits;
+        summary.unclosed_spans += one.unclosed_spans;
+        summary.interleaved_spans += one.interleaved_spans;
+        summary.dequeues_below_zero += one.dequeues_below_zero;
+        summary.clamped_timestamps += one.clamped_timestamps;
+        all.push((p.pid, p.name.as_deref(), events));
+    }
+    match format {
+        TimelineFormat::Json => write_json(&all, out)?,
+        TimelineFormat::Protobuf => super::perfetto_proto::write(&all, out)?,
+    }
+    Ok(summary)
+}
+
+/// Names for a trace's threads from its description: the reference
+/// stack's writers name each thread's host (`{"threads": {"N": {"host":
+/// …}}}`), the kernel probes' threads are CPUs. The lab's timelines and
+/// `trace perfetto` both name threads this way.
+pub fn thread_names(trace: &Trace) -> Vec<(u16, String)> {
+    let mut threads: Vec<u16> = trace.records.iter().map(|r| r.thread).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let described: Option<serde_json::Value> = serde_json::from_str(&trace.header.description).ok();
+    if let Some(map) = described
+        .as_ref()
+        .and_then(|d| d.get("threads"))
+        .and_then(|t| t.as_object())
+    {
+        return map
+            .iter()
+            .filter_map(|(id, t)| Some((id.parse().ok()?, t.get("host")?.as_str()?.to_string())))
+            .collect();
+    }
+    if trace.header.description.contains(KERNEL_MARK) {
+        return threads
+            .into_iter()
+            .map(|cpu| (cpu, format!("kernel, CPU {cpu}")))
+            .collect();
+    }
+    Vec::new()
+}
+
+/// What the kernel probes' trace descriptions say (kernel-probe's session).
+const KERNEL_MARK: &str = "kernel probes (eBPF)";
+
+/// A process name for a trace: the reference stack's description names
+/// its run, the kernel probes' is text.
+pub fn process_name(trace: &Trace) -> String {
+    let text = &trace.header.description;
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(d) => match (d["run"].as_str(), d["stack"].as_str()) {
+            (Some(run), Some(stack)) => format!("{run} ({stack} stack)"),
+            (Some(run), None) => run.to_string(),
+            _ => text.clone(),
+        },
+        Err(_) => text.clone(),
+    }
+}
+
+/// One process's events (metadata first, then in time order) and what the
+/// conversion did.
+fn process_events<'a>(
+    p: &'a TimelineProcess<'a>,
+) -> Result<(Vec<Event<'a>>, PerfettoSummary), TraceError> {
+    let trace = p.trace;
+    let (thread_names, annotations) = (&p.thread_names, p.annotations);
     trace.validate()?;
     let mut summary = PerfettoSummary::default();
     let order = ordered(&trace.records, &mut summary);
     let time = Timebase {
-        start: order.first().map_or(0, |(tsc, _)| *tsc),
+        start: p
+            .origin
+            .unwrap_or_else(|| order.first().map_or(0, |(tsc, _)| *tsc)),
         hz: trace.header.counter_hz,
     };
     let mut open: HashMap<u16, Vec<OpenSpan>> = HashMap::new();
@@ -255,33 +389,56 @@ pub fn write_perfetto_annotated(
                 .enumerate()
                 .map(|(row, name)| (ANNOTATION_TID + row as u32, *name)),
         );
-    let metadata: Vec<Event> = names
-        .map(|(tid, name)| Event {
+    let process = p.name.as_deref().map(|name| Event {
+        name: Cow::Borrowed("process_name"),
+        cat: "__metadata".into(),
+        ph: "M",
+        ts: 0.0,
+        dur: None,
+        pid: p.pid,
+        tid: 0,
+        s: None,
+        args: Args::Name { name },
+    });
+    let metadata: Vec<Event> = process
+        .into_iter()
+        .chain(names.map(|(tid, name)| Event {
             name: Cow::Borrowed("thread_name"),
             cat: "__metadata".into(),
             ph: "M",
             ts: 0.0,
             dur: None,
-            pid: 1,
+            pid: p.pid,
             tid,
             s: None,
             args: Args::Name { name },
-        })
+        }))
         .collect();
-    let events: Vec<Event> = metadata.into_iter().chain(events).collect();
+    let mut events: Vec<Event> = metadata.into_iter().chain(events).collect();
+    for e in &mut events {
+        e.pid = p.pid;
+    }
+    summary.events = events.len() as u64;
+    Ok((events, summary))
+}
 
+/// `{"traceEvents": [...], "displayTimeUnit": "ns"}`, processes one after
+/// the other.
+fn write_json(
+    processes: &[(u32, Option<&str>, Vec<Event>)],
+    out: impl Write,
+) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(out);
     out.write_all(b"{\"traceEvents\":[")?;
-    for (i, event) in events.iter().enumerate() {
+    let events = processes.iter().flat_map(|(_, _, events)| events);
+    for (i, event) in events.enumerate() {
         if i > 0 {
             out.write_all(b",")?;
         }
         serde_json::to_writer(&mut out, event).map_err(std::io::Error::from)?;
     }
     out.write_all(b"],\"displayTimeUnit\":\"ns\"}")?;
-    out.flush()?;
-    summary.events = events.len() as u64;
-    Ok(summary)
+    out.flush()
 }
 
 fn probe_event<'a>(

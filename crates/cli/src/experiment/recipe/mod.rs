@@ -14,10 +14,12 @@ use analysis::messages::StopAt;
 use traffic::spec::{Family, Protocol};
 
 pub use kernel::KernelPlan;
+pub use link::Link;
 pub use pipeline::PipelinePlan;
 pub use sweep::{Prediction, SweepPlan, XAxis};
 
 mod kernel;
+mod link;
 mod pipeline;
 mod sweep;
 
@@ -48,7 +50,8 @@ pub(super) struct RawRun {
     title: Option<String>,
     /// A link profile (`fast-ethernet`, `fast-ethernet-6over4`,
     /// `fast-ethernet-configured`, `fast-ethernet-automatic`, `unlimited`,
-    /// `default`).
+    /// `default`), a topology of topologies/ by name (`two-routers`,
+    /// `impaired.toml`) or a topology file's path (see link.rs).
     link: Spanned<String>,
     sizes: Spanned<String>,
     quick_sizes: Option<Spanned<String>>,
@@ -128,105 +131,6 @@ pub struct Recipe {
     pub citation: String,
     pub description: String,
     pub runs: Vec<Run>,
-}
-
-/// A link profile: the topology the run uses (embedded, so the lab needs
-/// no files).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Link {
-    /// Two hosts on a 10 Mbit/s wire, MTU 1500 (Ethernet as the 1990s
-    /// studies ran it).
-    Ethernet,
-    /// Two hosts on a 100 Mbit/s wire, MTU 1500.
-    FastEthernet,
-    /// The same wire, the hosts' IPv6 over 6-over-4 (RFC 2529) on their
-    /// own IPv4: the IPv6 study's testbed path, IPv6 MTU 1480.
-    FastEthernet6over4,
-    /// The same wire, the hosts' IPv6 over a configured tunnel (RFC 4213)
-    /// each to the other's IPv4: IPv6 MTU 1480.
-    FastEthernetConfigured,
-    /// The same wire, the hosts' IPv6 by automatic tunnelling to their
-    /// IPv4-compatible addresses (RFC 1933; deprecated, here as the MSR
-    /// stack had it): IPv6 MTU 1480.
-    FastEthernetAutomatic,
-    /// Two hosts on a wire with no rate limit, MTU 1500.
-    Unlimited,
-    /// host-a — router — host-b on 1 Gbit/s wires.
-    Default,
-}
-
-impl Link {
-    pub const NAMES: &'static str =
-        "ethernet, fast-ethernet, unlimited, default, fast-ethernet-6over4, \
-         fast-ethernet-configured, fast-ethernet-automatic";
-
-    fn parse(name: &str) -> Option<Link> {
-        match name {
-            "ethernet" => Some(Link::Ethernet),
-            "fast-ethernet" => Some(Link::FastEthernet),
-            "fast-ethernet-6over4" => Some(Link::FastEthernet6over4),
-            "fast-ethernet-configured" => Some(Link::FastEthernetConfigured),
-            "fast-ethernet-automatic" => Some(Link::FastEthernetAutomatic),
-            "unlimited" => Some(Link::Unlimited),
-            "default" => Some(Link::Default),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Link::Ethernet => "ethernet",
-            Link::FastEthernet => "fast-ethernet",
-            Link::FastEthernet6over4 => "fast-ethernet-6over4",
-            Link::FastEthernetConfigured => "fast-ethernet-configured",
-            Link::FastEthernetAutomatic => "fast-ethernet-automatic",
-            Link::Unlimited => "unlimited",
-            Link::Default => "default",
-        }
-    }
-
-    /// The topology file's text.
-    pub fn topology_toml(self) -> &'static str {
-        match self {
-            Link::Ethernet => include_str!("../../../../../topologies/ethernet.toml"),
-            Link::FastEthernet => include_str!("../../../../../topologies/fast-ethernet.toml"),
-            Link::FastEthernet6over4 => {
-                include_str!("../../../../../topologies/fast-ethernet-6over4.toml")
-            }
-            Link::FastEthernetConfigured => {
-                include_str!("../../../../../topologies/fast-ethernet-configured.toml")
-            }
-            Link::FastEthernetAutomatic => {
-                include_str!("../../../../../topologies/fast-ethernet-automatic.toml")
-            }
-            Link::Unlimited => include_str!("../../../../../topologies/unlimited.toml"),
-            Link::Default => include_str!("../../../../../topologies/default.toml"),
-        }
-    }
-
-    /// The tunnel flavour the hosts' IPv6 takes on this link, if any
-    /// (`configured`, `automatic`, `6-over-4`).
-    pub fn tunnel(self) -> Option<&'static str> {
-        match self {
-            Link::FastEthernet6over4 => Some("6-over-4"),
-            Link::FastEthernetConfigured => Some("configured"),
-            Link::FastEthernetAutomatic => Some("automatic"),
-            _ => None,
-        }
-    }
-
-    /// The wire's rate in bits per second, if it has one.
-    pub fn rate_bps(self) -> Option<u64> {
-        match self {
-            Link::Ethernet => Some(10_000_000),
-            Link::FastEthernet
-            | Link::FastEthernet6over4
-            | Link::FastEthernetConfigured
-            | Link::FastEthernetAutomatic => Some(100_000_000),
-            Link::Unlimited => None,
-            Link::Default => Some(1_000_000_000),
-        }
-    }
 }
 
 /// One run of a recipe.
@@ -410,22 +314,16 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, RecipeError> {
             });
             continue;
         }
-        let link = Link::parse(run.link.get_ref()).ok_or_else(|| {
-            loc.at(
-                run.link.span(),
-                format!(
-                    "link `{}` is not one of: {}",
-                    run.link.get_ref(),
-                    Link::NAMES
-                ),
-            )
-        })?;
+        // A path is relative to the recipe's own directory.
+        let recipe_dir = Path::new(file).parent();
+        let link =
+            Link::parse(run.link.get_ref(), recipe_dir).map_err(|e| loc.at(run.link.span(), e))?;
         if run.kind.get_ref() != "pipeline" {
             refuse(&loc, run.kind.get_ref(), "compute_us", &run.compute_us)?;
         }
         let plan = match run.kind.get_ref().as_str() {
             "messages" => Plan::Messages(messages_plan(run, &loc)?),
-            "pipeline" => Plan::Pipeline(pipeline::plan(run, link, &loc)?),
+            "pipeline" => Plan::Pipeline(pipeline::plan(run, &link, &loc)?),
             "throughput" => {
                 refuse_slope_keys(run, "throughput", &loc)?;
                 Plan::Sweep(Box::new(sweep::plan(

@@ -41,8 +41,8 @@ impl PipelinePlan {
     }
 }
 
-pub(super) fn plan(run: &RawRun, link: Link, loc: &Locator) -> Result<PipelinePlan, RecipeError> {
-    if link != Link::Default {
+pub(super) fn plan(run: &RawRun, link: &Link, loc: &Locator) -> Result<PipelinePlan, RecipeError> {
+    if *link != Link::Default {
         return Err(loc.at(
             run.link.span(),
             "a `pipeline` run uses the kernel's loopback: give link = \"default\"".into(),
