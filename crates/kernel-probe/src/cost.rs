@@ -178,6 +178,27 @@ pub fn measure(
     Ok(cost)
 }
 
+/// The programs' own time per record over `legs` timed transfers of
+/// `plan.bytes` (statistics on, probes attached): measured around each
+/// traced run, so what is taken out of its windows is the cost at the
+/// machine's speed of that moment (on a shared VM the same work takes
+/// twice as long from one minute to the next). An error where the kernel
+/// refuses the statistics.
+pub fn own_time(
+    pair: &VethPair,
+    plan: &CostPlan,
+    config: &Config,
+    legs: usize,
+) -> Result<Vec<f64>, KernelProbeError> {
+    let flows = HostFlows::of(COST_FLOW, Path::Veth);
+    let mut per_record = Vec::with_capacity(legs);
+    for _ in 0..legs {
+        let leg = attached_leg(pair, plan, config, flows, true)?;
+        per_record.extend(leg.program_ns_per_record());
+    }
+    Ok(per_record)
+}
+
 /// One transfer with the probes attached; with `timed`, the kernel's
 /// run-time statistics on around it and the programs' time read before
 /// and after.

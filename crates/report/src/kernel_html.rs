@@ -195,10 +195,18 @@ fn overhead(h: &mut String, run: &KernelRun) {
                     );
                 }
                 None => {
+                    let when = match &o.this_run_ns_per_record {
+                        Some(e) => format!(
+                            "the programs' own time per record in timed transfers just before and after this run's messages, {}, read by the kernel's BPF run-time statistics (the machine's speed drifts between runs; the lab-wide figure is in the table below",
+                            est(e, "ns")
+                        ),
+                        None => "the programs' own time per record below, read by the kernel's BPF run-time statistics (".to_string(),
+                    };
                     let _ = write!(
                         h,
-                        "<p class=\"note\">Probe cost taken out of every window: {} ns per record inside it on the path's CPUs (the programs' own time per record below, read by the kernel's BPF run-time statistics; the extra CPU per event, which also holds what the probes do to the path around them, is beside it; docs/lab.md says what each can and cannot correct).</p>",
-                        sig(o.subtracted_ns)
+                        "<p class=\"note\">Probe cost taken out of every window: {} ns per record inside it on the path's CPUs: {}; the extra CPU per event, which also holds what the probes do to the path around them, is beside it; docs/lab.md says what each can and cannot correct).</p>",
+                        sig(o.subtracted_ns),
+                        escape(&when)
                     );
                 }
             }

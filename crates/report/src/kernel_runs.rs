@@ -80,6 +80,11 @@ pub struct KernelOverhead {
     pub cost: Option<ProbeCostFigures>,
     /// Why it was not measured, if it was not.
     pub not_measured: Option<String>,
+    /// The programs' own time per record measured around this run's
+    /// messages (timed transfers just before and just after them), ns:
+    /// what is subtracted, as the machine's speed drifts between runs.
+    #[serde(default)]
+    pub this_run_ns_per_record: Option<Estimate>,
 }
 
 /// The probes' cost: bulk TCP transfers across the veth pair, attached

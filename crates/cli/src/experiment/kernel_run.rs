@@ -98,6 +98,10 @@ pub fn run(
         })
         .collect();
     let flows = HostFlows::of(FLOW, plan.path);
+    // The programs' own time just before and just after the messages
+    // (outside every window): the machine's speed drifts between runs.
+    let own_time_plan = own_time_plan(quick);
+    let mut own = own_time_around(&pair, &own_time_plan, &config);
     // The machine's state around the messages, read outside every window.
     let mut gauges = super::gauges::Readings::default();
     gauges.measure();
@@ -121,6 +125,13 @@ pub fn run(
     };
     gauges.measure();
     out.gauges = gauges.summary();
+    // The probes are stopped for the timed transfers after (their own
+    // session) and restarted for nothing: the trace is read first.
+    let mut traced = probes
+        .finish(&format!("{} / {}", recipe.name, run.id))
+        .context("reading the kernel trace")?;
+    own.extend(own_time_around(&pair, &own_time_plan, &config));
+    use_own_time(&mut out.overhead, &own);
     progress.fetch_add(sizes.len() as u64, Ordering::Relaxed);
     // A transfer that failed (a side timed out) is this run's failure, not
     // the lab's: it is reported as skipped with the reason.
@@ -131,9 +142,6 @@ pub fn run(
             return Ok(skip(out, format!("the kernel {what} messages failed: {e}")));
         }
     };
-    let mut traced = probes
-        .finish(&format!("{} / {}", recipe.name, run.id))
-        .context("reading the kernel trace")?;
     drop(pair);
     let hz = traced.trace.header.counter_hz;
     let overhead_cycles = out.overhead.subtracted_ns * hz / 1e9;
@@ -141,7 +149,7 @@ pub fn run(
     out.overhead.subtracted_cycles = overhead_cycles;
     traced.trace.header.description = match &out.overhead.cost {
         Some(_) if out.overhead.subtracted_ns > 0.0 => format!(
-            "{} / {}; kernel probes (eBPF), probe overhead {:.0} ns per record (measured interleaved, attached vs detached)",
+            "{} / {}; kernel probes (eBPF), probe overhead {:.0} ns per record (the programs' own time, BPF run-time statistics around the run)",
             recipe.name, run.id, out.overhead.subtracted_ns
         ),
         _ => traced.trace.header.description.clone(),
@@ -347,6 +355,7 @@ fn overhead_for(pair: &VethPair, config: &Config, quick: bool) -> KernelOverhead
                     program_time_missing: c.program_time_missing.clone(),
                     dropped: c.dropped,
                 }),
+                this_run_ns_per_record: None,
                 not_measured: (!resolved).then(|| match &c.program_time_missing {
                     Some(why) => format!(
                         "of the programs' own time not measured ({why}): nothing is subtracted"
@@ -360,6 +369,36 @@ fn overhead_for(pair: &VethPair, config: &Config, quick: bool) -> KernelOverhead
             ..KernelOverhead::default()
         },
     }
+}
+
+/// Timed transfers for the programs' own time around a run: 2 before and
+/// 2 after its messages, 8 MiB each (quick) or 32 MiB.
+fn own_time_plan(quick: bool) -> cost::CostPlan {
+    let mut plan = cost::plan(2, Family::V6);
+    plan.bytes = if quick { 8 << 20 } else { 32 << 20 };
+    plan
+}
+
+/// The programs' own time per record of `plan.pairs` timed transfers;
+/// none where they fail (the lab-wide figure is subtracted then).
+fn own_time_around(pair: &VethPair, plan: &cost::CostPlan, config: &Config) -> Vec<f64> {
+    cost::own_time(pair, plan, config, plan.pairs).unwrap_or_else(|e| {
+        eprintln!("stackscope: the probes' own time around a kernel run not measured: {e}");
+        Vec::new()
+    })
+}
+
+/// Subtracts the programs' own time measured around this run where it
+/// has an interval above 0; else the lab-wide figure stays.
+fn use_own_time(overhead: &mut KernelOverhead, own: &[f64]) {
+    let Some(estimate) = stats::Estimate::of(own) else {
+        return;
+    };
+    if estimate.ci95.is_some_and(|ci| ci.lo > 0.0) {
+        overhead.subtracted_ns = estimate.mean;
+        overhead.not_measured = None;
+    }
+    overhead.this_run_ns_per_record = Some(estimate);
 }
 
 /// `traces/<recipe>-<run>.sstrace` and its Perfetto timeline.
