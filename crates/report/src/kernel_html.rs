@@ -11,7 +11,7 @@ use stats::{Estimate, PositiveReading};
 
 use crate::html::escape;
 use crate::kernel_runs::{KernelRun, ProbeCostFigures};
-use crate::model::{Experiment, MessagesRun, Table};
+use crate::model::{Experiment, MachineGauges, MessagesRun, Table};
 use crate::plot::{self, Series, ShareBars, StackedChart, Style, XyChart};
 
 mod queues;
@@ -651,6 +651,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                         &rf.start_us,
                         &rf.stop_us,
                         shares,
+                        &r.gauges,
                     ));
                     if let Some(s) = shares {
                         bars.push((
@@ -668,6 +669,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                         &kf.start_us,
                         &kf.stop_us,
                         Some(shares),
+                        &k.gauges,
                     ));
                     bars.push((
                         format!("kernel {}/{} {path} {} B", k.protocol, k.family, kp.size),
@@ -683,6 +685,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                         String::new(),
                         String::new(),
                         String::new(),
+                        speed(&k.gauges),
                     ]);
                 }
             }
@@ -691,7 +694,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
     crate::sweep_html::table_html(
         h,
         &Table {
-            caption: "Reference stack and kernel: start and stop latency (mean, 95 % interval, n) and the stop window's parts, % of the mean".into(),
+            caption: "Reference stack and kernel: start and stop latency (mean, 95 % interval, n), the stop window's parts, % of the mean, and the CPUs' speed around the run (the same per-byte work, ns per KiB: on a shared VM it drifts by up to 3× between runs, and every figure of the run with it)".into(),
             columns: [
                 "stack (run, path)",
                 "path",
@@ -701,6 +704,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                 "stack %",
                 "link %",
                 "waiting %",
+                "CPU speed (ns/KiB)",
             ]
             .map(String::from)
             .to_vec(),
@@ -726,6 +730,7 @@ fn row(
     start: &Estimate,
     stop: &Estimate,
     shares: Option<[f64; 3]>,
+    gauges: &MachineGauges,
 ) -> Vec<String> {
     let mut row = vec![
         who.to_string(),
@@ -738,7 +743,21 @@ fn row(
         Some(s) => row.extend(s.iter().map(|v| format!("{v:.1}"))),
         None => row.extend(["-".to_string(), "-".to_string(), "-".to_string()]),
     }
+    row.push(speed(gauges));
     row
+}
+
+/// The CPU-speed gauge around a run: median [min, max] ns per KiB.
+fn speed(g: &MachineGauges) -> String {
+    match (
+        g.cpu_speed_ns_per_kib,
+        g.cpu_speed_min_ns_per_kib,
+        g.cpu_speed_max_ns_per_kib,
+    ) {
+        (Some(m), Some(lo), Some(hi)) => format!("{} [{}, {}]", sig(m), sig(lo), sig(hi)),
+        (Some(m), _, _) => sig(m),
+        _ => "not measured".into(),
+    }
 }
 
 #[cfg(test)]
