@@ -75,11 +75,19 @@ fn tested(experiment: &Experiment) -> Vec<Tested> {
                 ipv4,
                 ipv6,
                 predicted,
-                verdict: test
-                    .get("verdict")
-                    .and_then(Value::as_str)
-                    .unwrap_or("untested")
-                    .replace('_', " "),
+                verdict: match test.get("verdict").and_then(Value::as_str) {
+                    // Outside the interval by less than the arithmetic's
+                    // 0.1-point precision (sweep_run::header_cost).
+                    Some("close") => match test.get("apart").and_then(Value::as_f64) {
+                        Some(apart) => format!(
+                            "consistent to within 0.1 point ({:.3} points outside the 95 % CI)",
+                            apart * 100.0
+                        ),
+                        None => "consistent to within 0.1 point".into(),
+                    },
+                    Some(v) => v.replace('_', " "),
+                    None => "untested".into(),
+                },
             });
         }
     }
