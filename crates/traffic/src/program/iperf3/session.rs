@@ -276,6 +276,9 @@ impl<N: Transport> Session<N> {
                         sampler.finish(net, &self.streams, sending, now, &mut None);
                     }
                     self.ended_at = Some(now);
+                    if sending {
+                        self.end_sending(net);
+                    }
                     self.control.send_state(State::ExchangeResults);
                     self.phase = Phase::Results;
                 }
@@ -355,6 +358,22 @@ impl<N: Transport> Session<N> {
             }
         }
         self.phase = Phase::Running;
+    }
+
+    /// A sending server's TCP streams get their FIN at TEST_END, as
+    /// iperf3's server closes its streams then: iperf3 3.12's client
+    /// reads a stream in whole blocks (`-l`) and, once it sent TEST_END,
+    /// with blocking reads, so a block the server left half-sent would
+    /// keep it reading forever — it never answers EXCHANGE_RESULTS. The
+    /// FIN ends that read. The sockets stay open for the results (their
+    /// retransmits and buffers).
+    fn end_sending(&mut self, net: &mut N) {
+        for stream in &self.streams {
+            if let Channel::Tcp(s) = stream.channel {
+                // A stream the client already reset has nothing to end.
+                let _ = net.shutdown(s);
+            }
+        }
     }
 
     /// Receives on TCP streams while the test counts; sends while it runs.

@@ -14,7 +14,7 @@ use stack::topology::Topology;
 use super::control::{Control, State};
 use super::{Server, COOKIE_LEN, PORT};
 use crate::reference::net::HostStream;
-use crate::transport::{StreamOptions, Transport};
+use crate::transport::{Read, StreamOptions, Transport};
 
 const COOKIE: &[u8; COOKIE_LEN] = b"abcdefghijklmnopqrstuvwxyz0123456789\0";
 
@@ -46,10 +46,14 @@ enum Stage {
 }
 
 /// A TCP client: `parallel` streams of `bytes` each, then the exchange.
+/// `reverse` (`-R`): the server sends; once `bytes` arrived on each
+/// stream the client sends TEST_END and, as iperf3 3.12's client, reads
+/// its streams on until they end before it answers EXCHANGE_RESULTS.
 struct Client {
     server: SocketAddr,
     parallel: usize,
     bytes: u64,
+    reverse: bool,
     stage: Stage,
     control: Option<Control<HostStream>>,
     streams: Vec<(HostStream, bool, u64)>,
@@ -64,6 +68,7 @@ impl Client {
             server,
             parallel,
             bytes,
+            reverse: false,
             stage: Stage::Connect,
             control: None,
             streams: Vec::new(),
@@ -71,6 +76,27 @@ impl Client {
             results: None,
             buf: vec![0; 65536],
         }
+    }
+
+    fn reversed(mut self) -> Self {
+        self.reverse = true;
+        self
+    }
+
+    /// Reverse: reads what the server sent; true once every stream ended.
+    fn read_streams(&mut self, net: &mut Host) -> bool {
+        let mut all_ended = true;
+        for (s, ended, received) in &mut self.streams {
+            while !*ended {
+                match net.recv(*s, &mut self.buf).unwrap() {
+                    Read::Data(n) => *received += n as u64,
+                    Read::Nothing => break,
+                    Read::End => *ended = true,
+                }
+            }
+            all_ended &= *ended;
+        }
+        all_ended
     }
 
     fn step(&mut self, net: &mut Host) {
@@ -92,9 +118,15 @@ impl Client {
             }
             Stage::Params => {
                 if self.expect(State::ParamExchange) {
-                    let params = json!({"tcp": true, "omit": 0, "time": 0,
-                        "num": self.bytes * self.parallel as u64, "parallel": self.parallel,
-                        "len": 8192, "client_version": "test"});
+                    let params = if self.reverse {
+                        json!({"tcp": true, "omit": 0, "time": 1, "num": 0, "reverse": true,
+                            "bandwidth": 20_000_000,
+                            "parallel": self.parallel, "len": 8192, "client_version": "test"})
+                    } else {
+                        json!({"tcp": true, "omit": 0, "time": 0,
+                            "num": self.bytes * self.parallel as u64, "parallel": self.parallel,
+                            "len": 8192, "client_version": "test"})
+                    };
                     self.control.as_mut().unwrap().send_json(&params);
                     self.stage = Stage::Streams;
                 }
@@ -117,7 +149,14 @@ impl Client {
                         let s = net.connect(self.server, StreamOptions::default()).unwrap();
                         self.streams.push((s, false, 0));
                     }
-                    _ => self.stage = Stage::Start,
+                    _ => {
+                        // The cookies are sent: the flag now says the
+                        // stream ended (reverse).
+                        for (_, flag, _) in &mut self.streams {
+                            *flag = false;
+                        }
+                        self.stage = Stage::Start;
+                    }
                 }
             }
             Stage::Start => {
@@ -129,6 +168,13 @@ impl Client {
                     .ends_with(&[State::TestStart.byte(), State::TestRunning.byte()])
                 {
                     self.stage = Stage::Data;
+                }
+            }
+            Stage::Data if self.reverse => {
+                self.read_streams(net);
+                if self.streams.iter().all(|(_, _, got)| *got >= self.bytes) {
+                    self.control.as_mut().unwrap().send_state(State::TestEnd);
+                    self.stage = Stage::Results;
                 }
             }
             Stage::Data => {
@@ -149,6 +195,12 @@ impl Client {
                 }
             }
             Stage::Results => {
+                // iperf3 3.12 reads on after TEST_END (blocking, in
+                // whole blocks): it sees the server's message only once
+                // its streams' last block is complete or they ended.
+                if self.reverse && !self.read_streams(net) {
+                    return;
+                }
                 if self.expect(State::ExchangeResults) {
                     let streams: Vec<Value> = self
                         .streams
@@ -209,7 +261,18 @@ fn run(sim: &mut Simulator, server: &mut Server<Host>, client: &mut Client, limi
         }
         Next::At(Some(sim.now() + Duration::from_millis(1)))
     });
-    assert!(done, "the client stopped at {:?}", client.stage);
+    assert!(
+        done,
+        "the client stopped at {:?} (streams: ended, bytes: {:?}; states {:?}; server: {:?})",
+        client.stage,
+        client
+            .streams
+            .iter()
+            .map(|s| (s.1, s.2))
+            .collect::<Vec<_>>(),
+        client.states,
+        server.take_events()
+    );
 }
 
 #[test]
@@ -288,4 +351,24 @@ fn a_second_client_meanwhile_is_told_the_server_is_busy() {
     });
     assert_eq!(answer, Some(State::AccessDenied.byte()));
     assert_eq!(server.counts().busy, 1);
+}
+
+#[test]
+fn a_reverse_tests_streams_end_at_test_end_so_iperf3s_client_stops_reading() {
+    let (mut sim, address) = network();
+    let mut server = Server::open(sim.host_mut("host-b").unwrap(), PORT).unwrap();
+    let mut client = Client::new(address, 2, 200_000).reversed();
+    run(&mut sim, &mut server, &mut client, Duration::from_secs(30));
+    let results = client.results.take().unwrap();
+    let streams = results["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 2);
+    for ((stream, id), (_, ended, received)) in streams.iter().zip([1, 3]).zip(&client.streams) {
+        assert_eq!(stream["id"], id);
+        assert!(*ended, "the stream ended at TEST_END");
+        assert_eq!(
+            stream["bytes"].as_u64(),
+            Some(*received),
+            "the server sent what the client read"
+        );
+    }
 }
