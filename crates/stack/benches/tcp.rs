@@ -23,6 +23,12 @@
 //! rounds of ten each, timed by the thread's CPU time rather than wall
 //! time, and prints the medians with ranges and the ratio: on a machine
 //! shared with other work, wall time mostly measures the wait for a CPU.
+//! It also prints the segments each stack sent per MiB (the count the
+//! per-packet cost multiplies), and, with probes compiled in, a third
+//! figure: stackscope recording every flow at the `layers` level. Built
+//! with `--no-default-features` the stack's probes are compiled out; the
+//! two builds run one after the other give issue 22's probe costs
+//! (compiled out, gate closed, recording).
 //!
 //! What differs is each stack's own work: stackscope's probes (compiled
 //! in, gated off, as in default builds), its pool of packet buffers, its
@@ -147,6 +153,8 @@ mod smol {
     pub struct Ring {
         frames: VecDeque<Vec<u8>>,
         spare: Vec<Vec<u8>>,
+        /// Frames pushed so far: the per-packet work's count.
+        pub pushed: u64,
     }
 
     impl Ring {
@@ -189,6 +197,7 @@ mod smol {
             slot.resize(len, 0);
             let r = f(&mut slot);
             self.ring.frames.push_back(slot);
+            self.ring.pushed += 1;
             r
         }
     }
@@ -261,6 +270,13 @@ mod smol {
         ba: Ring,
         client: SocketHandle,
         server: SocketHandle,
+    }
+
+    impl Pair {
+        /// Frames sent so far (data direction, ACK direction).
+        pub fn frames(&self) -> (u64, u64) {
+            (self.ab.pushed, self.ba.pushed)
+        }
     }
 
     fn node(mac: u8, addr: Ipv6Address, buffer: usize) -> (Node, SocketHandle) {
@@ -452,23 +468,55 @@ fn cpu_rounds(rounds: usize) {
         pair.transfer(&data, &mut buf);
     }
     let mib = (PER_ROUND * BYTES) as f64 / f64::from(1 << 20);
-    let (mut ours, mut theirs, mut ratios) = (vec![], vec![], vec![]);
+    // Segments each way per MiB: what the per-packet work is multiplied by.
+    let segments = |sim: &Simulator| {
+        let count = |host: &str, handle| {
+            let host = sim.host(host).expect("host");
+            host.tcp_connection(handle)
+                .expect("connection")
+                .counters()
+                .segments_sent
+        };
+        (count("host-a", client), count("host-b", server))
+    };
+    let (ours_before, theirs_before) = (segments(&sim), pair.frames());
+    transfer(&mut sim, client, server, &data, &mut buf);
+    pair.transfer(&data, &mut buf);
+    let (ours_after, theirs_after) = (segments(&sim), pair.frames());
+    println!(
+        "per MiB: stackscope {} data + {} ACK segments, smoltcp {} + {} frames",
+        ours_after.0 - ours_before.0,
+        ours_after.1 - ours_before.1,
+        theirs_after.0 - theirs_before.0,
+        theirs_after.1 - theirs_before.1
+    );
+    let (mut ours, mut recording, mut theirs, mut ratios) = (vec![], vec![], vec![], vec![]);
     for round in 0..rounds {
         let start = thread_cpu();
         for _ in 0..PER_ROUND {
             transfer(&mut sim, client, server, &data, &mut buf);
         }
         let a = mib / (thread_cpu() - start).as_secs_f64();
+        let r = recorded_rounds(PER_ROUND, mib, || {
+            transfer(&mut sim, client, server, &data, &mut buf)
+        });
         let start = thread_cpu();
         for _ in 0..PER_ROUND {
             pair.transfer(&data, &mut buf);
         }
         let b = mib / (thread_cpu() - start).as_secs_f64();
-        println!(
-            "round {round}: stackscope {a:.0} MiB/s-cpu, smoltcp {b:.0} MiB/s-cpu, ratio {:.2}",
-            a / b
-        );
+        match r {
+            Some(r) => println!(
+                "round {round}: stackscope {a:.0} MiB/s-cpu (recording at the layers level: {r:.0}), smoltcp {b:.0} MiB/s-cpu, ratio {:.2}",
+                a / b
+            ),
+            None => println!(
+                "round {round}: stackscope {a:.0} MiB/s-cpu (probes compiled out), smoltcp {b:.0} MiB/s-cpu, ratio {:.2}",
+                a / b
+            ),
+        }
         ours.push(a);
+        recording.extend(r);
         theirs.push(b);
         ratios.push(a / b);
     }
@@ -478,12 +526,52 @@ fn cpu_rounds(rounds: usize) {
         format!("[{lo:.2}–{hi:.2}]")
     };
     let (ro, rt, rr) = (range(&ours), range(&theirs), range(&ratios));
+    let probes = if cfg!(feature = "probes") {
+        "probes compiled in, gate closed"
+    } else {
+        "probes compiled out"
+    };
     println!(
-        "median over {rounds} rounds: stackscope {:.0} {ro} MiB/s-cpu, smoltcp {:.0} {rt} MiB/s-cpu, ratio {:.2} {rr}",
+        "median over {rounds} rounds: stackscope {:.0} {ro} MiB/s-cpu ({probes}), smoltcp {:.0} {rt} MiB/s-cpu, ratio {:.2} {rr}",
         median(&mut ours),
         median(&mut theirs),
         median(&mut ratios)
     );
+    if !recording.is_empty() {
+        let rg = range(&recording);
+        println!(
+            "median over {rounds} rounds: stackscope recording every flow at the layers level {:.0} {rg} MiB/s-cpu",
+            median(&mut recording)
+        );
+    }
+}
+
+/// With probes compiled in: `rounds` transfers recording every flow at
+/// the `layers` level into this thread's ring, timed by CPU time, as
+/// MiB/s; the ring is emptied between transfers, outside the timing, as
+/// a run's flush is outside its windows. `None` with probes compiled out.
+fn recorded_rounds(rounds: usize, mib: f64, mut transfer: impl FnMut()) -> Option<f64> {
+    if !cfg!(feature = "probes") {
+        return None;
+    }
+    probe::init_thread(1 << 20);
+    probe::set_level(probe::Level::Layers);
+    probe::set_mode(probe::Mode::All);
+    let mut spent = Duration::ZERO;
+    let mut records = 0;
+    for _ in 0..rounds {
+        probe::reset_thread();
+        let start = thread_cpu();
+        transfer();
+        spent += thread_cpu() - start;
+        records += probe::recorded();
+        assert_eq!(probe::dropped(), 0, "the ring overflowed: size it up");
+    }
+    probe::set_mode(probe::Mode::Off);
+    probe::reset_thread();
+    assert!(records > 0, "recording on, yet nothing recorded");
+    println!("recording: {:.0} records per MiB", records as f64 / mib);
+    Some(mib / spent.as_secs_f64())
 }
 
 criterion_group!(benches, tcp_transfer, smoltcp_transfer);
