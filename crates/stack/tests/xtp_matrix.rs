@@ -8,7 +8,7 @@
 //! 100-seed matrix of 4 MiB each way is a command:
 //!
 //! ```text
-//! cargo test --release -p stackscope-stack --test xtp_matrix -- --ignored
+//! cargo test -p stackscope-stack --test xtp_matrix -- --ignored
 //! ```
 
 mod xtp_support;
@@ -192,7 +192,7 @@ fn every_profile_once() {
 }
 
 #[test]
-#[ignore = "100 seeds of 4 MiB each way: run with --release"]
+#[ignore = "100 seeds of 4 MiB each way: run with --ignored"]
 fn the_full_matrix() {
     for seed in 0..100 {
         run_seed(seed, 4 << 20);
