@@ -4,6 +4,8 @@
 //! layers adding up. Needs root and BTF; without them each test says why
 //! it is skipped.
 
+use std::sync::{Mutex, MutexGuard};
+
 use analysis::kernel_messages::{self as km, Flows, KernelLayer, PathWindows, Transport};
 use kernel_probe::messages::{self, HostFlows, Path};
 use kernel_probe::{Config, KernelProbes, LOCATIONS};
@@ -22,9 +24,23 @@ fn skip_reason() -> Option<&'static str> {
 }
 
 /// The namespaces are named after the process: one pair at a time.
-fn one_pair_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+fn one_pair_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What each test runs on: this process's veth pair (held by the lock
+/// until the guard drops) and the kernel probes started; `None`, saying
+/// why, where the test cannot run.
+fn setup() -> Option<(MutexGuard<'static, ()>, VethPair, KernelProbes)> {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return None;
+    }
+    let one = one_pair_at_a_time();
+    let pair = VethPair::create(1500).expect("veth pair");
+    let probes = KernelProbes::start(&Config::default()).expect("probes");
+    Some((one, pair, probes))
 }
 
 /// The window's layers include the parts the IP events cut (transport
@@ -70,13 +86,9 @@ fn flow_of(trace: &probe::Trace, name: &str) -> Vec<u32> {
 
 #[test]
 fn tcp_messages_are_analysed_with_every_window() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
+    let Some((_one, pair, mut probes)) = setup() else {
         return;
-    }
-    let _one = one_pair_at_a_time();
-    let pair = VethPair::create(1500).expect("veth pair");
-    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
+    };
     let flows = HostFlows::of(5, Path::Veth);
     let sizes = [1024u32, 65536, 1024, 4096];
     let moved = messages::tcp_messages(
@@ -173,13 +185,9 @@ fn tcp_messages_are_analysed_with_every_window() {
 
 #[test]
 fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
+    let Some((_one, pair, mut probes)) = setup() else {
         return;
-    }
-    let _one = one_pair_at_a_time();
-    let pair = VethPair::create(1500).expect("veth pair");
-    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
+    };
     let flows = HostFlows::of(9, Path::Veth);
     // 8000 B: six IPv6 fragments of at most 1448 B of the datagram each.
     let sizes = [1024u32, 8000, 1024];
@@ -257,13 +265,9 @@ fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
 /// 64 KiB messages of a quick lab): this test does not always meet it.
 #[test]
 fn every_large_message_leaves_the_send_queue() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
+    let Some((_one, pair, mut probes)) = setup() else {
         return;
-    }
-    let _one = one_pair_at_a_time();
-    let pair = VethPair::create(1500).expect("veth pair");
-    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
+    };
     let flows = HostFlows::of(11, Path::Veth);
     let sizes = [65536u32; 30];
     let moved = messages::tcp_messages(
