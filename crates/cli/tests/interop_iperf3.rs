@@ -126,28 +126,9 @@ fn the_iperf3_client_measures_the_reference_stack() {
     }
     require_tool("ip", "iproute2");
     require_tool("iperf3", "iperf3");
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipped: network namespaces are refused here: {why}");
-            return;
-        }
+    let Some((ns, mut host)) = support::host_in_netns(TAP, &support::NO_DAD_ADDRESSES) else {
+        return;
     };
-    let mut host = HostProcess::start(&[
-        "--netns",
-        ns.name(),
-        "--tap",
-        TAP,
-        "--addr",
-        "2001:db8:77::2/64",
-        "--addr",
-        "192.0.2.2/24",
-        "--dad-transmits",
-        "0",
-    ]);
-    support::configure_kernel_side(&ns, &mut host, TAP);
-    host.wait_for_line(|l| l == "ready", Duration::from_secs(5))
-        .unwrap_or_else(|why| panic!("the host's addresses: {why}"));
 
     // TCP, the client sends.
     let run = iperf3(&ns, &["-c", HOST4, "-t", "2"]);
@@ -249,29 +230,13 @@ fn options_the_server_does_not_serve_are_refused_in_iperf3s_words() {
         return;
     }
     require_tool("iperf3", "iperf3");
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipped: network namespaces are refused here: {why}");
-            return;
-        }
-    };
     // With the probes on: the run leaves a trace.
     let dir = TempDir::new("interop-iperf3");
     let trace = dir.join("iperf3.sstrace");
-    let mut host = HostProcess::start(&[
-        "--netns",
-        ns.name(),
-        "--tap",
-        TAP,
-        "--addr",
-        "192.0.2.2/24",
-        "--trace",
-        path_str(&trace),
-    ]);
-    support::configure_kernel_side(&ns, &mut host, TAP);
-    host.wait_for_line(|l| l == "ready", Duration::from_secs(5))
-        .unwrap_or_else(|why| panic!("the host's addresses: {why}"));
+    let args = ["--addr", "192.0.2.2/24", "--trace", path_str(&trace)];
+    let Some((ns, mut host)) = support::host_in_netns(TAP, &args) else {
+        return;
+    };
     let output = ns.exec("iperf3", &["-c", HOST4, "-t", "1", "--bidir"]);
     let text = String::from_utf8_lossy(&output.stdout).to_string()
         + &String::from_utf8_lossy(&output.stderr);

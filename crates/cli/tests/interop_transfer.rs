@@ -126,29 +126,7 @@ fn lab() -> Option<Lab> {
     ] {
         require_tool(tool, package);
     }
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipped: network namespaces are refused here: {why}");
-            return None;
-        }
-    };
-    // No DAD: the addresses are the test's own, on a link of its own.
-    let mut host = HostProcess::start(&[
-        "--netns",
-        ns.name(),
-        "--tap",
-        TAP,
-        "--addr",
-        "2001:db8:77::2/64",
-        "--addr",
-        "192.0.2.2/24",
-        "--dad-transmits",
-        "0",
-    ]);
-    support::configure_kernel_side(&ns, &mut host, TAP);
-    host.wait_for_line(|l| l == "ready", Duration::from_secs(5))
-        .unwrap_or_else(|why| panic!("the host never became ready: {why}"));
+    let (ns, host) = support::host_in_netns(TAP, &support::NO_DAD_ADDRESSES)?;
     Some(Lab { host, ns })
 }
 

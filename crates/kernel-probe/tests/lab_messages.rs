@@ -4,9 +4,11 @@
 //! layers adding up. Needs root and BTF; without them each test says why
 //! it is skipped.
 
+use std::sync::{Mutex, MutexGuard};
+
 use analysis::kernel_messages::{self as km, Flows, KernelLayer, PathWindows, Transport};
-use kernel_probe::messages::{self, HostFlows, Path};
-use kernel_probe::{Config, KernelProbes, LOCATIONS};
+use kernel_probe::messages::{self, HostFlows, Path, Transferred};
+use kernel_probe::{Config, KernelProbes, KernelTrace, LOCATIONS};
 use traffic::kernel::netns::VethPair;
 use traffic::spec::Family;
 
@@ -22,9 +24,47 @@ fn skip_reason() -> Option<&'static str> {
 }
 
 /// The namespaces are named after the process: one pair at a time.
-fn one_pair_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+fn one_pair_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Moves `sizes` with `transfer` (`messages::tcp_messages` or
+/// `udp_messages`) over IPv6 on this process's veth pair (one pair at a
+/// time), the hosts' flows numbered from `first_flow`, under the kernel
+/// probes: what moved and what the probes traced; `None`, saying why,
+/// where the test cannot run.
+fn traced_run<E: std::fmt::Debug>(
+    transfer: impl FnOnce(
+        &VethPair,
+        Option<&mut KernelProbes>,
+        Path,
+        Family,
+        &[u32],
+        HostFlows,
+    ) -> Result<Transferred, E>,
+    first_flow: u32,
+    sizes: &[u32],
+) -> Option<(Transferred, KernelTrace)> {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return None;
+    }
+    let _one = one_pair_at_a_time();
+    let pair = VethPair::create(1500).expect("veth pair");
+    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
+    let flows = HostFlows::of(first_flow, Path::Veth);
+    let moved = transfer(
+        &pair,
+        Some(&mut probes),
+        Path::Veth,
+        Family::V6,
+        sizes,
+        flows,
+    )
+    .expect("transfer");
+    let traced = probes.finish("test").expect("finish");
+    Some((moved, traced))
 }
 
 /// The window's layers include the parts the IP events cut (transport
@@ -70,26 +110,11 @@ fn flow_of(trace: &probe::Trace, name: &str) -> Vec<u32> {
 
 #[test]
 fn tcp_messages_are_analysed_with_every_window() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
-        return;
-    }
-    let _one = one_pair_at_a_time();
-    let pair = VethPair::create(1500).expect("veth pair");
-    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
-    let flows = HostFlows::of(5, Path::Veth);
     let sizes = [1024u32, 65536, 1024, 4096];
-    let moved = messages::tcp_messages(
-        &pair,
-        Some(&mut probes),
-        Path::Veth,
-        Family::V6,
-        &sizes,
-        flows,
-    )
-    .expect("transfer");
+    let Some((moved, traced)) = traced_run(messages::tcp_messages, 5, &sizes) else {
+        return;
+    };
     assert_eq!((moved.sent, moved.received), (4, 4));
-    let traced = probes.finish("test").expect("finish");
     assert_eq!(traced.dropped, 0);
     // Each host's events under its own id.
     assert_eq!(flow_of(&traced.trace, "kernel.tcp_sendmsg_locked"), vec![5]);
@@ -173,27 +198,12 @@ fn tcp_messages_are_analysed_with_every_window() {
 
 #[test]
 fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
-        return;
-    }
-    let _one = one_pair_at_a_time();
-    let pair = VethPair::create(1500).expect("veth pair");
-    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
-    let flows = HostFlows::of(9, Path::Veth);
     // 8000 B: six IPv6 fragments of at most 1448 B of the datagram each.
     let sizes = [1024u32, 8000, 1024];
-    let moved = messages::udp_messages(
-        &pair,
-        Some(&mut probes),
-        Path::Veth,
-        Family::V6,
-        &sizes,
-        flows,
-    )
-    .expect("transfer");
+    let Some((moved, traced)) = traced_run(messages::udp_messages, 9, &sizes) else {
+        return;
+    };
     assert_eq!(moved.received, 3);
-    let traced = probes.finish("test").expect("finish");
     let run = km::analyse(
         &traced.trace,
         Transport::Udp,
@@ -257,26 +267,11 @@ fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
 /// 64 KiB messages of a quick lab): this test does not always meet it.
 #[test]
 fn every_large_message_leaves_the_send_queue() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
-        return;
-    }
-    let _one = one_pair_at_a_time();
-    let pair = VethPair::create(1500).expect("veth pair");
-    let mut probes = KernelProbes::start(&Config::default()).expect("probes");
-    let flows = HostFlows::of(11, Path::Veth);
     let sizes = [65536u32; 30];
-    let moved = messages::tcp_messages(
-        &pair,
-        Some(&mut probes),
-        Path::Veth,
-        Family::V6,
-        &sizes,
-        flows,
-    )
-    .expect("transfer");
+    let Some((moved, traced)) = traced_run(messages::tcp_messages, 11, &sizes) else {
+        return;
+    };
     assert_eq!(moved.received, sizes.len());
-    let traced = probes.finish("test").expect("finish");
     assert_eq!(traced.dropped, 0);
     let queues = km::queues(&traced.trace);
     let sq = queues

@@ -19,83 +19,29 @@
 mod network_support;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::process::Command;
 use std::time::Duration;
 
+use network_support::tunnel::{
+    connect, ipv4_only_text, send_mss, six_over_four_segment, transfer, tshark_count_all,
+    wait_for_addresses,
+};
 use network_support::{
     drain_raw, host, host_mut, ipv6_packet, pattern, simulator, tshark_available, udp_datagram,
     udp_listen, CaptureDir,
 };
-use stack::iface::host::{TcpError, TcpHandle};
 use stack::iface::tunnel::{MtuMode, TunnelConfig, TunnelKind};
-use stack::runner::{blocking, Simulator};
-use stack::socket::tcp::connection::TcpConfig;
-use stack::socket::tcp::listener::ListenerConfig;
+use stack::runner::Simulator;
 use stack::socket::RawFamily;
 use stack::topology::{Ipv6Cidr, Topology};
 use wire::ip::IpProtocol;
 
 const A_V4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 10);
 const B_V4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
-const PORT: u16 = 5001;
 
 /// host-a — router — host-b, IPv4 only; the router's link to host-b at
 /// `far_mtu`.
 fn ipv4_only(far_mtu: usize) -> Topology {
     Topology::from_toml_str(&ipv4_only_text(far_mtu, "", "")).unwrap()
-}
-
-/// The text of [`ipv4_only`], with `a_extra` and `b_extra` added to
-/// host-a's and host-b's tables.
-fn ipv4_only_text(far_mtu: usize, a_extra: &str, b_extra: &str) -> String {
-    format!(
-        r#"
-seed = 20
-
-[[host]]
-name = "host-a"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "192.0.2.1"
-{a_extra}
-
-[[host]]
-name = "host-b"
-[[host.interface]]
-name = "eth0"
-mtu = {far_mtu}
-ipv4 = "198.51.100.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "198.51.100.1"
-{b_extra}
-
-[[router]]
-name = "router"
-[[router.interface]]
-name = "eth0"
-ipv4 = "192.0.2.1/24"
-[[router.interface]]
-name = "eth1"
-mtu = {far_mtu}
-ipv4 = "198.51.100.1/24"
-
-[[wire]]
-a = "host-a:eth0"
-b = "router:eth0"
-delay = "50us"
-rate = "100Mbit"
-
-[[wire]]
-a = "router:eth1"
-b = "host-b:eth0"
-delay = "50us"
-rate = "100Mbit"
-"#
-    )
 }
 
 fn cidr(text: &str) -> Ipv6Cidr {
@@ -136,70 +82,7 @@ fn tunnelled(sim: &mut Simulator, mode: MtuMode) {
     host_mut(sim, "host-b")
         .add_tunnel(tunnel(B_V4, A_V4, "2001:db8:b::2/64", mode))
         .unwrap();
-    let ready = sim.run_until_with(Duration::from_secs(10), |sim| {
-        host(sim, "host-a")
-            .global_ipv6_addresses()
-            .contains(&a_addr())
-            && host(sim, "host-b")
-                .global_ipv6_addresses()
-                .contains(&b_addr())
-    });
-    assert!(ready, "the tunnel addresses never became usable");
-}
-
-fn connect(sim: &mut Simulator) -> (TcpHandle, TcpHandle) {
-    connect_to(sim, b_addr())
-}
-
-/// A connection from host-a to a listener on host-b at `b`.
-fn connect_to(sim: &mut Simulator, b: Ipv6Addr) -> (TcpHandle, TcpHandle) {
-    let config = TcpConfig::default();
-    let listener = host_mut(sim, "host-b")
-        .tcp_listen(
-            SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), PORT),
-            config,
-            ListenerConfig::default(),
-        )
-        .unwrap();
-    let limit = Duration::from_secs(5);
-    let remote = SocketAddr::new(b.into(), PORT);
-    let client = blocking::connect(sim, "host-a", remote, config, limit).unwrap();
-    let server = blocking::accept(sim, "host-b", listener, limit).unwrap();
-    (client, server)
-}
-
-/// Sends `data` from host-a to host-b and checks it arrived byte-exact.
-fn transfer(sim: &mut Simulator, (client, server): (TcpHandle, TcpHandle), data: &[u8]) {
-    let mut sent = 0;
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let done = sim.run_until_with(Duration::from_secs(120), |sim| {
-        while sent < data.len() {
-            match host_mut(sim, "host-a").tcp_send(client, &data[sent..]) {
-                Ok(n) => sent += n,
-                Err(TcpError::WouldBlock) => break,
-                Err(e) => panic!("host-a: send failed: {e}"),
-            }
-        }
-        loop {
-            match host_mut(sim, "host-b").tcp_recv(server, &mut buf) {
-                Ok(0) | Err(TcpError::WouldBlock) => break,
-                Ok(n) => got.extend_from_slice(&buf[..n]),
-                Err(e) => panic!("host-b: receive failed: {e}"),
-            }
-        }
-        got.len() >= data.len()
-    });
-    assert!(
-        done,
-        "{} of {} bytes arrived; drops: host-a {:?}, router {:?}, host-b {:?}",
-        got.len(),
-        data.len(),
-        host(sim, "host-a").drops(),
-        sim.host("router").map(|r| r.drops()),
-        host(sim, "host-b").drops()
-    );
-    assert!(got == data, "the bytes differ from what was sent");
+    wait_for_addresses(sim, a_addr(), b_addr());
 }
 
 fn drops(sim: &Simulator, name: &str, reason: &str) -> u64 {
@@ -214,22 +97,6 @@ fn path_mtu(sim: &Simulator, from: &str, to: Ipv6Addr) -> u32 {
         .find(|d| d.destination == to.to_string())
         .map(|d| d.path_mtu)
         .expect("a destination cache entry")
-}
-
-/// Frames of the captures in `dir` that tshark decodes as `filter`.
-fn tshark_count(dir: &CaptureDir, filter: &str) -> usize {
-    let mut total = 0;
-    for file in dir.files() {
-        let out = Command::new("tshark")
-            .arg("-r")
-            .arg(&file)
-            .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-            .output()
-            .expect("run tshark");
-        assert!(out.status.success(), "tshark failed on {}", file.display());
-        total += String::from_utf8_lossy(&out.stdout).lines().count();
-    }
-    total
 }
 
 #[test]
@@ -265,13 +132,8 @@ fn tcp_and_udp_cross_a_configured_tunnel_over_the_hosts_own_ipv4() {
     assert!(back, "the reply did not cross the tunnel");
 
     // TCP: the MSS of the tunnel MTU (1480 − 40 − 20), no IPv4 fragment.
-    let ends = connect(&mut sim);
-    let mss = host(&sim, "host-a")
-        .tcp_connection(ends.0)
-        .unwrap()
-        .negotiated()
-        .unwrap()
-        .send_mss;
+    let ends = connect(&mut sim, b_addr());
+    let mss = send_mss(&sim, ends.0);
     // 1480 − 40 − 20, less the 12-byte timestamp option.
     assert_eq!(mss, 1408);
     transfer(&mut sim, ends, &pattern(1 << 20));
@@ -301,12 +163,12 @@ fn tcp_and_udp_cross_a_configured_tunnel_over_the_hosts_own_ipv4() {
 
     dir.check();
     if tshark_available() {
-        let tunnelled = tshark_count(&dir, "ip.proto == 41 && ipv6 && tcp");
+        let tunnelled = tshark_count_all(&dir, "ip.proto == 41 && ipv6 && tcp");
         assert!(
             tunnelled > 700,
             "tshark saw {tunnelled} TCP-in-IPv6-in-IPv4 frames"
         );
-        assert!(tshark_count(&dir, "ip.proto == 41 && ipv6 && udp") >= 2);
+        assert!(tshark_count_all(&dir, "ip.proto == 41 && ipv6 && udp") >= 2);
     }
 }
 
@@ -314,7 +176,7 @@ fn tcp_and_udp_cross_a_configured_tunnel_over_the_hosts_own_ipv4() {
 fn a_static_tunnel_is_fragmented_by_ipv4_on_a_narrower_path() {
     let mut sim = Simulator::new(&ipv4_only(1400), None).unwrap();
     tunnelled(&mut sim, MtuMode::Static);
-    let ends = connect(&mut sim);
+    let ends = connect(&mut sim, b_addr());
     transfer(&mut sim, ends, &pattern(256 << 10));
     // §3.2.1: DF clear, so the router fragments; the IPv6 path MTU stays.
     assert!(host(&sim, "router").counters().ipv4_fragments_sent > 100);
@@ -326,19 +188,14 @@ fn a_static_tunnel_is_fragmented_by_ipv4_on_a_narrower_path() {
 fn a_dynamic_tunnel_learns_the_ipv4_path_mtu_less_20() {
     let mut sim = Simulator::new(&ipv4_only(1400), None).unwrap();
     tunnelled(&mut sim, MtuMode::Dynamic);
-    let ends = connect(&mut sim);
+    let ends = connect(&mut sim, b_addr());
     transfer(&mut sim, ends, &pattern(256 << 10));
     // §3.2.2: DF on packets over 1280 bytes; the router's Fragmentation
     // Needed (1400) becomes host-a's IPv6 path MTU of 1380 (§3.4).
     assert_eq!(host(&sim, "router").counters().ipv4_fragments_sent, 0);
     assert!(host(&sim, "host-a").tunnels()[0].counters.icmpv4_relayed >= 1);
     assert_eq!(path_mtu(&sim, "host-a", b_addr()), 1380);
-    let mss = host(&sim, "host-a")
-        .tcp_connection(ends.0)
-        .unwrap()
-        .negotiated()
-        .unwrap()
-        .send_mss;
+    let mss = send_mss(&sim, ends.0);
     assert_eq!(mss, 1380 - 60 - 12);
 }
 
@@ -495,11 +352,7 @@ fn automatic_tunnelling_reaches_ipv4_compatible_addresses() {
     }
     let a: Ipv6Addr = A_V4.to_ipv6_compatible();
     let b: Ipv6Addr = B_V4.to_ipv6_compatible();
-    let ready = sim.run_until_with(Duration::from_secs(10), |sim| {
-        host(sim, "host-a").global_ipv6_addresses().contains(&a)
-            && host(sim, "host-b").global_ipv6_addresses().contains(&b)
-    });
-    assert!(ready, "the compatible addresses never became usable");
+    wait_for_addresses(&mut sim, a, b);
     let at_b = udp_listen(&mut sim, "host-b", true, 7);
     let at_a = udp_listen(&mut sim, "host-a", true, 7);
     host_mut(&mut sim, "host-a")
@@ -565,15 +418,7 @@ local = "198.51.100.10"
 
     // The builder every runner uses adds them.
     let mut sim = Simulator::new(&topology, None).unwrap();
-    let ready = sim.run_until_with(Duration::from_secs(10), |sim| {
-        host(sim, "host-a")
-            .global_ipv6_addresses()
-            .contains(&a_addr())
-            && host(sim, "host-b")
-                .global_ipv6_addresses()
-                .contains(&b_addr())
-    });
-    assert!(ready);
+    wait_for_addresses(&mut sim, a_addr(), b_addr());
     let at_b = udp_listen(&mut sim, "host-b", true, 7);
     let at_a = udp_listen(&mut sim, "host-a", true, 7);
     host_mut(&mut sim, "host-a")
@@ -594,44 +439,10 @@ local = "198.51.100.10"
     );
 }
 
-/// host-a and host-b on one IPv4 segment, each with a 6-over-4 link on
-/// its address.
-const SIX_OVER_FOUR: &str = r#"
-seed = 22
-
-[[host]]
-name = "host-a"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.10/24"
-[[host.tunnel]]
-name = "6o4"
-kind = "6over4"
-local = "192.0.2.10"
-ipv6 = ["2001:db8:64::a/64"]
-
-[[host]]
-name = "host-b"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.20/24"
-[[host.tunnel]]
-name = "6o4"
-kind = "6over4"
-local = "192.0.2.20"
-ipv6 = ["2001:db8:64::b/64"]
-
-[[wire]]
-a = "host-a:eth0"
-b = "host-b:eth0"
-delay = "50us"
-rate = "100Mbit"
-"#;
-
 #[test]
 fn six_over_four_runs_neighbor_discovery_over_ipv4_multicast() {
     let dir = CaptureDir::new("tunnel-6over4");
-    let topology = Topology::from_toml_str(SIX_OVER_FOUR).unwrap();
+    let topology = Topology::from_toml_str(&six_over_four_segment()).unwrap();
     let mut sim = simulator(&topology, &dir);
     let a: Ipv6Addr = "2001:db8:64::a".parse().unwrap();
     let b: Ipv6Addr = "2001:db8:64::b".parse().unwrap();
@@ -671,14 +482,8 @@ fn six_over_four_runs_neighbor_discovery_over_ipv4_multicast() {
     assert_eq!(entry.lladdr.map(|l| l.0), Some([0, 0, 192, 0, 2, 20]));
 
     // TCP across it, the MSS of MTU 1480.
-    let (client, server) = connect_to(&mut sim, b);
-    let mss = host(&sim, "host-a")
-        .tcp_connection(client)
-        .unwrap()
-        .negotiated()
-        .unwrap()
-        .send_mss;
-    assert_eq!(mss, 1408);
+    let (client, server) = connect(&mut sim, b);
+    assert_eq!(send_mss(&sim, client), 1408);
     transfer(&mut sim, (client, server), &pattern(256 << 10));
     drop(sim);
 
@@ -686,9 +491,9 @@ fn six_over_four_runs_neighbor_discovery_over_ipv4_multicast() {
     if tshark_available() {
         // Neighbor Solicitations to the solicited-node group's IPv4 group
         // (ff02::1:ff00:b → 239.192.0.11, §6), carried as protocol 41.
-        let solicitations = tshark_count(&dir, "ip.dst == 239.192.0.11 && icmpv6.type == 135");
+        let solicitations = tshark_count_all(&dir, "ip.dst == 239.192.0.11 && icmpv6.type == 135");
         assert!(solicitations >= 1, "no NS over IPv4 multicast");
-        assert!(tshark_count(&dir, "ip.proto == 41 && tcp") > 150);
+        assert!(tshark_count_all(&dir, "ip.proto == 41 && tcp") > 150);
     }
 }
 

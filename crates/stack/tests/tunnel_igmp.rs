@@ -15,71 +15,20 @@
 mod network_support;
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::process::Command;
 use std::time::Duration;
 
+use network_support::tunnel::{
+    capture_of, connect, ping3, transfer, tshark_count, wait_for_addresses,
+};
 use network_support::{
     host, host_mut, pattern, simulator, tshark_available, udp_listen, CaptureDir,
 };
-use stack::iface::host::TcpError;
-use stack::runner::{blocking, Simulator};
-use stack::socket::tcp::connection::TcpConfig;
-use stack::socket::tcp::listener::ListenerConfig;
-use stack::tools::{ping, Family, PingOptions};
+use stack::runner::Simulator;
 use stack::topology::Topology;
 
-const TOPOLOGY: &str = r#"
-seed = 24
-
-[[host]]
-name = "host-a"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "192.0.2.1"
-[[host.tunnel]]
-name = "6o4"
-kind = "6over4"
-local = "192.0.2.10"
-ipv6 = ["2001:db8:64::a/64"]
-
-[[host]]
-name = "host-b"
-[[host.interface]]
-name = "eth0"
-ipv4 = "198.51.100.10/24"
-[[host.route]]
-to = "0.0.0.0/0"
-via = "198.51.100.1"
-[[host.tunnel]]
-name = "6o4"
-kind = "6over4"
-local = "198.51.100.10"
-ipv6 = ["2001:db8:64::b/64"]
-
-[[router]]
-name = "router"
-[[router.interface]]
-name = "eth0"
-ipv4 = "192.0.2.1/24"
-[[router.interface]]
-name = "eth1"
-ipv4 = "198.51.100.1/24"
-
-[[wire]]
-a = "host-a:eth0"
-b = "router:eth0"
-delay = "50us"
-rate = "100Mbit"
-
-[[wire]]
-a = "router:eth1"
-b = "host-b:eth0"
-delay = "50us"
-rate = "100Mbit"
-"#;
+/// host-a — router — host-b, each host's IPv6 on a 6-over-4 interface:
+/// the topology file docs/tunnels.md shows.
+const TOPOLOGY: &str = include_str!("../../../topologies/6over4-router.toml");
 
 /// Whether the router's interface `index` has members of `group`.
 fn router_has(sim: &Simulator, index: usize, group: Ipv4Addr) -> bool {
@@ -97,18 +46,6 @@ fn reports_sent(sim: &Simulator, name: &str) -> u64 {
         .map_or(0, |v4| v4.igmp.reports_sent)
 }
 
-/// Frames of `file` that tshark decodes as `filter`.
-fn tshark_count(file: &std::path::Path, filter: &str) -> usize {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("run tshark");
-    assert!(out.status.success(), "tshark failed on {}", file.display());
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
 #[test]
 fn six_over_four_crosses_a_multicast_router_with_igmp() {
     let dir = CaptureDir::new("tunnel-igmp");
@@ -116,11 +53,7 @@ fn six_over_four_crosses_a_multicast_router_with_igmp() {
     let mut sim = simulator(&topology, &dir);
     let a: Ipv6Addr = "2001:db8:64::a".parse().unwrap();
     let b: Ipv6Addr = "2001:db8:64::b".parse().unwrap();
-    let ready = sim.run_until_with(Duration::from_secs(10), |sim| {
-        host(sim, "host-a").global_ipv6_addresses().contains(&a)
-            && host(sim, "host-b").global_ipv6_addresses().contains(&b)
-    });
-    assert!(ready, "DAD over 6-over-4 never finished");
+    wait_for_addresses(&mut sim, a, b);
 
     // Each host reported its 6-over-4 groups: all-nodes (ff02::1 →
     // 239.192.0.1) and its solicited-node groups (ff02::1:ff00:b →
@@ -133,62 +66,13 @@ fn six_over_four_crosses_a_multicast_router_with_igmp() {
     assert!(reports_sent(&sim, "host-a") >= 2 && reports_sent(&sim, "host-b") >= 2);
 
     // ND, ping and TCP across the router.
-    let options = PingOptions {
-        count: 3,
-        interval: Duration::from_millis(100),
-        timeout: Duration::from_secs(2),
-        family: Family::V6,
-        ..PingOptions::default()
-    };
     for (from, to) in [("host-a", b), ("host-b", a)] {
-        let report = ping(&mut sim, from, &to.to_string(), &options).unwrap();
-        assert_eq!((report.sent, report.received), (3, 3), "{from}: {report:?}");
+        ping3(&mut sim, from, to, Duration::from_secs(2));
     }
     let forwarded = host(&sim, "router").counters().ipv4_forwarded;
     assert!(forwarded >= 12, "{forwarded} packets forwarded");
-    let listener = host_mut(&mut sim, "host-b")
-        .tcp_listen(
-            SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 5001),
-            TcpConfig::default(),
-            ListenerConfig::default(),
-        )
-        .unwrap();
-    let limit = Duration::from_secs(5);
-    let client = blocking::connect(
-        &mut sim,
-        "host-a",
-        SocketAddr::new(b.into(), 5001),
-        TcpConfig::default(),
-        limit,
-    )
-    .unwrap();
-    let server = blocking::accept(&mut sim, "host-b", listener, limit).unwrap();
-    let data = pattern(1 << 20);
-    let (mut sent, mut got, mut buf) = (0, Vec::new(), vec![0u8; 64 << 10]);
-    let done = sim.run_until_with(Duration::from_secs(60), |sim| {
-        while sent < data.len() {
-            match host_mut(sim, "host-a").tcp_send(client, &data[sent..]) {
-                Ok(n) => sent += n,
-                Err(TcpError::WouldBlock) => break,
-                Err(e) => panic!("send: {e}"),
-            }
-        }
-        loop {
-            match host_mut(sim, "host-b").tcp_recv(server, &mut buf) {
-                Ok(0) | Err(TcpError::WouldBlock) => break,
-                Ok(n) => got.extend_from_slice(&buf[..n]),
-                Err(e) => panic!("receive: {e}"),
-            }
-        }
-        got.len() >= data.len()
-    });
-    assert!(
-        done && got == data,
-        "{} of {} bytes, byte-exact: {}",
-        got.len(),
-        data.len(),
-        got == data[..got.len()]
-    );
+    let ends = connect(&mut sim, b);
+    transfer(&mut sim, ends, &pattern(1 << 20));
 
     // An application's group: reported on join, carried across the
     // router while joined; its Leave makes the router ask and forget it.
@@ -246,11 +130,7 @@ fn six_over_four_crosses_a_multicast_router_with_igmp() {
 
     dir.check();
     if tshark_available() {
-        let b_side = dir
-            .files()
-            .into_iter()
-            .find(|f| f.to_string_lossy().contains("host-b"))
-            .unwrap();
+        let b_side = capture_of(&dir, "host-b");
         assert!(tshark_count(&b_side, "igmp.type == 0x11 && ip.ttl == 1") >= 4);
         assert!(
             tshark_count(

@@ -9,45 +9,40 @@ mod network_support;
 use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use network_support::tunnel::six_over_four_node;
 use network_support::{host, host_mut, udp_listen};
 use stack::runner::Simulator;
 use stack::topology::Topology;
 
-const SEGMENT: &str = r#"
-seed = 23
-
-[[router]]
-name = "router"
-[[router.interface]]
-name = "eth0"
-ipv4 = "192.0.2.1/24"
-[[router.tunnel]]
-name = "6o4"
-kind = "6over4"
-local = "192.0.2.1"
-ipv6 = ["2001:db8:64::1/64"]
+/// A router advertising 2001:db8:64::/64 on its 6-over-4 link and host-b
+/// on the same IPv4 segment.
+fn segment() -> String {
+    let router = six_over_four_node(
+        "router",
+        "router",
+        "192.0.2.1",
+        r#"ipv6 = ["2001:db8:64::1/64"]
 [[router.tunnel.advertise]]
 prefix = "2001:db8:64::/64"
-
-[[host]]
-name = "host-b"
-[[host.interface]]
-name = "eth0"
-ipv4 = "192.0.2.20/24"
-[[host.tunnel]]
-name = "6o4"
-kind = "6over4"
-local = "192.0.2.20"
-
+"#,
+    );
+    let host_b = six_over_four_node("host", "host-b", "192.0.2.20", "");
+    format!(
+        r#"
+seed = 23
+{router}{host_b}
 [[wire]]
 a = "router:eth0"
 b = "host-b:eth0"
 delay = "50us"
-"#;
+"#
+    )
+}
 
 #[test]
 fn a_host_autoconfigures_from_router_advertisements_over_six_over_four() {
-    let topology = Topology::from_toml_str(SEGMENT).unwrap();
+    let text = segment();
+    let topology = Topology::from_toml_str(&text).unwrap();
     // The advertised prefix survives writing the file back.
     let again = Topology::from_toml_str(&topology.to_toml_string()).unwrap();
     assert_eq!(again, topology);
@@ -56,7 +51,7 @@ fn a_host_autoconfigures_from_router_advertisements_over_six_over_four() {
         1
     );
     // Hosts do not advertise.
-    let on_host = SEGMENT
+    let on_host = text
         .replace(
             "[[router.tunnel.advertise]]\nprefix = \"2001:db8:64::/64\"\n",
             "",

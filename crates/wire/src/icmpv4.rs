@@ -311,9 +311,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
 
     /// Computes and stores the checksum over the whole buffer.
     pub fn fill_checksum(&mut self) {
-        self.set_checksum(0);
-        let value = checksum::checksum(self.buffer.as_ref());
-        self.set_checksum(value);
+        checksum::fill(self.buffer.as_mut(), field::CHECKSUM.start);
     }
 }
 
@@ -483,8 +481,7 @@ impl<'a> Icmpv4Repr<'a> {
         packet.data_mut()[..len - HEADER_LEN].copy_from_slice(self.data());
         packet.set_checksum(0);
         if mode == ChecksumMode::Full {
-            let value = checksum::checksum(&packet.buffer.as_ref()[..len]);
-            packet.set_checksum(value);
+            checksum::fill(&mut packet.buffer.as_mut()[..len], field::CHECKSUM.start);
         }
         Ok(())
     }

@@ -131,9 +131,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IgmpPacket<T> {
 
     /// Computes and stores the checksum over the whole buffer.
     pub fn fill_checksum(&mut self) {
-        self.set_checksum(0);
-        let sum = checksum::checksum(self.buffer.as_ref());
-        self.set_checksum(sum);
+        checksum::fill(self.buffer.as_mut(), field::CHECKSUM);
     }
 }
 

@@ -516,9 +516,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 
     /// Computes and stores the header checksum.
     pub fn fill_checksum(&mut self) {
-        self.set_checksum(0);
-        let value = checksum::checksum(self.header());
-        self.set_checksum(value);
+        let len = self.header_len();
+        checksum::fill(&mut self.buffer.as_mut()[..len], field::CHECKSUM.start);
     }
 }
 

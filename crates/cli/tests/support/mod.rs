@@ -571,3 +571,37 @@ pub fn configure_kernel_side(ns: &Netns, host: &mut HostProcess, tap: &str) {
     ns.ip(&["link", "set", tap, "up"]);
     ns.ip(&["link", "set", "lo", "up"]);
 }
+
+/// A namespace of the test's own with a `stackscope host` on the TAP
+/// `tap` there, run with `args` after `--netns` and `--tap`, the kernel's
+/// side configured ([`configure_kernel_side`]) and the host ready; `None`,
+/// having said why the test is skipped, where namespaces are refused.
+/// Bound as `let (ns, host)`, the host drops (is killed) before the
+/// namespace is deleted.
+pub fn host_in_netns(tap: &str, args: &[&str]) -> Option<(Netns, HostProcess)> {
+    let ns = match Netns::create() {
+        Ok(ns) => ns,
+        Err(why) => {
+            eprintln!("skipped: network namespaces are refused here: {why}");
+            return None;
+        }
+    };
+    let mut all = vec!["--netns", ns.name(), "--tap", tap];
+    all.extend_from_slice(args);
+    let mut host = HostProcess::start(&all);
+    configure_kernel_side(&ns, &mut host, tap);
+    host.wait_for_line(|l| l == "ready", Duration::from_secs(5))
+        .unwrap_or_else(|why| panic!("the host never became ready: {why}"));
+    Some((ns, host))
+}
+
+/// The host's addresses of the TAP tests without DAD (they are the
+/// test's own, on a link of its own): with [`host_in_netns`].
+pub const NO_DAD_ADDRESSES: [&str; 6] = [
+    "--addr",
+    "2001:db8:77::2/64",
+    "--addr",
+    "192.0.2.2/24",
+    "--dad-transmits",
+    "0",
+];

@@ -89,10 +89,9 @@ pub fn granted(socket: &Socket) -> GrantedBuffers {
     }
 }
 
-/// The TCP congestion control a socket uses.
-/// The kernel's count of segments a TCP socket retransmitted
-/// (`tcpi_total_retrans` of `TCP_INFO`), if it answers.
-pub fn total_retransmits(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
+/// A TCP socket's `TCP_INFO` (Linux's `struct tcp_info`), if the kernel
+/// answers.
+fn raw_tcp_info(socket: &impl std::os::fd::AsRawFd) -> Option<libc::tcp_info> {
     let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: `info` is writable for `len` bytes, and the descriptor is
@@ -111,33 +110,20 @@ pub fn total_retransmits(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
     }
     // SAFETY: zero-initialised plain integers, filled (partly or wholly)
     // by the kernel: every bit pattern is a valid `tcp_info`.
-    let info = unsafe { info.assume_init() };
-    Some(u64::from(info.tcpi_total_retrans))
+    Some(unsafe { info.assume_init() })
+}
+
+/// The kernel's count of segments a TCP socket retransmitted
+/// (`tcpi_total_retrans` of `TCP_INFO`), if it answers.
+pub fn total_retransmits(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
+    raw_tcp_info(socket).map(|info| u64::from(info.tcpi_total_retrans))
 }
 
 /// A TCP socket's congestion window, RTT, retransmissions and MSS from
 /// `TCP_INFO`, as iperf3 reads them (cwnd in bytes: `tcpi_snd_cwnd`
 /// segments times `tcpi_snd_mss`).
 pub fn tcp_info(socket: &impl std::os::fd::AsRawFd) -> Option<crate::transport::TcpInfo> {
-    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: `info` is writable for `len` bytes, and the descriptor is
-    // open for the call: `socket` borrows its owner.
-    let rc = unsafe {
-        libc::getsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            info.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: zero-initialised plain integers, filled (partly or wholly)
-    // by the kernel: every bit pattern is a valid `tcp_info`.
-    let info = unsafe { info.assume_init() };
+    let info = raw_tcp_info(socket)?;
     let mss = u64::from(info.tcpi_snd_mss);
     Some(crate::transport::TcpInfo {
         snd_cwnd: u64::from(info.tcpi_snd_cwnd) * mss,
@@ -162,10 +148,32 @@ pub fn unacknowledged_bytes(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
     (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
 }
 
+/// The TCP congestion control a socket uses.
 pub fn congestion_control(socket: &Socket) -> Option<String> {
     socket.tcp_congestion().ok().map(|name| {
         String::from_utf8_lossy(&name)
             .trim_end_matches('\0')
             .to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// Both readers of `TCP_INFO` answer for a connected loopback socket,
+    /// and agree on its retransmissions; a socket that is not TCP gets none.
+    #[test]
+    fn tcp_info_is_read_from_a_connected_socket() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let _server = listener.accept().unwrap();
+        let info = tcp_info(&client).expect("TCP_INFO");
+        assert!(info.mss > 0 && info.snd_cwnd >= info.mss, "{info:?}");
+        assert_eq!(total_retransmits(&client), Some(info.retransmits));
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(total_retransmits(&udp), None);
+    }
 }

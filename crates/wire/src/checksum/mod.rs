@@ -55,6 +55,16 @@ pub fn checksum(data: &[u8]) -> u16 {
     finish(sum(data))
 }
 
+/// Computes the checksum of a whole header or message that has no
+/// pseudo-header (the IPv4 header, RFC 791 §3.1; ICMPv4, RFC 792; IGMP,
+/// RFC 2236 §2.3) and stores it in its 16-bit checksum field at `field`,
+/// which counts as zero while summing.
+pub(crate) fn fill(message: &mut [u8], field: usize) {
+    crate::bytes::put_be_u16(message, field, 0);
+    let value = checksum(message);
+    crate::bytes::put_be_u16(message, field, value);
+}
+
 /// Whether data containing its own checksum field verifies: the sum over all
 /// of it, pseudo-header included via `initial`, is all ones.
 #[inline]
@@ -132,6 +142,18 @@ mod tests {
         ];
         assert_eq!(checksum(&hdr), 0xb861);
         hdr[10..12].copy_from_slice(&0xb861u16.to_be_bytes());
+        assert!(verifies(0, &hdr));
+    }
+
+    #[test]
+    fn fill_ignores_what_the_field_held() {
+        // The header above with garbage where its checksum goes.
+        let mut hdr = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xde, 0xad, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        fill(&mut hdr, 10);
+        assert_eq!(hdr[10..12], 0xb861u16.to_be_bytes());
         assert!(verifies(0, &hdr));
     }
 
