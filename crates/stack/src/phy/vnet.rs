@@ -307,6 +307,26 @@ impl Segmenter {
     /// transport header the IP headers lead to), segments too long for
     /// the 16-bit IP and UDP length fields.
     pub fn new(frame: &[u8], header: &VnetHeaderRepr) -> Result<Self> {
+        Self::with_len(frame, frame.len(), header)
+    }
+
+    /// [`new`](Self::new) for a super-frame held as scatter-gather `parts`
+    /// (concatenated in order), as the stack's own packets are: its
+    /// headers must all be in the first part (the head buffer every layer
+    /// prepended its header into), the payload may be anywhere after.
+    /// Cut it with [`next_from_parts`](Self::next_from_parts).
+    pub fn for_parts(parts: &[&[u8]], header: &VnetHeaderRepr) -> Result<Self> {
+        let len = parts
+            .iter()
+            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        let head = parts.first().copied().unwrap_or_default();
+        Self::with_len(head, len, header)
+    }
+
+    /// Sets up the cutting of a super-frame of `len` bytes whose headers
+    /// are at the start of `head`.
+    fn with_len(head: &[u8], len: usize, header: &VnetHeaderRepr) -> Result<Self> {
+        let frame = head;
         let l3 = wire::ethernet::HEADER_LEN;
         let v6 = is_ipv6(frame)?;
         let tcp = match header.gso {
@@ -333,7 +353,7 @@ impl Segmenter {
             ));
         }
         let headers = l4 + transport_header_len(frame, l4, tcp)?;
-        if headers >= frame.len() {
+        if headers >= len || headers > frame.len() {
             return Err(Error::Truncated);
         }
         let gso_size = usize::from(header.gso_size);
@@ -341,7 +361,7 @@ impl Segmenter {
             return Err(Error::Malformed("GSO size 0"));
         }
         let segmenter = Self {
-            len: frame.len(),
+            len,
             l3,
             l4,
             headers,
@@ -370,6 +390,11 @@ impl Segmenter {
         Ok(())
     }
 
+    /// Offset of the transport header in the frame.
+    pub fn transport_offset(&self) -> usize {
+        self.l4
+    }
+
     /// Bytes of headers every segment starts with.
     pub fn header_len(&self) -> usize {
         self.headers
@@ -391,15 +416,38 @@ impl Segmenter {
         buf: &mut [u8],
     ) -> Option<core::result::Result<usize, TooLong>> {
         let frame = frame.get(..self.len)?;
+        self.next_from_parts(&[frame], buf)
+    }
+
+    /// [`next_into`](Self::next_into) for the super-frame as the `parts`
+    /// given to [`for_parts`](Self::for_parts): the headers and this
+    /// segment's payload are gathered from them into `buf`.
+    pub fn next_from_parts(
+        &mut self,
+        parts: &[&[u8]],
+        buf: &mut [u8],
+    ) -> Option<core::result::Result<usize, TooLong>> {
+        let len = parts
+            .iter()
+            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        if len < self.len {
+            return None;
+        }
         let cut = self.next_cut()?;
         let out_len = self.headers + cut.len;
         let Some(out) = buf.get_mut(..out_len) else {
             return Some(Err(TooLong));
         };
-        out[..self.headers].copy_from_slice(&frame[..self.headers]);
-        out[self.headers..].copy_from_slice(&frame[self.headers + cut.at..][..cut.len]);
+        gather(parts, 0, &mut out[..self.headers]);
+        gather(parts, self.headers + cut.at, &mut out[self.headers..]);
         self.fix_headers(out, cut);
         Some(Ok(out_len))
+    }
+
+    /// How many segments are left to cut.
+    pub fn segments_left(&self) -> usize {
+        let payload = self.len - self.headers;
+        payload.saturating_sub(self.offset).div_ceil(self.gso_size)
     }
 
     /// The next segment's share of the payload, if any is left.
@@ -456,6 +504,25 @@ impl Segmenter {
         packet.set_ident(packet.ident().wrapping_add(index));
         packet.fill_checksum();
         (packet.src_addr().into(), packet.dst_addr().into())
+    }
+}
+
+/// Copies `out.len()` bytes of the concatenation of `parts`, from
+/// `offset` on, into `out` (the caller checked they are there).
+fn gather(parts: &[&[u8]], mut offset: usize, out: &mut [u8]) {
+    let mut filled = 0;
+    for part in parts {
+        if filled == out.len() {
+            break;
+        }
+        if offset >= part.len() {
+            offset -= part.len();
+            continue;
+        }
+        let take = (part.len() - offset).min(out.len() - filled);
+        out[filled..filled + take].copy_from_slice(&part[offset..offset + take]);
+        filled += take;
+        offset = 0;
     }
 }
 

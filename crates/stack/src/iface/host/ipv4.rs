@@ -435,7 +435,14 @@ impl Host {
         };
         let header_len = wire::ipv4::HEADER_LEN + options.len();
         let ident = self.ipv4_ident;
-        self.ipv4_ident = self.ipv4_ident.wrapping_add(1);
+        // A TSO super-segment's wire segments take consecutive
+        // identifications from its own (as the segmenter writes them).
+        let gso_size = usize::from(payload.offload().gso_size);
+        let wire_segments = match gso_size {
+            0 => 1,
+            size => payload.len().div_ceil(size).max(1),
+        };
+        self.ipv4_ident = self.ipv4_ident.wrapping_add(wire_segments as u16);
         let repr = |payload_len: usize, frag_offset: usize, more_frags: bool| Ipv4Repr {
             src: send.src,
             dst: send.dst,
@@ -449,7 +456,9 @@ impl Host {
             payload_len,
             options,
         };
-        if header_len + payload.len() <= route.mtu {
+        // A TSO super-segment is never fragmented: the device stage cuts
+        // it into MSS-sized segments (`iface::offload`).
+        if header_len + payload.len() <= route.mtu || gso_size > 0 {
             let mut packet = payload;
             let len = packet.len();
             if self
