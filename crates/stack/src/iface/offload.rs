@@ -425,6 +425,181 @@ fn rewrite_headers(packet: &mut Packet, len: usize, edit: impl FnOnce(&mut [u8])
 mod tests {
     use super::*;
 
+    use crate::buffer::{Pool, PoolConfig};
+    use probe::Flow;
+
+    /// What a test segment differs in.
+    #[derive(Clone, Copy)]
+    struct Seg {
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        len: usize,
+        tsval: u32,
+        window: u16,
+    }
+
+    const DATA: Seg = Seg {
+        seq: 1000,
+        ack: 7,
+        flags: flag::ACK,
+        len: 100,
+        tsval: 5,
+        window: 512,
+    };
+
+    /// An IPv6 TCP segment 2001:db8::1:1234 → 2001:db8::2:80 with the
+    /// timestamps option, its checksum right, in a packet of its own.
+    fn segment(pool: &Pool, seg: Seg) -> Packet {
+        let src: core::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+        let dst: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
+        let tcp_len = 32 + seg.len;
+        let mut bytes = vec![0x60, 0, 0, 0];
+        bytes.extend_from_slice(&(tcp_len as u16).to_be_bytes());
+        bytes.extend_from_slice(&[6, 64]);
+        bytes.extend_from_slice(&src.octets());
+        bytes.extend_from_slice(&dst.octets());
+        bytes.extend_from_slice(&[0x04, 0xd2, 0, 80]);
+        bytes.extend_from_slice(&seg.seq.to_be_bytes());
+        bytes.extend_from_slice(&seg.ack.to_be_bytes());
+        bytes.extend_from_slice(&[8 << 4, seg.flags]);
+        bytes.extend_from_slice(&seg.window.to_be_bytes());
+        bytes.extend_from_slice(&[0, 0, 0, 0, 1, 1, 8, 10]);
+        bytes.extend_from_slice(&seg.tsval.to_be_bytes());
+        bytes.extend_from_slice(&9u32.to_be_bytes());
+        bytes.extend((0..seg.len).map(|i| (seg.seq as usize + i) as u8));
+        let pseudo = wire::ip::pseudo_header(
+            &src.into(),
+            &dst.into(),
+            IpProtocol::Tcp,
+            tcp_len as u32,
+        );
+        let sum = wire::checksum::finish(wire::checksum::add(
+            pseudo,
+            wire::checksum::sum(&bytes[40..]),
+        ));
+        bytes[56..58].copy_from_slice(&sum.to_be_bytes());
+        Packet::from_payload(pool, Flow::NONE, &bytes).unwrap()
+    }
+
+    /// Holds `first`, offers each of `rest`, and says which merged.
+    fn offer(first: Seg, rest: &[Seg]) -> (Vec<bool>, GroHeld) {
+        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let packet = segment(&pool, first);
+        let parsed = GroSegment::parse(&packet).expect("a candidate");
+        let mut held = GroHeld::new(packet, parsed);
+        let merged = rest
+            .iter()
+            .map(|&seg| {
+                let packet = segment(&pool, seg);
+                match GroSegment::parse(&packet) {
+                    Some(parsed) => held.try_merge(packet, &parsed).is_ok(),
+                    None => false,
+                }
+            })
+            .collect();
+        (merged, held)
+    }
+
+    #[test]
+    fn in_order_segments_of_a_flow_merge_into_one_valid_packet() {
+        let next = |n: u32, len| Seg {
+            seq: 1000 + 100 * n,
+            len,
+            ..DATA
+        };
+        let last = Seg {
+            flags: flag::ACK | flag::PSH,
+            ..next(3, 40)
+        };
+        let (merged, held) = offer(DATA, &[next(1, 100), next(2, 100), last]);
+        assert_eq!(merged, [true, true, true]);
+        assert_eq!(held.segments, 4);
+        let packet = held.packet;
+        assert_eq!(packet.len(), 40 + 32 + 340);
+        assert_eq!(
+            packet.offload(),
+            PacketOffload {
+                gso_size: 100,
+                csum_verified: true
+            }
+        );
+        let mut bytes = vec![0u8; packet.len()];
+        packet.copy_out(0, &mut bytes);
+        let ip = Ipv6Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(usize::from(ip.payload_len()), 32 + 340);
+        // The payload is the four segments' in order, PSH from the last.
+        let payload: Vec<u8> = (0..340).map(|i| (1000 + i) as u8).collect();
+        assert_eq!(&bytes[72..], &payload[..]);
+        assert_eq!(bytes[40 + 13], flag::ACK | flag::PSH);
+        assert_eq!(u32::from_be_bytes(bytes[44..48].try_into().unwrap()), 1000);
+    }
+
+    #[test]
+    fn what_linux_would_not_merge_is_not_merged() {
+        let second = Seg { seq: 1100, ..DATA };
+        let cases = [
+            ("a gap", Seg { seq: 1200, ..DATA }),
+            ("a retransmission", DATA),
+            ("another acknowledgment", Seg { ack: 8, ..second }),
+            ("another window", Seg { window: 256, ..second }),
+            ("other timestamps", Seg { tsval: 6, ..second }),
+            ("longer than the first", Seg { len: 101, ..second }),
+            (
+                "a FIN",
+                Seg {
+                    flags: flag::ACK | flag::FIN,
+                    ..second
+                },
+            ),
+            (
+                "CWR",
+                Seg {
+                    flags: flag::ACK | flag::CWR,
+                    ..second
+                },
+            ),
+            ("no payload", Seg { len: 0, ..second }),
+        ];
+        for (what, seg) in cases {
+            assert_eq!(offer(DATA, &[seg]).0, [false], "{what}");
+        }
+        // Nothing after a short segment or after PSH.
+        let short = Seg { len: 50, ..second };
+        let after_short = Seg { seq: 1150, ..DATA };
+        assert_eq!(offer(DATA, &[short, after_short]).0, [true, false]);
+        let pushed = Seg {
+            flags: flag::ACK | flag::PSH,
+            ..DATA
+        };
+        assert_eq!(offer(pushed, &[second]).0, [false]);
+        // A bad checksum is no candidate at all.
+        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let good = segment(&pool, DATA);
+        let mut bytes = vec![0u8; good.len()];
+        good.copy_out(0, &mut bytes);
+        bytes[80] ^= 1;
+        let bad = Packet::from_payload(&pool, Flow::NONE, &bytes).unwrap();
+        assert!(GroSegment::parse(&bad).is_none());
+    }
+
+    #[test]
+    fn a_merge_stops_at_64_kib() {
+        let first = Seg { len: 1400, ..DATA };
+        let rest: Vec<Seg> = (1..60)
+            .map(|n| Seg {
+                seq: 1000 + 1400 * n,
+                ..first
+            })
+            .collect();
+        let (merged, held) = offer(first, &rest);
+        let taken = merged.iter().take_while(|m| **m).count();
+        assert_eq!(taken + 1, held.segments);
+        assert!(held.packet.len() <= GSO_MAX_SIZE);
+        assert!(held.packet.len() + 1400 > GSO_MAX_SIZE);
+        assert!(merged[taken..].iter().all(|m| !m));
+    }
+
     #[test]
     fn names_parse_and_unknown_ones_are_refused() {
         assert_eq!(Offload::parse(&["tso", "gro"]), Ok(Offload::ALL));
