@@ -1002,6 +1002,53 @@ fn a_reference_host_sends_gso_frames_to_the_kernel_over_af_packet() {
     drop(ns);
 }
 
+/// The reference host (2001:db8:78::2/64, 192.0.2.2/24) on a TAP
+/// `name` with `IFF_VNET_HDR`, made in the calling thread's namespace,
+/// whose kernel side (namespace 0) gets 2001:db8:78::1/64 and
+/// 192.0.2.1/24, with a capture; as [`packet_host`] returns (no packet
+/// link counters).
+fn tap_host(ns: &Namespaces, name: &str) -> (Host, RawFd, PacketWatch, Memory) {
+    let tap = stack::phy::tap::Tap::open_with(name, 1500, true).unwrap();
+    assert!(tap.vnet_header());
+    let fd = tap.as_raw_fd();
+    ns.ip(0, &["addr", "add", "192.0.2.1/24", "dev", name]);
+    ns.ip(0, &["-6", "addr", "add", "2001:db8:78::1/64", "dev", name, "nodad"]);
+    ns.ip(0, &["link", "set", name, "up"]);
+    let capture = Memory::default();
+    let link = Captured::new(tap, capture.clone(), name);
+    let host = host_with(
+        "ref",
+        InterfaceConfig {
+            name: name.to_string(),
+            link: Box::new(link),
+            mac: EthernetAddress([0x02, 0, 0x5e, 0, 0x53, 0x02]),
+            ipv4: Some("192.0.2.2/24".parse().unwrap()),
+            ipv6: vec!["2001:db8:78::2/64".parse().unwrap()],
+            advertise: Vec::new(),
+            dad_transmits: Some(0),
+        },
+    );
+    (host, fd, Arc::default(), capture)
+}
+
+/// The reference host with TSO and GRO on a TAP with `IFF_VNET_HDR`:
+/// its super-frames go to the kernel whole (virtio-net headers), and
+/// the kernel's TCP takes them byte for byte.
+#[test]
+fn a_reference_host_sends_gso_frames_to_the_kernel_over_a_tap() {
+    let Some(ns) = namespaces(1) else { return };
+    let echo = tcp_echo_over(&ns, Offload::ALL, true);
+    let diag = format!("{:?}\n{:?}", echo.interface, echo.gro);
+    assert_eq!(echo.echoed, [true, true], "2 MiB echoed over a TAP\n{diag}");
+    assert!(echo.interface.gso_sent > 20, "super-frames went whole: {diag}");
+    assert_eq!(echo.interface.gso_segments, 0, "nothing cut here: {diag}");
+    assert_eq!(echo.interface.tx_link_errors, 0, "{diag}");
+    let (seen, right) = echo.super_frames;
+    assert!(seen > 20, "the capture holds the super-frames: {seen}");
+    assert_eq!(right, seen, "partial checksums that complete right");
+    drop(ns);
+}
+
 /// What [`tcp_echo_with_the_kernel`] saw.
 struct EchoReport {
     echoed: Vec<bool>,
@@ -1017,9 +1064,19 @@ struct EchoReport {
 /// A kernel socket sends 2 MiB to a reference host on AF_PACKET with
 /// `offload`, which echoes it, over IPv6 and then IPv4.
 fn tcp_echo_with_the_kernel(ns: &Namespaces, offload: Offload) -> EchoReport {
+    tcp_echo_over(ns, offload, false)
+}
+
+/// [`tcp_echo_with_the_kernel`] over AF_PACKET on a veth, or (`tap`) over
+/// a TAP opened with `IFF_VNET_HDR` whose kernel side is in namespace 0.
+fn tcp_echo_over(ns: &Namespaces, offload: Offload, tap: bool) -> EchoReport {
     // The kernel's veth keeps its defaults: TSO and checksum offload on,
     // so it sends GSO super-frames with partial checksums.
-    let (_, host_if) = kernel_and_host_veth(&ns);
+    let host_if = if tap {
+        ns.interface(0)
+    } else {
+        kernel_and_host_veth(ns).1
+    };
     const BYTES: usize = 2 << 20;
     let pattern: Vec<u8> = (0..BYTES).map(|i| (i % 251) as u8).collect();
 
@@ -1027,8 +1084,13 @@ fn tcp_echo_with_the_kernel(ns: &Namespaces, offload: Offload) -> EchoReport {
     let (ready_tx, ready_rx) = mpsc::channel();
     let (echoed, ((link, (packet, ring)), interface, gro, super_frames)) = thread::scope(|scope| {
         let host_thread = scope.spawn(|| {
-            ns.enter(1).unwrap();
-            let (mut host, fd, watched, capture) = packet_host(&host_if);
+            let (mut host, fd, watched, capture) = if tap {
+                ns.enter(0).unwrap();
+                tap_host(ns, &host_if)
+            } else {
+                ns.enter(1).unwrap();
+                packet_host(&host_if)
+            };
             host.set_offload(InterfaceId(0), offload).unwrap();
             let clock = Clock(std::time::Instant::now());
             let listeners: Vec<TcpHandle> = ["[::]:7", "0.0.0.0:7"]
