@@ -154,7 +154,7 @@ pub struct Interface {
     /// Where the device stage cuts a super-segment's frames, and where
     /// each one is in it.
     cut_buffer: Vec<u8>,
-    cut_lens: Vec<(usize, usize)>,
+    cut_lens: Vec<(usize, usize, std::ops::Range<usize>)>,
 }
 
 impl Interface {
@@ -360,44 +360,113 @@ impl Interface {
                 }
                 return;
             }
-            // Every frame is cut into a buffer of its own (kept from
-            // super-segment to super-segment), so that each can be told
-            // `transmitted` after the span.
-            let max = self.link.mtu() + self.medium.header_len();
-            let mut buf = std::mem::take(&mut self.cut_buffer);
-            let mut lens = std::mem::take(&mut self.cut_lens);
-            lens.clear();
-            buf.resize(max * segmenter.segments_left(), 0);
+            // Each frame is its own headers (made in a buffer kept from
+            // super-segment to super-segment) and its payload where it
+            // lies in the super-segment, handed to the link as parts, as a
+            // NIC's TSO engine reads it: the link's copy is the only one.
+            let mut headers = std::mem::take(&mut self.cut_buffer);
+            let mut cuts = std::mem::take(&mut self.cut_lens);
+            cuts.clear();
+            let room = segmenter.header_len();
+            headers.resize(room * segmenter.segments_left(), 0);
             let mut at = 0;
-            while let Some(cut) = segmenter.next_from_parts(parts, &mut buf[at..]) {
-                let Ok(cut_len) = cut else {
-                    // Longer than the MTU: the MSS was not the path's.
+            while let Some(cut) = segmenter.next_header_from_parts(parts, &mut headers[at..]) {
+                let Ok((header_len, payload)) = cut else {
                     self.counters.tx_link_errors += 1;
                     continue;
                 };
-                let wire_frame = &buf[at..at + cut_len];
-                match self.link.transmit(handed, &[wire_frame]) {
+                let cut = (at, header_len, payload);
+                let result = with_frame_parts(&headers, parts, &cut, |frame| {
+                    self.link.transmit(handed, frame)
+                });
+                let frame_len = cut.1 + cut.2.len();
+                match result {
                     Ok(()) => {
                         self.counters.tx_frames += 1;
-                        self.counters.tx_bytes += cut_len as u64;
+                        self.counters.tx_bytes += frame_len as u64;
                         self.counters.gso_segments += 1;
                         let complete = self.link.transmit_complete_at();
-                        self.device.push(handed, cut_len, flow, complete);
-                        lens.push((at, cut_len));
+                        self.device.push(handed, frame_len, flow, complete);
+                        cuts.push(cut);
                     }
                     Err(_) => self.counters.tx_link_errors += 1,
                 }
-                at += cut_len;
+                at += room;
             }
             drop(span);
             // Outside the span: a capture's copy is not the link's.
-            for &(at, cut_len) in &lens {
-                self.link.transmitted(handed, &[&buf[at..at + cut_len]]);
+            for cut in &cuts {
+                with_frame_parts(&headers, parts, cut, |frame| {
+                    self.link.transmitted(handed, frame)
+                });
             }
-            self.cut_lens = lens;
-            self.cut_buffer = buf;
+            self.cut_buffer = headers;
+            self.cut_lens = cuts;
         });
     }
+}
+
+/// Calls `f` with one wire frame the device stage cut as parts: its
+/// headers at `cut.0` (`cut.1` bytes) in `headers`, then its payload,
+/// the bytes `cut.2` of the super-segment `parts`.
+fn with_frame_parts<R>(
+    headers: &[u8],
+    parts: &[&[u8]],
+    cut: &(usize, usize, std::ops::Range<usize>),
+    f: impl FnOnce(&[&[u8]]) -> R,
+) -> R {
+    let (at, len, payload) = cut;
+    let mut frame: [&[u8]; 8] = [&[]; 8];
+    frame[0] = &headers[*at..at + len];
+    let mut count = 1;
+    let (mut skip, mut left) = (payload.start, payload.len());
+    for part in parts {
+        if left == 0 {
+            break;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            continue;
+        }
+        let piece = &part[skip..part.len().min(skip + left)];
+        skip = 0;
+        left -= piece.len();
+        if count == frame.len() {
+            // More pieces than a segment's payload takes of pool buffers
+            // (tiny buffers): gathered.
+            return with_flat(headers, parts, cut, f);
+        }
+        frame[count] = piece;
+        count += 1;
+    }
+    f(&frame[..count])
+}
+
+/// [`with_frame_parts`]'s rare case: the frame copied flat.
+fn with_flat<R>(
+    headers: &[u8],
+    parts: &[&[u8]],
+    cut: &(usize, usize, std::ops::Range<usize>),
+    f: impl FnOnce(&[&[u8]]) -> R,
+) -> R {
+    let (at, len, payload) = cut;
+    let mut flat = Vec::with_capacity(len + payload.len());
+    flat.extend_from_slice(&headers[*at..at + len]);
+    let (mut skip, mut left) = (payload.start, payload.len());
+    for part in parts {
+        if left == 0 {
+            break;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            continue;
+        }
+        let piece = &part[skip..part.len().min(skip + left)];
+        skip = 0;
+        left -= piece.len();
+        flat.extend_from_slice(piece);
+    }
+    f(&[&flat])
 }
 
 /// [`with_parts`] for a super-segment: a head and up to some 30 pool
