@@ -287,3 +287,92 @@ offload = ["tso", "lro"]
         }
     );
 }
+
+/// Per location name: (records, largest len) of the records `keep` takes.
+fn tally(
+    records: &[probe::Record],
+    keep: impl Fn(&probe::Record) -> bool,
+) -> std::collections::BTreeMap<&'static str, (u64, u32)> {
+    let mut out = std::collections::BTreeMap::new();
+    for r in records.iter().filter(|r| keep(r)) {
+        let name = stack::probes::LOCATIONS[r.loc as usize].name;
+        let entry: &mut (u64, u32) = out.entry(name).or_default();
+        entry.0 += 1;
+        entry.1 = entry.1.max(r.len);
+    }
+    out
+}
+
+/// The probes stay truthful with offload on: a super-segment passes TCP,
+/// IP and the interface queue once with its whole length, and one
+/// `link.transmit` span (the device stage's cutting inside it), while
+/// every wire frame it is cut into enters the device queue on its own;
+/// on receive, the IP input queue sees the merged packets, fewer than
+/// the frames the link took.
+#[test]
+fn a_super_segment_passes_each_layer_once_and_the_cutting_is_the_links() {
+    if !probe::ENABLED {
+        return;
+    }
+    let (sender, all, cut) = std::thread::spawn(|| {
+        probe::init_thread(1 << 21);
+        let topology = topology(&["tso", "gro"], &["tso", "gro"], "");
+        let mut sim = Simulator::new(&topology, None).unwrap();
+        let (client, server) = connected(&mut sim, true);
+        let _ = probe::drain_thread();
+        probe::set_mode(probe::Mode::All);
+        let limit = Duration::from_secs(30);
+        let data = data(300_000, 3);
+        blocking::write_all(&mut sim, "host-a", client, &data, limit).unwrap();
+        host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
+        let got = blocking::read_to_end(&mut sim, "host-b", server, limit).unwrap();
+        assert!(got == data, "byte-exact");
+        sim.run_for(Duration::from_millis(100));
+        probe::set_mode(probe::Mode::Off);
+        let records = probe::drain_thread();
+        let flow = host(&sim, "host-a")
+            .tcp_connection(client)
+            .unwrap()
+            .flow()
+            .id;
+        let cut = host(&sim, "host-a").interfaces()[0].counters.gso_segments;
+        (
+            tally(&records, |r| r.flow == flow),
+            tally(&records, |_| true),
+            cut,
+        )
+    })
+    .join()
+    .unwrap();
+    let count = |t: &std::collections::BTreeMap<&str, (u64, u32)>, name: &str| {
+        t.get(name).map_or(0, |e| e.0)
+    };
+    let largest = |name: &str| sender.get(name).map_or(0, |e| e.1);
+    let outputs = count(&sender, "tcp.output.enter");
+    let frames = count(&sender, "device.queue.enqueue");
+    assert!(cut > 150, "the data went in super-segments: {cut} frames cut");
+    assert!(
+        frames >= cut && frames > 4 * outputs,
+        "each wire frame enters the device queue, a super-segment passes TCP once: \
+         {frames} frames, {outputs} TCP outputs\n{sender:?}"
+    );
+    for name in ["tcp.output.enter", "ipv6.output.enter", "iface.queue.enqueue"] {
+        // Far beyond one MSS (1428), however far slow start let it grow.
+        let len = largest(name);
+        assert!(len > 10 * 1428, "{name} saw a super-segment whole: {len}");
+    }
+    assert_eq!(
+        count(&sender, "link.transmit.enter"),
+        count(&sender, "iface.queue.dequeue"),
+        "one link.transmit span per queued packet, the cutting inside it"
+    );
+    assert_eq!(
+        count(&sender, "link.transmit.enter"),
+        count(&sender, "link.transmit.exit")
+    );
+    assert!(largest("device.queue.enqueue") <= 1514, "wire frames fit the MTU");
+    assert!(
+        count(&all, "ip.input_queue.enqueue") * 4 < count(&all, "link.receive.enter"),
+        "GRO merged before IP input: {all:?}"
+    );
+}
