@@ -198,7 +198,8 @@ fn parse_rate(text: &str) -> Result<u64, String> {
 impl TtcpArgs {
     /// The offloads `--offload` names.
     fn offload(&self) -> Result<stack::iface::offload::Offload> {
-        stack::iface::offload::Offload::parse(&self.offload).map_err(|e| anyhow::anyhow!("--offload: {e}"))
+        stack::iface::offload::Offload::parse(&self.offload)
+            .map_err(|e| anyhow::anyhow!("--offload: {e}"))
     }
 
     fn spec(&self) -> Result<TransferSpec> {

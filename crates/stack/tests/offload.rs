@@ -184,8 +184,18 @@ fn bulk(test: &str, topology: &Topology, v6: bool) -> Outcome {
     let up = data(3 << 20, 1);
     let down = data(1 << 20, 2);
     let (at_b, at_a) = exchange(&mut sim, handles, &up, &down);
-    assert!(at_b == up, "host-b got {} bytes, not the {} sent", at_b.len(), up.len());
-    assert!(at_a == down, "host-a got {} bytes, not the {} sent", at_a.len(), down.len());
+    assert!(
+        at_b == up,
+        "host-b got {} bytes, not the {} sent",
+        at_b.len(),
+        up.len()
+    );
+    assert!(
+        at_a == down,
+        "host-a got {} bytes, not the {} sent",
+        at_a.len(),
+        down.len()
+    );
     let counters = |name: &str| {
         let h = host(&sim, name);
         (h.interfaces()[0].counters, h.gro_counters())
@@ -199,7 +209,12 @@ fn bulk(test: &str, topology: &Topology, v6: bool) -> Outcome {
     assert_eq!(files.len(), 2, "a capture per interface");
     for file in &files {
         let lens = frame_lengths(file);
-        assert!(lens.len() > 1000, "{}: {} frames", file.display(), lens.len());
+        assert!(
+            lens.len() > 1000,
+            "{}: {} frames",
+            file.display(),
+            lens.len()
+        );
         let longest = lens.iter().copied().max().unwrap();
         assert!(
             longest <= MTU + 14,
@@ -207,7 +222,11 @@ fn bulk(test: &str, topology: &Topology, v6: bool) -> Outcome {
             file.display()
         );
         // Full-sized segments did go: TSO cut at the MSS, not smaller.
-        assert!(longest >= MTU + 14 - 32, "{}: longest {longest}", file.display());
+        assert!(
+            longest >= MTU + 14 - 32,
+            "{}: longest {longest}",
+            file.display()
+        );
     }
     dir.check();
     Outcome {
@@ -254,7 +273,10 @@ fn topology_swapped() -> Topology {
 fn without_offload_nothing_is_cut_or_merged() {
     let topology = topology(&[], &[], "");
     let out = bulk("offload-none", &topology, true);
-    assert_eq!((out.a_cut, out.b_cut, out.a_merged, out.b_merged), (0, 0, 0, 0));
+    assert_eq!(
+        (out.a_cut, out.b_cut, out.a_merged, out.b_merged),
+        (0, 0, 0, 0)
+    );
 }
 
 #[test]
@@ -350,13 +372,20 @@ fn a_super_segment_passes_each_layer_once_and_the_cutting_is_the_links() {
     let largest = |name: &str| sender.get(name).map_or(0, |e| e.1);
     let outputs = count(&sender, "tcp.output.enter");
     let frames = count(&sender, "device.queue.enqueue");
-    assert!(cut > 150, "the data went in super-segments: {cut} frames cut");
+    assert!(
+        cut > 150,
+        "the data went in super-segments: {cut} frames cut"
+    );
     assert!(
         frames >= cut && frames > 4 * outputs,
         "each wire frame enters the device queue, a super-segment passes TCP once: \
          {frames} frames, {outputs} TCP outputs\n{sender:?}"
     );
-    for name in ["tcp.output.enter", "ipv6.output.enter", "iface.queue.enqueue"] {
+    for name in [
+        "tcp.output.enter",
+        "ipv6.output.enter",
+        "iface.queue.enqueue",
+    ] {
         // Far beyond one MSS (1428), however far slow start let it grow.
         let len = largest(name);
         assert!(len > 10 * 1428, "{name} saw a super-segment whole: {len}");
@@ -370,7 +399,10 @@ fn a_super_segment_passes_each_layer_once_and_the_cutting_is_the_links() {
         count(&sender, "link.transmit.enter"),
         count(&sender, "link.transmit.exit")
     );
-    assert!(largest("device.queue.enqueue") <= 1514, "wire frames fit the MTU");
+    assert!(
+        largest("device.queue.enqueue") <= 1514,
+        "wire frames fit the MTU"
+    );
     assert!(
         count(&all, "ip.input_queue.enqueue") * 4 < count(&all, "link.receive.enter"),
         "GRO merged before IP input: {all:?}"

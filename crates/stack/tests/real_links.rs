@@ -1012,7 +1012,18 @@ fn tap_host(ns: &Namespaces, name: &str) -> (Host, RawFd, PacketWatch, Memory) {
     assert!(tap.vnet_header());
     let fd = tap.as_raw_fd();
     ns.ip(0, &["addr", "add", "192.0.2.1/24", "dev", name]);
-    ns.ip(0, &["-6", "addr", "add", "2001:db8:78::1/64", "dev", name, "nodad"]);
+    ns.ip(
+        0,
+        &[
+            "-6",
+            "addr",
+            "add",
+            "2001:db8:78::1/64",
+            "dev",
+            name,
+            "nodad",
+        ],
+    );
     ns.ip(0, &["link", "set", name, "up"]);
     let capture = Memory::default();
     let link = Captured::new(tap, capture.clone(), name);
@@ -1040,7 +1051,10 @@ fn a_reference_host_sends_gso_frames_to_the_kernel_over_a_tap() {
     let echo = tcp_echo_over(&ns, Offload::ALL, true);
     let diag = format!("{:?}\n{:?}", echo.interface, echo.gro);
     assert_eq!(echo.echoed, [true, true], "2 MiB echoed over a TAP\n{diag}");
-    assert!(echo.interface.gso_sent > 20, "super-frames went whole: {diag}");
+    assert!(
+        echo.interface.gso_sent > 20,
+        "super-frames went whole: {diag}"
+    );
     assert_eq!(echo.interface.gso_segments, 0, "nothing cut here: {diag}");
     assert_eq!(echo.interface.tx_link_errors, 0, "{diag}");
     let (seen, right) = echo.super_frames;
@@ -1187,7 +1201,11 @@ fn check_super_frames(capture: &[u8]) -> (usize, usize) {
             (54, ip.src_addr().into(), ip.dst_addr().into())
         } else {
             let ip = wire::ipv4::Ipv4Packet::new_checked(&frame[14..]).unwrap();
-            (14 + ip.header_len(), ip.src_addr().into(), ip.dst_addr().into())
+            (
+                14 + ip.header_len(),
+                ip.src_addr().into(),
+                ip.dst_addr().into(),
+            )
         };
         if stack::phy::vnet::complete_checksum(&mut frame, l4, 16) {
             let tcp = wire::tcp::TcpPacket::new_checked(&frame[l4..]).unwrap();

@@ -368,8 +368,7 @@ impl GroHeld {
         let (Some(held), Some(new)) = (self.packet.parts().next(), next.parts().next()) else {
             return false;
         };
-        let (Some(held), Some(new)) = (held.get(..first.headers), new.get(..first.headers))
-        else {
+        let (Some(held), Some(new)) = (held.get(..first.headers), new.get(..first.headers)) else {
             return false;
         };
         let l4 = first.l4;
@@ -468,12 +467,8 @@ mod tests {
         bytes.extend_from_slice(&seg.tsval.to_be_bytes());
         bytes.extend_from_slice(&9u32.to_be_bytes());
         bytes.extend((0..seg.len).map(|i| (seg.seq as usize + i) as u8));
-        let pseudo = wire::ip::pseudo_header(
-            &src.into(),
-            &dst.into(),
-            IpProtocol::Tcp,
-            tcp_len as u32,
-        );
+        let pseudo =
+            wire::ip::pseudo_header(&src.into(), &dst.into(), IpProtocol::Tcp, tcp_len as u32);
         let sum = wire::checksum::finish(wire::checksum::add(
             pseudo,
             wire::checksum::sum(&bytes[40..]),
@@ -542,7 +537,13 @@ mod tests {
             ("a gap", Seg { seq: 1200, ..DATA }),
             ("a retransmission", DATA),
             ("another acknowledgment", Seg { ack: 8, ..second }),
-            ("another window", Seg { window: 256, ..second }),
+            (
+                "another window",
+                Seg {
+                    window: 256,
+                    ..second
+                },
+            ),
             ("other timestamps", Seg { tsval: 6, ..second }),
             ("longer than the first", Seg { len: 101, ..second }),
             (

@@ -219,7 +219,8 @@ impl Tap {
             }
             // TUNSETOFFLOAD takes its flags as the argument itself: none.
             // SAFETY: no memory is passed; `fd` is the tun descriptor.
-            let result = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETOFFLOAD, 0 as libc::c_ulong) };
+            let result =
+                unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETOFFLOAD, 0 as libc::c_ulong) };
             if result < 0 {
                 let error = io::Error::last_os_error();
                 return Err(explain(error, "setting the TAP's offloads", name));

@@ -594,13 +594,7 @@ fn fix_tcp(
 
 /// The length and checksum of one UDP datagram, of `datagram_len` bytes,
 /// whose `header` this is and whose payload sums to `payload_sum`.
-fn fix_udp(
-    header: &mut [u8],
-    datagram_len: usize,
-    payload_sum: u16,
-    src: &IpAddr,
-    dst: &IpAddr,
-) {
+fn fix_udp(header: &mut [u8], datagram_len: usize, payload_sum: u16, src: &IpAddr, dst: &IpAddr) {
     let mut packet = UdpPacket::new_unchecked(&mut header[..]);
     // RFC 768: the length of header and data (it fits 16 bits: the
     // segmenter checked its longest segment's lengths).

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use stack::buffer::PoolConfig;
 use stack::iface::host::{Host, HostConfig, InterfaceConfig};
+use stack::iface::offload::Offload;
 use stack::phy::packet::PacketLink;
 use stack::phy::tap::Tap;
 use stack::phy::Link;
-use stack::iface::offload::Offload;
 use stack::topology::{derived_mac, Ipv4Cidr, Ipv6Cidr};
 use wire::ethernet::EthernetAddress;
 

@@ -70,14 +70,23 @@ impl Host {
 
     /// An IP packet from `interface`'s link for IP input: through GRO when
     /// the interface has it, else queued as it is.
-    pub(super) fn gro_input(&mut self, interface: InterfaceId, packet: Packet, link_multicast: bool) {
+    pub(super) fn gro_input(
+        &mut self,
+        interface: InterfaceId,
+        packet: Packet,
+        link_multicast: bool,
+    ) {
         let gro = !self.router
             && !link_multicast
             && self
                 .interfaces
                 .get(interface.0)
                 .is_some_and(|i| i.offload.gro);
-        let segment = if gro { GroSegment::parse(&packet) } else { None };
+        let segment = if gro {
+            GroSegment::parse(&packet)
+        } else {
+            None
+        };
         let Some(segment) = segment else {
             self.gro_flush();
             self.enqueue_ip_input(interface, packet, link_multicast);
