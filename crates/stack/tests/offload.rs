@@ -61,8 +61,12 @@ b = "host-b:eth0"
 
 /// A connection from host-a to host-b: (client, server).
 fn connected(sim: &mut Simulator, v6: bool) -> (TcpHandle, TcpHandle) {
+    connected_with(sim, v6, TcpConfig::default())
+}
+
+/// [`connected`] with `config` at both ends.
+fn connected_with(sim: &mut Simulator, v6: bool, config: TcpConfig) -> (TcpHandle, TcpHandle) {
     let any: IpAddr = if v6 { "::" } else { "0.0.0.0" }.parse().unwrap();
-    let config = TcpConfig::default();
     let ready = sim.run_until_with(Duration::from_secs(5), |sim| {
         ["host-a", "host-b"]
             .iter()
@@ -225,6 +229,18 @@ fn bulk(test: &str, topology: &Topology, v6: bool) -> Outcome {
         assert!(
             longest >= MTU + 14 - 32,
             "{}: longest {longest}",
+            file.display()
+        );
+        // Super-segments are whole MSS but at the end of the data (a
+        // window cuts one short at an MSS boundary): on a clean wire short
+        // data frames are rare. (ACKs are under 200 bytes; recovery on a
+        // lossy wire sends what the pipe leaves room for, as without
+        // offload.)
+        let full = lens.iter().filter(|&&l| l == longest).count();
+        let short = lens.iter().filter(|&&l| l > 200 && l < longest).count();
+        assert!(
+            topology.wires()[0].params.loss > 0.0 || short * 50 < full,
+            "{}: {short} short data frames beside {full} full ones",
             file.display()
         );
     }
@@ -406,5 +422,62 @@ fn a_super_segment_passes_each_layer_once_and_the_cutting_is_the_links() {
     assert!(
         count(&all, "ip.input_queue.enqueue") * 4 < count(&all, "link.receive.enter"),
         "GRO merged before IP input: {all:?}"
+    );
+}
+
+/// The TCP payload lengths of the IPv6 data segments host-a sent over a
+/// window of `recv_buffer` bytes (no whole number of MSS), with `offload`
+/// on host-a.
+fn segment_sizes(test: &str, offload: &[&str], recv_buffer: usize) -> Vec<usize> {
+    let dir = CaptureDir::new(test);
+    let topology = topology(offload, &[], "");
+    let mut sim = simulator(&topology, &dir);
+    let config = TcpConfig {
+        recv_buffer,
+        ..TcpConfig::default()
+    };
+    let (client, server) = connected_with(&mut sim, true, config);
+    let up = data(1 << 20, 4);
+    let (at_b, _) = exchange(&mut sim, (client, server), &up, &[]);
+    assert!(at_b == up, "byte-exact");
+    let cut = host(&sim, "host-a").interfaces()[0].counters.gso_segments;
+    assert_eq!(cut > 300, !offload.is_empty(), "{cut} frames cut");
+    drop(sim);
+    let bytes = std::fs::read(dir.path().join("host-a-eth0.pcapng")).unwrap();
+    let source = "2001:db8:1::a".parse::<std::net::Ipv6Addr>().unwrap();
+    wire::pcapng::blocks(&bytes)
+        .filter_map(|block| match block {
+            Ok(wire::pcapng::Block::EnhancedPacket(epb)) => Some(epb.data),
+            _ => None,
+        })
+        .filter(|f| f.len() > 74 && f[12..14] == [0x86, 0xdd] && f[20] == 6)
+        .filter(|f| f[22..38] == source.octets())
+        .map(|f| usize::from(u16::from_be_bytes([f[18], f[19]])) - usize::from(f[66] >> 4) * 4)
+        .filter(|&p| p > 0)
+        .collect()
+}
+
+/// A window that is no whole number of MSS limits super-segments: the
+/// device stage's cutting puts on the wire the segments TCP would have
+/// sent one by one — as many, as many short ones (the window's edges),
+/// every other one full-sized.
+#[test]
+fn super_segments_put_the_segments_per_packet_tcp_would_on_the_wire() {
+    let plain = segment_sizes("offload-window-plain", &[], 50_000);
+    let tso = segment_sizes("offload-window-tso", &["tso"], 50_000);
+    let short = |sizes: &[usize]| {
+        let mss = sizes.iter().copied().max().unwrap();
+        (mss, sizes.iter().filter(|&&p| p < mss).count())
+    };
+    let ((plain_mss, plain_short), (tso_mss, tso_short)) = (short(&plain), short(&tso));
+    assert_eq!(tso_mss, plain_mss, "the same MSS");
+    assert!(
+        tso_short <= plain_short + 2,
+        "short segments: {tso_short} with TSO, {plain_short} without"
+    );
+    let (a, b) = (plain.len() as f64, tso.len() as f64);
+    assert!(
+        (a - b).abs() <= a * 0.02,
+        "{b} segments with TSO, {a} without"
     );
 }
