@@ -107,7 +107,7 @@ pub struct OpenedLink {
 }
 
 enum OsLink {
-    Tap(Tap),
+    Tap(Box<Tap>),
     Packet(Box<PacketLink>),
 }
 
@@ -129,7 +129,7 @@ pub fn open(request: &LinkRequest, mtu: Option<usize>, pcap: Option<&Path>) -> R
                 tap_errors: Some(tap.errors()),
                 capture,
                 slaac,
-                link: OsLink::Tap(tap),
+                link: OsLink::Tap(Box::new(tap)),
                 ipv4: request.ipv4,
                 ipv6: request.ipv6.clone(),
                 kernel_ipv6: None,
@@ -189,12 +189,12 @@ impl OpenedLink {
     ) -> Result<(InterfaceConfig, Option<KernelIpv6Off>)> {
         let link: Box<dyn Link + Send> = match (self.link, &self.capture) {
             (OsLink::Tap(tap), Some(path)) => {
-                Box::new(Captured::new(tap, capture(path)?, &self.name))
+                Box::new(Captured::new(*tap, capture(path)?, &self.name))
             }
             (OsLink::Packet(p), Some(path)) => {
                 Box::new(Captured::new(*p, capture(path)?, &self.name))
             }
-            (OsLink::Tap(tap), None) => Box::new(tap),
+            (OsLink::Tap(tap), None) => tap,
             (OsLink::Packet(p), None) => p,
         };
         let interface = InterfaceConfig {

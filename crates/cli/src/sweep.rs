@@ -407,6 +407,7 @@ impl SweepArgs {
                 },
                 mtu: self.mtu,
                 ref_end: self.ref_end.into(),
+                offload: stack::iface::offload::Offload::NONE,
             }),
         })
     }

@@ -167,9 +167,18 @@ pub struct TtcpArgs {
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
     /// Reference stack: topology file (default: host-a — router — host-b;
-    /// the transfer runs from the first host to the last).
+    /// the transfer runs from the first host to the last). Its interfaces
+    /// may turn on offloads: `offload = ["tso", "gro"]`
+    /// (topologies/unlimited-offload.toml).
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
+    /// --pair --link: segmentation and receive offload on the reference
+    /// host's interface, as `ethtool -K` (`tso`, `gro`, comma-separated;
+    /// default none). TSO hands 64 KiB TCP super-frames to the kernel
+    /// with virtio-net headers (a TAP is then opened with IFF_VNET_HDR);
+    /// GRO merges in-order segments before IP input.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "link")]
+    offload: Vec<String>,
     /// Print the iperf3-shaped JSON report.
     #[arg(long)]
     json: bool,
@@ -187,6 +196,12 @@ fn parse_rate(text: &str) -> Result<u64, String> {
 }
 
 impl TtcpArgs {
+    /// The offloads `--offload` names.
+    fn offload(&self) -> Result<stack::iface::offload::Offload> {
+        stack::iface::offload::Offload::parse(&self.offload)
+            .map_err(|e| anyhow::anyhow!("--offload: {e}"))
+    }
+
     fn spec(&self) -> Result<TransferSpec> {
         let protocol = match (self.udp, self.raw, self.xtp) {
             (true, _, _) => Protocol::Udp,
@@ -336,12 +351,16 @@ fn attached(args: &TtcpArgs, spec: &TransferSpec, print_intervals: bool) -> Resu
             },
             mtu: args.mtu,
             ref_end: args.ref_end.into(),
+            offload: args.offload()?,
         };
         return Ok(traffic::run::pair(
             spec,
             &Target::Cross(peer),
             print_intervals,
         )?);
+    }
+    if !args.offload.is_empty() {
+        bail!("--offload is for --pair --link (a topology file says it per interface)");
     }
     let (Some(kind), Some(iface)) = (args.link, args.iface.as_deref()) else {
         bail!("--link with -t or -r needs --iface NAME (the TAP to create or the interface to take over)");

@@ -17,12 +17,13 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "default.toml",
     "two-routers.toml",
     "impaired.toml",
     "fast-ethernet.toml",
     "unlimited.toml",
+    "unlimited-offload.toml",
 ];
 
 #[test]

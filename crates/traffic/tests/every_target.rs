@@ -67,6 +67,7 @@ fn cross(link: PeerLink, ref_end: RefEnd) -> Target {
         link,
         mtu: 1500,
         ref_end,
+        offload: stack::iface::offload::Offload::NONE,
     })
 }
 

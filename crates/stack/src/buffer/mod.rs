@@ -23,6 +23,6 @@ mod pool;
 mod release;
 
 pub use cursor::{Cursor, PullUpError};
-pub use packet::{Packet, PacketError, Segment};
+pub use packet::{Packet, PacketError, PacketOffload, Segment};
 pub use pool::{Buffer, Pool, PoolConfig, PoolConfigError, PoolStats};
 pub use release::return_free_memory;

@@ -121,6 +121,21 @@ pub struct Packet {
     end: usize,
     chain: Vec<Segment>,
     flow: Flow,
+    /// Offload metadata the device stage reads (`iface::offload`).
+    offload: PacketOffload,
+}
+
+/// What a packet carries for segmentation and receive offload, as
+/// Linux's `skb_shinfo(skb)->gso_size` and `ip_summed` do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketOffload {
+    /// A TCP super-segment (TSO) or a receive-coalesced one (GRO): the
+    /// payload bytes of each wire segment (the MSS); 0 for an ordinary
+    /// packet.
+    pub gso_size: u16,
+    /// The transport checksum was verified already (GRO checked each
+    /// segment it merged): transport input need not sum it again.
+    pub csum_verified: bool,
 }
 
 impl Packet {
@@ -135,6 +150,7 @@ impl Packet {
             end: headroom,
             chain: Vec::new(),
             flow,
+            offload: PacketOffload::default(),
         })
     }
 
@@ -159,6 +175,16 @@ impl Packet {
 
     pub fn flow(&self) -> Flow {
         self.flow
+    }
+
+    /// The packet's offload metadata.
+    pub fn offload(&self) -> PacketOffload {
+        self.offload
+    }
+
+    /// Sets the packet's offload metadata.
+    pub fn set_offload(&mut self, offload: PacketOffload) {
+        self.offload = offload;
     }
 
     /// Changes the flow (a received packet carrying the trace option).

@@ -73,12 +73,17 @@ impl DeviceRing {
         self.slots.len() < self.capacity
     }
 
-    /// Frames the ring holds.
+    /// Slots free.
+    pub fn free(&self) -> usize {
+        self.capacity.saturating_sub(self.slots.len())
+    }
+
     /// Slots in the ring.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
+    /// Frames the ring holds.
     pub fn len(&self) -> usize {
         self.slots.len()
     }

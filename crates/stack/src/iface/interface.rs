@@ -16,6 +16,7 @@ use crate::iface::arp::ArpCache;
 use crate::iface::device::{DeviceRing, DEFAULT_RING_FRAMES};
 use crate::iface::mld::MldListener;
 use crate::iface::neighbor::NeighborCache;
+use crate::iface::offload::{self, Offload};
 use crate::iface::route::InterfaceId;
 use crate::phy::{Link, Medium};
 use crate::probes::{INTERFACE_QUEUE_DEQUEUE, INTERFACE_QUEUE_ENQUEUE};
@@ -122,6 +123,12 @@ pub struct InterfaceCounters {
     /// Frames tail-dropped because the interface queue was full.
     pub queue_drops: u64,
     pub queue_high_water: usize,
+    /// TSO super-segments handed whole to a link that takes GSO.
+    pub gso_sent: u64,
+    /// Wire frames the device stage cut from TSO super-segments.
+    pub gso_segments: u64,
+    /// TSO super-segments the device stage could not cut (dropped).
+    pub offload_refused: u64,
 }
 
 /// One interface.
@@ -142,6 +149,12 @@ pub struct Interface {
     pub(crate) pending_manual: Vec<crate::topology::Ipv6Cidr>,
     /// Multicast groups an application joined.
     pub multicast: crate::iface::host::Memberships,
+    /// Segmentation and receive offload (`ethtool -K`), off by default.
+    pub offload: Offload,
+    /// Where the device stage cuts a super-segment's frames, and where
+    /// each one is in it.
+    cut_buffer: Vec<u8>,
+    cut_lens: Vec<(usize, usize, std::ops::Range<usize>)>,
 }
 
 impl Interface {
@@ -169,6 +182,9 @@ impl Interface {
             counters: InterfaceCounters::default(),
             pending_manual: Vec::new(),
             multicast: Default::default(),
+            offload: Offload::NONE,
+            cut_buffer: Vec::new(),
+            cut_lens: Vec::new(),
         }
     }
 
@@ -225,10 +241,28 @@ impl Interface {
                 self.device.note_full();
                 break;
             }
+            let wire_frames = self.wire_frames(self.queue.front());
+            if wire_frames > 1 && self.device.free() < wire_frames.min(self.device.capacity()) {
+                // A super-segment's frames go together (as a NIC takes
+                // one descriptor chain): wait for room for all of them.
+                self.device.note_full();
+                break;
+            }
             let Some(frame) = self.queue.pop_front() else {
                 break;
             };
             let len = frame.len();
+            if wire_frames > 1 {
+                probe::record(
+                    INTERFACE_QUEUE_DEQUEUE,
+                    len as u32,
+                    frame.flow(),
+                    self.id.0 as u64,
+                );
+                let handed = at();
+                self.transmit_super(handed, &frame);
+                continue;
+            }
             probe::record(
                 INTERFACE_QUEUE_DEQUEUE,
                 len as u32,
@@ -264,6 +298,192 @@ impl Interface {
         // Frames of a link that sends at once complete in this poll.
         self.device.retire(now);
     }
+}
+
+impl Interface {
+    /// How many wire frames `frame` makes: a super-segment of TSO (longer
+    /// than the link's MTU) is cut into segments, unless the link takes it
+    /// whole; anything else is one frame.
+    fn wire_frames(&self, frame: Option<&Packet>) -> usize {
+        let Some(frame) = frame else { return 1 };
+        let gso_size = usize::from(frame.offload().gso_size);
+        let headers = self.medium.header_len();
+        let len = frame.len();
+        if gso_size == 0 || len <= self.link.mtu() + headers {
+            return 1;
+        }
+        if self.link.takes_gso() {
+            return 2;
+        }
+        // Headers are at most a few hundred bytes; the count only sizes
+        // the wait for ring room.
+        len.div_ceil(gso_size).max(2)
+    }
+
+    /// The device stage's work on a TSO super-segment (see
+    /// [`offload`]): handed whole behind a `virtio_net_hdr` to a link that
+    /// takes GSO, else cut into MSS-sized frames, each checksummed and
+    /// handed to the link in turn. All of it is one `link.transmit` span
+    /// (the cutting is the device's cost); each wire frame takes a device
+    /// slot and is counted as a frame sent.
+    fn transmit_super(&mut self, handed: Instant, frame: &Packet) {
+        let len = frame.len();
+        let flow = frame.flow();
+        let gso_size = frame.offload().gso_size;
+        with_parts_wide(frame, |parts| {
+            let span = probe::span(
+                crate::probes::LINK_TRANSMIT_ENTER,
+                crate::probes::LINK_TRANSMIT_EXIT,
+                len as u32,
+                flow,
+                self.id.0 as u64,
+            );
+            let Some((header, mut segmenter)) = offload::super_frame(parts, gso_size) else {
+                drop(span);
+                self.counters.tx_link_errors += 1;
+                self.counters.offload_refused += 1;
+                return;
+            };
+            if self.link.takes_gso() {
+                let result = self.link.transmit_gso(handed, &header, parts);
+                drop(span);
+                match result {
+                    Ok(()) => {
+                        self.counters.tx_frames += 1;
+                        self.counters.tx_bytes += len as u64;
+                        self.counters.gso_sent += 1;
+                        let complete = self.link.transmit_complete_at();
+                        self.device.push(handed, len, flow, complete);
+                        self.link.transmitted(handed, parts);
+                    }
+                    Err(_) => self.counters.tx_link_errors += 1,
+                }
+                return;
+            }
+            // Each frame is its own headers (made in a buffer kept from
+            // super-segment to super-segment) and its payload where it
+            // lies in the super-segment, handed to the link as parts, as a
+            // NIC's TSO engine reads it: the link's copy is the only one.
+            let mut headers = std::mem::take(&mut self.cut_buffer);
+            let mut cuts = std::mem::take(&mut self.cut_lens);
+            cuts.clear();
+            let room = segmenter.header_len();
+            headers.resize(room * segmenter.segments_left(), 0);
+            let mut at = 0;
+            while let Some(cut) = segmenter.next_header_from_parts(parts, &mut headers[at..]) {
+                let Ok((header_len, payload)) = cut else {
+                    self.counters.tx_link_errors += 1;
+                    continue;
+                };
+                let cut = (at, header_len, payload);
+                let result = with_frame_parts(&headers, parts, &cut, |frame| {
+                    self.link.transmit(handed, frame)
+                });
+                let frame_len = cut.1 + cut.2.len();
+                match result {
+                    Ok(()) => {
+                        self.counters.tx_frames += 1;
+                        self.counters.tx_bytes += frame_len as u64;
+                        self.counters.gso_segments += 1;
+                        let complete = self.link.transmit_complete_at();
+                        self.device.push(handed, frame_len, flow, complete);
+                        cuts.push(cut);
+                    }
+                    Err(_) => self.counters.tx_link_errors += 1,
+                }
+                at += room;
+            }
+            drop(span);
+            // Outside the span: a capture's copy is not the link's.
+            for cut in &cuts {
+                with_frame_parts(&headers, parts, cut, |frame| {
+                    self.link.transmitted(handed, frame)
+                });
+            }
+            self.cut_buffer = headers;
+            self.cut_lens = cuts;
+        });
+    }
+}
+
+/// Calls `f` with one wire frame the device stage cut as parts: its
+/// headers at `cut.0` (`cut.1` bytes) in `headers`, then its payload,
+/// the bytes `cut.2` of the super-segment `parts`.
+fn with_frame_parts<R>(
+    headers: &[u8],
+    parts: &[&[u8]],
+    cut: &(usize, usize, std::ops::Range<usize>),
+    f: impl FnOnce(&[&[u8]]) -> R,
+) -> R {
+    let (at, len, payload) = cut;
+    let mut frame: [&[u8]; 8] = [&[]; 8];
+    frame[0] = &headers[*at..at + len];
+    let mut count = 1;
+    let (mut skip, mut left) = (payload.start, payload.len());
+    for part in parts {
+        if left == 0 {
+            break;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            continue;
+        }
+        let piece = &part[skip..part.len().min(skip + left)];
+        skip = 0;
+        left -= piece.len();
+        if count == frame.len() {
+            // More pieces than a segment's payload takes of pool buffers
+            // (tiny buffers): gathered.
+            return with_flat(headers, parts, cut, f);
+        }
+        frame[count] = piece;
+        count += 1;
+    }
+    f(&frame[..count])
+}
+
+/// [`with_frame_parts`]'s rare case: the frame copied flat.
+fn with_flat<R>(
+    headers: &[u8],
+    parts: &[&[u8]],
+    cut: &(usize, usize, std::ops::Range<usize>),
+    f: impl FnOnce(&[&[u8]]) -> R,
+) -> R {
+    let (at, len, payload) = cut;
+    let mut flat = Vec::with_capacity(len + payload.len());
+    flat.extend_from_slice(&headers[*at..at + len]);
+    let (mut skip, mut left) = (payload.start, payload.len());
+    for part in parts {
+        if left == 0 {
+            break;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            continue;
+        }
+        let piece = &part[skip..part.len().min(skip + left)];
+        skip = 0;
+        left -= piece.len();
+        flat.extend_from_slice(piece);
+    }
+    f(&[&flat])
+}
+
+/// [`with_parts`] for a super-segment: a head and up to some 30 pool
+/// buffers of payload, flattened only beyond 64 parts.
+fn with_parts_wide<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
+    let mut parts: [&[u8]; 64] = [&[]; 64];
+    let mut count = 0;
+    for part in frame.parts() {
+        if count == parts.len() {
+            let mut flat = Vec::with_capacity(frame.len());
+            frame.parts().for_each(|p| flat.extend_from_slice(p));
+            return f(&[&flat]);
+        }
+        parts[count] = part;
+        count += 1;
+    }
+    f(&parts[..count])
 }
 
 /// Calls `f` with `frame` as scatter-gather parts: at most a head and a

@@ -12,6 +12,7 @@ pub mod igmp;
 pub mod interface;
 pub mod mld;
 pub mod neighbor;
+pub mod offload;
 pub mod reassembly;
 pub mod route;
 pub mod tunnel;

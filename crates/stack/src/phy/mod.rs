@@ -133,6 +133,30 @@ pub trait Link {
     /// order) onto the link at `now`.
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError>;
 
+    /// Whether the link takes a TCP super-frame (longer than the MTU)
+    /// whole, with a `virtio_net_hdr` telling the far side how to cut it
+    /// and where to finish its checksum (segmentation offload to the
+    /// operating system: an AF_PACKET socket with `PACKET_VNET_HDR`, a TAP
+    /// with `IFF_VNET_HDR`). A link that says no gets the device stage's
+    /// segments instead ([`crate::iface::offload`]). A wrapper forwards it.
+    fn takes_gso(&self) -> bool {
+        false
+    }
+
+    /// Copies the GSO super-frame made of `parts` onto the link, behind
+    /// `header` (virtio 1.2 §5.1.6.2, "Packet Transmission"). Only called
+    /// where [`takes_gso`](Link::takes_gso) says yes; a link that does
+    /// not refuses it. A wrapper forwards it.
+    fn transmit_gso(
+        &mut self,
+        now: Instant,
+        header: &vnet::VnetHeaderRepr,
+        parts: &[&[u8]],
+    ) -> Result<(), LinkError> {
+        let _ = (now, header, parts);
+        Err(LinkError::Unsupported)
+    }
+
     /// Told, after [`transmit`](Link::transmit) took the frame made of
     /// `parts` and after the frame's measured `link.transmit` span has
     /// closed, that the frame left at `now`: where a wrapper keeps its

@@ -64,8 +64,10 @@ pub const MAX_BATCH: usize = 64;
 const MAX_REFILLS: usize = 4;
 /// One 802.1Q tag: a tagged frame may be this much longer.
 const VLAN_TAG_LEN: usize = 4;
-/// Parts of a frame sent as one I/O vector; more are gathered first.
-const MAX_PARTS: usize = 15;
+/// Parts of a frame sent as one I/O vector; more are gathered first. A
+/// 64 KiB TCP super-frame of the stack's (segmentation offload) is a head
+/// and some 30 pool buffers of payload.
+const MAX_PARTS: usize = 64;
 /// The largest GSO frame a slot takes: Linux's default `gso_max_size`
 /// (the packet from the network header on) plus a tagged Ethernet header.
 const GSO_FRAME_MAX: usize = 65536 + 18;
@@ -119,6 +121,9 @@ pub struct PacketStats {
     /// GSO super-frames cut into segments, and the segments made.
     pub gso_frames: u64,
     pub gso_segments: u64,
+    /// GSO super-frames of the stack's own (segmentation offload) sent
+    /// whole, behind a `virtio_net_hdr`.
+    pub gso_sent: u64,
     /// GSO super-frames dropped: segmentation off, or a kind or layout it
     /// does not handle (also counted as `dropped_rx_too_long`).
     pub gso_dropped: u64,
@@ -162,6 +167,9 @@ pub struct PacketLink {
     segmenter: Option<Segmenter>,
     /// Frames waiting for the next `sendmmsg`.
     tx: TxBatch,
+    /// Where a GSO super-frame of more parts than one I/O vector takes is
+    /// gathered (kept, so as not to allocate per frame).
+    gso_scratch: Vec<u8>,
     /// Frames the kernel dropped before we read them, summed (the kernel
     /// resets its count on every read).
     kernel_drops: std::cell::Cell<u64>,
@@ -259,6 +267,7 @@ impl PacketLink {
             segment_gso,
             segmenter: None,
             tx: TxBatch::new(config.batch, header + wire::ethernet::HEADER_LEN + mtu),
+            gso_scratch: Vec::new(),
             kernel_drops: std::cell::Cell::new(0),
             ring: RefCell::new(RxRing::new(config.batch, slot)),
             stats: LinkStats::default(),
@@ -348,6 +357,55 @@ impl Link for PacketLink {
         let prefix: &[u8] = if self.vnet_header { &header } else { &[] };
         self.tx.push(prefix, parts);
         Ok(())
+    }
+
+    /// With `PACKET_VNET_HDR` the kernel takes a GSO super-frame whole and
+    /// cuts it (or hands it whole to a peer that takes GSO, as a veth
+    /// does).
+    fn takes_gso(&self) -> bool {
+        self.vnet_header
+    }
+
+    /// Sends the super-frame at once, with one `sendmsg` behind its
+    /// header, after the frames queued before it (so the order holds).
+    fn transmit_gso(
+        &mut self,
+        now: Instant,
+        header: &vnet::VnetHeaderRepr,
+        parts: &[&[u8]],
+    ) -> Result<(), LinkError> {
+        if !self.vnet_header {
+            self.stats.dropped_unsupported += 1;
+            return Err(LinkError::Unsupported);
+        }
+        let len = super::frame_len(parts, GSO_FRAME_MAX, &mut self.stats)?;
+        self.flush(now);
+        let mut bytes = [0u8; VNET_HDR_LEN];
+        if header.emit(&mut bytes).is_err() {
+            self.stats.dropped_unsupported += 1;
+            return Err(LinkError::Unsupported);
+        }
+        let mut scratch = std::mem::take(&mut self.gso_scratch);
+        let sent = send_parts(self.fd.as_raw_fd(), &bytes, parts, &mut scratch);
+        self.gso_scratch = scratch;
+        match sent {
+            Ok(()) => {
+                self.stats.tx_frames += 1;
+                self.stats.tx_bytes += len as u64;
+                self.packet_stats.gso_sent += 1;
+                Ok(())
+            }
+            Err(error) => {
+                self.packet_stats.last_error = error.raw_os_error();
+                Err(send_error(
+                    &error,
+                    len,
+                    GSO_FRAME_MAX,
+                    &mut self.stats,
+                    &mut self.packet_stats.tx_errors,
+                ))
+            }
+        }
     }
 
     fn flush(&mut self, _now: Instant) {

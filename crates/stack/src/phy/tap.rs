@@ -30,6 +30,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::vnet::HEADER_LEN as VNET_HDR_LEN;
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
 
@@ -119,8 +120,25 @@ pub struct Tap {
     overflow: Box<[u8]>,
     /// Where a frame of too many parts for one `writev` is gathered.
     gather: Vec<u8>,
+    /// Opened with `IFF_VNET_HDR`: every frame each way has a
+    /// `virtio_net_hdr` in front, and TCP super-frames go whole (GSO).
+    vnet_header: bool,
+    /// What [`vnet_header`](Self::vnet_header) links did with headers.
+    vnet: TapVnetStats,
     stats: LinkStats,
     errors: Arc<TapErrors>,
+}
+
+/// What a TAP opened with `IFF_VNET_HDR` counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TapVnetStats {
+    /// TCP super-frames of the stack's sent whole (GSO).
+    pub gso_sent: u64,
+    /// Received frames whose transport checksum was completed here.
+    pub checksums_completed: u64,
+    /// Received frames dropped: a GSO frame (the TAP offers the kernel no
+    /// segmentation, so none should come) or an impossible header.
+    pub dropped: u64,
 }
 
 impl Tap {
@@ -137,6 +155,17 @@ impl Tap {
     /// needs to own it); the name taken by another kind of device or
     /// another process (`ResourceBusy` or `InvalidInput`).
     pub fn open(name: &str, mtu: usize) -> io::Result<Tap> {
+        Self::open_with(name, mtu, false)
+    }
+
+    /// [`open`](Self::open), with `vnet_header` a TAP whose frames carry a
+    /// `virtio_net_hdr` (`IFF_VNET_HDR`), so that the stack's TCP
+    /// super-frames (segmentation offload, [`crate::iface::offload`]) go
+    /// to the kernel whole, as a virtio NIC's do. The kernel is offered no
+    /// offload the other way (`TUNSETOFFLOAD` 0): it sends ordinary frames
+    /// with complete checksums. Attaching to an existing TAP needs it to
+    /// have been made with the same flag.
+    pub fn open_with(name: &str, mtu: usize, vnet_header: bool) -> io::Result<Tap> {
         let request_name = validate_name(name)?;
         if !MTU_RANGE.contains(&mtu) {
             return Err(io::Error::new(
@@ -166,7 +195,9 @@ impl Tap {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
 
         let mut request = ifreq_named(&request_name);
-        request.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+        let vnet_flag = if vnet_header { libc::IFF_VNET_HDR } else { 0 };
+        request.ifr_ifru.ifru_flags =
+            (libc::IFF_TAP | libc::IFF_NO_PI | vnet_flag) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one `struct ifreq`, which
         // `request` is (a properly aligned, initialized libc::ifreq that
         // lives across the call); `fd` is an open descriptor of the tun
@@ -175,6 +206,25 @@ impl Tap {
         if result < 0 {
             let error = io::Error::last_os_error();
             return Err(explain(error, "creating the TAP (TUNSETIFF)", name));
+        }
+        if vnet_header {
+            let size: libc::c_int = VNET_HDR_LEN as libc::c_int;
+            // SAFETY: TUNSETVNETHDRSZ reads one int through the pointer,
+            // which points at `size`, alive across the call; `fd` is the
+            // tun descriptor just set up.
+            let result = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, &size) };
+            if result < 0 {
+                let error = io::Error::last_os_error();
+                return Err(explain(error, "setting the vnet header size", name));
+            }
+            // TUNSETOFFLOAD takes its flags as the argument itself: none.
+            // SAFETY: no memory is passed; `fd` is the tun descriptor.
+            let result =
+                unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETOFFLOAD, 0 as libc::c_ulong) };
+            if result < 0 {
+                let error = io::Error::last_os_error();
+                return Err(explain(error, "setting the TAP's offloads", name));
+            }
         }
         let given = name_from_ifreq(&request);
         let control = control_socket()
@@ -188,6 +238,8 @@ impl Tap {
             mtu,
             overflow: vec![0; MAX_FRAME].into_boxed_slice(),
             gather: Vec::new(),
+            vnet_header,
+            vnet: TapVnetStats::default(),
             stats: LinkStats::default(),
             errors: Arc::default(),
         })
@@ -209,21 +261,34 @@ impl Tap {
         Ok(flags & libc::IFF_UP != 0)
     }
 
+    /// Whether frames carry a `virtio_net_hdr` ([`open_with`](Self::open_with)).
+    pub fn vnet_header(&self) -> bool {
+        self.vnet_header
+    }
+
+    /// What the link did with `virtio_net_hdr`s.
+    pub fn vnet_stats(&self) -> TapVnetStats {
+        self.vnet
+    }
+
     /// Failures of the device's system calls, shared: read them after the
     /// link has moved into a host.
     pub fn errors(&self) -> Arc<TapErrors> {
         Arc::clone(&self.errors)
     }
 
-    fn write_frame(&mut self, parts: &[&[u8]], len: usize) -> io::Result<usize> {
+    /// Writes `prefix` (a `virtio_net_hdr`, or nothing) and the frame made
+    /// of `parts` (`len` bytes) with one `writev`; the bytes written.
+    fn write_frame(&mut self, prefix: &[u8], parts: &[&[u8]], len: usize) -> io::Result<usize> {
         let fd = self.fd.as_raw_fd();
-        if parts.len() == 1 {
+        if parts.len() == 1 && prefix.is_empty() {
             return write_all_once(fd, parts[0]);
         }
-        if parts.len() > MAX_IOVECS {
+        if parts.len() + 1 > MAX_IOVECS {
             let mut gather = std::mem::take(&mut self.gather);
             gather.clear();
-            gather.reserve(len);
+            gather.reserve(prefix.len() + len);
+            gather.extend_from_slice(prefix);
             for part in parts {
                 gather.extend_from_slice(part);
             }
@@ -235,43 +300,31 @@ impl Tap {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
         }; MAX_IOVECS];
-        for (iovec, part) in iovecs.iter_mut().zip(parts) {
-            iovec.iov_base = part.as_ptr() as *mut libc::c_void;
-            iovec.iov_len = part.len();
+        let mut count = 0;
+        for part in std::iter::once(&prefix).chain(parts) {
+            if part.is_empty() {
+                continue;
+            }
+            iovecs[count].iov_base = part.as_ptr() as *mut libc::c_void;
+            iovecs[count].iov_len = part.len();
+            count += 1;
         }
-        // SAFETY: the first `parts.len()` (at most MAX_IOVECS) iovecs point
-        // at the live slices of `parts`, which outlive the call; `writev`
-        // only reads through them. `fd` is the open tun descriptor.
-        let written = unsafe { libc::writev(fd, iovecs.as_ptr(), parts.len() as libc::c_int) };
+        // SAFETY: the first `count` (at most MAX_IOVECS) iovecs point at
+        // the live slices of `prefix` and `parts`, which outlive the call;
+        // `writev` only reads through them. `fd` is the open tun
+        // descriptor.
+        let written = unsafe { libc::writev(fd, iovecs.as_ptr(), count as libc::c_int) };
         if written < 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(written as usize)
     }
-}
 
-impl AsRawFd for Tap {
-    /// The tun descriptor, e.g. to `poll(2)` for readability while idle.
-    /// It stays owned by the `Tap`.
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-impl Link for Tap {
-    fn medium(&self) -> Medium {
-        Medium::Ethernet
-    }
-
-    fn mtu(&self) -> usize {
-        self.mtu
-    }
-
-    fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let max = self.mtu + Medium::Ethernet.header_len();
-        let len = super::frame_len(parts, max, &mut self.stats)?;
-        match self.write_frame(parts, len) {
-            Ok(written) if written == len => {
+    /// Sends `prefix` and the frame of `parts` (`len` bytes), counting
+    /// the outcome.
+    fn send(&mut self, prefix: &[u8], parts: &[&[u8]], len: usize) -> Result<(), LinkError> {
+        match self.write_frame(prefix, parts, len) {
+            Ok(written) if written == prefix.len() + len => {
                 self.stats.tx_frames += 1;
                 self.stats.tx_bytes += len as u64;
                 Ok(())
@@ -304,13 +357,94 @@ impl Link for Tap {
             },
         }
     }
+}
+
+impl Tap {
+    /// Reads a received frame's `virtio_net_hdr` (virtio 1.2 §5.1.6.4):
+    /// completes a partial checksum in `frame`; false (dropped, counted)
+    /// for a GSO frame, which this TAP never asked for, or an impossible
+    /// header.
+    fn accept_header(&mut self, header: &[u8], frame: &mut [u8]) -> bool {
+        let Ok(header) = super::vnet::VnetHeaderRepr::parse(header) else {
+            self.vnet.dropped += 1;
+            return false;
+        };
+        if header.gso != super::vnet::Gso::None {
+            self.vnet.dropped += 1;
+            return false;
+        }
+        if header.needs_csum {
+            let (start, offset) = (header.csum_start.into(), header.csum_offset.into());
+            if !super::vnet::complete_checksum(frame, start, offset) {
+                self.vnet.dropped += 1;
+                return false;
+            }
+            self.vnet.checksums_completed += 1;
+        }
+        true
+    }
+}
+
+impl AsRawFd for Tap {
+    /// The tun descriptor, e.g. to `poll(2)` for readability while idle.
+    /// It stays owned by the `Tap`.
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl Link for Tap {
+    fn medium(&self) -> Medium {
+        Medium::Ethernet
+    }
+
+    fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    fn transmit(&mut self, _now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
+        let max = self.mtu + Medium::Ethernet.header_len();
+        let len = super::frame_len(parts, max, &mut self.stats)?;
+        // A zeroed virtio_net_hdr: no checksum to complete, no GSO.
+        let header = [0u8; VNET_HDR_LEN];
+        let prefix: &[u8] = if self.vnet_header { &header } else { &[] };
+        self.send(prefix, parts, len)
+    }
+
+    /// With `IFF_VNET_HDR` the kernel takes a GSO super-frame whole.
+    fn takes_gso(&self) -> bool {
+        self.vnet_header
+    }
+
+    fn transmit_gso(
+        &mut self,
+        _now: Instant,
+        header: &super::vnet::VnetHeaderRepr,
+        parts: &[&[u8]],
+    ) -> Result<(), LinkError> {
+        let mut bytes = [0u8; VNET_HDR_LEN];
+        if !self.vnet_header || header.emit(&mut bytes).is_err() {
+            self.stats.dropped_unsupported += 1;
+            return Err(LinkError::Unsupported);
+        }
+        let len = super::frame_len(parts, MAX_FRAME, &mut self.stats)?;
+        self.send(&bytes, parts, len)?;
+        self.vnet.gso_sent += 1;
+        Ok(())
+    }
 
     fn receive(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
         // A frame too long for `buf` is read whole (into the overflow) and
         // dropped; keep reading so that it does not end this poll's
         // receiving, but boundedly.
         for _ in 0..64 {
+            let mut header = [0u8; VNET_HDR_LEN];
+            let header_len = if self.vnet_header { VNET_HDR_LEN } else { 0 };
             let iovecs = [
+                libc::iovec {
+                    iov_base: header.as_mut_ptr() as *mut libc::c_void,
+                    iov_len: header_len,
+                },
                 libc::iovec {
                     iov_base: buf.as_mut_ptr() as *mut libc::c_void,
                     iov_len: buf.len(),
@@ -320,11 +454,12 @@ impl Link for Tap {
                     iov_len: self.overflow.len(),
                 },
             ];
-            // SAFETY: both iovecs point at distinct live, writable buffers
-            // (`buf`, borrowed mutably for this call, and the Tap's own
-            // overflow) of the lengths given; `readv` writes at most that
-            // much through them. `fd` is the open tun descriptor.
-            let read = unsafe { libc::readv(self.fd.as_raw_fd(), iovecs.as_ptr(), 2) };
+            // SAFETY: the iovecs point at distinct live, writable buffers
+            // (the local header, `buf`, borrowed mutably for this call,
+            // and the Tap's own overflow) of the lengths given; `readv`
+            // writes at most that much through them. `fd` is the open tun
+            // descriptor.
+            let read = unsafe { libc::readv(self.fd.as_raw_fd(), iovecs.as_ptr(), 3) };
             if read < 0 {
                 let error = io::Error::last_os_error();
                 if !matches!(error.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
@@ -332,12 +467,18 @@ impl Link for Tap {
                 }
                 return None;
             }
-            let len = read as usize;
+            let Some(len) = (read as usize).checked_sub(header_len) else {
+                self.vnet.dropped += 1;
+                continue;
+            };
             if len == 0 {
                 return None;
             }
             if len > buf.len() {
                 self.stats.dropped_rx_too_long += 1;
+                continue;
+            }
+            if self.vnet_header && !self.accept_header(&header, &mut buf[..len]) {
                 continue;
             }
             self.stats.rx_frames += 1;

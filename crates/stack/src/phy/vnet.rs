@@ -307,6 +307,26 @@ impl Segmenter {
     /// transport header the IP headers lead to), segments too long for
     /// the 16-bit IP and UDP length fields.
     pub fn new(frame: &[u8], header: &VnetHeaderRepr) -> Result<Self> {
+        Self::with_len(frame, frame.len(), header)
+    }
+
+    /// [`new`](Self::new) for a super-frame held as scatter-gather `parts`
+    /// (concatenated in order), as the stack's own packets are: its
+    /// headers must all be in the first part (the head buffer every layer
+    /// prepended its header into), the payload may be anywhere after.
+    /// Cut it with [`next_from_parts`](Self::next_from_parts).
+    pub fn for_parts(parts: &[&[u8]], header: &VnetHeaderRepr) -> Result<Self> {
+        let len = parts
+            .iter()
+            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        let head = parts.first().copied().unwrap_or_default();
+        Self::with_len(head, len, header)
+    }
+
+    /// Sets up the cutting of a super-frame of `len` bytes whose headers
+    /// are at the start of `head`.
+    fn with_len(head: &[u8], len: usize, header: &VnetHeaderRepr) -> Result<Self> {
+        let frame = head;
         let l3 = wire::ethernet::HEADER_LEN;
         let v6 = is_ipv6(frame)?;
         let tcp = match header.gso {
@@ -333,7 +353,7 @@ impl Segmenter {
             ));
         }
         let headers = l4 + transport_header_len(frame, l4, tcp)?;
-        if headers >= frame.len() {
+        if headers >= len || headers > frame.len() {
             return Err(Error::Truncated);
         }
         let gso_size = usize::from(header.gso_size);
@@ -341,7 +361,7 @@ impl Segmenter {
             return Err(Error::Malformed("GSO size 0"));
         }
         let segmenter = Self {
-            len: frame.len(),
+            len,
             l3,
             l4,
             headers,
@@ -370,6 +390,11 @@ impl Segmenter {
         Ok(())
     }
 
+    /// Offset of the transport header in the frame.
+    pub fn transport_offset(&self) -> usize {
+        self.l4
+    }
+
     /// Bytes of headers every segment starts with.
     pub fn header_len(&self) -> usize {
         self.headers
@@ -391,15 +416,71 @@ impl Segmenter {
         buf: &mut [u8],
     ) -> Option<core::result::Result<usize, TooLong>> {
         let frame = frame.get(..self.len)?;
+        self.next_from_parts(&[frame], buf)
+    }
+
+    /// [`next_into`](Self::next_into) for the super-frame as the `parts`
+    /// given to [`for_parts`](Self::for_parts): the headers and this
+    /// segment's payload are gathered from them into `buf`.
+    pub fn next_from_parts(
+        &mut self,
+        parts: &[&[u8]],
+        buf: &mut [u8],
+    ) -> Option<core::result::Result<usize, TooLong>> {
+        let len = parts
+            .iter()
+            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        if len < self.len {
+            return None;
+        }
         let cut = self.next_cut()?;
         let out_len = self.headers + cut.len;
         let Some(out) = buf.get_mut(..out_len) else {
             return Some(Err(TooLong));
         };
-        out[..self.headers].copy_from_slice(&frame[..self.headers]);
-        out[self.headers..].copy_from_slice(&frame[self.headers + cut.at..][..cut.len]);
-        self.fix_headers(out, cut);
+        gather(parts, 0, &mut out[..self.headers]);
+        gather(parts, self.headers + cut.at, &mut out[self.headers..]);
+        let (headers, payload) = out.split_at_mut(self.headers);
+        let payload_sum = wire::checksum::sum(payload);
+        self.fix_headers(headers, out_len, cut, payload_sum);
         Some(Ok(out_len))
+    }
+
+    /// Cuts the next segment of the super-frame in `parts` (as given to
+    /// [`for_parts`](Self::for_parts)) without copying its payload: writes
+    /// the segment's headers, made its own (checksum over its payload in
+    /// `parts` included), into `header`, and returns their length and
+    /// where the segment's payload lies in the super-frame, for a link
+    /// that gathers the frame from parts (scatter-gather, as a NIC's TSO
+    /// engine reads the payload where it is). [`TooLong`] when the headers
+    /// do not fit `header` (that segment is skipped), `None` when all are
+    /// out.
+    pub fn next_header_from_parts(
+        &mut self,
+        parts: &[&[u8]],
+        header: &mut [u8],
+    ) -> Option<core::result::Result<(usize, core::ops::Range<usize>), TooLong>> {
+        let len = parts
+            .iter()
+            .fold(0usize, |sum, part| sum.saturating_add(part.len()));
+        if len < self.len {
+            return None;
+        }
+        let cut = self.next_cut()?;
+        let Some(out) = header.get_mut(..self.headers) else {
+            return Some(Err(TooLong));
+        };
+        gather(parts, 0, out);
+        let payload = self.headers + cut.at..self.headers + cut.at + cut.len;
+        let payload_sum = sum_of(parts, payload.clone());
+        self.fix_headers(out, self.headers + cut.len, cut, payload_sum);
+        Some(Ok((self.headers, payload)))
+    }
+
+    /// How many segments are left to cut.
+    pub fn segments_left(&self) -> usize {
+        let payload = self.len - self.headers;
+        payload.saturating_sub(self.offset).div_ceil(self.gso_size)
     }
 
     /// The next segment's share of the payload, if any is left.
@@ -421,26 +502,28 @@ impl Segmenter {
         Some(cut)
     }
 
-    /// Makes the copied headers of `out` (one whole segment) those of `cut`.
-    fn fix_headers(&self, out: &mut [u8], cut: Cut) {
+    /// Makes the copied `headers` those of `cut`, a segment of `seg_len`
+    /// bytes (headers and payload) whose payload sums to `payload_sum`.
+    fn fix_headers(&self, headers: &mut [u8], seg_len: usize, cut: Cut, payload_sum: u16) {
         let (src, dst) = if self.v6 {
-            self.fix_ipv6(out)
+            self.fix_ipv6(headers, seg_len)
         } else {
-            self.fix_ipv4(out, cut.index)
+            self.fix_ipv4(headers, seg_len, cut.index)
         };
-        let transport = &mut out[self.l4..];
+        let transport_len = seg_len - self.l4;
+        let transport = &mut headers[self.l4..];
         if self.tcp {
-            fix_tcp(transport, cut, &src, &dst);
+            fix_tcp(transport, transport_len, payload_sum, cut, &src, &dst);
         } else {
-            fix_udp(transport, &src, &dst);
+            fix_udp(transport, transport_len, payload_sum, &src, &dst);
         }
     }
 
     /// The IPv6 payload length of a segment (RFC 8200 §3; it fits 16 bits:
     /// `new` checked the longest segment's); its addresses.
-    fn fix_ipv6(&self, out: &mut [u8]) -> (IpAddr, IpAddr) {
-        let payload_len = out.len() - self.l3 - wire::ipv6::HEADER_LEN;
-        let mut packet = Ipv6Packet::new_unchecked(&mut out[self.l3..]);
+    fn fix_ipv6(&self, headers: &mut [u8], seg_len: usize) -> (IpAddr, IpAddr) {
+        let payload_len = seg_len - self.l3 - wire::ipv6::HEADER_LEN;
+        let mut packet = Ipv6Packet::new_unchecked(&mut headers[self.l3..]);
         packet.set_payload_len(payload_len as u16);
         (packet.src_addr().into(), packet.dst_addr().into())
     }
@@ -449,9 +532,9 @@ impl Segmenter {
     /// segment's number, as the kernel's `inet_gso_segment` does) and
     /// header checksum of a segment (RFC 791 §3.1; the length fits 16
     /// bits: `new` checked the longest segment's); its addresses.
-    fn fix_ipv4(&self, out: &mut [u8], index: u16) -> (IpAddr, IpAddr) {
-        let total_len = out.len() - self.l3;
-        let mut packet = Ipv4Packet::new_unchecked(&mut out[self.l3..]);
+    fn fix_ipv4(&self, headers: &mut [u8], seg_len: usize, index: u16) -> (IpAddr, IpAddr) {
+        let total_len = seg_len - self.l3;
+        let mut packet = Ipv4Packet::new_unchecked(&mut headers[self.l3..]);
         packet.set_total_len(total_len as u16);
         packet.set_ident(packet.ident().wrapping_add(index));
         packet.fill_checksum();
@@ -459,14 +542,41 @@ impl Segmenter {
     }
 }
 
-/// The sequence number, flags and checksum of one TCP `segment` (header
-/// and payload): its payload starts `cut.at` bytes after the super-frame's,
+/// Copies `out.len()` bytes of the concatenation of `parts`, from
+/// `offset` on, into `out` (the caller checked they are there).
+fn gather(parts: &[&[u8]], mut offset: usize, out: &mut [u8]) {
+    let mut filled = 0;
+    for part in parts {
+        if filled == out.len() {
+            break;
+        }
+        if offset >= part.len() {
+            offset -= part.len();
+            continue;
+        }
+        let take = (part.len() - offset).min(out.len() - filled);
+        out[filled..filled + take].copy_from_slice(&part[offset..offset + take]);
+        filled += take;
+        offset = 0;
+    }
+}
+
+/// The sequence number, flags and checksum of one TCP segment of
+/// `segment_len` bytes whose `header` this is and whose payload sums to
+/// `payload_sum`: its payload starts `cut.at` bytes after the super-frame's,
 /// so its sequence number is that much further (RFC 9293 §3.4); FIN and PSH
 /// belong to the end of the data (RFC 9293 §3.1, §3.9.1), CWR to the first
 /// segment after a congestion window reduction (RFC 3168 §6.1.2), as the
 /// kernel's `tcp_gso_segment` keeps them.
-fn fix_tcp(segment: &mut [u8], cut: Cut, src: &IpAddr, dst: &IpAddr) {
-    let mut packet = TcpPacket::new_unchecked(segment);
+fn fix_tcp(
+    header: &mut [u8],
+    segment_len: usize,
+    payload_sum: u16,
+    cut: Cut,
+    src: &IpAddr,
+    dst: &IpAddr,
+) {
+    let mut packet = TcpPacket::new_unchecked(&mut header[..]);
     let seq = packet.seq_number().wrapping_add(cut.at as u32);
     packet.set_seq_number(seq);
     let mut flags = packet.flags();
@@ -478,33 +588,71 @@ fn fix_tcp(segment: &mut [u8], cut: Cut, src: &IpAddr, dst: &IpAddr) {
     }
     packet.set_flags(flags);
     packet.set_checksum(0);
-    let checksum = transport_checksum(src, dst, IpProtocol::Tcp, packet.segment());
-    packet.set_checksum(checksum);
+    let checksum = transport_checksum(src, dst, IpProtocol::Tcp, header, segment_len, payload_sum);
+    TcpPacket::new_unchecked(header).set_checksum(checksum);
 }
 
-/// The length and checksum of one UDP `datagram` (header and payload).
-fn fix_udp(datagram: &mut [u8], src: &IpAddr, dst: &IpAddr) {
-    let len = datagram.len();
-    let mut packet = UdpPacket::new_unchecked(datagram);
+/// The length and checksum of one UDP datagram, of `datagram_len` bytes,
+/// whose `header` this is and whose payload sums to `payload_sum`.
+fn fix_udp(header: &mut [u8], datagram_len: usize, payload_sum: u16, src: &IpAddr, dst: &IpAddr) {
+    let mut packet = UdpPacket::new_unchecked(&mut header[..]);
     // RFC 768: the length of header and data (it fits 16 bits: the
     // segmenter checked its longest segment's lengths).
-    packet.set_len(len as u16);
+    packet.set_len(datagram_len as u16);
     packet.set_checksum(0);
     // RFC 768: a computed zero is sent as all ones (zero would mean "no
     // checksum", which IPv6 forbids, RFC 8200 §8.1).
-    let checksum = match transport_checksum(src, dst, IpProtocol::Udp, packet.datagram()) {
-        0 => 0xffff,
-        checksum => checksum,
-    };
-    packet.set_checksum(checksum);
+    let checksum =
+        match transport_checksum(src, dst, IpProtocol::Udp, header, datagram_len, payload_sum) {
+            0 => 0xffff,
+            checksum => checksum,
+        };
+    UdpPacket::new_unchecked(header).set_checksum(checksum);
 }
 
-/// The transport checksum of `segment` (header and payload, checksum field
-/// zero) under the pseudo-header of `src`, `dst` and `protocol` (RFC 9293
-/// §3.1, RFC 768, RFC 8200 §8.1).
-fn transport_checksum(src: &IpAddr, dst: &IpAddr, protocol: IpProtocol, segment: &[u8]) -> u16 {
-    let pseudo = wire::ip::pseudo_header(src, dst, protocol, segment.len() as u32);
-    wire::checksum::finish(wire::checksum::add(pseudo, wire::checksum::sum(segment)))
+/// The transport checksum of a segment of `len` bytes: its `header`
+/// (checksum field zero; a whole number of 16-bit words, so the payload's
+/// sum joins it unswapped) and a payload summing to `payload_sum`, under
+/// the pseudo-header of `src`, `dst` and `protocol` (RFC 9293 §3.1, RFC
+/// 768, RFC 8200 §8.1).
+fn transport_checksum(
+    src: &IpAddr,
+    dst: &IpAddr,
+    protocol: IpProtocol,
+    header: &[u8],
+    len: usize,
+    payload_sum: u16,
+) -> u16 {
+    let pseudo = wire::ip::pseudo_header(src, dst, protocol, len as u32);
+    wire::checksum::finish(wire::checksum::combine(&[
+        pseudo,
+        wire::checksum::sum(header),
+        payload_sum,
+    ]))
+}
+
+/// The ones'-complement sum of the bytes `range` of the concatenation of
+/// `parts` (RFC 1071 §2(B): a piece that starts at an odd offset adds its
+/// sum byte-swapped).
+fn sum_of(parts: &[&[u8]], range: core::ops::Range<usize>) -> u16 {
+    let (mut skip, mut left) = (range.start, range.len());
+    let (mut total, mut odd) = (0u16, false);
+    for part in parts {
+        if left == 0 {
+            break;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            continue;
+        }
+        let piece = &part[skip..part.len().min(skip + left)];
+        skip = 0;
+        left -= piece.len();
+        let sum = wire::checksum::sum(piece);
+        total = wire::checksum::add(total, if odd { sum.swap_bytes() } else { sum });
+        odd ^= piece.len() % 2 == 1;
+    }
+    total
 }
 
 /// Whether the frame's EtherType is IPv6 (or IPv4); anything else (a VLAN
@@ -854,6 +1002,48 @@ mod tests {
                     assert_eq!(ident, 0xfffeu16.wrapping_add(index as u16));
                 }
             }
+        }
+    }
+
+    /// Cutting a super-frame held in parts split at odd places, with the
+    /// payload left in place, makes the same segments as cutting a copy.
+    #[test]
+    fn segments_cut_in_place_from_parts_match_copied_ones() {
+        for (v6, tcp, gso, l4) in [
+            (false, true, Gso::TcpV4, 34u16),
+            (true, true, Gso::TcpV6, 54),
+            (true, false, Gso::UdpL4, 54),
+        ] {
+            let frame = super_frame(v6, tcp, &[], 0, 4001);
+            let header = gso_header(gso, 999, l4);
+            let expected = cut(&frame, &header);
+            let head_len = usize::from(l4) + if tcp { 20 } else { 8 } + 3;
+            let parts: Vec<&[u8]> = vec![
+                &frame[..head_len],
+                &frame[head_len..head_len + 1],
+                &frame[head_len + 1..2000],
+                &frame[2000..2001],
+                &frame[2001..],
+            ];
+            let mut segmenter = Segmenter::for_parts(&parts, &header).unwrap();
+            assert_eq!(segmenter.segments_left(), 5);
+            let mut headers = [0u8; 128];
+            let mut made = Vec::new();
+            while let Some(result) = segmenter.next_header_from_parts(&parts, &mut headers) {
+                let (len, payload) = result.unwrap();
+                let mut segment = headers[..len].to_vec();
+                segment.extend_from_slice(&frame[payload]);
+                assert_valid(&segment);
+                made.push(segment);
+            }
+            assert_eq!(made, expected, "v6 {v6} tcp {tcp}");
+            // Headers that do not fit are refused, segment by segment.
+            let mut segmenter = Segmenter::for_parts(&parts, &header).unwrap();
+            assert_eq!(
+                segmenter.next_header_from_parts(&parts, &mut [0u8; 20]),
+                Some(Err(TooLong))
+            );
+            assert_eq!(segmenter.segments_left(), 4);
         }
     }
 

@@ -54,6 +54,12 @@ pub enum BuildError {
     },
     #[error("node {node}: {source}")]
     Host { node: String, source: HostError },
+    #[error("interface {node}:{interface}: {source}")]
+    Offload {
+        node: String,
+        interface: String,
+        source: crate::iface::host::OffloadError,
+    },
     #[error("node {node}: {source}")]
     Tunnel {
         node: String,
@@ -205,6 +211,16 @@ pub fn build_host(
         node: node.name.clone(),
         source,
     })?;
+    for (index, spec) in node.interfaces.iter().enumerate() {
+        if !spec.offload.is_none() {
+            host.set_offload(crate::iface::route::InterfaceId(index), spec.offload)
+                .map_err(|source| BuildError::Offload {
+                    node: node.name.clone(),
+                    interface: spec.name.clone(),
+                    source,
+                })?;
+        }
+    }
     for tunnel in &node.tunnels {
         host.add_tunnel(tunnel.clone())
             .map_err(|source| BuildError::Tunnel {

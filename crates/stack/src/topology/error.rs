@@ -84,6 +84,13 @@ pub enum TopologyError {
         reason: String,
         at: At,
     },
+    #[error("interface {node}:{interface}: {reason}{at}")]
+    BadOffload {
+        node: String,
+        interface: String,
+        reason: String,
+        at: At,
+    },
     #[error("interface {node}:{interface} has MTU 0{at}")]
     ZeroMtu {
         node: String,
@@ -242,6 +249,7 @@ impl TopologyError {
             | DuplicateInterface { at, .. }
             | NoInterface { at, .. }
             | BadTunnel { at, .. }
+            | BadOffload { at, .. }
             | ZeroMtu { at, .. }
             | MtuBelowIpv6Minimum { at, .. }
             | MtuTooLarge { at, .. }

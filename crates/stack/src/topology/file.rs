@@ -116,6 +116,9 @@ pub(super) struct InterfaceFile {
     pub advertise: Vec<AdvertiseFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dad_transmits: Option<u32>,
+    /// `["tso", "gro"]`: `iface::offload::Offload::parse`'s names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offload: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -331,6 +334,12 @@ impl InterfaceFile {
                 .map(AdvertiseFile::from)
                 .collect(),
             dad_transmits: interface.dad_transmits,
+            offload: interface
+                .offload
+                .names()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
         }
     }
 }

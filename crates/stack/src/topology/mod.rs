@@ -20,6 +20,7 @@
 //! mac = "02:00:5e:00:53:01"       # default: derived from the names
 //! mtu = 1500                      # default 1500, at least 1280
 //! dad_transmits = 0               # RFC 4862 DupAddrDetectTransmits, default 1
+//! offload = ["tso", "gro"]        # segmentation / receive offload, default none
 //! ipv4 = "192.0.2.1/24"
 //! ipv6 = ["2001:db8:a::1/64"]
 //! [[router.interface.advertise]]
@@ -182,6 +183,9 @@ pub struct InterfaceSpec {
     pub advertise: Vec<PrefixAdvertisement>,
     /// DupAddrDetectTransmits (RFC 4862 §5.1); `None` for the default, 1.
     pub dad_transmits: Option<u32>,
+    /// Segmentation and receive offload (`offload = ["tso", "gro"]`),
+    /// none by default.
+    pub offload: crate::iface::offload::Offload,
 }
 
 /// A Prefix Information option a router sends (RFC 4861 §4.6.2).

@@ -413,6 +413,15 @@ fn interface_from_file(
         advertise.push(advertisement);
     }
 
+    let offload = crate::iface::offload::Offload::parse(&interface.offload).map_err(|reason| {
+        TopologyError::BadOffload {
+            node: node.to_owned(),
+            interface: name.clone(),
+            reason,
+            at,
+        }
+    })?;
+
     Ok(InterfaceSpec {
         name,
         mac,
@@ -421,6 +430,7 @@ fn interface_from_file(
         ipv6: interface.ipv6.clone(),
         advertise,
         dad_transmits: interface.dad_transmits,
+        offload,
     })
 }
 

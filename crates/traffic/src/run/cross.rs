@@ -113,7 +113,7 @@ fn start(
         let path = path.clone();
         return EndThreads::Reference(std::thread::spawn(move || {
             let pinned = cpu.is_some_and(crate::affinity::pin_current_checked);
-            let mut host = match reference_host(&path, side) {
+            let mut host = match reference_host(&path, side, peer.offload) {
                 Ok(host) => host,
                 Err(e) => {
                     let mut e = Some(e);
@@ -185,7 +185,12 @@ pub fn transfer(
     peer: KernelPeer,
     print_intervals: bool,
 ) -> Result<Vec<TransferReport>, TrafficError> {
-    let path = Arc::new(Path::create(peer.link, peer.mtu, ref_side(peer))?);
+    let path = Arc::new(Path::create(
+        peer.link,
+        peer.mtu,
+        ref_side(peer),
+        peer.offload.tso,
+    )?);
     let timestamp = Timestamp::now();
     let mut runs: Vec<FlowRun> = flows
         .iter()
@@ -222,7 +227,12 @@ pub fn transfer(
 /// reference stack: each server at the receiving end, each client at
 /// the sending one; one report per flow.
 pub fn echo(flows: &[EchoSpec], peer: KernelPeer) -> Result<Vec<EchoReport>, TrafficError> {
-    let path = Arc::new(Path::create(peer.link, peer.mtu, ref_side(peer))?);
+    let path = Arc::new(Path::create(
+        peer.link,
+        peer.mtu,
+        ref_side(peer),
+        peer.offload.tso,
+    )?);
     let runs: Vec<EchoRun> = flows
         .iter()
         .map(|spec| EchoRun::new(spec, &plan(&path, peer, spec.port, spec.family, spec.len)))

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use stack::buffer::PoolConfig;
 use stack::iface::host::{Host, HostConfig, InterfaceConfig};
+use stack::iface::offload::Offload;
 use stack::phy::packet::PacketLink;
 use stack::phy::tap::Tap;
 use stack::phy::Link;
@@ -62,6 +63,9 @@ pub struct KernelPeer {
     /// The path's MTU.
     pub mtu: u32,
     pub ref_end: RefEnd,
+    /// The reference host's interface offloads (`ethtool -K`); a TAP is
+    /// opened with virtio-net headers when TSO is on.
+    pub offload: Offload,
 }
 
 /// The path made for one transfer. Side A receives, side B sends (as in
@@ -75,7 +79,13 @@ pub(crate) enum Path {
 impl Path {
     /// Makes the path with the kernel's end configured and up; `ref_side`
     /// is the reference stack's.
-    pub(crate) fn create(link: PeerLink, mtu: u32, ref_side: Side) -> Result<Self, TrafficError> {
+    /// `vnet_header` opens a TAP with virtio-net headers (for TSO).
+    pub(crate) fn create(
+        link: PeerLink,
+        mtu: u32,
+        ref_side: Side,
+        vnet_header: bool,
+    ) -> Result<Self, TrafficError> {
         match link {
             PeerLink::Packet => {
                 let veth = VethPair::create(mtu)?;
@@ -90,7 +100,7 @@ impl Path {
                     scope
                         .spawn(|| {
                             ns.enter()?;
-                            Tap::open(ns.interface(), mtu as usize).map_err(|e| {
+                            Tap::open_with(ns.interface(), mtu as usize, vnet_header).map_err(|e| {
                                 TrafficError::io(format!("create TAP {}", ns.interface()), e)
                             })
                         })
@@ -193,8 +203,12 @@ fn wait_until_up(tap: &Tap) -> Result<(), TrafficError> {
 }
 
 /// A reference host at `side` of the path (on the host's own thread),
-/// with the addresses of that side.
-pub(crate) fn reference_host(path: &Path, side: Side) -> Result<Host, TrafficError> {
+/// with the addresses of that side and the interface's `offload`.
+pub(crate) fn reference_host(
+    path: &Path,
+    side: Side,
+    offload: Offload,
+) -> Result<Host, TrafficError> {
     let (link, name, mac) = path.reference_link(side)?;
     let mtu = link.mtu();
     let (IpAddr::V4(v4), IpAddr::V6(v6)) = (address(side, Family::V4), address(side, Family::V6))
@@ -220,6 +234,9 @@ pub(crate) fn reference_host(path: &Path, side: Side) -> Result<Host, TrafficErr
     let mut config = HostConfig::new("reference", false);
     config.pool = PoolConfig::for_mtu(mtu);
     config.seed = stack::random::os_seed();
-    Host::new(config, vec![interface], &[])
-        .map_err(|e| TrafficError::Invalid(format!("the reference host on {name}: {e}")))
+    let mut host = Host::new(config, vec![interface], &[])
+        .map_err(|e| TrafficError::Invalid(format!("the reference host on {name}: {e}")))?;
+    host.set_offload(stack::iface::route::InterfaceId(0), offload)
+        .map_err(|e| TrafficError::Invalid(format!("offload on {name}: {e}")))?;
+    Ok(host)
 }

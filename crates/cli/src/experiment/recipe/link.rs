@@ -65,6 +65,12 @@ const TOPOLOGIES: &[(&str, &str)] = &[
         "two-routers",
         include_str!("../../../../../topologies/two-routers.toml"),
     ),
+    // `unlimited` with TSO and GRO on both interfaces: the lab's
+    // offload-on row beside the per-packet one.
+    (
+        "unlimited-offload",
+        include_str!("../../../../../topologies/unlimited-offload.toml"),
+    ),
 ];
 
 impl Link {

@@ -80,9 +80,13 @@ impl Host {
                 return;
             };
             let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, 20, packet.flow(), 0);
-            Ipv4Packet::new_checked(head).and_then(|ip| {
-                Ipv4Repr::parse(&ip, ChecksumMode::Full).map(|r| (r, ip.header_len()))
-            })
+            if packet.offload().gso_size > 0 {
+                merged_ipv4_header(head, packet.len())
+            } else {
+                Ipv4Packet::new_checked(head).and_then(|ip| {
+                    Ipv4Repr::parse(&ip, ChecksumMode::Full).map(|r| (r, ip.header_len()))
+                })
+            }
         };
         let (repr, header_len) = match parsed {
             Ok(parsed) => parsed,
@@ -435,7 +439,14 @@ impl Host {
         };
         let header_len = wire::ipv4::HEADER_LEN + options.len();
         let ident = self.ipv4_ident;
-        self.ipv4_ident = self.ipv4_ident.wrapping_add(1);
+        // A TSO super-segment's wire segments take consecutive
+        // identifications from its own (as the segmenter writes them).
+        let gso_size = usize::from(payload.offload().gso_size);
+        let wire_segments = match gso_size {
+            0 => 1,
+            size => payload.len().div_ceil(size).max(1),
+        };
+        self.ipv4_ident = self.ipv4_ident.wrapping_add(wire_segments as u16);
         let repr = |payload_len: usize, frag_offset: usize, more_frags: bool| Ipv4Repr {
             src: send.src,
             dst: send.dst,
@@ -449,7 +460,9 @@ impl Host {
             payload_len,
             options,
         };
-        if header_len + payload.len() <= route.mtu {
+        // A TSO super-segment is never fragmented: the device stage cuts
+        // it into MSS-sized segments (`iface::offload`).
+        if header_len + payload.len() <= route.mtu || gso_size > 0 {
             let mut packet = payload;
             let len = packet.len();
             if self
@@ -855,4 +868,35 @@ fn option_kind(option: &wire::ipv4::Ipv4Option<'_>) -> u8 {
         wire::ipv4::Ipv4Option::Trace(_) => wire::trace_option::IPV4_OPTION_TYPE,
         wire::ipv4::Ipv4Option::Unknown { kind, .. } => *kind,
     }
+}
+
+/// The header of an IPv4 packet GRO merged (`iface::offload`), whose
+/// payload goes on past the head buffer `head` to `total` bytes in all:
+/// parsed as [`Ipv4Repr::parse`] does a whole packet (header checksum
+/// included), with the total length checked against `total`.
+fn merged_ipv4_header(head: &[u8], total: usize) -> wire::Result<(Ipv4Repr, usize)> {
+    let fixed = head
+        .get(..wire::ipv4::HEADER_LEN)
+        .ok_or(wire::Error::Truncated)?;
+    let header_len = Ipv4Packet::new_unchecked(fixed).header_len();
+    let header = head.get(..header_len).ok_or(wire::Error::Truncated)?;
+    if header_len < wire::ipv4::HEADER_LEN {
+        return Err(wire::Error::Malformed("IPv4 IHL below 5"));
+    }
+    if wire::checksum::checksum(header) != 0 {
+        return Err(wire::Error::Checksum);
+    }
+    let total_len = usize::from(Ipv4Packet::new_unchecked(header).total_len());
+    if total_len < header_len || total_len > total {
+        return Err(wire::Error::Truncated);
+    }
+    // The header alone, its total length its own, for the parser.
+    let mut copy = [0u8; 60];
+    let copy = &mut copy[..header_len];
+    copy.copy_from_slice(header);
+    Ipv4Packet::new_unchecked(&mut copy[..]).set_total_len(header_len as u16);
+    let ip = Ipv4Packet::new_checked(&copy[..])?;
+    let mut repr = Ipv4Repr::parse(&ip, ChecksumMode::Skip)?;
+    repr.payload_len = total_len - header_len;
+    Ok((repr, header_len))
 }

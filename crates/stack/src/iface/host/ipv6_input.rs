@@ -78,10 +78,20 @@ impl Host {
                 self.count_drop("ipv6_truncated");
                 return;
             };
-            let Ok(ip) = Ipv6Packet::new_checked(head) else {
+            // The payload may go on past the head buffer (a segment GRO
+            // merged, `iface::offload`): its length is checked against
+            // the whole packet.
+            let Some(fixed) = head.get(..wire::ipv6::HEADER_LEN) else {
                 self.count_drop("ipv6_truncated");
                 return;
             };
+            let ip = Ipv6Packet::new_unchecked(fixed);
+            if ip.version() != wire::ipv6::VERSION
+                || wire::ipv6::HEADER_LEN + usize::from(ip.payload_len()) > packet.len()
+            {
+                self.count_drop("ipv6_truncated");
+                return;
+            }
             (
                 Ipv6Meta {
                     interface,

@@ -175,7 +175,9 @@ impl Host {
         }
         let unfragmentable = if send.router_alert { 8 } else { 0 };
         let total = wire::ipv6::HEADER_LEN + unfragmentable + payload.len();
-        if total <= route.mtu {
+        // A TSO super-segment is made of MSS-sized segments the device
+        // stage cuts (`iface::offload`): it is never fragmented.
+        if total <= route.mtu || payload.offload().gso_size > 0 {
             if self
                 .ipv6_prepend_headers(&mut payload, &send, next_header)
                 .is_err()

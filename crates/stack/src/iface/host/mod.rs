@@ -28,6 +28,7 @@
 mod dump;
 mod fragment_flows;
 mod fragmentation;
+mod gro;
 mod icmpv4;
 mod icmpv6;
 mod igmp;
@@ -59,6 +60,7 @@ use wire::ip::IpProtocol;
 pub use crate::socket::tcp::sockets::TcpHandle;
 pub use dump::{HostState, InterfaceState, TunnelState};
 pub use fragmentation::Fragmentation;
+pub use gro::{GroCounters, OffloadError};
 use link_sockets::FrameAddresses;
 pub use link_sockets::LinkOpenError;
 pub use multicast::{
@@ -329,6 +331,12 @@ pub struct Host {
     /// Tunnels over this host's own IPv4 (`iface::tunnel`), each with its
     /// interface in `interfaces`.
     tunnels: Vec<crate::iface::tunnel::Tunnel>,
+    /// The payload per wire segment of the super-segment `tcp_output`
+    /// hands `tcp_emit` next (segmentation offload), 0 for none.
+    tcp_gso_size: u16,
+    /// The packet receive coalescing holds (`gro`).
+    gro: Option<gro::Held>,
+    gro_counters: GroCounters,
 }
 
 impl Host {
@@ -437,6 +445,9 @@ impl Host {
             scratch: vec![0; 65_536 + 64],
             reclaim: memory::Reclaim::default(),
             tunnels: Vec::new(),
+            tcp_gso_size: 0,
+            gro: None,
+            gro_counters: GroCounters::default(),
         };
         host.ipv4_ident = host.rng.next_u64() as u16;
         host.tcp_isn = IsnGenerator::new([host.rng.next_u64(), host.rng.next_u64()]);
@@ -921,6 +932,8 @@ impl Host {
                 let arrived = link.received_at();
                 self.link_input(now, InterfaceId(index), packet, arrived);
             }
+            // The end of the link's batch: what GRO holds goes on.
+            self.gro_flush();
         }
     }
 
@@ -1094,7 +1107,7 @@ impl Host {
                     self.count_drop("ip_bad_version");
                     return;
                 }
-                self.enqueue_ip_input(interface, packet, link_multicast);
+                self.gro_input(interface, packet, link_multicast);
             }
             other => match addresses {
                 Some(addresses) if u16::from(other) == wire::xtp::ETHERTYPE => {

@@ -49,7 +49,8 @@ impl Host {
             return;
         };
         let (src, dst) = (meta.src(), meta.dst());
-        {
+        // GRO verified a merged segment's checksum segment by segment.
+        if !packet.offload().csum_verified {
             let _span = probe::span(
                 CHECKSUM_ENTER,
                 CHECKSUM_EXIT,
@@ -254,6 +255,9 @@ impl Host {
                         let Some(out) = conn.poll_output(now) else {
                             break;
                         };
+                        // A super-segment (segmentation offload): for
+                        // `tcp_emit`, which takes it.
+                        self.tcp_gso_size = conn.gso_size(&out);
                         (conn.flow(), conn.local(), conn.remote(), out)
                     }
                     TcpSocket::Listener(listener) => {
@@ -325,6 +329,8 @@ impl Host {
             0,
         );
         let (src, dst) = (local.ip(), remote.ip());
+        // Set by `tcp_output` for a super-segment of segmentation offload.
+        let gso_size = std::mem::take(&mut self.tcp_gso_size);
         let Ok(mut packet) = Packet::new(&self.pool, flow) else {
             self.count_drop("tcp_no_buffer");
             return;
@@ -351,7 +357,17 @@ impl Host {
             self.count_drop("tcp_emit_failed");
             return;
         }
-        {
+        if gso_size > 0 {
+            // A super-segment's checksum is left partial, the
+            // pseudo-header sum only (Linux's CHECKSUM_PARTIAL): the device
+            // stage completes each wire segment's (`iface::offload`).
+            let partial = pseudo_header(src, dst, IpProtocol::Tcp, total);
+            header[16..18].copy_from_slice(&partial.to_be_bytes());
+            packet.set_offload(crate::buffer::PacketOffload {
+                gso_size,
+                csum_verified: false,
+            });
+        } else {
             // The header is a whole number of 32-bit words, so the
             // payload's sum joins it without a byte swap.
             let _span = probe::span(CHECKSUM_ENTER, CHECKSUM_EXIT, total as u32, flow, 0);
@@ -427,6 +443,10 @@ impl Host {
             return;
         }
         slot.path_mtu_seen = Some(changes);
+        let offload = self.tcp_path_offload(now, index);
+        if let Some(conn) = self.tcp_connection_at(index) {
+            conn.set_segment_offload(offload);
+        }
         let Some(mss) = self.tcp_path_mss(now, index) else {
             return;
         };
@@ -455,6 +475,23 @@ impl Host {
         };
         let mss = usize::from(options::mss_for_mtu(mtu, remote.is_ipv6()));
         Some(mss.saturating_sub(trace_option))
+    }
+
+    /// Whether connection `index`'s route leaves by an interface with
+    /// segmentation offload on (an Ethernet one: the device stage cuts
+    /// Ethernet frames).
+    fn tcp_path_offload(&mut self, now: Instant, index: usize) -> bool {
+        let Some(TcpSocket::Connection(conn)) = self.tcp.get(index).map(|s| &s.socket) else {
+            return false;
+        };
+        let (flow, remote) = (conn.flow(), conn.remote().ip());
+        let interface = match remote {
+            IpAddr::V6(dst) => self.ipv6_route(now, dst, None, flow).map(|r| r.interface),
+            IpAddr::V4(dst) => self.ipv4_route(now, dst, flow).map(|r| r.interface),
+        };
+        interface
+            .and_then(|id| self.interfaces.get(id.0))
+            .is_some_and(|i| i.offload.tso && i.medium == crate::phy::Medium::Ethernet)
     }
 
     fn tcp_connection_at(&mut self, index: usize) -> Option<&mut Connection> {

@@ -361,6 +361,22 @@ impl<L: Link> Link for Captured<L> {
         self.inner.transmit(now, parts)
     }
 
+    fn takes_gso(&self) -> bool {
+        self.inner.takes_gso()
+    }
+
+    /// As [`transmit`](Link::transmit): the super-frame is recorded whole
+    /// when the interface says it left, as a capture on a Linux interface
+    /// with segmentation offload sees it.
+    fn transmit_gso(
+        &mut self,
+        now: Instant,
+        header: &super::vnet::VnetHeaderRepr,
+        parts: &[&[u8]],
+    ) -> Result<(), LinkError> {
+        self.inner.transmit_gso(now, header, parts)
+    }
+
     fn transmitted(&mut self, now: Instant, parts: &[&[u8]]) {
         self.inner.transmitted(now, parts);
         self.record(now, Direction::Outbound, parts);

@@ -293,6 +293,9 @@ pub struct Connection {
     small_segment_unacked: bool,
     counters: TcpCounters,
     flow: Flow,
+    /// Segmentation offload on the route's interface: new data goes out
+    /// in super-segments of up to 64 KiB (`iface::offload`).
+    tso: bool,
 }
 
 impl Connection {
@@ -372,6 +375,7 @@ impl Connection {
             small_segment_unacked: false,
             counters: TcpCounters::default(),
             flow,
+            tso: false,
         }
     }
 
@@ -1176,10 +1180,18 @@ impl Connection {
             // for at least every second full-sized one; the sender's
             // segment size after options is not known here, so every
             // data segment counts), otherwise within the delayed-ACK time.
-            self.unacked_segments += 1;
-            self.largest_segment = self.largest_segment.max(payload.len());
-            if payload.len() < self.largest_segment {
-                self.small_segment_unacked = true;
+            // A segment receive offload merged counts as the full-sized
+            // segments it holds.
+            let mss = usize::from(self.local_options.mss).max(1);
+            let segments = payload.len().div_ceil(mss).max(1);
+            self.unacked_segments = self
+                .unacked_segments
+                .saturating_add(u32::try_from(segments).unwrap_or(u32::MAX));
+            if segments == 1 {
+                self.largest_segment = self.largest_segment.max(payload.len());
+                if payload.len() < self.largest_segment {
+                    self.small_segment_unacked = true;
+                }
             }
             if self.unacked_segments >= 2 {
                 self.ack_now = true;
@@ -1433,7 +1445,13 @@ impl Connection {
             _ => window.saturating_sub(flight),
         };
         let mss = self.payload_mss();
-        let mut len = unsent.min(mss).min(room);
+        let mut len = unsent.min(self.segment_limit(mss)).min(room);
+        if len > mss && len < unsent {
+            // A super-segment is cut at MSS boundaries: one the window
+            // cuts short ends on a whole segment, so no small one is sent
+            // in the middle of the data (Linux's `tcp_mss_split_point`).
+            len -= len % mss;
+        }
         // Nagle (RFC 9293 §3.7.4) with Minshall's modification, as Linux
         // has it (tcp_minshall_check): hold a small segment only while an
         // earlier small one is unacknowledged, unless it is the last
@@ -1487,7 +1505,8 @@ impl Connection {
         self.decorate(&mut repr, now);
         let seq = self.snd_nxt;
         self.snd_nxt = seq + len + usize::from(fin);
-        if len > 0 && len < mss {
+        if len % mss != 0 {
+            // Its last (or only) wire segment is a small one.
             self.small_sent_end = Some(self.snd_nxt);
         }
         if self.snd_nxt > self.snd_max {
@@ -1640,6 +1659,35 @@ impl Connection {
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
         Some(Outgoing { repr, payload })
+    }
+
+    /// Turns segmentation offload on or off (the host does, from the
+    /// route's interface).
+    pub fn set_segment_offload(&mut self, on: bool) {
+        self.tso = on;
+    }
+
+    /// The most payload one segment of new data carries: one MSS, or
+    /// with segmentation offload a super-segment of whole MSS up to 64
+    /// KiB.
+    fn segment_limit(&self, mss: usize) -> usize {
+        if self.tso {
+            crate::iface::offload::tso_max_payload(mss)
+        } else {
+            mss
+        }
+    }
+
+    /// The payload of each wire segment of `out` if it is a super-segment
+    /// (longer than one MSS, from [`poll_output`](Self::poll_output) just
+    /// now), else 0.
+    pub fn gso_size(&self, out: &Outgoing) -> u16 {
+        let mss = self.payload_mss();
+        if self.tso && out.repr.payload_len > mss {
+            u16::try_from(mss).unwrap_or(0)
+        } else {
+            0
+        }
     }
 
     fn send_mss(&self) -> usize {
