@@ -77,9 +77,7 @@ fn echo_client(count: u64, answered: Arc<AtomicU64>) -> WorkloadFactory {
             if answered.load(Ordering::Relaxed) == count {
                 threaded::awaiting(false);
                 idle_until = Some(now + IDLE_AFTER);
-                return Progress::Running {
-                    next: idle_until,
-                };
+                return Progress::Running { next: idle_until };
             }
             threaded::awaiting(true);
             if !outstanding {
