@@ -246,7 +246,9 @@ enum Command {
     /// loss; --rate
     /// paces UDP/raw points only (TCP points run once, unpaced). Delay:
     /// request/response echoes, round trips of all reps pooled (mean,
-    /// p50/p90/p99 nearest-rank, min, max, a log histogram in the JSON).
+    /// p50/p90/p99 nearest-rank, min, max, a log histogram in the JSON)
+    /// and, on the reference stack's threaded runner, the naps: times a
+    /// host thread blocked inside a measured exchange (0 expected).
     /// --load N runs N CPU-bound processes throughout.
     ///
     /// Every point is checked before the first runs. Output: a progress

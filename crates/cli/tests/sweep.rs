@@ -318,7 +318,15 @@ fn reference_stack_tcp_delay_sweep_has_its_percentiles() {
         // Four 100 us wire crossings per round trip on the default network.
         assert!(f(&p["min_us"]) >= 400.0, "{p}");
         assert!(f(&p["p50_us"]) <= f(&p["p99_us"]));
+        // No host thread of the threaded runner blocked inside a measured
+        // exchange, in either repetition.
+        assert_eq!(p["runner_naps"], 0, "{p}");
+        for rep in p["per_rep"].as_array().unwrap() {
+            assert_eq!(rep["runner_naps"], 0, "{p}");
+        }
     }
+    let (header, _) = read_csv(&out.0);
+    assert!(header.iter().any(|h| h == "runner_naps"));
 }
 
 #[test]

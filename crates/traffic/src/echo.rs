@@ -23,6 +23,10 @@ pub struct EchoReport {
     pub lost: u64,
     /// Answers that differed from the request.
     pub corrupted: u64,
+    /// Times the reference stack's threaded runner put a thread to sleep
+    /// inside a measured exchange, over the run (every circuit's; docs/
+    /// stack.md, "Runners"); `None` for the kernel and the simulator.
+    pub runner_naps: Option<u64>,
 }
 
 /// How long a datagram client waits for one answer before counting the

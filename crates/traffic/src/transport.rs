@@ -273,4 +273,24 @@ pub trait Transport {
     /// wait for changed (an address published, a side finished). Stacks
     /// whose threads wait on sockets need nothing.
     fn notify(&mut self) {}
+
+    /// Says whether this end is in a series of request/response
+    /// exchanges (delay mode's client, from its start to its last
+    /// answer): a runner that would otherwise put its threads to sleep
+    /// between polls keeps them polling meanwhile, so no exchange waits
+    /// for a thread to wake. Stacks that run in their own threads (the
+    /// kernel's) need nothing.
+    fn awaiting(&mut self, _on: bool) {}
+
+    /// One measured exchange begins (`true`: its request is offered) or
+    /// ends (`false`: its answer is in), so the runner can count the naps
+    /// its threads took inside it ([`naps_in_exchanges`](Self::naps_in_exchanges)).
+    fn exchange(&mut self, _in_flight: bool) {}
+
+    /// Times a runner thread of this stack blocked inside a measured
+    /// exchange, over the run so far; `None` where the stack has no such
+    /// runner (the kernel's).
+    fn naps_in_exchanges(&self) -> Option<u64> {
+        None
+    }
 }

@@ -120,3 +120,38 @@ fn kernel_echo_circuits_run_at_once_each_on_its_port() {
         }
     }
 }
+
+fn topology(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../topologies")
+        .join(name)
+}
+
+#[test]
+fn reference_tcp_request_response_takes_no_runner_nap_inside_an_exchange() {
+    // 1-byte TCP request/response on the threaded runner: no host thread
+    // may block inside a measured exchange (a wake-up in the round trip),
+    // on two hosts alone (as many threads as this machine's CPUs) or on
+    // the default network, host-a — router — host-b, with 100 µs wires
+    // (three threads, more than two CPUs). A count, not a time.
+    let cases = [(Some(topology("unlimited.toml")), 2000), (None, 400)];
+    for (topology, count) in cases {
+        let report = run::echo(
+            &spec(Protocol::Tcp, Family::V6, 1, count, 7),
+            &Target::Reference(topology.clone()),
+        )
+        .expect("echo");
+        assert_all_answered(&report);
+        assert_eq!(report.runner_naps, Some(0), "{topology:?}");
+    }
+}
+
+#[test]
+fn the_kernel_has_no_runner_naps_to_report() {
+    let report = run::echo(
+        &spec(Protocol::Tcp, Family::V6, 1, 50, 15_140),
+        &Target::Kernel(KernelPath::Loopback),
+    )
+    .expect("echo");
+    assert_eq!(report.runner_naps, None);
+}

@@ -16,6 +16,7 @@
 //! simulator's loop, on a thread of its own in the threaded runner).
 
 pub mod blocking;
+mod exchange;
 mod idle;
 #[cfg(target_os = "linux")]
 pub mod realtime;

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Duration;
 
+use super::exchange::{Exchanges, Marks};
 use super::idle::Idle;
 pub use super::idle::{SPIN_BEFORE_BLOCK, WAKE_AHEAD_MAX, WAKE_AHEAD_MIN};
 use super::wake::{self, HostWaker};
@@ -138,6 +139,9 @@ pub struct HostReport {
     /// outran it).
     pub late_wakes: u64,
     pub latest_late_wake: Duration,
+    /// Blocks of this thread that began or ended while a measured
+    /// request/response exchange was in flight ([`exchange_begins`]).
+    pub naps_in_exchanges: u64,
     /// The probe records of the measured part, when the run was traced.
     pub trace: Option<ThreadTrace>,
 }
@@ -169,6 +173,52 @@ pub struct RunOptions {
 thread_local! {
     /// The wakers of the run's other hosts, for [`wake_peers`].
     static PEERS: RefCell<Vec<Arc<HostWaker>>> = const { RefCell::new(Vec::new()) };
+    /// This host thread's exchange marks ([`awaiting`], [`exchange_begins`]).
+    static MARKS: RefCell<Option<Marks>> = const { RefCell::new(None) };
+}
+
+/// Says whether the calling host's workload awaits answers: it is in a
+/// series of request/response exchanges, from before its first request
+/// to after its last answer. While any host of the run awaits, no host
+/// thread blocks in [`Poll::Spin`] (each keeps polling, yielding the CPU
+/// between polls), so no exchange waits for a thread to wake; the first
+/// `awaiting(true)` of a host wakes every thread of the run. The runner
+/// clears it when the workload is done. Does nothing outside a threaded
+/// run.
+pub fn awaiting(on: bool) {
+    let woke = MARKS.with(|m| m.borrow().as_ref().is_some_and(|m| m.set_awaiting(on)));
+    if woke {
+        wake_peers();
+    }
+}
+
+/// A measured exchange begins on the calling host (its request is
+/// offered): a block of any host thread of the run that begins or ends
+/// before [`exchange_ends`] is counted as a nap in an exchange
+/// ([`HostReport::naps_in_exchanges`], [`naps_in_exchanges`]). Does
+/// nothing outside a threaded run.
+pub fn exchange_begins() {
+    MARKS.with(|m| {
+        if let Some(m) = m.borrow().as_ref() {
+            m.set_in_flight(true);
+        }
+    });
+}
+
+/// The calling host's measured exchange is over (its answer is in).
+pub fn exchange_ends() {
+    MARKS.with(|m| {
+        if let Some(m) = m.borrow().as_ref() {
+            m.set_in_flight(false);
+        }
+    });
+}
+
+/// Naps in exchanges over the calling host's run so far, every thread's
+/// (a block still going on is counted when it ends); `None` outside a
+/// threaded run.
+pub fn naps_in_exchanges() -> Option<u64> {
+    MARKS.with(|m| m.borrow().as_ref().map(|m| m.run().naps()))
 }
 
 /// Wakes every other host thread of the calling host's run: a workload
@@ -218,6 +268,7 @@ pub fn run_with(
         .count();
     let running = Arc::new(AtomicUsize::new(with_work));
     let epoch = Arc::new(OnceLock::new());
+    let exchanges = Exchanges::new();
     let hub_threads: Vec<_> = (0..hubs)
         .map(|index| {
             let hub = builder.hub(topology, index);
@@ -227,6 +278,8 @@ pub fn run_with(
                 measure: Arc::clone(&measure),
                 epoch: Arc::clone(&epoch),
                 running: Arc::clone(&running),
+                exchanges: Arc::clone(&exchanges),
+                spin: options.poll == Poll::Spin,
                 warmup,
                 end: warmup + duration,
             };
@@ -244,6 +297,7 @@ pub fn run_with(
         let running = Arc::clone(&running);
         let wakers = Arc::clone(&wakers);
         let epoch = Arc::clone(&epoch);
+        let exchanges = Arc::clone(&exchanges);
         let trace_capacity = options.trace_capacity;
         let mode = options.poll;
         threads.push(std::thread::spawn(move || {
@@ -255,6 +309,7 @@ pub fn run_with(
                     .map(|(_, w)| Arc::clone(w))
                     .collect();
             });
+            MARKS.with(|m| *m.borrow_mut() = Some(Marks::new(Arc::clone(&exchanges))));
             // The last workload to finish wakes every thread to end.
             let finished = || {
                 if running.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -281,7 +336,7 @@ pub fn run_with(
                 let mut host = host?;
                 host.set_wall_clock(move || Instant::from_nanos(clock.elapsed().as_nanos() as u64));
                 let warm_end = Instant::from_nanos(warmup.as_nanos() as u64);
-                let mut idle = Idle::new(Poll::Block, &host);
+                let mut idle = Idle::new(Poll::Block, &host, Arc::clone(&exchanges));
                 while clock.elapsed() < warmup {
                     let t = now();
                     host.poll(t);
@@ -315,7 +370,7 @@ pub fn run_with(
             let end = Instant::from_nanos((warmup + duration).as_nanos() as u64);
             let mut polls = 0u64;
             // With the head start the warm-up learnt.
-            let mut idle = Idle::new(mode, &host);
+            let mut idle = Idle::new(mode, &host, Arc::clone(&exchanges));
             idle.wake_ahead = wake_ahead;
             while clock.elapsed() < warmup + duration && running.load(Ordering::Acquire) > 0 {
                 let t = now();
@@ -324,6 +379,9 @@ pub fn run_with(
                     match work(&mut host, t) {
                         Progress::Done => {
                             workload = None;
+                            // A workload that stopped mid-series (failed)
+                            // must not keep the run awake.
+                            MARKS.with(|m| m.borrow().as_ref().map(Marks::clear));
                             finished();
                         }
                         Progress::Running { next } => next_work = next,
@@ -334,6 +392,7 @@ pub fn run_with(
                 idle.after_poll(&host, t, next_work, end, now);
             }
             PEERS.with(|peers| peers.borrow_mut().clear());
+            MARKS.with(|m| m.borrow_mut().take());
             Ok(HostReport {
                 name: host.name().to_string(),
                 counters: counters_since(&before, host.counters()),
@@ -350,6 +409,7 @@ pub fn run_with(
                 blocked: idle.blocked,
                 late_wakes: idle.late_wakes,
                 latest_late_wake: idle.latest_late,
+                naps_in_exchanges: idle.naps_in_exchanges,
                 trace: trace_capacity.map(|_| ThreadTrace {
                     thread: probe::thread_id(),
                     records: probe::drain_thread(),
@@ -376,18 +436,23 @@ struct HubRun {
     measure: Arc<Barrier>,
     epoch: Arc<OnceLock<std::time::Instant>>,
     running: Arc<AtomicUsize>,
+    exchanges: Arc<Exchanges>,
+    /// [`Poll::Spin`]: polls instead of blocking while a host awaits.
+    spin: bool,
     warmup: Duration,
     end: Duration,
 }
 
 impl HubRun {
     /// Repeats frames through warm-up and the measured part, blocking
-    /// until a frame is pushed towards a port or the next one arrives.
+    /// until a frame is pushed towards a port or the next one arrives —
+    /// polling instead while a host awaits an answer, as host threads do.
     fn repeat(self, mut hub: crate::phy::Hub) {
         self.waker.register();
         wake::precise_timers();
         self.start.wait();
         let clock = *self.epoch.get_or_init(std::time::Instant::now);
+        let exchanges = &self.exchanges;
         let repeat_until = |hub: &mut crate::phy::Hub, until: Duration, stop: &dyn Fn() -> bool| {
             let now = || Instant::from_nanos(clock.elapsed().as_nanos() as u64);
             while clock.elapsed() < until && !stop() {
@@ -397,8 +462,17 @@ impl HubRun {
                     .next_deadline()
                     .map_or(left, |next| next.saturating_duration_since(now()))
                     .min(left);
-                if !wait.is_zero() {
-                    wake::park(Some(wait));
+                if wait.is_zero() {
+                    continue;
+                }
+                if self.spin && exchanges.awaiting() {
+                    std::thread::yield_now();
+                    continue;
+                }
+                let overlapped = exchanges.in_flight();
+                wake::park(Some(wait));
+                if overlapped || exchanges.in_flight() {
+                    exchanges.count_nap();
                 }
             }
         };

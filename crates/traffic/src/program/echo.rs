@@ -96,6 +96,11 @@ pub struct Exchanges {
     pub lost: u64,
     pub corrupted: u64,
     pub facts: SocketFacts,
+    /// Times the stack's runner put a thread to sleep inside a measured
+    /// exchange, over the run until the last answer
+    /// ([`Transport::naps_in_exchanges`]); `None` where the stack has no
+    /// such runner.
+    pub runner_naps: Option<u64>,
 }
 
 /// The server: echoes every byte (stream) or datagram back until the
@@ -377,7 +382,8 @@ impl<N: Transport> EchoClient<N> {
         }
     }
 
-    fn done(&mut self) -> Step<Exchanges> {
+    fn done(&mut self, net: &mut N) -> Step<Exchanges> {
+        self.exchanges.runner_naps = net.naps_in_exchanges();
         self.shared.rendezvous.sender_finished();
         Step::Done(Ok(std::mem::take(&mut self.exchanges)))
     }
@@ -396,10 +402,16 @@ impl<N: Transport> EchoClient<N> {
         let len = spec.len;
         if self.seq == spec.count {
             net.close(conn);
-            return self.done();
+            return self.done(net);
         }
         let request = self.shared.pattern.shared(self.seq * len as u64, len);
-        let began_at = *began.get_or_insert_with(|| net.now());
+        let began_at = match *began {
+            Some(at) => at,
+            None => {
+                net.exchange(true);
+                *began.insert(net.now())
+            }
+        };
         let writing = *written < len;
         while *written < len {
             let sent = if *written == 0 {
@@ -448,6 +460,7 @@ impl<N: Transport> EchoClient<N> {
             self.exchanges
                 .rtt_ns
                 .push((net.now() - began_at).as_nanos() as u64);
+            net.exchange(false);
             if self.answer[..len] != *request {
                 self.exchanges.corrupted += 1;
             }
@@ -460,7 +473,7 @@ impl<N: Transport> EchoClient<N> {
                 // connects anew.
                 net.close(conn);
                 if self.seq == spec.count {
-                    return self.done();
+                    return self.done(net);
                 }
                 self.state = Asking::Peer(Channel::Stream);
             }
@@ -499,7 +512,7 @@ impl<N: Transport> EchoClient<N> {
                 let _ = net.send_to(socket, &self.request, dest);
             }
             net.close_datagrams(socket);
-            return self.done();
+            return self.done(net);
         }
         let Some(at) = *sent else {
             datagram::write(
@@ -512,6 +525,7 @@ impl<N: Transport> EchoClient<N> {
             let now = net.now();
             return match net.send_to(socket, &self.request, dest) {
                 Ok(true) => {
+                    net.exchange(true);
                     *sent = Some(now);
                     // The answer cannot be here yet: wait for it.
                     Step::Wait(Some(now + wait))
@@ -531,6 +545,7 @@ impl<N: Transport> EchoClient<N> {
             match datagram::check(answer, &self.shared.pattern) {
                 Ok(h) if h.kind == Kind::Echo && h.seq == self.seq && answer.len() == spec.len => {
                     self.exchanges.rtt_ns.push(elapsed.as_nanos() as u64);
+                    net.exchange(false);
                     self.seq += 1;
                     *sent = None;
                     return Step::Again;
@@ -541,6 +556,7 @@ impl<N: Transport> EchoClient<N> {
             }
         }
         if (net.now() - at) > wait {
+            net.exchange(false);
             self.exchanges.lost += 1;
             self.seq += 1;
             *sent = None;
@@ -553,7 +569,23 @@ impl<N: Transport> EchoClient<N> {
 impl<N: Transport> Program<N> for EchoClient<N> {
     type Output = Exchanges;
 
+    /// Awaiting answers from the first step to the last (the runner keeps
+    /// its threads awake meanwhile), whether the series ends well or not.
     fn step(&mut self, net: &mut N) -> Step<Exchanges> {
+        if matches!(self.state, Asking::Start) {
+            net.awaiting(true);
+        }
+        let step = self.ask(net);
+        if matches!(step, Step::Done(_)) {
+            net.exchange(false);
+            net.awaiting(false);
+        }
+        step
+    }
+}
+
+impl<N: Transport> EchoClient<N> {
+    fn ask(&mut self, net: &mut N) -> Step<Exchanges> {
         if self.shared.rendezvous.failed() {
             return peer_failed();
         }
@@ -592,6 +624,7 @@ impl<N: Transport> Program<N> for EchoClient<N> {
                             // sends it after its handshake), the clock
                             // running from the connect call.
                             Ok(conn) if self.shared.spec.connect_each => {
+                                net.exchange(true);
                                 if self.seq == 0 {
                                     self.exchanges.facts = net.stream_facts(conn);
                                 }

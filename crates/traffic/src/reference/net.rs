@@ -567,6 +567,22 @@ impl Transport for Host {
     fn notify(&mut self) {
         stack::runner::threaded::wake_peers();
     }
+
+    fn awaiting(&mut self, on: bool) {
+        stack::runner::threaded::awaiting(on);
+    }
+
+    fn exchange(&mut self, in_flight: bool) {
+        if in_flight {
+            stack::runner::threaded::exchange_begins();
+        } else {
+            stack::runner::threaded::exchange_ends();
+        }
+    }
+
+    fn naps_in_exchanges(&self) -> Option<u64> {
+        stack::runner::threaded::naps_in_exchanges()
+    }
 }
 
 /// `local` with port 0: a sender's socket, which needs no bind.

@@ -175,6 +175,7 @@ impl EchoRun {
             rtt_ns: exchanges.rtt_ns,
             lost: exchanges.lost,
             corrupted: exchanges.corrupted,
+            runner_naps: exchanges.runner_naps,
         })
     }
 }

@@ -184,5 +184,6 @@ fn delay(d: &DelayPoint, cols: &mut Vec<(&'static str, Cell)>) {
         ("p90_us", Cell::opt_float(d.p90_us, US)),
         ("p99_us", Cell::opt_float(d.p99_us, US)),
         ("max_us", Cell::opt_float(rtt.map(|s| s.max), US)),
+        ("runner_naps", Cell::opt_int(d.runner_naps)),
     ]);
 }

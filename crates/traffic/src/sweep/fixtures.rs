@@ -95,5 +95,6 @@ pub fn echo(rtt_ns: Vec<u64>, lost: u64, corrupted: u64) -> EchoReport {
         rtt_ns,
         lost,
         corrupted,
+        runner_naps: None,
     }
 }

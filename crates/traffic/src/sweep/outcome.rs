@@ -364,6 +364,8 @@ pub struct EchoRep {
     pub mean_us: Option<f64>,
     pub lost: u64,
     pub corrupted: u64,
+    /// Runner naps inside measured exchanges ([`EchoReport::runner_naps`]).
+    pub runner_naps: Option<u64>,
 }
 
 /// Round trips pooled over some series: what a delay point and each of
@@ -455,6 +457,10 @@ pub struct DelayPoint {
     /// over the repetitions: what the CI target judges (the pooled samples
     /// of one series are not independent draws; the series are).
     pub rep_mean_us: Option<Summary>,
+    /// Times the threaded runner put a thread to sleep inside a measured
+    /// exchange, summed over the repetitions; `None` where there is no
+    /// such runner (the kernel, the simulator).
+    pub runner_naps: Option<u64>,
     /// Per circuit, when the point runs several echo series at once.
     pub circuits: Vec<DelayCircuit>,
     pub problems: Vec<String>,
@@ -536,6 +542,10 @@ impl DelayPoint {
             p99_us: figures.p99_us,
             histogram: Histogram::of(&pooled),
             rep_mean_us: figures.rep_mean_us,
+            runner_naps: reps
+                .iter()
+                .filter_map(|rep| rep_naps(rep))
+                .fold(None, |sum, n| Some(sum.unwrap_or(0) + n)),
             circuits,
             problems,
             run: PointRun::default(),
@@ -546,10 +556,17 @@ impl DelayPoint {
                     mean_us: Some(Self::rep_mean_us(rep)).filter(|m| m.is_finite()),
                     lost: rep.iter().map(|r| r.lost).sum(),
                     corrupted: rep.iter().map(|r| r.corrupted).sum(),
+                    runner_naps: rep_naps(rep),
                 })
                 .collect(),
         })
     }
+}
+
+/// One repetition's runner naps: each of its series counts the whole
+/// run's, so the most any says.
+fn rep_naps(rep: &[EchoReport]) -> Option<u64> {
+    rep.iter().filter_map(|r| r.runner_naps).max()
 }
 
 /// Each circuit's round trips across repetitions (flows keep their order

@@ -50,6 +50,7 @@ pub fn header(mode: Mode) -> Vec<&'static str> {
             "p90_us",
             "p99_us",
             "max_us",
+            "runner_naps",
         ],
     };
     [

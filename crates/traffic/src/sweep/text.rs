@@ -111,6 +111,7 @@ fn delay_row(d: &DelayPoint) -> Vec<String> {
         opt(d.p90_us, us),
         opt(d.p99_us, us),
         opt(rtt.map(|s| s.max), us),
+        opt(d.runner_naps, |n| n.to_string()),
     ]);
     row
 }
@@ -143,8 +144,8 @@ fn delay_circuit_line(c: &DelayCircuit) -> String {
     )
 }
 
-const DELAY: [&str; 10] = [
-    "n", "samples", "lost", "mean µs", "95 % CI", "p50", "p90", "p99", "max", "target",
+const DELAY: [&str; 11] = [
+    "n", "samples", "lost", "mean µs", "95 % CI", "p50", "p90", "p99", "max", "naps", "target",
 ];
 
 /// The table, header first; "!" ends the line of a flagged point.

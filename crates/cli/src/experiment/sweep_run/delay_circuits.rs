@@ -191,6 +191,7 @@ mod tests {
             rtt_ns: rtt_us.iter().map(|us| us * 1000).collect(),
             lost: 0,
             corrupted: 0,
+            runner_naps: None,
         }
     }
 
