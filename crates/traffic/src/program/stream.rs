@@ -374,7 +374,24 @@ impl<N: Transport> StreamSender<N> {
 impl<N: Transport> Program<N> for StreamSender<N> {
     type Output = Ended<SenderSide>;
 
+    /// Awaiting the receiver's ACKs from the first step to the last: a
+    /// host thread that blocked meanwhile would put a wake-up into the
+    /// ACK clock and stall the window (the runner keeps its threads
+    /// awake, yielding, while a workload awaits; docs/stack.md).
     fn step(&mut self, net: &mut N) -> Step<Self::Output> {
+        if matches!(self.state, Sending::Start { since: None }) {
+            net.awaiting(true);
+        }
+        let step = self.send(net);
+        if matches!(step, Step::Done(_)) {
+            net.awaiting(false);
+        }
+        step
+    }
+}
+
+impl<N: Transport> StreamSender<N> {
+    fn send(&mut self, net: &mut N) -> Step<Ended<SenderSide>> {
         if self.shared.rendezvous.failed() {
             return peer_failed();
         }

@@ -570,6 +570,7 @@ impl Transport for Host {
 
     fn awaiting(&mut self, on: bool) {
         stack::runner::threaded::awaiting(on);
+        stack::runner::realtime::awaiting(on);
     }
 
     fn exchange(&mut self, in_flight: bool) {
