@@ -26,3 +26,48 @@ pub use cursor::{Cursor, PullUpError};
 pub use packet::{Packet, PacketError, PacketOffload, Segment};
 pub use pool::{Buffer, Pool, PoolConfig, PoolConfigError, PoolStats};
 pub use release::return_free_memory;
+
+/// The pieces of `parts` (scatter-gather parts of one frame, in order)
+/// that hold the bytes `range` of their concatenation, front to back: how
+/// a segment's payload is found in the pool buffers it lies in, to be
+/// summed or handed to a link without gathering it.
+pub fn pieces<'a>(
+    parts: &'a [&'a [u8]],
+    range: std::ops::Range<usize>,
+) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let (mut skip, mut left) = (range.start, range.len());
+    parts.iter().filter_map(move |part| {
+        if left == 0 {
+            return None;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            return None;
+        }
+        let piece = &part[skip..part.len().min(skip + left)];
+        skip = 0;
+        left -= piece.len();
+        Some(piece)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn pieces_cover_exactly_the_range_across_parts() {
+        let parts: [&[u8]; 3] = [b"abcd", b"efg", b"hijkl"];
+        let join = |r| pieces(&parts, r).collect::<Vec<_>>().concat();
+        assert_eq!(join(0..12), b"abcdefghijkl");
+        assert_eq!(join(2..9), b"cdefghi");
+        assert_eq!(join(4..7), b"efg");
+        assert_eq!(join(5..5), b"");
+        assert_eq!(join(10..40), b"kl", "clamped to what the parts hold");
+        assert_eq!(
+            pieces(&parts, 3..8).count(),
+            3,
+            "one piece per part touched"
+        );
+    }
+}

@@ -419,18 +419,7 @@ fn with_frame_parts<R>(
     let mut frame: [&[u8]; 8] = [&[]; 8];
     frame[0] = &headers[*at..at + len];
     let mut count = 1;
-    let (mut skip, mut left) = (payload.start, payload.len());
-    for part in parts {
-        if left == 0 {
-            break;
-        }
-        if skip >= part.len() {
-            skip -= part.len();
-            continue;
-        }
-        let piece = &part[skip..part.len().min(skip + left)];
-        skip = 0;
-        left -= piece.len();
+    for piece in crate::buffer::pieces(parts, payload.clone()) {
         if count == frame.len() {
             // More pieces than a segment's payload takes of pool buffers
             // (tiny buffers): gathered.
@@ -452,44 +441,26 @@ fn with_flat<R>(
     let (at, len, payload) = cut;
     let mut flat = Vec::with_capacity(len + payload.len());
     flat.extend_from_slice(&headers[*at..at + len]);
-    let (mut skip, mut left) = (payload.start, payload.len());
-    for part in parts {
-        if left == 0 {
-            break;
-        }
-        if skip >= part.len() {
-            skip -= part.len();
-            continue;
-        }
-        let piece = &part[skip..part.len().min(skip + left)];
-        skip = 0;
-        left -= piece.len();
-        flat.extend_from_slice(piece);
-    }
+    crate::buffer::pieces(parts, payload.clone()).for_each(|piece| flat.extend_from_slice(piece));
     f(&[&flat])
 }
 
 /// [`with_parts`] for a super-segment: a head and up to some 30 pool
 /// buffers of payload, flattened only beyond 64 parts.
 fn with_parts_wide<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
-    let mut parts: [&[u8]; 64] = [&[]; 64];
-    let mut count = 0;
-    for part in frame.parts() {
-        if count == parts.len() {
-            let mut flat = Vec::with_capacity(frame.len());
-            frame.parts().for_each(|p| flat.extend_from_slice(p));
-            return f(&[&flat]);
-        }
-        parts[count] = part;
-        count += 1;
-    }
-    f(&parts[..count])
+    with_parts_up_to::<64, R>(frame, f)
 }
 
 /// Calls `f` with `frame` as scatter-gather parts: at most a head and a
 /// few payload segments, flattened only when there are more.
 fn with_parts<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
-    let mut parts: [&[u8]; 8] = [&[]; 8];
+    with_parts_up_to::<8, R>(frame, f)
+}
+
+/// Calls `f` with `frame` as at most `N` scatter-gather parts, flattened
+/// into one when it has more.
+fn with_parts_up_to<const N: usize, R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
+    let mut parts: [&[u8]; N] = [&[]; N];
     let mut count = 0;
     for part in frame.parts() {
         if count == parts.len() {

@@ -635,19 +635,8 @@ fn transport_checksum(
 /// `parts` (RFC 1071 §2(B): a piece that starts at an odd offset adds its
 /// sum byte-swapped).
 fn sum_of(parts: &[&[u8]], range: core::ops::Range<usize>) -> u16 {
-    let (mut skip, mut left) = (range.start, range.len());
     let (mut total, mut odd) = (0u16, false);
-    for part in parts {
-        if left == 0 {
-            break;
-        }
-        if skip >= part.len() {
-            skip -= part.len();
-            continue;
-        }
-        let piece = &part[skip..part.len().min(skip + left)];
-        skip = 0;
-        left -= piece.len();
+    for piece in crate::buffer::pieces(parts, range) {
         let sum = wire::checksum::sum(piece);
         total = wire::checksum::add(total, if odd { sum.swap_bytes() } else { sum });
         odd ^= piece.len() % 2 == 1;
