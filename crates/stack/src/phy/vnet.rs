@@ -544,20 +544,11 @@ impl Segmenter {
 
 /// Copies `out.len()` bytes of the concatenation of `parts`, from
 /// `offset` on, into `out` (the caller checked they are there).
-fn gather(parts: &[&[u8]], mut offset: usize, out: &mut [u8]) {
+fn gather(parts: &[&[u8]], offset: usize, out: &mut [u8]) {
     let mut filled = 0;
-    for part in parts {
-        if filled == out.len() {
-            break;
-        }
-        if offset >= part.len() {
-            offset -= part.len();
-            continue;
-        }
-        let take = (part.len() - offset).min(out.len() - filled);
-        out[filled..filled + take].copy_from_slice(&part[offset..offset + take]);
-        filled += take;
-        offset = 0;
+    for piece in crate::buffer::pieces(parts, offset..offset + out.len()) {
+        out[filled..filled + piece.len()].copy_from_slice(piece);
+        filled += piece.len();
     }
 }
 
