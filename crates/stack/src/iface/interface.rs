@@ -252,17 +252,6 @@ impl Interface {
                 break;
             };
             let len = frame.len();
-            if wire_frames > 1 {
-                probe::record(
-                    INTERFACE_QUEUE_DEQUEUE,
-                    len as u32,
-                    frame.flow(),
-                    self.id.0 as u64,
-                );
-                let handed = at();
-                self.transmit_super(handed, &frame);
-                continue;
-            }
             probe::record(
                 INTERFACE_QUEUE_DEQUEUE,
                 len as u32,
@@ -271,6 +260,10 @@ impl Interface {
             );
             // Read outside the span: the clock is the runner's, not the link's.
             let handed = at();
+            if wire_frames > 1 {
+                self.transmit_super(handed, &frame);
+                continue;
+            }
             let result = {
                 let _span = probe::span(
                     crate::probes::LINK_TRANSMIT_ENTER,
