@@ -1,7 +1,6 @@
 //! A packet: one head buffer with reserved headroom, then shared payload.
 
 use std::ops::Range;
-use std::rc::Rc;
 
 use probe::Flow;
 
@@ -32,7 +31,7 @@ pub enum PacketError {
 /// segment or packet using it is dropped.
 #[derive(Clone)]
 pub struct Segment {
-    buffer: Rc<Buffer>,
+    buffer: Buffer,
     start: usize,
     end: usize,
 }
@@ -58,13 +57,14 @@ impl Segment {
         data: &[u8],
     ) -> Result<(Segment, usize), PacketError> {
         let mut buffer = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
-        let take = data.len().min(buffer.capacity());
+        let bytes = buffer.get_mut().ok_or(PacketError::Shared)?;
+        let take = data.len().min(bytes.len());
         if take > 0 {
             let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, take as u32, flow, 0);
-            buffer[..take].copy_from_slice(&data[..take]);
+            bytes[..take].copy_from_slice(&data[..take]);
         }
         let segment = Segment {
-            buffer: Rc::new(buffer),
+            buffer,
             start: 0,
             end: take,
         };
@@ -76,12 +76,12 @@ impl Segment {
     /// handed out can see the bytes change). Returns the bytes appended.
     pub fn append_in_place(&mut self, data: &[u8]) -> usize {
         let end = self.end;
-        let Some(buffer) = Rc::get_mut(&mut self.buffer) else {
+        let flow = self.buffer.flow();
+        let Some(buffer) = self.buffer.get_mut() else {
             return 0;
         };
-        let take = data.len().min(buffer.capacity().saturating_sub(end));
+        let take = data.len().min(buffer.len().saturating_sub(end));
         if take > 0 {
-            let flow = buffer.flow();
             let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, take as u32, flow, 0);
             buffer[end..end + take].copy_from_slice(&data[..take]);
             self.end += take;
@@ -100,7 +100,7 @@ impl Segment {
             return None;
         }
         Some(Segment {
-            buffer: Rc::clone(&self.buffer),
+            buffer: self.buffer.clone(),
             start: self.start + range.start,
             end: self.start + range.end,
         })
@@ -116,7 +116,7 @@ impl std::fmt::Debug for Segment {
 /// A packet: the head buffer's data (`start..end`, with headroom in front
 /// for headers to be prepended) followed by a chain of shared segments.
 pub struct Packet {
-    head: Rc<Buffer>,
+    head: Buffer,
     start: usize,
     end: usize,
     chain: Vec<Segment>,
@@ -145,7 +145,7 @@ impl Packet {
         let head = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
         let headroom = pool.config().headroom;
         Ok(Packet {
-            head: Rc::new(head),
+            head,
             start: headroom,
             end: headroom,
             chain: Vec::new(),
@@ -164,7 +164,7 @@ impl Packet {
     ) -> Result<Option<Packet>, PacketError> {
         let mut packet = Packet::new(pool, flow)?;
         let start = packet.start;
-        let head = Rc::get_mut(&mut packet.head).ok_or(PacketError::Shared)?;
+        let head = packet.head.get_mut().ok_or(PacketError::Shared)?;
         let room = head.len() - start;
         let Some(len) = fill(&mut head[start..]) else {
             return Ok(None);
@@ -225,7 +225,7 @@ impl Packet {
                 available: self.start,
             });
         }
-        let head = Rc::get_mut(&mut self.head).ok_or(PacketError::Shared)?;
+        let head = self.head.get_mut().ok_or(PacketError::Shared)?;
         self.start -= len;
         Ok(&mut head[self.start..self.start + len])
     }
@@ -296,7 +296,7 @@ impl Packet {
             self.flow,
             0,
         );
-        let head = Rc::get_mut(&mut self.head).ok_or(PacketError::Shared)?;
+        let head = self.head.get_mut().ok_or(PacketError::Shared)?;
         head[self.end..self.end + data.len()].copy_from_slice(data);
         self.end += data.len();
         Ok(())
@@ -348,7 +348,8 @@ impl Packet {
         let flow = self.flow;
         while remaining > 0 {
             let mut buffer = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
-            let fill = remaining.min(buffer.capacity());
+            let bytes = buffer.get_mut().ok_or(PacketError::Shared)?;
+            let fill = remaining.min(bytes.len());
             if fill == 0 {
                 // A zero-sized buffer could never make progress.
                 return Err(PacketError::PoolExhausted);
@@ -359,7 +360,7 @@ impl Packet {
                 while filled < fill {
                     let Some(part) = parts.peek_mut() else { break };
                     let take = part.len().min(fill - filled);
-                    buffer[filled..filled + take].copy_from_slice(&part[..take]);
+                    bytes[filled..filled + take].copy_from_slice(&part[..take]);
                     filled += take;
                     *part = &part[take..];
                     if part.is_empty() {
@@ -368,7 +369,7 @@ impl Packet {
                 }
             }
             self.chain.push(Segment {
-                buffer: Rc::new(buffer),
+                buffer,
                 start: 0,
                 end: fill,
             });
@@ -426,7 +427,7 @@ impl Packet {
             });
         }
         let head = Segment {
-            buffer: Rc::clone(&self.head),
+            buffer: self.head.clone(),
             start: self.start,
             end: self.end,
         };

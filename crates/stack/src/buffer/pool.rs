@@ -8,9 +8,16 @@
 //! [`return_free_memory`](super::return_free_memory)). Released buffers
 //! are made again on demand, up to the configured number: the bound on
 //! memory never changes.
+//!
+//! A [`Buffer`] is a counted reference, shared by the packets and segments
+//! that hold its bytes. Its count lives in the same allocation as the
+//! buffer's bookkeeping, and that allocation goes back to the pool with the
+//! memory: after the pool is made, sending or receiving a packet calls the
+//! system allocator for neither its bytes nor its reference count
+//! (issue 22: `Rc::new` per packet was about 5 % of the data path).
 
 use std::cell::{Cell, RefCell};
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 use std::rc::Rc;
 
 use probe::Flow;
@@ -91,7 +98,10 @@ pub struct PoolStats {
 
 struct Shared {
     config: PoolConfig,
-    free: RefCell<Vec<Box<[u8]>>>,
+    /// Free buffers, each referenced by nothing else and holding no
+    /// reference to the pool (a free list of buffers that pointed back at
+    /// their pool would keep it alive forever).
+    free: RefCell<Vec<Rc<Slot>>>,
     /// Buffers that exist, in use or free: `config.buffers` until a
     /// release.
     allocated: Cell<usize>,
@@ -119,7 +129,7 @@ impl Pool {
             });
         }
         let free = (0..config.buffers)
-            .map(|_| vec![0u8; config.buffer_size].into_boxed_slice())
+            .map(|_| Slot::fresh(config.buffer_size))
             .collect();
         Ok(Self {
             shared: Rc::new(Shared {
@@ -169,27 +179,35 @@ impl Pool {
     }
 
     /// Takes a buffer for `flow` (whose trace flag gates the probes), or
-    /// `None` when every buffer is in use (counted as `exhausted`).
+    /// `None` when every buffer is in use (counted as `exhausted`). The
+    /// buffer is unshared: [`Buffer::get_mut`] gives its bytes.
     pub fn alloc(&self, flow: Flow) -> Option<Buffer> {
         let _span = probe::span(BUFFER_ALLOC_ENTER, BUFFER_ALLOC_EXIT, 0, flow, 0);
-        let mut data = self.shared.free.borrow_mut().pop();
+        let mut slot = self.shared.free.borrow_mut().pop();
         let mut stats = self.shared.stats.get();
         let allocated = self.shared.allocated.get();
-        if data.is_none() && allocated < self.shared.config.buffers {
+        if slot.is_none() && allocated < self.shared.config.buffers {
             // Made again after a release: the bound is still `buffers`.
-            data = Some(vec![0u8; self.shared.config.buffer_size].into_boxed_slice());
+            slot = Some(Slot::fresh(self.shared.config.buffer_size));
             self.shared.allocated.set(allocated + 1);
             stats.regrown += 1;
         }
-        let buffer = match data {
-            Some(data) => {
+        let buffer = match slot {
+            Some(mut slot) => {
                 stats.allocated += 1;
                 stats.high_water = stats.high_water.max(self.in_use());
-                Some(Buffer {
-                    data: Some(data),
-                    pool: Rc::clone(&self.shared),
-                    flow,
-                })
+                if let Some(owned) = Rc::get_mut(&mut slot) {
+                    owned.pool = Some(Rc::clone(&self.shared));
+                    owned.flow = flow;
+                } else {
+                    // Unreachable: only unshared slots are put on the free
+                    // list. A shared one would never come back, so it is
+                    // counted as gone.
+                    self.shared.allocated.set(self.shared.allocated.get() - 1);
+                    self.shared.stats.set(stats);
+                    return None;
+                }
+                Some(Buffer { slot: Some(slot) })
             }
             None => {
                 stats.exhausted += 1;
@@ -201,22 +219,56 @@ impl Pool {
     }
 }
 
-/// One buffer of a pool, returned to it when dropped. Its owner (a
-/// [`Packet`](super::Packet)) keeps track of which bytes hold data.
-pub struct Buffer {
-    data: Option<Box<[u8]>>,
-    pool: Rc<Shared>,
+/// A buffer's memory and whose it is: one allocation, made when the pool
+/// is, behind the reference count.
+struct Slot {
+    data: Box<[u8]>,
+    /// The pool it goes back to; `None` while it is free.
+    pool: Option<Rc<Shared>>,
     flow: Flow,
+}
+
+impl Slot {
+    fn fresh(size: usize) -> Rc<Slot> {
+        Rc::new(Slot {
+            data: vec![0u8; size].into_boxed_slice(),
+            pool: None,
+            flow: Flow::NONE,
+        })
+    }
+}
+
+/// A counted reference to one buffer of a pool. Clones share the buffer
+/// (the packets and segments that reference its bytes); when the last one
+/// is dropped, the buffer and its reference count go back to the pool.
+pub struct Buffer {
+    /// `None` only while it is dropped.
+    slot: Option<Rc<Slot>>,
 }
 
 impl Buffer {
     pub fn capacity(&self) -> usize {
-        self.data.as_deref().map_or(0, <[u8]>::len)
+        self.len()
     }
 
     /// The flow the buffer was allocated for.
     pub fn flow(&self) -> Flow {
-        self.flow
+        self.slot.as_ref().map_or(Flow::NONE, |slot| slot.flow)
+    }
+
+    /// The bytes, writable if no other reference shares the buffer (so no
+    /// packet already handed out can see them change).
+    pub fn get_mut(&mut self) -> Option<&mut [u8]> {
+        let slot = Rc::get_mut(self.slot.as_mut()?)?;
+        Some(&mut slot.data)
+    }
+}
+
+impl Clone for Buffer {
+    fn clone(&self) -> Self {
+        Buffer {
+            slot: self.slot.clone(),
+        }
     }
 }
 
@@ -224,25 +276,28 @@ impl Deref for Buffer {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        self.data.as_deref().unwrap_or(&[])
-    }
-}
-
-impl DerefMut for Buffer {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        self.data.as_deref_mut().unwrap_or(&mut [])
+        self.slot.as_deref().map_or(&[], |slot| &slot.data)
     }
 }
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, self.flow, 0);
-        if let Some(data) = self.data.take() {
-            self.pool.free.borrow_mut().push(data);
-            let mut stats = self.pool.stats.get();
-            stats.freed += 1;
-            self.pool.stats.set(stats);
-        }
+        let Some(mut slot) = self.slot.take() else {
+            return;
+        };
+        // Another reference still holds the buffer: dropping this one only
+        // counts down.
+        let Some(owned) = Rc::get_mut(&mut slot) else {
+            return;
+        };
+        let Some(pool) = owned.pool.take() else {
+            return;
+        };
+        let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
+        pool.free.borrow_mut().push(slot);
+        let mut stats = pool.stats.get();
+        stats.freed += 1;
+        pool.stats.set(stats);
     }
 }
 
@@ -301,6 +356,39 @@ mod tests {
         assert_eq!((s.released, s.regrown, s.exhausted), (5, 5, 1));
         assert_eq!(pool.allocated(), 8);
         assert!(again.iter().all(|b| b.capacity() == 64));
+    }
+
+    #[test]
+    fn a_shared_buffer_returns_when_its_last_reference_goes() {
+        let pool = pool(1);
+        let mut first = pool.alloc(Flow::NONE).unwrap();
+        first.get_mut().expect("a fresh buffer is unshared")[0] = 7;
+        let memory = first.as_ptr();
+        let mut second = first.clone();
+        assert!(second.get_mut().is_none(), "shared bytes cannot change");
+        drop(first);
+        assert_eq!((pool.in_use(), second[0]), (1, 7));
+        assert!(second.get_mut().is_some(), "the last reference may write");
+        drop(second);
+        assert_eq!(pool.in_use(), 0);
+        let again = pool.alloc(Flow::NONE).unwrap();
+        assert_eq!(again.as_ptr(), memory, "the same buffer, not a new one");
+        assert_eq!(pool.stats().freed, 1);
+    }
+
+    #[test]
+    fn free_buffers_do_not_keep_their_pool_alive() {
+        let pool = pool(4);
+        let shared = Rc::downgrade(&pool.shared);
+        let held = pool.alloc(Flow::NONE).unwrap();
+        drop(pool.alloc(Flow::NONE).unwrap());
+        drop(pool);
+        assert!(shared.upgrade().is_some(), "a buffer in use holds the pool");
+        drop(held);
+        assert!(
+            shared.upgrade().is_none(),
+            "the pool and its memory are gone"
+        );
     }
 
     #[test]
