@@ -27,6 +27,10 @@ pub use packet::{Packet, PacketError, PacketOffload, Segment};
 pub use pool::{Buffer, Pool, PoolConfig, PoolConfigError, PoolStats};
 pub use release::return_free_memory;
 
+/// Shared payload segments, held inline up to two (what one MSS-sized TCP
+/// segment spans in the pool's buffers) and on the heap beyond.
+pub type SegmentList = smallvec::SmallVec<[Segment; 2]>;
+
 /// The pieces of `parts` (scatter-gather parts of one frame, in order)
 /// that hold the bytes `range` of their concatenation, front to back: how
 /// a segment's payload is found in the pool buffers it lies in, to be

@@ -5,6 +5,7 @@ use std::ops::Range;
 use probe::Flow;
 
 use super::pool::{Buffer, Pool};
+use super::SegmentList;
 use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT};
 
 /// Why a packet operation failed.
@@ -119,7 +120,7 @@ pub struct Packet {
     head: Buffer,
     start: usize,
     end: usize,
-    chain: Vec<Segment>,
+    chain: SegmentList,
     flow: Flow,
     /// Offload metadata the device stage reads (`iface::offload`).
     offload: PacketOffload,
@@ -148,7 +149,7 @@ impl Packet {
             head,
             start: headroom,
             end: headroom,
-            chain: Vec::new(),
+            chain: SegmentList::new(),
             flow,
             offload: PacketOffload::default(),
         })
@@ -378,16 +379,14 @@ impl Packet {
         Ok(())
     }
 
-    /// Appends shared payload without copying it, taking `segments` as
-    /// the chain itself when the packet has none yet: TCP's send path
-    /// hands over its segment list, and no chain is allocated per packet.
-    pub fn append_segments(&mut self, mut segments: Vec<Segment>) {
-        segments.retain(|segment| !segment.is_empty());
-        if self.chain.is_empty() {
-            self.chain = segments;
-        } else {
-            self.chain.append(&mut segments);
-        }
+    /// Appends shared payload without copying it. Up to two segments
+    /// (an MSS-sized TCP segment's) the chain is inline: no allocation.
+    pub fn append_segments(&mut self, segments: impl IntoIterator<Item = Segment>) {
+        self.chain.extend(
+            segments
+                .into_iter()
+                .filter(|segment: &Segment| !segment.is_empty()),
+        );
     }
 
     /// Appends shared payload without copying it.

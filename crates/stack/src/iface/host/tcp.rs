@@ -15,7 +15,7 @@ use super::ipv6_input::read_at;
 use super::ipv6_output::Ipv6Send;
 use super::transport::{pseudo_header, sum_range, IpMeta};
 use super::Host;
-use crate::buffer::Packet;
+use crate::buffer::{Packet, SegmentList};
 use crate::iface::icmp_error::Quoted;
 use crate::probes::{
     CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER,
@@ -166,7 +166,7 @@ impl Host {
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new());
+                    self.tcp_emit(now, flow, (local, remote), rst, SegmentList::new());
                 }
                 if let Some(Outgoing { repr, payload }) = ack {
                     self.tcp_emit(now, flow, (local, remote), repr, payload);
@@ -183,14 +183,14 @@ impl Host {
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    self.tcp_emit(now, flow, (local, remote), repr, Vec::new());
+                    self.tcp_emit(now, flow, (local, remote), repr, SegmentList::new());
                 }
             }
             Demux::None => {
                 self.count_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    self.tcp_emit(now, flow, (local, remote), rst, Vec::new());
+                    self.tcp_emit(now, flow, (local, remote), rst, SegmentList::new());
                 }
             }
         }
@@ -319,7 +319,7 @@ impl Host {
         flow: Flow,
         (local, remote): (SocketAddr, SocketAddr),
         repr: TcpRepr,
-        payload: Vec<crate::buffer::Segment>,
+        payload: SegmentList,
     ) {
         let _span = probe::span(
             TCP_OUTPUT_ENTER,

@@ -8,6 +8,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use super::Host;
+use crate::buffer::SegmentList;
 use crate::probes::{
     RECV_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE, SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER,
     SOCKET_SEND_EXIT,
@@ -289,7 +290,7 @@ impl Host {
     fn tcp_reset(&mut self, mut conn: Connection) {
         if let Some(rst) = conn.abort() {
             let ends = (conn.local(), conn.remote());
-            self.tcp_emit(self.clock, conn.flow(), ends, rst, Vec::new());
+            self.tcp_emit(self.clock, conn.flow(), ends, rst, SegmentList::new());
         }
     }
 

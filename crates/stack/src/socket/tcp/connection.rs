@@ -34,7 +34,7 @@ use super::seq::Seq;
 use super::small_segments::{self, SmallSegments};
 use super::state::State;
 use super::timers::{Timer, Timers};
-use crate::buffer::{PacketError, Pool, Segment};
+use crate::buffer::{PacketError, Pool, SegmentList};
 use crate::probes::{TCP_ACK_ENTER, TCP_ACK_EXIT, TCP_RETRANSMIT};
 use crate::time::Instant;
 
@@ -133,7 +133,7 @@ pub enum ConnectionError {
 #[derive(Debug)]
 pub struct Outgoing {
     pub repr: TcpRepr,
-    pub payload: Vec<Segment>,
+    pub payload: SegmentList,
 }
 
 /// What an arriving segment asks of the caller beyond its own effect.
@@ -1421,7 +1421,7 @@ impl Connection {
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
         Some(Outgoing {
             repr,
-            payload: Vec::new(),
+            payload: SegmentList::new(),
         })
     }
 
@@ -1753,7 +1753,7 @@ impl Connection {
         self.decorate(&mut repr, now);
         Outgoing {
             repr,
-            payload: Vec::new(),
+            payload: SegmentList::new(),
         }
     }
 
@@ -1773,7 +1773,7 @@ impl Connection {
         self.decorate(&mut repr, now);
         Some(Outgoing {
             repr,
-            payload: Vec::new(),
+            payload: SegmentList::new(),
         })
     }
 

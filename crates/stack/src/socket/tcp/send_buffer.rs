@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use probe::Flow;
 
-use crate::buffer::{PacketError, Pool, Segment};
+use crate::buffer::{PacketError, Pool, Segment, SegmentList};
 
 /// Unacknowledged and unsent bytes, as shared pool segments.
 #[derive(Debug)]
@@ -89,9 +89,9 @@ impl SendBuffer {
 
     /// The bytes `offset..offset + len` (offset 0 = SND.UNA) as shared
     /// segments, clamped to what is held: a TCP segment's payload.
-    pub fn segments(&self, offset: usize, len: usize) -> Vec<Segment> {
+    pub fn segments(&self, offset: usize, len: usize) -> SegmentList {
         let end = (offset + len).min(self.len);
-        let mut out = Vec::new();
+        let mut out = SegmentList::new();
         if offset >= end {
             return out;
         }
