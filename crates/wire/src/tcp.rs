@@ -755,6 +755,35 @@ impl fmt::Debug for TcpUnknownOptions {
     }
 }
 
+/// Bytes of RFC 7323 Appendix A's timestamps layout: NOP, NOP, kind 8,
+/// length 10, TSval, TSecr.
+const PREDICTED_TIMESTAMPS_LEN: usize = 12;
+
+/// The options area of RFC 7323 Appendix A's recommended layout for a
+/// segment carrying only timestamps.
+fn predicted_timestamps_bytes(tsval: u32, tsecr: u32) -> [u8; PREDICTED_TIMESTAMPS_LEN] {
+    let mut bytes = [0u8; PREDICTED_TIMESTAMPS_LEN];
+    bytes[..4].copy_from_slice(&[kind::NO_OPERATION, kind::NO_OPERATION, kind::TIMESTAMPS, 10]);
+    bytes[4..8].copy_from_slice(&tsval.to_be_bytes());
+    bytes[8..].copy_from_slice(&tsecr.to_be_bytes());
+    bytes
+}
+
+/// The timestamps of an options area that is exactly RFC 7323 Appendix A's
+/// layout, as nearly every segment of a connection with timestamps has
+/// (Linux's `tcp_parse_aligned_timestamp` looks for the same): read without
+/// walking the options. `None` for any other area, which the general
+/// parser then reads.
+fn predicted_timestamps(options: &[u8]) -> Option<(u32, u32)> {
+    let bytes: &[u8; PREDICTED_TIMESTAMPS_LEN] = options.try_into().ok()?;
+    if bytes[..4] != [kind::NO_OPERATION, kind::NO_OPERATION, kind::TIMESTAMPS, 10] {
+        return None;
+    }
+    let word =
+        |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    Some((word(4), word(8)))
+}
+
 /// The meaning of a TCP header and its options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TcpRepr {
@@ -857,7 +886,12 @@ impl TcpRepr {
             unknown_options: TcpUnknownOptions::new(),
             payload_len: packet.payload().len(),
         };
-        for option in packet.option_iter() {
+        let options = packet.options();
+        if let Some((tsval, tsecr)) = predicted_timestamps(options) {
+            repr.timestamps = Some((tsval, tsecr));
+            return Ok(repr);
+        }
+        for option in TcpOptionIter::new(options) {
             match option? {
                 TcpOption::EndOfList | TcpOption::NoOperation => {}
                 TcpOption::MaxSegmentSize(mss) => repr.max_seg_size = Some(mss),
@@ -897,6 +931,12 @@ impl TcpRepr {
             bytes: [0; MAX_OPTIONS_LEN],
             len: 0,
         };
+        if let (true, Some((tsval, tsecr))) = (aligned, self.only_timestamps()) {
+            out.bytes[..PREDICTED_TIMESTAMPS_LEN]
+                .copy_from_slice(&predicted_timestamps_bytes(tsval, tsecr));
+            out.len = PREDICTED_TIMESTAMPS_LEN;
+            return out;
+        }
         if let Some(mss) = self.max_seg_size {
             out.put_option(TcpOption::MaxSegmentSize(mss));
         }
@@ -931,6 +971,17 @@ impl TcpRepr {
             out.put(&[kind::END_OF_LIST]);
         }
         out
+    }
+
+    /// The timestamps, when they are the only option: nearly every
+    /// segment of a connection once it is established.
+    fn only_timestamps(&self) -> Option<(u32, u32)> {
+        let alone = self.max_seg_size.is_none()
+            && self.window_scale.is_none()
+            && !self.sack_permitted
+            && self.sack_ranges.iter().all(Option::is_none)
+            && self.unknown_options.is_empty();
+        self.timestamps.filter(|_| alone)
     }
 
     /// The aligned layout if it fits in 40 bytes, else the packed one (which
@@ -1033,6 +1084,44 @@ mod tests {
     const DST6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2));
     const SRC4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
     const DST4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2));
+
+    /// An established connection's ACK with only timestamps, in RFC 7323
+    /// Appendix A's layout (what the fast paths read and write) and in a
+    /// packed one (timestamps, then End of List), which the general parser
+    /// reads: the same repr either way, and emitting gives the aligned one.
+    #[test]
+    fn timestamps_alone_read_and_write_the_appendix_a_layout() {
+        let header = |options: &[u8]| {
+            let mut bytes = vec![
+                0xc3, 0x50, 0x00, 0x50, 0, 0, 0, 9, 0, 0, 0, 7, 0x80, 0x10, 0x01, 0x00, 0, 0, 0, 0,
+            ];
+            bytes.extend_from_slice(options);
+            bytes
+        };
+        let aligned = header(&[1, 1, 8, 10, 0, 0, 0x30, 0x39, 0xde, 0xad, 0xbe, 0xef]);
+        let packed = header(&[8, 10, 0, 0, 0x30, 0x39, 0xde, 0xad, 0xbe, 0xef, 0, 0]);
+        let read = |bytes: &[u8]| {
+            let packet = TcpPacket::new_checked(bytes).unwrap();
+            TcpRepr::parse(&packet, &SRC6, &DST6, ChecksumMode::Skip).unwrap()
+        };
+        let (from_aligned, from_packed) = (read(&aligned), read(&packed));
+        assert_eq!(from_aligned, from_packed);
+        assert_eq!(from_aligned.timestamps, Some((12345, 0xdead_beef)));
+        assert_eq!(from_aligned.ack_number, Some(7));
+        assert_eq!(from_aligned.header_len(), 32);
+        let emitted = emit(&from_packed, &SRC6, &DST6, &[]);
+        assert_eq!(emitted[20..32], aligned[20..32]);
+        // Any other option beside them takes the general layout.
+        let with_ws = TcpRepr {
+            window_scale: Some(7),
+            ..from_aligned
+        };
+        let emitted = emit(&with_ws, &SRC6, &DST6, &[]);
+        assert_eq!(
+            emitted[20..36],
+            [1, 1, 8, 10, 0, 0, 0x30, 0x39, 0xde, 0xad, 0xbe, 0xef, 1, 3, 3, 7]
+        );
+    }
 
     /// A SYN as Linux sends it: MSS 1460, SACK-permitted, timestamps
     /// (123456, 0), NOP, window scale 7. Checksum field zero.

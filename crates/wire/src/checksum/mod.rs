@@ -88,15 +88,17 @@ pub fn pseudo_header_v4(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16)
 /// Sum of the IPv6 pseudo-header (RFC 8200 §8.1): addresses, the 32-bit
 /// upper-layer length and the next-header value.
 pub fn pseudo_header_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, length: u32) -> u16 {
-    let acc = src
-        .segments()
-        .iter()
-        .chain(dst.segments().iter())
-        .map(|&w| u64::from(w))
-        .sum::<u64>()
-        + u64::from(length >> 16)
-        + u64::from(length & 0xffff)
-        + u64::from(next_header);
+    // Summed as 32-bit big-endian words: 2^16 is 1 in one's-complement
+    // arithmetic, so a word's value folds to the sum of its two halves,
+    // and four additions per address replace eight byte-swapped ones
+    // (called twice per TCP segment, issue 22).
+    let words = |address: Ipv6Addr| {
+        let bits = address.to_bits();
+        (0..4)
+            .map(|i| u64::from((bits >> (32 * i)) as u32))
+            .sum::<u64>()
+    };
+    let acc = words(src) + words(dst) + u64::from(length) + u64::from(next_header);
     fold(acc)
 }
 
@@ -178,6 +180,34 @@ mod tests {
         let old = [data[4], data[5], data[6], data[7]];
         data[4..8].copy_from_slice(b"WXYZ");
         assert_eq!(update_bytes(before, &old, b"WXYZ"), checksum(&data));
+    }
+
+    /// The word-wise IPv6 pseudo-header sum equals the sum of its 40
+    /// bytes laid out as RFC 8200 §8.1 draws them, carries included.
+    #[test]
+    fn ipv6_pseudo_header_equals_the_sum_of_its_bytes() {
+        let cases = [
+            (Ipv6Addr::UNSPECIFIED, Ipv6Addr::LOCALHOST, 6, 20),
+            (
+                Ipv6Addr::new(0x2001, 0xdb8, 0xfe, 0x1234, 0xabcd, 0xffff, 0x8000, 0x7fff),
+                Ipv6Addr::new(0xfe80, 0, 0, 0, 0x0211, 0x22ff, 0xfe33, 0x4455),
+                17,
+                0x0001_05dc,
+            ),
+            (Ipv6Addr::from_bits(u128::MAX), Ipv6Addr::from_bits(u128::MAX), 255, u32::MAX),
+        ];
+        for (src, dst, next_header, length) in cases {
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&src.octets());
+            bytes.extend_from_slice(&dst.octets());
+            bytes.extend_from_slice(&length.to_be_bytes());
+            bytes.extend_from_slice(&[0, 0, 0, next_header]);
+            assert_eq!(
+                pseudo_header_v6(src, dst, next_header, length),
+                reference::sum(&bytes),
+                "{src} {dst}"
+            );
+        }
     }
 
     #[test]
