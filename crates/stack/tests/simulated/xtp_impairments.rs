@@ -4,7 +4,7 @@
 //! checked, with selective retransmission and with go-back-n, over IPv6
 //! and IPv4; the retransmissions are what the injected loss explains.
 
-mod xtp_support;
+use crate::xtp_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! stations dropping each other's unicast frames, and the hub on the
 //! threaded runner.
 
-mod network_support;
+use crate::network_support;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -18,7 +18,7 @@ use stack::time::Instant;
 use stack::tools::{self, Family, PingOptions};
 use stack::topology::Topology;
 
-const LAN: &str = include_str!("../../../topologies/lan.toml");
+const LAN: &str = include_str!("../../../../topologies/lan.toml");
 const HOSTS: [&str; 3] = ["host-a", "host-b", "host-c"];
 
 fn lan() -> Topology {

@@ -15,7 +15,7 @@
 //! [`Splice`](network_support::wiretap::Splice) that records every frame
 //! host-a sends and puts forged frames in front of it.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;

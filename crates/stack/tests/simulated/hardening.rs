@@ -12,7 +12,7 @@
 //!   bytes do not leave as 300 segments (CVE-2019-11479's class);
 //! * a SYN+FIN to a listener is dropped and counted, no SYN-ACK.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! hold back what arrives, so a whole flight reaches host-b in one poll,
 //! and lose chosen segments of it.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -29,7 +29,7 @@ use wire::tcp::TcpRepr;
 const PORT: u16 = 5001;
 
 fn unlimited() -> Simulator {
-    let text = include_str!("../../../topologies/unlimited.toml");
+    let text = include_str!("../../../../topologies/unlimited.toml");
     let mut sim = Simulator::new(&Topology::from_toml_str(text).unwrap(), None).unwrap();
     // DAD is off: the addresses are usable at once.
     sim.run_for(Duration::from_millis(1));

@@ -2,7 +2,7 @@
 //! packet for packet; and the capture check the network tests rely on
 //! does catch broken packets.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use wire::ethernet::{EtherType, EthernetAddress};
 use wire::ip::IpProtocol;
 use wire::pcapng::{CapturedPacket, LinkType, PcapngWriter};
 
-const IMPAIRED: &str = include_str!("../../../topologies/impaired.toml");
+const IMPAIRED: &str = include_str!("../../../../topologies/impaired.toml");
 
 /// What a run leaves behind: every capture file's bytes and every host's
 /// state dump.

@@ -10,7 +10,7 @@
 //! 6-over-4 hosts share one segment here (`tunnel_igmp.rs` runs 6-over-4
 //! across a multicast router).
 
-mod network_support;
+use crate::network_support;
 
 use std::net::Ipv6Addr;
 use std::time::Duration;

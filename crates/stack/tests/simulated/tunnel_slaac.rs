@@ -4,7 +4,7 @@
 //! learns the router as its default router — Router Advertisements,
 //! Router Solicitations and DAD all carried in IPv4 multicast.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! clock) and leaves pcapng captures that tshark must decode without a
 //! malformed packet, a bad checksum or an error-level expert info.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! trace option's clamp made at the first output: the association now
 //! keeps the host's last word on the path (`path_limit`).
 
-mod xtp_support;
+use crate::xtp_support;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! (rate and burst, the peer's traffic specifier obeyed), reservation
 //! mode, delivery requests (DREQ), CTIMER keep-alives and CTIMEOUT.
 
-mod xtp_support;
+use crate::xtp_support;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! test leaves pcapng captures that tshark must decode without a
 //! malformed packet, a bad checksum or an error-level expert info.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;

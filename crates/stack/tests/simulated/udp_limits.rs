@@ -7,7 +7,7 @@
 //! the family's limit. The limit follows the destination's family, also
 //! for a socket not bound before its first send.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;

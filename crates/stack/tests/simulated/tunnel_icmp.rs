@@ -4,7 +4,7 @@
 //! quoting a packet without Don't Fragment cannot be genuine (RFC 1191
 //! §4) and changes nothing.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;

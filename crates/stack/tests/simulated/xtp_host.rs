@@ -4,7 +4,7 @@
 //! (WCLOSE, RCLOSE, END) freeing both contexts, the abortive close, and a
 //! FIRST to a port nobody listens on refused by DIAG.
 
-mod xtp_support;
+use crate::xtp_support;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -223,7 +223,7 @@ fn abbreviated_close_stops_the_sender_and_frees_both_contexts() {
 /// host-a — r1 — r2 — host-b with a 1280-byte link between the routers,
 /// narrower than either host's: only Packet Too Big tells the sender.
 fn narrow_middle() -> stack::topology::Topology {
-    let text = include_str!("../../../topologies/two-routers.toml")
+    let text = include_str!("../../../../topologies/two-routers.toml")
         .replacen(
             "name = \"eth1\"\nipv4 = \"203.0.113.1/24\"",
             "name = \"eth1\"\nmtu = 1280\nipv4 = \"203.0.113.1/24\"",

@@ -3,7 +3,7 @@
 //! addressed to its MAC (counted as `ethernet_not_for_us`); TCP across the
 //! hub is byte-exact; DAD sees other hosts' addresses across it.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -15,7 +15,7 @@ use stack::socket::tcp::connection::TcpConfig;
 use stack::socket::tcp::listener::ListenerConfig;
 use stack::topology::{derived_mac, Topology};
 
-const LAN: &str = include_str!("../../../topologies/lan.toml");
+const LAN: &str = include_str!("../../../../topologies/lan.toml");
 const PORT: u16 = 5001;
 
 fn drops(h: &Host, reason: &str) -> u64 {

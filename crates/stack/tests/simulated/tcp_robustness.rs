@@ -10,7 +10,7 @@
 //! frame a host sends is recorded, by wrapping the host's link in a
 //! [`Splice`](network_support::wiretap::Splice).
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::Duration;

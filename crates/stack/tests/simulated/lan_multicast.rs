@@ -5,7 +5,7 @@
 //! one, a multicast router hearing every group for IGMP, RFC 2236 §7, as
 //! a TTL-1 datagram it does not forward); after a leave, datagrams stop.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -16,7 +16,7 @@ use stack::runner::Simulator;
 use stack::socket::UdpConfig;
 use stack::topology::Topology;
 
-const LAN: &str = include_str!("../../../topologies/lan.toml");
+const LAN: &str = include_str!("../../../../topologies/lan.toml");
 const PORT: u16 = 6000;
 const GROUP6: &str = "ff15::1234";
 const GROUP4: &str = "239.1.2.3";

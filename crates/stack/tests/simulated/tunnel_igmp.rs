@@ -12,7 +12,7 @@
 //! the router's Group-Specific Queries confirm. tshark decodes every
 //! capture with no malformed packet and sees the IGMP messages with TTL 1.
 
-mod network_support;
+use crate::network_support;
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -28,7 +28,7 @@ use stack::topology::Topology;
 
 /// host-a — router — host-b, each host's IPv6 on a 6-over-4 interface:
 /// the topology file docs/tunnels.md shows.
-const TOPOLOGY: &str = include_str!("../../../topologies/6over4-router.toml");
+const TOPOLOGY: &str = include_str!("../../../../topologies/6over4-router.toml");
 
 /// Whether the router's interface `index` has members of `group`.
 fn router_has(sim: &Simulator, index: usize, group: Ipv4Addr) -> bool {

@@ -2,7 +2,7 @@
 //! hosts: a write lends its buffer and is over only once the peer's
 //! reader took every byte; a read posts its buffer and arrivals fill it.
 
-mod xtp_support;
+use crate::xtp_support;
 
 use std::time::Duration;
 
