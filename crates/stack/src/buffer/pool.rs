@@ -105,6 +105,13 @@ struct Shared {
     /// Buffers that exist, in use or free: `config.buffers` until a
     /// release.
     allocated: Cell<usize>,
+    /// Buffers handed out, ever. The per-packet counters are kept apart
+    /// from `stats` so the data path bumps one integer instead of copying
+    /// the whole record in and out; `freed` is derived (every buffer
+    /// handed out is in use or was freed).
+    handed_out: Cell<u64>,
+    high_water: Cell<usize>,
+    /// The rare counters: `exhausted`, `released`, `regrown`.
     stats: Cell<PoolStats>,
 }
 
@@ -136,6 +143,8 @@ impl Pool {
                 config,
                 free: RefCell::new(free),
                 allocated: Cell::new(config.buffers),
+                handed_out: Cell::new(0),
+                high_water: Cell::new(0),
                 stats: Cell::new(PoolStats::default()),
             }),
         })
@@ -146,7 +155,13 @@ impl Pool {
     }
 
     pub fn stats(&self) -> PoolStats {
-        self.shared.stats.get()
+        let handed_out = self.shared.handed_out.get();
+        PoolStats {
+            allocated: handed_out,
+            freed: handed_out - self.in_use() as u64,
+            high_water: self.shared.high_water.get(),
+            ..self.shared.stats.get()
+        }
     }
 
     /// Buffers currently handed out.
@@ -183,39 +198,48 @@ impl Pool {
     /// buffer is unshared: [`Buffer::get_mut`] gives its bytes.
     pub fn alloc(&self, flow: Flow) -> Option<Buffer> {
         let _span = probe::span(BUFFER_ALLOC_ENTER, BUFFER_ALLOC_EXIT, 0, flow, 0);
-        let mut slot = self.shared.free.borrow_mut().pop();
-        let mut stats = self.shared.stats.get();
-        let allocated = self.shared.allocated.get();
-        if slot.is_none() && allocated < self.shared.config.buffers {
-            // Made again after a release: the bound is still `buffers`.
-            slot = Some(Slot::fresh(self.shared.config.buffer_size));
-            self.shared.allocated.set(allocated + 1);
-            stats.regrown += 1;
-        }
-        let buffer = match slot {
-            Some(mut slot) => {
-                stats.allocated += 1;
-                stats.high_water = stats.high_water.max(self.in_use());
-                if let Some(owned) = Rc::get_mut(&mut slot) {
-                    owned.pool = Some(Rc::clone(&self.shared));
-                    owned.flow = flow;
-                } else {
-                    // Unreachable: only unshared slots are put on the free
-                    // list. A shared one would never come back, so it is
-                    // counted as gone.
-                    self.shared.allocated.set(self.shared.allocated.get() - 1);
-                    self.shared.stats.set(stats);
-                    return None;
-                }
-                Some(Buffer { slot: Some(slot) })
-            }
-            None => {
-                stats.exhausted += 1;
-                None
-            }
+        let shared = &*self.shared;
+        let (slot, free_left) = {
+            let mut free = shared.free.borrow_mut();
+            (free.pop(), free.len())
         };
-        self.shared.stats.set(stats);
-        buffer
+        let mut slot = match slot {
+            Some(slot) => slot,
+            None => self.regrow()?,
+        };
+        let Some(owned) = Rc::get_mut(&mut slot) else {
+            // Unreachable: only unshared slots are put on the free list. A
+            // shared one would never come back, so it is counted as gone.
+            shared.allocated.set(shared.allocated.get() - 1);
+            return None;
+        };
+        owned.pool = Some(Rc::clone(&self.shared));
+        owned.flow = flow;
+        shared.handed_out.set(shared.handed_out.get() + 1);
+        let in_use = shared.allocated.get() - free_left;
+        if in_use > shared.high_water.get() {
+            shared.high_water.set(in_use);
+        }
+        Some(Buffer { slot: Some(slot) })
+    }
+
+    /// A buffer made again after a release, while fewer than `buffers`
+    /// exist (the bound never changes); else the pool is exhausted.
+    #[cold]
+    fn regrow(&self) -> Option<Rc<Slot>> {
+        let shared = &*self.shared;
+        let mut stats = shared.stats.get();
+        let allocated = shared.allocated.get();
+        let slot = if allocated < shared.config.buffers {
+            shared.allocated.set(allocated + 1);
+            stats.regrown += 1;
+            Some(Slot::fresh(shared.config.buffer_size))
+        } else {
+            stats.exhausted += 1;
+            None
+        };
+        shared.stats.set(stats);
+        slot
     }
 }
 
@@ -295,9 +319,6 @@ impl Drop for Buffer {
         };
         let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
         pool.free.borrow_mut().push(slot);
-        let mut stats = pool.stats.get();
-        stats.freed += 1;
-        pool.stats.set(stats);
     }
 }
 

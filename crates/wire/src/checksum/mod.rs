@@ -194,7 +194,12 @@ mod tests {
                 17,
                 0x0001_05dc,
             ),
-            (Ipv6Addr::from_bits(u128::MAX), Ipv6Addr::from_bits(u128::MAX), 255, u32::MAX),
+            (
+                Ipv6Addr::from_bits(u128::MAX),
+                Ipv6Addr::from_bits(u128::MAX),
+                255,
+                u32::MAX,
+            ),
         ];
         for (src, dst, next_header, length) in cases {
             let mut bytes = Vec::new();
