@@ -27,7 +27,7 @@ use core::net::IpAddr;
 use wire::ip::IpProtocol;
 use wire::ipv4::Ipv4Packet;
 use wire::ipv6::Ipv6Packet;
-use wire::tcp::TcpPacket;
+use wire::tcp::{TcpFlags, TcpPacket};
 
 use crate::buffer::{Packet, PacketOffload};
 use crate::phy::vnet::{Gso, Segmenter, VnetHeaderRepr};
@@ -128,7 +128,7 @@ pub fn super_frame(parts: &[&[u8]], gso_size: u16) -> Option<(VnetHeaderRepr, Se
         .get(wire::ethernet::HEADER_LEN..)
         .and_then(|ip| transport_at(ip, v6))
         .and_then(|l4| head.get(wire::ethernet::HEADER_LEN + l4 + 13))
-        .is_some_and(|flags| flags & 0x80 != 0);
+        .is_some_and(|&flags| TcpFlags::from_bits(flags).contains(TcpFlags::CWR));
     let mut header = VnetHeaderRepr {
         needs_csum: true,
         gso: if v6 { Gso::TcpV6 } else { Gso::TcpV4 },
@@ -158,18 +158,6 @@ fn transport_at(ip: &[u8], v6: bool) -> Option<usize> {
     }
 }
 
-/// TCP flags (RFC 9293 §3.1, RFC 3168 §6.1) as bits of header byte 13.
-mod flag {
-    pub const FIN: u8 = 0x01;
-    pub const SYN: u8 = 0x02;
-    pub const RST: u8 = 0x04;
-    pub const PSH: u8 = 0x08;
-    pub const ACK: u8 = 0x10;
-    pub const URG: u8 = 0x20;
-    pub const ECE: u8 = 0x40;
-    pub const CWR: u8 = 0x80;
-}
-
 /// Bytes of headers GRO compares and rewrites at most: an IPv4 header
 /// without options or an IPv6 header, and a TCP header with options.
 const MAX_HEADERS: usize = wire::ipv6::HEADER_LEN + wire::tcp::MAX_HEADER_LEN;
@@ -186,7 +174,7 @@ pub struct GroSegment {
     headers: usize,
     payload: usize,
     seq: u32,
-    flags: u8,
+    flags: TcpFlags,
 }
 
 impl GroSegment {
@@ -235,9 +223,14 @@ impl GroSegment {
             return None;
         }
         let payload = total.checked_sub(headers).filter(|&p| p > 0)?;
-        let flags = head[l4 + 13];
-        let refused = flag::FIN | flag::SYN | flag::RST | flag::URG | flag::ECE | flag::CWR;
-        if flags & flag::ACK == 0 || flags & refused != 0 {
+        let flags = tcp.flags();
+        let refused = TcpFlags::FIN
+            | TcpFlags::SYN
+            | TcpFlags::RST
+            | TcpFlags::URG
+            | TcpFlags::ECE
+            | TcpFlags::CWR;
+        if !flags.contains(TcpFlags::ACK) || flags.intersects(refused) {
             return None;
         }
         let (src, dst) = addresses(head, v6)?;
@@ -297,7 +290,7 @@ impl GroHeld {
         GroHeld {
             next_seq: first.seq.wrapping_add(first.payload as u32),
             last_payload: first.payload,
-            pushed: first.flags & flag::PSH != 0,
+            pushed: first.flags.contains(TcpFlags::PSH),
             segments: 1,
             packet,
             first,
@@ -321,7 +314,7 @@ impl GroHeld {
             return Err(next);
         };
         let total = self.packet.len() + seg.payload;
-        let psh = seg.flags & flag::PSH;
+        let psh = seg.flags & TcpFlags::PSH;
         let (v6, l4) = (self.first.v6, self.first.l4);
         let rewritten = rewrite_headers(&mut self.packet, self.first.headers, |head| {
             if v6 {
@@ -332,7 +325,8 @@ impl GroHeld {
                 ip.set_total_len(total as u16);
                 ip.fill_checksum();
             }
-            head[l4 + 13] |= psh;
+            let mut tcp = TcpPacket::new_unchecked(&mut head[l4..]);
+            tcp.set_flags(tcp.flags() | psh);
         });
         if !rewritten {
             return Err(next);
@@ -345,7 +339,7 @@ impl GroHeld {
         self.packet.set_offload(offload);
         self.next_seq = self.next_seq.wrapping_add(seg.payload as u32);
         self.last_payload = seg.payload;
-        self.pushed = psh != 0;
+        self.pushed = !psh.is_empty();
         self.segments += 1;
         Ok(())
     }
@@ -360,7 +354,7 @@ impl GroHeld {
             || self.last_payload < first.payload
             || seg.payload > first.payload
             || seg.seq != self.next_seq
-            || seg.flags & !flag::PSH != first.flags & !flag::PSH
+            || seg.flags - TcpFlags::PSH != first.flags - TcpFlags::PSH
             || self.packet.len() + seg.payload > GSO_MAX_SIZE
         {
             return false;
@@ -432,7 +426,7 @@ mod tests {
     struct Seg {
         seq: u32,
         ack: u32,
-        flags: u8,
+        flags: TcpFlags,
         len: usize,
         tsval: u32,
         window: u16,
@@ -441,7 +435,7 @@ mod tests {
     const DATA: Seg = Seg {
         seq: 1000,
         ack: 7,
-        flags: flag::ACK,
+        flags: TcpFlags::ACK,
         len: 100,
         tsval: 5,
         window: 512,
@@ -461,7 +455,7 @@ mod tests {
         bytes.extend_from_slice(&[0x04, 0xd2, 0, 80]);
         bytes.extend_from_slice(&seg.seq.to_be_bytes());
         bytes.extend_from_slice(&seg.ack.to_be_bytes());
-        bytes.extend_from_slice(&[8 << 4, seg.flags]);
+        bytes.extend_from_slice(&[8 << 4, seg.flags.bits()]);
         bytes.extend_from_slice(&seg.window.to_be_bytes());
         bytes.extend_from_slice(&[0, 0, 0, 0, 1, 1, 8, 10]);
         bytes.extend_from_slice(&seg.tsval.to_be_bytes());
@@ -504,7 +498,7 @@ mod tests {
             ..DATA
         };
         let last = Seg {
-            flags: flag::ACK | flag::PSH,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
             ..next(3, 40)
         };
         let (merged, held) = offer(DATA, &[next(1, 100), next(2, 100), last]);
@@ -526,7 +520,7 @@ mod tests {
         // The payload is the four segments' in order, PSH from the last.
         let payload: Vec<u8> = (0..340).map(|i| (1000 + i) as u8).collect();
         assert_eq!(&bytes[72..], &payload[..]);
-        assert_eq!(bytes[40 + 13], flag::ACK | flag::PSH);
+        assert_eq!(bytes[40 + 13], (TcpFlags::ACK | TcpFlags::PSH).bits());
         assert_eq!(u32::from_be_bytes(bytes[44..48].try_into().unwrap()), 1000);
     }
 
@@ -549,14 +543,14 @@ mod tests {
             (
                 "a FIN",
                 Seg {
-                    flags: flag::ACK | flag::FIN,
+                    flags: TcpFlags::ACK | TcpFlags::FIN,
                     ..second
                 },
             ),
             (
                 "CWR",
                 Seg {
-                    flags: flag::ACK | flag::CWR,
+                    flags: TcpFlags::ACK | TcpFlags::CWR,
                     ..second
                 },
             ),
@@ -570,7 +564,7 @@ mod tests {
         let after_short = Seg { seq: 1150, ..DATA };
         assert_eq!(offer(DATA, &[short, after_short]).0, [true, false]);
         let pushed = Seg {
-            flags: flag::ACK | flag::PSH,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
             ..DATA
         };
         assert_eq!(offer(pushed, &[second]).0, [false]);
