@@ -191,7 +191,9 @@ impl GroSegment {
         }
         let total = head.len();
         let first = *head.first()?;
-        let (v6, l4) = match first >> 4 {
+        // The IP header is read once: checked, and its addresses kept for
+        // the pseudo-header.
+        let (v6, l4, src, dst): (bool, usize, IpAddr, IpAddr) = match first >> 4 {
             6 => {
                 let ip = Ipv6Packet::new_checked(head).ok()?;
                 if ip.next_header() != IpProtocol::Tcp
@@ -199,7 +201,8 @@ impl GroSegment {
                 {
                     return None;
                 }
-                (true, wire::ipv6::HEADER_LEN)
+                let (src, dst) = (ip.src_addr().into(), ip.dst_addr().into());
+                (true, wire::ipv6::HEADER_LEN, src, dst)
             }
             4 => {
                 let ip = Ipv4Packet::new_checked(head).ok()?;
@@ -212,7 +215,8 @@ impl GroSegment {
                 {
                     return None;
                 }
-                (false, wire::ipv4::HEADER_LEN)
+                let (src, dst) = (ip.src_addr().into(), ip.dst_addr().into());
+                (false, wire::ipv4::HEADER_LEN, src, dst)
             }
             _ => return None,
         };
@@ -233,7 +237,6 @@ impl GroSegment {
         if !flags.contains(TcpFlags::ACK) || flags.intersects(refused) {
             return None;
         }
-        let (src, dst) = addresses(head, v6)?;
         {
             let _span = probe::span(
                 crate::probes::CHECKSUM_ENTER,
@@ -255,18 +258,6 @@ impl GroSegment {
             seq: tcp.seq_number(),
             flags,
         })
-    }
-}
-
-/// The source and destination of the IP packet whose header `head` starts
-/// with.
-fn addresses(head: &[u8], v6: bool) -> Option<(IpAddr, IpAddr)> {
-    if v6 {
-        let ip = Ipv6Packet::new_checked(head).ok()?;
-        Some((ip.src_addr().into(), ip.dst_addr().into()))
-    } else {
-        let ip = Ipv4Packet::new_checked(head).ok()?;
-        Some((ip.src_addr().into(), ip.dst_addr().into()))
     }
 }
 
