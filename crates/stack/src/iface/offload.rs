@@ -124,38 +124,27 @@ pub fn super_frame(parts: &[&[u8]], gso_size: u16) -> Option<(VnetHeaderRepr, Se
         [0x08, 0x00] => false,
         _ => return None,
     };
-    let ecn = head
-        .get(wire::ethernet::HEADER_LEN..)
-        .and_then(|ip| transport_at(ip, v6))
-        .and_then(|l4| head.get(wire::ethernet::HEADER_LEN + l4 + 13))
-        .is_some_and(|&flags| TcpFlags::from_bits(flags).contains(TcpFlags::CWR));
     let mut header = VnetHeaderRepr {
         needs_csum: true,
         gso: if v6 { Gso::TcpV6 } else { Gso::TcpV4 },
-        // RFC 3168 §6.1.2: CWR goes on the first segment only; the ECN
-        // bit tells the far side the super-frame has it.
-        gso_ecn: ecn,
         gso_size,
         // The checksum field of the TCP header (RFC 9293 §3.1).
         csum_offset: 16,
         ..VnetHeaderRepr::default()
     };
+    // The segmenter's walk of the headers finds the TCP header (and checks
+    // the frame is one it can cut); everything below reads it there.
     let segmenter = Segmenter::for_parts(parts, &header).ok()?;
-    header.csum_start = u16::try_from(segmenter.transport_offset()).ok()?;
+    let l4 = segmenter.transport_offset();
+    // RFC 3168 §6.1.2: CWR goes on the first segment only; the ECN bit
+    // tells the far side the super-frame has it.
+    header.gso_ecn = head
+        .get(l4..)
+        .and_then(|tcp| TcpPacket::new_checked(tcp).ok())
+        .is_some_and(|tcp| tcp.flags().contains(TcpFlags::CWR));
+    header.csum_start = u16::try_from(l4).ok()?;
     header.hdr_len = u16::try_from(segmenter.header_len()).ok()?;
     Some((header, segmenter))
-}
-
-/// The offset of the TCP header in the IP packet `ip` when it directly
-/// follows a plain IP header (no IPv6 extension header), else `None`.
-fn transport_at(ip: &[u8], v6: bool) -> Option<usize> {
-    if v6 {
-        let packet = Ipv6Packet::new_checked(ip).ok()?;
-        (packet.next_header() == IpProtocol::Tcp).then_some(wire::ipv6::HEADER_LEN)
-    } else {
-        let packet = Ipv4Packet::new_checked(ip).ok()?;
-        (packet.protocol() == IpProtocol::Tcp).then_some(packet.header_len())
-    }
 }
 
 /// Bytes of headers GRO compares and rewrites at most: an IPv4 header
@@ -435,6 +424,11 @@ mod tests {
     /// An IPv6 TCP segment 2001:db8::1:1234 → 2001:db8::2:80 with the
     /// timestamps option, its checksum right, in a packet of its own.
     fn segment(pool: &Pool, seg: Seg) -> Packet {
+        Packet::from_payload(pool, Flow::NONE, &segment_bytes(seg)).unwrap()
+    }
+
+    /// [`segment`]'s bytes.
+    fn segment_bytes(seg: Seg) -> Vec<u8> {
         let src: core::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
         let dst: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
         let tcp_len = 32 + seg.len;
@@ -459,7 +453,7 @@ mod tests {
             wire::checksum::sum(&bytes[40..]),
         ));
         bytes[56..58].copy_from_slice(&sum.to_be_bytes());
-        Packet::from_payload(pool, Flow::NONE, &bytes).unwrap()
+        bytes
     }
 
     /// Holds `first`, offers each of `rest`, and says which merged.
@@ -584,6 +578,52 @@ mod tests {
         assert!(held.packet.len() <= GSO_MAX_SIZE);
         assert!(held.packet.len() + 1400 > GSO_MAX_SIZE);
         assert!(merged[taken..].iter().all(|m| !m));
+    }
+
+    /// `ip` behind an Ethernet header of `ethertype`.
+    fn ethernet(ethertype: [u8; 2], ip: &[u8]) -> Vec<u8> {
+        let mut frame = vec![0u8; 12];
+        frame.extend_from_slice(&ethertype);
+        frame.extend_from_slice(ip);
+        frame
+    }
+
+    #[test]
+    fn a_super_frame_is_described_where_the_segmenter_finds_its_tcp_header() {
+        const IPV6: [u8; 2] = [0x86, 0xdd];
+        let cwr = Seg {
+            flags: TcpFlags::ACK | TcpFlags::CWR,
+            len: 3000,
+            ..DATA
+        };
+        let plain = ethernet(IPV6, &segment_bytes(cwr));
+        let (header, segmenter) = super_frame(&[&plain], 1000).expect("a TCP super-frame");
+        assert_eq!(header.gso, Gso::TcpV6);
+        assert!(header.gso_ecn, "CWR set: the ECN bit says so");
+        assert_eq!((header.csum_start, header.hdr_len), (54, 54 + 32));
+        assert_eq!(segmenter.segments_left(), 3);
+        // A traced flow's IPv6 packet carries a destination options header
+        // (8 bytes here: PadN) before TCP.
+        let mut ip = segment_bytes(cwr);
+        ip[6] = 60;
+        let payload_len = u16::from_be_bytes([ip[4], ip[5]]) + 8;
+        ip[4..6].copy_from_slice(&payload_len.to_be_bytes());
+        ip.splice(40..40, [6, 0, 1, 4, 0, 0, 0, 0]);
+        let traced = ethernet(IPV6, &ip);
+        let (header, _) = super_frame(&[&traced], 1000).expect("a TCP super-frame");
+        assert!(header.gso_ecn, "CWR found after the extension header");
+        assert_eq!((header.csum_start, header.hdr_len), (62, 62 + 32));
+        // No CWR, no ECN bit; split across parts, the same description.
+        let quiet = ethernet(IPV6, &segment_bytes(Seg { len: 3000, ..DATA }));
+        let (header, _) = super_frame(&[&quiet[..100], &quiet[100..]], 1000).unwrap();
+        assert!(!header.gso_ecn);
+        assert_eq!((header.csum_start, header.hdr_len), (54, 54 + 32));
+        // Not TCP, or not IP: nothing the segmenter cuts.
+        let mut udp = segment_bytes(cwr);
+        udp[6] = 17;
+        assert!(super_frame(&[&ethernet(IPV6, &udp)], 1000).is_none());
+        let arp = ethernet([0x08, 0x06], &segment_bytes(cwr));
+        assert!(super_frame(&[&arp], 1000).is_none());
     }
 
     #[test]
