@@ -15,7 +15,7 @@ use super::ipv6_input::read_at;
 use super::ipv6_output::Ipv6Send;
 use super::transport::{pseudo_header, sum_range, IpMeta};
 use super::Host;
-use crate::buffer::{Packet, SegmentList};
+use crate::buffer::Packet;
 use crate::iface::icmp_error::Quoted;
 use crate::probes::{
     CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER,
@@ -166,10 +166,10 @@ impl Host {
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    self.tcp_emit(now, flow, (local, remote), rst, SegmentList::new());
+                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(rst));
                 }
-                if let Some(Outgoing { repr, payload }) = ack {
-                    self.tcp_emit(now, flow, (local, remote), repr, payload);
+                if let Some(ack) = ack {
+                    self.tcp_emit(now, flow, (local, remote), ack);
                 }
             }
             Demux::Listener(index) => {
@@ -183,14 +183,14 @@ impl Host {
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    self.tcp_emit(now, flow, (local, remote), repr, SegmentList::new());
+                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(repr));
                 }
             }
             Demux::None => {
                 self.count_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    self.tcp_emit(now, flow, (local, remote), rst, SegmentList::new());
+                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(rst));
                 }
             }
         }
@@ -255,9 +255,6 @@ impl Host {
                         let Some(out) = conn.poll_output(now) else {
                             break;
                         };
-                        // A super-segment (segmentation offload): for
-                        // `tcp_emit`, which takes it.
-                        self.tcp_gso_size = conn.gso_size(&out);
                         (conn.flow(), conn.local(), conn.remote(), out)
                     }
                     TcpSocket::Listener(listener) => {
@@ -267,8 +264,7 @@ impl Host {
                         (listener.flow(), local, remote, out)
                     }
                 };
-                let Outgoing { repr, payload } = out;
-                self.tcp_emit(now, flow, (local, remote), repr, payload);
+                self.tcp_emit(now, flow, (local, remote), out);
             }
             self.tcp_observe(index);
         }
@@ -312,14 +308,18 @@ impl Host {
 
     /// Builds and sends one segment: the header goes into the headroom of
     /// a packet whose payload is the send queue's shared segments, and the
-    /// checksum is summed across them (no copy of the payload here).
+    /// checksum is summed across them (no copy of the payload here). A
+    /// super-segment (`gso_size` > 0) leaves its checksum partial.
     pub(super) fn tcp_emit(
         &mut self,
         now: Instant,
         flow: Flow,
         (local, remote): (SocketAddr, SocketAddr),
-        repr: TcpRepr,
-        payload: SegmentList,
+        Outgoing {
+            repr,
+            payload,
+            gso_size,
+        }: Outgoing,
     ) {
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -329,8 +329,6 @@ impl Host {
             0,
         );
         let (src, dst) = (local.ip(), remote.ip());
-        // Set by `tcp_output` for a super-segment of segmentation offload.
-        let gso_size = std::mem::take(&mut self.tcp_gso_size);
         let Ok(mut packet) = Packet::new(&self.pool, flow) else {
             self.count_drop("tcp_no_buffer");
             return;

@@ -134,6 +134,21 @@ pub enum ConnectionError {
 pub struct Outgoing {
     pub repr: TcpRepr,
     pub payload: SegmentList,
+    /// For a super-segment (segmentation offload: more payload than one
+    /// MSS), the payload of each wire segment it is to be cut into; 0 for
+    /// an ordinary segment.
+    pub gso_size: u16,
+}
+
+impl Outgoing {
+    /// A segment of `repr` without payload (SYN, ACK, RST, a probe).
+    pub fn header_only(repr: TcpRepr) -> Outgoing {
+        Outgoing {
+            repr,
+            payload: SegmentList::new(),
+            gso_size: 0,
+        }
+    }
 }
 
 /// What an arriving segment asks of the caller beyond its own effect.
@@ -1419,10 +1434,7 @@ impl Connection {
         }
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing {
-            repr,
-            payload: SegmentList::new(),
-        })
+        Some(Outgoing::header_only(repr))
     }
 
     fn output_data(&mut self, now: Instant) -> Option<Outgoing> {
@@ -1519,7 +1531,11 @@ impl Connection {
         }
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing { repr, payload })
+        Some(Outgoing {
+            repr,
+            payload,
+            gso_size: self.gso_size(len, mss),
+        })
     }
 
     /// A fast retransmission, if one is due: with SACK, whatever NextSeg
@@ -1658,7 +1674,12 @@ impl Connection {
         self.counters.segments_retransmitted += 1;
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing { repr, payload })
+        // At most one MSS: never a super-segment.
+        Some(Outgoing {
+            repr,
+            payload,
+            gso_size: 0,
+        })
     }
 
     /// Turns segmentation offload on or off (the host does, from the
@@ -1678,12 +1699,11 @@ impl Connection {
         }
     }
 
-    /// The payload of each wire segment of `out` if it is a super-segment
-    /// (longer than one MSS, from [`poll_output`](Self::poll_output) just
-    /// now), else 0.
-    pub fn gso_size(&self, out: &Outgoing) -> u16 {
-        let mss = self.payload_mss();
-        if self.tso && out.repr.payload_len > mss {
+    /// [`Outgoing::gso_size`] of a data segment of `len` bytes sent with
+    /// `mss` (its [`payload_mss`](Self::payload_mss)): `mss` if it is a
+    /// super-segment (longer than one MSS), else 0.
+    fn gso_size(&self, len: usize, mss: usize) -> u16 {
+        if self.tso && len > mss {
             u16::try_from(mss).unwrap_or(0)
         } else {
             0
@@ -1751,10 +1771,7 @@ impl Connection {
     fn probe(&mut self, now: Instant, seq: Seq) -> Outgoing {
         let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
         self.decorate(&mut repr, now);
-        Outgoing {
-            repr,
-            payload: SegmentList::new(),
-        }
+        Outgoing::header_only(repr)
     }
 
     fn take_ack_only(&mut self, now: Instant) -> Option<Outgoing> {
@@ -1771,10 +1788,7 @@ impl Connection {
         // snd_max.)
         let mut repr = self.bare(self.snd_max, Some(self.rcv_nxt()), TcpFlags::empty());
         self.decorate(&mut repr, now);
-        Some(Outgoing {
-            repr,
-            payload: SegmentList::new(),
-        })
+        Some(Outgoing::header_only(repr))
     }
 
     /// Window, timestamps and SACK blocks of a non-SYN segment.
