@@ -481,3 +481,60 @@ fn super_segments_put_the_segments_per_packet_tcp_would_on_the_wire() {
         "{b} segments with TSO, {a} without"
     );
 }
+
+/// A segment GRO merged is copied once, from the pool buffers it lies in
+/// into the receive buffer: inside TCP input the `data.copy` spans add up
+/// to the bytes sent (a clean wire resends nothing), none of them a
+/// gathering of the merged payload first.
+#[test]
+fn a_merged_segment_is_copied_once_into_the_receive_buffer() {
+    if !probe::ENABLED {
+        return;
+    }
+    let (copied, copies, inputs, merged, resent, len) = std::thread::spawn(|| {
+        probe::init_thread(1 << 21);
+        let topology = topology(&[], &["gro"], "");
+        let mut sim = Simulator::new(&topology, None).unwrap();
+        let (client, server) = connected(&mut sim, true);
+        let _ = probe::drain_thread();
+        probe::set_mode(probe::Mode::All);
+        let limit = Duration::from_secs(30);
+        let data = data(300_000, 5);
+        blocking::write_all(&mut sim, "host-a", client, &data, limit).unwrap();
+        host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
+        let got = blocking::read_to_end(&mut sim, "host-b", server, limit).unwrap();
+        assert!(got == data, "byte-exact");
+        probe::set_mode(probe::Mode::Off);
+        let records = probe::drain_thread();
+        let name = |r: &probe::Record| stack::probes::LOCATIONS[r.loc as usize].name;
+        let (mut depth, mut copied, mut copies, mut inputs) = (0, 0u64, 0, 0);
+        for r in &records {
+            match name(r) {
+                "tcp.input.enter" => {
+                    depth += 1;
+                    inputs += 1;
+                }
+                "tcp.input.exit" => depth -= 1,
+                "data.copy.enter" if depth > 0 => {
+                    copied += u64::from(r.len);
+                    copies += 1;
+                }
+                _ => {}
+            }
+        }
+        let a = host(&sim, "host-a");
+        let resent = a
+            .tcp_connection(client)
+            .unwrap()
+            .counters()
+            .bytes_retransmitted;
+        let merged = host(&sim, "host-b").gro_counters().merged;
+        (copied, copies, inputs, merged, resent, data.len() as u64)
+    })
+    .join()
+    .unwrap();
+    assert!(merged > 50, "GRO merged {merged} segments");
+    assert_eq!(resent, 0, "a clean wire");
+    assert_eq!(copied, len, "each byte copied once in TCP input");
+    assert!(copies <= inputs, "{copies} copies in {inputs} TCP inputs");
+}

@@ -772,10 +772,10 @@ mod pair {
             for _ in 0..10 {
                 now += Duration::from_millis(1);
                 for (r, p) in drain(&mut b, now) {
-                    a.input(now, &r, &p, &mut limiter);
+                    a.input(now, &r, &[&p], &mut limiter);
                 }
                 for (r, p) in drain(&mut a, now) {
-                    b.input(now, &r, &p, &mut limiter);
+                    b.input(now, &r, &[&p], &mut limiter);
                 }
             }
             assert_eq!(
@@ -801,10 +801,10 @@ mod pair {
                 self.a.poll_timers(now);
                 self.b.poll_timers(now);
                 for (r, p) in drain(&mut self.a, now) {
-                    self.b.input(now, &r, &p, &mut self.limiter);
+                    self.b.input(now, &r, &[&p], &mut self.limiter);
                 }
                 for (r, p) in drain(&mut self.b, now) {
-                    self.a.input(now, &r, &p, &mut self.limiter);
+                    self.a.input(now, &r, &[&p], &mut self.limiter);
                 }
             }
         }
@@ -832,10 +832,10 @@ fn acks_lost_both_ways_across_a_timeout_do_not_deadlock() {
         "an initial window each way"
     );
     for (r, d) in &from_a {
-        p.b.input(now, r, d, &mut p.limiter);
+        p.b.input(now, r, &[d], &mut p.limiter);
     }
     for (r, d) in &from_b {
-        p.a.input(now, r, d, &mut p.limiter);
+        p.a.input(now, r, &[d], &mut p.limiter);
     }
     // Every acknowledgment of those segments is lost.
     drain(&mut p.a, now);
@@ -880,7 +880,7 @@ fn data_segments_carrying_sack_blocks_still_fit_the_mss() {
     let from_a = drain(&mut p.a, now);
     assert_eq!(from_a.len(), 3);
     for (r, d) in &from_a[1..] {
-        p.b.input(now, r, d, &mut p.limiter);
+        p.b.input(now, r, &[d], &mut p.limiter);
     }
     // B's own data now rides with SACK blocks for A's hole.
     p.b.send(&p.pool, &stream(10 * segment, 4)).unwrap();
@@ -917,7 +917,7 @@ fn an_abort_after_a_timeout_still_resets_the_peer() {
     p.a.send(&p.pool, &stream(20_000, 5)).unwrap();
     let now = p.now;
     for (r, d) in drain(&mut p.a, now) {
-        p.b.input(now, &r, &d, &mut p.limiter);
+        p.b.input(now, &r, &[&d], &mut p.limiter);
     }
     // B's ACKs are lost; A times out and rewinds.
     drain(&mut p.b, now);

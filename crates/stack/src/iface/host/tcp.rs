@@ -105,23 +105,32 @@ impl Host {
             self.count_drop("tcp_not_unicast");
             return;
         }
-        // The payload, contiguous: in place for an unfragmented packet,
-        // else gathered into the host's scratch buffer.
-        let payload_at = pos + header_len;
+        let (payload_at, len, flow) = (pos + header_len, repr.payload_len, packet.flow());
+        // The payload where it lies, copied only into the receive buffer:
+        // in place for a segment received whole (the common case)...
+        if let Some(bytes) = contiguous(&packet, payload_at, len) {
+            self.tcp_deliver(now, local, remote, &repr, &[bytes], flow);
+            return;
+        }
+        // ...as the pieces of the buffers it lies in for one that GRO
+        // merged or IP reassembled...
+        let delivered = with_pieces(&packet, payload_at..payload_at + len, |pieces| {
+            self.tcp_deliver(now, local, remote, &repr, pieces, flow);
+        });
+        if delivered.is_some() {
+            return;
+        }
+        // ...and gathered into the host's scratch buffer (a copy of its
+        // own) from a packet of more parts than that: tiny segments merged,
+        // or tiny fragments.
         let mut gathered = std::mem::take(&mut self.scratch);
-        let payload: &[u8] = match contiguous(&packet, payload_at, repr.payload_len) {
-            Some(bytes) => bytes,
-            None => {
-                // An IP payload is at most 65 535 bytes: the scratch holds
-                // it (grown here only if a caller had taken it).
-                if gathered.len() < repr.payload_len {
-                    gathered.resize(repr.payload_len, 0);
-                }
-                let n = packet.copy_out(payload_at, &mut gathered[..repr.payload_len]);
-                &gathered[..n]
-            }
-        };
-        self.tcp_deliver(now, local, remote, &repr, payload, packet.flow());
+        // An IP payload is at most 65 535 bytes: the scratch holds it
+        // (grown here only if a caller had taken it).
+        if gathered.len() < len {
+            gathered.resize(len, 0);
+        }
+        let n = packet.copy_out(payload_at, &mut gathered[..len]);
+        self.tcp_deliver(now, local, remote, &repr, &[&gathered[..n]], flow);
         self.scratch = gathered;
     }
 
@@ -132,7 +141,7 @@ impl Host {
         local: SocketAddr,
         remote: SocketAddr,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         flow: Flow,
     ) {
         let demux = self.tcp.demux(local, remote);
@@ -576,6 +585,39 @@ pub(super) fn reset_for_closed(seg: &TcpRepr) -> Option<TcpRepr> {
             TcpFlags::RST,
         ),
     })
+}
+
+/// Parts of a packet [`Host::tcp_input`] hands a connection the payload
+/// from at most, before it gathers the payload instead: a merged
+/// super-segment of up to 64 KiB in segments of 1 KiB or more, or a
+/// reassembled packet of as many fragments.
+const MAX_PAYLOAD_PARTS: usize = 64;
+
+/// Calls `f` with the bytes `range` of `packet` as the pieces of its parts
+/// they lie in (`buffer::pieces`), unless the packet has more than
+/// [`MAX_PAYLOAD_PARTS`] parts (then `None`).
+fn with_pieces<R>(
+    packet: &Packet,
+    range: std::ops::Range<usize>,
+    f: impl FnOnce(&[&[u8]]) -> R,
+) -> Option<R> {
+    let mut parts: [&[u8]; MAX_PAYLOAD_PARTS] = [&[]; MAX_PAYLOAD_PARTS];
+    let mut count = 0;
+    for part in packet.parts() {
+        *parts.get_mut(count)? = part;
+        count += 1;
+    }
+    let mut pieces: [&[u8]; MAX_PAYLOAD_PARTS] = [&[]; MAX_PAYLOAD_PARTS];
+    let mut taken = 0;
+    // At most one piece per part: `taken` stays within `count`.
+    for (slot, piece) in pieces
+        .iter_mut()
+        .zip(crate::buffer::pieces(&parts[..count], range))
+    {
+        *slot = piece;
+        taken += 1;
+    }
+    Some(f(&pieces[..taken]))
 }
 
 /// `len` bytes at `at` when they lie in one part of the packet.

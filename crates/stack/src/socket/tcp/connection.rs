@@ -23,7 +23,7 @@ use std::time::Duration;
 use probe::Flow;
 use wire::tcp::{TcpFlags, TcpRepr, MAX_SACK_BLOCKS};
 
-use super::assembler::{Assembler, AssemblerConfig, SackBlocks};
+use super::assembler::{self, Assembler, AssemblerConfig, SackBlocks};
 use super::congestion::{CongestionConfig, CongestionControl, Controller};
 use super::options::{self, LocalOptions, Negotiated};
 use super::rtt::{KarnSampler, RttConfig, RttEstimator, TimestampClock};
@@ -739,12 +739,15 @@ impl Connection {
     // ----- Arriving segments -----------------------------------------------
 
     /// Processes an arriving segment (RFC 9293 §3.10.7), its payload
-    /// already checked against the checksum.
+    /// already checked against the checksum. The payload is given as the
+    /// parts it lies in, in order (one slice for a segment received whole;
+    /// the pieces of the buffers of a segment receive offload merged or IP
+    /// reassembled), so it is copied once, into the receive buffer.
     pub fn input(
         &mut self,
         now: Instant,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         challenges: &mut ChallengeLimiter,
     ) -> Reply {
         self.counters.segments_received += 1;
@@ -852,7 +855,7 @@ impl Connection {
         &mut self,
         now: Instant,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         challenges: &mut ChallengeLimiter,
     ) -> Reply {
         let reply = self.input_checked(now, seg, payload, challenges);
@@ -891,7 +894,7 @@ impl Connection {
         &mut self,
         now: Instant,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         challenges: &mut ChallengeLimiter,
     ) -> Reply {
         let seq = Seq(seg.seq_number);
@@ -979,13 +982,14 @@ impl Connection {
         }
 
         // Seventh: the payload.
-        if !payload.is_empty() && self.state.can_receive() {
-            self.take_payload(seq, payload);
+        let payload_len = assembler::payload_len(payload);
+        if payload_len > 0 && self.state.can_receive() {
+            self.take_payload(seq, payload, payload_len);
         }
 
         // Eighth: FIN.
         if seg.flags.contains(TcpFlags::FIN) {
-            self.peer_fin.get_or_insert(seq + payload.len());
+            self.peer_fin.get_or_insert(seq + payload_len);
             self.ack_now = true;
         }
         self.try_consume_fin(now);
@@ -1179,7 +1183,8 @@ impl Connection {
         }
     }
 
-    fn take_payload(&mut self, seq: Seq, payload: &[u8]) {
+    /// Takes the `len` bytes of `payload` (its parts) in at `seq`.
+    fn take_payload(&mut self, seq: Seq, payload: &[&[u8]], len: usize) {
         let outcome = self.recv.write(seq, payload);
         if outcome.advanced == 0 || outcome.fills_gap || self.recv.has_holes() {
             // Out of order, duplicate or filling a gap: ACK at once (RFC
@@ -1198,13 +1203,13 @@ impl Connection {
             // A segment receive offload merged counts as the full-sized
             // segments it holds.
             let mss = usize::from(self.local_options.mss).max(1);
-            let segments = payload.len().div_ceil(mss).max(1);
+            let segments = len.div_ceil(mss).max(1);
             self.unacked_segments = self
                 .unacked_segments
                 .saturating_add(u32::try_from(segments).unwrap_or(u32::MAX));
             if segments == 1 {
-                self.largest_segment = self.largest_segment.max(payload.len());
-                if payload.len() < self.largest_segment {
+                self.largest_segment = self.largest_segment.max(len);
+                if len < self.largest_segment {
                     self.small_segment_unacked = true;
                 }
             }
