@@ -105,24 +105,40 @@ impl Host {
             self.count_drop("tcp_not_unicast");
             return;
         }
-        let (payload_at, len, flow) = (pos + header_len, repr.payload_len, packet.flow());
         // The payload where it lies, copied only into the receive buffer:
-        // in place for a segment received whole (the common case)...
-        if let Some(bytes) = contiguous(&packet, payload_at, len) {
-            self.tcp_deliver(now, local, remote, &repr, &[bytes], flow);
-            return;
+        // in place for a segment received whole (the common case), else
+        // from the buffers it lies in.
+        let payload_at = pos + header_len;
+        match contiguous(&packet, payload_at, repr.payload_len) {
+            Some(bytes) => self.tcp_deliver(now, local, remote, &repr, &[bytes], packet.flow()),
+            None => self.tcp_deliver_parted(now, (local, remote), &repr, &packet, payload_at),
         }
-        // ...as the pieces of the buffers it lies in for one that GRO
-        // merged or IP reassembled...
-        let delivered = with_pieces(&packet, payload_at..payload_at + len, |pieces| {
-            self.tcp_deliver(now, local, remote, &repr, pieces, flow);
+    }
+
+    /// [`tcp_deliver`](Self::tcp_deliver) for a segment whose payload, at
+    /// `payload_at` of `packet`, spans several of its buffers (GRO merged
+    /// it, or IP reassembled it): handed over as the pieces of those
+    /// buffers, or, from a packet of more than [`MAX_PAYLOAD_PARTS`]
+    /// parts (tiny segments merged, tiny fragments), gathered into the
+    /// host's scratch buffer first (a copy of its own). Out of line: its
+    /// piece arrays and second call site stay off the path of the segment
+    /// received whole.
+    #[inline(never)]
+    fn tcp_deliver_parted(
+        &mut self,
+        now: Instant,
+        (local, remote): (SocketAddr, SocketAddr),
+        seg: &TcpRepr,
+        packet: &Packet,
+        payload_at: usize,
+    ) {
+        let (len, flow) = (seg.payload_len, packet.flow());
+        let delivered = with_pieces(packet, payload_at..payload_at + len, |pieces| {
+            self.tcp_deliver(now, local, remote, seg, pieces, flow);
         });
         if delivered.is_some() {
             return;
         }
-        // ...and gathered into the host's scratch buffer (a copy of its
-        // own) from a packet of more parts than that: tiny segments merged,
-        // or tiny fragments.
         let mut gathered = std::mem::take(&mut self.scratch);
         // An IP payload is at most 65 535 bytes: the scratch holds it
         // (grown here only if a caller had taken it).
@@ -130,7 +146,7 @@ impl Host {
             gathered.resize(len, 0);
         }
         let n = packet.copy_out(payload_at, &mut gathered[..len]);
-        self.tcp_deliver(now, local, remote, &repr, &[&gathered[..n]], flow);
+        self.tcp_deliver(now, local, remote, seg, &[&gathered[..n]], flow);
         self.scratch = gathered;
     }
 
