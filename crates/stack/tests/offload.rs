@@ -7,19 +7,17 @@
 
 mod network_support;
 
-use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
+use network_support::tcp::{self, exchange, varied};
 use network_support::*;
-use stack::iface::host::{TcpError, TcpHandle};
+use stack::iface::host::TcpHandle;
 use stack::iface::offload::Offload;
 use stack::runner::{blocking, Simulator};
 use stack::socket::tcp::connection::TcpConfig;
-use stack::socket::tcp::listener::ListenerConfig;
 use stack::topology::Topology;
 
-const PORT: u16 = 5001;
 const MTU: usize = 1500;
 
 /// Two hosts on one wire (`topologies/unlimited.toml`'s shape), each
@@ -66,90 +64,12 @@ fn connected(sim: &mut Simulator, v6: bool) -> (TcpHandle, TcpHandle) {
 
 /// [`connected`] with `config` at both ends.
 fn connected_with(sim: &mut Simulator, v6: bool, config: TcpConfig) -> (TcpHandle, TcpHandle) {
-    let any: IpAddr = if v6 { "::" } else { "0.0.0.0" }.parse().unwrap();
-    let ready = sim.run_until_with(Duration::from_secs(5), |sim| {
-        ["host-a", "host-b"]
-            .iter()
-            .all(|n| !host(sim, n).global_ipv6_addresses().is_empty())
-    });
-    assert!(ready, "addresses not configured");
-    let listener = host_mut(sim, "host-b")
-        .tcp_listen(
-            SocketAddr::new(any, PORT),
-            config,
-            ListenerConfig::default(),
-        )
-        .unwrap();
-    let server_addr: IpAddr = if v6 { "2001:db8:1::b" } else { "192.0.2.2" }
-        .parse()
-        .unwrap();
-    let remote = SocketAddr::new(server_addr, PORT);
-    let limit = Duration::from_secs(10);
-    let client = blocking::connect(sim, "host-a", remote, config, limit).unwrap();
-    let server = blocking::accept(sim, "host-b", listener, limit).unwrap();
-    (client, server)
+    tcp::wait_for_addresses(sim, Duration::from_secs(5));
+    tcp::connect(sim, v6, config, Duration::from_secs(10))
 }
 
-/// A byte pattern that does not repeat within a super-segment, so a
-/// segment out of place or a byte off would show.
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(9) as u8 ^ seed)
-        .collect()
-}
-
-/// Sends `up` from a to b and `down` from b to a at once, both closing
-/// after; what b and a received.
-fn exchange(
-    sim: &mut Simulator,
-    (ha, hb): (TcpHandle, TcpHandle),
-    up: &[u8],
-    down: &[u8],
-) -> (Vec<u8>, Vec<u8>) {
-    let mut sent = [0usize; 2];
-    let mut shut = [false; 2];
-    let mut got = [Vec::new(), Vec::new()];
-    let mut eof = [false; 2];
-    let mut buf = vec![0u8; 64 * 1024];
-    let done = sim.run_until_with(Duration::from_secs(120), |sim| {
-        for (i, (name, handle, data)) in [("host-a", ha, up), ("host-b", hb, down)]
-            .into_iter()
-            .enumerate()
-        {
-            let h = host_mut(sim, name);
-            while sent[i] < data.len() {
-                match h.tcp_send(handle, &data[sent[i]..]) {
-                    Ok(n) => sent[i] += n,
-                    Err(TcpError::WouldBlock) => break,
-                    Err(e) => panic!("{name}: send: {e}"),
-                }
-            }
-            if sent[i] == data.len() && !shut[i] {
-                h.tcp_shutdown(handle).unwrap();
-                shut[i] = true;
-            }
-            while !eof[i] {
-                match h.tcp_recv(handle, &mut buf) {
-                    Ok(0) => eof[i] = true,
-                    Ok(n) => got[i].extend_from_slice(&buf[..n]),
-                    Err(TcpError::WouldBlock) => break,
-                    Err(e) => panic!("{name}: recv: {e}"),
-                }
-            }
-        }
-        shut.iter().all(|s| *s) && eof.iter().all(|e| *e)
-    });
-    assert!(
-        done,
-        "not done: sent {sent:?}, got {} / {}; drops a {:?} b {:?}",
-        got[0].len(),
-        got[1].len(),
-        host(sim, "host-a").drops(),
-        host(sim, "host-b").drops()
-    );
-    let [at_a, at_b] = got;
-    (at_b, at_a)
-}
+/// A bulk exchange's time limit.
+const LIMIT: Duration = Duration::from_secs(120);
 
 /// Every frame in the pcapng capture `file` (its captured length), read
 /// block by block.
@@ -185,9 +105,9 @@ fn bulk(test: &str, topology: &Topology, v6: bool) -> Outcome {
     let dir = CaptureDir::new(test);
     let mut sim = simulator(topology, &dir);
     let handles = connected(&mut sim, v6);
-    let up = data(3 << 20, 1);
-    let down = data(1 << 20, 2);
-    let (at_b, at_a) = exchange(&mut sim, handles, &up, &down);
+    let up = varied(3 << 20, 1);
+    let down = varied(1 << 20, 2);
+    let (at_b, at_a) = exchange(&mut sim, handles, &up, &down, LIMIT);
     assert!(
         at_b == up,
         "host-b got {} bytes, not the {} sent",
@@ -360,7 +280,7 @@ fn a_super_segment_passes_each_layer_once_and_the_cutting_is_the_links() {
         let _ = probe::drain_thread();
         probe::set_mode(probe::Mode::All);
         let limit = Duration::from_secs(30);
-        let data = data(300_000, 3);
+        let data = varied(300_000, 3);
         blocking::write_all(&mut sim, "host-a", client, &data, limit).unwrap();
         host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
         let got = blocking::read_to_end(&mut sim, "host-b", server, limit).unwrap();
@@ -437,8 +357,8 @@ fn segment_sizes(test: &str, offload: &[&str], recv_buffer: usize) -> Vec<usize>
         ..TcpConfig::default()
     };
     let (client, server) = connected_with(&mut sim, true, config);
-    let up = data(1 << 20, 4);
-    let (at_b, _) = exchange(&mut sim, (client, server), &up, &[]);
+    let up = varied(1 << 20, 4);
+    let (at_b, _) = exchange(&mut sim, (client, server), &up, &[], LIMIT);
     assert!(at_b == up, "byte-exact");
     let cut = host(&sim, "host-a").interfaces()[0].counters.gso_segments;
     assert_eq!(cut > 300, !offload.is_empty(), "{cut} frames cut");
@@ -480,4 +400,61 @@ fn super_segments_put_the_segments_per_packet_tcp_would_on_the_wire() {
         (a - b).abs() <= a * 0.02,
         "{b} segments with TSO, {a} without"
     );
+}
+
+/// A segment GRO merged is copied once, from the pool buffers it lies in
+/// into the receive buffer: inside TCP input the `data.copy` spans add up
+/// to the bytes sent (a clean wire resends nothing), none of them a
+/// gathering of the merged payload first.
+#[test]
+fn a_merged_segment_is_copied_once_into_the_receive_buffer() {
+    if !probe::ENABLED {
+        return;
+    }
+    let (copied, copies, inputs, merged, resent, len) = std::thread::spawn(|| {
+        probe::init_thread(1 << 21);
+        let topology = topology(&[], &["gro"], "");
+        let mut sim = Simulator::new(&topology, None).unwrap();
+        let (client, server) = connected(&mut sim, true);
+        let _ = probe::drain_thread();
+        probe::set_mode(probe::Mode::All);
+        let limit = Duration::from_secs(30);
+        let data = varied(300_000, 5);
+        blocking::write_all(&mut sim, "host-a", client, &data, limit).unwrap();
+        host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
+        let got = blocking::read_to_end(&mut sim, "host-b", server, limit).unwrap();
+        assert!(got == data, "byte-exact");
+        probe::set_mode(probe::Mode::Off);
+        let records = probe::drain_thread();
+        let name = |r: &probe::Record| stack::probes::LOCATIONS[r.loc as usize].name;
+        let (mut depth, mut copied, mut copies, mut inputs) = (0, 0u64, 0, 0);
+        for r in &records {
+            match name(r) {
+                "tcp.input.enter" => {
+                    depth += 1;
+                    inputs += 1;
+                }
+                "tcp.input.exit" => depth -= 1,
+                "data.copy.enter" if depth > 0 => {
+                    copied += u64::from(r.len);
+                    copies += 1;
+                }
+                _ => {}
+            }
+        }
+        let a = host(&sim, "host-a");
+        let resent = a
+            .tcp_connection(client)
+            .unwrap()
+            .counters()
+            .bytes_retransmitted;
+        let merged = host(&sim, "host-b").gro_counters().merged;
+        (copied, copies, inputs, merged, resent, data.len() as u64)
+    })
+    .join()
+    .unwrap();
+    assert!(merged > 50, "GRO merged {merged} segments");
+    assert_eq!(resent, 0, "a clean wire");
+    assert_eq!(copied, len, "each byte copied once in TCP input");
+    assert!(copies <= inputs, "{copies} copies in {inputs} TCP inputs");
 }

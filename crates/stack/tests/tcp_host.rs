@@ -8,6 +8,7 @@ mod network_support;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use network_support::tcp::{self, exchange, varied, PORT};
 use network_support::*;
 use stack::iface::host::{Host, TcpError, TcpHandle};
 use stack::runner::{blocking, Simulator};
@@ -16,27 +17,11 @@ use stack::socket::tcp::listener::ListenerConfig;
 use stack::socket::tcp::state::State;
 use stack::topology::Topology;
 
-const PORT: u16 = 5001;
-
 fn network() -> Simulator {
     let mut sim = Simulator::new(&Topology::default_network(), None).unwrap();
     // Until SLAAC has given both hosts a global address (DAD included).
-    let ready = sim.run_until_with(Duration::from_secs(60), |sim| {
-        ["host-a", "host-b"]
-            .iter()
-            .all(|n| !sim.host(n).unwrap().global_ipv6_addresses().is_empty())
-    });
-    assert!(ready, "SLAAC did not finish");
+    tcp::wait_for_addresses(&mut sim, Duration::from_secs(60));
     sim
-}
-
-fn address_of(sim: &Simulator, name: &str, v6: bool) -> IpAddr {
-    let h = sim.host(name).unwrap();
-    if v6 {
-        IpAddr::V6(h.global_ipv6_addresses()[0])
-    } else {
-        IpAddr::V4(h.ipv4_addresses()[0])
-    }
 }
 
 fn listen(sim: &mut Simulator, name: &str, v6: bool) -> TcpHandle {
@@ -57,106 +42,17 @@ fn listen(sim: &mut Simulator, name: &str, v6: bool) -> TcpHandle {
 /// A connection from host-a to a listener on host-b, both ends with
 /// `config`: (client, server).
 fn connected(sim: &mut Simulator, v6: bool, config: TcpConfig) -> (TcpHandle, TcpHandle) {
-    let any: IpAddr = if v6 { "::" } else { "0.0.0.0" }.parse().unwrap();
-    let listener = host_mut(sim, "host-b")
-        .tcp_listen(
-            SocketAddr::new(any, PORT),
-            config,
-            ListenerConfig::default(),
-        )
-        .unwrap();
-    let remote = SocketAddr::new(address_of(sim, "host-b", v6), PORT);
-    let limit = Duration::from_secs(10);
-    let client = blocking::connect(sim, "host-a", remote, config, limit).unwrap();
-    let server = blocking::accept(sim, "host-b", listener, limit).unwrap();
-    (client, server)
-}
-
-/// A deterministic, non-repeating-looking byte pattern.
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ seed)
-        .collect()
-}
-
-/// Moves `up` from a to b and `down` from b to a at once, both then
-/// closing; returns what each side received.
-fn exchange(
-    sim: &mut Simulator,
-    (a, ha): (&str, TcpHandle),
-    (b, hb): (&str, TcpHandle),
-    up: &[u8],
-    down: &[u8],
-    limit: Duration,
-) -> (Vec<u8>, Vec<u8>) {
-    struct Side {
-        sent: usize,
-        shut: bool,
-        got: Vec<u8>,
-        eof: bool,
-    }
-    let mut sides = [
-        Side {
-            sent: 0,
-            shut: false,
-            got: Vec::new(),
-            eof: false,
-        },
-        Side {
-            sent: 0,
-            shut: false,
-            got: Vec::new(),
-            eof: false,
-        },
-    ];
-    let mut buf = vec![0u8; 32 * 1024];
-    let done = sim.run_until_with(limit, |sim| {
-        for (i, (name, handle, data)) in [(a, ha, up), (b, hb, down)].into_iter().enumerate() {
-            let side = &mut sides[i];
-            let h = host_mut(sim, name);
-            while side.sent < data.len() {
-                match h.tcp_send(handle, &data[side.sent..]) {
-                    Ok(n) => side.sent += n,
-                    Err(TcpError::WouldBlock) => break,
-                    Err(e) => panic!("{name}: send failed: {e}"),
-                }
-            }
-            if side.sent == data.len() && !side.shut {
-                h.tcp_shutdown(handle).unwrap();
-                side.shut = true;
-            }
-            while !side.eof {
-                match h.tcp_recv(handle, &mut buf) {
-                    Ok(0) => side.eof = true,
-                    Ok(n) => side.got.extend_from_slice(&buf[..n]),
-                    Err(TcpError::WouldBlock) => break,
-                    Err(e) => panic!("{name}: recv failed: {e}"),
-                }
-            }
-        }
-        sides.iter().all(|s| s.shut && s.eof)
-    });
-    assert!(
-        done,
-        "exchange did not finish in {limit:?}: a sent {} got {}, b sent {} got {}",
-        sides[0].sent,
-        sides[0].got.len(),
-        sides[1].sent,
-        sides[1].got.len()
-    );
-    let [sa, sb] = sides;
-    (sb.got, sa.got)
+    tcp::connect(sim, v6, config, Duration::from_secs(10))
 }
 
 fn transfer_both_ways(v6: bool) {
     let mut sim = network();
     let (client, server) = connected(&mut sim, v6, TcpConfig::default());
-    let up = pattern(1 << 20, 1);
-    let down = pattern(700_000, 2);
+    let up = varied(1 << 20, 1);
+    let down = varied(700_000, 2);
     let (at_b, at_a) = exchange(
         &mut sim,
-        ("host-a", client),
-        ("host-b", server),
+        (client, server),
         &up,
         &down,
         Duration::from_secs(60),
@@ -319,14 +215,7 @@ fn simultaneous_close_passes_through_closing_to_time_wait() {
 fn one_way(sim: &mut Simulator, config: TcpConfig, data: &[u8]) -> (TcpHandle, Duration) {
     let (client, server) = connected(sim, true, config);
     let start = sim.now();
-    let (got, _) = exchange(
-        sim,
-        ("host-a", client),
-        ("host-b", server),
-        data,
-        &[],
-        Duration::from_secs(60),
-    );
+    let (got, _) = exchange(sim, (client, server), data, &[], Duration::from_secs(60));
     assert!(got == data, "byte-exact");
     (client, sim.now() - start)
 }
@@ -334,25 +223,8 @@ fn one_way(sim: &mut Simulator, config: TcpConfig, data: &[u8]) -> (TcpHandle, D
 /// host-a — r1 — r2 — host-b with a 1280-byte MTU between the routers:
 /// both hosts' links carry 1500, so only the path MTU can tell them.
 fn narrow_middle() -> Simulator {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../topologies/two-routers.toml"
-    ))
-    .unwrap()
-    .replace(
-        "name = \"eth1\"\nipv4 = \"203.0.113.1/24\"",
-        "name = \"eth1\"\nmtu = 1280\nipv4 = \"203.0.113.1/24\"",
-    )
-    .replace(
-        "name = \"eth0\"\nipv4 = \"203.0.113.2/24\"",
-        "name = \"eth0\"\nmtu = 1280\nipv4 = \"203.0.113.2/24\"",
-    );
-    let mut sim = Simulator::new(&Topology::from_toml_str(&text).unwrap(), None).unwrap();
-    assert!(sim.run_until_with(Duration::from_secs(60), |sim| {
-        ["host-a", "host-b"]
-            .iter()
-            .all(|n| !sim.host(n).unwrap().global_ipv6_addresses().is_empty())
-    }));
+    let mut sim = Simulator::new(&two_routers_narrow_middle(), None).unwrap();
+    tcp::wait_for_addresses(&mut sim, Duration::from_secs(60));
     sim
 }
 
@@ -368,7 +240,7 @@ fn the_send_mss_follows_the_path_mtu() {
         };
         // Both ends offered MSS for 1500-byte links.
         assert_eq!(mss(&sim), 1500 - ip - 20 - 12);
-        let data = pattern(300_000, 9);
+        let data = varied(300_000, 9);
         blocking::write_all(&mut sim, "host-a", client, &data, Duration::from_secs(60)).unwrap();
         host_mut(&mut sim, "host-a").tcp_shutdown(client).unwrap();
         let got =
@@ -400,7 +272,7 @@ fn a_tail_drop_burst_is_repaired_by_sack_without_a_timeout() {
         recv_buffer: 4 << 20,
         ..TcpConfig::default()
     };
-    let data = pattern(24 << 20, 5);
+    let data = varied(24 << 20, 5);
     let (client, took) = one_way(&mut sim, config, &data);
     let seconds = took.as_secs_f64();
     let a = sim.host("host-a").unwrap();
@@ -438,7 +310,7 @@ fn the_short_tail_of_a_write_does_not_wait_for_a_delayed_ack() {
             let c = sim.host("host-a").unwrap().tcp_connection(client).unwrap();
             c.negotiated().unwrap().send_mss
         };
-        let data = pattern(full_segments * mss + 100, 5);
+        let data = varied(full_segments * mss + 100, 5);
         let start = sim.now();
         assert_eq!(
             host_mut(&mut sim, "host-a").tcp_send(client, &data),
@@ -481,7 +353,7 @@ fn small_socket_buffers_with_nagle_do_not_wait_for_delayed_acks() {
         recv_buffer: 4096,
         ..TcpConfig::default()
     };
-    let (_, took) = one_way(&mut sim, config, &pattern(256 * 1024, 3));
+    let (_, took) = one_way(&mut sim, config, &varied(256 * 1024, 3));
     // 64 windows of 4 KB, each about 0.35 ms of wire and round trip: some
     // 25 ms; waiting for the delayed ACK would take over a second.
     assert!(took < Duration::from_millis(200), "took {took:?}");

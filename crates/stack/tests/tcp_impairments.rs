@@ -16,22 +16,20 @@
 
 mod network_support;
 
-use std::net::{IpAddr, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use network_support::host_mut;
+use network_support::tcp::{self, exchange};
 use stack::iface::host::{Host, TcpError, TcpHandle};
 use stack::phy::LinkStats;
-use stack::runner::{blocking, Simulator};
+use stack::runner::Simulator;
 use stack::socket::tcp::congestion::{Algorithm, CongestionConfig};
 use stack::socket::tcp::connection::{TcpConfig, TcpCounters};
-use stack::socket::tcp::listener::ListenerConfig;
 use stack::topology::Topology;
 
-const PORT: u16 = 5001;
 /// Bytes each direction carries in a matrix run.
 const STREAM: usize = 4 << 20;
 
@@ -221,50 +219,17 @@ fn wire_keys(p: &Profile) -> String {
     )
 }
 
-fn address(name: &str, v6: bool) -> IpAddr {
-    match (name, v6) {
-        ("host-a", true) => "2001:db8::a".parse().unwrap(),
-        ("host-b", true) => "2001:db8::b".parse().unwrap(),
-        ("host-a", false) => "192.0.2.10".parse().unwrap(),
-        ("host-b", false) => "192.0.2.11".parse().unwrap(),
-        _ => unreachable!(),
-    }
-}
-
 /// A simulator whose hosts have finished DAD on their static addresses.
 fn network(topology: &Topology) -> Simulator {
     let mut sim = Simulator::new(topology, None).unwrap();
-    let ready = sim.run_until_with(Duration::from_secs(10), |sim| {
-        ["host-a", "host-b"]
-            .iter()
-            .all(|n| !sim.host(n).unwrap().global_ipv6_addresses().is_empty())
-    });
-    assert!(ready, "DAD did not finish");
+    tcp::wait_for_addresses(&mut sim, Duration::from_secs(10));
     sim
 }
 
-/// A connection from host-a to a listener on host-b, both accepted.
+/// A connection from host-a to a listener on host-b, both accepted. The
+/// handshake itself may lose segments: SYN retransmission takes seconds.
 fn connect(sim: &mut Simulator, v6: bool, config: TcpConfig) -> (TcpHandle, TcpHandle) {
-    let any: IpAddr = if v6 {
-        "::".parse().unwrap()
-    } else {
-        "0.0.0.0".parse().unwrap()
-    };
-    let listener = host_mut(sim, "host-b")
-        .tcp_listen(
-            SocketAddr::new(any, PORT),
-            config,
-            ListenerConfig::default(),
-        )
-        .unwrap();
-    let remote = SocketAddr::new(address("host-b", v6), PORT);
-    // The handshake itself may lose segments: SYN retransmission takes
-    // seconds.
-    let client =
-        blocking::connect(sim, "host-a", remote, config, Duration::from_secs(60)).expect("connect");
-    let server =
-        blocking::accept(sim, "host-b", listener, Duration::from_secs(60)).expect("accept");
-    (client, server)
+    tcp::connect(sim, v6, config, Duration::from_secs(60))
 }
 
 /// Bytes that differ from seed to seed and from position to position.
@@ -281,68 +246,6 @@ fn stream(len: usize, seed: u64) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-/// One side of an exchange.
-#[derive(Default)]
-struct Side {
-    sent: usize,
-    shut: bool,
-    got: Vec<u8>,
-    eof: bool,
-}
-
-/// Sends what it can of `data`, shuts down after the last byte, and reads
-/// everything that arrived.
-fn pump(h: &mut Host, handle: TcpHandle, data: &[u8], side: &mut Side, buf: &mut [u8]) {
-    while side.sent < data.len() {
-        match h.tcp_send(handle, &data[side.sent..]) {
-            Ok(n) => side.sent += n,
-            Err(TcpError::WouldBlock) => break,
-            Err(e) => panic!("{}: send failed: {e}", h.name()),
-        }
-    }
-    if side.sent == data.len() && !side.shut {
-        h.tcp_shutdown(handle).unwrap();
-        side.shut = true;
-    }
-    while !side.eof {
-        match h.tcp_recv(handle, buf) {
-            Ok(0) => side.eof = true,
-            Ok(n) => side.got.extend_from_slice(&buf[..n]),
-            Err(TcpError::WouldBlock) => break,
-            Err(e) => panic!("{}: recv failed: {e}", h.name()),
-        }
-    }
-}
-
-/// Moves `up` from host-a to host-b and `down` back at once, both ends
-/// shutting down after their last byte; returns (what host-b got, what
-/// host-a got). Panics if it takes longer than `limit`.
-fn exchange(
-    sim: &mut Simulator,
-    (client, server): (TcpHandle, TcpHandle),
-    up: &[u8],
-    down: &[u8],
-    limit: Duration,
-) -> (Vec<u8>, Vec<u8>) {
-    let mut a = Side::default();
-    let mut b = Side::default();
-    let mut buf = vec![0u8; 64 * 1024];
-    let done = sim.run_until_with(limit, |sim| {
-        pump(host_mut(sim, "host-a"), client, up, &mut a, &mut buf);
-        pump(host_mut(sim, "host-b"), server, down, &mut b, &mut buf);
-        a.shut && a.eof && b.shut && b.eof
-    });
-    assert!(
-        done,
-        "the exchange did not finish in {limit:?}: host-a sent {} got {}, host-b sent {} got {}",
-        a.sent,
-        a.got.len(),
-        b.sent,
-        b.got.len()
-    );
-    (b.got, a.got)
 }
 
 // ----- The matrix ------------------------------------------------------------
@@ -772,10 +675,10 @@ mod pair {
             for _ in 0..10 {
                 now += Duration::from_millis(1);
                 for (r, p) in drain(&mut b, now) {
-                    a.input(now, &r, &p, &mut limiter);
+                    a.input(now, &r, &[&p], &mut limiter);
                 }
                 for (r, p) in drain(&mut a, now) {
-                    b.input(now, &r, &p, &mut limiter);
+                    b.input(now, &r, &[&p], &mut limiter);
                 }
             }
             assert_eq!(
@@ -801,10 +704,10 @@ mod pair {
                 self.a.poll_timers(now);
                 self.b.poll_timers(now);
                 for (r, p) in drain(&mut self.a, now) {
-                    self.b.input(now, &r, &p, &mut self.limiter);
+                    self.b.input(now, &r, &[&p], &mut self.limiter);
                 }
                 for (r, p) in drain(&mut self.b, now) {
-                    self.a.input(now, &r, &p, &mut self.limiter);
+                    self.a.input(now, &r, &[&p], &mut self.limiter);
                 }
             }
         }
@@ -832,10 +735,10 @@ fn acks_lost_both_ways_across_a_timeout_do_not_deadlock() {
         "an initial window each way"
     );
     for (r, d) in &from_a {
-        p.b.input(now, r, d, &mut p.limiter);
+        p.b.input(now, r, &[d], &mut p.limiter);
     }
     for (r, d) in &from_b {
-        p.a.input(now, r, d, &mut p.limiter);
+        p.a.input(now, r, &[d], &mut p.limiter);
     }
     // Every acknowledgment of those segments is lost.
     drain(&mut p.a, now);
@@ -880,7 +783,7 @@ fn data_segments_carrying_sack_blocks_still_fit_the_mss() {
     let from_a = drain(&mut p.a, now);
     assert_eq!(from_a.len(), 3);
     for (r, d) in &from_a[1..] {
-        p.b.input(now, r, d, &mut p.limiter);
+        p.b.input(now, r, &[d], &mut p.limiter);
     }
     // B's own data now rides with SACK blocks for A's hole.
     p.b.send(&p.pool, &stream(10 * segment, 4)).unwrap();
@@ -917,7 +820,7 @@ fn an_abort_after_a_timeout_still_resets_the_peer() {
     p.a.send(&p.pool, &stream(20_000, 5)).unwrap();
     let now = p.now;
     for (r, d) in drain(&mut p.a, now) {
-        p.b.input(now, &r, &d, &mut p.limiter);
+        p.b.input(now, &r, &[&d], &mut p.limiter);
     }
     // B's ACKs are lost; A times out and rewinds.
     drain(&mut p.b, now);

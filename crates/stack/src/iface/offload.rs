@@ -27,7 +27,7 @@ use core::net::IpAddr;
 use wire::ip::IpProtocol;
 use wire::ipv4::Ipv4Packet;
 use wire::ipv6::Ipv6Packet;
-use wire::tcp::TcpPacket;
+use wire::tcp::{TcpFlags, TcpPacket};
 
 use crate::buffer::{Packet, PacketOffload};
 use crate::phy::vnet::{Gso, Segmenter, VnetHeaderRepr};
@@ -124,50 +124,27 @@ pub fn super_frame(parts: &[&[u8]], gso_size: u16) -> Option<(VnetHeaderRepr, Se
         [0x08, 0x00] => false,
         _ => return None,
     };
-    let ecn = head
-        .get(wire::ethernet::HEADER_LEN..)
-        .and_then(|ip| transport_at(ip, v6))
-        .and_then(|l4| head.get(wire::ethernet::HEADER_LEN + l4 + 13))
-        .is_some_and(|flags| flags & 0x80 != 0);
     let mut header = VnetHeaderRepr {
         needs_csum: true,
         gso: if v6 { Gso::TcpV6 } else { Gso::TcpV4 },
-        // RFC 3168 §6.1.2: CWR goes on the first segment only; the ECN
-        // bit tells the far side the super-frame has it.
-        gso_ecn: ecn,
         gso_size,
         // The checksum field of the TCP header (RFC 9293 §3.1).
         csum_offset: 16,
         ..VnetHeaderRepr::default()
     };
+    // The segmenter's walk of the headers finds the TCP header (and checks
+    // the frame is one it can cut); everything below reads it there.
     let segmenter = Segmenter::for_parts(parts, &header).ok()?;
-    header.csum_start = u16::try_from(segmenter.transport_offset()).ok()?;
+    let l4 = segmenter.transport_offset();
+    // RFC 3168 §6.1.2: CWR goes on the first segment only; the ECN bit
+    // tells the far side the super-frame has it.
+    header.gso_ecn = head
+        .get(l4..)
+        .and_then(|tcp| TcpPacket::new_checked(tcp).ok())
+        .is_some_and(|tcp| tcp.flags().contains(TcpFlags::CWR));
+    header.csum_start = u16::try_from(l4).ok()?;
     header.hdr_len = u16::try_from(segmenter.header_len()).ok()?;
     Some((header, segmenter))
-}
-
-/// The offset of the TCP header in the IP packet `ip` when it directly
-/// follows a plain IP header (no IPv6 extension header), else `None`.
-fn transport_at(ip: &[u8], v6: bool) -> Option<usize> {
-    if v6 {
-        let packet = Ipv6Packet::new_checked(ip).ok()?;
-        (packet.next_header() == IpProtocol::Tcp).then_some(wire::ipv6::HEADER_LEN)
-    } else {
-        let packet = Ipv4Packet::new_checked(ip).ok()?;
-        (packet.protocol() == IpProtocol::Tcp).then_some(packet.header_len())
-    }
-}
-
-/// TCP flags (RFC 9293 §3.1, RFC 3168 §6.1) as bits of header byte 13.
-mod flag {
-    pub const FIN: u8 = 0x01;
-    pub const SYN: u8 = 0x02;
-    pub const RST: u8 = 0x04;
-    pub const PSH: u8 = 0x08;
-    pub const ACK: u8 = 0x10;
-    pub const URG: u8 = 0x20;
-    pub const ECE: u8 = 0x40;
-    pub const CWR: u8 = 0x80;
 }
 
 /// Bytes of headers GRO compares and rewrites at most: an IPv4 header
@@ -186,7 +163,7 @@ pub struct GroSegment {
     headers: usize,
     payload: usize,
     seq: u32,
-    flags: u8,
+    flags: TcpFlags,
 }
 
 impl GroSegment {
@@ -203,7 +180,9 @@ impl GroSegment {
         }
         let total = head.len();
         let first = *head.first()?;
-        let (v6, l4) = match first >> 4 {
+        // The IP header is read once: checked, and its addresses kept for
+        // the pseudo-header.
+        let (v6, l4, src, dst): (bool, usize, IpAddr, IpAddr) = match first >> 4 {
             6 => {
                 let ip = Ipv6Packet::new_checked(head).ok()?;
                 if ip.next_header() != IpProtocol::Tcp
@@ -211,7 +190,8 @@ impl GroSegment {
                 {
                     return None;
                 }
-                (true, wire::ipv6::HEADER_LEN)
+                let (src, dst) = (ip.src_addr().into(), ip.dst_addr().into());
+                (true, wire::ipv6::HEADER_LEN, src, dst)
             }
             4 => {
                 let ip = Ipv4Packet::new_checked(head).ok()?;
@@ -224,7 +204,8 @@ impl GroSegment {
                 {
                     return None;
                 }
-                (false, wire::ipv4::HEADER_LEN)
+                let (src, dst) = (ip.src_addr().into(), ip.dst_addr().into());
+                (false, wire::ipv4::HEADER_LEN, src, dst)
             }
             _ => return None,
         };
@@ -235,12 +216,16 @@ impl GroSegment {
             return None;
         }
         let payload = total.checked_sub(headers).filter(|&p| p > 0)?;
-        let flags = head[l4 + 13];
-        let refused = flag::FIN | flag::SYN | flag::RST | flag::URG | flag::ECE | flag::CWR;
-        if flags & flag::ACK == 0 || flags & refused != 0 {
+        let flags = tcp.flags();
+        let refused = TcpFlags::FIN
+            | TcpFlags::SYN
+            | TcpFlags::RST
+            | TcpFlags::URG
+            | TcpFlags::ECE
+            | TcpFlags::CWR;
+        if !flags.contains(TcpFlags::ACK) || flags.intersects(refused) {
             return None;
         }
-        let (src, dst) = addresses(head, v6)?;
         {
             let _span = probe::span(
                 crate::probes::CHECKSUM_ENTER,
@@ -265,18 +250,6 @@ impl GroSegment {
     }
 }
 
-/// The source and destination of the IP packet whose header `head` starts
-/// with.
-fn addresses(head: &[u8], v6: bool) -> Option<(IpAddr, IpAddr)> {
-    if v6 {
-        let ip = Ipv6Packet::new_checked(head).ok()?;
-        Some((ip.src_addr().into(), ip.dst_addr().into()))
-    } else {
-        let ip = Ipv4Packet::new_checked(head).ok()?;
-        Some((ip.src_addr().into(), ip.dst_addr().into()))
-    }
-}
-
 /// A packet GRO holds while later segments of its flow may join it.
 pub struct GroHeld {
     pub packet: Packet,
@@ -297,7 +270,7 @@ impl GroHeld {
         GroHeld {
             next_seq: first.seq.wrapping_add(first.payload as u32),
             last_payload: first.payload,
-            pushed: first.flags & flag::PSH != 0,
+            pushed: first.flags.contains(TcpFlags::PSH),
             segments: 1,
             packet,
             first,
@@ -321,7 +294,7 @@ impl GroHeld {
             return Err(next);
         };
         let total = self.packet.len() + seg.payload;
-        let psh = seg.flags & flag::PSH;
+        let psh = seg.flags & TcpFlags::PSH;
         let (v6, l4) = (self.first.v6, self.first.l4);
         let rewritten = rewrite_headers(&mut self.packet, self.first.headers, |head| {
             if v6 {
@@ -332,7 +305,8 @@ impl GroHeld {
                 ip.set_total_len(total as u16);
                 ip.fill_checksum();
             }
-            head[l4 + 13] |= psh;
+            let mut tcp = TcpPacket::new_unchecked(&mut head[l4..]);
+            tcp.set_flags(tcp.flags() | psh);
         });
         if !rewritten {
             return Err(next);
@@ -345,7 +319,7 @@ impl GroHeld {
         self.packet.set_offload(offload);
         self.next_seq = self.next_seq.wrapping_add(seg.payload as u32);
         self.last_payload = seg.payload;
-        self.pushed = psh != 0;
+        self.pushed = !psh.is_empty();
         self.segments += 1;
         Ok(())
     }
@@ -360,7 +334,7 @@ impl GroHeld {
             || self.last_payload < first.payload
             || seg.payload > first.payload
             || seg.seq != self.next_seq
-            || seg.flags & !flag::PSH != first.flags & !flag::PSH
+            || seg.flags - TcpFlags::PSH != first.flags - TcpFlags::PSH
             || self.packet.len() + seg.payload > GSO_MAX_SIZE
         {
             return false;
@@ -432,7 +406,7 @@ mod tests {
     struct Seg {
         seq: u32,
         ack: u32,
-        flags: u8,
+        flags: TcpFlags,
         len: usize,
         tsval: u32,
         window: u16,
@@ -441,7 +415,7 @@ mod tests {
     const DATA: Seg = Seg {
         seq: 1000,
         ack: 7,
-        flags: flag::ACK,
+        flags: TcpFlags::ACK,
         len: 100,
         tsval: 5,
         window: 512,
@@ -450,6 +424,11 @@ mod tests {
     /// An IPv6 TCP segment 2001:db8::1:1234 → 2001:db8::2:80 with the
     /// timestamps option, its checksum right, in a packet of its own.
     fn segment(pool: &Pool, seg: Seg) -> Packet {
+        Packet::from_payload(pool, Flow::NONE, &segment_bytes(seg)).unwrap()
+    }
+
+    /// [`segment`]'s bytes.
+    fn segment_bytes(seg: Seg) -> Vec<u8> {
         let src: core::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
         let dst: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
         let tcp_len = 32 + seg.len;
@@ -461,7 +440,7 @@ mod tests {
         bytes.extend_from_slice(&[0x04, 0xd2, 0, 80]);
         bytes.extend_from_slice(&seg.seq.to_be_bytes());
         bytes.extend_from_slice(&seg.ack.to_be_bytes());
-        bytes.extend_from_slice(&[8 << 4, seg.flags]);
+        bytes.extend_from_slice(&[8 << 4, seg.flags.bits()]);
         bytes.extend_from_slice(&seg.window.to_be_bytes());
         bytes.extend_from_slice(&[0, 0, 0, 0, 1, 1, 8, 10]);
         bytes.extend_from_slice(&seg.tsval.to_be_bytes());
@@ -474,7 +453,7 @@ mod tests {
             wire::checksum::sum(&bytes[40..]),
         ));
         bytes[56..58].copy_from_slice(&sum.to_be_bytes());
-        Packet::from_payload(pool, Flow::NONE, &bytes).unwrap()
+        bytes
     }
 
     /// Holds `first`, offers each of `rest`, and says which merged.
@@ -504,7 +483,7 @@ mod tests {
             ..DATA
         };
         let last = Seg {
-            flags: flag::ACK | flag::PSH,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
             ..next(3, 40)
         };
         let (merged, held) = offer(DATA, &[next(1, 100), next(2, 100), last]);
@@ -526,7 +505,7 @@ mod tests {
         // The payload is the four segments' in order, PSH from the last.
         let payload: Vec<u8> = (0..340).map(|i| (1000 + i) as u8).collect();
         assert_eq!(&bytes[72..], &payload[..]);
-        assert_eq!(bytes[40 + 13], flag::ACK | flag::PSH);
+        assert_eq!(bytes[40 + 13], (TcpFlags::ACK | TcpFlags::PSH).bits());
         assert_eq!(u32::from_be_bytes(bytes[44..48].try_into().unwrap()), 1000);
     }
 
@@ -549,14 +528,14 @@ mod tests {
             (
                 "a FIN",
                 Seg {
-                    flags: flag::ACK | flag::FIN,
+                    flags: TcpFlags::ACK | TcpFlags::FIN,
                     ..second
                 },
             ),
             (
                 "CWR",
                 Seg {
-                    flags: flag::ACK | flag::CWR,
+                    flags: TcpFlags::ACK | TcpFlags::CWR,
                     ..second
                 },
             ),
@@ -570,7 +549,7 @@ mod tests {
         let after_short = Seg { seq: 1150, ..DATA };
         assert_eq!(offer(DATA, &[short, after_short]).0, [true, false]);
         let pushed = Seg {
-            flags: flag::ACK | flag::PSH,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
             ..DATA
         };
         assert_eq!(offer(pushed, &[second]).0, [false]);
@@ -599,6 +578,52 @@ mod tests {
         assert!(held.packet.len() <= GSO_MAX_SIZE);
         assert!(held.packet.len() + 1400 > GSO_MAX_SIZE);
         assert!(merged[taken..].iter().all(|m| !m));
+    }
+
+    /// `ip` behind an Ethernet header of `ethertype`.
+    fn ethernet(ethertype: [u8; 2], ip: &[u8]) -> Vec<u8> {
+        let mut frame = vec![0u8; 12];
+        frame.extend_from_slice(&ethertype);
+        frame.extend_from_slice(ip);
+        frame
+    }
+
+    #[test]
+    fn a_super_frame_is_described_where_the_segmenter_finds_its_tcp_header() {
+        const IPV6: [u8; 2] = [0x86, 0xdd];
+        let cwr = Seg {
+            flags: TcpFlags::ACK | TcpFlags::CWR,
+            len: 3000,
+            ..DATA
+        };
+        let plain = ethernet(IPV6, &segment_bytes(cwr));
+        let (header, segmenter) = super_frame(&[&plain], 1000).expect("a TCP super-frame");
+        assert_eq!(header.gso, Gso::TcpV6);
+        assert!(header.gso_ecn, "CWR set: the ECN bit says so");
+        assert_eq!((header.csum_start, header.hdr_len), (54, 54 + 32));
+        assert_eq!(segmenter.segments_left(), 3);
+        // A traced flow's IPv6 packet carries a destination options header
+        // (8 bytes here: PadN) before TCP.
+        let mut ip = segment_bytes(cwr);
+        ip[6] = 60;
+        let payload_len = u16::from_be_bytes([ip[4], ip[5]]) + 8;
+        ip[4..6].copy_from_slice(&payload_len.to_be_bytes());
+        ip.splice(40..40, [6, 0, 1, 4, 0, 0, 0, 0]);
+        let traced = ethernet(IPV6, &ip);
+        let (header, _) = super_frame(&[&traced], 1000).expect("a TCP super-frame");
+        assert!(header.gso_ecn, "CWR found after the extension header");
+        assert_eq!((header.csum_start, header.hdr_len), (62, 62 + 32));
+        // No CWR, no ECN bit; split across parts, the same description.
+        let quiet = ethernet(IPV6, &segment_bytes(Seg { len: 3000, ..DATA }));
+        let (header, _) = super_frame(&[&quiet[..100], &quiet[100..]], 1000).unwrap();
+        assert!(!header.gso_ecn);
+        assert_eq!((header.csum_start, header.hdr_len), (54, 54 + 32));
+        // Not TCP, or not IP: nothing the segmenter cuts.
+        let mut udp = segment_bytes(cwr);
+        udp[6] = 17;
+        assert!(super_frame(&[&ethernet(IPV6, &udp)], 1000).is_none());
+        let arp = ethernet([0x08, 0x06], &segment_bytes(cwr));
+        assert!(super_frame(&[&arp], 1000).is_none());
     }
 
     #[test]

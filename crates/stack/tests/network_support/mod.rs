@@ -34,6 +34,7 @@ use wire::ndisc::{NdiscOption, NdiscOptions, NdiscRepr};
 use wire::udp::{UdpPacket, UdpRepr};
 
 pub mod flood;
+pub mod tcp;
 pub mod tunnel;
 pub mod wiretap;
 

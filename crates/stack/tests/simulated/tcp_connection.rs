@@ -134,7 +134,7 @@ fn run(
             let (_, repr, payload) = net.a_to_b.in_flight.pop_front().unwrap();
             match b {
                 Some(b) => {
-                    b.input(now, &repr, &payload, &mut net.limiter);
+                    b.input(now, &repr, &[&payload], &mut net.limiter);
                 }
                 None if repr.flags.contains(TcpFlags::SYN) && repr.ack_number.is_none() => {
                     *b = Some(Connection::accept(
@@ -158,7 +158,7 @@ fn run(
             .is_some_and(|(at, _, _)| *at <= now)
         {
             let (_, repr, payload) = net.b_to_a.in_flight.pop_front().unwrap();
-            if let Reply::Rst(rst) = a.input(now, &repr, &payload, &mut net.limiter) {
+            if let Reply::Rst(rst) = a.input(now, &repr, &[&payload], &mut net.limiter) {
                 panic!("A answered with RST {rst:?}");
             }
         }
@@ -280,8 +280,7 @@ fn simultaneous_open_reaches_established_on_both_ends() {
         let from_a: Vec<Outgoing> = std::iter::from_fn(|| a.poll_output(now)).collect();
         let from_b: Vec<Outgoing> = std::iter::from_fn(|| b.poll_output(now)).collect();
         for out in from_a {
-            let payload = Vec::new();
-            b.input(now, &out.repr, &payload, &mut net.limiter);
+            b.input(now, &out.repr, &[], &mut net.limiter);
         }
         for out in from_b {
             a.input(now, &out.repr, &[], &mut net.limiter);

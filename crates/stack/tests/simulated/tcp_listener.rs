@@ -75,7 +75,7 @@ impl Rig {
                 .collect();
             match self.server.as_mut() {
                 Some(server) => {
-                    server.input(now, &out.repr, &payload, &mut self.limiter);
+                    server.input(now, &out.repr, &[&payload], &mut self.limiter);
                 }
                 None => {
                     if let ListenerReply::Send(reply) = self.listener.input(
@@ -83,7 +83,7 @@ impl Rig {
                         addr(SERVER),
                         addr(CLIENT),
                         &out.repr,
-                        &payload,
+                        &[&payload],
                         &mut self.limiter,
                     ) {
                         to_client.push((reply, Vec::new()));
@@ -110,7 +110,7 @@ impl Rig {
             }
         }
         for (repr, payload) in to_client {
-            if let Reply::Rst(rst) = client.input(now, &repr, &payload, &mut self.limiter) {
+            if let Reply::Rst(rst) = client.input(now, &repr, &[&payload], &mut self.limiter) {
                 panic!("client answered {rst:?}");
             }
         }

@@ -331,9 +331,6 @@ pub struct Host {
     /// Tunnels over this host's own IPv4 (`iface::tunnel`), each with its
     /// interface in `interfaces`.
     tunnels: Vec<crate::iface::tunnel::Tunnel>,
-    /// The payload per wire segment of the super-segment `tcp_output`
-    /// hands `tcp_emit` next (segmentation offload), 0 for none.
-    tcp_gso_size: u16,
     /// The packet receive coalescing holds (`gro`).
     gro: Option<gro::Held>,
     gro_counters: GroCounters,
@@ -445,7 +442,6 @@ impl Host {
             scratch: vec![0; 65_536 + 64],
             reclaim: memory::Reclaim::default(),
             tunnels: Vec::new(),
-            tcp_gso_size: 0,
             gro: None,
             gro_counters: GroCounters::default(),
         };

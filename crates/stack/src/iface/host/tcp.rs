@@ -15,7 +15,7 @@ use super::ipv6_input::read_at;
 use super::ipv6_output::Ipv6Send;
 use super::transport::{pseudo_header, sum_range, IpMeta};
 use super::Host;
-use crate::buffer::{Packet, SegmentList};
+use crate::buffer::Packet;
 use crate::iface::icmp_error::Quoted;
 use crate::probes::{
     CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER,
@@ -105,23 +105,48 @@ impl Host {
             self.count_drop("tcp_not_unicast");
             return;
         }
-        // The payload, contiguous: in place for an unfragmented packet,
-        // else gathered into the host's scratch buffer.
+        // The payload where it lies, copied only into the receive buffer:
+        // in place for a segment received whole (the common case), else
+        // from the buffers it lies in.
         let payload_at = pos + header_len;
+        match contiguous(&packet, payload_at, repr.payload_len) {
+            Some(bytes) => self.tcp_deliver(now, local, remote, &repr, &[bytes], packet.flow()),
+            None => self.tcp_deliver_parted(now, (local, remote), &repr, &packet, payload_at),
+        }
+    }
+
+    /// [`tcp_deliver`](Self::tcp_deliver) for a segment whose payload, at
+    /// `payload_at` of `packet`, spans several of its buffers (GRO merged
+    /// it, or IP reassembled it): handed over as the pieces of those
+    /// buffers, or, from a packet of more than [`MAX_PAYLOAD_PARTS`]
+    /// parts (tiny segments merged, tiny fragments), gathered into the
+    /// host's scratch buffer first (a copy of its own). Out of line: its
+    /// piece arrays and second call site stay off the path of the segment
+    /// received whole.
+    #[inline(never)]
+    fn tcp_deliver_parted(
+        &mut self,
+        now: Instant,
+        (local, remote): (SocketAddr, SocketAddr),
+        seg: &TcpRepr,
+        packet: &Packet,
+        payload_at: usize,
+    ) {
+        let (len, flow) = (seg.payload_len, packet.flow());
+        let delivered = with_pieces(packet, payload_at..payload_at + len, |pieces| {
+            self.tcp_deliver(now, local, remote, seg, pieces, flow);
+        });
+        if delivered.is_some() {
+            return;
+        }
         let mut gathered = std::mem::take(&mut self.scratch);
-        let payload: &[u8] = match contiguous(&packet, payload_at, repr.payload_len) {
-            Some(bytes) => bytes,
-            None => {
-                // An IP payload is at most 65 535 bytes: the scratch holds
-                // it (grown here only if a caller had taken it).
-                if gathered.len() < repr.payload_len {
-                    gathered.resize(repr.payload_len, 0);
-                }
-                let n = packet.copy_out(payload_at, &mut gathered[..repr.payload_len]);
-                &gathered[..n]
-            }
-        };
-        self.tcp_deliver(now, local, remote, &repr, payload, packet.flow());
+        // An IP payload is at most 65 535 bytes: the scratch holds it
+        // (grown here only if a caller had taken it).
+        if gathered.len() < len {
+            gathered.resize(len, 0);
+        }
+        let n = packet.copy_out(payload_at, &mut gathered[..len]);
+        self.tcp_deliver(now, local, remote, seg, &[&gathered[..n]], flow);
         self.scratch = gathered;
     }
 
@@ -132,7 +157,7 @@ impl Host {
         local: SocketAddr,
         remote: SocketAddr,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         flow: Flow,
     ) {
         let demux = self.tcp.demux(local, remote);
@@ -166,10 +191,10 @@ impl Host {
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    self.tcp_emit(now, flow, (local, remote), rst, SegmentList::new());
+                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(rst));
                 }
-                if let Some(Outgoing { repr, payload }) = ack {
-                    self.tcp_emit(now, flow, (local, remote), repr, payload);
+                if let Some(ack) = ack {
+                    self.tcp_emit(now, flow, (local, remote), ack);
                 }
             }
             Demux::Listener(index) => {
@@ -183,14 +208,14 @@ impl Host {
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    self.tcp_emit(now, flow, (local, remote), repr, SegmentList::new());
+                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(repr));
                 }
             }
             Demux::None => {
                 self.count_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    self.tcp_emit(now, flow, (local, remote), rst, SegmentList::new());
+                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(rst));
                 }
             }
         }
@@ -255,9 +280,6 @@ impl Host {
                         let Some(out) = conn.poll_output(now) else {
                             break;
                         };
-                        // A super-segment (segmentation offload): for
-                        // `tcp_emit`, which takes it.
-                        self.tcp_gso_size = conn.gso_size(&out);
                         (conn.flow(), conn.local(), conn.remote(), out)
                     }
                     TcpSocket::Listener(listener) => {
@@ -267,8 +289,7 @@ impl Host {
                         (listener.flow(), local, remote, out)
                     }
                 };
-                let Outgoing { repr, payload } = out;
-                self.tcp_emit(now, flow, (local, remote), repr, payload);
+                self.tcp_emit(now, flow, (local, remote), out);
             }
             self.tcp_observe(index);
         }
@@ -312,14 +333,18 @@ impl Host {
 
     /// Builds and sends one segment: the header goes into the headroom of
     /// a packet whose payload is the send queue's shared segments, and the
-    /// checksum is summed across them (no copy of the payload here).
+    /// checksum is summed across them (no copy of the payload here). A
+    /// super-segment (`gso_size` > 0) leaves its checksum partial.
     pub(super) fn tcp_emit(
         &mut self,
         now: Instant,
         flow: Flow,
         (local, remote): (SocketAddr, SocketAddr),
-        repr: TcpRepr,
-        payload: SegmentList,
+        Outgoing {
+            repr,
+            payload,
+            gso_size,
+        }: Outgoing,
     ) {
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -329,8 +354,6 @@ impl Host {
             0,
         );
         let (src, dst) = (local.ip(), remote.ip());
-        // Set by `tcp_output` for a super-segment of segmentation offload.
-        let gso_size = std::mem::take(&mut self.tcp_gso_size);
         let Ok(mut packet) = Packet::new(&self.pool, flow) else {
             self.count_drop("tcp_no_buffer");
             return;
@@ -578,6 +601,39 @@ pub(super) fn reset_for_closed(seg: &TcpRepr) -> Option<TcpRepr> {
             TcpFlags::RST,
         ),
     })
+}
+
+/// Parts of a packet [`Host::tcp_input`] hands a connection the payload
+/// from at most, before it gathers the payload instead: a merged
+/// super-segment of up to 64 KiB in segments of 1 KiB or more, or a
+/// reassembled packet of as many fragments.
+const MAX_PAYLOAD_PARTS: usize = 64;
+
+/// Calls `f` with the bytes `range` of `packet` as the pieces of its parts
+/// they lie in (`buffer::pieces`), unless the packet has more than
+/// [`MAX_PAYLOAD_PARTS`] parts (then `None`).
+fn with_pieces<R>(
+    packet: &Packet,
+    range: std::ops::Range<usize>,
+    f: impl FnOnce(&[&[u8]]) -> R,
+) -> Option<R> {
+    let mut parts: [&[u8]; MAX_PAYLOAD_PARTS] = [&[]; MAX_PAYLOAD_PARTS];
+    let mut count = 0;
+    for part in packet.parts() {
+        *parts.get_mut(count)? = part;
+        count += 1;
+    }
+    let mut pieces: [&[u8]; MAX_PAYLOAD_PARTS] = [&[]; MAX_PAYLOAD_PARTS];
+    let mut taken = 0;
+    // At most one piece per part: `taken` stays within `count`.
+    for (slot, piece) in pieces
+        .iter_mut()
+        .zip(crate::buffer::pieces(&parts[..count], range))
+    {
+        *slot = piece;
+        taken += 1;
+    }
+    Some(f(&pieces[..taken]))
 }
 
 /// `len` bytes at `at` when they lie in one part of the packet.

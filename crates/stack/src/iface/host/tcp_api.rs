@@ -8,13 +8,12 @@
 use std::net::{IpAddr, SocketAddr};
 
 use super::Host;
-use crate::buffer::SegmentList;
 use crate::probes::{
     RECV_QUEUE_DEQUEUE, SEND_QUEUE_ENQUEUE, SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, SOCKET_SEND_ENTER,
     SOCKET_SEND_EXIT,
 };
 use crate::socket::probe_len;
-use crate::socket::tcp::connection::{Connection, ConnectionError, TcpConfig};
+use crate::socket::tcp::connection::{Connection, ConnectionError, Outgoing, TcpConfig};
 use crate::socket::tcp::listener::{Listener, ListenerConfig};
 use crate::socket::tcp::options;
 use crate::socket::tcp::sockets::{StreamMarks, TcpHandle, TcpSocket};
@@ -290,7 +289,7 @@ impl Host {
     fn tcp_reset(&mut self, mut conn: Connection) {
         if let Some(rst) = conn.abort() {
             let ends = (conn.local(), conn.remote());
-            self.tcp_emit(self.clock, conn.flow(), ends, rst, SegmentList::new());
+            self.tcp_emit(self.clock, conn.flow(), ends, Outgoing::header_only(rst));
         }
     }
 

@@ -37,6 +37,11 @@ use wire::tcp::MAX_SACK_BLOCKS;
 use super::seq::Seq;
 use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT};
 
+/// The length of a payload given as parts (see [`Assembler::write`]).
+pub fn payload_len(parts: &[&[u8]]) -> usize {
+    parts.iter().map(|part| part.len()).sum()
+}
+
 /// The largest receive buffer: the largest window window scaling can
 /// express, 65535 · 2^14 (RFC 7323 §2.3). It also keeps every offset in
 /// the window far below 2^31, where sequence comparisons stay meaningful.
@@ -399,11 +404,15 @@ impl Assembler {
         &self.counters
     }
 
-    /// Takes in a segment's payload starting at `seq`. Only bytes inside
-    /// the window are kept, and only those not already held are written.
-    pub fn write(&mut self, seq: Seq, data: &[u8]) -> WriteOutcome {
+    /// Takes in a segment's payload starting at `seq`, given as the parts
+    /// it lies in (their concatenation, in order, is the payload: see
+    /// [`Connection::input`](super::connection::Connection::input)). Only
+    /// bytes inside the window are kept, and only those not already held
+    /// are written, each straight from its part into the ring.
+    pub fn write(&mut self, seq: Seq, data: &[&[u8]]) -> WriteOutcome {
         let mut outcome = WriteOutcome::default();
-        if data.is_empty() {
+        let data_len = payload_len(data);
+        if data_len == 0 {
             return outcome;
         }
         self.counters.segments += 1;
@@ -414,7 +423,7 @@ impl Assembler {
         // Offsets from RCV.NXT; a slice is at most isize::MAX long, and the
         // sequence difference is within ±2^31, so i64 holds everything.
         let start = seq - self.rcv_nxt;
-        let len = i64::try_from(data.len()).unwrap_or(i64::MAX);
+        let len = i64::try_from(data_len).unwrap_or(i64::MAX);
         let end = start.saturating_add(len);
         let window = self.window() as i64;
 
@@ -470,13 +479,13 @@ impl Assembler {
     }
 
     /// Stores the window part `lo..hi` (offsets from RCV.NXT) of a segment
-    /// whose byte at `lo` is `data[data_lo]`, then merges ranges and
-    /// advances RCV.NXT.
+    /// whose byte at `lo` is byte `data_lo` of `data`'s parts, then merges
+    /// ranges and advances RCV.NXT.
     fn store(
         &mut self,
         lo: usize,
         hi: usize,
-        data: &[u8],
+        data: &[&[u8]],
         data_lo: usize,
         outcome: &mut WriteOutcome,
     ) {
@@ -502,7 +511,7 @@ impl Assembler {
             };
             let (rs, re) = (off(range.start), off(range.end));
             if rs > cursor {
-                self.copy_in(cursor, &data[data_lo + (cursor - lo)..data_lo + (rs - lo)]);
+                self.copy_in(cursor, data, data_lo + (cursor - lo)..data_lo + (rs - lo));
                 outcome.fills_gap = true;
             }
             let (dup_lo, dup_hi) = (rs.max(lo), re.min(hi));
@@ -513,7 +522,7 @@ impl Assembler {
             cursor = cursor.max(re);
         }
         if cursor < hi {
-            self.copy_in(cursor, &data[data_lo + (cursor - lo)..data_lo + (hi - lo)]);
+            self.copy_in(cursor, data, data_lo + (cursor - lo)..data_lo + (hi - lo));
             outcome.fills_gap |= j < self.ranges.len();
         }
         outcome.new_bytes = (hi - lo) - covered;
@@ -552,27 +561,32 @@ impl Assembler {
         }
     }
 
-    /// Copies `bytes` into the window at `offset` from RCV.NXT. Callers
-    /// keep `offset + bytes.len()` within the window, which lies wholly in
-    /// the free part of the ring.
-    fn copy_in(&mut self, offset: usize, bytes: &[u8]) {
+    /// Copies the bytes `range` of `data`'s parts into the window at
+    /// `offset` from RCV.NXT: one copy (one `data_move` span) however many
+    /// parts they lie in. Callers keep `offset + range.len()` within the
+    /// window, which lies wholly in the free part of the ring, and `range`
+    /// within the parts.
+    fn copy_in(&mut self, offset: usize, data: &[&[u8]], range: core::ops::Range<usize>) {
         let cap = self.capacity();
-        if bytes.is_empty() {
+        if range.is_empty() {
             return;
         }
         self.reserve();
-        let at = (self.head + self.unread + offset) % cap;
-        let first = bytes.len().min(cap - at);
+        let mut at = (self.head + self.unread + offset) % cap;
         let _span = probe::span(
             DATA_COPY_ENTER,
             DATA_COPY_EXIT,
-            bytes.len() as u32,
+            range.len() as u32,
             self.flow,
             0,
         );
-        let (a, b) = bytes.split_at(first);
-        self.ring[at..at + first].copy_from_slice(a);
-        self.ring[..b.len()].copy_from_slice(b);
+        for bytes in crate::buffer::pieces(data, range) {
+            let first = bytes.len().min(cap - at);
+            let (a, b) = bytes.split_at(first);
+            self.ring[at..at + first].copy_from_slice(a);
+            self.ring[..b.len()].copy_from_slice(b);
+            at = (at + bytes.len()) % cap;
+        }
     }
 
     /// The sequence number `offset` bytes from RCV.NXT (negative: before).
@@ -763,7 +777,7 @@ mod tests {
         a.start(Seq(100));
         let stream = bytes(0..700);
         for (k, chunk) in stream.chunks(100).enumerate() {
-            let outcome = a.write(Seq(100) + k * 100, chunk);
+            let outcome = a.write(Seq(100) + k * 100, &[chunk]);
             assert_eq!(outcome.disposition, Disposition::InOrder);
             assert_eq!(outcome.advanced, 100);
             assert_eq!(outcome.new_bytes, 100);
@@ -788,22 +802,52 @@ mod tests {
     }
 
     #[test]
+    fn a_payload_in_parts_is_written_as_their_concatenation() {
+        // Two assemblers take the same segments, one as single slices, the
+        // other cut into uneven parts (one empty); the first lands past
+        // the ring's end, the last straddles it and overlaps held data on
+        // both sides.
+        let stream = bytes(0..1200);
+        let mut whole = assembler(1000, 8);
+        let mut parted = assembler(1000, 8);
+        for a in [&mut whole, &mut parted] {
+            a.start(Seq(0));
+            a.write(Seq(0), &[&stream[..700]]);
+            assert_eq!(read_all(a), &stream[..700]);
+        }
+        let segments = [(1010, 1200), (700, 900), (880, 1020)];
+        for (lo, hi) in segments {
+            let seq = Seq(lo as u32);
+            let one = whole.write(seq, &[&stream[lo..hi]]);
+            let (a, rest) = stream[lo..hi].split_at(3);
+            let (b, rest) = rest.split_at(40);
+            let (c, d) = rest.split_at(1);
+            let parts = parted.write(seq, &[a, &[], b, c, d]);
+            assert_eq!(parts, one, "{lo}..{hi}");
+        }
+        assert!(!parted.has_holes());
+        assert_eq!(read_all(&mut parted), &stream[700..]);
+        assert_eq!(read_all(&mut whole), &stream[700..]);
+        assert_eq!(payload_len(&[&[1, 2], &[], &[3]]), 3);
+    }
+
+    #[test]
     fn out_of_order_segments_fill_holes_and_release_in_order() {
         let mut a = assembler(1000, 8);
         a.start(Seq(0));
         let stream = bytes(0..300);
-        let third = a.write(Seq(200), &stream[200..300]);
+        let third = a.write(Seq(200), &[&stream[200..300]]);
         assert_eq!(third.disposition, Disposition::OutOfOrder);
         assert_eq!((third.advanced, third.new_bytes), (0, 100));
         assert!(!third.fills_gap);
-        let second = a.write(Seq(100), &stream[100..200]);
+        let second = a.write(Seq(100), &[&stream[100..200]]);
         assert_eq!(second.disposition, Disposition::OutOfOrder);
         // Below the held range: part of the gap filled (RFC 5681 §4.2).
         assert!(second.fills_gap);
         assert_eq!(a.hole_count(), 1, "adjacent ranges merge");
         assert_eq!(a.readable(), 0);
         assert_eq!(a.window(), 1000, "out-of-order data sits inside the window");
-        let first = a.write(Seq(0), &stream[0..100]);
+        let first = a.write(Seq(0), &[&stream[0..100]]);
         assert_eq!(first.disposition, Disposition::InOrder);
         assert_eq!(first.advanced, 300);
         assert!(first.fills_gap);
@@ -815,17 +859,17 @@ mod tests {
     fn duplicates_and_overlaps_are_counted_and_never_overwrite() {
         let mut a = assembler(1000, 8);
         a.start(Seq(0));
-        a.write(Seq(10), &[1; 10]);
+        a.write(Seq(10), &[&[1; 10]]);
         // Overlaps the held 10..20 with different bytes: only 5..10 and
         // 20..25 are new.
-        let overlap = a.write(Seq(5), &[2; 20]);
+        let overlap = a.write(Seq(5), &[&[2; 20]]);
         assert_eq!(overlap.disposition, Disposition::OutOfOrder);
         assert_eq!((overlap.new_bytes, overlap.duplicate_bytes), (10, 10));
         assert!(overlap.is_partial_duplicate());
-        let dup = a.write(Seq(12), &[3; 5]);
+        let dup = a.write(Seq(12), &[&[3; 5]]);
         assert_eq!(dup.disposition, Disposition::Duplicate);
         assert_eq!((dup.new_bytes, dup.duplicate_bytes), (0, 5));
-        let head = a.write(Seq(0), &[4; 5]);
+        let head = a.write(Seq(0), &[&[4; 5]]);
         assert_eq!(head.advanced, 25);
         let mut expected = vec![4; 5];
         expected.extend([2; 5]);
@@ -834,10 +878,10 @@ mod tests {
         assert_eq!(read_all(&mut a), expected);
 
         // Wholly below RCV.NXT, and straddling it.
-        let old = a.write(Seq(0), &[9; 25]);
+        let old = a.write(Seq(0), &[&[9; 25]]);
         assert_eq!(old.disposition, Disposition::Duplicate);
         assert_eq!(old.duplicate_bytes, 25);
-        let straddle = a.write(Seq(20), &[5; 10]);
+        let straddle = a.write(Seq(20), &[&[5; 10]]);
         assert_eq!(straddle.disposition, Disposition::InOrder);
         assert_eq!((straddle.advanced, straddle.duplicate_bytes), (5, 5));
         assert_eq!(read_all(&mut a), vec![5; 5]);
@@ -853,24 +897,24 @@ mod tests {
         let mut a = assembler(100, 8);
         a.start(Seq(1000));
         let stream = bytes(0..200);
-        let big = a.write(Seq(1000), &stream[..150]);
+        let big = a.write(Seq(1000), &[&stream[..150]]);
         assert_eq!(big.disposition, Disposition::InOrder);
         assert_eq!((big.advanced, big.trimmed_bytes), (100, 50));
         assert_eq!(a.window(), 0);
         // A zero-window probe: nothing fits.
-        let probe = a.write(Seq(1100), &stream[100..101]);
+        let probe = a.write(Seq(1100), &[&stream[100..101]]);
         assert_eq!(probe.disposition, Disposition::BeyondWindow);
         assert_eq!(probe.trimmed_bytes, 1);
         let mut buf = [0u8; 30];
         assert_eq!(a.read(&mut buf), 30);
         assert_eq!(a.window(), 30);
         // Out of order and straddling the right edge 1130.
-        let edge = a.write(Seq(1120), &stream[120..140]);
+        let edge = a.write(Seq(1120), &[&stream[120..140]]);
         assert_eq!(edge.disposition, Disposition::OutOfOrder);
         assert_eq!((edge.new_bytes, edge.trimmed_bytes), (10, 10));
-        let far = a.write(Seq(1500), &stream[..10]);
+        let far = a.write(Seq(1500), &[&stream[..10]]);
         assert_eq!(far.disposition, Disposition::BeyondWindow);
-        let fill = a.write(Seq(1100), &stream[100..130]);
+        let fill = a.write(Seq(1100), &[&stream[100..130]]);
         assert_eq!(fill.advanced, 30);
         assert_eq!(a.window(), 0);
         let mut rest = vec![0u8; 100];
@@ -887,29 +931,32 @@ mod tests {
     fn the_hole_cap_drops_and_counts_without_growing() {
         let mut a = assembler(1000, 2);
         a.start(Seq(0));
-        a.write(Seq(10), &[1; 5]);
-        a.write(Seq(30), &[1; 5]);
+        a.write(Seq(10), &[&[1; 5]]);
+        a.write(Seq(30), &[&[1; 5]]);
         let capacity_before = a.ranges.capacity();
-        let third = a.write(Seq(50), &[1; 5]);
+        let third = a.write(Seq(50), &[&[1; 5]]);
         assert_eq!(third.disposition, Disposition::HoleLimit);
         assert_eq!((third.new_bytes, third.dropped_bytes), (0, 5));
         assert_eq!(a.hole_count(), 2);
         // Extending or joining held ranges needs no new range.
-        let join = a.write(Seq(15), &[1; 15]);
+        let join = a.write(Seq(15), &[&[1; 15]]);
         assert_eq!(join.disposition, Disposition::OutOfOrder);
         assert_eq!(a.hole_count(), 1);
-        let again = a.write(Seq(50), &[1; 5]);
+        let again = a.write(Seq(50), &[&[1; 5]]);
         assert_eq!(again.disposition, Disposition::OutOfOrder);
         // In-order data is never refused.
-        let head = a.write(Seq(0), &[1; 10]);
+        let head = a.write(Seq(0), &[&[1; 10]]);
         assert_eq!(head.advanced, 35);
         assert_eq!(a.ranges.capacity(), capacity_before);
         assert_eq!(a.counters().hole_limit_drops, 1);
         assert_eq!(a.counters().hole_limit_bytes, 5);
 
         let mut none = assembler(100, 0);
-        assert_eq!(none.write(Seq(1), &[1]).disposition, Disposition::HoleLimit);
-        assert_eq!(none.write(Seq(0), &[1, 2]).advanced, 2);
+        assert_eq!(
+            none.write(Seq(1), &[&[1]]).disposition,
+            Disposition::HoleLimit
+        );
+        assert_eq!(none.write(Seq(0), &[&[1, 2]]).advanced, 2);
     }
 
     #[test]
@@ -919,19 +966,19 @@ mod tests {
         a.start(isn);
         let stream = bytes(0..40);
         // Out of order across the wrap, then the head.
-        let late = a.write(isn + 4, &stream[4..20]);
+        let late = a.write(isn + 4, &[&stream[4..20]]);
         assert_eq!(late.disposition, Disposition::OutOfOrder);
         assert_eq!(
             a.out_of_order().next(),
             Some(SackBlock::new(isn + 4, Seq(14)))
         );
-        let head = a.write(isn, &stream[..4]);
+        let head = a.write(isn, &[&stream[..4]]);
         assert_eq!(head.advanced, 20);
         assert_eq!(a.rcv_nxt(), Seq(14));
         assert!(a.received_up_to(Seq(14)));
         assert!(a.received_up_to(isn + 1));
         assert!(!a.received_up_to(Seq(15)));
-        let tail = a.write(Seq(14), &stream[20..40]);
+        let tail = a.write(Seq(14), &[&stream[20..40]]);
         assert_eq!(tail.advanced, 20);
         assert_eq!(read_all(&mut a), stream);
     }
@@ -943,19 +990,19 @@ mod tests {
         let mut a = assembler(16, 4);
         a.start(Seq(0));
         let stream = bytes(0..40);
-        a.write(Seq(0), &stream[..10]);
-        a.write(Seq(12), &stream[12..16]);
+        a.write(Seq(0), &[&stream[..10]]);
+        a.write(Seq(12), &[&stream[12..16]]);
         assert_eq!(read_all(&mut a), stream[..10]);
-        assert_eq!(a.write(Seq(10), &stream[10..12]).advanced, 6);
-        a.write(Seq(20), &stream[20..26]);
-        a.write(Seq(16), &stream[16..20]);
+        assert_eq!(a.write(Seq(10), &[&stream[10..12]]).advanced, 6);
+        a.write(Seq(20), &[&stream[20..26]]);
+        a.write(Seq(16), &[&stream[16..20]]);
         assert_eq!(a.window(), 0);
         let (first, second) = a.peek();
         assert!(!second.is_empty(), "the unread bytes wrap around the ring");
         assert_eq!([first, second].concat(), stream[10..26]);
         assert_eq!(a.consume(100), 16);
-        a.write(Seq(30), &stream[30..36]);
-        a.write(Seq(26), &stream[26..30]);
+        a.write(Seq(30), &[&stream[30..36]]);
+        a.write(Seq(26), &[&stream[26..30]]);
         assert_eq!(read_all(&mut a), stream[26..36]);
     }
 
@@ -966,7 +1013,7 @@ mod tests {
         let mut a = assembler(8192, 8);
         a.start(Seq(5000));
         let sent = |a: &mut Assembler, seq: u32| {
-            a.write(Seq(seq), &[0; 500]);
+            a.write(Seq(seq), &[&[0; 500]]);
             (a.rcv_nxt(), a.sack_blocks(MAX_SACK_BLOCKS))
         };
         let (ack, sack) = sent(&mut a, 5000);
@@ -994,10 +1041,10 @@ mod tests {
         let mut a = assembler(8192, 8);
         a.start(Seq(0));
         for seq in [100, 300, 500, 700, 900] {
-            a.write(Seq(seq), &[0; 10]);
+            a.write(Seq(seq), &[&[0; 10]]);
         }
         // A duplicate landing in an old range makes it the first block.
-        a.write(Seq(300), &[0; 10]);
+        a.write(Seq(300), &[&[0; 10]]);
         a.dsack = None;
         let three = a.sack_blocks(MAX_SACK_BLOCKS_WITH_TIMESTAMPS_FOR_TEST);
         assert_eq!(
@@ -1015,25 +1062,25 @@ mod tests {
     fn duplicates_are_reported_once_with_dsack() {
         let mut a = assembler(8192, 8);
         a.start(Seq(1000));
-        a.write(Seq(1000), &[0; 500]);
+        a.write(Seq(1000), &[&[0; 500]]);
         // RFC 2883 §4.1.1: a retransmission of acknowledged data.
-        let dup = a.write(Seq(1000), &[0; 500]);
+        let dup = a.write(Seq(1000), &[&[0; 500]]);
         assert_eq!(dup.disposition, Disposition::Duplicate);
         assert_eq!(a.sack_blocks(4).as_slice(), [block(1000, 1500)]);
         assert!(a.sack_blocks(4).is_empty(), "reported only once");
 
         // RFC 2883 §4.2: a duplicate above the cumulative ACK; the range
         // holding it comes second and is not repeated.
-        a.write(Seq(2000), &[0; 500]);
-        a.write(Seq(3000), &[0; 500]);
-        a.write(Seq(2000), &[0; 200]);
+        a.write(Seq(2000), &[&[0; 500]]);
+        a.write(Seq(3000), &[&[0; 500]]);
+        a.write(Seq(2000), &[&[0; 200]]);
         assert_eq!(
             a.sack_blocks(4).as_slice(),
             [block(2000, 2200), block(2000, 2500), block(3000, 3500)]
         );
         // A new segment replaces a pending D-SACK.
-        a.write(Seq(3000), &[0; 100]);
-        a.write(Seq(4000), &[0; 100]);
+        a.write(Seq(3000), &[&[0; 100]]);
+        a.write(Seq(4000), &[&[0; 100]]);
         assert_eq!(
             a.sack_blocks(4).as_slice(),
             [block(4000, 4100), block(3000, 3500), block(2000, 2500)]
@@ -1042,10 +1089,10 @@ mod tests {
         // Never received: older than anything delivered since `start`.
         let mut fresh = assembler(8192, 8);
         fresh.start(Seq(1000));
-        fresh.write(Seq(1000), &[0; 10]);
-        fresh.write(Seq(900), &[0; 105]);
+        fresh.write(Seq(1000), &[&[0; 10]]);
+        fresh.write(Seq(900), &[&[0; 105]]);
         assert_eq!(fresh.sack_blocks(4).as_slice(), [block(1000, 1005)]);
-        fresh.write(Seq(500), &[0; 10]);
+        fresh.write(Seq(500), &[&[0; 10]]);
         assert!(fresh.sack_blocks(4).is_empty());
 
         let mut off = Assembler::new(AssemblerConfig {
@@ -1054,8 +1101,8 @@ mod tests {
             dsack: false,
         })
         .unwrap();
-        off.write(Seq(0), &[0; 10]);
-        off.write(Seq(0), &[0; 10]);
+        off.write(Seq(0), &[&[0; 10]]);
+        off.write(Seq(0), &[&[0; 10]]);
         assert!(off.sack_blocks(4).is_empty());
     }
 
@@ -1117,7 +1164,7 @@ mod tests {
             };
             for &(offset, len, read) in &ops {
                 let end = (offset + len).min(stream.len());
-                let outcome = a.write(Seq(isn) + offset, &stream[offset..end]);
+                let outcome = a.write(Seq(isn) + offset, &[&stream[offset..end]]);
                 prop_assert_eq!(
                     outcome.new_bytes + outcome.duplicate_bytes + outcome.trimmed_bytes
                         + outcome.dropped_bytes,
@@ -1131,7 +1178,7 @@ mod tests {
             while got.len() < stream.len() {
                 let at = a.rcv_nxt().since(Seq(isn));
                 let end = (at + a.window()).min(stream.len());
-                a.write(a.rcv_nxt(), &stream[at..end]);
+                a.write(a.rcv_nxt(), &[&stream[at..end]]);
                 let n = a.read(&mut buf);
                 got.extend_from_slice(&buf[..n]);
                 check(&a, &got);
@@ -1177,7 +1224,7 @@ mod tests {
             let mut got = Vec::new();
             let mut buf = [0u8; 200];
             for (k, &(lo, hi)) in segments.iter().enumerate() {
-                let outcome = a.write(Seq(isn) + lo, &stream[lo..hi]);
+                let outcome = a.write(Seq(isn) + lo, &[&stream[lo..hi]]);
                 prop_assert_eq!(outcome.trimmed_bytes + outcome.dropped_bytes, 0);
                 if outcome.disposition == Disposition::OutOfOrder && outcome.duplicate_bytes == 0 {
                     let blocks = a.sack_blocks(MAX_SACK_BLOCKS);
@@ -1209,7 +1256,7 @@ mod tests {
             let mut buf = [0u8; 512];
             for (seq, len, read) in writes {
                 let seq = if read { Seq(isn.wrapping_add(seq % 4096)) } else { Seq(seq) };
-                let outcome = a.write(seq, &data[..len]);
+                let outcome = a.write(seq, &[&data[..len]]);
                 prop_assert!(outcome.advanced <= 2048);
                 a.read(&mut buf);
                 let blocks = a.sack_blocks(4);

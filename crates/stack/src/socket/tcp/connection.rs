@@ -23,7 +23,7 @@ use std::time::Duration;
 use probe::Flow;
 use wire::tcp::{TcpFlags, TcpRepr, MAX_SACK_BLOCKS};
 
-use super::assembler::{Assembler, AssemblerConfig, SackBlocks};
+use super::assembler::{self, Assembler, AssemblerConfig, SackBlocks};
 use super::congestion::{CongestionConfig, CongestionControl, Controller};
 use super::options::{self, LocalOptions, Negotiated};
 use super::rtt::{KarnSampler, RttConfig, RttEstimator, TimestampClock};
@@ -134,6 +134,21 @@ pub enum ConnectionError {
 pub struct Outgoing {
     pub repr: TcpRepr,
     pub payload: SegmentList,
+    /// For a super-segment (segmentation offload: more payload than one
+    /// MSS), the payload of each wire segment it is to be cut into; 0 for
+    /// an ordinary segment.
+    pub gso_size: u16,
+}
+
+impl Outgoing {
+    /// A segment of `repr` without payload (SYN, ACK, RST, a probe).
+    pub fn header_only(repr: TcpRepr) -> Outgoing {
+        Outgoing {
+            repr,
+            payload: SegmentList::new(),
+            gso_size: 0,
+        }
+    }
 }
 
 /// What an arriving segment asks of the caller beyond its own effect.
@@ -724,12 +739,15 @@ impl Connection {
     // ----- Arriving segments -----------------------------------------------
 
     /// Processes an arriving segment (RFC 9293 §3.10.7), its payload
-    /// already checked against the checksum.
+    /// already checked against the checksum. The payload is given as the
+    /// parts it lies in, in order (one slice for a segment received whole;
+    /// the pieces of the buffers of a segment receive offload merged or IP
+    /// reassembled), so it is copied once, into the receive buffer.
     pub fn input(
         &mut self,
         now: Instant,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         challenges: &mut ChallengeLimiter,
     ) -> Reply {
         self.counters.segments_received += 1;
@@ -837,7 +855,7 @@ impl Connection {
         &mut self,
         now: Instant,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         challenges: &mut ChallengeLimiter,
     ) -> Reply {
         let reply = self.input_checked(now, seg, payload, challenges);
@@ -876,7 +894,7 @@ impl Connection {
         &mut self,
         now: Instant,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         challenges: &mut ChallengeLimiter,
     ) -> Reply {
         let seq = Seq(seg.seq_number);
@@ -964,13 +982,14 @@ impl Connection {
         }
 
         // Seventh: the payload.
-        if !payload.is_empty() && self.state.can_receive() {
-            self.take_payload(seq, payload);
+        let payload_len = assembler::payload_len(payload);
+        if payload_len > 0 && self.state.can_receive() {
+            self.take_payload(seq, payload, payload_len);
         }
 
         // Eighth: FIN.
         if seg.flags.contains(TcpFlags::FIN) {
-            self.peer_fin.get_or_insert(seq + payload.len());
+            self.peer_fin.get_or_insert(seq + payload_len);
             self.ack_now = true;
         }
         self.try_consume_fin(now);
@@ -1164,7 +1183,8 @@ impl Connection {
         }
     }
 
-    fn take_payload(&mut self, seq: Seq, payload: &[u8]) {
+    /// Takes the `len` bytes of `payload` (its parts) in at `seq`.
+    fn take_payload(&mut self, seq: Seq, payload: &[&[u8]], len: usize) {
         let outcome = self.recv.write(seq, payload);
         if outcome.advanced == 0 || outcome.fills_gap || self.recv.has_holes() {
             // Out of order, duplicate or filling a gap: ACK at once (RFC
@@ -1183,13 +1203,13 @@ impl Connection {
             // A segment receive offload merged counts as the full-sized
             // segments it holds.
             let mss = usize::from(self.local_options.mss).max(1);
-            let segments = payload.len().div_ceil(mss).max(1);
+            let segments = len.div_ceil(mss).max(1);
             self.unacked_segments = self
                 .unacked_segments
                 .saturating_add(u32::try_from(segments).unwrap_or(u32::MAX));
             if segments == 1 {
-                self.largest_segment = self.largest_segment.max(payload.len());
-                if payload.len() < self.largest_segment {
+                self.largest_segment = self.largest_segment.max(len);
+                if len < self.largest_segment {
                     self.small_segment_unacked = true;
                 }
             }
@@ -1419,10 +1439,7 @@ impl Connection {
         }
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing {
-            repr,
-            payload: SegmentList::new(),
-        })
+        Some(Outgoing::header_only(repr))
     }
 
     fn output_data(&mut self, now: Instant) -> Option<Outgoing> {
@@ -1519,7 +1536,11 @@ impl Connection {
         }
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing { repr, payload })
+        Some(Outgoing {
+            repr,
+            payload,
+            gso_size: self.gso_size(len, mss),
+        })
     }
 
     /// A fast retransmission, if one is due: with SACK, whatever NextSeg
@@ -1658,7 +1679,12 @@ impl Connection {
         self.counters.segments_retransmitted += 1;
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing { repr, payload })
+        // At most one MSS: never a super-segment.
+        Some(Outgoing {
+            repr,
+            payload,
+            gso_size: 0,
+        })
     }
 
     /// Turns segmentation offload on or off (the host does, from the
@@ -1678,12 +1704,11 @@ impl Connection {
         }
     }
 
-    /// The payload of each wire segment of `out` if it is a super-segment
-    /// (longer than one MSS, from [`poll_output`](Self::poll_output) just
-    /// now), else 0.
-    pub fn gso_size(&self, out: &Outgoing) -> u16 {
-        let mss = self.payload_mss();
-        if self.tso && out.repr.payload_len > mss {
+    /// [`Outgoing::gso_size`] of a data segment of `len` bytes sent with
+    /// `mss` (its [`payload_mss`](Self::payload_mss)): `mss` if it is a
+    /// super-segment (longer than one MSS), else 0.
+    fn gso_size(&self, len: usize, mss: usize) -> u16 {
+        if self.tso && len > mss {
             u16::try_from(mss).unwrap_or(0)
         } else {
             0
@@ -1751,10 +1776,7 @@ impl Connection {
     fn probe(&mut self, now: Instant, seq: Seq) -> Outgoing {
         let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
         self.decorate(&mut repr, now);
-        Outgoing {
-            repr,
-            payload: SegmentList::new(),
-        }
+        Outgoing::header_only(repr)
     }
 
     fn take_ack_only(&mut self, now: Instant) -> Option<Outgoing> {
@@ -1771,10 +1793,7 @@ impl Connection {
         // snd_max.)
         let mut repr = self.bare(self.snd_max, Some(self.rcv_nxt()), TcpFlags::empty());
         self.decorate(&mut repr, now);
-        Some(Outgoing {
-            repr,
-            payload: SegmentList::new(),
-        })
+        Some(Outgoing::header_only(repr))
     }
 
     /// Window, timestamps and SACK blocks of a non-SYN segment.

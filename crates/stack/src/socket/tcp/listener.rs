@@ -207,7 +207,7 @@ impl Listener {
         local: SocketAddr,
         remote: SocketAddr,
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         challenges: &mut ChallengeLimiter,
     ) -> ListenerReply {
         let key = (local, remote);
@@ -324,7 +324,7 @@ impl Listener {
         now: Instant,
         key: (SocketAddr, SocketAddr),
         seg: &TcpRepr,
-        payload: &[u8],
+        payload: &[&[u8]],
         ack: Seq,
         challenges: &mut ChallengeLimiter,
     ) -> ListenerReply {
@@ -364,7 +364,7 @@ impl Listener {
             now,
             self.flow,
         );
-        if !payload.is_empty() || seg.flags.contains(TcpFlags::FIN) {
+        if super::assembler::payload_len(payload) > 0 || seg.flags.contains(TcpFlags::FIN) {
             conn.input(now, seg, payload, challenges);
         }
         self.ready.push_back(conn);
