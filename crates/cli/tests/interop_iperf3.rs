@@ -140,9 +140,18 @@ fn the_iperf3_client_measures_the_reference_stack() {
     assert_eq!(run["start"]["test_start"]["blksize"], 65536);
     assert_tcp_counts_agree(&run, 2);
 
-    // A byte count: exactly that many sent and received.
+    // A byte count: at least that many sent, at most one 128 KiB write
+    // past it, and every byte sent received. iperf3's client stops once
+    // it has sent at least the count (its help says "at least" since
+    // esnet/iperf pull request 1800): one CI run here counted 25 writes
+    // for a count of 24.
     let run = iperf3(&ns, &["-c", HOST4, "-n", "3M"]);
-    assert_eq!(number(&run, "end.sum_sent.bytes"), 3.0 * 1024.0 * 1024.0);
+    let sent = number(&run, "end.sum_sent.bytes");
+    let asked = 3.0 * 1024.0 * 1024.0;
+    assert!(
+        (asked..=asked + 131072.0).contains(&sent),
+        "sent {sent} for -n 3M"
+    );
     assert_tcp_counts_agree(&run, 1);
 
     // Reversed: the reference stack sends. The client stops reading at
