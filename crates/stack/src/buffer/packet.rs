@@ -396,6 +396,20 @@ impl Packet {
         }
     }
 
+    /// [`parts`](Self::parts) in an array of `N`, with how many there
+    /// are; `None` when the packet has more than `N` (the caller gathers
+    /// it instead). Lets a scatter-gather user hold the parts as one slice
+    /// without allocating.
+    pub fn parts_array<const N: usize>(&self) -> Option<([&[u8]; N], usize)> {
+        let mut parts: [&[u8]; N] = [&[]; N];
+        let mut count = 0;
+        for part in self.parts() {
+            *parts.get_mut(count)? = part;
+            count += 1;
+        }
+        Some((parts, count))
+    }
+
     /// The packet's bytes as contiguous parts, in order: what a
     /// scatter-gather transmit hands to the link.
     pub fn parts(&self) -> impl Iterator<Item = &[u8]> {

@@ -453,16 +453,10 @@ fn with_parts<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
 /// Calls `f` with `frame` as at most `N` scatter-gather parts, flattened
 /// into one when it has more.
 fn with_parts_up_to<const N: usize, R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
-    let mut parts: [&[u8]; N] = [&[]; N];
-    let mut count = 0;
-    for part in frame.parts() {
-        if count == parts.len() {
-            let mut flat = Vec::with_capacity(frame.len());
-            frame.parts().for_each(|p| flat.extend_from_slice(p));
-            return f(&[&flat]);
-        }
-        parts[count] = part;
-        count += 1;
+    if let Some((parts, count)) = frame.parts_array::<N>() {
+        return f(&parts[..count]);
     }
-    f(&parts[..count])
+    let mut flat = Vec::with_capacity(frame.len());
+    frame.parts().for_each(|p| flat.extend_from_slice(p));
+    f(&[&flat])
 }

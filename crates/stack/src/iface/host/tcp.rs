@@ -617,12 +617,7 @@ fn with_pieces<R>(
     range: std::ops::Range<usize>,
     f: impl FnOnce(&[&[u8]]) -> R,
 ) -> Option<R> {
-    let mut parts: [&[u8]; MAX_PAYLOAD_PARTS] = [&[]; MAX_PAYLOAD_PARTS];
-    let mut count = 0;
-    for part in packet.parts() {
-        *parts.get_mut(count)? = part;
-        count += 1;
-    }
+    let (parts, count) = packet.parts_array::<MAX_PAYLOAD_PARTS>()?;
     let mut pieces: [&[u8]; MAX_PAYLOAD_PARTS] = [&[]; MAX_PAYLOAD_PARTS];
     let mut taken = 0;
     // At most one piece per part: `taken` stays within `count`.
