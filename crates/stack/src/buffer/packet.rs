@@ -283,13 +283,6 @@ impl Packet {
     /// Copies `data` into the head buffer after the data (the application's
     /// copy into the stack): a `data_move` span.
     pub fn append_copy(&mut self, data: &[u8]) -> Result<(), PacketError> {
-        let available = self.tailroom();
-        if data.len() > available {
-            return Err(PacketError::NoTailroom {
-                needed: data.len(),
-                available,
-            });
-        }
         let _span = probe::span(
             DATA_COPY_ENTER,
             DATA_COPY_EXIT,
@@ -297,6 +290,19 @@ impl Packet {
             self.flow,
             0,
         );
+        self.append_untimed(data)
+    }
+
+    /// [`append_copy`](Self::append_copy) without its span, for a copy
+    /// that is not the stack's (a link's) or is timed by the caller.
+    fn append_untimed(&mut self, data: &[u8]) -> Result<(), PacketError> {
+        let available = self.tailroom();
+        if data.len() > available {
+            return Err(PacketError::NoTailroom {
+                needed: data.len(),
+                available,
+            });
+        }
         let head = self.head.get_mut().ok_or(PacketError::Shared)?;
         head[self.end..self.end + data.len()].copy_from_slice(data);
         self.end += data.len();
@@ -317,6 +323,25 @@ impl Packet {
     /// after another: a flat copy of scattered data (a copying
     /// fragmentation's fragment), one `data_move` span per buffer filled.
     pub fn from_parts(pool: &Pool, flow: Flow, parts: &[&[u8]]) -> Result<Packet, PacketError> {
+        Self::gather(pool, flow, parts, true)
+    }
+
+    /// A received `frame` of any length (a GSO super-frame a link handed
+    /// out whole) copied into the head and as many further buffers as it
+    /// takes. Like [`receive`](Self::receive)'s fill, this is the link's
+    /// copy (a NIC's DMA), which no probe times.
+    pub fn receive_whole(pool: &Pool, flow: Flow, frame: &[u8]) -> Result<Packet, PacketError> {
+        Self::gather(pool, flow, &[frame], false)
+    }
+
+    /// Copies `parts` into a new packet, each buffer filled past the head
+    /// in a `data_move` span if `timed`.
+    fn gather(
+        pool: &Pool,
+        flow: Flow,
+        parts: &[&[u8]],
+        timed: bool,
+    ) -> Result<Packet, PacketError> {
         let mut packet = Packet::new(pool, flow)?;
         let mut remaining: usize = parts.iter().map(|p| p.len()).sum();
         let mut parts = parts.iter().copied().filter(|p| !p.is_empty()).peekable();
@@ -326,14 +351,18 @@ impl Packet {
             if take == 0 {
                 break;
             }
-            packet.append_copy(&part[..take])?;
+            if timed {
+                packet.append_copy(&part[..take])?;
+            } else {
+                packet.append_untimed(&part[..take])?;
+            }
             remaining -= take;
             *part = &part[take..];
             if part.is_empty() {
                 parts.next();
             }
         }
-        packet.append_copies(pool, &mut parts, remaining)?;
+        packet.append_copies(pool, &mut parts, remaining, timed)?;
         Ok(packet)
     }
 
@@ -345,6 +374,7 @@ impl Packet {
         pool: &Pool,
         parts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         mut remaining: usize,
+        timed: bool,
     ) -> Result<(), PacketError> {
         let flow = self.flow;
         while remaining > 0 {
@@ -356,7 +386,8 @@ impl Packet {
                 return Err(PacketError::PoolExhausted);
             }
             {
-                let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, fill as u32, flow, 0);
+                let _span = timed
+                    .then(|| probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, fill as u32, flow, 0));
                 let mut filled = 0;
                 while filled < fill {
                     let Some(part) = parts.peek_mut() else { break };

@@ -178,6 +178,29 @@ pub trait Link {
     /// is dropped and counted (`dropped_rx_too_long`), never truncated.
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize>;
 
+    /// Whether frames may arrive that only
+    /// [`receive_whole`](Link::receive_whole) hands out: GSO super-frames,
+    /// longer than any buffer `receive` is given (a virtual wire that
+    /// carries them whole, as a veth pair). The host then receives with
+    /// `receive_whole`. A wrapper forwards it.
+    fn carries_gso(&self) -> bool {
+        false
+    }
+
+    /// Hands the next frame that has arrived by `now` to `take`, whole,
+    /// with the `virtio_net_hdr` saying how to cut it if it is a GSO
+    /// super-frame (`None` for an ordinary frame), and counts it; false if
+    /// none has arrived. For links that [`carry GSO`](Link::carries_gso);
+    /// others have nothing to hand out this way. A wrapper forwards it.
+    fn receive_whole(
+        &mut self,
+        now: Instant,
+        take: &mut dyn FnMut(&[u8], Option<&vnet::VnetHeaderRepr>),
+    ) -> bool {
+        let _ = (now, take);
+        false
+    }
+
     /// When the last bit of the frame [`transmit`](Link::transmit) last
     /// accepted leaves this end: the transmit-complete event (NDIS's send
     /// completion, a NIC's descriptor write-back), which the interface's

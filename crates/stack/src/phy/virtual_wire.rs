@@ -24,6 +24,15 @@
 //! more: a frame beyond that is lost at the receiver and counted there in
 //! `dropped_rx_overrun`, as a NIC whose receive ring its host did not
 //! drain. So memory is bounded at `2 · queue_frames` frames a direction.
+//!
+//! A wire made to carry GSO ([`WireConfig::carries_gso`]) that is
+//! unimpaired and unlimited takes a TCP super-frame of segmentation
+//! offload whole, as a veth pair passes a GSO `sk_buff` to its peer
+//! (`veth_xmit` forwards the buffer; nothing is cut or checksummed on
+//! the way), and hands it whole to a receiver that asks for it
+//! ([`Link::receive_whole`]). It is one frame of the bound. A wire that
+//! serialises at a rate or impairs frames carries only wire-sized
+//! frames: its timing and its fates are per frame.
 
 use crate::random::SplitMix64;
 use core::cmp::{Ordering, Reverse};
@@ -38,12 +47,17 @@ use crossbeam_queue::ArrayQueue;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
+use super::vnet::VnetHeaderRepr;
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
 
 /// Largest `queue_frames` accepted: each direction's queue allocates its
 /// slots up front, so the bound keeps a typo from allocating gigabytes.
 pub const MAX_QUEUE_FRAMES: usize = 1 << 20;
+
+/// Largest super-frame a wire that carries GSO takes: the 64 KiB IP
+/// packet of segmentation offload behind its Ethernet header.
+pub const GSO_FRAME_MAX: usize = crate::iface::offload::GSO_MAX_SIZE + wire::ethernet::HEADER_LEN;
 
 /// Frame buffers kept for reuse per direction at most.
 const RECYCLED_BUFFERS: usize = 256;
@@ -75,6 +89,10 @@ pub struct WireConfig {
     pub queue_frames: usize,
     /// Seed of both directions' impairments.
     pub seed: u64,
+    /// Carries TCP super-frames whole when unimpaired and unlimited (see
+    /// the module documentation): what a topology asks for when both ends
+    /// receive with GRO.
+    pub carries_gso: bool,
 }
 
 impl Default for WireConfig {
@@ -92,6 +110,7 @@ impl Default for WireConfig {
             corrupt: 0.0,
             queue_frames: 1024,
             seed: 0,
+            carries_gso: false,
         }
     }
 }
@@ -129,6 +148,15 @@ impl WireConfig {
     /// Largest frame the wire carries: the MTU plus the link header.
     pub fn max_frame_len(&self) -> usize {
         self.mtu.saturating_add(self.medium.header_len())
+    }
+
+    /// Whether super-frames cross whole: asked for, on an Ethernet wire
+    /// that neither serialises at a rate nor impairs frames.
+    pub fn gso_whole(&self) -> bool {
+        self.carries_gso
+            && self.medium == Medium::Ethernet
+            && self.rate_bits_per_s.is_none()
+            && !self.impaired()
     }
 }
 
@@ -222,6 +250,8 @@ struct InFlight {
     arrival: Instant,
     sequence: u64,
     bytes: Vec<u8>,
+    /// How to cut it, for a super-frame.
+    gso: Option<VnetHeaderRepr>,
 }
 
 impl InFlight {
@@ -269,7 +299,7 @@ struct Transmitter {
 impl Transmitter {
     /// Pushes one copy; false only if the queue is full, which the
     /// `in_flight` check before it rules out.
-    fn push(&mut self, arrival: Instant, bytes: Vec<u8>) -> bool {
+    fn push(&mut self, arrival: Instant, bytes: Vec<u8>, gso: Option<VnetHeaderRepr>) -> bool {
         let sequence = self.next_sequence;
         self.next_sequence = self.next_sequence.wrapping_add(1);
         // Counted before the push so the receiver never sees a frame it
@@ -279,6 +309,7 @@ impl Transmitter {
             arrival,
             sequence,
             bytes,
+            gso,
         };
         if self.lane.queue.push(frame).is_ok() {
             // Woken after the push (at `flush`), so a receiver that looked
@@ -408,19 +439,16 @@ impl WireEnd {
     pub fn wake_on_arrival(&self, waker: Waker) {
         let _ = self.rx.lane.waker.set(waker);
     }
-}
 
-impl Link for WireEnd {
-    fn medium(&self) -> Medium {
-        self.config.medium
-    }
-
-    fn mtu(&self) -> usize {
-        self.config.mtu
-    }
-
-    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let len = super::frame_len(parts, self.config.max_frame_len(), &mut self.stats)?;
+    /// Puts the frame made of `parts` (`len` bytes) on its way: through
+    /// the transmit ring, its fate and the receive side's bound.
+    fn send(
+        &mut self,
+        now: Instant,
+        parts: &[&[u8]],
+        len: usize,
+        gso: Option<VnetHeaderRepr>,
+    ) -> Result<(), LinkError> {
         let departures = &mut self.tx.departures;
         while departures.front().is_some_and(|&left| left <= now) {
             departures.pop_front();
@@ -473,17 +501,79 @@ impl Link for WireEnd {
         let duplicate = fate.duplicated && self.tx.lane.room() >= 2;
         if duplicate {
             let copy = bytes.clone();
-            if self.tx.push(arrival, copy) {
+            if self.tx.push(arrival, copy, gso) {
                 self.stats.duplicated += 1;
             }
         }
-        if !self.tx.push(arrival, bytes) {
+        if !self.tx.push(arrival, bytes, gso) {
             // Unreachable: the room check above reserved the slot.
             self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
         }
         Ok(())
     }
+}
 
+impl Link for WireEnd {
+    fn medium(&self) -> Medium {
+        self.config.medium
+    }
+
+    fn mtu(&self) -> usize {
+        self.config.mtu
+    }
+
+    fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
+        let len = super::frame_len(parts, self.config.max_frame_len(), &mut self.stats)?;
+        self.send(now, parts, len, None)
+    }
+
+    fn takes_gso(&self) -> bool {
+        self.config.gso_whole()
+    }
+
+    /// The super-frame crosses as one frame, its partial checksum left for
+    /// the receiver (a veth's `CHECKSUM_PARTIAL`).
+    fn transmit_gso(
+        &mut self,
+        now: Instant,
+        header: &VnetHeaderRepr,
+        parts: &[&[u8]],
+    ) -> Result<(), LinkError> {
+        if !self.config.gso_whole() {
+            self.stats.dropped_unsupported += 1;
+            return Err(LinkError::Unsupported);
+        }
+        let max = GSO_FRAME_MAX.max(self.config.max_frame_len());
+        let len = super::frame_len(parts, max, &mut self.stats)?;
+        self.send(now, parts, len, Some(*header))
+    }
+
+    fn carries_gso(&self) -> bool {
+        self.config.gso_whole()
+    }
+
+    fn receive_whole(
+        &mut self,
+        now: Instant,
+        take: &mut dyn FnMut(&[u8], Option<&VnetHeaderRepr>),
+    ) -> bool {
+        let lane = &self.rx.lane;
+        let pending = self.rx.pending.get_mut();
+        take_from_queue(lane, pending);
+        if pending.next_arrival().is_none_or(|arrival| arrival > now) {
+            return false;
+        }
+        let Some(frame) = pending.pop() else {
+            return false;
+        };
+        lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
+        self.stats.rx_frames += 1;
+        self.stats.rx_bytes += frame.bytes.len() as u64;
+        self.received_at = Some(frame.arrival);
+        take(&frame.bytes, frame.gso.as_ref());
+        let _ = lane.recycled.push(frame.bytes);
+        true
+    }
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let lane = &self.rx.lane;
         let pending = self.rx.pending.get_mut();
@@ -743,6 +833,69 @@ mod tests {
         assert_eq!(b.rx.pending.borrow().len(), 6);
         assert_eq!(b.stats().dropped_rx_overrun, 1);
         assert_eq!(a.stats().dropped_queue_full, 0);
+    }
+
+    #[test]
+    fn super_frames_cross_whole_only_on_a_wire_made_for_them() {
+        let gso = WireConfig {
+            carries_gso: true,
+            ..WireConfig::default()
+        };
+        for (config, whole) in [
+            (gso.clone(), true),
+            (WireConfig::default(), false),
+            (
+                WireConfig {
+                    rate_bits_per_s: Some(1_000_000_000),
+                    ..gso.clone()
+                },
+                false,
+            ),
+            (
+                WireConfig {
+                    corrupt: 0.001,
+                    ..gso.clone()
+                },
+                false,
+            ),
+        ] {
+            let (mut a, _b) = VirtualWire::pair(config).unwrap();
+            assert_eq!((a.takes_gso(), a.carries_gso()), (whole, whole));
+            if !whole {
+                let header = VnetHeaderRepr::default();
+                assert_eq!(
+                    a.transmit_gso(Instant::ZERO, &header, &[&[0; 3000]]),
+                    Err(LinkError::Unsupported)
+                );
+            }
+        }
+        let (mut a, mut b) = VirtualWire::pair(gso).unwrap();
+        let header = VnetHeaderRepr {
+            needs_csum: true,
+            gso: crate::phy::vnet::Gso::TcpV6,
+            gso_size: 1428,
+            ..VnetHeaderRepr::default()
+        };
+        let frame: Vec<u8> = (0..60_000u32).map(|i| i as u8).collect();
+        a.transmit_gso(Instant::ZERO, &header, &[&frame[..100], &frame[100..]])
+            .unwrap();
+        a.transmit(Instant::ZERO, &[&[7; 60]]).unwrap();
+        let too_long = GSO_FRAME_MAX + 1;
+        assert!(a
+            .transmit_gso(Instant::ZERO, &header, &[&vec![0; too_long]])
+            .is_err());
+        assert_eq!(a.stats().tx_frames, 2, "one frame each");
+        let mut got = Vec::new();
+        while b.receive_whole(Instant::ZERO, &mut |bytes, gso| {
+            got.push((bytes.to_vec(), gso.copied()))
+        }) {}
+        assert_eq!(got, [(frame, Some(header)), (vec![7; 60], None)]);
+        assert_eq!(b.stats().rx_frames, 2);
+        // `receive` cannot take a super-frame: it is dropped and counted.
+        a.transmit_gso(Instant::ZERO, &header, &[&[0; 3000]])
+            .unwrap();
+        assert_eq!(b.receive(Instant::ZERO, &mut [0; 1514]), None);
+        assert_eq!(b.stats().dropped_rx_too_long, 1);
     }
 
     #[test]

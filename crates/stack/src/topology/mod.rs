@@ -20,7 +20,9 @@
 //! mac = "02:00:5e:00:53:01"       # default: derived from the names
 //! mtu = 1500                      # default 1500, at least 1280
 //! dad_transmits = 0               # RFC 4862 DupAddrDetectTransmits, default 1
-//! offload = ["tso", "gro"]        # segmentation / receive offload, default none
+//! offload = ["tso", "gro"]        # segmentation / receive offload, default none;
+//!                                 # a wire between two GRO ends with no rate
+//!                                 # or impairment carries super-frames whole
 //! ipv4 = "192.0.2.1/24"
 //! ipv6 = ["2001:db8:a::1/64"]
 //! [[router.interface.advertise]]
@@ -304,6 +306,7 @@ impl WireParams {
             corrupt: self.corrupt,
             queue_frames: self.queue_frames,
             seed,
+            carries_gso: false,
         }
     }
 }
@@ -489,7 +492,14 @@ impl Topology {
     pub fn wire_config(&self, index: usize) -> Option<WireConfig> {
         let wire = self.wires.get(index)?;
         let mtu = self.interface_end(wire)?.mtu;
-        Some(wire.params.to_config(mtu, self.wire_seed(index)?))
+        let mut config = wire.params.to_config(mtu, self.wire_seed(index)?);
+        // A wire between two interfaces that both merge what they receive
+        // (GRO) carries TSO's super-frames whole, as a veth pair does; one
+        // to a hub, or to an interface without GRO, carries wire-sized
+        // frames the sender's device stage cut.
+        let gro = |end: &Endpoint| self.interface(end).is_some_and(|i| i.offload.gro);
+        config.carries_gso = gro(&wire.a) && gro(&wire.b);
+        Some(config)
     }
 
     /// Every wire with its configuration, in order.

@@ -1,11 +1,16 @@
 //! Offload in the host: the `ethtool -K` of its interfaces
-//! ([`Host::set_offload`]) and receive coalescing (GRO) of what one poll
-//! takes from a link (see [`crate::iface::offload`]).
+//! ([`Host::set_offload`]), receive coalescing (GRO) of what one poll
+//! takes from a link (see [`crate::iface::offload`]), and the receipt of
+//! super-frames from a link that carries them whole.
+
+use probe::Flow;
 
 use super::Host;
-use crate::buffer::Packet;
+use crate::buffer::{Packet, PacketOffload};
 use crate::iface::offload::{GroHeld, GroSegment, Offload};
 use crate::iface::route::InterfaceId;
+use crate::phy::vnet::{Segmenter, TooLong, VnetHeaderRepr};
+use crate::time::Instant;
 
 /// The packet GRO holds, with where it came from.
 pub(super) struct Held {
@@ -68,20 +73,111 @@ impl Host {
         self.gro_counters
     }
 
+    /// Whether `interface` merges what it receives: GRO on, and not a
+    /// router's (what a router forwards keeps its wire segments).
+    fn merges(&self, interface: InterfaceId) -> bool {
+        !self.router
+            && self
+                .interfaces
+                .get(interface.0)
+                .is_some_and(|i| i.offload.gro)
+    }
+
+    /// Takes the next frame from `interface`'s link, which carries GSO
+    /// super-frames whole ([`crate::phy::Link::receive_whole`]): false if
+    /// none had arrived. An ordinary frame goes to link input as any
+    /// other. A super-frame goes whole to an interface that merges (it is
+    /// what GRO would have made of its segments, and its checksum, left
+    /// partial by a sender in this process over a wire that cannot
+    /// corrupt it, counts as verified, as a veth's `CHECKSUM_PARTIAL`
+    /// does); for any other it is cut into the segments that would have
+    /// crossed the wire, each checksummed, and each goes to link input.
+    pub(super) fn receive_whole(&mut self, now: Instant, interface: InterfaceId) -> bool {
+        let pool = &self.pool;
+        let entry = &mut self.interfaces[interface.0];
+        let mut taken = None;
+        let took = entry.link.receive_whole(now, &mut |frame, gso| {
+            taken = Some((Packet::receive_whole(pool, Flow::NONE, frame), gso.copied()));
+        });
+        let Some((packet, gso)) = taken.filter(|_| took) else {
+            return false;
+        };
+        let arrived = entry.link.received_at();
+        let Ok(mut packet) = packet else {
+            // Unlike `receive`'s, the frame has left the link: it is lost.
+            self.count_drop("rx_no_buffer");
+            return true;
+        };
+        entry.counters.rx_frames += 1;
+        entry.counters.rx_bytes += packet.len() as u64;
+        match gso {
+            None => self.link_input(now, interface, packet, arrived),
+            Some(header) if self.merges(interface) => {
+                packet.set_offload(PacketOffload {
+                    gso_size: header.gso_size,
+                    csum_verified: header.needs_csum || header.data_valid,
+                });
+                self.link_input(now, interface, packet, arrived);
+            }
+            Some(header) => self.cut_received(now, interface, &packet, &header, arrived),
+        }
+        true
+    }
+
+    /// Cuts a received super-frame into wire segments, each to link input.
+    fn cut_received(
+        &mut self,
+        now: Instant,
+        interface: InterfaceId,
+        frame: &Packet,
+        header: &VnetHeaderRepr,
+        arrived: Option<Instant>,
+    ) {
+        let parts: Vec<&[u8]> = frame.parts().collect();
+        let Ok(mut segmenter) = Segmenter::for_parts(&parts, header) else {
+            self.count_drop("gso_refused");
+            return;
+        };
+        while segmenter.segments_left() > 0 {
+            let mut too_long = false;
+            let cut = Packet::receive(&self.pool, Flow::NONE, |buf| {
+                match segmenter.next_from_parts(&parts, buf)? {
+                    Ok(len) => Some(len),
+                    Err(TooLong) => {
+                        too_long = true;
+                        None
+                    }
+                }
+            });
+            match cut {
+                Ok(Some(segment)) => self.link_input(now, interface, segment, arrived),
+                Ok(None) if too_long => self.count_drop("rx_no_buffer"),
+                Ok(None) => break,
+                Err(_) => {
+                    self.count_drop("rx_no_buffer");
+                    break;
+                }
+            }
+        }
+    }
+
     /// An IP packet from `interface`'s link for IP input: through GRO when
-    /// the interface has it, else queued as it is.
+    /// the interface has it, else queued as it is. A packet already merged
+    /// (a super-frame received whole) goes on as it is, after what GRO
+    /// holds.
     pub(super) fn gro_input(
         &mut self,
         interface: InterfaceId,
         packet: Packet,
         link_multicast: bool,
     ) {
-        let gro = !self.router
-            && !link_multicast
-            && self
-                .interfaces
-                .get(interface.0)
-                .is_some_and(|i| i.offload.gro);
+        let gro = !link_multicast && self.merges(interface);
+        if gro && packet.offload().gso_size > 0 {
+            self.gro_flush();
+            self.gro_counters.super_segments += 1;
+            self.enqueue_ip_input(interface, packet, link_multicast);
+            return;
+        }
         let segment = if gro {
             GroSegment::parse(&packet)
         } else {

@@ -913,6 +913,12 @@ impl Host {
                 if !link.may_receive(now) {
                     break;
                 }
+                if link.carries_gso() {
+                    if !self.receive_whole(now, InterfaceId(index)) {
+                        break;
+                    }
+                    continue;
+                }
                 let packet = match Packet::receive(&pool, Flow::NONE, |buf| link.receive(now, buf))
                 {
                     Ok(Some(packet)) => packet,

@@ -151,7 +151,12 @@ impl<L: Link> Captured<L> {
         interface_name: &str,
         config: CaptureConfig,
     ) -> Self {
-        let frame_max = record_len(inner.mtu() + inner.medium().header_len());
+        let frame_max = if inner.carries_gso() {
+            super::virtual_wire::GSO_FRAME_MAX
+        } else {
+            inner.mtu() + inner.medium().header_len()
+        };
+        let frame_max = record_len(frame_max);
         let config = CaptureConfig {
             chunk_bytes: config.chunk_bytes.max(frame_max),
             chunks: config.chunks.max(1),
@@ -271,6 +276,35 @@ impl<L: Link> Captured<L> {
     /// work on the link's thread, and a span of category
     /// `instrumentation`.
     fn record(&mut self, now: Instant, direction: Direction, parts: &[&[u8]]) {
+        self.recorder().record(now, direction, parts);
+    }
+
+    /// The capture's state apart from the link, so that a frame the link
+    /// lends out can be recorded while the link is borrowed.
+    fn recorder(&mut self) -> Recorder<'_> {
+        Recorder {
+            ring: &mut self.ring,
+            shared: &self.shared,
+            config: &self.config,
+            dropped: &mut self.dropped,
+            missed: &mut self.missed,
+        }
+    }
+}
+
+/// What [`Captured::record`] works on: everything but the link.
+struct Recorder<'a> {
+    ring: &'a mut Option<Ring>,
+    shared: &'a Shared,
+    config: &'a CaptureConfig,
+    dropped: &'a mut u64,
+    missed: &'a mut u64,
+}
+
+impl Recorder<'_> {
+    /// Copies the frame made of `parts` into the ring (see
+    /// [`Captured::record`]).
+    fn record(self, now: Instant, direction: Direction, parts: &[&[u8]]) {
         let len = parts.iter().map(|p| p.len()).sum::<usize>();
         // The link knows no flow: the span records whenever any flow is
         // traced, so the copy is never hidden inside a traced span. All
@@ -282,14 +316,14 @@ impl<L: Link> Captured<L> {
             Flow::traced(0),
             direction.epb_flags() as u64,
         );
-        if !self.is_capturing() {
-            self.missed += 1;
+        let failed = self.shared.failed.0.load(Ordering::Acquire);
+        let Some(ring) = self.ring.as_mut().filter(|_| !failed) else {
+            *self.missed += 1;
             return;
-        }
-        let Some(ring) = &mut self.ring else { return };
+        };
         let need = record_len(len);
         if need > self.config.chunk_bytes {
-            self.dropped += 1;
+            *self.dropped += 1;
             return;
         }
         let fits = |c: &Vec<u8>| c.capacity() - c.len() >= need;
@@ -309,7 +343,7 @@ impl<L: Link> Captured<L> {
                 writer::append(chunk, now.as_nanos(), direction, parts, len);
                 stream::settle();
             }
-            None => self.dropped += 1,
+            None => *self.dropped += 1,
         }
     }
 }
@@ -406,6 +440,31 @@ impl<L: Link> Link for Captured<L> {
         let frame = buf.get(..len).unwrap_or(buf);
         self.record(now, Direction::Inbound, &[frame]);
         Some(len)
+    }
+
+    fn carries_gso(&self) -> bool {
+        self.inner.carries_gso()
+    }
+
+    /// A super-frame is recorded whole, as a capture on a veth sees it.
+    fn receive_whole(
+        &mut self,
+        now: Instant,
+        take: &mut dyn FnMut(&[u8], Option<&super::vnet::VnetHeaderRepr>),
+    ) -> bool {
+        let mut recorder = Some(Recorder {
+            ring: &mut self.ring,
+            shared: &self.shared,
+            config: &self.config,
+            dropped: &mut self.dropped,
+            missed: &mut self.missed,
+        });
+        self.inner.receive_whole(now, &mut |frame, gso| {
+            take(frame, gso);
+            if let Some(recorder) = recorder.take() {
+                recorder.record(now, Direction::Inbound, &[frame]);
+            }
+        })
     }
 
     fn transmit_ring(&self) -> Option<usize> {
