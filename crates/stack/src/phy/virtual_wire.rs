@@ -47,7 +47,7 @@ use crossbeam_queue::ArrayQueue;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
-use super::vnet::VnetHeaderRepr;
+use super::vnet::{Segmenter, TooLong, VnetHeaderRepr};
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
 
@@ -332,6 +332,8 @@ struct Receiver {
     lane: Arc<Lane>,
     /// A `RefCell` because `next_arrival(&self)` drains the queue into it.
     pending: RefCell<Pending>,
+    /// The super-frame `receive` is handing out cut, and its segmenter.
+    cutting: Option<(InFlight, Segmenter)>,
 }
 
 /// Frames taken off the lane and not yet received. A wire that never
@@ -421,6 +423,7 @@ impl WireEnd {
             rx: Receiver {
                 lane: incoming,
                 pending,
+                cutting: None,
             },
             stats: LinkStats::default(),
             received_at: None,
@@ -557,6 +560,18 @@ impl Link for WireEnd {
         now: Instant,
         take: &mut dyn FnMut(&[u8], Option<&VnetHeaderRepr>),
     ) -> bool {
+        if self.rx.cutting.is_some() {
+            // A super-frame `receive` began to cut (the receiver turned
+            // GRO on meanwhile): its segments go first, in order.
+            let mut segment = vec![0; self.config.max_frame_len()];
+            return match self.receive(now, &mut segment) {
+                Some(len) => {
+                    take(&segment[..len], None);
+                    true
+                }
+                None => false,
+            };
+        }
         let lane = &self.rx.lane;
         let pending = self.rx.pending.get_mut();
         take_from_queue(lane, pending);
@@ -574,13 +589,48 @@ impl Link for WireEnd {
         let _ = lane.recycled.push(frame.bytes);
         true
     }
+    /// Hands out wire-sized frames only: a super-frame is cut into the
+    /// segments that would have crossed the wire, each checksummed, as the
+    /// kernel's software GSO does for a device without the offload (what
+    /// a receiver without GRO gets; one with it asks for
+    /// [`receive_whole`](Link::receive_whole)).
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let lane = &self.rx.lane;
         let pending = self.rx.pending.get_mut();
         take_from_queue(lane, pending);
-        while pending.next_arrival().is_some_and(|arrival| arrival <= now) {
+        loop {
+            if let Some((frame, cut)) = &mut self.rx.cutting {
+                match cut.next_into(&frame.bytes, buf) {
+                    Some(Ok(len)) => {
+                        self.stats.rx_frames += 1;
+                        self.stats.rx_bytes += len as u64;
+                        self.received_at = Some(frame.arrival);
+                        return Some(len);
+                    }
+                    Some(Err(TooLong)) => self.stats.dropped_rx_too_long += 1,
+                    None => {
+                        if let Some((frame, _)) = self.rx.cutting.take() {
+                            let _ = lane.recycled.push(frame.bytes);
+                        }
+                    }
+                }
+                continue;
+            }
+            if pending.next_arrival().is_none_or(|arrival| arrival > now) {
+                return None;
+            }
             let frame = pending.pop()?;
             lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
+            if let Some(header) = frame.gso {
+                match Segmenter::new(&frame.bytes, &header) {
+                    Ok(cut) => self.rx.cutting = Some((frame, cut)),
+                    Err(_) => {
+                        self.stats.dropped_rx_too_long += 1;
+                        let _ = lane.recycled.push(frame.bytes);
+                    }
+                }
+                continue;
+            }
             let delivered = super::deliver(&frame.bytes, buf, &mut self.stats);
             // A full recycling queue just lets the buffer go.
             let _ = lane.recycled.push(frame.bytes);
@@ -589,7 +639,6 @@ impl Link for WireEnd {
                 return Some(len);
             }
         }
-        None
     }
 
     /// Wakes the receiving end's thread if frames went its way: a waking
@@ -630,6 +679,9 @@ impl Link for WireEnd {
     }
 
     fn next_arrival(&self) -> Option<Instant> {
+        if let Some((frame, _)) = &self.rx.cutting {
+            return Some(frame.arrival);
+        }
         // No other borrow exists: the only other use is `get_mut` in
         // `receive`, and a `WireEnd` is not `Sync`.
         let mut pending = self.rx.pending.try_borrow_mut().ok()?;

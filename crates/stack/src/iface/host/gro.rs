@@ -9,7 +9,6 @@ use super::Host;
 use crate::buffer::{Packet, PacketOffload};
 use crate::iface::offload::{GroHeld, GroSegment, Offload};
 use crate::iface::route::InterfaceId;
-use crate::phy::vnet::{Segmenter, TooLong, VnetHeaderRepr};
 use crate::time::Instant;
 
 /// The packet GRO holds, with where it came from.
@@ -75,7 +74,7 @@ impl Host {
 
     /// Whether `interface` merges what it receives: GRO on, and not a
     /// router's (what a router forwards keeps its wire segments).
-    fn merges(&self, interface: InterfaceId) -> bool {
+    pub(super) fn merges(&self, interface: InterfaceId) -> bool {
         !self.router
             && self
                 .interfaces
@@ -84,14 +83,14 @@ impl Host {
     }
 
     /// Takes the next frame from `interface`'s link, which carries GSO
-    /// super-frames whole ([`crate::phy::Link::receive_whole`]): false if
-    /// none had arrived. An ordinary frame goes to link input as any
-    /// other. A super-frame goes whole to an interface that merges (it is
-    /// what GRO would have made of its segments, and its checksum, left
-    /// partial by a sender in this process over a wire that cannot
-    /// corrupt it, counts as verified, as a veth's `CHECKSUM_PARTIAL`
-    /// does); for any other it is cut into the segments that would have
-    /// crossed the wire, each checksummed, and each goes to link input.
+    /// super-frames whole, for an interface that merges
+    /// ([`crate::phy::Link::receive_whole`]): false if none had arrived.
+    /// An ordinary frame goes to link input as any other; a super-frame
+    /// goes as the merged segment GRO would have made of its segments.
+    /// Its checksum, left partial by the sender (a host in this process,
+    /// or the kernel behind AF_PACKET) on a path that cannot corrupt it,
+    /// counts as verified, as the kernel counts a veth's
+    /// `CHECKSUM_PARTIAL`; one a NIC verified says so (`DATA_VALID`).
     pub(super) fn receive_whole(&mut self, now: Instant, interface: InterfaceId) -> bool {
         let pool = &self.pool;
         let entry = &mut self.interfaces[interface.0];
@@ -110,55 +109,14 @@ impl Host {
         };
         entry.counters.rx_frames += 1;
         entry.counters.rx_bytes += packet.len() as u64;
-        match gso {
-            None => self.link_input(now, interface, packet, arrived),
-            Some(header) if self.merges(interface) => {
-                packet.set_offload(PacketOffload {
-                    gso_size: header.gso_size,
-                    csum_verified: header.needs_csum || header.data_valid,
-                });
-                self.link_input(now, interface, packet, arrived);
-            }
-            Some(header) => self.cut_received(now, interface, &packet, &header, arrived),
-        }
-        true
-    }
-
-    /// Cuts a received super-frame into wire segments, each to link input.
-    fn cut_received(
-        &mut self,
-        now: Instant,
-        interface: InterfaceId,
-        frame: &Packet,
-        header: &VnetHeaderRepr,
-        arrived: Option<Instant>,
-    ) {
-        let parts: Vec<&[u8]> = frame.parts().collect();
-        let Ok(mut segmenter) = Segmenter::for_parts(&parts, header) else {
-            self.count_drop("gso_refused");
-            return;
-        };
-        while segmenter.segments_left() > 0 {
-            let mut too_long = false;
-            let cut = Packet::receive(&self.pool, Flow::NONE, |buf| {
-                match segmenter.next_from_parts(&parts, buf)? {
-                    Ok(len) => Some(len),
-                    Err(TooLong) => {
-                        too_long = true;
-                        None
-                    }
-                }
+        if let Some(header) = gso {
+            packet.set_offload(PacketOffload {
+                gso_size: header.gso_size,
+                csum_verified: header.needs_csum || header.data_valid,
             });
-            match cut {
-                Ok(Some(segment)) => self.link_input(now, interface, segment, arrived),
-                Ok(None) if too_long => self.count_drop("rx_no_buffer"),
-                Ok(None) => break,
-                Err(_) => {
-                    self.count_drop("rx_no_buffer");
-                    break;
-                }
-            }
         }
+        self.link_input(now, interface, packet, arrived);
+        true
     }
 
     /// An IP packet from `interface`'s link for IP input: through GRO when

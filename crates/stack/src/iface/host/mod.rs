@@ -907,13 +907,17 @@ impl Host {
     fn receive_frames(&mut self, now: Instant) {
         let pool = self.pool.clone();
         for index in 0..self.interfaces.len() {
+            // A link that carries super-frames whole hands them so to an
+            // interface that merges; any other gets wire-sized frames.
+            let whole =
+                self.interfaces[index].link.carries_gso() && self.merges(InterfaceId(index));
             for _ in 0..RECEIVE_BUDGET {
                 let interface = &mut self.interfaces[index];
                 let link = &mut interface.link;
                 if !link.may_receive(now) {
                     break;
                 }
-                if link.carries_gso() {
+                if whole {
                     if !self.receive_whole(now, InterfaceId(index)) {
                         break;
                     }
