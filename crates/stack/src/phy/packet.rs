@@ -460,17 +460,13 @@ impl Link for PacketLink {
                 }
                 continue;
             }
-            if refills == MAX_REFILLS {
+            if !refill_once_more(
+                ring,
+                self.fd.as_raw_fd(),
+                &mut refills,
+                &mut self.packet_stats,
+            ) {
                 return None;
-            }
-            refills += 1;
-            match ring.refill(self.fd.as_raw_fd()) {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(error) => {
-                    self.packet_stats.last_error = error.raw_os_error();
-                    return None;
-                }
             }
         }
     }
@@ -531,17 +527,13 @@ impl Link for PacketLink {
                 }
                 continue;
             }
-            if refills == MAX_REFILLS {
+            if !refill_once_more(
+                ring,
+                self.fd.as_raw_fd(),
+                &mut refills,
+                &mut self.packet_stats,
+            ) {
                 return false;
-            }
-            refills += 1;
-            match ring.refill(self.fd.as_raw_fd()) {
-                Ok(0) => return false,
-                Ok(_) => {}
-                Err(error) => {
-                    self.packet_stats.last_error = error.raw_os_error();
-                    return false;
-                }
             }
         }
     }
@@ -638,6 +630,29 @@ impl fmt::Debug for PacketLink {
             .field("packet_stats", &self.packet_stats)
             .field("ring_stats", &self.ring_stats())
             .finish()
+    }
+}
+
+/// Refills the ring for a receive that found it empty, at most
+/// [`MAX_REFILLS`] times per receive: whether frames came (a failed call
+/// is noted in `last_error`).
+fn refill_once_more(
+    ring: &mut RxRing,
+    fd: RawFd,
+    refills: &mut usize,
+    packet_stats: &mut PacketStats,
+) -> bool {
+    if *refills == MAX_REFILLS {
+        return false;
+    }
+    *refills += 1;
+    match ring.refill(fd) {
+        Ok(0) => false,
+        Ok(_) => true,
+        Err(error) => {
+            packet_stats.last_error = error.raw_os_error();
+            false
+        }
     }
 }
 
