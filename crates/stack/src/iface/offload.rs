@@ -9,8 +9,9 @@
 //!   device stage then either hands it whole to a link that takes GSO
 //!   (AF_PACKET, TAP: a `virtio_net_hdr` says how to cut it, virtio 1.2
 //!   §5.1.6.2; a virtual wire between two GRO ends, as a veth pair,
-//!   whose receiver takes it as one merged segment) or cuts it into MSS-sized frames itself with the
-//!   [`Segmenter`] receive already uses, each with its IP length, TCP
+//!   whose receiver takes it as one merged segment) or cuts it into
+//!   MSS-sized frames itself with the [`Segmenter`] receive already
+//!   uses, each with its IP length, TCP
 //!   sequence number, flags and checksum, so the wire carries ordinary
 //!   frames. The cutting is the device stage's work: it is timed inside
 //!   the super-segment's `link.transmit` span.

@@ -102,6 +102,26 @@ pub(crate) fn deliver(frame: &[u8], buf: &mut [u8], stats: &mut LinkStats) -> Op
     Some(frame.len())
 }
 
+/// Hands the next wire-sized frame `link.receive` gives to `take`, as
+/// [`Link::receive_whole`] of a link that was cutting a super-frame for
+/// `receive` when its host asked for whole frames: the segments cut so
+/// far are followed by the rest, in order. `max` is the longest frame.
+pub(crate) fn receive_one_cut(
+    link: &mut impl Link,
+    now: Instant,
+    max: usize,
+    take: &mut dyn FnMut(&[u8], Option<&vnet::VnetHeaderRepr>),
+) -> bool {
+    let mut segment = vec![0; max];
+    match link.receive(now, &mut segment) {
+        Some(len) => {
+            take(&segment[..len], None);
+            true
+        }
+        None => false,
+    }
+}
+
 /// The length of the frame made of `parts`, or `TooBig` (counted in
 /// `dropped_too_big`) when it exceeds `max`. Shared by every link's
 /// `transmit`.
@@ -181,8 +201,10 @@ pub trait Link {
     /// Whether frames may arrive that only
     /// [`receive_whole`](Link::receive_whole) hands out: GSO super-frames,
     /// longer than any buffer `receive` is given (a virtual wire that
-    /// carries them whole, as a veth pair). The host then receives with
-    /// `receive_whole`. A wrapper forwards it.
+    /// carries them whole, as a veth pair; AF_PACKET with the kernel's GSO
+    /// frames). A host whose interface merges (GRO) then receives with
+    /// `receive_whole`; `receive` still hands out wire-sized frames, a
+    /// super-frame cut. A wrapper forwards it.
     fn carries_gso(&self) -> bool {
         false
     }

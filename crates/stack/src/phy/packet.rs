@@ -486,14 +486,9 @@ impl Link for PacketLink {
         take: &mut dyn FnMut(&[u8], Option<&vnet::VnetHeaderRepr>),
     ) -> bool {
         if self.segmenter.is_some() {
-            // A super-frame `receive` began to cut (the host turned GRO on
-            // meanwhile): its segments go first, in order.
-            let mut segment = vec![0; self.ring.get_mut().slot];
-            let Some(len) = self.receive(now, &mut segment) else {
-                return false;
-            };
-            take(&segment[..len], None);
-            return true;
+            // The host turned GRO on while `receive` was cutting.
+            let max = self.ring.get_mut().slot;
+            return super::receive_one_cut(self, now, max, take);
         }
         let ring = self.ring.get_mut();
         let mut refills = 0;

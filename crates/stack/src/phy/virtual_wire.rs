@@ -388,6 +388,21 @@ impl Pending {
     }
 }
 
+impl Receiver {
+    /// The next frame that has arrived by `now`, taken off the wire (it no
+    /// longer counts against the bound).
+    fn next_arrived(&mut self, now: Instant) -> Option<InFlight> {
+        let pending = self.pending.get_mut();
+        take_from_queue(&self.lane, pending);
+        if pending.next_arrival().is_none_or(|arrival| arrival > now) {
+            return None;
+        }
+        let frame = pending.pop()?;
+        self.lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
+        Some(frame)
+    }
+}
+
 fn take_from_queue(lane: &Lane, pending: &mut Pending) {
     while let Some(frame) = lane.queue.pop() {
         pending.push(frame);
@@ -561,43 +576,27 @@ impl Link for WireEnd {
         take: &mut dyn FnMut(&[u8], Option<&VnetHeaderRepr>),
     ) -> bool {
         if self.rx.cutting.is_some() {
-            // A super-frame `receive` began to cut (the receiver turned
-            // GRO on meanwhile): its segments go first, in order.
-            let mut segment = vec![0; self.config.max_frame_len()];
-            return match self.receive(now, &mut segment) {
-                Some(len) => {
-                    take(&segment[..len], None);
-                    true
-                }
-                None => false,
-            };
+            // The receiver turned GRO on while `receive` was cutting.
+            let max = self.config.max_frame_len();
+            return super::receive_one_cut(self, now, max, take);
         }
-        let lane = &self.rx.lane;
-        let pending = self.rx.pending.get_mut();
-        take_from_queue(lane, pending);
-        if pending.next_arrival().is_none_or(|arrival| arrival > now) {
-            return false;
-        }
-        let Some(frame) = pending.pop() else {
+        let Some(frame) = self.rx.next_arrived(now) else {
             return false;
         };
-        lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
         self.stats.rx_frames += 1;
         self.stats.rx_bytes += frame.bytes.len() as u64;
         self.received_at = Some(frame.arrival);
         take(&frame.bytes, frame.gso.as_ref());
-        let _ = lane.recycled.push(frame.bytes);
+        let _ = self.rx.lane.recycled.push(frame.bytes);
         true
     }
+
     /// Hands out wire-sized frames only: a super-frame is cut into the
     /// segments that would have crossed the wire, each checksummed, as the
     /// kernel's software GSO does for a device without the offload (what
     /// a receiver without GRO gets; one with it asks for
     /// [`receive_whole`](Link::receive_whole)).
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let lane = &self.rx.lane;
-        let pending = self.rx.pending.get_mut();
-        take_from_queue(lane, pending);
         loop {
             if let Some((frame, cut)) = &mut self.rx.cutting {
                 match cut.next_into(&frame.bytes, buf) {
@@ -610,30 +609,26 @@ impl Link for WireEnd {
                     Some(Err(TooLong)) => self.stats.dropped_rx_too_long += 1,
                     None => {
                         if let Some((frame, _)) = self.rx.cutting.take() {
-                            let _ = lane.recycled.push(frame.bytes);
+                            let _ = self.rx.lane.recycled.push(frame.bytes);
                         }
                     }
                 }
                 continue;
             }
-            if pending.next_arrival().is_none_or(|arrival| arrival > now) {
-                return None;
-            }
-            let frame = pending.pop()?;
-            lane.in_flight.fetch_sub(1, MemoryOrder::AcqRel);
+            let frame = self.rx.next_arrived(now)?;
             if let Some(header) = frame.gso {
                 match Segmenter::new(&frame.bytes, &header) {
                     Ok(cut) => self.rx.cutting = Some((frame, cut)),
                     Err(_) => {
                         self.stats.dropped_rx_too_long += 1;
-                        let _ = lane.recycled.push(frame.bytes);
+                        let _ = self.rx.lane.recycled.push(frame.bytes);
                     }
                 }
                 continue;
             }
             let delivered = super::deliver(&frame.bytes, buf, &mut self.stats);
             // A full recycling queue just lets the buffer go.
-            let _ = lane.recycled.push(frame.bytes);
+            let _ = self.rx.lane.recycled.push(frame.bytes);
             if let Some(len) = delivered {
                 self.received_at = Some(frame.arrival);
                 return Some(len);

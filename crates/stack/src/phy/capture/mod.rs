@@ -276,19 +276,20 @@ impl<L: Link> Captured<L> {
     /// work on the link's thread, and a span of category
     /// `instrumentation`.
     fn record(&mut self, now: Instant, direction: Direction, parts: &[&[u8]]) {
-        self.recorder().record(now, direction, parts);
+        self.split().1.record(now, direction, parts);
     }
 
-    /// The capture's state apart from the link, so that a frame the link
-    /// lends out can be recorded while the link is borrowed.
-    fn recorder(&mut self) -> Recorder<'_> {
-        Recorder {
+    /// The link and, apart from it, the capture's state, so that a frame
+    /// the link lends out can be recorded while the link is borrowed.
+    fn split(&mut self) -> (&mut L, Recorder<'_>) {
+        let recorder = Recorder {
             ring: &mut self.ring,
             shared: &self.shared,
             config: &self.config,
             dropped: &mut self.dropped,
             missed: &mut self.missed,
-        }
+        };
+        (&mut self.inner, recorder)
     }
 }
 
@@ -452,14 +453,9 @@ impl<L: Link> Link for Captured<L> {
         now: Instant,
         take: &mut dyn FnMut(&[u8], Option<&super::vnet::VnetHeaderRepr>),
     ) -> bool {
-        let mut recorder = Some(Recorder {
-            ring: &mut self.ring,
-            shared: &self.shared,
-            config: &self.config,
-            dropped: &mut self.dropped,
-            missed: &mut self.missed,
-        });
-        self.inner.receive_whole(now, &mut |frame, gso| {
+        let (inner, recorder) = self.split();
+        let mut recorder = Some(recorder);
+        inner.receive_whole(now, &mut |frame, gso| {
             take(frame, gso);
             if let Some(recorder) = recorder.take() {
                 recorder.record(now, Direction::Inbound, &[frame]);
