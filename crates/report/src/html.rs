@@ -6,7 +6,7 @@ use std::fmt::Write;
 use analysis::sweep::{PathFigures, PathTrends, SizePoint};
 use analysis::trend::{self, Fit};
 use probe::Category;
-use stats::Estimate;
+use stats::{Estimate, PositiveReading};
 
 use crate::model::{MessagesRun, Report};
 use crate::plot::{self, BarChart, Series, StackedChart, Style, XyChart};
@@ -287,10 +287,21 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
     }
     let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval</caption><tr><th class=\"l\">size</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send Mbit/s</th></tr>", run.stop_at);
     h.push_str(&header);
+    // A latency cannot be negative: where its mean's interval would reach
+    // below zero, the median and its interval stand, or a mark.
     let stat = |s: Option<&analysis::sweep::Stat>| {
-        s.map_or("-".to_string(), |s| match s.half_width() {
-            Some(half) => format!("{:.1} ± {:.1} (n {})", s.mean, half, s.n),
-            None => format!("{:.1} (n {})", s.mean, s.n),
+        s.map_or("-".to_string(), |s| match s.positive_reading() {
+            PositiveReading::Mean { mean, ci: Some(ci) } => {
+                format!("{:.1} ± {:.1} (n {})", mean, ci.half_width(), s.n)
+            }
+            PositiveReading::Mean { mean, ci: None } => format!("{:.1} (n {})", mean, s.n),
+            PositiveReading::Median { median, ci, .. } => format!(
+                "median {:.1} [{:.1}, {:.1}] (n {}; mean too skewed)",
+                median, ci.lo, ci.hi, s.n
+            ),
+            PositiveReading::TooNoisy { mean, .. } => {
+                format!("too noisy (mean {:.1}, n {})", mean, s.n)
+            }
         })
     };
     for p in &run.points {

@@ -24,7 +24,10 @@ fn number(v: Option<f64>) -> String {
 }
 
 /// Per size: latencies (µs), throughput (KB/s), frames and the mean time
-/// per category (µs) on both paths.
+/// per category (µs) on both paths. A latency's 95 % interval is its
+/// mean's, left empty where it would reach below zero; its `reading`
+/// column says which figure stands (`mean`, `median` where the mean is
+/// too skewed, or `too_noisy`).
 pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()> {
     let mut header = vec!["size_bytes".to_string(), "messages".to_string()];
     for path in ["send", "receive"] {
@@ -35,11 +38,13 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
             "start_us_stdev",
             "start_us_ci95_lo",
             "start_us_ci95_hi",
+            "start_us_reading",
             "stop_us_mean",
             "stop_us_median",
             "stop_us_stdev",
             "stop_us_ci95_lo",
             "stop_us_ci95_hi",
+            "stop_us_reading",
             "throughput_kbps",
             "frames",
         ] {
@@ -61,8 +66,12 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
                 row.push(number(stat.map(|s| s.mean)));
                 row.push(number(stat.map(|s| s.median)));
                 row.push(number(stat.and_then(|s| s.stdev)));
-                row.push(number(stat.and_then(|s| s.ci95).map(|c| c.lo)));
-                row.push(number(stat.and_then(|s| s.ci95).map(|c| c.hi)));
+                // A latency's interval that reaches below zero is left
+                // out, and the reading column says what stands instead.
+                let ci = stat.and_then(|s| s.positive_ci95());
+                row.push(number(ci.map(|c| c.lo)));
+                row.push(number(ci.map(|c| c.hi)));
+                row.push(stat.map_or(String::new(), |s| s.positive_reading().name().to_string()));
             }
             row.push(number(f.map(|f| f.throughput_kbps)));
             row.push(number(f.map(|f| f.frames)));

@@ -412,3 +412,52 @@ fn a_summary_bar_on_another_link_names_its_link() {
         "the first link is not repeated"
     );
 }
+
+#[test]
+fn a_latency_interval_below_zero_is_left_out_of_the_sizes_table_and_marked() {
+    let mut r = run("tcp", "TCP", &[8000, 16000]);
+    // n = 2: 10.4 µs with t(1) gives [−43.1, 63.8], which a latency cannot be.
+    r.points[0].send.as_mut().unwrap().start_us = Stat::of(&[2.0, 18.8]).unwrap();
+    let mut csv = Vec::new();
+    report::tables::write_sizes(&r, &mut csv).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let (lo, hi, reading) = (
+        column("send_start_us_ci95_lo"),
+        column("send_start_us_ci95_hi"),
+        column("send_start_us_reading"),
+    );
+    assert_eq!(
+        (rows[0][lo], rows[0][hi], rows[0][reading]),
+        ("", "", "too_noisy")
+    );
+    assert_eq!(rows[0][column("send_start_us_mean")], "10.400");
+    // The other size keeps its interval, which is above zero.
+    assert_eq!(rows[1][reading], "mean");
+    assert!(rows[1][lo].parse::<f64>().unwrap() > 0.0, "{:?}", rows[1]);
+    // No number in the table is a negative latency.
+    for row in &rows {
+        for (h, cell) in header.iter().zip(row) {
+            if h.ends_with("_us_ci95_lo") && !cell.is_empty() {
+                assert!(cell.parse::<f64>().unwrap() >= 0.0, "{h} = {cell}");
+            }
+        }
+    }
+    // The page's per-size table marks the point instead of printing ±.
+    let mut exps = experiments();
+    exps[0].runs[0] = r;
+    let mut page = report(false);
+    page.experiments = exps;
+    let html = report::html::render(&page);
+    assert!(
+        html.contains("too noisy (mean 10.4, n 2)"),
+        "no mark in the page"
+    );
+    assert!(
+        !html.contains("10.4 ± 53"),
+        "an interval below zero was printed"
+    );
+}

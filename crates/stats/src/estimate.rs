@@ -172,6 +172,28 @@ impl Estimate {
     }
 }
 
+impl PositiveReading {
+    /// The reading's name, for a table column: `mean`, `median` or
+    /// `too_noisy`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PositiveReading::Mean { .. } => "mean",
+            PositiveReading::Median { .. } => "median",
+            PositiveReading::TooNoisy { .. } => "too_noisy",
+        }
+    }
+}
+
+impl Estimate {
+    /// The mean's 95 % interval of a figure that cannot be negative, or
+    /// `None` where it reaches below zero: such an interval claims what
+    /// the figure cannot be, so a table leaves it out and names the
+    /// reading that stands instead ([`Estimate::positive_reading`]).
+    pub fn positive_ci95(&self) -> Option<Interval> {
+        self.ci95.filter(|ci| !reaches_below_zero(self.mean, *ci))
+    }
+}
+
 /// A positive value whose interval reaches below zero: the interval
 /// claims something the figure cannot be.
 pub fn reaches_below_zero(value: f64, ci: Interval) -> bool {
@@ -222,6 +244,18 @@ mod tests {
         assert!((e.relative_half_width().unwrap() - 0.39264).abs() < 1e-4);
         // Five values are too few for a 95 % median interval.
         assert_eq!(e.median_ci95, None);
+    }
+
+    #[test]
+    fn a_positive_interval_never_reaches_below_zero() {
+        // Two values, t(1) = 12.706: 10.4 ± 53.4 reaches far below zero.
+        let wide = Estimate::of(&[2.0, 18.8]).unwrap();
+        assert!(wide.ci95.unwrap().lo < 0.0);
+        assert_eq!(wide.positive_ci95(), None);
+        assert_eq!(wide.positive_reading().name(), "too_noisy");
+        let tight = Estimate::of(&[10.0, 10.5, 11.0]).unwrap();
+        assert_eq!(tight.positive_ci95(), tight.ci95);
+        assert_eq!(tight.positive_reading().name(), "mean");
     }
 
     #[test]

@@ -94,8 +94,14 @@ fn throughput(t: &ThroughputPoint, cols: &mut Vec<(&'static str, Cell)>) {
         ("reps", Cell::Int(r.n as u64)),
         ("mean_bps", Cell::Float(r.mean, BPS)),
         ("median_bps", Cell::Float(r.median, BPS)),
-        ("ci95_lo_bps", Cell::opt_float(r.ci95.map(|c| c.lo), BPS)),
-        ("ci95_hi_bps", Cell::opt_float(r.ci95.map(|c| c.hi), BPS)),
+        (
+            "ci95_lo_bps",
+            Cell::opt_float(r.positive_ci95().map(|c| c.lo), BPS),
+        ),
+        (
+            "ci95_hi_bps",
+            Cell::opt_float(r.positive_ci95().map(|c| c.hi), BPS),
+        ),
         ("stdev_bps", Cell::opt_float(r.stdev, BPS)),
         ("min_bps", Cell::Float(r.min, BPS)),
         ("max_bps", Cell::Float(r.max, BPS)),
@@ -172,11 +178,17 @@ fn delay(d: &DelayPoint, cols: &mut Vec<(&'static str, Cell)>) {
         ("mean_us", Cell::opt_float(rtt.map(|s| s.mean), US)),
         (
             "ci95_lo_us",
-            Cell::opt_float(d.rep_mean_us.and_then(|s| s.ci95).map(|c| c.lo), US),
+            Cell::opt_float(
+                d.rep_mean_us.and_then(|s| s.positive_ci95()).map(|c| c.lo),
+                US,
+            ),
         ),
         (
             "ci95_hi_us",
-            Cell::opt_float(d.rep_mean_us.and_then(|s| s.ci95).map(|c| c.hi), US),
+            Cell::opt_float(
+                d.rep_mean_us.and_then(|s| s.positive_ci95()).map(|c| c.hi),
+                US,
+            ),
         ),
         ("stdev_us", Cell::opt_float(rtt.and_then(|s| s.stdev), US)),
         ("min_us", Cell::opt_float(rtt.map(|s| s.min), US)),
