@@ -102,6 +102,9 @@ struct Outcome {
     b_whole: u64,
     /// Frames host-b's link took.
     b_received: u64,
+    /// Buffers host-b took from its pool, and their size.
+    b_pool_taken: u64,
+    pool_buffer: usize,
 }
 
 /// A bulk exchange both ways over `topology`, checked byte for byte, with
@@ -133,6 +136,7 @@ fn bulk(test: &str, topology: &Topology, v6: bool) -> Outcome {
     };
     let (a_if, a_gro) = counters("host-a");
     let (b_if, b_gro) = counters("host-b");
+    let b_pool = host(&sim, "host-b").pool().clone();
     assert_eq!(a_if.tx_link_errors + b_if.tx_link_errors, 0);
     assert_eq!(a_if.offload_refused + b_if.offload_refused, 0);
     drop(sim);
@@ -193,6 +197,8 @@ fn bulk(test: &str, topology: &Topology, v6: bool) -> Outcome {
         a_whole: a_if.gso_sent,
         b_whole: b_if.gso_sent,
         b_received: b_if.rx_frames,
+        b_pool_taken: b_pool.stats().allocated,
+        pool_buffer: b_pool.config().buffer_size,
     }
 }
 
@@ -212,6 +218,15 @@ fn bulk_tcp_with_tso_and_gro_on_both_ends_arrives_whole() {
             out.b_received < 1100,
             "host-b's link took {} frames",
             out.b_received
+        );
+        // The super-frames became host-b's packets in the memory they
+        // crossed in: received whole, 3 MiB would have taken at least
+        // 3 MiB of pool buffers.
+        assert!(
+            (out.b_pool_taken as usize) * out.pool_buffer < 3 << 20,
+            "host-b took {} pool buffers of {} bytes",
+            out.b_pool_taken,
+            out.pool_buffer
         );
     }
 }

@@ -344,7 +344,7 @@ impl<L: Link, S: Copy> Link for Watched<L, S> {
     fn receive_whole(
         &mut self,
         now: Instant,
-        take: &mut dyn FnMut(&[u8], Option<&stack::phy::vnet::VnetHeaderRepr>),
+        take: &mut dyn FnMut(stack::phy::WholeFrame<'_>, Option<&stack::phy::vnet::VnetHeaderRepr>),
     ) -> bool {
         let result = self.inner.receive_whole(now, take);
         self.update();

@@ -24,7 +24,7 @@ mod release;
 
 pub use cursor::{Cursor, PullUpError};
 pub use packet::{Packet, PacketError, PacketOffload, Segment};
-pub use pool::{Buffer, Pool, PoolConfig, PoolConfigError, PoolStats};
+pub use pool::{Buffer, Lender, Lent, Pool, PoolConfig, PoolConfigError, PoolStats};
 pub use release::return_free_memory;
 
 /// Shared payload segments, held inline up to two (what one MSS-sized TCP

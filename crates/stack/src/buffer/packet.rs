@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use probe::Flow;
 
-use super::pool::{Buffer, Pool};
+use super::pool::{Buffer, Lent, Pool};
 use super::SegmentList;
 use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT};
 
@@ -332,6 +332,22 @@ impl Packet {
     /// copy (a NIC's DMA), which no probe times.
     pub fn receive_whole(pool: &Pool, flow: Flow, frame: &[u8]) -> Result<Packet, PacketError> {
         Self::gather(pool, flow, &[frame], false)
+    }
+
+    /// A received frame in the bytes a link lent (a super-frame that
+    /// crossed a virtual wire): the packet's head is that memory, with no
+    /// headroom, and nothing is copied.
+    pub fn lent(lent: Lent, flow: Flow) -> Packet {
+        let head = Buffer::lent(lent, flow);
+        let end = head.len();
+        Packet {
+            head,
+            start: 0,
+            end,
+            chain: SegmentList::new(),
+            flow,
+            offload: PacketOffload::default(),
+        }
     }
 
     /// Copies `parts` into a new packet, each buffer filled past the head

@@ -15,10 +15,16 @@
 //! memory: after the pool is made, sending or receiving a packet calls the
 //! system allocator for neither its bytes nor its reference count
 //! (issue 22: `Rc::new` per packet was about 5 % of the data path).
+//!
+//! A buffer may also be [lent](Lent) by a link: the memory a GSO
+//! super-frame crossed a virtual wire in becomes the received packet's
+//! storage, and goes back to the link, not to the pool, when the last
+//! reference is dropped (as a veth hands its peer the `sk_buff` itself).
 
 use std::cell::{Cell, RefCell};
 use std::ops::Deref;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use probe::Flow;
 
@@ -213,7 +219,7 @@ impl Pool {
             shared.allocated.set(shared.allocated.get() - 1);
             return None;
         };
-        owned.pool = Some(Rc::clone(&self.shared));
+        owned.home = Home::Pool(Rc::clone(&self.shared));
         owned.flow = flow;
         shared.handed_out.set(shared.handed_out.get() + 1);
         let in_use = shared.allocated.get() - free_left;
@@ -246,19 +252,62 @@ impl Pool {
 /// A buffer's memory and whose it is: one allocation, made when the pool
 /// is, behind the reference count.
 struct Slot {
-    data: Box<[u8]>,
-    /// The pool it goes back to; `None` while it is free.
-    pool: Option<Rc<Shared>>,
+    data: Vec<u8>,
+    /// Where it goes when the last reference is dropped.
+    home: Home,
     flow: Flow,
+}
+
+enum Home {
+    /// Free in its pool (a free slot holds no reference to it).
+    None,
+    Pool(Rc<Shared>),
+    /// Back to the link that lent it.
+    Lender(Arc<dyn Lender>),
 }
 
 impl Slot {
     fn fresh(size: usize) -> Rc<Slot> {
         Rc::new(Slot {
-            data: vec![0u8; size].into_boxed_slice(),
-            pool: None,
+            data: vec![0u8; size],
+            home: Home::None,
             flow: Flow::NONE,
         })
+    }
+}
+
+/// A link that lends the memory frames arrive in (the virtual wire's
+/// lane). It may be called from any thread's host, hence `Send + Sync`.
+pub trait Lender: Send + Sync {
+    /// Takes back `bytes`, lent with [`Lent::new`], for reuse.
+    fn give_back(&self, bytes: Vec<u8>);
+}
+
+/// A frame's bytes lent by a link: [`Buffer::lent`] makes them a buffer
+/// without copying; dropped unused, they go straight back.
+pub struct Lent {
+    bytes: Vec<u8>,
+    lender: Option<Arc<dyn Lender>>,
+}
+
+impl Lent {
+    pub fn new(bytes: Vec<u8>, lender: Arc<dyn Lender>) -> Lent {
+        Lent {
+            bytes,
+            lender: Some(lender),
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(lender) = self.lender.take() {
+            lender.give_back(std::mem::take(&mut self.bytes));
+        }
     }
 }
 
@@ -271,6 +320,20 @@ pub struct Buffer {
 }
 
 impl Buffer {
+    /// A buffer of the bytes a link lent, for `flow`: no copy, and no
+    /// buffer taken from any pool (one small allocation for the count).
+    /// Its bytes are the frame, with no headroom in front.
+    pub fn lent(mut lent: Lent, flow: Flow) -> Buffer {
+        let home = lent.lender.take().map_or(Home::None, Home::Lender);
+        Buffer {
+            slot: Some(Rc::new(Slot {
+                data: std::mem::take(&mut lent.bytes),
+                home,
+                flow,
+            })),
+        }
+    }
+
     pub fn capacity(&self) -> usize {
         self.len()
     }
@@ -314,11 +377,17 @@ impl Drop for Buffer {
         let Some(owned) = Rc::get_mut(&mut slot) else {
             return;
         };
-        let Some(pool) = owned.pool.take() else {
-            return;
-        };
-        let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
-        pool.free.borrow_mut().push(slot);
+        match std::mem::replace(&mut owned.home, Home::None) {
+            Home::None => {}
+            Home::Pool(pool) => {
+                let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
+                pool.free.borrow_mut().push(slot);
+            }
+            Home::Lender(lender) => {
+                let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
+                lender.give_back(std::mem::take(&mut owned.data));
+            }
+        }
     }
 }
 

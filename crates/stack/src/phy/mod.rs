@@ -2,11 +2,35 @@
 //!
 //! A link copies a frame in on [`Link::transmit`] and out on
 //! [`Link::receive`], as a NIC's DMA does, so links never hold the stack's
-//! packet buffers and can sit between hosts on different threads. Probes
+//! packet buffers and can sit between hosts on different threads. The one
+//! exception goes the other way: a virtual wire that carries GSO
+//! super-frames whole lends the memory one crossed in to the receiving
+//! host ([`WholeFrame::Lent`]), which gives it back when done. Probes
 //! at the link boundary are the interface layer's job (it knows the flow);
 //! links count frames and drops in [`LinkStats`].
 
+use crate::buffer::Lent;
 use crate::time::Instant;
+
+/// A frame [`Link::receive_whole`] hands out.
+pub enum WholeFrame<'a> {
+    /// Bytes the link keeps (a ring slot it reuses): the host copies them.
+    Borrowed(&'a [u8]),
+    /// The memory the frame crossed in, lent: a host may make it the
+    /// packet's storage, which goes back to the link when the packet is
+    /// dropped (a veth hands its peer the `sk_buff` itself); dropped
+    /// unused, it goes back at once.
+    Lent(Lent),
+}
+
+impl WholeFrame<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            WholeFrame::Borrowed(bytes) => bytes,
+            WholeFrame::Lent(lent) => lent.bytes(),
+        }
+    }
+}
 
 /// What a link's frames are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,12 +134,12 @@ pub(crate) fn receive_one_cut(
     link: &mut impl Link,
     now: Instant,
     max: usize,
-    take: &mut dyn FnMut(&[u8], Option<&vnet::VnetHeaderRepr>),
+    take: &mut dyn FnMut(WholeFrame<'_>, Option<&vnet::VnetHeaderRepr>),
 ) -> bool {
     let mut segment = vec![0; max];
     match link.receive(now, &mut segment) {
         Some(len) => {
-            take(&segment[..len], None);
+            take(WholeFrame::Borrowed(&segment[..len]), None);
             true
         }
         None => false,
@@ -217,7 +241,7 @@ pub trait Link {
     fn receive_whole(
         &mut self,
         now: Instant,
-        take: &mut dyn FnMut(&[u8], Option<&vnet::VnetHeaderRepr>),
+        take: &mut dyn FnMut(WholeFrame<'_>, Option<&vnet::VnetHeaderRepr>),
     ) -> bool {
         let _ = (now, take);
         false

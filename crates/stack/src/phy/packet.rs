@@ -483,7 +483,7 @@ impl Link for PacketLink {
     fn receive_whole(
         &mut self,
         now: Instant,
-        take: &mut dyn FnMut(&[u8], Option<&vnet::VnetHeaderRepr>),
+        take: &mut dyn FnMut(super::WholeFrame<'_>, Option<&vnet::VnetHeaderRepr>),
     ) -> bool {
         if self.segmenter.is_some() {
             // The host turned GRO on while `receive` was cutting.
@@ -503,7 +503,7 @@ impl Link for PacketLink {
                     Accepted::Frame(bytes) => {
                         self.stats.rx_frames += 1;
                         self.stats.rx_bytes += bytes.len() as u64;
-                        take(bytes, None);
+                        take(super::WholeFrame::Borrowed(bytes), None);
                         return true;
                     }
                     Accepted::Gso(_) => {
@@ -515,7 +515,7 @@ impl Link for PacketLink {
                         let frame = &packet[VNET_HDR_LEN..];
                         self.stats.rx_frames += 1;
                         self.stats.rx_bytes += frame.len() as u64;
-                        take(frame, Some(&header));
+                        take(super::WholeFrame::Borrowed(frame), Some(&header));
                         return true;
                     }
                     Accepted::Skipped => {}

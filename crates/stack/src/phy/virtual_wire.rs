@@ -48,7 +48,8 @@ use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use super::vnet::{Segmenter, TooLong, VnetHeaderRepr};
-use super::{Link, LinkError, LinkStats, Medium};
+use super::{Link, LinkError, LinkStats, Medium, WholeFrame};
+use crate::buffer::{Lender, Lent};
 use crate::time::Instant;
 
 /// Largest `queue_frames` accepted: each direction's queue allocates its
@@ -223,6 +224,13 @@ struct Lane {
     /// Woken after every push: the receiving end's thread, if it sleeps
     /// when idle (see [`WireEnd::wake_on_arrival`]).
     waker: OnceLock<Waker>,
+}
+
+/// Lent super-frames come back here, for the sender to reuse.
+impl Lender for Lane {
+    fn give_back(&self, bytes: Vec<u8>) {
+        let _ = self.recycled.push(bytes);
+    }
 }
 
 impl Lane {
@@ -573,7 +581,7 @@ impl Link for WireEnd {
     fn receive_whole(
         &mut self,
         now: Instant,
-        take: &mut dyn FnMut(&[u8], Option<&VnetHeaderRepr>),
+        take: &mut dyn FnMut(WholeFrame<'_>, Option<&VnetHeaderRepr>),
     ) -> bool {
         if self.rx.cutting.is_some() {
             // The receiver turned GRO on while `receive` was cutting.
@@ -586,8 +594,21 @@ impl Link for WireEnd {
         self.stats.rx_frames += 1;
         self.stats.rx_bytes += frame.bytes.len() as u64;
         self.received_at = Some(frame.arrival);
-        take(&frame.bytes, frame.gso.as_ref());
-        let _ = self.rx.lane.recycled.push(frame.bytes);
+        match frame.gso {
+            // A super-frame's memory is lent to the host, and comes back
+            // to the sender through the lane when the packet is dropped.
+            Some(header) => {
+                let lender: Arc<dyn Lender> = self.rx.lane.clone();
+                take(
+                    WholeFrame::Lent(Lent::new(frame.bytes, lender)),
+                    Some(&header),
+                );
+            }
+            None => {
+                take(WholeFrame::Borrowed(&frame.bytes), None);
+                let _ = self.rx.lane.recycled.push(frame.bytes);
+            }
+        }
         true
     }
 
@@ -933,10 +954,25 @@ mod tests {
             .is_err());
         assert_eq!(a.stats().tx_frames, 2, "one frame each");
         let mut got = Vec::new();
-        while b.receive_whole(Instant::ZERO, &mut |bytes, gso| {
-            got.push((bytes.to_vec(), gso.copied()))
+        let mut lent = Vec::new();
+        let recycled_before = b.rx.lane.recycled.len();
+        while b.receive_whole(Instant::ZERO, &mut |frame, gso| {
+            got.push((frame.bytes().to_vec(), gso.copied()));
+            if let WholeFrame::Lent(l) = frame {
+                lent.push(l);
+            }
         }) {}
         assert_eq!(got, [(frame, Some(header)), (vec![7; 60], None)]);
+        // The super-frame's memory was lent, not copied, and comes back
+        // to the lane only when the host lets it go; the ordinary frame's
+        // went back at once.
+        assert_eq!(lent.len(), 1, "only the super-frame is lent");
+        assert_eq!(b.rx.lane.recycled.len(), recycled_before + 1);
+        let buffer = crate::buffer::Buffer::lent(lent.pop().unwrap(), probe::Flow::NONE);
+        assert_eq!(buffer.len(), 60_000);
+        assert_eq!(b.rx.lane.recycled.len(), recycled_before + 1);
+        drop(buffer);
+        assert_eq!(b.rx.lane.recycled.len(), recycled_before + 2);
         assert_eq!(b.stats().rx_frames, 2);
         // `receive` cannot take a super-frame: it is dropped and counted.
         a.transmit_gso(Instant::ZERO, &header, &[&[0; 3000]])

@@ -9,6 +9,7 @@ use super::Host;
 use crate::buffer::{Packet, PacketOffload};
 use crate::iface::offload::{GroHeld, GroSegment, Offload};
 use crate::iface::route::InterfaceId;
+use crate::phy::WholeFrame;
 use crate::time::Instant;
 
 /// The packet GRO holds, with where it came from.
@@ -96,7 +97,14 @@ impl Host {
         let entry = &mut self.interfaces[interface.0];
         let mut taken = None;
         let took = entry.link.receive_whole(now, &mut |frame, gso| {
-            taken = Some((Packet::receive_whole(pool, Flow::NONE, frame), gso.copied()));
+            let packet = match frame {
+                // The super-frame's own memory becomes the packet: no copy.
+                // An ordinary frame is copied into the pool, whose bound
+                // holds whatever queues keep it.
+                WholeFrame::Lent(lent) if gso.is_some() => Ok(Packet::lent(lent, Flow::NONE)),
+                frame => Packet::receive_whole(pool, Flow::NONE, frame.bytes()),
+            };
+            taken = Some((packet, gso.copied()));
         });
         let Some((packet, gso)) = taken.filter(|_| took) else {
             return false;

@@ -451,15 +451,17 @@ impl<L: Link> Link for Captured<L> {
     fn receive_whole(
         &mut self,
         now: Instant,
-        take: &mut dyn FnMut(&[u8], Option<&super::vnet::VnetHeaderRepr>),
+        take: &mut dyn FnMut(super::WholeFrame<'_>, Option<&super::vnet::VnetHeaderRepr>),
     ) -> bool {
         let (inner, recorder) = self.split();
         let mut recorder = Some(recorder);
         inner.receive_whole(now, &mut |frame, gso| {
-            take(frame, gso);
+            // Recorded before the host takes it (a lent frame becomes the
+            // packet); the host only stores it here, untimed.
             if let Some(recorder) = recorder.take() {
-                recorder.record(now, Direction::Inbound, &[frame]);
+                recorder.record(now, Direction::Inbound, &[frame.bytes()]);
             }
+            take(frame, gso);
         })
     }
 
