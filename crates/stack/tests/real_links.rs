@@ -35,7 +35,7 @@ use stack::iface::host::{
 use stack::iface::interface::InterfaceCounters;
 use stack::iface::offload::Offload;
 use stack::iface::route::InterfaceId;
-use stack::phy::packet::{PacketConfig, PacketLink, PacketStats, RingStats};
+use stack::phy::packet::{PacketConfig, PacketLink, PacketStats, RingStats, DEFAULT_BATCH};
 use stack::phy::tunnel::{Ipv6InIpv4, TunnelStats};
 use stack::phy::{Captured, Link, LinkError, LinkStats, Medium};
 use stack::socket::tcp::connection::TcpConfig;
@@ -1013,6 +1013,11 @@ fn a_reference_host_sends_gso_frames_to_the_kernel_over_af_packet() {
     assert!(packet.gso_frames > 0, "the kernel sent GSO frames: {diag}");
     assert_eq!(packet.gso_segments, 0, "the link cut nothing: {diag}");
     assert!(echo.gro.super_segments >= packet.gso_frames, "{diag}");
+    // Each in the receive slot the kernel wrote it to, lent to the host
+    // instead of copied; the slots come back as spares, so no more are
+    // made than the host holds at once.
+    assert_eq!(echo.ring.lent, packet.gso_frames, "{diag}");
+    assert!(echo.ring.spares_made <= 2 * DEFAULT_BATCH as u64, "{diag}");
     let (seen, right) = echo.super_frames;
     assert!(seen > 20, "the capture holds the super-frames: {seen}");
     assert_eq!(right, seen, "partial checksums that complete right");

@@ -335,15 +335,15 @@ impl Packet {
     }
 
     /// A received frame in the bytes a link lent (a super-frame that
-    /// crossed a virtual wire): the packet's head is that memory, with no
-    /// headroom, and nothing is copied.
+    /// crossed a virtual wire, or one the kernel wrote into a receive
+    /// slot): the packet's head is that memory, and nothing is copied.
     pub fn lent(lent: Lent, flow: Flow) -> Packet {
+        let range = lent.range();
         let head = Buffer::lent(lent, flow);
-        let end = head.len();
         Packet {
             head,
-            start: 0,
-            end,
+            start: range.start,
+            end: range.end,
             chain: SegmentList::new(),
             flow,
             offload: PacketOffload::default(),

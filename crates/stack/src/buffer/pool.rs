@@ -22,7 +22,7 @@
 //! reference is dropped (as a veth hands its peer the `sk_buff` itself).
 
 use std::cell::{Cell, RefCell};
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -287,19 +287,40 @@ pub trait Lender: Send + Sync {
 /// without copying; dropped unused, they go straight back.
 pub struct Lent {
     bytes: Vec<u8>,
+    /// Where in `bytes` the frame is.
+    range: Range<usize>,
     lender: Option<Arc<dyn Lender>>,
 }
 
 impl Lent {
+    /// All of `bytes` is the frame.
     pub fn new(bytes: Vec<u8>, lender: Arc<dyn Lender>) -> Lent {
+        let range = 0..bytes.len();
         Lent {
+            bytes,
+            range,
+            lender: Some(lender),
+        }
+    }
+
+    /// The frame is `range` of `bytes` (clamped to them): a receive slot
+    /// with a header in front or room behind.
+    pub fn part(bytes: Vec<u8>, range: Range<usize>, lender: Arc<dyn Lender>) -> Lent {
+        let end = range.end.min(bytes.len());
+        Lent {
+            range: range.start.min(end)..end,
             bytes,
             lender: Some(lender),
         }
     }
 
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        &self.bytes[self.range.clone()]
+    }
+
+    /// Where the frame lies in the buffer [`Buffer::lent`] makes.
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
     }
 }
 
@@ -322,7 +343,7 @@ pub struct Buffer {
 impl Buffer {
     /// A buffer of the bytes a link lent, for `flow`: no copy, and no
     /// buffer taken from any pool (one small allocation for the count).
-    /// Its bytes are the frame, with no headroom in front.
+    /// The frame lies at [`Lent::range`] in it.
     pub fn lent(mut lent: Lent, flow: Flow) -> Buffer {
         let home = lent.lender.take().map_or(Home::None, Home::Lender);
         Buffer {

@@ -3,9 +3,10 @@
 //! A link copies a frame in on [`Link::transmit`] and out on
 //! [`Link::receive`], as a NIC's DMA does, so links never hold the stack's
 //! packet buffers and can sit between hosts on different threads. The one
-//! exception goes the other way: a virtual wire that carries GSO
-//! super-frames whole lends the memory one crossed in to the receiving
-//! host ([`WholeFrame::Lent`]), which gives it back when done. Probes
+//! exception goes the other way: a link that hands GSO super-frames out
+//! whole (a virtual wire made for them, AF_PACKET) lends the memory one
+//! arrived in to the receiving host ([`WholeFrame::Lent`]), which gives
+//! it back when done. Probes
 //! at the link boundary are the interface layer's job (it knows the flow);
 //! links count frames and drops in [`LinkStats`].
 

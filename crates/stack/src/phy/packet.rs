@@ -43,8 +43,12 @@ use std::ffi::CString;
 use std::fmt;
 use std::io;
 use std::mem;
+use std::ops::Range;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
 
 use wire::ethernet::EthernetAddress;
 
@@ -53,6 +57,7 @@ use super::tx_batch::TxBatch;
 // `PACKET_VNET_HDR`.
 use super::vnet::{self, TooLong, HEADER_LEN as VNET_HDR_LEN};
 use super::{Link, LinkError, LinkStats, Medium};
+use crate::buffer::{Lender, Lent};
 use crate::time::Instant;
 
 /// Frames taken per system call by default.
@@ -151,6 +156,11 @@ pub struct RingStats {
     pub empty: u64,
     /// Calls that failed otherwise.
     pub errors: u64,
+    /// Frames handed to the host in their slot's own buffer (GSO
+    /// super-frames received whole), a spare put in its place.
+    pub lent: u64,
+    /// Spares made because none had come back yet.
+    pub spares_made: u64,
 }
 
 /// A link on an existing Ethernet interface through an AF_PACKET socket.
@@ -507,15 +517,19 @@ impl Link for PacketLink {
                         return true;
                     }
                     Accepted::Gso(_) => {
-                        // Checked by the segmenter; handed out as it came.
+                        // Checked by the segmenter; handed out as it came,
+                        // in the slot's own buffer, lent.
                         let packet = ring.slot_bytes(slot);
                         let Ok(header) = vnet::VnetHeaderRepr::parse(packet) else {
                             continue;
                         };
-                        let frame = &packet[VNET_HDR_LEN..];
+                        let len = packet.len();
+                        let Some(frame) = ring.lend(slot, VNET_HDR_LEN..len) else {
+                            continue;
+                        };
                         self.stats.rx_frames += 1;
-                        self.stats.rx_bytes += frame.len() as u64;
-                        take(super::WholeFrame::Borrowed(frame), Some(&header));
+                        self.stats.rx_bytes += frame.bytes().len() as u64;
+                        take(super::WholeFrame::Lent(frame), Some(&header));
                         return true;
                     }
                     Accepted::Skipped => {}
@@ -762,10 +776,15 @@ impl RxFrame<'_> {
 }
 
 /// Where one receive system call puts its frames, handed out one by one.
+/// Each slot is a buffer of its own, so that a super-frame's can be lent
+/// to the host ([`lend`](Self::lend)) and a spare put in its place.
 pub(super) struct RxRing {
     /// Bytes per frame slot.
     slot: usize,
-    data: Vec<u8>,
+    /// One buffer per slot, each `slot` bytes long.
+    slots: Vec<Vec<u8>>,
+    /// Lent slots come back here, to stand in for the next ones lent.
+    spares: Arc<Spares>,
     lens: Vec<usize>,
     truncated: Vec<bool>,
     addrs: Vec<libc::sockaddr_storage>,
@@ -784,7 +803,8 @@ impl RxRing {
         let zeroed: libc::sockaddr_storage = unsafe { mem::zeroed() };
         Self {
             slot,
-            data: vec![0; batch * slot],
+            slots: (0..batch).map(|_| vec![0; slot]).collect(),
+            spares: Arc::new(Spares(ArrayQueue::new(batch))),
             lens: vec![0; batch],
             truncated: vec![false; batch],
             addrs: vec![zeroed; batch],
@@ -805,10 +825,9 @@ impl RxRing {
         }
         let index = self.next;
         self.next += 1;
-        let start = index * self.slot;
         let len = self.lens[index].min(self.slot);
         Some(RxFrame {
-            bytes: &mut self.data[start..start + len],
+            bytes: &mut self.slots[index][..len],
             truncated: self.truncated[index],
             slot: index,
             addr: &self.addrs[index],
@@ -817,9 +836,32 @@ impl RxRing {
 
     /// What the kernel wrote into slot `index` in the last refill.
     pub fn slot_bytes(&self, index: usize) -> &[u8] {
-        let start = index * self.slot;
         let len = self.lens.get(index).map_or(0, |&len| len.min(self.slot));
-        self.data.get(start..start + len).unwrap_or(&[])
+        self.slots
+            .get(index)
+            .and_then(|slot| slot.get(..len))
+            .unwrap_or(&[])
+    }
+
+    /// Lends the bytes `range` of slot `index` (what the kernel wrote
+    /// there in the last refill), taking the slot's buffer out of the ring
+    /// and putting a spare in its place: the frame is the host's without a
+    /// copy, and its buffer comes back as a spare when the host drops it.
+    pub fn lend(&mut self, index: usize, range: Range<usize>) -> Option<Lent> {
+        let len = self.lens.get(index).map_or(0, |&len| len.min(self.slot));
+        if range.start > range.end || range.end > len {
+            return None;
+        }
+        let slot = self.slot;
+        let stats = &mut self.stats;
+        let spare = self.spares.0.pop().unwrap_or_else(|| {
+            stats.spares_made += 1;
+            vec![0; slot]
+        });
+        let buffer = mem::replace(self.slots.get_mut(index)?, spare);
+        self.stats.lent += 1;
+        let lender: Arc<dyn Lender> = self.spares.clone();
+        Some(Lent::part(buffer, range, lender))
     }
 
     /// Replaces the ring's frames with up to a batch from `fd` in one
@@ -835,7 +877,7 @@ impl RxRing {
         let mut iovecs: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
         // SAFETY: as above.
         let mut messages: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
-        for (iovec, slot) in iovecs.iter_mut().zip(self.data.chunks_exact_mut(self.slot)) {
+        for (iovec, slot) in iovecs.iter_mut().zip(self.slots.iter_mut()) {
             iovec.iov_base = slot.as_mut_ptr().cast();
             iovec.iov_len = slot.len();
         }
@@ -851,7 +893,7 @@ impl RxRing {
         let count = loop {
             // SAFETY: `messages[..batch]` are initialised headers whose
             // names and I/O vectors point into `self.addrs`, `iovecs` and
-            // `self.data`, all alive and not otherwise borrowed for the
+            // `self.slots`, all alive and not otherwise borrowed for the
             // call, each with its true length; the null timeout is allowed
             // (with MSG_DONTWAIT it never waits).
             let rc = unsafe {
@@ -893,6 +935,16 @@ impl RxRing {
             self.stats.empty += 1;
         }
         Ok(count)
+    }
+}
+
+/// Slot buffers lent and given back, for the ring to reuse; as many as
+/// it has slots (more are freed).
+struct Spares(ArrayQueue<Vec<u8>>);
+
+impl Lender for Spares {
+    fn give_back(&self, bytes: Vec<u8>) {
+        let _ = self.0.push(bytes);
     }
 }
 
