@@ -285,7 +285,7 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
     if run.points.len() > 4 {
         return;
     }
-    let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval</caption><tr><th class=\"l\">size</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send Mbit/s</th></tr>", run.stop_at);
+    let header = format!("<table><caption>mean ± half-width of its 95 % confidence interval (where that would reach below zero, the median and its interval, or a mark: too noisy)</caption><tr><th class=\"l\">size</th><th>messages</th><th>send start µs</th><th>send stop µs ({})</th><th>receive start µs</th><th>receive stop µs</th><th>one-way µs</th><th>send Mbit/s</th></tr>", run.stop_at);
     h.push_str(&header);
     // A latency cannot be negative: where its mean's interval would reach
     // below zero, the median and its interval stand, or a mark.
