@@ -491,7 +491,7 @@ fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bo
         )
         .with_errors(
             figures()
-                .filter_map(|(x, s)| s.ci95.map(|ci| (x, ci.lo, ci.hi)))
+                .filter_map(|(x, s)| s.positive_ci95().map(|ci| (x, ci.lo, ci.hi)))
                 .collect(),
         )
     };

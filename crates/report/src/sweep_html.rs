@@ -102,7 +102,13 @@ fn chart(run: &SweepRun) -> XyChart {
         let errors = s
             .points
             .iter()
-            .filter_map(|p| p.ci95.map(|ci| (p.x, ci.lo, ci.hi)))
+            // No bar where the interval would reach below zero, which a
+            // rate or a delay cannot.
+            .filter_map(|p| {
+                p.ci95
+                    .filter(|ci| !stats::reaches_below_zero(p.y, *ci))
+                    .map(|ci| (p.x, ci.lo, ci.hi))
+            })
             .collect();
         series.push(
             Series::new(

@@ -27,7 +27,8 @@ fn number(v: Option<f64>) -> String {
 /// per category (µs) on both paths. A latency's 95 % interval is its
 /// mean's, left empty where it would reach below zero; its `reading`
 /// column says which figure stands (`mean`, `median` where the mean is
-/// too skewed, or `too_noisy`).
+/// too skewed, or `too_noisy`); the median's distribution-free 95 %
+/// interval follows (empty below six values).
 pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()> {
     let mut header = vec!["size_bytes".to_string(), "messages".to_string()];
     for path in ["send", "receive"] {
@@ -39,12 +40,16 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
             "start_us_ci95_lo",
             "start_us_ci95_hi",
             "start_us_reading",
+            "start_us_median_ci95_lo",
+            "start_us_median_ci95_hi",
             "stop_us_mean",
             "stop_us_median",
             "stop_us_stdev",
             "stop_us_ci95_lo",
             "stop_us_ci95_hi",
             "stop_us_reading",
+            "stop_us_median_ci95_lo",
+            "stop_us_median_ci95_hi",
             "throughput_kbps",
             "frames",
         ] {
@@ -72,6 +77,9 @@ pub fn write_sizes(run: &MessagesRun, mut out: impl Write) -> std::io::Result<()
                 row.push(number(ci.map(|c| c.lo)));
                 row.push(number(ci.map(|c| c.hi)));
                 row.push(stat.map_or(String::new(), |s| s.positive_reading().name().to_string()));
+                let median_ci = stat.and_then(|s| s.median_ci95);
+                row.push(number(median_ci.map(|c| c.lo)));
+                row.push(number(median_ci.map(|c| c.hi)));
             }
             row.push(number(f.map(|f| f.throughput_kbps)));
             row.push(number(f.map(|f| f.frames)));

@@ -1017,7 +1017,10 @@ fn a_reference_host_sends_gso_frames_to_the_kernel_over_af_packet() {
     // instead of copied; the slots come back as spares, so no more are
     // made than the host holds at once.
     assert_eq!(echo.ring.lent, packet.gso_frames, "{diag}");
-    assert!(echo.ring.spares_made <= 2 * DEFAULT_BATCH as u64, "{diag}");
+    assert!(
+        echo.ring.lent > echo.ring.spares_made && echo.ring.spares_made <= DEFAULT_BATCH as u64,
+        "{diag}"
+    );
     let (seen, right) = echo.super_frames;
     assert!(seen > 20, "the capture holds the super-frames: {seen}");
     assert_eq!(right, seen, "partial checksums that complete right");

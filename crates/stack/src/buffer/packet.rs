@@ -27,9 +27,10 @@ pub enum PacketError {
     },
 }
 
-/// A shared, read-only run of bytes in a pool buffer: what packets chain
-/// and fragments reference. The buffer returns to its pool when the last
-/// segment or packet using it is dropped.
+/// A shared, read-only run of bytes in a buffer (a pool's, or memory a
+/// link lent): what packets chain and fragments reference. The buffer
+/// returns to its pool (or lender) when the last segment or packet using
+/// it is dropped.
 #[derive(Clone)]
 pub struct Segment {
     buffer: Buffer,
@@ -336,18 +337,24 @@ impl Packet {
 
     /// A received frame in the bytes a link lent (a super-frame that
     /// crossed a virtual wire, or one the kernel wrote into a receive
-    /// slot): the packet's head is that memory, and nothing is copied.
-    pub fn lent(lent: Lent, flow: Flow) -> Packet {
+    /// slot): the packet's head is that memory, and nothing is copied, or
+    /// the lent frame back when `pool` refuses it ([`Pool::lend`]). Its
+    /// headroom is only what lies before the frame in that memory (none
+    /// from a wire), so such a packet is for input: [`prepend`] on it
+    /// fails with `NoHeadroom`, as on any full packet.
+    ///
+    /// [`prepend`]: Self::prepend
+    pub fn lent(pool: &Pool, lent: Lent, flow: Flow) -> Result<Packet, Lent> {
         let range = lent.range();
-        let head = Buffer::lent(lent, flow);
-        Packet {
+        let head = pool.lend(lent, flow)?;
+        Ok(Packet {
             head,
             start: range.start,
             end: range.end,
             chain: SegmentList::new(),
             flow,
             offload: PacketOffload::default(),
-        }
+        })
     }
 
     /// Copies `parts` into a new packet, each buffer filled past the head

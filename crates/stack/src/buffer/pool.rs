@@ -14,12 +14,18 @@
 //! buffer's bookkeeping, and that allocation goes back to the pool with the
 //! memory: after the pool is made, sending or receiving a packet calls the
 //! system allocator for neither its bytes nor its reference count
-//! (issue 22: `Rc::new` per packet was about 5 % of the data path).
+//! (issue 22: `Rc::new` per packet was about 5 % of the data path), but
+//! for a lent super-frame's count (below).
 //!
 //! A buffer may also be [lent](Lent) by a link: the memory a GSO
-//! super-frame crossed a virtual wire in becomes the received packet's
-//! storage, and goes back to the link, not to the pool, when the last
-//! reference is dropped (as a veth hands its peer the `sk_buff` itself).
+//! super-frame arrived in (a virtual wire's frame, an AF_PACKET receive
+//! slot) becomes the received packet's storage, and goes back to the
+//! link, not to the pool, when the last reference is dropped (as a veth
+//! hands its peer the `sk_buff` itself). The pool accounts for it: lent
+//! memory held at once never exceeds the pool's own bound in bytes
+//! ([`Pool::lend`] refuses beyond it, and the host copies instead), and
+//! counts as in use for the host's memory pressure. Each lent frame
+//! costs one small allocation for its reference count.
 
 use std::cell::{Cell, RefCell};
 use std::ops::{Deref, Range};
@@ -100,6 +106,14 @@ pub struct PoolStats {
     pub released: u64,
     /// Buffers made again after a release, on demand.
     pub regrown: u64,
+    /// Frames whose lent memory became a buffer ([`Pool::lend`]).
+    pub lent: u64,
+    /// Lent frames refused because the lent memory held would have
+    /// exceeded the pool's bound.
+    pub lend_refused: u64,
+    /// Bytes of lent memory held now, and at most at once.
+    pub lent_bytes: usize,
+    pub lent_high_water: usize,
 }
 
 struct Shared {
@@ -117,7 +131,10 @@ struct Shared {
     /// handed out is in use or was freed).
     handed_out: Cell<u64>,
     high_water: Cell<usize>,
-    /// The rare counters: `exhausted`, `released`, `regrown`.
+    /// Bytes of lent memory held by buffers now.
+    lent_bytes: Cell<usize>,
+    /// The rare counters: `exhausted`, `released`, `regrown`, and the
+    /// lent ones.
     stats: Cell<PoolStats>,
 }
 
@@ -151,6 +168,7 @@ impl Pool {
                 allocated: Cell::new(config.buffers),
                 handed_out: Cell::new(0),
                 high_water: Cell::new(0),
+                lent_bytes: Cell::new(0),
                 stats: Cell::new(PoolStats::default()),
             }),
         })
@@ -164,15 +182,58 @@ impl Pool {
         let handed_out = self.shared.handed_out.get();
         PoolStats {
             allocated: handed_out,
-            freed: handed_out - self.in_use() as u64,
+            freed: handed_out - self.in_use_here() as u64,
             high_water: self.shared.high_water.get(),
+            lent_bytes: self.shared.lent_bytes.get(),
             ..self.shared.stats.get()
         }
     }
 
-    /// Buffers currently handed out.
+    /// Buffers currently handed out, with lent memory held counted in
+    /// buffers' worth (rounded up): what the host's memory pressure reads.
     pub fn in_use(&self) -> usize {
+        let size = self.shared.config.buffer_size.max(1);
+        self.in_use_here() + self.shared.lent_bytes.get().div_ceil(size)
+    }
+
+    /// Buffers of the pool's own handed out.
+    fn in_use_here(&self) -> usize {
         self.shared.allocated.get() - self.shared.free.borrow().len()
+    }
+
+    /// Makes the memory a link lent a buffer for `flow`, without copying,
+    /// unless the lent memory held would then exceed the pool's bound in
+    /// bytes: then it is handed back (counted as `lend_refused`) for the
+    /// caller to copy into pool buffers, whose exhaustion is counted.
+    pub fn lend(&self, mut lent: Lent, flow: Flow) -> Result<Buffer, Lent> {
+        let shared = &self.shared;
+        let size = lent.bytes.capacity();
+        let bound = shared.config.buffers * shared.config.buffer_size;
+        let held = shared.lent_bytes.get() + size;
+        let mut stats = shared.stats.get();
+        if held > bound {
+            stats.lend_refused += 1;
+            shared.stats.set(stats);
+            return Err(lent);
+        }
+        let Some(lender) = lent.lender.take() else {
+            // Already given back: nothing to hold.
+            return Err(lent);
+        };
+        shared.lent_bytes.set(held);
+        stats.lent += 1;
+        stats.lent_high_water = stats.lent_high_water.max(held);
+        shared.stats.set(stats);
+        Ok(Buffer {
+            slot: Some(Rc::new(Slot {
+                data: std::mem::take(&mut lent.bytes),
+                home: Home::Lender {
+                    lender,
+                    pool: Rc::clone(shared),
+                },
+                flow,
+            })),
+        })
     }
 
     /// Buffers that exist, handed out or free.
@@ -262,8 +323,12 @@ enum Home {
     /// Free in its pool (a free slot holds no reference to it).
     None,
     Pool(Rc<Shared>),
-    /// Back to the link that lent it.
-    Lender(Arc<dyn Lender>),
+    /// Back to the link that lent it, its bytes no longer held against
+    /// the pool's bound.
+    Lender {
+        lender: Arc<dyn Lender>,
+        pool: Rc<Shared>,
+    },
 }
 
 impl Slot {
@@ -276,14 +341,16 @@ impl Slot {
     }
 }
 
-/// A link that lends the memory frames arrive in (the virtual wire's
-/// lane). It may be called from any thread's host, hence `Send + Sync`.
+/// A link that lends the memory frames arrive in (a virtual wire's lane,
+/// an AF_PACKET ring's spares). It may be called from any thread's host,
+/// hence `Send + Sync`.
 pub trait Lender: Send + Sync {
-    /// Takes back `bytes`, lent with [`Lent::new`], for reuse.
+    /// Takes back `bytes`, lent with [`Lent::new`] or [`Lent::part`], for
+    /// reuse.
     fn give_back(&self, bytes: Vec<u8>);
 }
 
-/// A frame's bytes lent by a link: [`Buffer::lent`] makes them a buffer
+/// A frame's bytes lent by a link: [`Pool::lend`] makes them a buffer
 /// without copying; dropped unused, they go straight back.
 pub struct Lent {
     bytes: Vec<u8>,
@@ -318,7 +385,7 @@ impl Lent {
         &self.bytes[self.range.clone()]
     }
 
-    /// Where the frame lies in the buffer [`Buffer::lent`] makes.
+    /// Where the frame lies in the buffer [`Pool::lend`] makes.
     pub fn range(&self) -> Range<usize> {
         self.range.clone()
     }
@@ -341,20 +408,6 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    /// A buffer of the bytes a link lent, for `flow`: no copy, and no
-    /// buffer taken from any pool (one small allocation for the count).
-    /// The frame lies at [`Lent::range`] in it.
-    pub fn lent(mut lent: Lent, flow: Flow) -> Buffer {
-        let home = lent.lender.take().map_or(Home::None, Home::Lender);
-        Buffer {
-            slot: Some(Rc::new(Slot {
-                data: std::mem::take(&mut lent.bytes),
-                home,
-                flow,
-            })),
-        }
-    }
-
     pub fn capacity(&self) -> usize {
         self.len()
     }
@@ -404,9 +457,14 @@ impl Drop for Buffer {
                 let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
                 pool.free.borrow_mut().push(slot);
             }
-            Home::Lender(lender) => {
+            Home::Lender { lender, pool } => {
                 let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
-                lender.give_back(std::mem::take(&mut owned.data));
+                let bytes = std::mem::take(&mut owned.data);
+                pool.lent_bytes
+                    .set(pool.lent_bytes.get().saturating_sub(bytes.capacity()));
+                lender.give_back(bytes);
+                // The count's allocation too, inside the span.
+                drop(slot);
             }
         }
     }
@@ -431,6 +489,45 @@ mod tests {
             buffers,
         })
         .unwrap()
+    }
+
+    /// A lender that keeps what it is given back.
+    #[derive(Default)]
+    struct Kept(std::sync::Mutex<Vec<Vec<u8>>>);
+
+    impl Lender for Kept {
+        fn give_back(&self, bytes: Vec<u8>) {
+            self.0.lock().unwrap().push(bytes);
+        }
+    }
+
+    #[test]
+    fn lent_memory_is_bounded_by_the_pool_and_goes_back_to_its_lender() {
+        // A bound of 4 × 64 bytes.
+        let pool = pool(4);
+        let lender = Arc::new(Kept::default());
+        let lend = |n: usize| Lent::part(vec![7; n], 2..n, lender.clone());
+        let first = pool.lend(lend(200), Flow::NONE).ok().unwrap();
+        assert_eq!(&first[2..200], &[7; 198][..]);
+        assert_eq!(pool.stats().lent_bytes, 200);
+        assert_eq!(pool.in_use(), 4, "200 lent bytes count as 4 buffers' worth");
+        // Another 100 would hold 300 > 256: refused, handed back unused.
+        let refused = pool.lend(lend(100), Flow::NONE).err().unwrap();
+        assert_eq!(refused.bytes().len(), 98);
+        drop(refused);
+        assert_eq!(lender.0.lock().unwrap().len(), 1, "given back unused");
+        let shared = first.clone();
+        drop(first);
+        assert_eq!(lender.0.lock().unwrap().len(), 1, "still shared");
+        drop(shared);
+        let back = lender.0.lock().unwrap();
+        assert_eq!((back.len(), back[1].len()), (2, 200), "the memory itself");
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.lent, stats.lend_refused, stats.lent_bytes),
+            (1, 1, 0)
+        );
+        assert_eq!((stats.lent_high_water, pool.in_use()), (200, 0));
     }
 
     #[test]

@@ -238,7 +238,9 @@ pub trait Link {
     /// with the `virtio_net_hdr` saying how to cut it if it is a GSO
     /// super-frame (`None` for an ordinary frame), and counts it; false if
     /// none has arrived. For links that [`carry GSO`](Link::carries_gso);
-    /// others have nothing to hand out this way. A wrapper forwards it.
+    /// others have nothing to hand out this way. A super-frame may come
+    /// [lent](WholeFrame::Lent) (the memory it arrived in, given back
+    /// when dropped), an ordinary frame borrowed. A wrapper forwards it.
     fn receive_whole(
         &mut self,
         now: Instant,

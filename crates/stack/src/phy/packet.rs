@@ -28,7 +28,11 @@
 //!   `receive`, written straight into the caller's buffer, as the
 //!   kernel's software GSO would have done (TCP and UDP over IPv4 and
 //!   IPv6; anything else is dropped and counted). For that the ring's
-//!   slots hold 64 KiB each ([`PacketConfig::segment_gso`]). The parsing
+//!   slots hold 64 KiB each ([`PacketConfig::segment_gso`]). A host that
+//!   merges (GRO) takes the super-frame whole instead
+//!   ([`Link::receive_whole`]): the slot's own buffer is lent to it, a
+//!   spare taking its place in the ring, and comes back as a spare when
+//!   the host drops the packet (at most one spare per slot is kept). The parsing
 //!   and segmenting are [`super::vnet`]'s; this module is the socket I/O
 //!   around them.
 //!
@@ -804,7 +808,10 @@ impl RxRing {
         Self {
             slot,
             slots: (0..batch).map(|_| vec![0; slot]).collect(),
-            spares: Arc::new(Spares(ArrayQueue::new(batch))),
+            spares: Arc::new(Spares {
+                buffers: ArrayQueue::new(batch),
+                slot,
+            }),
             lens: vec![0; batch],
             truncated: vec![false; batch],
             addrs: vec![zeroed; batch],
@@ -849,16 +856,19 @@ impl RxRing {
     /// copy, and its buffer comes back as a spare when the host drops it.
     pub fn lend(&mut self, index: usize, range: Range<usize>) -> Option<Lent> {
         let len = self.lens.get(index).map_or(0, |&len| len.min(self.slot));
-        if range.start > range.end || range.end > len {
+        if index >= self.slots.len() || range.start > range.end || range.end > len {
             return None;
         }
         let slot = self.slot;
         let stats = &mut self.stats;
-        let spare = self.spares.0.pop().unwrap_or_else(|| {
+        let spare = self.spares.buffers.pop().unwrap_or_else(|| {
             stats.spares_made += 1;
             vec![0; slot]
         });
-        let buffer = mem::replace(self.slots.get_mut(index)?, spare);
+        // Every slot buffer, spares too, is `slot` long: `pop` and
+        // `slot_bytes` slice by it, and the iovecs are built from it.
+        debug_assert_eq!(spare.len(), slot);
+        let buffer = mem::replace(&mut self.slots[index], spare);
         self.stats.lent += 1;
         let lender: Arc<dyn Lender> = self.spares.clone();
         Some(Lent::part(buffer, range, lender))
@@ -938,13 +948,18 @@ impl RxRing {
     }
 }
 
-/// Slot buffers lent and given back, for the ring to reuse; as many as
-/// it has slots (more are freed).
-struct Spares(ArrayQueue<Vec<u8>>);
+/// Slot buffers lent and given back, for the ring to reuse: as many as
+/// it has slots are kept (more are freed), each `slot` bytes long.
+struct Spares {
+    buffers: ArrayQueue<Vec<u8>>,
+    slot: usize,
+}
 
 impl Lender for Spares {
     fn give_back(&self, bytes: Vec<u8>) {
-        let _ = self.0.push(bytes);
+        if bytes.len() == self.slot {
+            let _ = self.buffers.push(bytes);
+        }
     }
 }
 

@@ -23,7 +23,8 @@
 //! way and what has arrived but not been received, at most `queue_frames`
 //! more: a frame beyond that is lost at the receiver and counted there in
 //! `dropped_rx_overrun`, as a NIC whose receive ring its host did not
-//! drain. So memory is bounded at `2 · queue_frames` frames a direction.
+//! drain. So memory is bounded at `2 · queue_frames` frames a direction,
+//! plus super-frames lent to the receiving host, which its pool limits.
 //!
 //! A wire made to carry GSO ([`WireConfig::carries_gso`]) that is
 //! unimpaired and unlimited takes a TCP super-frame of segmentation
@@ -968,7 +969,11 @@ mod tests {
         // went back at once.
         assert_eq!(lent.len(), 1, "only the super-frame is lent");
         assert_eq!(b.rx.lane.recycled.len(), recycled_before + 1);
-        let buffer = crate::buffer::Buffer::lent(lent.pop().unwrap(), probe::Flow::NONE);
+        let pool = crate::buffer::Pool::new(crate::buffer::PoolConfig::default()).unwrap();
+        let buffer = pool
+            .lend(lent.pop().unwrap(), probe::Flow::NONE)
+            .ok()
+            .unwrap();
         assert_eq!(buffer.len(), 60_000);
         assert_eq!(b.rx.lane.recycled.len(), recycled_before + 1);
         drop(buffer);

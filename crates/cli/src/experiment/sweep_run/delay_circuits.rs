@@ -14,7 +14,8 @@ use traffic::sweep::PointResult;
 use super::{mean_ci, opt, point_name};
 
 /// The repetitions' means as the published comparisons read them: their
-/// 95 % interval as one object (`ci95_us`: `{lo, hi}`) and their standard
+/// 95 % interval as one object (`ci95_us`: `{lo, hi}`, null where it would
+/// reach below zero, which a delay cannot) and their standard
 /// deviation (`rep_stdev_us`); the count is `reps`. The series are the
 /// independent draws, not the exchanges within one.
 pub(super) fn by_repetition(by_rep: Option<&stats::Estimate>) -> Map<String, Value> {
@@ -22,7 +23,7 @@ pub(super) fn by_repetition(by_rep: Option<&stats::Estimate>) -> Map<String, Val
     fields.insert(
         "ci95_us".into(),
         json!(by_rep
-            .and_then(|e| e.ci95)
+            .and_then(|e| e.positive_ci95())
             .map(|c| json!({"lo": c.lo, "hi": c.hi}))),
     );
     fields.insert("rep_stdev_us".into(), json!(by_rep.and_then(|e| e.stdev)));
@@ -47,8 +48,8 @@ pub(super) fn json(c: &DelayCircuit) -> Value {
         "corrupted": t.corrupted,
         "mean_us": rtt.map(|s| s.mean),
         "stdev_us": rtt.and_then(|s| s.stdev),
-        "ci95_lo_us": by_rep.and_then(|e| e.ci95).map(|c| c.lo),
-        "ci95_hi_us": by_rep.and_then(|e| e.ci95).map(|c| c.hi),
+        "ci95_lo_us": by_rep.and_then(|e| e.positive_ci95()).map(|c| c.lo),
+        "ci95_hi_us": by_rep.and_then(|e| e.positive_ci95()).map(|c| c.hi),
         "p50_us": t.p50_us,
         "p90_us": t.p90_us,
         "p99_us": t.p99_us,

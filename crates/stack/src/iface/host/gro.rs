@@ -98,10 +98,12 @@ impl Host {
         let mut taken = None;
         let took = entry.link.receive_whole(now, &mut |frame, gso| {
             let packet = match frame {
-                // The super-frame's own memory becomes the packet: no copy.
+                // The super-frame's own memory becomes the packet: no copy
+                // (unless the lent memory held reached the pool's bound).
                 // An ordinary frame is copied into the pool, whose bound
                 // holds whatever queues keep it.
-                WholeFrame::Lent(lent) if gso.is_some() => Ok(Packet::lent(lent, Flow::NONE)),
+                WholeFrame::Lent(lent) if gso.is_some() => Packet::lent(pool, lent, Flow::NONE)
+                    .or_else(|lent| Packet::receive_whole(pool, Flow::NONE, lent.bytes())),
                 frame => Packet::receive_whole(pool, Flow::NONE, frame.bytes()),
             };
             taken = Some((packet, gso.copied()));
