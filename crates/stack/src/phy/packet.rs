@@ -442,10 +442,10 @@ impl Link for PacketLink {
     }
 
     fn receive(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let ring = self.ring.get_mut();
         let mut refills = 0;
         loop {
             if let Some(segmenter) = &mut self.segmenter {
+                let ring = self.ring.get_mut();
                 match segmenter.next_into(ring.slot_bytes(segmenter.slot), buf) {
                     Some(Ok(len)) => {
                         self.packet_stats.gso_segments += 1;
@@ -458,29 +458,12 @@ impl Link for PacketLink {
                 }
                 continue;
             }
-            if let Some(frame) = ring.pop() {
-                let options = Accept {
-                    vnet_header: self.vnet_header,
-                    segment_gso: self.segment_gso,
-                };
-                match accept_frame(frame, options, &mut self.stats, &mut self.packet_stats) {
-                    Accepted::Frame(bytes) => {
-                        if let Some(len) = super::deliver(bytes, buf, &mut self.stats) {
-                            return Some(len);
-                        }
-                    }
-                    Accepted::Gso(segmenter) => self.segmenter = Some(segmenter),
-                    Accepted::Skipped => {}
-                }
-                continue;
-            }
-            if !refill_once_more(
-                ring,
-                self.fd.as_raw_fd(),
-                &mut refills,
-                &mut self.packet_stats,
-            ) {
-                return None;
+            match self.next_frame(&mut refills, |bytes, stats| {
+                super::deliver(bytes, buf, stats)
+            }) {
+                Next::Frame(len) => return Some(len),
+                Next::Gso(segmenter) => self.segmenter = Some(segmenter),
+                Next::Empty => return None,
             }
         }
     }
@@ -504,50 +487,34 @@ impl Link for PacketLink {
             let max = self.ring.get_mut().slot;
             return super::receive_one_cut(self, now, max, take);
         }
-        let ring = self.ring.get_mut();
         let mut refills = 0;
         loop {
-            if let Some(frame) = ring.pop() {
-                let options = Accept {
-                    vnet_header: self.vnet_header,
-                    segment_gso: self.segment_gso,
-                };
-                let slot = frame.slot;
-                match accept_frame(frame, options, &mut self.stats, &mut self.packet_stats) {
-                    Accepted::Frame(bytes) => {
-                        self.stats.rx_frames += 1;
-                        self.stats.rx_bytes += bytes.len() as u64;
-                        take(super::WholeFrame::Borrowed(bytes), None);
-                        return true;
-                    }
-                    Accepted::Gso(_) => {
-                        // Checked by the segmenter; handed out as it came,
-                        // in the slot's own buffer, lent.
-                        let packet = ring.slot_bytes(slot);
-                        let Ok(header) = vnet::VnetHeaderRepr::parse(packet) else {
-                            continue;
-                        };
-                        let len = packet.len();
-                        let Some(frame) = ring.lend(slot, VNET_HDR_LEN..len) else {
-                            continue;
-                        };
-                        self.stats.rx_frames += 1;
-                        self.stats.rx_bytes += frame.bytes().len() as u64;
-                        take(super::WholeFrame::Lent(frame), Some(&header));
-                        return true;
-                    }
-                    Accepted::Skipped => {}
-                }
+            let next = self.next_frame(&mut refills, |bytes, stats| {
+                stats.rx_frames += 1;
+                stats.rx_bytes += bytes.len() as u64;
+                take(super::WholeFrame::Borrowed(bytes), None);
+                Some(())
+            });
+            let slot = match next {
+                Next::Frame(()) => return true,
+                Next::Empty => return false,
+                Next::Gso(segmenter) => segmenter.slot,
+            };
+            // Checked by the segmenter; handed out as it came, in the
+            // slot's own buffer, lent.
+            let ring = self.ring.get_mut();
+            let packet = ring.slot_bytes(slot);
+            let Ok(header) = vnet::VnetHeaderRepr::parse(packet) else {
                 continue;
-            }
-            if !refill_once_more(
-                ring,
-                self.fd.as_raw_fd(),
-                &mut refills,
-                &mut self.packet_stats,
-            ) {
-                return false;
-            }
+            };
+            let len = packet.len();
+            let Some(frame) = ring.lend(slot, VNET_HDR_LEN..len) else {
+                continue;
+            };
+            self.stats.rx_frames += 1;
+            self.stats.rx_bytes += frame.bytes().len() as u64;
+            take(super::WholeFrame::Lent(frame), Some(&header));
+            return true;
         }
     }
 
@@ -665,6 +632,52 @@ fn refill_once_more(
         Err(error) => {
             packet_stats.last_error = error.raw_os_error();
             false
+        }
+    }
+}
+
+/// What [`PacketLink::next_frame`] found.
+enum Next<R> {
+    /// An ordinary frame, and what its handler made of it.
+    Frame(R),
+    /// A GSO frame, still in its slot, for the caller to cut or lend.
+    Gso(Segmenter),
+    /// Nothing more within the refill bound.
+    Empty,
+}
+
+impl PacketLink {
+    /// Takes frames off the ring, refilling it as it runs dry (at most
+    /// [`MAX_REFILLS`] times over `refills`), until one passes the link's
+    /// checks: an ordinary frame goes to `frame`, whose `Some` ends the
+    /// search (`None`: it was dropped, go on); a GSO frame is returned for
+    /// the caller. What `receive` and `receive_whole` share.
+    fn next_frame<R>(
+        &mut self,
+        refills: &mut usize,
+        mut frame: impl FnMut(&[u8], &mut LinkStats) -> Option<R>,
+    ) -> Next<R> {
+        let options = Accept {
+            vnet_header: self.vnet_header,
+            segment_gso: self.segment_gso,
+        };
+        let ring = self.ring.get_mut();
+        loop {
+            if let Some(popped) = ring.pop() {
+                match accept_frame(popped, options, &mut self.stats, &mut self.packet_stats) {
+                    Accepted::Frame(bytes) => {
+                        if let Some(made) = frame(bytes, &mut self.stats) {
+                            return Next::Frame(made);
+                        }
+                    }
+                    Accepted::Gso(segmenter) => return Next::Gso(segmenter),
+                    Accepted::Skipped => {}
+                }
+                continue;
+            }
+            if !refill_once_more(ring, self.fd.as_raw_fd(), refills, &mut self.packet_stats) {
+                return Next::Empty;
+            }
         }
     }
 }
