@@ -313,6 +313,8 @@ pub mod loopback;
 #[cfg(target_os = "linux")]
 pub mod packet;
 #[cfg(target_os = "linux")]
+mod rx_ring;
+#[cfg(target_os = "linux")]
 pub mod tap;
 #[cfg(target_os = "linux")]
 pub mod tunnel;

@@ -33,8 +33,9 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use super::packet::{
     check_batch, context, invalid, send_error, send_parts, set_int_option, set_socket_buffers,
-    RingStats, RxRing, DEFAULT_BATCH,
+    RingStats, DEFAULT_BATCH,
 };
+use super::rx_ring::RxRing;
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
 
