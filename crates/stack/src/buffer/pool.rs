@@ -216,8 +216,13 @@ impl Pool {
             shared.stats.set(stats);
             return Err(lent);
         }
+        // A `Lent` always has its lender until it is consumed: the field is
+        // an `Option` only so that `Drop` (and this, which consumes the
+        // `Lent`) can move it out, as safe code cannot move a field out
+        // of a type with `Drop`. So `None` cannot happen; were it to, the
+        // `Lent` is handed back, as one over the bound is.
+        debug_assert!(lent.lender.is_some(), "a Lent without its lender");
         let Some(lender) = lent.lender.take() else {
-            // Already given back: nothing to hold.
             return Err(lent);
         };
         shared.lent_bytes.set(held);
