@@ -165,8 +165,8 @@ mod tests {
     #[test]
     fn an_intercept_interval_wholly_below_zero_is_marked() {
         // y = 10x − 50 with noise ±1: intercept ≈ −50, interval far below 0.
-        let f = LinearFit::of(&[(10.0, 51.0), (20.0, 149.0), (30.0, 251.0), (40.0, 349.0)])
-            .unwrap();
+        let f =
+            LinearFit::of(&[(10.0, 51.0), (20.0, 149.0), (30.0, 251.0), (40.0, 349.0)]).unwrap();
         let ci = f.intercept_ci95.unwrap();
         assert!(ci.hi < 0.0, "{ci:?}");
         assert!(f.intercept_below_zero());
