@@ -6,7 +6,8 @@
 //! in steps whenever the payload needs one more packet. Here the same
 //! figures come from the data, so a run can be compared with the study's
 //! Table 5a and with other runs; each fit also carries the 95 % intervals
-//! of its parameters and is marked weak below R² 0.8, and the step test
+//! of its parameters and is marked weak below R² 0.8 (a line also when its
+//! intercept, the latency at size 0, is below zero), and the step test
 //! says the smallest step it could have found.
 //!
 //! Every function accepts any input without panicking. Non-finite points are
@@ -78,6 +79,16 @@ pub struct Fit {
     /// its points to be read as a trend; the report marks it and does not
     /// draw it.
     pub weak: bool,
+    /// Linear only: the intercept — the latency at size 0 — is below zero
+    /// beyond doubt ([`stats::intercept_below_zero`]: its 95 % interval
+    /// lies wholly below 0, or, with two points and so no interval, the
+    /// intercept itself is below 0). No message takes negative time, so
+    /// such a line is not "fixed cost + cost per byte": the points are not
+    /// on one line down to zero (one segment against several) or too few.
+    /// The report marks it and does not draw it. Independent of `weak`.
+    /// Always false for a power law, whose `a` is a coefficient, not an
+    /// intercept (and is positive by construction).
+    pub intercept_below_zero: bool,
 }
 
 impl Fit {
@@ -105,6 +116,38 @@ impl Fit {
         let ci = self.slope_ci95?;
         let slope = self.slope();
         (slope != 0.0).then(|| ci.half_width() / slope.abs())
+    }
+
+    /// Whether the report draws this line: not when it is weak, nor when
+    /// its intercept is below zero ([`Fit::intercept_below_zero`]).
+    pub fn drawn(&self) -> bool {
+        !self.weak && !self.intercept_below_zero
+    }
+
+    /// The mark of a linear fit whose intercept is below zero, e.g. `not
+    /// linear near zero: intercept below 0 (−74.913 µs)`, with the
+    /// intercept's 95 % interval when there is one; `None` when the fit is
+    /// not so marked. `y_unit` may be empty.
+    pub fn intercept_mark(&self, y_unit: &str) -> Option<String> {
+        if !self.intercept_below_zero {
+            return None;
+        }
+        let unit = if y_unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {y_unit}")
+        };
+        let minus = |v: f64| sig5(v).replace('-', "−");
+        let value = match self.intercept_ci95 {
+            Some(ci) => format!(
+                "{}{unit}, 95 % CI {} … {}",
+                minus(self.b),
+                minus(ci.lo),
+                minus(ci.hi)
+            ),
+            None => format!("{}{unit}, 2 points: no interval", minus(self.b)),
+        };
+        Some(format!("not linear near zero: intercept below 0 ({value})"))
     }
 
     /// The curve to draw over `from..=to` (in the fit's `x` units),
@@ -231,6 +274,10 @@ pub fn linear(points: &[(f64, f64)]) -> Option<Fit> {
         slope_ci95: interval(fit.slope_ci95, &slope_scale),
         intercept_ci95: interval(fit.intercept_ci95, &intercept_scale),
         weak: fit.r2 < stats::WEAK_R2,
+        intercept_below_zero: stats::intercept_below_zero(
+            b,
+            interval(fit.intercept_ci95, &intercept_scale),
+        ),
     })
 }
 
@@ -274,6 +321,7 @@ pub fn power(points: &[(f64, f64)]) -> Option<Fit> {
         slope_ci95: fit.slope_ci95,
         intercept_ci95: a_ci95,
         weak: fit.r2 < stats::WEAK_R2,
+        intercept_below_zero: false,
     })
 }
 

@@ -70,6 +70,7 @@ fn formula_uses_five_significant_digits_and_scientific_for_large_values() {
         slope_ci95: None,
         intercept_ci95: None,
         weak: false,
+        intercept_below_zero: false,
     };
     assert_eq!(fit.formula("", ""), "y = 1.2346e5x + 1.2346e-5");
     let fit = Fit {
@@ -81,6 +82,7 @@ fn formula_uses_five_significant_digits_and_scientific_for_large_values() {
         slope_ci95: None,
         intercept_ci95: None,
         weak: false,
+        intercept_below_zero: false,
     };
     assert_eq!(fit.formula("", ""), "y = 10x + 0");
 }
@@ -674,4 +676,27 @@ fn explore_floor() {
         }
     }
     assert_eq!(found, 0);
+}
+
+#[test]
+fn a_negative_intercept_is_marked_on_lines_only() {
+    // Two points, the quick run's receive line: 82.7·x − 74.9.
+    let two = linear(&[(1.0, 7.8), (2.0, 90.5)]).unwrap();
+    assert!(two.intercept_below_zero && !two.drawn());
+    let mark = two.intercept_mark("µs").unwrap();
+    assert!(mark.contains("intercept below 0 (−74.9 µs"), "{mark}");
+    // Several points on a line through −50: wholly below 0, R² high.
+    let many = linear(&[(10.0, 51.0), (20.0, 149.0), (30.0, 251.0), (40.0, 349.0)]).unwrap();
+    assert!(many.intercept_below_zero && !many.weak && !many.drawn());
+    assert!(many.intercept_mark("").unwrap().contains("95 % CI −"));
+    // An interval reaching above 0 is not marked.
+    let noisy = linear(&[(1.0, 0.0), (2.0, 4.0), (3.0, 2.0), (4.0, 6.0)]).unwrap();
+    assert!(noisy.b < 0.0 && !noisy.intercept_below_zero);
+    assert_eq!(noisy.intercept_mark("µs"), None);
+    let positive = linear(&[(1.0, 30.0), (2.0, 40.0)]).unwrap();
+    assert!(!positive.intercept_below_zero && positive.drawn());
+    // A power law's coefficient is no intercept: never marked, even when
+    // its log-space intercept (ln a) is negative.
+    let power = power(&[(1.0, 0.01), (2.0, 0.04), (3.0, 0.09)]).unwrap();
+    assert!(power.a < 1.0 && !power.intercept_below_zero, "{power:?}");
 }

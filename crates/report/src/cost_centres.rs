@@ -13,7 +13,10 @@
 //! Trend lines are the analysis' (`PathTrends::categories`): least
 //! squares over the per-size means, x in thousands of bytes and y in µs as
 //! in the study, with the slope's 95 % interval and R²; a weak fit
-//! (R² < 0.8) is marked and not drawn, and no line is drawn below zero.
+//! (R² < 0.8) is marked and not drawn, as is a line whose intercept (the
+//! time at size 0) is below zero ("not linear near zero", see
+//! `analysis::trend::Fit::intercept_below_zero`), and no line is drawn
+//! below zero.
 
 use std::fmt::Write;
 
@@ -102,25 +105,31 @@ impl Curve {
 }
 
 /// A linear fit as "y = (15.888 ± 0.412)·x + 28.00; R² 0.970", weak fits
-/// said so.
+/// and fits whose intercept is below zero said so.
 pub fn formula(fit: &Fit) -> String {
     let slope = match fit.slope_ci95 {
         Some(ci) => format!("({:.3} ± {:.3})", fit.a, ci.half_width()),
         None => format!("{:.3}", fit.a),
     };
     format!(
-        "y = {slope}·x {} {:.2}; R² {:.3}{}",
+        "y = {slope}·x {} {:.2}; R² {:.3}{}{}",
         if fit.b < 0.0 { '−' } else { '+' },
         fit.b.abs(),
         fit.r2,
-        if fit.weak { " (weak: not a trend)" } else { "" }
+        if fit.weak { " (weak: not a trend)" } else { "" },
+        if fit.intercept_below_zero {
+            " (intercept below 0: not linear near zero, not drawn)"
+        } else {
+            ""
+        }
     )
 }
 
 /// The trend drawn over `lo..=hi` bytes where it is at or above zero
-/// ([`Fit::curve`]); a weak fit is not drawn.
+/// ([`Fit::curve`]); a weak fit and one whose intercept is below zero
+/// ([`Fit::drawn`]) are not drawn.
 fn trend_series(name: &str, fit: &Fit, lo: f64, hi: f64) -> Option<Series> {
-    if fit.weak {
+    if !fit.drawn() {
         return None;
     }
     let curve = fit.curve(lo / 1e3, hi / 1e3, 40);
@@ -153,7 +162,7 @@ pub fn run_figures(h: &mut String, run: &MessagesRun) {
         }
         let _ = write!(
             h,
-            "<h4>{}: cost centres on the {side} path against payload size</h4><table><caption>Per message, µs, within the {side} window (x: payload in thousands of bytes); the trend's slope with its 95 % interval</caption><tr><th class=\"l\">cost centre</th><th class=\"l\">trend line</th><th>mean share of stop latency</th><th>mean share of the stack's work (wire left out)</th><th>sizes</th></tr>",
+            "<h4>{}: cost centres on the {side} path against payload size</h4><table><caption>Per message, µs, within the {side} window (x: payload in thousands of bytes); the trend's slope with its 95 % interval; a weak trend (R² below 0.8) and one whose intercept is below 0 (negative time at size 0: not linear near zero) are marked and not drawn</caption><tr><th class=\"l\">cost centre</th><th class=\"l\">trend line</th><th>mean share of stop latency</th><th>mean share of the stack's work (wire left out)</th><th>sizes</th></tr>",
             escape(&run.id)
         );
         for c in &curves {
@@ -325,7 +334,7 @@ fn summary_table(h: &mut String, tcp: &MessagesRun, udp: &MessagesRun) {
     let runs = [tcp, udp];
     let _ = write!(
         h,
-        "<table><caption>Summary (the IPv6 study's Table 5e): x payload in thousands of bytes, y µs, send path; slopes with their 95 % interval; latency lines through the sizes' medians, cost-centre lines through their means</caption><tr><th class=\"l\"></th><th class=\"l\">{} over {}</th><th class=\"l\">{} over {}</th></tr>",
+        "<table><caption>Summary (the IPv6 study's Table 5e): x payload in thousands of bytes, y µs, send path; slopes with their 95 % interval; latency lines through the sizes' medians, cost-centre lines through their means; \"intercept below 0\": the line gives negative time at size 0, so it is not linear near zero and holds only between the sizes measured</caption><tr><th class=\"l\"></th><th class=\"l\">{} over {}</th><th class=\"l\">{} over {}</th></tr>",
         escape(&tcp.protocol),
         escape(&tcp.family),
         escape(&udp.protocol),
@@ -428,14 +437,19 @@ mod tests {
 
     #[test]
     fn weak_trends_are_not_drawn_and_drawn_ones_stay_at_or_above_zero() {
-        let steep = analysis::trend::linear(&[(1.0, 1.0), (2.0, 50.0), (3.0, 99.0)]).unwrap();
-        let drawn = trend_series("t", &steep, 0.0, 3000.0).unwrap();
+        let falling = analysis::trend::linear(&[(1.0, 98.0), (2.0, 49.0), (3.0, 0.0)]).unwrap();
+        let drawn = trend_series("t", &falling, 0.0, 4000.0).unwrap();
         assert!(drawn.points.iter().all(|p| p.1 >= 0.0));
         assert_eq!(
-            drawn.points.first().unwrap().1,
+            drawn.points.last().unwrap().1,
             0.0,
-            "the negative intercept is clipped"
+            "the line stops where it reaches zero"
         );
+        // y = 49x − 48: latency −48 at size 0, not linear near zero.
+        let steep = analysis::trend::linear(&[(1.0, 1.0), (2.0, 50.0), (3.0, 99.0)]).unwrap();
+        assert!(steep.intercept_below_zero && !steep.weak);
+        assert!(trend_series("t", &steep, 0.0, 3000.0).is_none());
+        assert!(formula(&steep).contains("intercept below 0"));
         let weak =
             analysis::trend::linear(&[(1.0, 5.0), (2.0, 1.0), (3.0, 6.0), (4.0, 2.0)]).unwrap();
         assert!(weak.weak);

@@ -69,9 +69,16 @@ pub fn families_compared(h: &mut String, experiment: &Experiment) {
     }
 }
 
-/// `value [lo, hi]`, and `(weak fit)` under R² 0.8.
+/// `value [lo, hi]`, and `(weak fit)` under R² 0.8; `(weak fit)` is
+/// followed by `(not linear near zero)` when the fit's intercept is below
+/// zero.
 fn with_interval(fit: &Fit, value: f64, ci: Option<&stats::Interval>) -> String {
-    let weak = if fit.weak { " (weak fit)" } else { "" };
+    let weak = match (fit.weak, fit.intercept_below_zero) {
+        (false, false) => "",
+        (true, false) => " (weak fit)",
+        (false, true) => " (not linear near zero: intercept below 0)",
+        (true, true) => " (weak fit; not linear near zero: intercept below 0)",
+    };
     match ci {
         Some(ci) => format!("{value:.3} [{:.3}, {:.3}]{weak}", ci.lo, ci.hi),
         None => format!("{value:.3}{weak}"),
@@ -103,7 +110,7 @@ fn table(h: &mut String, protocol: &str, runs: [&MessagesRun; 2]) {
     let [v6, v4] = runs;
     let _ = write!(
         h,
-        "<table><caption>{protocol} over IPv6 and IPv4 on {}, send path unless named: trend lines y = a·x + b through the sizes' medians, x in thousands of bytes, y in µs, slopes with their 95 % interval; the stop latency is {}</caption><tr><th class=\"l\"></th><th class=\"l\">IPv6 (run {})</th><th class=\"l\">IPv4 (run {})</th><th class=\"l\">IPv6 / IPv4</th></tr>",
+        "<table><caption>{protocol} over IPv6 and IPv4 on {}, send path unless named: trend lines y = a·x + b through the sizes' medians, x in thousands of bytes, y in µs, slopes with their 95 % interval; the stop latency is {}; \"weak fit\": R² below 0.8; \"not linear near zero\": the intercept (the latency at size 0) is below 0 beyond its interval (or, from two sizes, at all), which no message can take, so the line holds only between the sizes measured</caption><tr><th class=\"l\"></th><th class=\"l\">IPv6 (run {})</th><th class=\"l\">IPv4 (run {})</th><th class=\"l\">IPv6 / IPv4</th></tr>",
         escape(&v6.link),
         escape(&v6.stop_at.to_string()),
         escape(&v6.id),

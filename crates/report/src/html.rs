@@ -323,7 +323,8 @@ fn per_size_table(h: &mut String, run: &MessagesRun) {
 
 /// A fit's cells: formula, R² (marked weak below 0.8), the 95 % intervals
 /// of slope and intercept (of a power law: exponent and coefficient), and
-/// the number of points.
+/// the number of points. A line whose intercept is below zero
+/// ([`Fit::intercept_below_zero`]) says so under its formula.
 fn fit_cell(fit: &Option<Fit>, x: &str, y: &str) -> String {
     let Some(f) = fit else {
         return "<td class=\"l\">(too few points)</td><td></td><td></td><td></td><td></td>".into();
@@ -342,12 +343,22 @@ fn fit_cell(fit: &Option<Fit>, x: &str, y: &str) -> String {
         format!("{:.3}", f.r2)
     };
     format!(
-        "<td class=\"l\">{}</td><td>{r2}</td><td>{}{relative}</td><td>{}</td><td>{}</td>",
+        "<td class=\"l\">{}{}</td><td>{r2}</td><td>{}{relative}</td><td>{}</td><td>{}</td>",
         escape(&f.formula(x, y)),
+        intercept_mark_html(f, y),
         interval(f.slope_ci95),
         interval(f.intercept_ci95),
         f.n
     )
+}
+
+/// `<br><b>not linear near zero</b>: intercept below 0 (…)` for a fit so
+/// marked, else nothing.
+pub(crate) fn intercept_mark_html(f: &Fit, y_unit: &str) -> String {
+    f.intercept_mark(y_unit).map_or(String::new(), |mark| {
+        let rest = mark.strip_prefix("not linear near zero").unwrap_or(&mark);
+        format!("<br><b>not linear near zero</b>{}", escape(rest))
+    })
 }
 
 fn trend_table(h: &mut String, run: &MessagesRun) {
@@ -391,7 +402,7 @@ fn trend_table(h: &mut String, run: &MessagesRun) {
         run.stop_at,
         fit_cell(&run.send.throughput, "100 B", "KB/s")
     );
-    h.push_str("<p class=\"note\">Each latency line is fitted by least squares to the sizes' median latencies (the study fitted means on an isolated machine; here a few messages wait for the CPU, which the means carry: the means' line is given for comparison), the throughput line to payload / mean stop latency; the intervals are 95 % (t with points − 2 degrees of freedom). A line with R² below 0.8 explains too little of its points to be read as a trend: it is marked weak and not drawn. A drawn line stops where it would fall below zero.</p>");
+    h.push_str("<p class=\"note\">Each latency line is fitted by least squares to the sizes' median latencies (the study fitted means on an isolated machine; here a few messages wait for the CPU, which the means carry: the means' line is given for comparison), the throughput line to payload / mean stop latency; the intervals are 95 % (t with points − 2 degrees of freedom). A line with R² below 0.8 explains too little of its points to be read as a trend: it is marked weak and not drawn. A latency line whose intercept (its latency at size 0) is below zero — its 95 % interval wholly below 0, or, from two sizes and so without an interval, the intercept itself — says a zero-byte message would take negative time, which none can: the sizes are not on one straight line down to zero (one segment against several costs differently per byte) or are too few. It is marked <b>not linear near zero</b> and not drawn; its slope holds only between the sizes measured. A drawn line stops where it would fall below zero.</p>");
     if let Some(rep) = &run.send.stop_slope_repetition {
         let passes = rep.passes.len();
         let reps: u32 = rep.passes.iter().map(|p| p.reps).sum();
@@ -500,8 +511,9 @@ fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bo
         series_of(format!("{path} stop latency"), &|f| &f.stop_us),
     ];
     let (lo, hi) = size_range(run);
-    // Weak lines are not drawn (the legend says so); the others stop where
-    // they would fall below zero (and say so).
+    // Weak lines and lines with an intercept below zero are not drawn (the
+    // legend says so); the others stop where they would fall below zero
+    // (and say so).
     for (i, (name, fit)) in [("start trend", &trends.start), ("stop trend", &trends.stop)]
         .into_iter()
         .enumerate()
@@ -509,6 +521,12 @@ fn latency_chart(run: &MessagesRun, path: &str, trends: &PathTrends, receive: bo
         let Some(fit) = fit else { continue };
         if fit.weak {
             series[i].name.push_str(" (weak trend not drawn)");
+            continue;
+        }
+        if fit.intercept_below_zero {
+            series[i]
+                .name
+                .push_str(" (trend not drawn: intercept below 0, not linear near zero)");
             continue;
         }
         let curve = fit.curve(lo / 1000.0, hi / 1000.0, 50);

@@ -387,7 +387,17 @@ fn latency_chart(run: &KernelRun, receive: bool) -> XyChart {
                 Style::Dashed,
             ));
         }
-        if let Some(fit) = fit.filter(|f| !f.weak) {
+        if let Some(fit) = fit.filter(|f| !f.weak && f.intercept_below_zero) {
+            series.push(Series::new(
+                format!(
+                    "{which}: {} — intercept below 0, not linear near zero: not drawn",
+                    fit.formula("KB", "µs")
+                ),
+                Vec::new(),
+                Style::Dashed,
+            ));
+        }
+        if let Some(fit) = fit.filter(|f| f.drawn()) {
             let (lo, hi) = points
                 .iter()
                 .fold((f64::MAX, f64::MIN), |(lo, hi), (x, _)| {

@@ -461,3 +461,51 @@ fn a_latency_interval_below_zero_is_left_out_of_the_sizes_table_and_marked() {
         "an interval below zero was printed"
     );
 }
+
+#[test]
+fn a_line_with_its_intercept_below_zero_is_marked_and_not_drawn() {
+    // Two sizes whose receive stop latencies give 82.7 µs/KB · x − 74.9 µs:
+    // a zero-byte message would take negative time.
+    let mut r = run("neg", "UDP", &[1000, 2000]);
+    for (p, us) in r.points.iter_mut().zip([7.8, 90.5]) {
+        p.receive.as_mut().unwrap().stop_us = Stat::of(&[us, us, us]).unwrap();
+    }
+    r.receive = analysis::sweep::trends(&r.points, None, true);
+    let fit = r.receive.stop.unwrap();
+    assert!(fit.b < -74.0 && fit.intercept_below_zero && !fit.weak);
+    let mut page = report(false);
+    page.experiments[0].runs[0] = r;
+    let html = report::html::render(&page);
+    let row = html
+        .split("<tr>")
+        .find(|row| row.starts_with("<td class=\"l\">receive stop latency</td>"))
+        .expect("the trend table's receive stop row");
+    assert!(
+        row.contains("<b>not linear near zero</b>: intercept below 0 (−74.9 µs"),
+        "{row}"
+    );
+    // The send line (100 µs at every size) is not marked.
+    let send = html
+        .split("<tr>")
+        .find(|row| row.starts_with("<td class=\"l\">send stop latency ("))
+        .expect("the send stop row");
+    assert!(!send.contains("not linear near zero"), "{send}");
+    // The caption says what the mark means.
+    assert!(html.contains("It is marked <b>not linear near zero</b> and not drawn"));
+    // Not drawn: the chart's legend says so, and no stop trend is drawn
+    // with that formula.
+    assert!(
+        html.contains("receive stop latency (trend not drawn: intercept below 0"),
+        "no legend entry"
+    );
+    assert!(!html.contains("stop trend: y = 82.7x - 74.9"));
+    assert!(!html.contains("stop trend (≥ 0 drawn): y = 82.7x - 74.9"));
+    // summary.json names the mark beside the intercept.
+    let json = serde_json::to_value(&page).unwrap();
+    let stop = &json["experiments"][0]["runs"][0]["receive"]["stop"];
+    assert_eq!(stop["intercept_below_zero"], true, "{stop}");
+    assert_eq!(
+        json["experiments"][0]["runs"][0]["send"]["stop"]["intercept_below_zero"],
+        false
+    );
+}

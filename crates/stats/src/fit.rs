@@ -23,6 +23,27 @@ pub struct LinearFit {
 /// a trend: the report marks it weak.
 pub const WEAK_R2: f64 = 0.8;
 
+/// Whether a line of latency against size has an intercept that is
+/// below zero beyond doubt: the intercept's 95 % interval lies wholly
+/// below 0 (`hi < 0`), or — without an interval (two points leave no
+/// residual to estimate one from) — the intercept itself is below 0.
+///
+/// Why: the intercept is the line's latency at size 0, and no message
+/// takes negative time. A line that needs a negative intercept to pass
+/// its points says the points are not on one straight line down to zero
+/// (one segment against several costs differently per byte) or that
+/// there are too few of them; such a line must not be read as "time =
+/// fixed cost + cost per byte". An interval that reaches 0 or above is
+/// not marked: a true intercept of 0 or more fits the points. A
+/// non-finite intercept is not judged (false). This is independent of
+/// R² ([`WEAK_R2`]): a line can be both weak and marked.
+pub fn intercept_below_zero(intercept: f64, intercept_ci95: Option<Interval>) -> bool {
+    match intercept_ci95 {
+        Some(ci) => ci.hi < 0.0,
+        None => intercept < 0.0,
+    }
+}
+
 impl LinearFit {
     /// `None` for fewer than two points or when every x is the same.
     pub fn of(points: &[(f64, f64)]) -> Option<Self> {
@@ -90,6 +111,13 @@ impl LinearFit {
         self.r2 < WEAK_R2
     }
 
+    /// [`intercept_below_zero`] of this line: its intercept (the latency
+    /// at size 0) is below zero beyond its 95 % interval, or below zero
+    /// outright when there is no interval (two points).
+    pub fn intercept_below_zero(&self) -> bool {
+        intercept_below_zero(self.intercept, self.intercept_ci95)
+    }
+
     /// The slope's half-width as a share of the slope.
     pub fn slope_relative_half_width(&self) -> Option<f64> {
         let ci = self.slope_ci95?;
@@ -132,5 +160,50 @@ mod tests {
         let f = LinearFit::of(&[(0.0, 0.0), (1.0, 1.0)]).unwrap();
         assert_eq!(f.slope_ci95, None);
         assert_eq!(LinearFit::of(&[(1.0, 0.0), (1.0, 1.0)]), None);
+    }
+
+    #[test]
+    fn an_intercept_interval_wholly_below_zero_is_marked() {
+        // y = 10x − 50 with noise ±1: intercept ≈ −50, interval far below 0.
+        let f =
+            LinearFit::of(&[(10.0, 51.0), (20.0, 149.0), (30.0, 251.0), (40.0, 349.0)]).unwrap();
+        let ci = f.intercept_ci95.unwrap();
+        assert!(ci.hi < 0.0, "{ci:?}");
+        assert!(f.intercept_below_zero());
+        assert!(!f.is_weak(), "a good R² does not clear the mark");
+    }
+
+    #[test]
+    fn an_intercept_interval_spanning_zero_is_not_marked() {
+        // Intercept −1 but noise wide enough that the interval reaches
+        // above 0: a true intercept of 0 fits; the value alone would
+        // have been marked.
+        let g = LinearFit::of(&[(1.0, 0.0), (2.0, 4.0), (3.0, 2.0), (4.0, 6.0)]).unwrap();
+        assert!(g.intercept < 0.0, "{g:?}");
+        let ci = g.intercept_ci95.unwrap();
+        assert!(ci.hi > 0.0, "{ci:?}");
+        assert!(!g.intercept_below_zero());
+    }
+
+    #[test]
+    fn two_points_are_judged_by_the_intercept_itself() {
+        // The quick run's receive line: 82.7 µs/KB · x − 74.9 µs.
+        let below = LinearFit::of(&[(1.0, 7.8), (2.0, 90.5)]).unwrap();
+        assert!(below.intercept < 0.0 && below.intercept_ci95.is_none());
+        assert!(below.intercept_below_zero());
+        let above = LinearFit::of(&[(1.0, 30.0), (2.0, 40.0)]).unwrap();
+        assert!(!above.intercept_below_zero());
+        let zero = LinearFit::of(&[(1.0, 1.0), (2.0, 2.0)]).unwrap();
+        assert!(!zero.intercept_below_zero(), "0 is not below 0");
+    }
+
+    #[test]
+    fn the_judgement_reads_the_interval_before_the_value() {
+        let ci = |lo, hi| Some(Interval { lo, hi });
+        assert!(intercept_below_zero(-5.0, ci(-9.0, -1.0)));
+        assert!(!intercept_below_zero(-5.0, ci(-9.0, 0.0)));
+        assert!(!intercept_below_zero(5.0, ci(1.0, 9.0)));
+        assert!(intercept_below_zero(-5.0, None));
+        assert!(!intercept_below_zero(f64::NAN, None));
     }
 }

@@ -17,7 +17,7 @@ mod repeat;
 
 pub use compare::{detectable_difference, Difference};
 pub use estimate::{reaches_below_zero, Estimate, Interval, PositiveReading};
-pub use fit::{LinearFit, WEAK_R2};
+pub use fit::{intercept_below_zero, LinearFit, WEAK_R2};
 pub use repeat::{Target, Verdict};
 
 /// The confidence level of every interval and the significance level of

@@ -274,7 +274,10 @@ fn summary_text(report: &Report) -> String {
             for (path, trends) in [("send", &run.send), ("receive", &run.receive)] {
                 let line = |fit: &Option<analysis::trend::Fit>| {
                     fit.map_or("-".to_string(), |f| {
-                        format!("{} (R² {:.3})", f.formula("KB", "µs"), f.r2)
+                        let mark = f
+                            .intercept_mark("µs")
+                            .map_or(String::new(), |m| format!(" [{m}]"));
+                        format!("{} (R² {:.3}){mark}", f.formula("KB", "µs"), f.r2)
                     })
                 };
                 lines.push(format!(
