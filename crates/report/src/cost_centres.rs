@@ -117,11 +117,8 @@ pub fn formula(fit: &Fit) -> String {
         fit.b.abs(),
         fit.r2,
         if fit.weak { " (weak: not a trend)" } else { "" },
-        if fit.intercept_below_zero {
-            " (intercept below 0: not linear near zero, not drawn)"
-        } else {
-            ""
-        }
+        fit.intercept_mark("µs")
+            .map_or(String::new(), |mark| format!(" ({mark}; not drawn)"))
     )
 }
 

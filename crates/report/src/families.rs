@@ -69,16 +69,13 @@ pub fn families_compared(h: &mut String, experiment: &Experiment) {
     }
 }
 
-/// `value [lo, hi]`, and `(weak fit)` under R² 0.8; `(weak fit)` is
-/// followed by `(not linear near zero)` when the fit's intercept is below
-/// zero.
+/// `value [lo, hi]`, then `(weak fit)` under R² 0.8 and the fit's
+/// [`Fit::intercept_mark`] when its intercept is below zero.
 fn with_interval(fit: &Fit, value: f64, ci: Option<&stats::Interval>) -> String {
-    let weak = match (fit.weak, fit.intercept_below_zero) {
-        (false, false) => "",
-        (true, false) => " (weak fit)",
-        (false, true) => " (not linear near zero: intercept below 0)",
-        (true, true) => " (weak fit; not linear near zero: intercept below 0)",
-    };
+    let mut weak = if fit.weak { " (weak fit)" } else { "" }.to_string();
+    if let Some(mark) = fit.intercept_mark("µs") {
+        weak.push_str(&format!(" ({mark})"));
+    }
     match ci {
         Some(ci) => format!("{value:.3} [{:.3}, {:.3}]{weak}", ci.lo, ci.hi),
         None => format!("{value:.3}{weak}"),
