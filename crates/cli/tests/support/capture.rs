@@ -35,6 +35,10 @@ const DUMPCAP_LIMIT: Duration = Duration::from_secs(10);
 /// capture's checks then wrong); 32 MiB hold seconds of headers.
 const BUFFER_MIB: &str = "32";
 
+/// Longer than dumpcap's read timeout (250 ms), after which the kernel
+/// hands over a block that holds any packet.
+const BLOCK_TIMEOUT_MARGIN: Duration = Duration::from_millis(600);
+
 /// How much a capture keeps.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Limits {
@@ -63,6 +67,12 @@ pub struct Limits {
 /// as the UDP accounting of interop_transfer needs, and it works the same
 /// on a TAP and a veth.) Should dumpcap lose packets, the wait ends after
 /// 10 s with a note and the checks get what it wrote.
+///
+/// A packet the device carries while dumpcap opens it may or may not be
+/// captured. One that is makes the count reach its mark one packet early,
+/// while the last packet may still sit in an unfinished block (an interop
+/// test once lost its last ping reply so). When any packet passed then,
+/// the stop waits out one block timeout after the count is reached.
 pub struct Capture {
     dumpcap: Reaped,
     dev: String,
@@ -72,6 +82,9 @@ pub struct Capture {
     said: Vec<String>,
     /// What the device had carried when the capture began.
     carried_before: u64,
+    /// Packets the device carried while dumpcap was opening it: each
+    /// captured or not.
+    carried_while_opening: u64,
 }
 
 impl Capture {
@@ -99,6 +112,7 @@ impl Capture {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        let carried_at_spawn = carried(ns, dev);
         let mut dumpcap = Reaped::spawn(&mut command);
         let stderr = dumpcap.child().stderr.take().expect("piped stderr");
         let (tx, lines) = mpsc::channel();
@@ -110,6 +124,7 @@ impl Capture {
             lines,
             said: Vec::new(),
             carried_before: 0,
+            carried_while_opening: 0,
         };
         let deadline = Instant::now() + DUMPCAP_LIMIT;
         while !capture.said.iter().any(|l| l.starts_with("File: ")) {
@@ -122,6 +137,7 @@ impl Capture {
         // Read once the capture runs: what comes after is captured (and a
         // packet in between is captured without being waited for).
         capture.carried_before = carried(ns, dev);
+        capture.carried_while_opening = capture.carried_before.saturating_sub(carried_at_spawn);
         capture
     }
 
@@ -165,6 +181,11 @@ impl Capture {
                 );
                 break;
             }
+        }
+        if ended.is_none() && self.carried_while_opening > 0 {
+            // The count may have counted a packet from before the mark:
+            // let dumpcap's read timeout hand over the block being filled.
+            std::thread::sleep(BLOCK_TIMEOUT_MARGIN);
         }
         let status = match ended {
             Some(status) => Some(status),
