@@ -33,6 +33,33 @@ pub struct Comparison {
     /// Paths of the figures only one side has.
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
+    /// Trend lines both sides have whose intercept is below zero on
+    /// either side (`intercept_below_zero`), with each side's mark.
+    pub intercept_marks: Vec<InterceptMark>,
+}
+
+/// A linear trend line (`analysis::trend::Fit`) marked
+/// `intercept_below_zero` on at least one side: its intercept — the
+/// latency at size 0 — lies below zero beyond doubt, so the line is not
+/// "fixed cost + cost per byte" there and its intercept is no result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InterceptMark {
+    /// The trend line's path (its intercept is `PATH.b`).
+    pub path: String,
+    /// Marked on A, on B.
+    pub marked: [bool; 2],
+}
+
+impl InterceptMark {
+    /// `A and B`, `A only (B not)` or `B only (A not)`: where the mark is.
+    pub fn sides(&self) -> &'static str {
+        match self.marked {
+            [true, true] => "on A and on B",
+            [true, false] => "on A only (B's is not)",
+            [false, true] => "on B only (A's is not)",
+            [false, false] => "on neither",
+        }
+    }
 }
 
 /// One result directory.
@@ -89,6 +116,10 @@ pub struct TestedFigure {
     /// which share the run's state, so its interval is no measure of how
     /// far a second run would land. No verdict.
     pub one_pass: bool,
+    /// The figure is the intercept of a trend line marked
+    /// `intercept_below_zero` on A, on B ([`InterceptMark`]): no result on
+    /// that side, so no verdict.
+    pub intercept_below_zero: [bool; 2],
     /// "faster" or "slower" for a significant difference of a time or a
     /// rate (read from the figure's unit), else `None`.
     pub verdict: Option<String>,
@@ -130,6 +161,21 @@ pub struct UntestedFigure {
     pub b: f64,
     /// `b / a`; `None` when `a` is zero.
     pub ratio: Option<f64>,
+    /// As [`TestedFigure::intercept_below_zero`]: the ratio is of no
+    /// result.
+    pub intercept_below_zero: [bool; 2],
+}
+
+/// `intercept below 0 on A only (B's is not): no result`, or `None`
+/// for a figure no side marks.
+pub fn intercept_text(marked: [bool; 2]) -> Option<String> {
+    let mark = InterceptMark {
+        path: String::new(),
+        marked,
+    };
+    marked
+        .contains(&true)
+        .then(|| format!("intercept below 0 {}: no result", mark.sides()))
 }
 
 impl Comparison {
@@ -137,23 +183,36 @@ impl Comparison {
         self.tested.iter().filter(|f| f.significant)
     }
 
+    /// Intercepts of trend lines marked `intercept_below_zero` on a
+    /// side: no result there, whatever the machine's state.
+    pub fn below_zero(&self) -> impl Iterator<Item = &TestedFigure> {
+        self.tested
+            .iter()
+            .filter(|f| f.intercept_below_zero.contains(&true))
+    }
+
     /// Figures whose runs' machine states differed.
     pub fn machine_differed(&self) -> impl Iterator<Item = &TestedFigure> {
-        self.tested.iter().filter(|f| f.machine_differed.is_some())
+        self.tested
+            .iter()
+            .filter(|f| f.machine_differed.is_some() && !f.intercept_below_zero.contains(&true))
     }
 
     /// Figures measured in one pass on a side, in one machine state.
     pub fn one_pass(&self) -> impl Iterator<Item = &TestedFigure> {
-        self.tested
-            .iter()
-            .filter(|f| f.one_pass && f.machine_differed.is_none())
+        self.tested.iter().filter(|f| {
+            f.one_pass && f.machine_differed.is_none() && !f.intercept_below_zero.contains(&true)
+        })
     }
 
     /// Tested figures with a verdict of "no significant difference".
     pub fn not_significant(&self) -> impl Iterator<Item = &TestedFigure> {
-        self.tested
-            .iter()
-            .filter(|f| !f.significant && f.machine_differed.is_none() && !f.one_pass)
+        self.tested.iter().filter(|f| {
+            !f.significant
+                && f.machine_differed.is_none()
+                && !f.one_pass
+                && !f.intercept_below_zero.contains(&true)
+        })
     }
 
     /// The median of the tested figures' smallest marked changes (a
@@ -286,7 +345,7 @@ pub fn render(c: &Comparison) -> String {
     let significant: Vec<&TestedFigure> = c.significant().collect();
     let _ = write!(
         h,
-        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % and both runs measured it in one machine state — {} significant, {} measured in different machine states and {} in one pass on a side (no verdict); {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
+        "<p>{} shared figures: {} with a spread on both sides, each tested B against A (Welch&#39;s t-test) at the {:.0} % level, p-values corrected by {} over those {} tests, and a change called significant only if its B/A interval also lies outside 1 ± {} % and both runs measured it in one machine state — {} significant, {} intercepts of trend lines below zero, {} measured in different machine states and {} in one pass on a side (no verdict); {} without a spread (ratio only, never called significant). {} only in A, {} only in B. Intervals are 95 % and not widened by the correction.</p>",
         c.tested.len() + c.untested.len(),
         c.tested.len(),
         c.alpha * 100.0,
@@ -294,6 +353,7 @@ pub fn render(c: &Comparison) -> String {
         c.tested.len(),
         percent(c.threshold),
         significant.len(),
+        c.below_zero().count(),
         c.machine_differed().count(),
         c.one_pass().count(),
         c.untested.len(),
@@ -316,6 +376,33 @@ pub fn render(c: &Comparison) -> String {
         h.push_str("<p>None: no figure differs beyond its noise.</p>");
     } else {
         tested_table(&mut h, &significant);
+    }
+    if !c.intercept_marks.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Trend lines with their intercept below zero ({})</h2><p class=\"note\">{}</p><table><tr><th class=\"l\">trend line</th><th class=\"l\">intercept below 0</th></tr>",
+            c.intercept_marks.len(),
+            escape(INTERCEPT_NOTE)
+        );
+        for m in &c.intercept_marks {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l path\"><code>{}</code></td><td class=\"l\"><b>{}</b></td></tr>",
+                escape(&m.path),
+                escape(m.sides())
+            );
+        }
+        h.push_str("</table>");
+    }
+    let below: Vec<&TestedFigure> = c.below_zero().collect();
+    if !below.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Intercepts below zero ({})</h2><p class=\"note\">{}</p>",
+            below.len(),
+            escape(INTERCEPT_NOTE)
+        );
+        tested_table(&mut h, &below);
     }
     let machine: Vec<&TestedFigure> = c.machine_differed().collect();
     if !machine.is_empty() {
@@ -384,6 +471,19 @@ fn sides(h: &mut String, c: &Comparison) {
 fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
     h.push_str("<table><tr><th class=\"l\">figure</th><th>A (mean ± 95 % CI, n)</th><th>B</th><th>B/A [95 % CI]</th><th>p</th><th>p corrected</th><th>smallest markable change</th><th class=\"l\">verdict</th></tr>");
     for f in figures {
+        if f.intercept_below_zero.contains(&true) {
+            // No result on a side: no ratio, p-value or markable change.
+            let _ = write!(
+                h,
+                "<tr><td class=\"l path\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>not compared</td><td>—</td><td>—</td><td>—</td><td class=\"l\"><b>{}</b></td></tr>",
+                escape(&f.path),
+                if f.kind == "coefficient" { " <span class=\"note\">(fit)</span>" } else { "" },
+                escape(&measured(&f.a)),
+                escape(&measured(&f.b)),
+                escape(&no_verdict(f)),
+            );
+            continue;
+        }
         let _ = write!(
             h,
             "<tr{}><td class=\"l path\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
@@ -412,8 +512,14 @@ pub const MACHINE_NOTE: &str = "The two runs did not measure these figures with 
 /// Why figures measured in one pass get no verdict.
 pub const ONE_PASS_NOTE: &str = "A side measured these figures in one pass (or read no gauge around them, so neither its passes nor its state are known): its messages or events came one after another in one run, in the machine's state of that moment, so their interval says how much they vary within a run, not how far a second run would land. Two full labs of the same code on a quiet machine differed by up to 30 % in such figures (a kernel UDP receive by 7×, one run's receiver waking from sleep, the other's not). Runs that take their passes in turn with others' (the slope runs) and sweeps' repetitions are tested.";
 
+/// What a trend line's intercept below zero means in a comparison.
+pub const INTERCEPT_NOTE: &str = "A linear trend line's intercept is the latency at size 0. Where its 95 % interval lies wholly below 0 (from two sizes, without an interval: where it is below 0) a zero-byte message would take negative time: the sizes are not on one straight line down to zero, or too few, and the report marks the line \"not linear near zero\" and does not draw it. Its intercept is no result on that side, so its change between the runs is none either: no verdict, and its ratio is not to be read. A line marked on one side only changed shape between the runs (or its sizes did).";
+
 /// What a tested figure without a verdict says instead.
 pub fn no_verdict(f: &TestedFigure) -> String {
+    if let Some(text) = intercept_text(f.intercept_below_zero) {
+        return text;
+    }
     match f.machine_differed {
         Some(diff) => machine_text(diff),
         None if f.one_pass => "one pass: no verdict".to_string(),
@@ -464,11 +570,15 @@ fn untested_table(h: &mut String, figures: &[UntestedFigure]) {
     for f in figures {
         let _ = write!(
             h,
-            "<tr><td class=\"l path\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l path\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&f.path),
+            intercept_text(f.intercept_below_zero)
+                .map_or(String::new(), |t| format!(" <b>{}</b>", escape(&t))),
             number(f.a),
             number(f.b),
-            f.ratio.map_or_else(|| "—".to_string(), number),
+            f.ratio
+                .filter(|_| !f.intercept_below_zero.contains(&true))
+                .map_or_else(|| "—".to_string(), number),
         );
     }
     h.push_str("</table>");

@@ -678,6 +678,16 @@ fn leaf(key: &Key, f: path::Found<'_>) -> Result<Got, String> {
                 return Ok(Got::NoFigure(format!("the point is flagged: {problems}")));
             }
         }
+        // The intercept of a linear trend line whose intercept is below
+        // zero beyond doubt (`analysis::trend::Fit::intercept_below_zero`)
+        // is no latency at size 0: no message takes negative time.
+        let intercept = parent.get("kind").and_then(Value::as_str) == Some("linear")
+            && parent.get("b").is_some_and(|b| std::ptr::eq(b, f.value));
+        if intercept && parent.get("intercept_below_zero") == Some(&Value::Bool(true)) {
+            return Ok(Got::NoFigure(
+                "the trend line's intercept is below zero (not linear near zero)".into(),
+            ));
+        }
     }
     let value = match f.value {
         Value::Null => return Ok(Got::NoFigure("the run has no figure here".into())),
@@ -835,6 +845,25 @@ mod tests {
             too_noisy(measured(1.4, -0.2, 3.0), "%"),
             Ours::Measured { .. }
         ));
+    }
+
+    #[test]
+    fn an_intercept_below_zero_is_no_figure() {
+        let line = |b: f64, marked: bool| {
+            json!({"kind": "linear", "a": 82.7, "b": b, "r2": 1.0, "n": 2,
+                   "slope_ci95": null, "intercept_ci95": null, "weak": false,
+                   "intercept_below_zero": marked})
+        };
+        let exp =
+            json!({"runs": [{"id": "u", "stop": line(-74.9, true), "start": line(3.0, false)}]});
+        let at = |path: &str| resolve(&key(path), &BTreeMap::new(), &BTreeMap::new(), false, &exp);
+        match at("runs[id=u]/stop/b") {
+            Ours::NoFigure { why, .. } => assert!(why.contains("intercept is below zero"), "{why}"),
+            other => panic!("kept: {other:?}"),
+        }
+        // The marked line's slope, and an unmarked line's intercept, stand.
+        assert!(matches!(at("runs[id=u]/stop/a"), Ours::Measured { value, .. } if value == 82.7));
+        assert!(matches!(at("runs[id=u]/start/b"), Ours::Measured { value, .. } if value == 3.0));
     }
 
     #[test]

@@ -82,6 +82,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         untested,
         only_a: paired.only_a,
         only_b: paired.only_b,
+        intercept_marks: paired.intercept_marks,
     };
     let out = args.out.clone().unwrap_or_else(|| b.dir.clone());
     std::fs::create_dir_all(&out).with_context(|| format!("making {}", out.display()))?;

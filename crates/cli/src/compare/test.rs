@@ -112,16 +112,11 @@ struct Test {
 /// Tests every pair, corrects the p-values of those tested and marks
 /// the significant ones by `rule`.
 pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<UntestedFigure>) {
-    let mut tested: Vec<(String, Test, Option<StateDiff>, bool)> = Vec::new();
+    let mut tested: Vec<(&Pair, Test, Option<StateDiff>, bool)> = Vec::new();
     let mut untested = Vec::new();
     for pair in pairs {
         match test(pair) {
-            Outcome::Tested(t) => tested.push((
-                pair.path.clone(),
-                *t,
-                machine_differed(pair),
-                one_pass(pair),
-            )),
+            Outcome::Tested(t) => tested.push((pair, *t, machine_differed(pair), one_pass(pair))),
             Outcome::Untested(figure) => untested.push(figure),
         }
     }
@@ -134,18 +129,23 @@ pub fn test_all(pairs: &[Pair], rule: &Rule) -> (Vec<TestedFigure>, Vec<Untested
     let tested = tested
         .into_iter()
         .zip(adjusted)
-        .map(|((path, t, machine_differed, one_pass), p_adjusted)| {
+        .map(|((pair, t, machine_differed, one_pass), p_adjusted)| {
+            let path = pair.path.clone();
             // A difference between runs in different machine states is the
             // machine's: it gets no verdict, and is listed as such.
             // So is one between two single passes: within a pass the
             // values share the run's state, and their interval does not
             // reach as far as a second run lands.
+            // And an intercept below zero on either side is no result, so
+            // neither is its change.
             let significant = machine_differed.is_none()
                 && !one_pass
+                && !pair.intercept_below_zero.contains(&true)
                 && rule.significant(p_adjusted, &t.difference);
             TestedFigure {
                 machine_differed,
                 one_pass,
+                intercept_below_zero: pair.intercept_below_zero,
                 verdict: significant
                     .then(|| verdict(&path, t.difference.ratio))
                     .flatten()
@@ -301,6 +301,7 @@ fn test(pair: &Pair) -> Outcome {
         a,
         b,
         ratio: (a != 0.0).then(|| b / a),
+        intercept_below_zero: pair.intercept_below_zero,
     })
 }
 
@@ -469,6 +470,7 @@ mod tests {
             a,
             b,
             states: [state, state],
+            intercept_below_zero: [false; 2],
         }
     }
 
@@ -763,6 +765,172 @@ mod tests {
         let p = tested[1].difference.p_value;
         assert!((p - 0.46).abs() < 0.02, "{p}");
         assert!((tested[1].difference.df - 36.0).abs() < 1e-6);
+    }
+
+    /// Two summaries whose receive line's intercept fell from 5 ± 1 µs
+    /// to −40 ± 2 µs (20 sizes each), the second so marked; the send
+    /// line, marked on both, and a two-size line (`a`, `b`, no
+    /// intervals, as `analysis::trend::Fit` writes it) marked on B only.
+    fn marked_comparison() -> report::compare_html::Comparison {
+        use serde_json::json;
+        let line = |intercept: f64, half: f64, marked: bool| {
+            json!({"slope": 80.0, "slope_ci95": {"lo": 79.0, "hi": 81.0},
+                   "intercept": intercept,
+                   "intercept_ci95": {"lo": intercept - half, "hi": intercept + half},
+                   "r2": 0.99, "n": 20, "weak": false, "intercept_below_zero": marked})
+        };
+        let two = |b: f64| {
+            json!({"kind": "linear", "a": 82.7, "b": b, "r2": 1.0, "n": 2,
+                   "slope_ci95": null, "intercept_ci95": null, "weak": false,
+                   "intercept_below_zero": b < 0.0})
+        };
+        let side = |receive: f64, marked: bool, quick: f64| {
+            json!({"experiments": [{"name": "x", "core_trip_ns": 60.0, "runs": [{"id": "udp",
+                "receive": {"stop": line(receive, if marked { 2.0 } else { 1.0 }, marked)},
+                "send": {"stop": line(-30.0, 1.0, true)},
+                "quick": {"stop": two(quick)}}]}]})
+        };
+        let paired =
+            super::super::walk::pair(&side(5.0, false, 10.0), &side(-40.0, true, -75.0), &[], &[]);
+        let (tested, untested) = test_all(&paired.pairs, &rule(Correction::None, 0.0));
+        report::compare_html::Comparison {
+            a: side_named("A"),
+            b: side_named("B"),
+            alpha: 0.05,
+            threshold: 0.0,
+            correction: "none".into(),
+            warnings: vec![],
+            tested,
+            untested,
+            only_a: paired.only_a,
+            only_b: paired.only_b,
+            intercept_marks: paired.intercept_marks,
+        }
+    }
+
+    fn side_named(dir: &str) -> report::compare_html::Side {
+        report::compare_html::Side {
+            dir: dir.into(),
+            title: "t".into(),
+            command: "c".into(),
+            date: None,
+            quick: None,
+            experiments: vec!["x".into()],
+        }
+    }
+
+    #[test]
+    fn an_intercept_below_zero_gets_no_verdict_and_its_line_is_listed() {
+        let c = marked_comparison();
+        let at = |path: &str| {
+            c.tested
+                .iter()
+                .find(|f| f.path.ends_with(path))
+                .unwrap_or_else(|| panic!("no {path}"))
+        };
+        // 5 ± 1 against −40 ± 2 from 20 points would be significant…
+        let receive = at("receive.stop.intercept");
+        assert!(receive.difference.p_value < 1e-10);
+        // …but B's is no result: no verdict, listed apart.
+        assert!(!receive.significant && receive.verdict.is_none());
+        assert_eq!(receive.intercept_below_zero, [false, true]);
+        assert_eq!(at("send.stop.intercept").intercept_below_zero, [true, true]);
+        // The slopes of the same lines are figures as before.
+        assert_eq!(at("receive.stop.slope").intercept_below_zero, [false; 2]);
+        let below: Vec<&str> = c.below_zero().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            below,
+            [
+                "experiments[x].runs[udp].receive.stop.intercept",
+                "experiments[x].runs[udp].send.stop.intercept"
+            ]
+        );
+        assert!(c
+            .not_significant()
+            .chain(c.one_pass())
+            .all(|f| f.intercept_below_zero == [false; 2]));
+        // A two-size line's intercept is a single number: marked too.
+        let quick = c
+            .untested
+            .iter()
+            .find(|f| f.path.ends_with("quick.stop.b"))
+            .unwrap();
+        assert_eq!(quick.intercept_below_zero, [false, true]);
+        let slope = c
+            .untested
+            .iter()
+            .find(|f| f.path.ends_with("quick.stop.a"))
+            .unwrap();
+        assert_eq!(slope.intercept_below_zero, [false; 2]);
+        // Every marked line, with where the mark is: the flag's change too.
+        let marks: Vec<(&str, [bool; 2])> = c
+            .intercept_marks
+            .iter()
+            .map(|m| (m.path.as_str(), m.marked))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                ("experiments[x].runs[udp].quick.stop", [false, true]),
+                ("experiments[x].runs[udp].receive.stop", [false, true]),
+                ("experiments[x].runs[udp].send.stop", [true, true]),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_output_marks_an_intercept_below_zero() {
+        let c = marked_comparison();
+        let text = super::super::text::render(&c, false);
+        assert!(
+            text.contains("Trend lines with their intercept below zero: 3"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "experiments[x].runs[udp].quick.stop  intercept below 0 on B only (A's is not)"
+        ));
+        assert!(
+            text.contains("Intercepts below zero (no verdict): 2"),
+            "{text}"
+        );
+        // Both values, but no ratio, p-value or markable change.
+        assert!(text.contains(
+            "experiments[x].runs[udp].receive.stop.intercept (fit)  intercept below 0 on B only (A's is not): no result\n      A 5.000 ± 1.000 (n 20)   B -40.00 ± 2.000 (n 20)   B/A not compared\n"
+        ), "{text}");
+        assert!(!text.contains("-8.000"), "{text}");
+        assert!(text.contains("Significant differences: 0"), "{text}");
+        let all = super::super::text::render(&c, true);
+        assert!(all.contains(
+            "experiments[x].runs[udp].quick.stop.b  intercept below 0 on B only (A's is not): no result\n      A 10.00   B -75.00   B/A -\n"
+        ), "{all}");
+        let html = report::compare_html::render(&c);
+        assert!(html.contains("<h2>Trend lines with their intercept below zero (3)</h2>"));
+        assert!(html.contains("<h2>Intercepts below zero (2)</h2>"));
+        assert!(html.contains("<b>on A and on B</b>"));
+        assert!(html.contains("<td>not compared</td>"));
+        assert!(
+            !html.contains("-8.000") && !html.contains("-7.500"),
+            "{html}"
+        );
+        assert!(html.contains(
+            "<code>experiments[x].runs[udp].quick.stop.b</code> <b>intercept below 0 on B only (A&#39;s is not): no result</b>"
+        ), "{html}");
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(
+            json["intercept_marks"][0]["marked"],
+            serde_json::json!([false, true])
+        );
+        let receive = json["tested"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == "experiments[x].runs[udp].receive.stop.intercept")
+            .unwrap();
+        assert_eq!(
+            receive["intercept_below_zero"],
+            serde_json::json!([false, true])
+        );
+        assert_eq!(receive["significant"], false);
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use report::compare_html::{
-    blindness, detectable, measured, no_verdict, number, p_value, percent, ratio, Comparison, Side,
-    TestedFigure, MACHINE_NOTE, ONE_PASS_NOTE,
+    blindness, detectable, intercept_text, measured, no_verdict, number, p_value, percent, ratio,
+    Comparison, Side, TestedFigure, INTERCEPT_NOTE, MACHINE_NOTE, ONE_PASS_NOTE,
 };
 
 pub fn render(c: &Comparison, all: bool) -> String {
@@ -35,6 +35,23 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let _ = writeln!(t, "\nSignificant differences: {}", significant.len());
     for f in &significant {
         figure(&mut t, f);
+    }
+    if !c.intercept_marks.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nTrend lines with their intercept below zero: {}\n  {INTERCEPT_NOTE}",
+            c.intercept_marks.len()
+        );
+        for m in &c.intercept_marks {
+            let _ = writeln!(t, "  {}  intercept below 0 {}", m.path, m.sides());
+        }
+    }
+    let below: Vec<&TestedFigure> = c.below_zero().collect();
+    if !below.is_empty() {
+        let _ = writeln!(t, "\nIntercepts below zero (no verdict): {}", below.len());
+        for f in &below {
+            figure(&mut t, f);
+        }
     }
     let machine: Vec<&TestedFigure> = c.machine_differed().collect();
     if !machine.is_empty() {
@@ -75,11 +92,14 @@ pub fn render(c: &Comparison, all: bool) -> String {
     for f in &c.untested {
         let _ = writeln!(
             t,
-            "  {}\n      A {}   B {}   B/A {}",
+            "  {}{}\n      A {}   B {}   B/A {}",
             f.path,
+            intercept_text(f.intercept_below_zero).map_or(String::new(), |m| format!("  {m}")),
             number(f.a),
             number(f.b),
-            f.ratio.map_or_else(|| "-".to_string(), number)
+            f.ratio
+                .filter(|_| !f.intercept_below_zero.contains(&true))
+                .map_or_else(|| "-".to_string(), number)
         );
     }
     for (name, paths) in [("A", &c.only_a), ("B", &c.only_b)] {
@@ -109,6 +129,19 @@ fn side(t: &mut String, name: &str, s: &Side) {
 }
 
 fn figure(t: &mut String, f: &TestedFigure) {
+    if f.intercept_below_zero.contains(&true) {
+        // No result on a side: its ratio, p-value and markable change
+        // are of nothing.
+        let _ = writeln!(
+            t,
+            "  {} (fit)  {}\n      A {}   B {}   B/A not compared",
+            f.path,
+            no_verdict(f),
+            measured(&f.a),
+            measured(&f.b),
+        );
+        return;
+    }
     let could = if f.significant {
         String::new()
     } else {
@@ -116,7 +149,13 @@ fn figure(t: &mut String, f: &TestedFigure) {
     };
     let verdict = match (&f.verdict, f.significant) {
         (Some(v), true) => format!("  B {v}"),
-        (_, false) if f.machine_differed.is_some() || f.one_pass => format!("  {}", no_verdict(f)),
+        (_, false)
+            if f.machine_differed.is_some()
+                || f.one_pass
+                || f.intercept_below_zero.contains(&true) =>
+        {
+            format!("  {}", no_verdict(f))
+        }
         _ => String::new(),
     };
     let _ = writeln!(

@@ -17,12 +17,19 @@
 //!
 //! Strings, booleans and nulls are not figures; `*ci95` fields belong to
 //! their sibling.
+//!
+//! One boolean qualifies its siblings: a linear trend line's
+//! `intercept_below_zero` (`analysis::trend::Fit`). Its intercept (`b`,
+//! or `intercept`) says a zero-byte message takes negative time, so it is
+//! no result: the pair carries which sides are so marked, and every fit
+//! marked on either side is listed with both sides' marks.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use super::identity::Identity;
+use report::compare_html::InterceptMark;
 use stats::Interval;
 
 /// A figure as one side has it.
@@ -54,6 +61,10 @@ pub struct Pair {
     /// The machine's states each side measured the figure in, as the
     /// nearest object around it that has them says.
     pub states: [Gauges; 2],
+    /// Whether the figure is the intercept of a trend line whose
+    /// intercept is below zero on A, on B (`intercept_below_zero`): no
+    /// result on that side.
+    pub intercept_below_zero: [bool; 2],
 }
 
 /// A measurement's machine state, where measured: its core-to-core round
@@ -108,6 +119,9 @@ pub struct Paired {
     pub pairs: Vec<Pair>,
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
+    /// Every trend line both sides have that is marked
+    /// `intercept_below_zero` on either.
+    pub intercept_marks: Vec<InterceptMark>,
 }
 
 /// Keys at the top of a summary that describe the run rather than measure
@@ -168,9 +182,17 @@ impl Walker {
                 a,
                 b,
                 states,
+                intercept_below_zero: [false; 2],
             }),
             (Some(Node::Object(a)), Some(Node::Object(b))) => {
                 let states = [state(&a).or(states[0]), state(&b).or(states[1])];
+                let marked = [below_zero(&a), below_zero(&b)];
+                if marked.contains(&true) {
+                    self.out.intercept_marks.push(InterceptMark {
+                        path: path.to_string(),
+                        marked,
+                    });
+                }
                 let mut keys: Vec<&String> = a.iter().map(|(k, _)| k).collect();
                 keys.extend(
                     b.iter()
@@ -179,7 +201,14 @@ impl Walker {
                 );
                 for key in keys {
                     let child = field_path(path, key);
+                    let first = self.out.pairs.len();
                     self.visit_nodes(&child, find(&a, key), find(&b, key), states);
+                    let intercept = [intercept_key(&a), intercept_key(&b)].contains(&Some(key));
+                    if intercept && marked.contains(&true) {
+                        for pair in &mut self.out.pairs[first..] {
+                            pair.intercept_below_zero = marked;
+                        }
+                    }
                 }
             }
             (Some(Node::Array(a)), Some(Node::Array(b))) => self.visit_arrays(path, a, b, states),
@@ -295,6 +324,26 @@ fn state(fields: &[(String, Entry)]) -> Gauges {
             _ => None,
         }),
     }
+}
+
+/// Whether an object is a trend line marked `intercept_below_zero`.
+fn below_zero(fields: &[(String, Entry)]) -> bool {
+    fields.iter().any(|(key, entry)| {
+        key == "intercept_below_zero" && matches!(entry, Entry::Value(Value::Bool(true)))
+    })
+}
+
+/// The key of a trend line's intercept: `b` of a linear fit
+/// (`analysis::trend::Fit`, `y = a·x + b`), or `intercept`. A power
+/// law's `b` is its exponent, and it is never marked.
+fn intercept_key<'k>(fields: &'k [(String, Entry)]) -> Option<&'k String> {
+    let linear = fields.iter().any(|(key, entry)| {
+        key == "kind" && matches!(entry, Entry::Value(Value::String(k)) if k == "linear")
+    });
+    fields
+        .iter()
+        .map(|(key, _)| key)
+        .find(|key| *key == "intercept" || (linear && *key == "b"))
 }
 
 fn field_path(path: &str, key: &str) -> String {

@@ -311,6 +311,8 @@ pub mod capture;
 pub mod hub;
 pub mod loopback;
 #[cfg(target_os = "linux")]
+mod os;
+#[cfg(target_os = "linux")]
 pub mod packet;
 #[cfg(target_os = "linux")]
 mod rx_ring;

@@ -30,6 +30,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::os;
 use super::vnet::HEADER_LEN as VNET_HDR_LEN;
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
@@ -257,7 +258,11 @@ impl Tap {
     /// too waits for its interface to be up). Works from any thread: the
     /// question goes to the namespace the TAP was made in.
     pub fn is_up(&self) -> io::Result<bool> {
-        let flags = interface_flags(&self.control, &self.name)?;
+        let flags = os::read_flags(
+            self.control.as_raw_fd(),
+            &os::interface_name(&self.name)?,
+            &self.name,
+        )?;
         Ok(flags & libc::IFF_UP != 0)
     }
 
@@ -583,16 +588,7 @@ fn control_socket() -> io::Result<OwnedFd> {
 /// Sets the kernel interface `name`'s MTU to `mtu` when it differs.
 fn set_kernel_mtu(control: &OwnedFd, name: &str, mtu: usize) -> io::Result<()> {
     let ifname = validate_name(name)?;
-    let mut request = ifreq_named(&ifname);
-    // SAFETY: SIOCGIFMTU reads the name from and writes the MTU into the
-    // `ifreq` it is given, which `request` is, live across the call.
-    if unsafe { libc::ioctl(control.as_raw_fd(), libc::SIOCGIFMTU, &mut request) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: SIOCGIFMTU succeeded, so the kernel wrote the `ifru_mtu`
-    // member of the union (and any bit pattern is a valid c_int anyway).
-    let current = unsafe { request.ifr_ifru.ifru_mtu };
-    if usize::try_from(current).ok() == Some(mtu) {
+    if os::read_mtu(control.as_raw_fd(), &os::interface_name(name)?, name)? == mtu {
         return Ok(());
     }
     let mut request = ifreq_named(&ifname);
@@ -603,21 +599,6 @@ fn set_kernel_mtu(control: &OwnedFd, name: &str, mtu: usize) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// The kernel interface `name`'s flags (`IFF_UP`, `IFF_RUNNING`, ...).
-fn interface_flags(control: &OwnedFd, name: &str) -> io::Result<libc::c_int> {
-    let mut request = ifreq_named(&validate_name(name)?);
-    // SAFETY: SIOCGIFFLAGS reads the name from and writes the flags into
-    // the `ifreq` it is given, which `request` is, live across the call.
-    if unsafe { libc::ioctl(control.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: SIOCGIFFLAGS succeeded, so the kernel wrote `ifru_flags`
-    // (and any bit pattern is a valid c_short anyway). The kernel's flags
-    // are an unsigned short in a signed field: keep the bits.
-    let flags = unsafe { request.ifr_ifru.ifru_flags };
-    Ok(libc::c_int::from(flags as u16))
 }
 
 /// Writes `frame` with one `write`, returning the bytes written.

@@ -31,10 +31,8 @@ use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
-use super::packet::{
-    check_batch, context, invalid, send_error, send_parts, set_int_option, set_socket_buffers,
-    RingStats, DEFAULT_BATCH,
-};
+use super::os::{context, invalid, send_error, send_parts, set_int_option, set_socket_buffers};
+use super::packet::{check_batch, RingStats, DEFAULT_BATCH};
 use super::rx_ring::RxRing;
 use super::{Link, LinkError, LinkStats, Medium};
 use crate::time::Instant;
