@@ -13,6 +13,11 @@
 //!   quick runs' UDP round trips differed by 47 % with intervals of
 //!   ±5 %), and its mean stays a single number.
 //! * `{…, X, X_ci95, n}` (a fit): the coefficient `X` with its interval.
+//!   A trend line (`analysis::trend::Fit`, `{kind, a, b, slope_ci95,
+//!   intercept_ci95, n}`) names its intervals by role: a linear line's `a`
+//!   is its slope and `b` its intercept; a power law's exponent `b` has the
+//!   log-space slope's interval, and its coefficient `a`, whose interval is
+//!   that of `ln a` carried back and not symmetric, stays a single number.
 //! * any other number: a single number, no spread.
 //!
 //! Strings, booleans and nulls are not figures; `*ci95` fields belong to
@@ -453,7 +458,10 @@ fn fields(map: &Map<String, Value>) -> Vec<(String, Entry<'_>)> {
                     }),
                 })
             }
-            (Some(x), _) => match (fit_points, interval(map.get(&format!("{key}_ci95")))) {
+            (Some(x), _) => match (
+                fit_points,
+                interval(interval_key(map, key).and_then(|k| map.get(&k))),
+            ) {
                 (Some(n), Some(ci95)) => Entry::Figure(Figure::Coefficient { value: x, ci95, n }),
                 _ => Entry::Value(value),
             },
@@ -462,6 +470,21 @@ fn fields(map: &Map<String, Value>) -> Vec<(String, Entry<'_>)> {
         out.push((key.clone(), entry));
     }
     out
+}
+
+/// The field that holds `key`'s 95 % interval: `key_ci95`, or, in a trend
+/// line, the interval of the parameter `key` is (see the module's head).
+/// None for a power law's coefficient, which has no symmetric interval
+/// to test with.
+fn interval_key(map: &Map<String, Value>, key: &str) -> Option<String> {
+    let trend_line = map.contains_key("slope_ci95") && map.contains_key("intercept_ci95");
+    let role = match (trend_line, map.get("kind").and_then(Value::as_str), key) {
+        (true, Some("linear"), "a") | (true, Some("power"), "b") => "slope_ci95",
+        (true, Some("linear"), "b") => "intercept_ci95",
+        (true, Some("power"), "a") => return None,
+        _ => return Some(format!("{key}_ci95")),
+    };
+    Some(role.to_string())
 }
 
 #[cfg(test)]
@@ -530,6 +553,35 @@ mod tests {
         assert!(p
             .only_b
             .contains(&"points[stack=kernel,size_bytes=64].min_bps".to_string()));
+    }
+
+    #[test]
+    fn a_trend_lines_parameters_are_coefficients_by_their_role() {
+        let ci = |lo: f64, hi: f64| json!({"lo": lo, "hi": hi});
+        let a = json!({
+            "linear": {"kind": "linear", "a": 80.0, "b": 12.0, "r2": 0.99, "n": 6,
+                       "slope_ci95": ci(78.0, 82.0), "intercept_ci95": ci(10.0, 14.0),
+                       "weak": false, "intercept_below_zero": false},
+            "power": {"kind": "power", "a": 2258.1, "b": 0.15, "r2": 0.9, "n": 6,
+                      "slope_ci95": ci(0.1, 0.2), "intercept_ci95": ci(1900.0, 2700.0),
+                      "weak": false, "intercept_below_zero": false},
+            "two_points": {"kind": "linear", "a": 80.0, "b": 12.0, "r2": 1.0, "n": 2,
+                           "slope_ci95": null, "intercept_ci95": null,
+                           "weak": false, "intercept_below_zero": false}});
+        let p = pair(&a, &a, &[], &[]);
+        let get = |path: &str| p.pairs.iter().find(|x| x.path == path).map(|x| x.a);
+        let coefficient = |path: &str| match get(path) {
+            Some(Figure::Coefficient { value, ci95, n: 6 }) => Some((value, ci95.lo, ci95.hi)),
+            _ => None,
+        };
+        assert_eq!(coefficient("linear.a"), Some((80.0, 78.0, 82.0)));
+        assert_eq!(coefficient("linear.b"), Some((12.0, 10.0, 14.0)));
+        assert_eq!(coefficient("power.b"), Some((0.15, 0.1, 0.2)));
+        // The coefficient's interval is exp of a symmetric one: no test.
+        assert_eq!(get("power.a"), Some(Figure::Number(2258.1)));
+        // Two points: no interval, single numbers.
+        assert_eq!(get("two_points.a"), Some(Figure::Number(80.0)));
+        assert_eq!(get("two_points.b"), Some(Figure::Number(12.0)));
     }
 
     #[test]
