@@ -497,7 +497,7 @@ fn cpu_rounds(rounds: usize) {
             transfer(&mut sim, client, server, &data, &mut buf);
         }
         let a = mib / (thread_cpu() - start).as_secs_f64();
-        let r = recorded_rounds(PER_ROUND, mib, || {
+        let r = recorded_rounds(PER_ROUND, mib, round == 0, || {
             transfer(&mut sim, client, server, &data, &mut buf)
         });
         let start = thread_cpu();
@@ -550,7 +550,14 @@ fn cpu_rounds(rounds: usize) {
 /// the `layers` level into this thread's ring, timed by CPU time, as
 /// MiB/s; the ring is emptied between transfers, outside the timing, as
 /// a run's flush is outside its windows. `None` with probes compiled out.
-fn recorded_rounds(rounds: usize, mib: f64, mut transfer: impl FnMut()) -> Option<f64> {
+/// With `show_locations`, prints the last transfer's records per MiB by
+/// location: which probes the recording cost falls on.
+fn recorded_rounds(
+    rounds: usize,
+    mib: f64,
+    show_locations: bool,
+    mut transfer: impl FnMut(),
+) -> Option<f64> {
     if !cfg!(feature = "probes") {
         return None;
     }
@@ -568,9 +575,26 @@ fn recorded_rounds(rounds: usize, mib: f64, mut transfer: impl FnMut()) -> Optio
         assert_eq!(probe::dropped(), 0, "the ring overflowed: size it up");
     }
     probe::set_mode(probe::Mode::Off);
+    // The last round's records by location, for where the cost falls.
+    let mut by_location = std::collections::BTreeMap::<&str, usize>::new();
+    for record in probe::drain_thread() {
+        let name = stack::probes::LOCATIONS
+            .get(usize::from(record.loc))
+            .map_or("?", |l| l.name);
+        *by_location.entry(name).or_default() += 1;
+    }
     probe::reset_thread();
     assert!(records > 0, "recording on, yet nothing recorded");
     println!("recording: {:.0} records per MiB", records as f64 / mib);
+    if !show_locations {
+        return Some(mib / spent.as_secs_f64());
+    }
+    let mut counts: Vec<(&str, usize)> = by_location.into_iter().collect();
+    counts.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+    let per_mib = rounds as f64 / mib;
+    for (name, count) in counts {
+        println!("  {:>8.0} per MiB  {name}", count as f64 * per_mib);
+    }
     Some(mib / spent.as_secs_f64())
 }
 
