@@ -394,35 +394,34 @@ pub fn render(c: &Comparison) -> String {
         }
         h.push_str("</table>");
     }
-    let below: Vec<&TestedFigure> = c.below_zero().collect();
-    if !below.is_empty() {
-        let _ = write!(
-            h,
-            "<h2>Intercepts below zero ({})</h2><p class=\"note\">{}</p>",
-            below.len(),
-            escape(INTERCEPT_NOTE)
-        );
-        tested_table(&mut h, &below);
-    }
-    let machine: Vec<&TestedFigure> = c.machine_differed().collect();
-    if !machine.is_empty() {
-        let _ = write!(
-            h,
-            "<h2>Measured in different machine states ({})</h2><p class=\"note\">{}</p>",
-            machine.len(),
-            escape(MACHINE_NOTE)
-        );
-        tested_table(&mut h, &machine);
-    }
-    let one_pass: Vec<&TestedFigure> = c.one_pass().collect();
-    if !one_pass.is_empty() {
-        let _ = write!(
-            h,
-            "<h2>Measured in one pass on a side ({})</h2><p class=\"note\">{}</p>",
-            one_pass.len(),
-            escape(ONE_PASS_NOTE)
-        );
-        tested_table(&mut h, &one_pass);
+    // Tested figures that get no verdict, each kind with its reason.
+    let no_verdict: [(&str, &str, Vec<&TestedFigure>); 3] = [
+        (
+            "Intercepts below zero",
+            INTERCEPT_NOTE,
+            c.below_zero().collect(),
+        ),
+        (
+            "Measured in different machine states",
+            MACHINE_NOTE,
+            c.machine_differed().collect(),
+        ),
+        (
+            "Measured in one pass on a side",
+            ONE_PASS_NOTE,
+            c.one_pass().collect(),
+        ),
+    ];
+    for (title, note, figures) in no_verdict {
+        if !figures.is_empty() {
+            let _ = write!(
+                h,
+                "<h2>{title} ({})</h2><p class=\"note\">{}</p>",
+                figures.len(),
+                escape(note)
+            );
+            tested_table(&mut h, &figures);
+        }
     }
     let rest: Vec<&TestedFigure> = c.not_significant().collect();
     let _ = write!(h, "<h2>Tested, not significant ({})</h2>", rest.len());
