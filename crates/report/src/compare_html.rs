@@ -51,14 +51,19 @@ pub struct InterceptMark {
 }
 
 impl InterceptMark {
-    /// `A and B`, `A only (B not)` or `B only (A not)`: where the mark is.
+    /// `on A and on B`, `on A only (B's is not)` or `on B only (A's is
+    /// not)`: where the mark is.
     pub fn sides(&self) -> &'static str {
-        match self.marked {
-            [true, true] => "on A and on B",
-            [true, false] => "on A only (B's is not)",
-            [false, true] => "on B only (A's is not)",
-            [false, false] => "on neither",
-        }
+        marked_sides(self.marked)
+    }
+}
+
+fn marked_sides(marked: [bool; 2]) -> &'static str {
+    match marked {
+        [true, true] => "on A and on B",
+        [true, false] => "on A only (B's is not)",
+        [false, true] => "on B only (A's is not)",
+        [false, false] => "on neither",
     }
 }
 
@@ -166,16 +171,26 @@ pub struct UntestedFigure {
     pub intercept_below_zero: [bool; 2],
 }
 
+impl TestedFigure {
+    /// Whether either side marks it `intercept_below_zero`.
+    pub fn intercept_marked(&self) -> bool {
+        self.intercept_below_zero.contains(&true)
+    }
+}
+
+impl UntestedFigure {
+    /// Whether either side marks it `intercept_below_zero`.
+    pub fn intercept_marked(&self) -> bool {
+        self.intercept_below_zero.contains(&true)
+    }
+}
+
 /// `intercept below 0 on A only (B's is not): no result`, or `None`
 /// for a figure no side marks.
 pub fn intercept_text(marked: [bool; 2]) -> Option<String> {
-    let mark = InterceptMark {
-        path: String::new(),
-        marked,
-    };
     marked
         .contains(&true)
-        .then(|| format!("intercept below 0 {}: no result", mark.sides()))
+        .then(|| format!("intercept below 0 {}: no result", marked_sides(marked)))
 }
 
 impl Comparison {
@@ -186,32 +201,27 @@ impl Comparison {
     /// Intercepts of trend lines marked `intercept_below_zero` on a
     /// side: no result there, whatever the machine's state.
     pub fn below_zero(&self) -> impl Iterator<Item = &TestedFigure> {
-        self.tested
-            .iter()
-            .filter(|f| f.intercept_below_zero.contains(&true))
+        self.tested.iter().filter(|f| f.intercept_marked())
     }
 
     /// Figures whose runs' machine states differed.
     pub fn machine_differed(&self) -> impl Iterator<Item = &TestedFigure> {
         self.tested
             .iter()
-            .filter(|f| f.machine_differed.is_some() && !f.intercept_below_zero.contains(&true))
+            .filter(|f| f.machine_differed.is_some() && !f.intercept_marked())
     }
 
     /// Figures measured in one pass on a side, in one machine state.
     pub fn one_pass(&self) -> impl Iterator<Item = &TestedFigure> {
-        self.tested.iter().filter(|f| {
-            f.one_pass && f.machine_differed.is_none() && !f.intercept_below_zero.contains(&true)
-        })
+        self.tested
+            .iter()
+            .filter(|f| f.one_pass && f.machine_differed.is_none() && !f.intercept_marked())
     }
 
     /// Tested figures with a verdict of "no significant difference".
     pub fn not_significant(&self) -> impl Iterator<Item = &TestedFigure> {
         self.tested.iter().filter(|f| {
-            !f.significant
-                && f.machine_differed.is_none()
-                && !f.one_pass
-                && !f.intercept_below_zero.contains(&true)
+            !f.significant && f.machine_differed.is_none() && !f.one_pass && !f.intercept_marked()
         })
     }
 
@@ -470,7 +480,7 @@ fn sides(h: &mut String, c: &Comparison) {
 fn tested_table(h: &mut String, figures: &[&TestedFigure]) {
     h.push_str("<table><tr><th class=\"l\">figure</th><th>A (mean ± 95 % CI, n)</th><th>B</th><th>B/A [95 % CI]</th><th>p</th><th>p corrected</th><th>smallest markable change</th><th class=\"l\">verdict</th></tr>");
     for f in figures {
-        if f.intercept_below_zero.contains(&true) {
+        if f.intercept_marked() {
             // No result on a side: no ratio, p-value or markable change.
             let _ = write!(
                 h,
@@ -576,7 +586,7 @@ fn untested_table(h: &mut String, figures: &[UntestedFigure]) {
             number(f.a),
             number(f.b),
             f.ratio
-                .filter(|_| !f.intercept_below_zero.contains(&true))
+                .filter(|_| !f.intercept_marked())
                 .map_or_else(|| "—".to_string(), number),
         );
     }

@@ -98,7 +98,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
             number(f.a),
             number(f.b),
             f.ratio
-                .filter(|_| !f.intercept_below_zero.contains(&true))
+                .filter(|_| !f.intercept_marked())
                 .map_or_else(|| "-".to_string(), number)
         );
     }
@@ -129,7 +129,7 @@ fn side(t: &mut String, name: &str, s: &Side) {
 }
 
 fn figure(t: &mut String, f: &TestedFigure) {
-    if f.intercept_below_zero.contains(&true) {
+    if f.intercept_marked() {
         // No result on a side: its ratio, p-value and markable change
         // are of nothing.
         let _ = writeln!(
@@ -149,11 +149,7 @@ fn figure(t: &mut String, f: &TestedFigure) {
     };
     let verdict = match (&f.verdict, f.significant) {
         (Some(v), true) => format!("  B {v}"),
-        (_, false)
-            if f.machine_differed.is_some()
-                || f.one_pass
-                || f.intercept_below_zero.contains(&true) =>
-        {
+        (_, false) if f.machine_differed.is_some() || f.one_pass || f.intercept_marked() => {
             format!("  {}", no_verdict(f))
         }
         _ => String::new(),

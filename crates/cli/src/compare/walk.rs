@@ -204,12 +204,12 @@ impl Walker {
                         .map(|(k, _)| k)
                         .filter(|k| !a.iter().any(|(ka, _)| ka == *k)),
                 );
+                let intercepts = [intercept_key(&a), intercept_key(&b)];
                 for key in keys {
                     let child = field_path(path, key);
                     let first = self.out.pairs.len();
                     self.visit_nodes(&child, find(&a, key), find(&b, key), states);
-                    let intercept = [intercept_key(&a), intercept_key(&b)].contains(&Some(key));
-                    if intercept && marked.contains(&true) {
+                    if marked.contains(&true) && intercepts.contains(&Some(key)) {
                         for pair in &mut self.out.pairs[first..] {
                             pair.intercept_below_zero = marked;
                         }

@@ -15,6 +15,16 @@ use wire::ethernet::EthernetAddress;
 
 use super::{LinkError, LinkStats};
 
+/// A libc call's return code as a result: 0 is success, anything else
+/// the error `errno` holds.
+pub(super) fn os_result(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Parts of a frame sent as one I/O vector; more are gathered first. A
 /// 64 KiB TCP super-frame of the stack's (segmentation offload) is a head
 /// and some 30 pool buffers of payload.
@@ -126,11 +136,7 @@ pub(super) fn set_int_option(
             mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    os_result(rc)
 }
 
 /// Sets both socket buffers to `bytes`, past `net.core.*mem_max` when the
@@ -272,9 +278,5 @@ pub(super) fn bind_packet(fd: RawFd, ifindex: u32) -> io::Result<()> {
             mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
         )
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    os_result(rc)
 }

@@ -31,7 +31,9 @@ use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
-use super::os::{context, invalid, send_error, send_parts, set_int_option, set_socket_buffers};
+use super::os::{
+    context, invalid, os_result, send_error, send_parts, set_int_option, set_socket_buffers,
+};
 use super::packet::{check_batch, RingStats, DEFAULT_BATCH};
 use super::rx_ring::RxRing;
 use super::{Link, LinkError, LinkStats, Medium};
@@ -443,11 +445,7 @@ fn inet_call(
             mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
         )
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    os_result(rc)
 }
 
 impl AsFd for Ipv6InIpv4 {

@@ -296,6 +296,15 @@ mod tests {
         }
     }
 
+    /// Runs `attempt`, each time on a fresh port, until `taken` says
+    /// another test did not take its port first, at most three times.
+    fn on_a_free_port<T>(mut attempt: impl FnMut() -> T, taken: impl Fn(&T) -> bool) -> T {
+        (0..3)
+            .map(|_| attempt())
+            .find(|outcome| !taken(outcome))
+            .expect("a free port in three tries")
+    }
+
     #[test]
     fn a_failing_point_stops_the_sweep_and_keeps_what_finished() {
         // A listener already on the port makes the TCP point's bind fail;
@@ -303,8 +312,8 @@ mod tests {
         // That UDP port may be taken as another test's ephemeral source
         // port before the point binds it (seen once in CI): a fresh one
         // then, three times.
-        let (busy, outcome, seen) = (0..3)
-            .map(|_| {
+        let (busy, outcome, seen) = on_a_free_port(
+            || {
                 let busy = TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).unwrap();
                 let port = busy.local_addr().unwrap().port();
                 let grid = grid(vec![Protocol::Udp, Protocol::Tcp], port);
@@ -317,14 +326,14 @@ mod tests {
                 })
                 .unwrap();
                 (busy, outcome, seen)
-            })
-            .find(|(_, o, _)| {
-                !o.failure.as_ref().is_some_and(|f| {
+            },
+            |(_, o, _)| {
+                o.failure.as_ref().is_some_and(|f| {
                     let f = f.to_string();
                     f.starts_with("point 1 ") && f.contains("in use")
                 })
-            })
-            .expect("a free UDP port in three tries");
+            },
+        );
         assert_eq!(seen, vec![(0, 2, 1, 1), (0, 2, 1, 2), (1, 2, 2, 1)]);
         let run = outcome.results[0].run();
         // Min and cap both 2: two repetitions, judged.
@@ -356,8 +365,8 @@ mod tests {
         };
         // A free port may be taken as another test's ephemeral source
         // port before the point binds it: a fresh one then, three times.
-        let (outcome, seen) = (0..3)
-            .map(|_| {
+        let (outcome, seen) = on_a_free_port(
+            || {
                 let port = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
                     .unwrap()
                     .local_addr()
@@ -374,13 +383,13 @@ mod tests {
                 })
                 .unwrap();
                 (outcome, seen)
-            })
-            .find(|(o, _)| {
-                !o.failure
+            },
+            |(o, _)| {
+                o.failure
                     .as_ref()
                     .is_some_and(|f| f.to_string().contains("in use"))
-            })
-            .expect("a free port in three tries");
+            },
+        );
         assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
         assert_eq!(seen, vec![(0, 1, 1), (0, 2, 1), (0, 1, 2), (0, 2, 2)]);
         assert_eq!(outcome.results.len(), 2);
