@@ -23,7 +23,8 @@
 //! rounds of ten each, timed by the thread's CPU time rather than wall
 //! time, and prints the medians with ranges and the ratio: on a machine
 //! shared with other work, wall time mostly measures the wait for a CPU.
-//! It also prints the segments each stack sent per MiB (the count the
+//! (`TCP_BENCH_PROFILE=SECONDS` runs stackscope's transfer alone for
+//! that much CPU time, for a profiler.) It also prints the segments each stack sent per MiB (the count the
 //! per-packet cost multiplies), and, with probes compiled in, a third
 //! figure: stackscope recording every flow at the `layers` level. Built
 //! with `--no-default-features` the stack's probes are compiled out; the
@@ -600,7 +601,34 @@ fn recorded_rounds(
 
 criterion_group!(benches, tcp_transfer, smoltcp_transfer);
 
+/// `TCP_BENCH_PROFILE=SECONDS`: only stackscope's IPv6 transfer, gate
+/// closed, repeated for about SECONDS of thread CPU time, so a profiler
+/// (`perf record`) sees this stack's work alone; prints the rate seen.
+fn profile_only(seconds: f64) {
+    let data: Vec<u8> = (0..BYTES).map(|i| (i * 7) as u8).collect();
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut sim, client, server) = connected(true);
+    let start = thread_cpu();
+    let mut moved = 0usize;
+    while (thread_cpu() - start).as_secs_f64() < seconds {
+        transfer(&mut sim, client, server, &data, &mut buf);
+        moved += BYTES;
+    }
+    let mib = moved as f64 / f64::from(1 << 20);
+    println!(
+        "stackscope alone: {mib:.0} MiB at {:.0} MiB/s-cpu",
+        mib / (thread_cpu() - start).as_secs_f64()
+    );
+}
+
 fn main() {
+    if let Some(seconds) = std::env::var("TCP_BENCH_PROFILE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        profile_only(seconds);
+        return;
+    }
     if let Some(rounds) = std::env::var("TCP_BENCH_CPU")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
