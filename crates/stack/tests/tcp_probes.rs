@@ -20,6 +20,12 @@ use stack::topology::Topology;
 
 const BYTES: usize = 300_000;
 
+/// The tests here set the process-wide probe gate: one at a time.
+fn gate_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Per location name: (records, summed len, largest aux) of one flow.
 type Tally = BTreeMap<&'static str, (u64, u64, u64)>;
 
@@ -94,6 +100,7 @@ fn traced_transfer() -> (Tally, Tally, Tally) {
 
 #[test]
 fn every_tcp_site_records_and_the_stream_queues_account_for_every_byte() {
+    let _gate = gate_lock();
     let (sender, receiver, all) = traced_transfer();
     if !probe::ENABLED {
         assert!(all.is_empty());
@@ -141,4 +148,129 @@ fn every_tcp_site_records_and_the_stream_queues_account_for_every_byte() {
         let (_, len, aux) = t.get(name).copied().unwrap_or_default();
         assert_eq!((len, aux), (bytes, bytes), "{name}");
     }
+}
+
+/// A connection's data segments take its cached path (`iface::host::path`):
+/// the route and neighbour lookups, cost centres recorded at the
+/// `functions` level, happen in the handshake, not for each of hundreds of
+/// data segments; once the neighbour's entry is removed mid-transfer the
+/// next segments look both up again (the first finds no entry and starts
+/// Neighbor Discovery) until the path is learnt anew, and the transfer
+/// still completes byte for byte, over IPv6 and over IPv4 (ARP).
+#[test]
+fn a_connection_looks_its_route_and_neighbour_up_again_only_when_they_change() {
+    let _gate = gate_lock();
+    for remote in ["[2001:db8:1::b]:5001", "192.0.2.2:5001"] {
+        let (segments, lookups_before, lookups_after) =
+            std::thread::spawn(move || lookups_around_a_neighbour_flush(remote))
+                .join()
+                .unwrap();
+        if !probe::ENABLED {
+            assert_eq!((lookups_before, lookups_after), ((0, 0), (0, 0)));
+            continue;
+        }
+        assert!(segments > 400, "{remote}: {segments} segments");
+        // The path was learnt in the handshake, before recording began.
+        assert_eq!(
+            lookups_before,
+            (0, 0),
+            "{remote}: (route, neighbour) lookups before the flush"
+        );
+        // The flush: the next segments look both up again, until the
+        // neighbour answers and the path is learnt anew.
+        let (routes, neighbours) = lookups_after;
+        assert!(
+            (1..=segments / 10).contains(&neighbours) && (1..=segments / 10).contains(&routes),
+            "{remote}: {routes} route and {neighbours} neighbour lookups after the flush, {segments} segments"
+        );
+    }
+}
+
+/// Sends 300 kB from host-a to `remote` on host-b (recording every flow at
+/// the `functions` level), removes host-a's neighbour entry for host-b,
+/// sends 300 kB more; returns host-a's data segments and its (route,
+/// neighbour) lookups for the connection before and after the removal.
+fn lookups_around_a_neighbour_flush(remote: &str) -> (u64, (u64, u64), (u64, u64)) {
+    probe::init_thread(1 << 20);
+    probe::set_level(probe::Level::Functions);
+    let text = include_str!("../../../topologies/unlimited.toml");
+    let mut sim = Simulator::new(&Topology::from_toml_str(text).unwrap(), None).unwrap();
+    sim.run_for(Duration::from_secs(3));
+    let remote: SocketAddr = remote.parse().unwrap();
+    let any: SocketAddr = if remote.is_ipv6() {
+        "[::]:5001"
+    } else {
+        "0.0.0.0:5001"
+    }
+    .parse()
+    .unwrap();
+    let listener = host_mut(&mut sim, "host-b")
+        .tcp_listen(any, TcpConfig::default(), ListenerConfig::default())
+        .unwrap();
+    let limit = Duration::from_secs(30);
+    let client =
+        blocking::connect(&mut sim, "host-a", remote, TcpConfig::default(), limit).unwrap();
+    let server = blocking::accept(&mut sim, "host-b", listener, limit).unwrap();
+    let flow = sim
+        .host("host-a")
+        .unwrap()
+        .tcp_connection(client)
+        .unwrap()
+        .flow()
+        .id;
+    let lookups = |records: &[probe::Record]| {
+        let t = tally(records, Some(flow));
+        let count = |name: &str| t.get(name).map_or(0, |e| e.0);
+        (count("route.lookup.enter"), count("neighbor.lookup.enter"))
+    };
+    let _ = probe::drain_thread();
+    probe::set_mode(Mode::All);
+    let data = vec![0x5a; BYTES];
+    let mut got = 0;
+    blocking::write_all(&mut sim, "host-a", client, &data, limit).unwrap();
+    got += read_len(&mut sim, server, BYTES, limit);
+    let before = probe::drain_thread();
+    let host = host_mut(&mut sim, "host-a");
+    let id = host.interface_id("eth0").unwrap();
+    let interface = host.interface_mut(id).unwrap();
+    let flushed = match remote.ip() {
+        std::net::IpAddr::V6(b) => interface.v6.neighbors.remove(b).is_some(),
+        std::net::IpAddr::V4(b) => interface.v4.as_mut().unwrap().arp.remove(b).is_some(),
+    };
+    assert!(flushed, "host-a had no neighbour entry for {remote}");
+    blocking::write_all(&mut sim, "host-a", client, &data, limit).unwrap();
+    got += read_len(&mut sim, server, BYTES, limit);
+    probe::set_mode(Mode::Off);
+    let after = probe::drain_thread();
+    assert_eq!(got, 2 * BYTES);
+    let segments = sim
+        .host("host-a")
+        .unwrap()
+        .tcp_connection(client)
+        .unwrap()
+        .counters()
+        .segments_sent;
+    let before_counts = lookups(&before);
+    let all: Vec<probe::Record> = before.iter().chain(&after).copied().collect();
+    (segments, before_counts, lookups(&all))
+}
+
+/// Reads `len` bytes on host-b's `handle`, running the simulator.
+fn read_len(
+    sim: &mut Simulator,
+    handle: stack::iface::host::TcpHandle,
+    len: usize,
+    limit: Duration,
+) -> usize {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut got = 0;
+    let done = sim.run_until_with(limit, |sim| {
+        let b = host_mut(sim, "host-b");
+        while let Ok(n @ 1..) = b.tcp_recv(handle, &mut buf) {
+            got += n;
+        }
+        got >= len
+    });
+    assert!(done, "read {got} of {len} bytes");
+    got
 }

@@ -273,6 +273,12 @@ impl<P> ArpCache<P> {
         self.cache.get(addr)
     }
 
+    /// Changes whenever an entry is created, changes state or goes (see
+    /// [`NeighborCache::generation`]).
+    pub fn generation(&self) -> u64 {
+        self.cache.generation()
+    }
+
     /// Every entry, for the state dump.
     pub fn entries(&self) -> impl Iterator<Item = EntryView<Ipv4Addr, EthernetAddress>> + '_ {
         self.cache.entries()

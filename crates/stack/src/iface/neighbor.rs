@@ -458,6 +458,10 @@ pub struct NeighborCache<A, L, P> {
     free: Vec<usize>,
     lists: [List; 2],
     counters: NeighborCounters,
+    /// Bumped whenever an entry is created, changes state (its link-layer
+    /// address lives in the state) or goes: a path cached from the cache
+    /// ([`generation`](Self::generation)) is current while it is unchanged.
+    generation: u64,
 }
 
 impl<A, L, P> NeighborCache<A, L, P>
@@ -477,6 +481,7 @@ where
             free: Vec::with_capacity(capacity),
             lists: [EMPTY_LIST; 2],
             counters: NeighborCounters::default(),
+            generation: 0,
         };
         cache.rerandomize_reachable_time();
         cache
@@ -542,6 +547,15 @@ where
 
     pub fn counters(&self) -> &NeighborCounters {
         &self.counters
+    }
+
+    /// A number that changes whenever any entry is created, changes state
+    /// or is removed. A sender that cached what a [`lookup`](Self::lookup)
+    /// returned (an entry in REACHABLE, DELAY or PROBE, which a lookup
+    /// sends to without changing it, §7.3.3) may send to the same address
+    /// again without a lookup while this number is the one it saw.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The entry for `addr`, if any.
@@ -1024,6 +1038,7 @@ where
     /// and moving the entry between LRU lists as needed; returns the old
     /// state.
     fn set_state(&mut self, slot: usize, state: State<L, P>) -> State<L, P> {
+        self.generation += 1;
         let node = node_mut(&mut self.slots, slot);
         let (old_kind, new_kind) = (node.state.kind(), state.kind());
         let new_tier = state.tier();
@@ -1062,6 +1077,7 @@ where
 
     /// Adds an entry as most recently used (there is room).
     fn insert(&mut self, addr: A, state: State<L, P>, is_router: bool) {
+        self.generation += 1;
         let tier = state.tier();
         let node = Node {
             addr,
@@ -1087,6 +1103,7 @@ where
     }
 
     fn unlink_and_free(&mut self, slot: usize) -> Node<A, L, P> {
+        self.generation += 1;
         self.unlink(slot);
         let node = self.slots[slot].take().expect("a linked slot holds a node");
         self.index.remove(&node.addr);
@@ -1221,6 +1238,44 @@ mod tests {
             c.check();
         }
         assert_eq!(c.len(), 4);
+    }
+
+    #[test]
+    fn the_generation_moves_with_every_change_and_not_with_a_send() {
+        let mut c = cache(4);
+        let g0 = c.generation();
+        // A new entry (INCOMPLETE) is a change.
+        let _ = c.lookup(secs(0), 1, 0);
+        let g1 = c.generation();
+        assert!(g1 > g0);
+        // Resolved: REACHABLE with an address, a change.
+        let flags = AdvertisementFlags {
+            solicited: true,
+            ..Default::default()
+        };
+        let _ = c.on_advertisement(secs(0), 1, Some(9), flags);
+        let g2 = c.generation();
+        assert!(g2 > g1);
+        // Sending to a REACHABLE entry changes nothing (§7.3.3): a path
+        // cached now stays current.
+        for _ in 0..10 {
+            assert!(matches!(
+                c.lookup(secs(1), 1, 0),
+                Resolution::Send { lladdr: 9, .. }
+            ));
+        }
+        assert_eq!(c.generation(), g2);
+        // REACHABLE times out to STALE: a change.
+        let _ = c.poll(secs(120));
+        let g3 = c.generation();
+        assert!(g3 > g2);
+        // Sending to STALE moves it to DELAY: a change.
+        let _ = c.lookup(secs(120), 1, 0);
+        assert!(c.generation() > g3);
+        // Removal is a change.
+        let g4 = c.generation();
+        assert!(c.remove(1).is_some());
+        assert!(c.generation() > g4);
     }
 
     #[test]

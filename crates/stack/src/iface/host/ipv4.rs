@@ -47,6 +47,9 @@ pub(crate) struct Ipv4Route {
     /// The interface's address: the source of packets we originate.
     pub source: Ipv4Addr,
     pub mtu: usize,
+    /// The neighbour's link-layer address when a cached path knows it
+    /// (`path`): the packet goes to the link without an ARP lookup.
+    pub lladdr: Option<EthernetAddress>,
 }
 
 /// A packet to send, beyond its payload.
@@ -369,6 +372,7 @@ impl Host {
                 neighbor: dst,
                 source: interface.v4.as_ref()?.address,
                 mtu: interface.link_mtu(),
+                lladdr: None,
             });
         }
         if dst.is_multicast() {
@@ -410,6 +414,7 @@ impl Host {
             neighbor,
             source,
             mtu,
+            lladdr: None,
         })
     }
 
@@ -469,7 +474,7 @@ impl Host {
                 .ipv4_prepend_header(&mut packet, &repr(len, 0, false))
                 .is_ok()
             {
-                self.ipv4_link_output(now, route.interface, route.neighbor, packet);
+                self.ipv4_route_output(now, &route, packet);
             }
             return;
         }
@@ -499,7 +504,7 @@ impl Host {
                 return;
             }
             self.counters.ipv4_fragments_sent += 1;
-            self.ipv4_link_output(now, route.interface, route.neighbor, fragment);
+            self.ipv4_route_output(now, &route, fragment);
             offset = end;
         }
     }
@@ -524,6 +529,16 @@ impl Host {
             .map_err(|_| {
                 *self.drops.entry("ipv4_emit_failed").or_insert(0) += 1;
             })
+    }
+
+    /// Hands a finished IPv4 packet to `route`'s link: to the neighbour's
+    /// link-layer address when the route carries it (a cached path), else
+    /// through [`ipv4_link_output`](Self::ipv4_link_output).
+    fn ipv4_route_output(&mut self, now: Instant, route: &Ipv4Route, packet: Packet) {
+        match route.lladdr {
+            Some(lladdr) => self.ethernet_output(route.interface, lladdr, EtherType::Ipv4, packet),
+            None => self.ipv4_link_output(now, route.interface, route.neighbor, packet),
+        }
     }
 
     /// Resolves the neighbour through ARP and queues the frame.

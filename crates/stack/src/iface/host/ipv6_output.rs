@@ -32,6 +32,9 @@ pub(crate) struct Ipv6Route {
     pub neighbor: Ipv6Addr,
     /// The path MTU.
     pub mtu: usize,
+    /// The neighbour's link-layer address when a cached path knows it
+    /// (`path`): the packet goes to the link without a neighbour lookup.
+    pub lladdr: Option<EthernetAddress>,
 }
 
 /// A packet to send, beyond its payload.
@@ -69,6 +72,7 @@ impl Host {
                 interface,
                 neighbor: dst,
                 mtu,
+                lladdr: None,
             });
         }
         let _span = probe::span(ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT, 0, flow, 0);
@@ -78,6 +82,7 @@ impl Host {
                 interface: view.next_hop.interface,
                 neighbor: view.next_hop.neighbor,
                 mtu: view.pmtu as usize,
+                lladdr: None,
             });
         }
         let route = *self.routes6.lookup(dst)?;
@@ -101,6 +106,7 @@ impl Host {
             interface,
             neighbor,
             mtu,
+            lladdr: None,
         })
     }
 
@@ -184,7 +190,7 @@ impl Host {
             {
                 return;
             }
-            self.ipv6_link_output(now, route.interface, route.neighbor, send.dst, payload);
+            self.ipv6_route_output(now, &route, send.dst, payload);
             return;
         }
         // RFC 8200 §4.5: fragments of the fragmentable part, each but the
@@ -234,7 +240,7 @@ impl Host {
                 return;
             }
             self.counters.ipv6_fragments_sent += 1;
-            self.ipv6_link_output(now, route.interface, route.neighbor, send.dst, fragment);
+            self.ipv6_route_output(now, &route, send.dst, fragment);
             offset = end;
         }
     }
@@ -283,6 +289,22 @@ impl Host {
             return Err(());
         }
         Ok(())
+    }
+
+    /// Hands a finished IPv6 packet to `route`'s link: to the neighbour's
+    /// link-layer address when the route carries it (a cached path), else
+    /// through [`ipv6_link_output`](Self::ipv6_link_output).
+    fn ipv6_route_output(
+        &mut self,
+        now: Instant,
+        route: &Ipv6Route,
+        dst: Ipv6Addr,
+        packet: Packet,
+    ) {
+        match route.lladdr {
+            Some(lladdr) => self.ethernet_output(route.interface, lladdr, EtherType::Ipv6, packet),
+            None => self.ipv6_link_output(now, route.interface, route.neighbor, dst, packet),
+        }
     }
 
     /// Hands a finished IPv6 packet to the link: multicast straight to its

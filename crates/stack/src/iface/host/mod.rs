@@ -39,6 +39,7 @@ mod link_sockets;
 mod memory;
 mod multicast;
 mod ndisc;
+mod path;
 mod tcp;
 mod tcp_api;
 mod transport;
@@ -301,6 +302,8 @@ pub struct Host {
     /// An application call or a spent output budget left TCP segments to
     /// send: the next poll is due now.
     tcp_output_pending: bool,
+    /// Each TCP connection's cached path, by socket slot (`path`).
+    tcp_paths: path::SocketPaths,
     /// XTP listeners and associations, their key tables (`socket::xtp`).
     xtp: XtpSockets,
     /// XTP multicast senders and receivers (`socket::xtp::multicast`).
@@ -426,6 +429,7 @@ impl Host {
             tcp_isn: IsnGenerator::new([0, 0]),
             tcp_challenges: ChallengeLimiter::default(),
             tcp_output_pending: false,
+            tcp_paths: path::SocketPaths::default(),
             xtp: XtpSockets::new(config.seed),
             xtp_groups: xtp_group::XtpGroups::new(config.seed),
             path_mtu_changes: 0,

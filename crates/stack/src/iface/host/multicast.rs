@@ -204,6 +204,7 @@ impl Host {
             neighbor: group,
             source: interface.v4.as_ref()?.address,
             mtu: interface.link_mtu(),
+            lladdr: None,
         })
     }
 

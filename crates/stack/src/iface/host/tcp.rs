@@ -191,10 +191,11 @@ impl Host {
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(rst));
+                    let rst = Outgoing::header_only(rst);
+                    self.tcp_emit(now, flow, (local, remote), rst, Some(index));
                 }
                 if let Some(ack) = ack {
-                    self.tcp_emit(now, flow, (local, remote), ack);
+                    self.tcp_emit(now, flow, (local, remote), ack, Some(index));
                 }
             }
             Demux::Listener(index) => {
@@ -208,14 +209,16 @@ impl Host {
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(repr));
+                    let repr = Outgoing::header_only(repr);
+                    self.tcp_emit(now, flow, (local, remote), repr, None);
                 }
             }
             Demux::None => {
                 self.count_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    self.tcp_emit(now, flow, (local, remote), Outgoing::header_only(rst));
+                    let rst = Outgoing::header_only(rst);
+                    self.tcp_emit(now, flow, (local, remote), rst, None);
                 }
             }
         }
@@ -289,7 +292,7 @@ impl Host {
                         (listener.flow(), local, remote, out)
                     }
                 };
-                self.tcp_emit(now, flow, (local, remote), out);
+                self.tcp_emit(now, flow, (local, remote), out, Some(index));
             }
             self.tcp_observe(index);
         }
@@ -334,7 +337,9 @@ impl Host {
     /// Builds and sends one segment: the header goes into the headroom of
     /// a packet whose payload is the send queue's shared segments, and the
     /// checksum is summed across them (no copy of the payload here). A
-    /// super-segment (`gso_size` > 0) leaves its checksum partial.
+    /// super-segment (`gso_size` > 0) leaves its checksum partial. A
+    /// connection's segments (`slot`) go by its cached path while it is
+    /// current (`path`), and refresh it when it is not.
     pub(super) fn tcp_emit(
         &mut self,
         now: Instant,
@@ -345,6 +350,7 @@ impl Host {
             payload,
             gso_size,
         }: Outgoing,
+        slot: Option<usize>,
     ) {
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -407,9 +413,14 @@ impl Host {
         };
         room.copy_from_slice(header);
         self.counters.tcp_sent += 1;
+        let cached = slot.and_then(|slot| self.current_path(now, self.tcp_paths.get(slot), dst));
         match (src, dst) {
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                let Some(route) = self.ipv6_route(now, dst, None, flow) else {
+                let route = match cached.and_then(|path| path.ipv6_route()) {
+                    Some(route) => Some(route),
+                    None => self.ipv6_route(now, dst, None, flow),
+                };
+                let Some(route) = route else {
                     self.count_drop("tcp_no_route");
                     return;
                 };
@@ -428,7 +439,11 @@ impl Host {
                 );
             }
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                let Some(route) = self.ipv4_route(now, dst, flow) else {
+                let route = match cached.and_then(|path| self.cached_ipv4_route(&path)) {
+                    Some(route) => Some(route),
+                    None => self.ipv4_route(now, dst, flow),
+                };
+                let Some(route) = route else {
                     self.count_drop("tcp_no_route");
                     return;
                 };
@@ -446,7 +461,13 @@ impl Host {
                     packet,
                 );
             }
-            _ => self.count_drop("tcp_family_mismatch"),
+            _ => return self.count_drop("tcp_family_mismatch"),
+        }
+        // A path that needs the full output path (no link-layer address)
+        // is kept as it is: it says so until a table changes.
+        if let (Some(slot), None) = (slot, cached) {
+            let learnt = self.learn_path(now, dst);
+            self.tcp_paths.set(slot, learnt);
         }
     }
 

@@ -289,7 +289,8 @@ impl Host {
     fn tcp_reset(&mut self, mut conn: Connection) {
         if let Some(rst) = conn.abort() {
             let ends = (conn.local(), conn.remote());
-            self.tcp_emit(self.clock, conn.flow(), ends, Outgoing::header_only(rst));
+            let rst = Outgoing::header_only(rst);
+            self.tcp_emit(self.clock, conn.flow(), ends, rst, None);
         }
     }
 

@@ -184,6 +184,9 @@ pub struct DestinationCache<A> {
     next_tick: u64,
     /// The latest routing generation seen (none before the first call).
     generation: Option<u64>,
+    /// Bumped whenever an entry is created, recomputed, removed or has its
+    /// PMTU changed: see [`changes`](Self::changes).
+    changes: u64,
     counters: DestinationCounters,
 }
 
@@ -204,6 +207,7 @@ impl<A: RouteAddress> DestinationCache<A> {
             timers: BTreeSet::new(),
             next_tick: 0,
             generation: None,
+            changes: 0,
             counters: DestinationCounters::default(),
         }
     }
@@ -218,6 +222,14 @@ impl<A: RouteAddress> DestinationCache<A> {
 
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// A number that changes whenever an entry is created, recomputed or
+    /// removed, or its PMTU changes: a next hop and PMTU cached from a
+    /// [`lookup`](Self::lookup) are still the entry's while it is the one
+    /// seen then (lookups that only use an entry leave it alone).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     pub fn is_empty(&self) -> bool {
@@ -237,6 +249,7 @@ impl<A: RouteAddress> DestinationCache<A> {
             return None;
         };
         if let Some(at) = entry.pmtu_expires.filter(|&at| at <= now) {
+            self.changes += 1;
             entry.pmtu_expires = None;
             entry.pmtu = entry.next_hop.link_mtu;
             self.timers.remove(&(at, dst));
@@ -288,6 +301,7 @@ impl<A: RouteAddress> DestinationCache<A> {
     ) -> Option<Evicted<A>> {
         self.see_generation(generation);
         self.age(now, dst);
+        self.changes += 1;
         let tick = self.next_tick;
         self.next_tick += 1;
         if let Some(entry) = self.entries.get_mut(&dst) {
@@ -343,6 +357,7 @@ impl<A: RouteAddress> DestinationCache<A> {
 
     /// Removes every entry.
     pub fn clear(&mut self) {
+        self.changes += 1;
         self.entries.clear();
         self.lru.clear();
         self.timers.clear();
@@ -382,6 +397,7 @@ impl<A: RouteAddress> DestinationCache<A> {
             self.counters.ptb_clamped += 1;
         }
         self.counters.ptb_lowered += 1;
+        self.changes += 1;
         let from = entry.pmtu;
         entry.pmtu = to;
         if let Some(at) = entry.pmtu_expires.take() {
@@ -446,6 +462,7 @@ impl<A: RouteAddress> DestinationCache<A> {
         entry.pmtu = entry.next_hop.link_mtu;
         self.timers.remove(&(at, dst));
         self.counters.pmtu_aged += 1;
+        self.changes += 1;
     }
 
     fn see_generation(&mut self, generation: u64) {
@@ -473,6 +490,7 @@ impl<A: RouteAddress> DestinationCache<A> {
 
     fn drop_entry(&mut self, dst: A) -> Option<Entry<A>> {
         let entry = self.entries.remove(&dst)?;
+        self.changes += 1;
         self.lru.remove(&entry.tick);
         if let Some(at) = entry.pmtu_expires {
             self.timers.remove(&(at, dst));
@@ -525,6 +543,36 @@ mod tests {
             source: None,
             link_mtu: mtu,
         }
+    }
+
+    #[test]
+    fn changes_move_with_every_change_and_not_with_a_hit() {
+        let mut cache = DestinationCache::<Ipv6Addr>::default();
+        let dst: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        let t0 = Instant::ZERO;
+        let c0 = cache.changes();
+        cache.insert(t0, dst, hop(1500), 0);
+        let c1 = cache.changes();
+        assert!(c1 > c0);
+        // Hits use the entry, they do not change it.
+        for _ in 0..5 {
+            assert!(cache.lookup(t0, dst, 0).is_some());
+        }
+        assert_eq!(cache.changes(), c1);
+        // A lowered PMTU is a change; so is its aging back (§4).
+        assert!(matches!(
+            cache.on_packet_too_big(t0, dst, 1400),
+            PmtuUpdate::Lowered { .. }
+        ));
+        let c2 = cache.changes();
+        assert!(c2 > c1);
+        let aged = t0 + cache.config().pmtu_aging;
+        assert_eq!(cache.lookup(aged, dst, 0).map(|v| v.pmtu), Some(1500));
+        let c3 = cache.changes();
+        assert!(c3 > c2);
+        // Removal is a change.
+        assert!(cache.remove(dst).is_some());
+        assert!(cache.changes() > c3);
     }
 
     #[test]
