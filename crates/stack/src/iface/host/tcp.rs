@@ -369,16 +369,12 @@ impl Host {
             self.count_drop("tcp_payload_mismatch");
             return;
         }
-        let header_len = repr.header_len();
-        let total = header_len + repr.payload_len;
-        let mut header = [0u8; wire::tcp::MAX_HEADER_LEN];
-        let Some(header) = header.get_mut(..header_len) else {
-            self.count_drop("tcp_emit_failed");
-            return;
-        };
+        // The header is emitted alone into the scratch (its options laid
+        // out once), and its length read back from the data offset.
+        let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
         let mut header_only = repr;
         header_only.payload_len = 0;
-        let mut view = TcpPacket::new_unchecked(&mut header[..]);
+        let mut view = TcpPacket::new_unchecked(&mut scratch[..]);
         if header_only
             .emit(&mut view, &src, &dst, 0, |_| {}, ChecksumMode::Skip)
             .is_err()
@@ -386,6 +382,12 @@ impl Host {
             self.count_drop("tcp_emit_failed");
             return;
         }
+        let header_len = view.header_len();
+        let total = header_len + repr.payload_len;
+        let Some(header) = scratch.get_mut(..header_len) else {
+            self.count_drop("tcp_emit_failed");
+            return;
+        };
         if gso_size > 0 {
             // A super-segment's checksum is left partial, the
             // pseudo-header sum only (Linux's CHECKSUM_PARTIAL): the device
