@@ -186,6 +186,10 @@ enum Command {
     /// between two namespaces the tool makes, root only). Two processes:
     /// `stackscope ttcp -r` on the receiver, then `stackscope ttcp -t HOST`.
     ///
+    /// -C NAME runs TCP with that congestion control at both ends (default:
+    /// each stack's own, the system's for the kernel and CUBIC for the
+    /// reference stack): give it when comparing the two stacks.
+    ///
     /// The receiver checks every byte against the sender's pattern and
     /// counts corrupted, missing, duplicated and reordered bytes (TCP) or
     /// lost, duplicated, reordered and corrupted datagrams (UDP, raw); the

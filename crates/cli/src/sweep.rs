@@ -106,6 +106,17 @@ pub struct SweepArgs {
     /// e.g. 4K,16K,64K [default: the OS's].
     #[arg(long, value_name = "LIST")]
     sockbuf: Option<String>,
+    /// TCP's congestion control at both ends of every TCP flow, by its
+    /// Linux name, as ttcp's -C (UDP, raw and XTP flows have none): the
+    /// kernel sets it on each socket, the reference stack has cubic and
+    /// reno (NewReno; `newreno` too). A stack of the sweep that lacks it
+    /// is refused before the first point. Default: the system's default
+    /// for the kernel (net.ipv4.tcp_congestion_control), CUBIC for the
+    /// reference stack; each point's congestion_control column says what
+    /// its senders ran.
+    #[arg(short = 'C', long = "congestion", value_name = "NAME",
+          value_parser = crate::ttcp::parse_congestion)]
+    congestion: Option<traffic::congestion::Congestion>,
     /// Offered loads for UDP and raw points in bits per second, a list or
     /// ranges, e.g. 10M..100M:10M; TCP points run once, unpaced.
     #[arg(long, value_name = "LIST")]
@@ -324,6 +335,7 @@ impl SweepArgs {
             timeout: Duration::from_secs_f64(self.timeout),
             loads: loads("--load", &self.load)?,
             xtp: self.xtp.options()?,
+            congestion: self.congestion,
             connect_each: self.connect_each,
             load_on: names("--load-on", &self.load_on, LoadOn::parse, LoadOn::NAMES)?,
         })

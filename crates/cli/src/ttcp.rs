@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use stack::topology::{derived_mac, IpCidr};
+use traffic::congestion::Congestion;
 use traffic::kernel::KernelPath;
 use traffic::report::TransferReport;
 use traffic::run::Target;
@@ -98,6 +99,18 @@ pub struct TtcpArgs {
     /// Set TCP_NODELAY (no Nagle).
     #[arg(short = 'D')]
     nodelay: bool,
+    /// TCP's congestion control at both ends, by its Linux name, as
+    /// iperf3's -C (e.g. cubic, reno, bbr). The kernel sets it on each
+    /// socket (TCP_CONGESTION) and refuses one it does not offer, saying
+    /// which it does (/proc/sys/net/ipv4/tcp_available_congestion_control);
+    /// the reference stack has cubic and reno (NewReno; `newreno` too).
+    /// The report's congestion control is what the sender's socket runs,
+    /// read back. Default: the system's default for the kernel
+    /// (sysctl net.ipv4.tcp_congestion_control), CUBIC for the reference
+    /// stack; give it to compare the two on one algorithm.
+    #[arg(short = 'C', long = "congestion", value_name = "NAME",
+          value_parser = parse_congestion)]
+    congestion: Option<Congestion>,
     /// IPv4.
     #[arg(short = '4', conflicts_with = "ipv6")]
     ipv4: bool,
@@ -195,6 +208,10 @@ fn parse_rate(text: &str) -> Result<u64, String> {
     units::parse_rate(text)
 }
 
+pub(crate) fn parse_congestion(text: &str) -> Result<Congestion, String> {
+    Congestion::parse(text).map_err(|e| e.to_string())
+}
+
 impl TtcpArgs {
     /// The offloads `--offload` names.
     fn offload(&self) -> Result<stack::iface::offload::Offload> {
@@ -244,6 +261,7 @@ impl TtcpArgs {
             .sockbuf
             .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
         spec.nodelay = self.nodelay;
+        spec.congestion = self.congestion;
         spec.rate_bps = self.rate;
         spec.interval = self.interval.map(|i| seconds(i, "-i")).transpose()?;
         spec.timeout = seconds(self.timeout, "--timeout")?;

@@ -666,3 +666,61 @@ fn out_refuses_a_directory_with_files_unless_forced() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// -C reaches every TCP flow of a sweep, throughput and delay, and each
+/// row says what its senders ran; datagram points have none to choose.
+#[test]
+fn congestion_control_pins_the_tcp_points() {
+    for (mode, port) in [("throughput", "47361"), ("delay", "47371")] {
+        let out = Scratch::new(&format!("congestion-{mode}"));
+        let output = stackscope(&[
+            "sweep",
+            "--mode",
+            mode,
+            "--stack",
+            "kernel",
+            "--proto",
+            "tcp,udp",
+            "--sizes",
+            "1024",
+            "--count",
+            "100",
+            "--reps",
+            "1",
+            "--max-reps",
+            "1",
+            "--min-duration",
+            "0",
+            "--port",
+            port,
+            "-C",
+            "reno",
+            "--out",
+            out.path(),
+        ]);
+        succeeded(&output);
+        let (header, rows) = read_csv(&out.0);
+        let by_protocol: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|row| {
+                (
+                    cell(&header, row, "protocol"),
+                    cell(&header, row, "congestion_control"),
+                )
+            })
+            .collect();
+        assert_eq!(by_protocol, [("tcp", "reno"), ("udp", "")], "{mode}");
+    }
+}
+
+#[test]
+fn a_congestion_control_a_swept_stack_lacks_is_refused_before_anything_runs() {
+    refused(
+        &["--stack", "ref", "--sizes", "1024", "-C", "bbr"],
+        "point 1 (ref tcp IPv6 1024 B): the reference stack has no congestion control `bbr`",
+    );
+    refused(
+        &["--stack", "kernel", "--sizes", "1024", "-C", "no-such-cc"],
+        "the kernel has no TCP congestion control `no-such-cc`: it offers",
+    );
+}

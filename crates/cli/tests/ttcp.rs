@@ -177,3 +177,100 @@ fn netns_without_root_says_so() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("needs root"), "{stderr}");
 }
+
+/// The names the kernel offers (built in or loaded).
+fn kernel_congestion_controls() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// -C pins the kernel's congestion control whatever the system's
+/// default (BBR on some machines): the report gives what the sender's
+/// socket runs, read back, in the JSON and the text line.
+#[test]
+fn kernel_runs_the_congestion_control_asked_for() {
+    let available = kernel_congestion_controls();
+    for (name, port) in [("reno", "15311"), ("cubic", "15312")] {
+        if !available.iter().any(|n| n == name) {
+            eprintln!("skipped {name}: the kernel offers only {available:?}");
+            continue;
+        }
+        let report = stdout_json(&stackscope(&[
+            "ttcp", "--pair", "--stack", "kernel", "-l", "8192", "-n", "200", "-p", port, "-C",
+            name, "--json",
+        ]));
+        assert_eq!(report["start"]["target"]["congestion_control"], name);
+        assert_eq!(report["start"]["test_start"]["congestion"], name);
+        assert_eq!(report["end"]["sum_received"]["bytes"], 8192 * 200);
+        assert_eq!(report["end"]["sum_received"]["missing_bytes"], 0);
+    }
+    let output = stackscope(&[
+        "ttcp",
+        "--pair",
+        "--congestion",
+        "reno",
+        "-n",
+        "100",
+        "-p",
+        "15313",
+    ]);
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains(", congestion control reno"), "{text}");
+}
+
+/// Without -C the kernel's sockets run the system's default, and the
+/// request is not recorded.
+#[test]
+fn kernel_runs_the_system_default_without_a_choice() {
+    let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .expect("the default congestion control");
+    let report = stdout_json(&stackscope(&[
+        "ttcp", "--pair", "-n", "100", "-p", "15314", "--json",
+    ]));
+    assert_eq!(
+        report["start"]["target"]["congestion_control"],
+        default.trim()
+    );
+    assert!(report["start"]["test_start"].get("congestion").is_none());
+}
+
+/// The reference stack maps Linux's names onto its own algorithms.
+#[test]
+fn reference_stack_runs_reno_or_cubic_as_asked() {
+    for (asked, runs) in [("reno", "reno"), ("newreno", "reno"), ("cubic", "cubic")] {
+        let report = stdout_json(&stackscope(&[
+            "ttcp", "--pair", "--stack", "ref", "-l", "8192", "-n", "200", "-C", asked, "--json",
+        ]));
+        assert_eq!(report["start"]["target"]["congestion_control"], runs);
+        assert_eq!(report["end"]["sum_received"]["bytes"], 8192 * 200);
+    }
+}
+
+#[test]
+fn a_congestion_control_a_stack_lacks_is_refused_in_one_line() {
+    let unknown = refusal(&["ttcp", "--pair", "-C", "no-such-cc", "-p", "15315"]);
+    assert!(
+        unknown.contains("the kernel has no TCP congestion control `no-such-cc`: it offers"),
+        "{unknown}"
+    );
+    for name in kernel_congestion_controls() {
+        assert!(unknown.contains(&name), "{name} missing from: {unknown}");
+    }
+    let reference = refusal(&["ttcp", "--pair", "--stack", "ref", "-C", "bbr"]);
+    assert!(
+        reference.contains("the reference stack has no congestion control `bbr`: it has cubic")
+            && reference.contains("reno"),
+        "{reference}"
+    );
+    let udp = refusal(&["ttcp", "--pair", "-u", "-C", "reno"]);
+    assert!(udp.contains("-C chooses TCP's congestion control"), "{udp}");
+    let malformed = refusal(&["ttcp", "--pair", "-C", "cu bic"]);
+    assert!(
+        malformed.contains("`cu bic` is not a congestion control's name"),
+        "{malformed}"
+    );
+}

@@ -14,10 +14,12 @@
 //!   simulator, or one on each across a link — chosen in one place;
 //! * [`pattern`], [`datagram`], [`verify`]: what senders write and how
 //!   receivers check it;
-//! * [`spec`]: what to run; [`report`]: what it did, iperf3-shaped;
+//! * [`spec`]: what to run, with [`congestion`] the TCP congestion
+//!   control it pins on either stack; [`report`]: what it did, iperf3-shaped;
 //!   [`sweep`]: grids of runs with their statistics.
 
 pub mod affinity;
+pub mod congestion;
 pub mod core_trip;
 pub mod cpu;
 pub mod cpu_speed;

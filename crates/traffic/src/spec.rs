@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::congestion::Congestion;
 use crate::datagram::HEADER_LEN;
 use crate::error::TrafficError;
 
@@ -114,6 +115,11 @@ pub struct TransferSpec {
     pub sockbuf: Option<usize>,
     /// TCP_NODELAY (`-D`).
     pub nodelay: bool,
+    /// TCP's congestion control (`-C`) at both ends; each stack's default
+    /// if `None`. The report's `target.congestion_control` is what the
+    /// sender's socket read back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<Congestion>,
     /// Offered load in bits per second (UDP and raw), if paced.
     pub rate_bps: Option<u64>,
     /// Which of several concurrent transfers this is (stamped on every
@@ -219,6 +225,7 @@ impl TransferSpec {
             port: 5001,
             sockbuf: None,
             nodelay: false,
+            congestion: None,
             rate_bps: None,
             circuit: 0,
             interval: None,
@@ -283,6 +290,12 @@ impl TransferSpec {
                 }
             }
         }
+        if self.congestion.is_some() && self.protocol != Protocol::Tcp {
+            return invalid(format!(
+                "-C chooses TCP's congestion control: {} has none to choose",
+                self.protocol.to_string().to_uppercase()
+            ));
+        }
         if self.rate_bps == Some(0) {
             return invalid("--rate must be more than 0 bits per second".into());
         }
@@ -327,6 +340,9 @@ pub struct EchoSpec {
     /// the runner numbers them as it numbers transfers).
     pub circuit: u8,
     pub sockbuf: Option<usize>,
+    /// TCP's congestion control at both ends (`-C`), as a transfer's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<Congestion>,
     /// An XTP association's options (`--xtp` only).
     #[serde(skip_serializing_if = "XtpOptions::is_default")]
     pub xtp: XtpOptions,
@@ -355,6 +371,7 @@ impl EchoSpec {
             port: defaults.port,
             circuit: 0,
             sockbuf: None,
+            congestion: None,
             xtp: XtpOptions::default(),
             connect_each: false,
             timeout: defaults.timeout,
@@ -369,6 +386,7 @@ impl EchoSpec {
         spec.port = self.port;
         spec.circuit = self.circuit;
         spec.sockbuf = self.sockbuf;
+        spec.congestion = self.congestion;
         spec.nodelay = true;
         spec.timeout = self.timeout;
         spec.xtp = self.xtp;

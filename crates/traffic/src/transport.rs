@@ -50,6 +50,8 @@ pub struct StreamOptions {
     pub buffer: Option<usize>,
     /// Nagle off (`-D`, and every echo).
     pub nodelay: bool,
+    /// TCP's congestion control (`-C`); the stack's default if `None`.
+    pub congestion: Option<crate::congestion::Congestion>,
 }
 
 /// What a datagram socket carries.

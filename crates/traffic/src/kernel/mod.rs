@@ -3,6 +3,7 @@
 //! (`--netns`). Each side runs on its own thread (in its own namespace),
 //! or in its own process with `-t` / `-r`.
 
+pub mod congestion;
 pub mod drops;
 pub mod net;
 pub mod netns;

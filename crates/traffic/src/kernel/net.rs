@@ -13,8 +13,10 @@ use socket2::Socket;
 use stack::time::Instant as Time;
 use wire::ethernet::EthernetAddress;
 
+use super::congestion;
 use super::packet::PacketSocket;
 use super::socket::{self, bind, peer_error};
+use crate::congestion::Congestion;
 use crate::error::TrafficError;
 use crate::spec::{Family, Protocol, StackKind};
 use crate::transport::{
@@ -32,6 +34,9 @@ struct Entry {
     want_write: bool,
     /// Connected to this address, not yet known to be established.
     connecting: Option<SocketAddr>,
+    /// The congestion control asked for (`-C`): a listener's connections
+    /// must run it too.
+    congestion: Option<Congestion>,
 }
 
 /// A stream socket (socket2's, for the TCP options) or a UDP one (std's,
@@ -106,6 +111,7 @@ impl KernelNet {
             facts,
             want_write: false,
             connecting: None,
+            congestion: None,
         };
         match self.sockets.iter().position(Option::is_none) {
             Some(i) => {
@@ -261,11 +267,37 @@ fn tcp(entry: &Entry) -> &Socket {
     }
 }
 
-fn stream_facts(socket: &Socket) -> SocketFacts {
-    SocketFacts {
+/// What a stream socket was granted and runs, read back from the kernel;
+/// an error if it does not run the congestion control asked for.
+fn stream_facts(socket: &Socket, asked: Option<Congestion>) -> Result<SocketFacts, TrafficError> {
+    let running = congestion::in_effect(socket);
+    congestion::confirm(asked, running.as_deref())?;
+    Ok(SocketFacts {
         granted: socket::granted(socket),
-        congestion_control: socket::congestion_control(socket),
+        congestion_control: running,
+    })
+}
+
+/// A new TCP socket for `addr` with `options`' buffers and congestion
+/// control, both set before connect or listen.
+fn tcp_socket(addr: SocketAddr, options: StreamOptions) -> Result<Socket, TrafficError> {
+    let socket = socket::open(Protocol::Tcp, addr, options.buffer)?;
+    if let Some(c) = options.congestion {
+        congestion::set(&socket, c)?;
     }
+    Ok(socket)
+}
+
+/// Adds a stream socket that runs `options`' congestion control.
+fn add_stream(
+    net: &mut KernelNet,
+    socket: Socket,
+    asked: Option<Congestion>,
+) -> Result<Handle, TrafficError> {
+    let facts = stream_facts(&socket, asked)?;
+    let handle = net.add(Sock::Stream(socket), facts);
+    net.entry(handle)?.congestion = asked;
+    Ok(handle)
 }
 
 impl Transport for KernelNet {
@@ -305,9 +337,10 @@ impl Transport for KernelNet {
         options: StreamOptions,
     ) -> Result<Handle, TrafficError> {
         refuse_xtp(options)?;
-        // The buffer sizes on the listener, so accepted connections
-        // inherit them and the window scale in the SYN-ACK covers them.
-        let socket = socket::open(Protocol::Tcp, local, options.buffer)?;
+        // The buffer sizes and congestion control on the listener, so
+        // accepted connections inherit them and the window scale in the
+        // SYN-ACK covers the buffers.
+        let socket = tcp_socket(local, options)?;
         socket
             .set_reuse_address(true)
             .map_err(|e| TrafficError::io("set SO_REUSEADDR", e))?;
@@ -321,17 +354,16 @@ impl Transport for KernelNet {
             .listen(16)
             .map_err(|e| TrafficError::io(format!("listen on {local}"), e))?;
         nonblocking(&socket)?;
-        let facts = stream_facts(&socket);
-        Ok(self.add(Sock::Stream(socket), facts))
+        add_stream(self, socket, options.congestion)
     }
 
     fn accept(&mut self, listener: Handle) -> Result<Option<Handle>, TrafficError> {
         let entry = self.stream(listener)?;
+        let asked = entry.congestion;
         match tcp(entry).accept() {
             Ok((conn, _)) => {
                 nonblocking(&conn)?;
-                let facts = stream_facts(&conn);
-                Ok(Some(self.add(Sock::Stream(conn), facts)))
+                add_stream(self, conn, asked).map(Some)
             }
             Err(e) if would_block(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(None),
             Err(e) => Err(TrafficError::io("accept", e)),
@@ -344,7 +376,7 @@ impl Transport for KernelNet {
         options: StreamOptions,
     ) -> Result<Handle, TrafficError> {
         refuse_xtp(options)?;
-        let socket = socket::open(Protocol::Tcp, remote, options.buffer)?;
+        let socket = tcp_socket(remote, options)?;
         socket
             .set_tcp_nodelay(options.nodelay)
             .map_err(|e| TrafficError::io("set TCP_NODELAY", e))?;
@@ -354,8 +386,8 @@ impl Transport for KernelNet {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) || would_block(&e) => {}
             Err(e) => return Err(peer_error(e, remote, Duration::ZERO)),
         }
-        let facts = stream_facts(&socket);
-        let handle = self.add(Sock::Stream(socket), facts);
+        // Read after connect: a route may have chosen for the connection.
+        let handle = add_stream(self, socket, options.congestion)?;
         let entry = self.entry(handle)?;
         entry.want_write = true;
         entry.connecting = Some(remote);
@@ -578,5 +610,58 @@ impl Transport for KernelNet {
 
     fn close_datagrams(&mut self, socket: Handle) {
         self.remove(socket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A congestion control other than the system's default, so that
+    /// running it shows the choice took.
+    fn not_the_default() -> Congestion {
+        let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+            .unwrap_or_default();
+        let name = if default.trim() == "reno" {
+            "cubic"
+        } else {
+            "reno"
+        };
+        Congestion::parse(name).unwrap()
+    }
+
+    /// The listener's choice is its accepted connection's (Linux keeps a
+    /// choice made by setsockopt, `tcp_ca_openreq_child`), the
+    /// connector's its own: both ends run it and say so.
+    #[test]
+    fn both_ends_of_a_connection_run_the_congestion_control_asked_for() {
+        let asked = not_the_default();
+        let options = StreamOptions {
+            congestion: Some(asked),
+            ..StreamOptions::default()
+        };
+        let mut net = KernelNet::new();
+        let listener = net.listen("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let local = tcp(net.entry(listener).unwrap())
+            .local_addr()
+            .unwrap()
+            .as_socket()
+            .unwrap();
+        let client = net.connect(local, options).unwrap();
+        let began = Instant::now();
+        let server = loop {
+            if let Some(server) = net.accept(listener).unwrap() {
+                break server;
+            }
+            assert!(began.elapsed() < Duration::from_secs(5), "no connection");
+            net.wait(None);
+        };
+        for facts in [
+            net.listener_facts(listener),
+            net.stream_facts(client),
+            net.stream_facts(server),
+        ] {
+            assert_eq!(facts.congestion_control.as_deref(), Some(asked.name()));
+        }
     }
 }

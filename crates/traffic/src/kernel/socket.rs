@@ -148,15 +148,6 @@ pub fn unacknowledged_bytes(socket: &impl std::os::fd::AsRawFd) -> Option<u64> {
     (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
 }
 
-/// The TCP congestion control a socket uses.
-pub fn congestion_control(socket: &Socket) -> Option<String> {
-    socket.tcp_congestion().ok().map(|name| {
-        String::from_utf8_lossy(&name)
-            .trim_end_matches('\0')
-            .to_string()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use std::net::{TcpListener, TcpStream};

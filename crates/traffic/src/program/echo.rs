@@ -49,6 +49,7 @@ impl Shared {
             xtp: self.spec.xtp,
             buffer: self.spec.sockbuf,
             nodelay: true,
+            congestion: self.spec.congestion,
         }
     }
 

@@ -40,6 +40,7 @@ impl Shared {
             xtp: self.spec.xtp,
             buffer: self.spec.sockbuf,
             nodelay: self.spec.nodelay,
+            congestion: self.spec.congestion,
         }
     }
 

@@ -564,6 +564,7 @@ fn stream_options(spec: &MessagesSpec) -> Option<StreamOptions> {
         xtp: XtpOptions::default(),
         buffer: spec.sockbuf,
         nodelay: true,
+        congestion: None,
     })
 }
 

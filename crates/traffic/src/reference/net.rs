@@ -16,6 +16,7 @@ use stack::socket::{LinkConfig, SendError};
 use stack::time::Instant;
 use wire::ethernet::EthernetAddress;
 
+use crate::congestion::Congestion;
 use crate::env::GrantedBuffers;
 use crate::error::TrafficError;
 use crate::spec::{Family, StackKind};
@@ -104,14 +105,33 @@ pub enum Datagrams {
     Link(LinkHandle),
 }
 
-/// The connection settings for `options`.
-pub fn tcp_config(options: StreamOptions) -> TcpConfig {
+/// The connection settings for `options`; an error if the stack lacks
+/// the congestion control asked for.
+pub fn tcp_config(options: StreamOptions) -> Result<TcpConfig, TrafficError> {
     let size = options.buffer.unwrap_or(DEFAULT_BUFFER);
-    TcpConfig {
+    let mut config = TcpConfig {
         send_buffer: size,
         recv_buffer: size,
         nodelay: options.nodelay,
         ..TcpConfig::default()
+    };
+    if let Some(c) = options.congestion {
+        config.congestion.algorithm = algorithm(c)?;
+    }
+    Ok(config)
+}
+
+/// The stack's algorithm of a Linux name. Linux's `reno` is RFC 5681's
+/// window with, without SACK, RFC 6582's NewReno recovery (tcp_input.c):
+/// the stack's NewReno, which both names take.
+pub fn algorithm(congestion: Congestion) -> Result<Algorithm, TrafficError> {
+    match congestion.name() {
+        "cubic" => Ok(Algorithm::Cubic),
+        "reno" | "newreno" => Ok(Algorithm::NewReno),
+        other => Err(TrafficError::Unsupported(format!(
+            "the reference stack has no congestion control `{other}`: it has cubic (its \
+             default) and reno (NewReno, also named newreno)"
+        ))),
     }
 }
 
@@ -125,8 +145,8 @@ pub fn algorithm_name(config: &TcpConfig) -> &'static str {
 
 /// What a connection opened with `options` is granted, known before it
 /// exists (for a run's record).
-pub fn stream_facts_for(options: StreamOptions) -> SocketFacts {
-    config_facts(&tcp_config(options))
+pub fn stream_facts_for(options: StreamOptions) -> Result<SocketFacts, TrafficError> {
+    tcp_config(options).map(|config| config_facts(&config))
 }
 
 /// What a datagram socket for `spec` is granted (the sender's queue in
@@ -203,7 +223,7 @@ impl Transport for Host {
         let what = format!("{}: listen on {local}", self.name());
         match options.protocol {
             StreamProtocol::Tcp => self
-                .tcp_listen(local, tcp_config(options), ListenerConfig::default())
+                .tcp_listen(local, tcp_config(options)?, ListenerConfig::default())
                 .map(HostStream::Tcp)
                 .map_err(|e| stack_error(&what, e)),
             StreamProtocol::Xtp => self
@@ -240,7 +260,7 @@ impl Transport for Host {
         let what = format!("connect to {remote}");
         match options.protocol {
             StreamProtocol::Tcp => self
-                .tcp_connect(remote, tcp_config(options))
+                .tcp_connect(remote, tcp_config(options)?)
                 .map(HostStream::Tcp)
                 .map_err(|e| stack_error(&what, e)),
             StreamProtocol::Xtp => self
@@ -589,4 +609,48 @@ impl Transport for Host {
 /// `local` with port 0: a sender's socket, which needs no bind.
 fn unspecified_port(local: &SocketAddr) -> SocketAddr {
     SocketAddr::new(local.ip(), 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(name: &str) -> StreamOptions {
+        StreamOptions {
+            congestion: Some(Congestion::parse(name).unwrap()),
+            ..StreamOptions::default()
+        }
+    }
+
+    /// Each name the stack has selects its algorithm, and the report
+    /// names it as Linux does.
+    #[test]
+    fn linux_names_select_the_stack_s_algorithms() {
+        for (name, algorithm, reported) in [
+            ("cubic", Algorithm::Cubic, "cubic"),
+            ("reno", Algorithm::NewReno, "reno"),
+            ("newreno", Algorithm::NewReno, "reno"),
+        ] {
+            let config = tcp_config(options(name)).unwrap();
+            assert_eq!(config.congestion.algorithm, algorithm, "{name}");
+            assert_eq!(algorithm_name(&config), reported, "{name}");
+        }
+        // Without -C: the stack's default, CUBIC.
+        let config = tcp_config(StreamOptions::default()).unwrap();
+        assert_eq!(algorithm_name(&config), "cubic");
+    }
+
+    #[test]
+    fn other_names_are_refused_with_what_the_stack_has() {
+        for name in ["bbr", "Cubic", "vegas"] {
+            let e = tcp_config(options(name)).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(
+                    "reference stack has no congestion control `{name}`"
+                )) && e.contains("cubic")
+                    && e.contains("reno"),
+                "{name}: {e}"
+            );
+        }
+    }
 }

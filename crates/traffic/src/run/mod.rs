@@ -59,6 +59,15 @@ impl Target {
         }
     }
 
+    /// The stacks its ends run on.
+    pub fn stacks(&self) -> &'static [StackKind] {
+        match self {
+            Target::Kernel(_) => &[StackKind::Kernel],
+            Target::Reference(_) | Target::Simulated(_) => &[StackKind::Ref],
+            Target::Cross(_) => &[StackKind::Kernel, StackKind::Ref],
+        }
+    }
+
     /// The stack the report names (the reference stack for a cross run).
     pub fn stack(&self) -> StackKind {
         match self {

@@ -10,6 +10,7 @@ use super::kernel::{self as kernel_end, Enter, KernelEnd};
 use super::network::{self, NetworkEnd};
 use super::role::Job;
 use super::{cross, EndPlan, Target};
+use crate::congestion::Congestion;
 use crate::echo::EchoReport;
 use crate::env::Environment;
 use crate::error::TrafficError;
@@ -34,6 +35,7 @@ pub fn transfer(
     let flows = numbered(flows)?;
     for flow in &flows {
         refuse_raw_without_link(flow.protocol, flow.len, target)?;
+        refuse_unknown_congestion(flow.congestion, target)?;
     }
     match target {
         Target::Kernel(path) => kernel_transfer(&flows, *path, print_intervals),
@@ -64,6 +66,7 @@ pub fn echoes(flows: &[EchoSpec], target: &Target) -> Result<Vec<EchoReport>, Tr
     let flows = numbered(flows)?;
     for flow in &flows {
         refuse_raw_without_link(flow.protocol, flow.len, target)?;
+        refuse_unknown_congestion(flow.congestion, target)?;
     }
     // The echo server answers whatever arrives on its Ethertype, so raw
     // circuits would answer each other's requests.
@@ -473,6 +476,21 @@ fn simulated_echo(
         .zip(targets)
         .map(|(run, target)| run.report(simulated(target)))
         .collect()
+}
+
+/// A congestion control some stack of `target` lacks, refused before
+/// any end starts (each end's socket is the authority, and checks again).
+fn refuse_unknown_congestion(
+    congestion: Option<Congestion>,
+    target: &Target,
+) -> Result<(), TrafficError> {
+    match congestion {
+        Some(c) => target
+            .stacks()
+            .iter()
+            .try_for_each(|&stack| crate::congestion::check(c, stack)),
+        None => Ok(()),
+    }
 }
 
 /// Refuses what `target` cannot do with `protocol` and `len`, before any

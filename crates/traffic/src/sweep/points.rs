@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::axis::MAX_POINTS;
 use super::load::{LoadOn, MAX_LOAD};
+use crate::congestion::Congestion;
 use crate::error::TrafficError;
 use crate::kernel::KernelPath;
 use crate::spec::{EchoSpec, Family, Protocol, StackKind, TransferSpec, XtpOptions};
@@ -89,6 +90,9 @@ pub struct Grid {
     pub load_on: Vec<LoadOn>,
     /// XTP's association options, for the XTP points.
     pub xtp: XtpOptions,
+    /// TCP's congestion control (`-C`), for the TCP flows; each stack's
+    /// default if `None`.
+    pub congestion: Option<Congestion>,
     /// Delay: each exchange on a new connection (`EchoSpec::connect_each`).
     pub connect_each: bool,
 }
@@ -169,6 +173,11 @@ impl Grid {
             Protocol::Xtp => self.xtp,
             _ => XtpOptions::default(),
         }
+    }
+
+    /// The congestion control for a flow of `protocol` (TCP's only).
+    fn congestion_for(&self, protocol: Protocol) -> Option<Congestion> {
+        self.congestion.filter(|_| protocol == Protocol::Tcp)
     }
 
     /// Every point, validated: a bad point (impossible size, a protocol
@@ -419,6 +428,7 @@ impl Grid {
                             port: self.port,
                             circuit: 0,
                             sockbuf,
+                            congestion: self.congestion_for(protocol),
                             xtp: self.xtp_for(protocol),
                             connect_each: self.connect_each,
                             timeout: self.timeout,
@@ -444,6 +454,7 @@ impl Grid {
                         spec.timeout = self.timeout;
                         spec.min_duration = self.min_duration;
                         spec.xtp = self.xtp_for(protocol);
+                        spec.congestion = self.congestion_for(protocol);
                         spec.validate().map_err(bad)?;
                         flows.push(spec);
                     }
@@ -504,6 +515,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: XtpOptions::default(),
+            congestion: None,
             connect_each: false,
         }
     }

@@ -17,8 +17,10 @@ use super::point_run::PointState;
 use super::points::{Point, Work};
 use super::repeat::{self, Target};
 use super::target::Targets;
+use crate::congestion::Congestion;
 use crate::echo::MAX_EXCHANGES;
 use crate::error::TrafficError;
+use crate::spec::StackKind;
 
 /// How to run the points.
 #[derive(Debug, Clone)]
@@ -64,6 +66,34 @@ pub struct Outcome {
     pub load_check: LoadCheck,
 }
 
+/// Refuses a congestion control (`-C`) that a stack some point runs on
+/// lacks, before the first point runs (each run checks again); each
+/// stack is asked once.
+fn check_congestion(points: &[Point], targets: &Targets) -> Result<(), TrafficError> {
+    let mut asked: Vec<(Congestion, StackKind)> = Vec::new();
+    for point in points {
+        let wanted: Vec<Congestion> = match &point.work {
+            Work::Transfer(flows) => flows.iter().filter_map(|f| f.congestion).collect(),
+            Work::Echo(flows) => flows.iter().filter_map(|f| f.congestion).collect(),
+        };
+        for c in wanted {
+            for &stack in targets.target(point.stack).stacks() {
+                if asked.contains(&(c, stack)) {
+                    continue;
+                }
+                asked.push((c, stack));
+                crate::congestion::check(c, stack).map_err(|e| match e {
+                    TrafficError::Unsupported(m) => {
+                        TrafficError::Unsupported(format!("{point}: {m}"))
+                    }
+                    other => other,
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs every point. `Err` only when the sweep could not start (bad
 /// settings); a failing point, or a background load that failed to fork,
 /// ends up in `Outcome::failure`.
@@ -92,6 +122,7 @@ pub fn run(
             }
         }
     }
+    check_congestion(points, &settings.targets)?;
     if let Some(p) = points.iter().find(|p| p.load > load::MAX_LOAD) {
         return Err(TrafficError::Invalid(format!(
             "{p}: at most {} background processes",
@@ -253,7 +284,7 @@ mod tests {
 
     use super::*;
     use crate::kernel::KernelPath;
-    use crate::spec::{Family, Protocol, StackKind};
+    use crate::spec::{Family, Protocol};
     use crate::sweep::load::LoadOn;
     use crate::sweep::points::{Amount, Grid, Mode};
 
@@ -292,6 +323,7 @@ mod tests {
             loads: vec![],
             load_on: vec![],
             xtp: Default::default(),
+            congestion: None,
             connect_each: false,
         }
     }

@@ -293,6 +293,8 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         loads,
         load_on: load_on.clone(),
         xtp,
+        // Recipes run each stack's default.
+        congestion: None,
         connect_each,
     };
     let full = grid(sizes, sockbufs, rates, loads, full_amount, min_duration);
