@@ -606,13 +606,25 @@ fn load_levels_and_sides_are_points_that_say_where_their_load_ran() {
 /// after SIGINT).
 #[test]
 fn interrupting_a_loaded_sweep_stops_its_load() {
-    let mut sweep = std::process::Command::new(env!("CARGO_BIN_EXE_stackscope"))
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_stackscope"));
+    command
         .args(["sweep", "--stack", "kernel", "--load", "8", "--sizes", "1K"])
         .args(["--total", "256M", "--reps", "20", "--max-reps", "20"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the sweep");
+        .stderr(std::process::Stdio::null());
+    // SIGINT as at a terminal: a shell without job control starts its
+    // background commands with SIGINT ignored, and the sweep would inherit
+    // that and run to its end (seen when `.ci/run` itself ran under `&`).
+    // SAFETY: between fork and exec the closure only calls signal(2),
+    // which is async-signal-safe, with a valid signal and disposition.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut sweep = command.spawn().expect("start the sweep");
     let pid = sweep.id() as libc::pid_t;
     // The spinners are the sweep's forked children.
     let children = || {

@@ -206,6 +206,7 @@ fn refuse_other_keys(run: &RawRun, loc: &Locator) -> Result<(), RecipeError> {
         ("circuits", run.circuits.as_ref().map(Spanned::span)),
         ("xtp", run.xtp.as_ref().map(Spanned::span)),
         ("connect_each", run.connect_each.as_ref().map(Spanned::span)),
+        ("congestion", run.congestion.as_ref().map(Spanned::span)),
         ("loads", run.loads.as_ref().map(Spanned::span)),
         ("quick_loads", run.quick_loads.as_ref().map(Spanned::span)),
         ("study", run.study.as_ref().map(Spanned::span)),

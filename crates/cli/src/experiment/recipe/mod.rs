@@ -97,6 +97,9 @@ pub(super) struct RawRun {
     pub(super) xtp: Option<Spanned<String>>,
     /// Delay runs: each exchange on a connection of its own.
     pub(super) connect_each: Option<Spanned<bool>>,
+    /// TCP's congestion control on every stack (`sweep -C`): `cubic`,
+    /// `reno`; each stack's default if absent.
+    pub(super) congestion: Option<Spanned<String>>,
     pub(super) load: Option<Spanned<u32>>,
     pub(super) loads: Option<Spanned<String>>,
     pub(super) quick_loads: Option<Spanned<String>>,
@@ -488,6 +491,7 @@ fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeErro
     refuse(loc, kind, "circuits", &run.circuits)?;
     refuse(loc, kind, "xtp", &run.xtp)?;
     refuse(loc, kind, "connect_each", &run.connect_each)?;
+    refuse(loc, kind, "congestion", &run.congestion)?;
     refuse(loc, kind, "loads (use load)", &run.loads)?;
     refuse(loc, kind, "quick_loads", &run.quick_loads)?;
     refuse(loc, kind, "study", &run.study)?;

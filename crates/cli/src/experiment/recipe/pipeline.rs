@@ -160,6 +160,7 @@ fn refuse_other_keys(run: &RawRun, loc: &Locator) -> Result<(), RecipeError> {
         ("circuits", run.circuits.as_ref().map(Spanned::span)),
         ("xtp", run.xtp.as_ref().map(Spanned::span)),
         ("connect_each", run.connect_each.as_ref().map(Spanned::span)),
+        ("congestion", run.congestion.as_ref().map(Spanned::span)),
         ("load", run.load.as_ref().map(Spanned::span)),
         ("x", run.x.as_ref().map(Spanned::span)),
         ("predict", run.predict.as_ref().map(Spanned::span)),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use traffic::congestion::Congestion;
 use traffic::kernel::KernelPath;
 use traffic::spec::{Family, Protocol, StackKind, XtpOptions};
 use traffic::sweep::load::LoadOn;
@@ -222,6 +223,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         Some(c) => *c.get_ref(),
         None => false,
     };
+    let congestion = congestion(run, &protocols, mix.as_deref(), loc)?;
     let circuits = match &run.circuits {
         Some(c) if *c.get_ref() == 0 => {
             return Err(loc.at(c.span(), "circuits = 0: give at least 1".into()))
@@ -293,8 +295,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         loads,
         load_on: load_on.clone(),
         xtp,
-        // Recipes run each stack's default.
-        congestion: None,
+        congestion,
         connect_each,
     };
     let full = grid(sizes, sockbufs, rates, loads, full_amount, min_duration);
@@ -544,4 +545,29 @@ fn xtp_options(
         }
     }
     Ok(options)
+}
+
+/// The `congestion` key: a congestion control every stack's TCP flows run
+/// (as `sweep -C`), so that a comparison of the kernel with the reference
+/// stack compares one algorithm whatever the machine's default; refused
+/// for a run without TCP flows.
+fn congestion(
+    run: &RawRun,
+    protocols: &[Protocol],
+    mix: Option<&[Protocol]>,
+    loc: &Locator,
+) -> Result<Option<Congestion>, RecipeError> {
+    let Some(name) = &run.congestion else {
+        return Ok(None);
+    };
+    let flows = mix.unwrap_or(protocols);
+    if !flows.contains(&Protocol::Tcp) {
+        return Err(loc.at(
+            name.span(),
+            "congestion is TCP's: this run has no TCP flows".into(),
+        ));
+    }
+    Congestion::parse(name.get_ref())
+        .map(Some)
+        .map_err(|e| loc.at(name.span(), e.to_string()))
 }

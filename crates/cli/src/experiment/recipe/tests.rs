@@ -2,6 +2,7 @@
 
 use super::*;
 use traffic::kernel::KernelPath;
+use traffic::spec::StackKind;
 use traffic::sweep::load::LoadOn;
 
 const GOOD: &str = r#"
@@ -471,4 +472,53 @@ fn connect_each_is_a_delay_key_for_streams() {
     // UDP has no connection to set up: refused before anything runs.
     let e = error(&delay.replace("protocols = \"tcp\"", "protocols = \"udp\""));
     assert!(e.message.contains("stream"), "{e}");
+}
+
+#[test]
+fn congestion_pins_the_tcp_flows_of_a_sweep_and_is_refused_without_them() {
+    let plan = sweep_plan(&SWEEP.replace("reps = 3", "reps = 3\ncongestion = \"cubic\""));
+    for grid in [&plan.full, &plan.quick] {
+        assert_eq!(
+            grid.congestion.map(|c| c.to_string()).as_deref(),
+            Some("cubic")
+        );
+    }
+    // Without the key each stack runs its default.
+    assert!(sweep_plan(SWEEP).full.congestion.is_none());
+    // A name no stack could hold, a run without TCP, a messages run.
+    let e = error(&SWEEP.replace("reps = 3", "reps = 3\ncongestion = \"cu bic\""));
+    assert!(e.message.contains("not a congestion control's name"), "{e}");
+    let udp = SWEEP.replace("protocols = \"tcp,udp\"", "protocols = \"udp\"");
+    let e = error(&udp.replace("reps = 3", "reps = 3\ncongestion = \"cubic\""));
+    assert!(e.message.contains("no TCP flows"), "{e}");
+    let e = error(&GOOD.replace("reps = 2", "reps = 2\ncongestion = \"cubic\""));
+    assert!(e.message.contains("congestion"), "{e}");
+}
+
+#[test]
+fn the_studies_compare_the_kernel_with_the_reference_stack_on_one_algorithm() {
+    for (file, text) in crate::experiment::LAB_RECIPES {
+        let recipe = parse(file, text).unwrap();
+        for run in &recipe.runs {
+            let Plan::Sweep(plan) = &run.plan else {
+                continue;
+            };
+            let both = plan.full.stacks.contains(&StackKind::Kernel)
+                && plan.full.stacks.contains(&StackKind::Ref);
+            let tcp = plan
+                .full
+                .mix
+                .as_deref()
+                .unwrap_or(&plan.full.protocols)
+                .contains(&Protocol::Tcp);
+            if both && tcp {
+                assert_eq!(
+                    plan.full.congestion.map(|c| c.to_string()).as_deref(),
+                    Some("cubic"),
+                    "{file}: run {}",
+                    run.id
+                );
+            }
+        }
+    }
 }
