@@ -635,6 +635,45 @@ pub(super) fn mean_ci(e: &stats::Estimate, scale: f64, decimals: usize) -> Strin
     }
 }
 
+/// The TCP congestion control each stack's points ran, as read back from
+/// their sockets (`; TCP's congestion control, as each stack ran it: cubic
+/// on ref and kernel`), so a comparison of two stacks says whether it
+/// compared one algorithm; empty without TCP.
+fn congestion_note(results: &[PointResult]) -> String {
+    let ran = results.iter().filter_map(|r| {
+        let name = r.target().congestion_control.as_deref()?;
+        Some((r.point().stack, name))
+    });
+    congestion_text(ran)
+}
+
+/// [`congestion_note`] of (stack, algorithm) pairs, in order of first
+/// appearance.
+fn congestion_text<'a>(ran: impl Iterator<Item = (StackKind, &'a str)>) -> String {
+    let mut by_algorithm: Vec<(&str, Vec<StackKind>)> = Vec::new();
+    for (stack, name) in ran {
+        match by_algorithm.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, stacks)) if stacks.contains(&stack) => {}
+            Some((_, stacks)) => stacks.push(stack),
+            None => by_algorithm.push((name, vec![stack])),
+        }
+    }
+    if by_algorithm.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = by_algorithm
+        .iter()
+        .map(|(name, stacks)| {
+            let stacks: Vec<String> = stacks.iter().map(StackKind::to_string).collect();
+            format!("{name} on {}", stacks.join(" and "))
+        })
+        .collect();
+    format!(
+        "; TCP's congestion control, as each stack ran it: {}",
+        parts.join(", ")
+    )
+}
+
 /// `met`, or the cap that stopped the point and how wide its interval
 /// was against the target: `rep cap: ±4.1 % > ±2 %`.
 fn target_cell(result: &PointResult) -> String {
@@ -655,9 +694,11 @@ fn target_cell(result: &PointResult) -> String {
 
 fn points_table(mode: Mode, results: &[PointResult]) -> Table {
     let mut table = Table {
-        caption: "Every point: n repetitions, the mean with its 95 % confidence interval \
-                  (mean ± half-width), and whether the interval met the target"
-            .into(),
+        caption: format!(
+            "Every point: n repetitions, the mean with its 95 % confidence interval \
+             (mean ± half-width), and whether the interval met the target{}",
+            congestion_note(results)
+        ),
         ..Table::default()
     };
     match mode {
@@ -825,5 +866,21 @@ mod tests {
         assert!(mean_ci(&few, 1e-6, 2).ends_with("(too noisy: the interval reaches below zero)"));
         let tight = stats::Estimate::of(&[95.2, 95.6, 95.4]).unwrap();
         assert_eq!(mean_ci(&tight, 1.0, 2).split(" ± ").next(), Some("95.40"));
+    }
+
+    #[test]
+    fn the_caption_names_the_algorithm_each_stack_ran() {
+        use StackKind::{Kernel, Ref};
+        let same = [(Ref, "cubic"), (Kernel, "cubic"), (Ref, "cubic")];
+        assert_eq!(
+            congestion_text(same.into_iter()),
+            "; TCP's congestion control, as each stack ran it: cubic on ref and kernel"
+        );
+        let differ = [(Ref, "cubic"), (Kernel, "bbr")];
+        assert_eq!(
+            congestion_text(differ.into_iter()),
+            "; TCP's congestion control, as each stack ran it: cubic on ref, bbr on kernel"
+        );
+        assert_eq!(congestion_text(std::iter::empty()), "");
     }
 }
