@@ -25,7 +25,7 @@ use super::ipv4::Ipv4Route;
 use super::ipv6_output::Ipv6Route;
 use super::Host;
 use crate::iface::neighbor::NeighborState;
-use crate::iface::route::InterfaceId;
+use crate::iface::route::{DestinationView, InterfaceId};
 use crate::phy::Medium;
 use crate::time::Instant;
 
@@ -151,27 +151,13 @@ impl Host {
                 if dst.is_multicast() || dst.is_unicast_link_local() {
                     return None;
                 }
-                let view = self.dest6.peek(now, dst).filter(|v| v.valid)?;
-                let hop = view.next_hop;
-                (
-                    hop.interface,
-                    IpAddr::V6(hop.neighbor),
-                    view.pmtu,
-                    view.pmtu_expires,
-                )
+                next_hop(self.dest6.peek(now, dst).filter(|v| v.valid)?, IpAddr::V6)
             }
             IpAddr::V4(dst) => {
                 if dst.is_broadcast() || dst.is_multicast() {
                     return None;
                 }
-                let view = self.dest4.peek(now, dst).filter(|v| v.valid)?;
-                let hop = view.next_hop;
-                (
-                    hop.interface,
-                    IpAddr::V4(hop.neighbor),
-                    view.pmtu,
-                    view.pmtu_expires,
-                )
+                next_hop(self.dest4.peek(now, dst).filter(|v| v.valid)?, IpAddr::V4)
             }
         };
         Some(CachedPath {
@@ -214,6 +200,21 @@ impl Host {
         };
         sendable(state, lladdr)
     }
+}
+
+/// A destination cache entry's interface, neighbour (as `ip` makes it an
+/// address of either family), path MTU and its aging time.
+fn next_hop<A: Copy>(
+    view: DestinationView<A>,
+    ip: fn(A) -> IpAddr,
+) -> (InterfaceId, IpAddr, u32, Option<Instant>) {
+    let hop = view.next_hop;
+    (
+        hop.interface,
+        ip(hop.neighbor),
+        view.pmtu,
+        view.pmtu_expires,
+    )
 }
 
 /// The link-layer address a lookup would send to without changing the
