@@ -166,11 +166,12 @@ pub(crate) fn push(loc: Loc, len: u32, flow: u32, aux: u64) {
             return push_slow(loc, len, flow, aux);
         }
         let tsc = clock::read();
-        // SAFETY: `next` lies in [start, end) of this thread's buffer
-        // (`allocate` set both; only this function moves `next`, one
-        // record at a time, and stops at `end`), which is freed only
-        // after the cursor is pointed nowhere; no reference to the
-        // buffer is held across this write.
+        // SAFETY: `next` lies in [start, end) of this thread's buffer:
+        // `allocate` sets both ends, `clear` moves `next` back to the
+        // start, `release` points both nowhere before it frees the
+        // buffer, and this function moves `next` on one record at a time,
+        // never past `end`; no reference to the buffer is held across
+        // this write (`records` copies out and returns).
         unsafe { next.write(Record::new(tsc, loc, len, flow, aux, cursor.thread.get())) };
         cursor.next.set(next.wrapping_add(1));
     });

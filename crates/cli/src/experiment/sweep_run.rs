@@ -635,10 +635,11 @@ pub(super) fn mean_ci(e: &stats::Estimate, scale: f64, decimals: usize) -> Strin
     }
 }
 
-/// The TCP congestion control each stack's points ran, as read back from
-/// their sockets (`; TCP's congestion control, as each stack ran it: cubic
-/// on ref and kernel`), so a comparison of two stacks says whether it
-/// compared one algorithm; empty without TCP.
+/// The TCP congestion control each stack's points ran (`; TCP's
+/// congestion control, as each stack ran it: cubic on ref and kernel`):
+/// the kernel's as read back from its sockets, the reference stack's from
+/// its connections' configuration; so a comparison of two stacks says
+/// whether it compared one algorithm. Empty without TCP.
 fn congestion_note(results: &[PointResult]) -> String {
     let ran = results.iter().filter_map(|r| {
         let name = r.target().congestion_control.as_deref()?;

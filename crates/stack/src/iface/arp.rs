@@ -346,18 +346,28 @@ impl<P> ArpCache<P> {
         }
     }
 
+    /// Whether `dst` has a fixed mapping, never resolved: the limited and
+    /// subnet-directed broadcasts (RFC 919 §7, RFC 922 §7) and multicast
+    /// (RFC 1112 §6.4); or is refused: unspecified, or ours.
+    pub fn is_fixed_or_refused(&self, dst: Ipv4Addr) -> bool {
+        self.is_broadcast(dst) || dst.is_multicast() || dst.is_unspecified() || self.is_ours(dst)
+    }
+
+    fn is_broadcast(&self, dst: Ipv4Addr) -> bool {
+        dst.is_broadcast()
+            || self
+                .addresses
+                .iter()
+                .any(|a| a.directed_broadcast() == Some(dst))
+    }
+
     /// Resolves the next hop `dst` for `packet`.
     pub fn lookup(&mut self, now: Instant, dst: Ipv4Addr, packet: P) -> ArpLookup<P> {
         // Destinations with a fixed mapping are never resolved: the limited
         // and subnet-directed broadcasts go to the Ethernet broadcast
         // address (RFC 919 §7, RFC 922 §7), multicast to 01:00:5e plus the
         // low 23 bits of the group (RFC 1112 §6.4).
-        if dst.is_broadcast()
-            || self
-                .addresses
-                .iter()
-                .any(|a| a.directed_broadcast() == Some(dst))
-        {
+        if self.is_broadcast(dst) {
             return ArpLookup::Send {
                 lladdr: EthernetAddress::BROADCAST,
                 packet,

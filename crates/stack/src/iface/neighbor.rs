@@ -1256,7 +1256,7 @@ mod tests {
         let _ = c.on_advertisement(secs(0), 1, Some(9), flags);
         let g2 = c.generation();
         assert!(g2 > g1);
-        // Sending to a REACHABLE entry changes nothing (§7.3.3): a path
+        // Sending to a REACHABLE entry changes no state (§7.3.3): a path
         // cached now stays current.
         for _ in 0..10 {
             assert!(matches!(

@@ -338,8 +338,9 @@ impl Host {
     /// a packet whose payload is the send queue's shared segments, and the
     /// checksum is summed across them (no copy of the payload here). A
     /// super-segment (`gso_size` > 0) leaves its checksum partial. A
-    /// connection's segments (`slot`) go by its cached path while it is
-    /// current (`path`), and refresh it when it is not.
+    /// connection's segments (`path_slot`: its socket slot) go by its
+    /// cached path while it is current (`path`), and learn it anew when
+    /// it is not.
     pub(super) fn tcp_emit(
         &mut self,
         now: Instant,
@@ -350,7 +351,7 @@ impl Host {
             payload,
             gso_size,
         }: Outgoing,
-        slot: Option<usize>,
+        path_slot: Option<usize>,
     ) {
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -415,7 +416,8 @@ impl Host {
         };
         room.copy_from_slice(header);
         self.counters.tcp_sent += 1;
-        let cached = slot.and_then(|slot| self.current_path(now, self.tcp_paths.get(slot), dst));
+        let cached =
+            path_slot.and_then(|slot| self.current_path(now, self.tcp_paths.get(slot), dst));
         match (src, dst) {
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 let route = match cached.and_then(|path| path.ipv6_route()) {
@@ -467,7 +469,7 @@ impl Host {
         }
         // A path that needs the full output path (no link-layer address)
         // is kept as it is: it says so until a table changes.
-        if let (Some(slot), None) = (slot, cached) {
+        if let (Some(slot), None) = (path_slot, cached) {
             let learnt = self.learn_path(now, dst);
             self.tcp_paths.set(slot, learnt);
         }

@@ -227,7 +227,9 @@ impl<A: RouteAddress> DestinationCache<A> {
     /// A number that changes whenever an entry is created, recomputed or
     /// removed, or its PMTU changes: a next hop and PMTU cached from a
     /// [`lookup`](Self::lookup) are still the entry's while it is the one
-    /// seen then (lookups that only use an entry leave it alone).
+    /// seen then. A lookup that only uses an entry (its place in the LRU
+    /// order, its last use) does not move it. Named apart from
+    /// `generation`, the routing table's number an entry was computed at.
     pub fn changes(&self) -> u64 {
         self.changes
     }
