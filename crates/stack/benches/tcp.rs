@@ -601,22 +601,32 @@ fn recorded_rounds(
 
 criterion_group!(benches, tcp_transfer, smoltcp_transfer);
 
-/// `TCP_BENCH_PROFILE=SECONDS`: only stackscope's IPv6 transfer, gate
-/// closed, repeated for about SECONDS of thread CPU time, so a profiler
-/// (`perf record`) sees this stack's work alone; prints the rate seen.
-fn profile_only(seconds: f64) {
+/// `TCP_BENCH_PROFILE=SECONDS`: only one stack's IPv6 transfer (gate
+/// closed), repeated for about SECONDS of thread CPU time, so a profiler
+/// (`perf record`, `valgrind --tool=callgrind`) sees that stack's work
+/// alone; prints the rate seen. The stack is stackscope, or smoltcp with
+/// `TCP_BENCH_PROFILE_STACK=smoltcp`: profiling both the same way gives
+/// their costs per MiB side by side.
+fn profile_only(seconds: f64, smoltcp: bool) {
     let data: Vec<u8> = (0..BYTES).map(|i| (i * 7) as u8).collect();
     let mut buf = vec![0u8; 64 * 1024];
-    let (mut sim, client, server) = connected(true);
+    let mut transfer: Box<dyn FnMut(&mut [u8])> = if smoltcp {
+        let mut pair = smol::Pair::connected(4 << 20);
+        Box::new(move |buf| pair.transfer(&data, buf))
+    } else {
+        let (mut sim, client, server) = connected(true);
+        Box::new(move |buf| transfer(&mut sim, client, server, &data, buf))
+    };
     let start = thread_cpu();
     let mut moved = 0usize;
     while (thread_cpu() - start).as_secs_f64() < seconds {
-        transfer(&mut sim, client, server, &data, &mut buf);
+        transfer(&mut buf);
         moved += BYTES;
     }
     let mib = moved as f64 / f64::from(1 << 20);
+    let name = if smoltcp { "smoltcp" } else { "stackscope" };
     println!(
-        "stackscope alone: {mib:.0} MiB at {:.0} MiB/s-cpu",
+        "{name} alone: {mib:.0} MiB at {:.0} MiB/s-cpu",
         mib / (thread_cpu() - start).as_secs_f64()
     );
 }
@@ -626,7 +636,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
     {
-        profile_only(seconds);
+        let smoltcp = std::env::var("TCP_BENCH_PROFILE_STACK").is_ok_and(|s| s == "smoltcp");
+        profile_only(seconds, smoltcp);
         return;
     }
     if let Some(rounds) = std::env::var("TCP_BENCH_CPU")

@@ -264,27 +264,32 @@ impl Interface {
                 self.transmit_super(handed, &frame);
                 continue;
             }
-            let result = {
-                let _span = probe::span(
-                    crate::probes::LINK_TRANSMIT_ENTER,
-                    crate::probes::LINK_TRANSMIT_EXIT,
-                    len as u32,
-                    frame.flow(),
-                    self.id.0 as u64,
-                );
-                with_parts(&frame, |parts| self.link.transmit(handed, parts))
-            };
-            match result {
-                Ok(()) => {
-                    self.counters.tx_frames += 1;
-                    self.counters.tx_bytes += len as u64;
-                    let complete = self.link.transmit_complete_at();
-                    self.device.push(handed, len, frame.flow(), complete);
-                    // Outside the span: a capture's copy is not the link's.
-                    with_parts(&frame, |parts| self.link.transmitted(handed, parts));
+            let flow = frame.flow();
+            // The frame's parts are laid out once, for the link and then
+            // for the capture's hook.
+            with_parts(&frame, |parts| {
+                let result = {
+                    let _span = probe::span(
+                        crate::probes::LINK_TRANSMIT_ENTER,
+                        crate::probes::LINK_TRANSMIT_EXIT,
+                        len as u32,
+                        flow,
+                        self.id.0 as u64,
+                    );
+                    self.link.transmit(handed, parts)
+                };
+                match result {
+                    Ok(()) => {
+                        self.counters.tx_frames += 1;
+                        self.counters.tx_bytes += len as u64;
+                        let complete = self.link.transmit_complete_at();
+                        self.device.push(handed, len, flow, complete);
+                        // Outside the span: a capture's copy is not the link's.
+                        self.link.transmitted(handed, parts);
+                    }
+                    Err(_) => self.counters.tx_link_errors += 1,
                 }
-                Err(_) => self.counters.tx_link_errors += 1,
-            }
+            });
         }
         let now = at();
         self.link.flush(now);

@@ -12,5 +12,10 @@ pub fn sum(data: &[u8]) -> u16 {
     if let [last] = words.remainder() {
         acc += u64::from(u16::from_be_bytes([*last, 0]));
     }
-    super::fold(acc)
+    // RFC 1071 §4.1's own fold, a carry at a time: the optimized sum's
+    // fixed-step fold is checked against it.
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
 }
