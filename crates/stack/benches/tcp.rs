@@ -24,7 +24,9 @@
 //! time, and prints the medians with ranges and the ratio: on a machine
 //! shared with other work, wall time mostly measures the wait for a CPU.
 //! (`TCP_BENCH_PROFILE=SECONDS` runs stackscope's transfer alone for
-//! that much CPU time, for a profiler.) It also prints the segments each stack sent per MiB (the count the
+//! that much CPU time, for a profiler; `TCP_BENCH_PROFILE_STACK=smoltcp`
+//! runs smoltcp's instead.) It also prints the segments each stack sent
+//! per MiB (the count the
 //! per-packet cost multiplies), and, with probes compiled in, a third
 //! figure: stackscope recording every flow at the `layers` level. Built
 //! with `--no-default-features` the stack's probes are compiled out; the
