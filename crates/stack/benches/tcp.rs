@@ -610,9 +610,11 @@ criterion_group!(benches, tcp_transfer, smoltcp_transfer);
 /// `TCP_BENCH_PROFILE_STACK=smoltcp`: profiling both the same way gives
 /// their costs per MiB side by side.
 fn profile_only(seconds: f64, smoltcp: bool) {
+    /// One transfer of `BYTES`, reading into the buffer given.
+    type Transfer = Box<dyn FnMut(&mut [u8])>;
     let data: Vec<u8> = (0..BYTES).map(|i| (i * 7) as u8).collect();
     let mut buf = vec![0u8; 64 * 1024];
-    let mut transfer: Box<dyn FnMut(&mut [u8])> = if smoltcp {
+    let mut transfer: Transfer = if smoltcp {
         let mut pair = smol::Pair::connected(4 << 20);
         Box::new(move |buf| pair.transfer(&data, buf))
     } else {

@@ -276,3 +276,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_segment_list_becomes_the_chain_or_follows_it_without_its_empty_segments() {
+    let pool = pool(8);
+    let mut source = Packet::new(&pool, Flow::NONE).unwrap();
+    source.append_copy(b"abcdefgh").unwrap();
+    let list = |ranges: &[std::ops::Range<usize>]| -> stack::buffer::SegmentList {
+        ranges
+            .iter()
+            .flat_map(|r| source.segments(r.clone()).unwrap())
+            .collect()
+    };
+    // Headers only: the list is moved in as the chain.
+    let mut packet = Packet::new(&pool, Flow::NONE).unwrap();
+    packet.prepend(2).unwrap().copy_from_slice(b"H:");
+    packet.append_segment_list(list(&[0..3, 3..3, 5..8]));
+    assert_eq!(flatten(&packet), b"H:abcfgh");
+    assert_eq!(packet.parts().count(), 3, "the empty segment is not kept");
+    // A chain already there: the list follows it.
+    packet.append_segment_list(list(&[3..4, 4..5]));
+    assert_eq!(flatten(&packet), b"H:abcfghde");
+    assert_eq!(packet.len(), 10);
+    // An empty segment is not kept: a packet given only one still has no
+    // chain, so its head's tailroom is still there to append into.
+    let empty = source.segments(0..1).unwrap()[0].slice(0..0).unwrap();
+    assert!(empty.is_empty());
+    let mut bare = Packet::new(&pool, Flow::NONE).unwrap();
+    bare.append_segment_list([empty].into_iter().collect());
+    assert!(bare.tailroom() > 0, "no empty segment in the chain");
+}

@@ -365,7 +365,7 @@ impl Host {
             self.count_drop("tcp_no_buffer");
             return;
         };
-        packet.append_segments(payload);
+        packet.append_segment_list(payload);
         if packet.len() != repr.payload_len {
             self.count_drop("tcp_payload_mismatch");
             return;
