@@ -121,6 +121,7 @@ pub fn run(
             plan.family,
             &sizes,
             flows,
+            None,
         ),
     };
     gauges.measure();
