@@ -4,21 +4,28 @@
 //! Sender in namespace B, receiver in A, across the veth pair; or both in
 //! A over its loopback. The probes are optional (the cost's detached
 //! transfers run without), and each host's events are registered under a
-//! flow id of its own, so an ACK's events stay apart from the data's.
+//! flow id of its own, so an ACK's events stay apart from the data's. TCP
+//! messages may name a congestion control, set on both ends before listen
+//! and connect and read back after accept and connect
+//! (`traffic::kernel::congestion`, as ttcp's and sweep's `-C`): a
+//! connection that runs another fails the transfer.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use socket2::{Domain, Socket, Type};
+use traffic::congestion::Congestion;
 use traffic::cpu::CpuMeter;
+use traffic::kernel::congestion;
 use traffic::kernel::netns::{Side, VethPair};
 use traffic::spec::Family;
 
 use crate::error::KernelProbeError;
 use crate::session::KernelProbes;
 use crate::transfer::namespace_inodes;
-use crate::transfer_io::{accept_within, entered, failed, gone};
+use crate::transfer_io::{accept_within, entered, failed, gone, refused};
 
 /// How long a side waits for the other.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -66,7 +73,7 @@ impl HostFlows {
 }
 
 /// What a transfer did.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Transferred {
     /// Messages (or writes) sent and received whole.
     pub sent: usize,
@@ -78,6 +85,10 @@ pub struct Transferred {
     /// receive path runs mostly in the sender's system calls).
     pub sender_cpu: Duration,
     pub receiver_cpu: Duration,
+    /// TCP's congestion control, as read back from the sender's socket
+    /// (the one that governs the data; with one asked for, both ends
+    /// were checked to run it). None for UDP.
+    pub congestion_control: Option<String>,
 }
 
 /// The sides' namespaces and addresses for `path`.
@@ -99,7 +110,9 @@ fn ends(pair: &VethPair, path: Path, family: Family) -> ([Side; 2], [IpAddr; 2])
 
 /// Once the sender has said its ports, registers the run's flows with
 /// the probes (if any) and lets both sides go; on failure the sides see
-/// the go channel closed and stop.
+/// the go channel closed and stop. A sender that ends before it says its
+/// ports has failed (or its receiver has) and its own result says why:
+/// that is no failure of the registration.
 fn register_then_go(
     ports_rx: &mpsc::Receiver<(u16, u16)>,
     go_tx: mpsc::Sender<()>,
@@ -109,13 +122,13 @@ fn register_then_go(
     flows: HostFlows,
     unconnected: bool,
 ) -> Result<(), KernelProbeError> {
-    let registered = ports_rx
-        .recv()
-        .map_err(|_| gone("sender"))
-        .and_then(|ports| match probes {
-            Some(p) => register(p, pair, path, flows, ports, unconnected),
-            None => Ok(()),
-        });
+    let Ok(ports) = ports_rx.recv() else {
+        return Ok(());
+    };
+    let registered = match probes {
+        Some(p) => register(p, pair, path, flows, ports, unconnected),
+        None => Ok(()),
+    };
     if registered.is_ok() {
         let _ = go_tx.send(());
     }
@@ -154,7 +167,8 @@ fn register(
 }
 
 /// TCP messages of `sizes` bytes in order (no-delay, one write each), each
-/// read whole before the next is written.
+/// read whole before the next is written, with `congestion` on both ends
+/// (none: the kernel's default, `net.ipv4.tcp_congestion_control`).
 pub fn tcp_messages(
     pair: &VethPair,
     probes: Option<&mut KernelProbes>,
@@ -162,8 +176,17 @@ pub fn tcp_messages(
     family: Family,
     sizes: &[u32],
     flows: HostFlows,
+    congestion: Option<Congestion>,
 ) -> Result<Transferred, KernelProbeError> {
-    tcp(pair, probes, path, family, Load::Messages(sizes), flows)
+    tcp(
+        pair,
+        probes,
+        path,
+        family,
+        Load::Messages(sizes),
+        flows,
+        congestion,
+    )
 }
 
 /// `total` bytes over TCP in writes of `chunk`, as fast as they go.
@@ -182,6 +205,7 @@ pub fn tcp_bulk(
         family,
         Load::Bulk { total, chunk },
         flows,
+        None,
     )
 }
 
@@ -213,6 +237,25 @@ impl Load<'_> {
     }
 }
 
+/// A TCP socket for `addr`'s family, with `asked` set before it listens
+/// or connects: a listener's choice is its accepted connections' too.
+fn tcp_socket(addr: SocketAddr, asked: Option<Congestion>) -> Result<Socket, KernelProbeError> {
+    let socket = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .map_err(failed("socket"))?;
+    if let Some(c) = asked {
+        congestion::set(&socket, c).map_err(refused)?;
+    }
+    Ok(socket)
+}
+
+/// What a TCP sender reports: its wall and CPU time, and the congestion
+/// control its connection runs.
+type Sent = (Duration, Duration, Option<String>);
+
 fn tcp(
     pair: &VethPair,
     probes: Option<&mut KernelProbes>,
@@ -220,6 +263,7 @@ fn tcp(
     family: Family,
     load: Load,
     flows: HostFlows,
+    asked: Option<Congestion>,
 ) -> Result<Transferred, KernelProbeError> {
     let ([rx_side, tx_side], [rx_addr, _]) = ends(pair, path, family);
     let writes = load.writes();
@@ -231,10 +275,14 @@ fn tcp(
     std::thread::scope(|s| {
         let receiver = s.spawn(move || -> Result<(usize, Duration), KernelProbeError> {
             entered(pair, rx_side)?;
-            let listener =
-                TcpListener::bind(SocketAddr::new(rx_addr, 0)).map_err(failed("bind"))?;
+            let local = SocketAddr::new(rx_addr, 0);
+            let socket = tcp_socket(local, asked)?;
+            socket.bind(&local.into()).map_err(failed("bind"))?;
+            socket.listen(16).map_err(failed("listen"))?;
+            let listener = TcpListener::from(socket);
             let _ = addr_tx.send(listener.local_addr().map_err(failed("address"))?);
             let mut conn = accept_within(&listener, TIMEOUT)?;
+            congestion::running(&conn, asked).map_err(refused)?;
             conn.set_read_timeout(Some(TIMEOUT))
                 .map_err(failed("timeout"))?;
             let meter = CpuMeter::start();
@@ -250,11 +298,16 @@ fn tcp(
             let used = meter.stop();
             Ok((done, used.user + used.system))
         });
-        let sender = s.spawn(move || -> Result<(Duration, Duration), KernelProbeError> {
+        let sender = s.spawn(move || -> Result<Sent, KernelProbeError> {
             let server: SocketAddr = addr_rx.recv().map_err(|_| gone("receiver"))?;
             entered(pair, tx_side)?;
-            let mut conn =
-                TcpStream::connect_timeout(&server, TIMEOUT).map_err(failed("connect"))?;
+            let socket = tcp_socket(server, asked)?;
+            socket
+                .connect_timeout(&server.into(), TIMEOUT)
+                .map_err(failed("connect"))?;
+            let mut conn = TcpStream::from(socket);
+            // Read after connect: a route's congctl may have chosen.
+            let running = congestion::running(&conn, asked).map_err(refused)?;
             conn.set_nodelay(true).map_err(failed("no-delay"))?;
             let local = conn.local_addr().map_err(failed("address"))?.port();
             let _ = ports_tx.send((server.port(), local));
@@ -275,14 +328,14 @@ fn tcp(
                 while read_rx.recv_timeout(TIMEOUT).is_ok() {}
             }
             let used = meter.stop();
-            Ok((began.elapsed(), used.user + used.system))
+            Ok((began.elapsed(), used.user + used.system, running))
         });
         let registered = register_then_go(&ports_rx, go_tx, probes, pair, path, flows, false);
         let received = receiver.join().map_err(|_| gone("receiver"))?;
         let sent = sender.join().map_err(|_| gone("sender"))?;
         registered?;
         let (received, receiver_cpu) = received?;
-        let (wall, sender_cpu) = sent?;
+        let (wall, sender_cpu, congestion_control) = sent?;
         Ok(Transferred {
             sent: writes.len(),
             received,
@@ -290,6 +343,7 @@ fn tcp(
             wall,
             sender_cpu,
             receiver_cpu,
+            congestion_control,
         })
     })
 }
@@ -366,6 +420,7 @@ pub fn udp_messages(
             wall,
             sender_cpu,
             receiver_cpu,
+            congestion_control: None,
         })
     })
 }

@@ -19,6 +19,12 @@ pub(crate) fn gone(what: &str) -> KernelProbeError {
     KernelProbeError::Invalid(format!("transfer: the {what} thread ended early"))
 }
 
+/// A refusal of the traffic crate's (a congestion control the kernel
+/// lacks or the connection does not run), in its own words.
+pub(crate) fn refused(e: traffic::TrafficError) -> KernelProbeError {
+    KernelProbeError::Invalid(e.to_string())
+}
+
 /// Moves the calling thread into `side`'s network namespace.
 pub(crate) fn entered(pair: &VethPair, side: Side) -> Result<(), KernelProbeError> {
     pair.enter(side)

@@ -29,20 +29,13 @@ fn one_pair_at_a_time() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Moves `sizes` with `transfer` (`messages::tcp_messages` or
-/// `udp_messages`) over IPv6 on this process's veth pair (one pair at a
-/// time), the hosts' flows numbered from `first_flow`, under the kernel
-/// probes: what moved and what the probes traced; `None`, saying why,
-/// where the test cannot run.
-fn traced_run<E: std::fmt::Debug>(
-    transfer: impl FnOnce(
-        &VethPair,
-        Option<&mut KernelProbes>,
-        Path,
-        Family,
-        &[u32],
-        HostFlows,
-    ) -> Result<Transferred, E>,
+/// Moves `sizes` over `transport` (`messages::tcp_messages`, at the
+/// kernel's default congestion control, or `udp_messages`) over IPv6 on
+/// this process's veth pair (one pair at a time), the hosts' flows
+/// numbered from `first_flow`, under the kernel probes: what moved and
+/// what the probes traced; `None`, saying why, where the test cannot run.
+fn traced_run(
+    transport: Transport,
     first_flow: u32,
     sizes: &[u32],
 ) -> Option<(Transferred, KernelTrace)> {
@@ -54,14 +47,13 @@ fn traced_run<E: std::fmt::Debug>(
     let pair = VethPair::create(1500).expect("veth pair");
     let mut probes = KernelProbes::start(&Config::default()).expect("probes");
     let flows = HostFlows::of(first_flow, Path::Veth);
-    let moved = transfer(
-        &pair,
-        Some(&mut probes),
-        Path::Veth,
-        Family::V6,
-        sizes,
-        flows,
-    )
+    let (probes_on, path, family) = (Some(&mut probes), Path::Veth, Family::V6);
+    let moved = match transport {
+        Transport::Tcp => {
+            messages::tcp_messages(&pair, probes_on, path, family, sizes, flows, None)
+        }
+        Transport::Udp => messages::udp_messages(&pair, probes_on, path, family, sizes, flows),
+    }
     .expect("transfer");
     let traced = probes.finish("test").expect("finish");
     Some((moved, traced))
@@ -111,7 +103,7 @@ fn flow_of(trace: &probe::Trace, name: &str) -> Vec<u32> {
 #[test]
 fn tcp_messages_are_analysed_with_every_window() {
     let sizes = [1024u32, 65536, 1024, 4096];
-    let Some((moved, traced)) = traced_run(messages::tcp_messages, 5, &sizes) else {
+    let Some((moved, traced)) = traced_run(Transport::Tcp, 5, &sizes) else {
         return;
     };
     assert_eq!((moved.sent, moved.received), (4, 4));
@@ -200,7 +192,7 @@ fn tcp_messages_are_analysed_with_every_window() {
 fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
     // 8000 B: six IPv6 fragments of at most 1448 B of the datagram each.
     let sizes = [1024u32, 8000, 1024];
-    let Some((moved, traced)) = traced_run(messages::udp_messages, 9, &sizes) else {
+    let Some((moved, traced)) = traced_run(Transport::Udp, 9, &sizes) else {
         return;
     };
     assert_eq!(moved.received, 3);
@@ -268,7 +260,7 @@ fn udp_datagrams_are_analysed_on_both_paths_fragments_too() {
 #[test]
 fn every_large_message_leaves_the_send_queue() {
     let sizes = [65536u32; 30];
-    let Some((moved, traced)) = traced_run(messages::tcp_messages, 11, &sizes) else {
+    let Some((moved, traced)) = traced_run(Transport::Tcp, 11, &sizes) else {
         return;
     };
     assert_eq!(moved.received, sizes.len());

@@ -90,7 +90,7 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &KernelRun) {
     }
     let _ = write!(
         h,
-        "<p class=\"note\">The kernel's own {} over {}, {}: single messages one at a time (each read whole before the next), traced with eBPF (docs/kernel-probes.md) for this flow only; {} measured messages sent, {} received whole, after {} warm-up. {} records, {} lost to a full ring. Trace <code>{}</code>, timeline <code>{}</code>.</p>",
+        "<p class=\"note\">The kernel's own {} over {}, {}: single messages one at a time (each read whole before the next), traced with eBPF (docs/kernel-probes.md) for this flow only{}; {} measured messages sent, {} received whole, after {} warm-up. {} records, {} lost to a full ring. Trace <code>{}</code>, timeline <code>{}</code>.</p>",
         escape(&run.protocol),
         escape(&run.family),
         if run.path == "veth" {
@@ -98,6 +98,7 @@ pub(crate) fn section(h: &mut String, experiment: &str, run: &KernelRun) {
         } else {
             "sender and receiver in one network namespace over its loopback"
         },
+        escape(&congestion_note(run)),
         run.sent,
         run.received,
         run.warmup,
@@ -296,6 +297,30 @@ fn path_cells(f: Option<&KernelPathFigures>) -> [String; 2] {
     }
 }
 
+/// `; TCP's congestion control, as the kernel ran it: cubic (the
+/// recipe's congestion)`: read back from the sockets, so a comparison
+/// with the reference stack (CUBIC) says whether it compared one
+/// algorithm. Empty without TCP.
+fn congestion_note(run: &KernelRun) -> String {
+    let Some(ran) = &run.congestion_control else {
+        return String::new();
+    };
+    let chosen = match &run.congestion {
+        Some(_) => "the recipe's congestion",
+        None => "the kernel's default: the recipe chose none",
+    };
+    format!("; TCP's congestion control, as the kernel ran it: {ran} ({chosen})")
+}
+
+/// A kernel row's name beside the reference stack's: its id and path,
+/// and for TCP the congestion control it ran.
+fn kernel_label(run: &KernelRun) -> String {
+    match &run.congestion_control {
+        Some(ran) => format!("kernel ({}, {}, {ran})", run.id, run.path),
+        None => format!("kernel ({}, {})", run.id, run.path),
+    }
+}
+
 fn latency_table(run: &KernelRun) -> Table {
     let rows = run
         .points
@@ -317,9 +342,10 @@ fn latency_table(run: &KernelRun) -> Table {
         })
         .collect();
     Table {
-        caption:
-            "Kernel start and stop latency per size (mean, 95 % interval, n; probe cost taken out)"
-                .into(),
+        caption: format!(
+            "Kernel start and stop latency per size (mean, 95 % interval, n; probe cost taken out){}",
+            congestion_note(run)
+        ),
         columns: [
             "size (B)",
             "messages",
@@ -618,7 +644,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
     }
     let _ = write!(
         h,
-        "<h3 id=\"{}\">{}: the kernel beside the reference stack, per layer</h3><p class=\"note\">At 1 KiB and 64 KiB (the kernel runs' sizes; the reference run's nearest). The kernel's cuts between transport and network (at IP output's <code>ip_finish_output</code> and at TCP/UDP input's socket filter) leave IP's header and netfilter work on the transport side, unlike the reference stack's, so socket, transport and network are compared as one part (<em>stack</em>; the kernel's own tables split them); <em>link</em> is the reference stack's link layer and the kernel's qdisc, device queue, driver and backlog; <em>waiting</em> is the reference stack's wire and time in no span (its reader's wake-up among it), the kernel's wait for the next packet's arrival and in the socket's receive queue until the reader takes it (the reader's wake-up). The reference stack runs on its virtual wire without a rate where the recipe has such runs (else on its rate-limited link, whose wire time then fills its windows), the kernel across a veth pair, which has no rate either: the windows are the same kind, the paths are not (the kernel's hands each packet to the peer's backlog; the reference stack's wire is a queue between two threads or one simulated clock).</p>",
+        "<h3 id=\"{}\">{}: the kernel beside the reference stack, per layer</h3><p class=\"note\">At 1 KiB and 64 KiB (the kernel runs' sizes; the reference run's nearest). The kernel's cuts between transport and network (at IP output's <code>ip_finish_output</code> and at TCP/UDP input's socket filter) leave IP's header and netfilter work on the transport side, unlike the reference stack's, so socket, transport and network are compared as one part (<em>stack</em>; the kernel's own tables split them); <em>link</em> is the reference stack's link layer and the kernel's qdisc, device queue, driver and backlog; <em>waiting</em> is the reference stack's wire and time in no span (its reader's wake-up among it), the kernel's wait for the next packet's arrival and in the socket's receive queue until the reader takes it (the reader's wake-up). The reference stack runs on its virtual wire without a rate where the recipe has such runs (else on its rate-limited link, whose wire time then fills its windows), the kernel across a veth pair, which has no rate either: the windows are the same kind, the paths are not (the kernel's hands each packet to the peer's backlog; the reference stack's wire is a queue between two threads or one simulated clock). A kernel TCP row names the congestion control the kernel ran, read back from its sockets; the reference stack's messages run its own, CUBIC.</p>",
         crate::toc::run(&exp.name, "kernel-beside-reference"),
         escape(&exp.name),
     );
@@ -673,7 +699,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                 if let Some(kf) = kf {
                     let shares = kernel_shares(kf);
                     rows.push(row(
-                        &format!("kernel ({}, {})", k.id, k.path),
+                        &kernel_label(k),
                         path,
                         kp.size,
                         &kf.start_us,
@@ -687,7 +713,7 @@ pub(crate) fn beside_reference(h: &mut String, exp: &Experiment) {
                     ));
                 } else {
                     rows.push(vec![
-                        format!("kernel ({}, {})", k.id, k.path),
+                        kernel_label(k),
                         path.into(),
                         kp.size.to_string(),
                         "no window (see the run)".into(),
@@ -773,6 +799,39 @@ fn speed(g: &MachineGauges) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A TCP run says which congestion control the kernel ran, and whether
+    /// the recipe chose it, in its note, its latency table's caption and
+    /// its name beside the reference stack; a UDP run says nothing of one.
+    #[test]
+    fn a_tcp_run_names_the_congestion_control_it_ran() {
+        let mut run = KernelRun {
+            id: "kernel-tcp".into(),
+            protocol: "TCP".into(),
+            family: "IPv6".into(),
+            path: "veth".into(),
+            status: "measured".into(),
+            ..KernelRun::default()
+        };
+        let html = |run: &KernelRun| {
+            let mut h = String::new();
+            section(&mut h, "xie1999", run);
+            h
+        };
+        assert!(!html(&run).contains("congestion control"));
+        assert_eq!(kernel_label(&run), "kernel (kernel-tcp, veth)");
+        run.congestion_control = Some("bbr".into());
+        assert!(html(&run).contains(&escape(
+            "as the kernel ran it: bbr (the kernel's default: the recipe chose none)"
+        )));
+        run.congestion = Some("cubic".into());
+        run.congestion_control = Some("cubic".into());
+        let note =
+            "; TCP's congestion control, as the kernel ran it: cubic (the recipe's congestion)";
+        assert!(latency_table(&run).caption.ends_with(note));
+        assert!(html(&run).contains(&escape(&format!("for this flow only{note};"))));
+        assert_eq!(kernel_label(&run), "kernel (kernel-tcp, veth, cubic)");
+    }
 
     #[test]
     fn a_latency_whose_interval_reaches_below_zero_gives_its_median() {

@@ -11,7 +11,7 @@ use stats::{Estimate, Interval};
 use crate::model::MachineGauges;
 
 /// One kernel messages run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct KernelRun {
     pub id: String,
     pub title: String,
@@ -21,6 +21,13 @@ pub struct KernelRun {
     pub family: String,
     /// `veth` (two namespaces) or `loopback`.
     pub path: String,
+    /// TCP's congestion control the recipe asked for (`congestion`);
+    /// none: the kernel's default.
+    pub congestion: Option<String>,
+    /// TCP's congestion control the messages ran, as read back from the
+    /// sender's socket (with one asked for, both ends were checked to run
+    /// it); none for UDP or a run that did not measure.
+    pub congestion_control: Option<String>,
     pub reps: u32,
     pub warmup: u32,
     /// `measured`, or `skipped` with `skipped` saying why.

@@ -4,7 +4,9 @@
 //! the probes' cost measured interleaved (once per lab) and subtracted,
 //! and the trace analysed as the reference stack's
 //! (`analysis::kernel_messages`). Without root, BTF or a loadable probe
-//! set the run is skipped and says why; the lab goes on.
+//! set the run is skipped and says why; the lab goes on. A TCP run's
+//! `congestion` is set on both ends' sockets and read back (a name the
+//! kernel lacks fails the run before anything runs, as a sweep's).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -22,7 +24,7 @@ use kernel_probe::{Config, KernelProbes, HOOKS};
 use probe::convert::TimelineFormat;
 use report::kernel_runs::{KernelOverhead, KernelRun, MissingProbe, ProbeCostFigures};
 use traffic::kernel::netns::VethPair;
-use traffic::spec::{Family, Protocol};
+use traffic::spec::{Family, Protocol, StackKind};
 
 use super::recipe::{KernelPlan, Recipe, Run};
 
@@ -75,6 +77,10 @@ pub fn run(
             return Ok(skip(out, why));
         }
     }
+    if let Some(c) = plan.congestion {
+        traffic::congestion::check(c, StackKind::Kernel)
+            .with_context(|| format!("congestion = \"{c}\""))?;
+    }
     let pair = match VethPair::create(1500) {
         Ok(pair) => pair,
         Err(e) => return Ok(skip(out, format!("the veth pair could not be made: {e}"))),
@@ -121,6 +127,7 @@ pub fn run(
             plan.family,
             &sizes,
             flows,
+            plan.congestion,
         ),
     };
     gauges.measure();
@@ -155,6 +162,7 @@ pub fn run(
         _ => traced.trace.header.description.clone(),
     };
     let warmup = plan.warmup as usize;
+    out.congestion_control = moved.congestion_control;
     out.sent = (sizes.len() - warmup.min(sizes.len())) as u64;
     out.received = moved.received.saturating_sub(warmup) as u64;
     out.records = traced.trace.records.len() as u64;
@@ -248,6 +256,8 @@ fn empty(run: &Run, plan: &KernelPlan) -> KernelRun {
         protocol: protocol_name(plan.protocol).into(),
         family: family_name(plan.family).into(),
         path: plan.path.name().into(),
+        congestion: plan.congestion.map(|c| c.to_string()),
+        congestion_control: None,
         reps: plan.reps,
         warmup: plan.warmup,
         status: "skipped".into(),
@@ -576,6 +586,7 @@ mod tests {
             reps: 2,
             quick_reps: 1,
             warmup: 2,
+            congestion: None,
         };
         assert_eq!(
             sent_sizes(&plan, false),

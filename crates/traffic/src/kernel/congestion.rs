@@ -1,8 +1,12 @@
 //! The kernel's TCP congestion control chosen per socket
 //! (`setsockopt(TCP_CONGESTION)`, tcp(7)), with the kernel's refusals
-//! turned into what it offers instead.
+//! turned into what it offers instead. Any socket will do (`AsFd`): this
+//! crate's kernel target and the kernel probes' message drivers
+//! (`kernel_probe::messages`, on std sockets) set and check it alike.
 
-use socket2::{Domain, Protocol, Socket, Type};
+use std::os::fd::AsFd;
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
 use crate::congestion::Congestion;
 use crate::error::TrafficError;
@@ -16,15 +20,15 @@ const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 /// listener's choice is its accepted connections' too (Linux's
 /// `tcp_ca_openreq_child` keeps a choice made by setsockopt), and a
 /// sender's is in effect from its first segment.
-pub fn set(socket: &Socket, congestion: Congestion) -> Result<(), TrafficError> {
-    socket
+pub fn set(socket: &impl AsFd, congestion: Congestion) -> Result<(), TrafficError> {
+    SockRef::from(socket)
         .set_tcp_congestion(congestion.name().as_bytes())
         .map_err(|e| refusal(congestion, e))
 }
 
 /// The TCP congestion control a socket runs, read back from the kernel.
-pub fn in_effect(socket: &Socket) -> Option<String> {
-    socket.tcp_congestion().ok().map(|name| {
+pub fn in_effect(socket: &impl AsFd) -> Option<String> {
+    SockRef::from(socket).tcp_congestion().ok().map(|name| {
         String::from_utf8_lossy(&name)
             .trim_end_matches('\0')
             .to_string()
@@ -44,6 +48,17 @@ pub fn confirm(asked: Option<Congestion>, running: Option<&str>) -> Result<(), T
         ))),
         _ => Ok(()),
     }
+}
+
+/// What a TCP socket runs, read back after connect or accept, and an
+/// error if that is not the choice asked for ([`confirm`]).
+pub fn running(
+    socket: &impl AsFd,
+    asked: Option<Congestion>,
+) -> Result<Option<String>, TrafficError> {
+    let running = in_effect(socket);
+    confirm(asked, running.as_deref())?;
+    Ok(running)
 }
 
 /// Whether the kernel takes `congestion`, tried on a TCP socket of its
@@ -97,6 +112,27 @@ mod tests {
         let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
         set(&socket, name("reno")).unwrap();
         assert_eq!(in_effect(&socket).as_deref(), Some("reno"));
+    }
+
+    /// A std socket is set and read back the same way (the kernel
+    /// probes' message drivers hold std sockets), and [`running`] refuses
+    /// one that runs another algorithm than asked.
+    #[test]
+    fn a_std_socket_is_set_and_checked() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set(&listener, name("reno")).unwrap();
+        assert_eq!(
+            running(&listener, Some(name("reno"))).unwrap().as_deref(),
+            Some("reno")
+        );
+        assert_eq!(running(&listener, None).unwrap().as_deref(), Some("reno"));
+        let e = running(&listener, Some(name("cubic")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("-C cubic was set, but the connection runs reno"),
+            "{e}"
+        );
     }
 
     #[test]

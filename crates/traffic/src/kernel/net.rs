@@ -270,11 +270,9 @@ fn tcp(entry: &Entry) -> &Socket {
 /// What a stream socket was granted and runs, read back from the kernel;
 /// an error if it does not run the congestion control asked for.
 fn stream_facts(socket: &Socket, asked: Option<Congestion>) -> Result<SocketFacts, TrafficError> {
-    let running = congestion::in_effect(socket);
-    congestion::confirm(asked, running.as_deref())?;
     Ok(SocketFacts {
+        congestion_control: congestion::running(socket, asked)?,
         granted: socket::granted(socket),
-        congestion_control: running,
     })
 }
 

@@ -7,16 +7,18 @@
 //!
 //! Keys: `protocol` (tcp, udp), `family`, `sizes` / `quick_sizes`,
 //! `reps` / `quick_reps` (in rounds: every size once per round),
-//! `warmup`, `link`. The reference stack's keys (socket buffers, stop
+//! `warmup`, `link`, `congestion` (TCP's congestion control, set on both
+//! ends' sockets; TCP runs only). The reference stack's keys (socket buffers, stop
 //! definition, probe depth, fragmentation, slope targets, load) are
 //! refused: the kernel's windows are fixed (docs/lab.md).
 
 use toml::Spanned;
 
 use kernel_probe::messages::Path;
+use traffic::congestion::Congestion;
 use traffic::spec::{Family, Protocol};
 
-use super::{reps_of, sizes, Locator, RawRun, RecipeError};
+use super::{congestion_of, reps_of, sizes, Locator, RawRun, RecipeError};
 
 /// Most messages a kernel run sends (sizes × repetitions).
 const MAX_MESSAGES: u64 = 20_000;
@@ -35,6 +37,9 @@ pub struct KernelPlan {
     pub reps: u32,
     pub quick_reps: u32,
     pub warmup: u32,
+    /// TCP's congestion control on both ends (`congestion`); none: the
+    /// kernel's default (`net.ipv4.tcp_congestion_control`).
+    pub congestion: Option<Congestion>,
 }
 
 impl KernelPlan {
@@ -132,6 +137,7 @@ pub(super) fn plan(run: &RawRun, loc: &Locator) -> Result<KernelPlan, RecipeErro
         Some(q) => sizes_of("quick_sizes", q)?,
         None => sizes.clone(),
     };
+    let congestion = congestion_of(run, &[protocol], loc)?;
     let reps = reps_of(loc, "reps", &run.reps, 1)?;
     let quick_reps = reps_of(loc, "quick_reps", &run.quick_reps, 1)?;
     let total = sizes.len() as u64 * u64::from(reps);
@@ -150,6 +156,7 @@ pub(super) fn plan(run: &RawRun, loc: &Locator) -> Result<KernelPlan, RecipeErro
         reps,
         quick_reps,
         warmup: run.warmup.as_ref().map_or(0, |w| *w.get_ref()),
+        congestion,
     })
 }
 
@@ -206,7 +213,6 @@ fn refuse_other_keys(run: &RawRun, loc: &Locator) -> Result<(), RecipeError> {
         ("circuits", run.circuits.as_ref().map(Spanned::span)),
         ("xtp", run.xtp.as_ref().map(Spanned::span)),
         ("connect_each", run.connect_each.as_ref().map(Spanned::span)),
-        ("congestion", run.congestion.as_ref().map(Spanned::span)),
         ("loads", run.loads.as_ref().map(Spanned::span)),
         ("quick_loads", run.quick_loads.as_ref().map(Spanned::span)),
         ("study", run.study.as_ref().map(Spanned::span)),
@@ -246,21 +252,55 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_kernel_run_is_read() {
-        let text = recipe(
-            "stack = \"kernel\"\nlink = \"veth\"\nprotocol = \"udp\"\nfamily = \"ipv4\"\nsizes = \"1024,65507\"\nquick_sizes = \"1024\"\nreps = 5\nwarmup = 3",
-        );
-        let r = parse("k.toml", &text).unwrap();
+    /// The plan of a recipe whose one run is `run`, a kernel run.
+    fn kernel_plan(run: &str) -> KernelPlan {
+        let r = parse("k.toml", &recipe(run)).unwrap();
         let Plan::Kernel(k) = &r.runs[0].plan else {
             panic!("not a kernel plan");
         };
+        k.clone()
+    }
+
+    #[test]
+    fn a_kernel_run_is_read() {
+        let k = kernel_plan(
+            "stack = \"kernel\"\nlink = \"veth\"\nprotocol = \"udp\"\nfamily = \"ipv4\"\nsizes = \"1024,65507\"\nquick_sizes = \"1024\"\nreps = 5\nwarmup = 3",
+        );
         assert_eq!(k.path, Path::Veth);
         assert_eq!(k.protocol, Protocol::Udp);
         assert_eq!(k.family, Family::V4);
         assert_eq!(k.sizes, vec![1024, 65507]);
         assert_eq!(k.sizes_and_reps(true), (&[1024usize][..], 1));
         assert_eq!(k.warmup, 3);
+        assert_eq!(k.congestion, None);
+    }
+
+    #[test]
+    fn congestion_pins_a_tcp_run_and_is_refused_without_tcp() {
+        let run = "stack = \"kernel\"\nlink = \"veth\"\nprotocol = \"tcp\"\nsizes = \"1K\"\ncongestion = \"cubic\"";
+        assert_eq!(
+            kernel_plan(run)
+                .congestion
+                .map(|c| c.to_string())
+                .as_deref(),
+            Some("cubic")
+        );
+        let tcp = recipe(run);
+        // UDP has no congestion control: refused at the key's line, naming
+        // the key and the run.
+        let err = parse("k.toml", &tcp.replace("\"tcp\"", "\"udp\"")).unwrap_err();
+        assert!(
+            err.message
+                .contains("`congestion` is TCP's: run `r` has no TCP flows"),
+            "{err}"
+        );
+        assert_eq!(err.line, 11, "{err}");
+        // A name no kernel could hold.
+        let err = parse("k.toml", &tcp.replace("cubic", "cu bic")).unwrap_err();
+        assert!(
+            err.message.contains("not a congestion control's name"),
+            "{err}"
+        );
     }
 
     #[test]

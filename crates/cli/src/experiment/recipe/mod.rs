@@ -11,6 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use analysis::messages::StopAt;
+use traffic::congestion::Congestion;
 use traffic::spec::{Family, Protocol};
 
 pub use kernel::KernelPlan;
@@ -470,6 +471,32 @@ pub(super) fn reps_of(
         )),
         reps => Ok(reps),
     }
+}
+
+/// The `congestion` key of a sweep or kernel run: the congestion control
+/// its TCP flows run on every stack (as `sweep -C`), so that a comparison
+/// of the kernel with the reference stack compares one algorithm whatever
+/// the machine's default; refused for a run whose `flows` have no TCP.
+pub(super) fn congestion_of(
+    run: &RawRun,
+    flows: &[Protocol],
+    loc: &Locator,
+) -> Result<Option<Congestion>, RecipeError> {
+    let Some(name) = &run.congestion else {
+        return Ok(None);
+    };
+    if !flows.contains(&Protocol::Tcp) {
+        return Err(loc.at(
+            name.span(),
+            format!(
+                "`congestion` is TCP's: run `{}` has no TCP flows",
+                run.id.get_ref()
+            ),
+        ));
+    }
+    Congestion::parse(name.get_ref())
+        .map(Some)
+        .map_err(|e| loc.at(name.span(), e.to_string()))
 }
 
 fn messages_plan(run: &RawRun, loc: &Locator) -> Result<MessagesPlan, RecipeError> {

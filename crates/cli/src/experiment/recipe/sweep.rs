@@ -10,14 +10,13 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use traffic::congestion::Congestion;
 use traffic::kernel::KernelPath;
 use traffic::spec::{Family, Protocol, StackKind, XtpOptions};
 use traffic::sweep::load::LoadOn;
 use traffic::sweep::{axis, Amount, Grid, Mode, Target, DELAY_EXCHANGES};
 use traffic::units;
 
-use super::{refuse, reps_of, Locator, RawRun, RecipeError};
+use super::{congestion_of, refuse, reps_of, Locator, RawRun, RecipeError};
 use crate::sweep::{family, protocol, stack};
 
 /// A sweep run, full and quick.
@@ -223,7 +222,7 @@ pub(super) fn plan(run: &RawRun, mode: Mode, loc: &Locator) -> Result<SweepPlan,
         Some(c) => *c.get_ref(),
         None => false,
     };
-    let congestion = congestion(run, &protocols, mix.as_deref(), loc)?;
+    let congestion = congestion_of(run, mix.as_deref().unwrap_or(&protocols), loc)?;
     let circuits = match &run.circuits {
         Some(c) if *c.get_ref() == 0 => {
             return Err(loc.at(c.span(), "circuits = 0: give at least 1".into()))
@@ -545,29 +544,4 @@ fn xtp_options(
         }
     }
     Ok(options)
-}
-
-/// The `congestion` key: a congestion control every stack's TCP flows run
-/// (as `sweep -C`), so that a comparison of the kernel with the reference
-/// stack compares one algorithm whatever the machine's default; refused
-/// for a run without TCP flows.
-fn congestion(
-    run: &RawRun,
-    protocols: &[Protocol],
-    mix: Option<&[Protocol]>,
-    loc: &Locator,
-) -> Result<Option<Congestion>, RecipeError> {
-    let Some(name) = &run.congestion else {
-        return Ok(None);
-    };
-    let flows = mix.unwrap_or(protocols);
-    if !flows.contains(&Protocol::Tcp) {
-        return Err(loc.at(
-            name.span(),
-            "congestion is TCP's: this run has no TCP flows".into(),
-        ));
-    }
-    Congestion::parse(name.get_ref())
-        .map(Some)
-        .map_err(|e| loc.at(name.span(), e.to_string()))
 }

@@ -497,28 +497,52 @@ fn congestion_pins_the_tcp_flows_of_a_sweep_and_is_refused_without_them() {
 
 #[test]
 fn the_studies_compare_the_kernel_with_the_reference_stack_on_one_algorithm() {
+    let mut kernel_tcp = Vec::new();
     for (file, text) in crate::experiment::LAB_RECIPES {
         let recipe = parse(file, text).unwrap();
         for run in &recipe.runs {
-            let Plan::Sweep(plan) = &run.plan else {
-                continue;
+            // Which runs set the kernel's TCP beside the reference
+            // stack's (CUBIC), and the congestion control they pin.
+            let (beside, pinned) = match &run.plan {
+                Plan::Sweep(plan) => {
+                    let both = plan.full.stacks.contains(&StackKind::Kernel)
+                        && plan.full.stacks.contains(&StackKind::Ref);
+                    let tcp = plan
+                        .full
+                        .mix
+                        .as_deref()
+                        .unwrap_or(&plan.full.protocols)
+                        .contains(&Protocol::Tcp);
+                    (both && tcp, plan.full.congestion)
+                }
+                // The report sets every kernel messages run beside the
+                // recipe's reference messages runs.
+                Plan::Kernel(plan) => {
+                    let tcp = plan.protocol == Protocol::Tcp;
+                    if tcp {
+                        kernel_tcp.push(format!("{file}: {}", run.id));
+                    }
+                    (tcp, plan.congestion)
+                }
+                Plan::Messages(_) | Plan::Pipeline(_) => continue,
             };
-            let both = plan.full.stacks.contains(&StackKind::Kernel)
-                && plan.full.stacks.contains(&StackKind::Ref);
-            let tcp = plan
-                .full
-                .mix
-                .as_deref()
-                .unwrap_or(&plan.full.protocols)
-                .contains(&Protocol::Tcp);
-            if both && tcp {
+            if beside {
                 assert_eq!(
-                    plan.full.congestion.map(|c| c.to_string()).as_deref(),
+                    pinned.map(|c| c.to_string()).as_deref(),
                     Some("cubic"),
                     "{file}: run {}",
                     run.id
                 );
             }
         }
+    }
+    // The kernel TCP messages runs were among those checked.
+    for run in [
+        "experiments/xie1999.toml: kernel-tcp",
+        "experiments/xie1999.toml: kernel-tcp-loopback",
+        "experiments/xie1999.toml: kernel-tcp-ipv4",
+        "experiments/papadopoulos1993.toml: kernel-stop-and-wait",
+    ] {
+        assert!(kernel_tcp.iter().any(|r| r == run), "{run}: {kernel_tcp:?}");
     }
 }
