@@ -18,12 +18,18 @@ type NotSend = PhantomData<*const ()>;
 #[cfg(feature = "probes")]
 #[must_use = "the span ends when the guard is dropped"]
 pub struct SpanGuard {
-    exit: Loc,
+    /// The exit to record, for a span whose enter was recorded.
+    exit: Option<Exit>,
+    _thread_bound: NotSend,
+}
+
+/// What an armed span's exit record carries.
+#[cfg(feature = "probes")]
+struct Exit {
+    loc: Loc,
     len: u32,
     flow: u32,
     aux: u64,
-    armed: bool,
-    _thread_bound: NotSend,
 }
 
 /// Without the `probes` feature a guard is empty and dropping it does
@@ -39,8 +45,8 @@ impl SpanGuard {
     #[inline(always)]
     pub fn set_len(&mut self, len: u32) {
         #[cfg(feature = "probes")]
-        {
-            self.len = len;
+        if let Some(exit) = &mut self.exit {
+            exit.len = len;
         }
         #[cfg(not(feature = "probes"))]
         let _ = len;
@@ -51,8 +57,8 @@ impl SpanGuard {
 impl Drop for SpanGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.armed {
-            crate::ring::push(self.exit, self.len, self.flow, self.aux);
+        if let Some(exit) = &self.exit {
+            crate::ring::push(exit.loc, exit.len, exit.flow, exit.aux);
         }
     }
 }
@@ -63,16 +69,20 @@ impl Drop for SpanGuard {
 pub fn span(enter: Loc, exit: Loc, len: u32, flow: Flow, aux: u64) -> SpanGuard {
     #[cfg(feature = "probes")]
     {
-        let armed = crate::gate::is_open_at(flow, enter);
-        if armed {
-            crate::ring::push(enter, len, flow.id, aux);
+        if !crate::gate::is_open_at(flow, enter) {
+            return SpanGuard {
+                exit: None,
+                _thread_bound: PhantomData,
+            };
         }
+        crate::ring::push(enter, len, flow.id, aux);
         SpanGuard {
-            exit,
-            len,
-            flow: flow.id,
-            aux,
-            armed,
+            exit: Some(Exit {
+                loc: exit,
+                len,
+                flow: flow.id,
+                aux,
+            }),
             _thread_bound: PhantomData,
         }
     }
