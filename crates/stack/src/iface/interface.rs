@@ -269,13 +269,7 @@ impl Interface {
             // for the capture's hook.
             with_parts(&frame, |parts| {
                 let result = {
-                    let _span = probe::span(
-                        crate::probes::LINK_TRANSMIT_ENTER,
-                        crate::probes::LINK_TRANSMIT_EXIT,
-                        len as u32,
-                        flow,
-                        self.id.0 as u64,
-                    );
+                    let _span = self.transmit_span(len, flow);
                     self.link.transmit(handed, parts)
                 };
                 match result {
@@ -299,6 +293,18 @@ impl Interface {
 }
 
 impl Interface {
+    /// The `link.transmit` span of a frame of `len` bytes: the link's
+    /// own work on it, whatever the path (a frame, a super-frame).
+    fn transmit_span(&self, len: usize, flow: probe::Flow) -> probe::SpanGuard {
+        probe::span(
+            crate::probes::LINK_TRANSMIT_ENTER,
+            crate::probes::LINK_TRANSMIT_EXIT,
+            len as u32,
+            flow,
+            self.id.0 as u64,
+        )
+    }
+
     /// How many wire frames `frame` makes: a super-segment of TSO (longer
     /// than the link's MTU) is cut into segments, unless the link takes it
     /// whole; anything else is one frame.
@@ -329,13 +335,7 @@ impl Interface {
         let flow = frame.flow();
         let gso_size = frame.offload().gso_size;
         with_parts_wide(frame, |parts| {
-            let span = probe::span(
-                crate::probes::LINK_TRANSMIT_ENTER,
-                crate::probes::LINK_TRANSMIT_EXIT,
-                len as u32,
-                flow,
-                self.id.0 as u64,
-            );
+            let span = self.transmit_span(len, flow);
             let Some((header, mut segmenter)) = offload::super_frame(parts, gso_size) else {
                 drop(span);
                 self.counters.tx_link_errors += 1;
