@@ -28,6 +28,7 @@ pub struct Cursor<'p> {
 }
 
 impl<'p> Cursor<'p> {
+    #[inline]
     pub fn new(packet: &'p Packet) -> Self {
         let mut cursor = Cursor {
             packet,
@@ -52,6 +53,7 @@ impl<'p> Cursor<'p> {
 
     /// The next `len` bytes, without advancing: in place when contiguous,
     /// else copied into `scratch` (a `data_move` span).
+    #[inline]
     pub fn pull_up<'a>(&self, len: usize, scratch: &'a mut [u8]) -> Result<&'a [u8], PullUpError>
     where
         'p: 'a,
@@ -88,6 +90,7 @@ impl<'p> Cursor<'p> {
     }
 
     /// Moves past `len` bytes.
+    #[inline]
     pub fn advance(&mut self, len: usize) -> Result<(), PullUpError> {
         if len > self.remaining() {
             return Err(PullUpError::Truncated {
@@ -112,6 +115,7 @@ impl<'p> Cursor<'p> {
     }
 
     /// Steps over parts already read to the end (and empty ones).
+    #[inline]
     fn skip_exhausted_parts(&mut self) {
         while let Some(bytes) = self.packet.part(self.part) {
             if self.offset < bytes.len() {

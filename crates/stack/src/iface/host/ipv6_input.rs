@@ -39,6 +39,7 @@ enum OptionsVerdict {
 
 /// Bytes `pos..pos + len` of `packet`, contiguous (pulled up into
 /// `scratch` only if they straddle segments).
+#[inline]
 pub(crate) fn read_at<'a>(
     packet: &'a Packet,
     pos: usize,
