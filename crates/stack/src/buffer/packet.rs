@@ -449,12 +449,11 @@ impl Packet {
     /// than pushed segment by segment (issue 22: the push loop was about
     /// 280 instructions per TCP segment).
     pub fn append_segment_list(&mut self, mut segments: SegmentList) {
-        segments.retain(|segment| !segment.is_empty());
-        if self.chain.is_empty() {
-            self.chain = segments;
-        } else {
-            self.chain.extend(segments);
+        if !self.chain.is_empty() {
+            return self.append_segments(segments);
         }
+        segments.retain(|segment| !segment.is_empty());
+        self.chain = segments;
     }
 
     /// Appends shared payload without copying it.

@@ -295,6 +295,7 @@ impl Interface {
 impl Interface {
     /// The `link.transmit` span of a frame of `len` bytes: the link's
     /// own work on it, whatever the path (a frame, a super-frame).
+    #[inline]
     fn transmit_span(&self, len: usize, flow: probe::Flow) -> probe::SpanGuard {
         probe::span(
             crate::probes::LINK_TRANSMIT_ENTER,

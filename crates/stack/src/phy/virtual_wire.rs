@@ -331,9 +331,6 @@ struct Transmitter {
     recycled: rtrb::Consumer<Vec<u8>>,
     /// Frames pushed, ever: less the lane's `taken`, those in flight.
     pushed: u64,
-    /// Frames the receive side holds at most: on their way, and arrived
-    /// but not yet received.
-    bound: usize,
     rng: Pcg64,
     /// When the frame being serialized leaves the sender: a rate-limited
     /// wire is a FIFO server.
@@ -347,12 +344,15 @@ struct Transmitter {
 }
 
 impl Transmitter {
-    /// Room left on the receive side. The receiver's count may lag (it
-    /// is read, not shared in a lock), which only makes the room smaller:
-    /// a frame is never pushed past the bound.
+    /// Room left on the receive side, whose bound is the ring's size
+    /// (frames on their way, and arrived but not yet received). The
+    /// receiver's count may lag (it is read, not shared in a lock), which
+    /// only makes the room smaller: a frame is never pushed past the bound.
     fn room(&self) -> usize {
         let in_flight = self.pushed - self.lane.taken.load(MemoryOrder::Acquire);
-        self.bound
+        self.frames
+            .buffer()
+            .capacity()
             .saturating_sub(usize::try_from(in_flight).unwrap_or(usize::MAX))
     }
 
@@ -499,7 +499,6 @@ impl WireEnd {
                 frames: sends.frames,
                 recycled: sends.recycled,
                 pushed: 0,
-                bound: 2 * config.queue_frames,
                 rng,
                 busy_until: Instant::ZERO,
                 departures: VecDeque::new(),
