@@ -67,6 +67,18 @@ impl Drop for SpanGuard {
 /// guard that records `exit` when dropped.
 #[inline(always)]
 pub fn span(enter: Loc, exit: Loc, len: u32, flow: Flow, aux: u64) -> SpanGuard {
+    span_with(enter, exit, flow, || (len, aux))
+}
+
+/// [`span`] with its `len` and `aux` computed by `args` only when the gate
+/// is open (see [`crate::record_with`]).
+#[inline(always)]
+pub fn span_with(
+    enter: Loc,
+    exit: Loc,
+    flow: Flow,
+    args: impl FnOnce() -> (u32, u64),
+) -> SpanGuard {
     #[cfg(feature = "probes")]
     {
         if !crate::gate::is_open_at(flow, enter) {
@@ -75,6 +87,7 @@ pub fn span(enter: Loc, exit: Loc, len: u32, flow: Flow, aux: u64) -> SpanGuard 
                 _thread_bound: PhantomData,
             };
         }
+        let (len, aux) = args();
         crate::ring::push(enter, len, flow.id, aux);
         SpanGuard {
             exit: Some(Exit {
@@ -88,7 +101,7 @@ pub fn span(enter: Loc, exit: Loc, len: u32, flow: Flow, aux: u64) -> SpanGuard 
     }
     #[cfg(not(feature = "probes"))]
     {
-        let _ = (enter, exit, len, flow, aux);
+        let _ = (enter, exit, flow, args);
         SpanGuard {
             _thread_bound: PhantomData,
         }

@@ -16,6 +16,15 @@ fn probes_record_nothing_without_the_feature() {
         let mut span = probe::span(SEND_ENTER, SEND_EXIT, 1, Flow::traced(1), 2);
         span.set_len(5);
     }
+    probe::record_with(WIRE, Flow::traced(1), || {
+        unreachable!("arguments of a compiled-out probe")
+    });
+    drop(probe::span_with(
+        SEND_ENTER,
+        SEND_EXIT,
+        Flow::traced(1),
+        || unreachable!("arguments of a compiled-out probe"),
+    ));
     assert!(probe::drain_thread().is_empty());
     assert_eq!(probe::dropped(), 0);
     assert_eq!(probe::recorded(), 0);

@@ -227,3 +227,71 @@ fn span_guards_stay_on_their_thread() {
     impl<T: ?Sized + Send> AmbiguousIfSend<u8> for T {}
     <probe::SpanGuard as AmbiguousIfSend<_>>::check();
 }
+
+#[test]
+fn lazy_arguments_are_computed_only_when_the_probe_records() {
+    let _g = lock();
+    let run = |mode: Mode| {
+        probe::set_mode(mode);
+        let (records, calls) = on_thread(|| {
+            probe::init_thread(64);
+            let calls = std::cell::Cell::new(0);
+            let args = |len, aux| {
+                calls.set(calls.get() + 1);
+                (len, aux)
+            };
+            probe::record_with(WIRE, Flow::untraced(2), || args(5, 50));
+            probe::record_with(WIRE, Flow::traced(3), || args(6, 60));
+            {
+                let mut span =
+                    probe::span_with(SEND_ENTER, SEND_EXIT, Flow::traced(4), || args(7, 70));
+                span.set_len(700);
+            }
+            (probe::drain_thread(), calls.get())
+        });
+        probe::set_mode(Mode::Off);
+        let seen: Vec<_> = records
+            .iter()
+            .map(|r| (r.location(), r.len, r.flow, r.aux))
+            .collect();
+        (seen, calls)
+    };
+    assert_eq!(run(Mode::Off), (vec![], 0));
+    assert_eq!(
+        run(Mode::TracedFlows),
+        (
+            vec![
+                (WIRE, 6, 3, 60),
+                (SEND_ENTER, 7, 4, 70),
+                (SEND_EXIT, 700, 4, 70)
+            ],
+            2
+        )
+    );
+    let (all, calls) = run(Mode::All);
+    assert_eq!(all[0], (WIRE, 5, 2, 50));
+    assert_eq!((all.len(), calls), (4, 3));
+}
+
+#[test]
+fn lazy_arguments_respect_the_level() {
+    let _g = lock();
+    probe::set_mode(Mode::All);
+    probe::set_level(probe::Level::Layers);
+    let (records, calls) = on_thread(|| {
+        probe::init_thread(64);
+        let calls = std::cell::Cell::new(0);
+        drop(probe::span_with(CSUM_ENTER, CSUM_EXIT, Flow::NONE, || {
+            calls.set(calls.get() + 1);
+            (1, 1)
+        }));
+        (probe::drain_thread(), calls.get())
+    });
+    probe::set_level(probe::Level::Functions);
+    probe::set_mode(Mode::Off);
+    assert!(
+        records.is_empty(),
+        "a cost centre is below the layers level"
+    );
+    assert_eq!(calls, 0);
+}
