@@ -25,7 +25,8 @@
 //! shared with other work, wall time mostly measures the wait for a CPU.
 //! (`TCP_BENCH_PROFILE=SECONDS` runs stackscope's transfer alone for
 //! that much CPU time, for a profiler; `TCP_BENCH_PROFILE_STACK=smoltcp`
-//! runs smoltcp's instead.) It also prints the segments each stack sent
+//! runs smoltcp's instead; `TCP_BENCH_PROFILE_MIB=N` moves exactly N MiB,
+//! so callgrind counts of two builds compare.) It also prints the segments each stack sent
 //! per MiB (the count the
 //! per-packet cost multiplies), and, with probes compiled in, a third
 //! figure: stackscope recording every flow at the `layers` level. Built
@@ -608,7 +609,8 @@ criterion_group!(benches, tcp_transfer, smoltcp_transfer);
 /// (`perf record`, `valgrind --tool=callgrind`) sees that stack's work
 /// alone; prints the rate seen. The stack is stackscope, or smoltcp with
 /// `TCP_BENCH_PROFILE_STACK=smoltcp`: profiling both the same way gives
-/// their costs per MiB side by side.
+/// their costs per MiB side by side. `TCP_BENCH_PROFILE_MIB=N` moves
+/// exactly N MiB instead.
 fn profile_only(seconds: f64, smoltcp: bool) {
     /// One transfer of `BYTES`, reading into the buffer given.
     type Transfer = Box<dyn FnMut(&mut [u8])>;
@@ -621,9 +623,18 @@ fn profile_only(seconds: f64, smoltcp: bool) {
         let (mut sim, client, server) = connected(true);
         Box::new(move |buf| transfer(&mut sim, client, server, &data, buf))
     };
+    // A fixed count, when given, makes instruction counts of two builds
+    // comparable (the per-MiB figure drifts by about 1 % with the count
+    // as the connection's state evolves).
+    let fixed: Option<usize> = std::env::var("TCP_BENCH_PROFILE_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let start = thread_cpu();
     let mut moved = 0usize;
-    while (thread_cpu() - start).as_secs_f64() < seconds {
+    while match fixed {
+        Some(mib) => moved < mib * BYTES,
+        None => (thread_cpu() - start).as_secs_f64() < seconds,
+    } {
         transfer(&mut buf);
         moved += BYTES;
     }
