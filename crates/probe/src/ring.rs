@@ -152,29 +152,41 @@ fn assigned_thread(cursor: &Cursor) -> u16 {
 }
 
 /// Appends one record to this thread's ring: the path taken only when a
-/// probe records. Out of line, so a probe site whose gate is closed is a
-/// load, a compare and a branch, not the ring's code copied into every
-/// site of the stack (which cost the stack's data path about 10 % with
-/// the gate closed, issue 22).
-#[inline(never)]
+/// probe records. The work is out of line ([`push_to`]), so a probe site
+/// whose gate is closed is a load, a compare and a branch, not the ring's
+/// code copied into every site of the stack (which cost the stack's data
+/// path about 10 % with the gate closed, issue 22).
+///
+/// Only the thread-local's address is found here, at the site: in a
+/// position-independent build the compiler treats a thread-local access
+/// as a call that may clobber every argument register, so done inside the
+/// out-of-line part it made that part save and restore four registers per
+/// record (33 instructions on its fast path, now 19; recording at the
+/// `layers` level went from 10.6 % to 8.2 % more instructions than the
+/// gate closed in the TCP bench, callgrind).
+#[inline(always)]
 pub(crate) fn push(loc: Loc, len: u32, flow: u32, aux: u64) {
-    CURSOR.with(|cursor| {
-        let next = cursor.next.get();
-        if next == cursor.end.get() {
-            // A tail call with the same arguments: the fast path keeps
-            // them in the registers they came in, saving none.
-            return push_slow(loc, len, flow, aux);
-        }
-        let tsc = clock::read();
-        // SAFETY: `next` lies in [start, end) of this thread's buffer:
-        // `allocate` sets both ends, `clear` moves `next` back to the
-        // start, `release` points both nowhere before it frees the
-        // buffer, and this function moves `next` on one record at a time,
-        // never past `end`; no reference to the buffer is held across
-        // this write (`records` copies out and returns).
-        unsafe { next.write(Record::new(tsc, loc, len, flow, aux, cursor.thread.get())) };
-        cursor.next.set(next.wrapping_add(1));
-    });
+    CURSOR.with(|cursor| push_to(cursor, loc, len, flow, aux));
+}
+
+/// [`push`]'s out-of-line part.
+#[inline(never)]
+fn push_to(cursor: &Cursor, loc: Loc, len: u32, flow: u32, aux: u64) {
+    let next = cursor.next.get();
+    if next == cursor.end.get() {
+        // A tail call with the same arguments: the fast path keeps
+        // them in the registers they came in, saving none.
+        return push_slow(loc, len, flow, aux);
+    }
+    let tsc = clock::read();
+    // SAFETY: `next` lies in [start, end) of this thread's buffer:
+    // `allocate` sets both ends, `clear` moves `next` back to the
+    // start, `release` points both nowhere before it frees the
+    // buffer, and this function moves `next` on one record at a time,
+    // never past `end`; no reference to the buffer is held across
+    // this write (`records` copies out and returns).
+    unsafe { next.write(Record::new(tsc, loc, len, flow, aux, cursor.thread.get())) };
+    cursor.next.set(next.wrapping_add(1));
 }
 
 #[cold]

@@ -26,7 +26,8 @@
 //! (`TCP_BENCH_PROFILE=SECONDS` runs stackscope's transfer alone for
 //! that much CPU time, for a profiler; `TCP_BENCH_PROFILE_STACK=smoltcp`
 //! runs smoltcp's instead; `TCP_BENCH_PROFILE_MIB=N` moves exactly N MiB,
-//! so callgrind counts of two builds compare.) It also prints the segments each stack sent
+//! so callgrind counts of two builds compare; `TCP_BENCH_PROFILE_RECORD=1`
+//! records at the layers level while it runs.) It also prints the segments each stack sent
 //! per MiB (the count the
 //! per-packet cost multiplies), and, with probes compiled in, a third
 //! figure: stackscope recording every flow at the `layers` level. Built
@@ -610,7 +611,8 @@ criterion_group!(benches, tcp_transfer, smoltcp_transfer);
 /// alone; prints the rate seen. The stack is stackscope, or smoltcp with
 /// `TCP_BENCH_PROFILE_STACK=smoltcp`: profiling both the same way gives
 /// their costs per MiB side by side. `TCP_BENCH_PROFILE_MIB=N` moves
-/// exactly N MiB instead.
+/// exactly N MiB instead; `TCP_BENCH_PROFILE_RECORD=1` records every flow
+/// at the layers level (the recording's own cost, counted).
 fn profile_only(seconds: f64, smoltcp: bool) {
     /// One transfer of `BYTES`, reading into the buffer given.
     type Transfer = Box<dyn FnMut(&mut [u8])>;
@@ -629,6 +631,14 @@ fn profile_only(seconds: f64, smoltcp: bool) {
     let fixed: Option<usize> = std::env::var("TCP_BENCH_PROFILE_MIB")
         .ok()
         .and_then(|v| v.parse().ok());
+    // Recording every flow at the layers level, the ring emptied between
+    // transfers (outside the closure a profiler is told to count).
+    let record = std::env::var("TCP_BENCH_PROFILE_RECORD").is_ok_and(|v| v == "1");
+    if record {
+        probe::init_thread(1 << 20);
+        probe::set_level(probe::Level::Layers);
+        probe::set_mode(probe::Mode::All);
+    }
     let start = thread_cpu();
     let mut moved = 0usize;
     while match fixed {
@@ -637,7 +647,12 @@ fn profile_only(seconds: f64, smoltcp: bool) {
     } {
         transfer(&mut buf);
         moved += BYTES;
+        if record {
+            assert_eq!(probe::dropped(), 0, "the ring overflowed: size it up");
+            probe::reset_thread();
+        }
     }
+    probe::set_mode(probe::Mode::Off);
     let mib = moved as f64 / f64::from(1 << 20);
     let name = if smoltcp { "smoltcp" } else { "stackscope" };
     println!(
