@@ -236,7 +236,7 @@ impl Host {
                 }
                 IpProtocol::Tcp => {
                     self.counters.ipv6_delivered += 1;
-                    self.tcp_input(now, super::transport::IpMeta::V6(meta), packet, pos);
+                    self.tcp_input(now, super::transport::IpMeta::V6(meta), &packet, pos);
                     return;
                 }
                 IpProtocol::Unknown(wire::xtp::IP_PROTOCOL) => {

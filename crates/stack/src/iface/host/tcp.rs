@@ -35,8 +35,10 @@ use crate::time::Instant;
 const OUTPUT_BUDGET: usize = 64;
 
 impl Host {
-    /// A TCP segment at `pos` of a packet for us.
-    pub(super) fn tcp_input(&mut self, now: Instant, meta: IpMeta, packet: Packet, pos: usize) {
+    /// A TCP segment at `pos` of a packet for us. The packet is borrowed,
+    /// not moved in: TCP only reads it (the payload is copied into the
+    /// receive buffer), and the caller drops it after.
+    pub(super) fn tcp_input(&mut self, now: Instant, meta: IpMeta, packet: &Packet, pos: usize) {
         let _span = probe::span(
             TCP_INPUT_ENTER,
             TCP_INPUT_EXIT,
@@ -53,7 +55,7 @@ impl Host {
         // received whole, the common case): summed in one call and its
         // header read where it lies, with no walk over the packet's parts
         // for each. Else each is gathered across the parts.
-        let whole = contiguous(&packet, pos, total);
+        let whole = contiguous(packet, pos, total);
         // GRO verified a merged segment's checksum segment by segment.
         if !packet.offload().csum_verified {
             let _span = probe::span(
@@ -66,7 +68,7 @@ impl Host {
             let pseudo = pseudo_header(src, dst, IpProtocol::Tcp, total);
             let sum = match whole {
                 Some(segment) => checksum::sum(segment),
-                None => sum_range(&packet, pos, total),
+                None => sum_range(packet, pos, total),
             };
             if checksum::add(pseudo, sum) != 0xffff {
                 self.count_drop("tcp_bad_checksum");
@@ -75,7 +77,7 @@ impl Host {
         }
         // Pull up the header (options included) to parse it.
         let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
-        let Some(fixed) = leading(whole, &packet, pos, wire::tcp::HEADER_LEN, &mut scratch) else {
+        let Some(fixed) = leading(whole, packet, pos, wire::tcp::HEADER_LEN, &mut scratch) else {
             self.count_drop("tcp_truncated");
             return;
         };
@@ -84,7 +86,7 @@ impl Host {
             self.count_drop("tcp_bad_header_length");
             return;
         }
-        let Some(header) = leading(whole, &packet, pos, header_len, &mut scratch) else {
+        let Some(header) = leading(whole, packet, pos, header_len, &mut scratch) else {
             self.count_drop("tcp_truncated");
             return;
         };
@@ -120,11 +122,11 @@ impl Host {
         let payload_at = pos + header_len;
         let payload = match whole {
             Some(segment) => segment.get(header_len..),
-            None => contiguous(&packet, payload_at, repr.payload_len),
+            None => contiguous(packet, payload_at, repr.payload_len),
         };
         match payload {
             Some(bytes) => self.tcp_deliver(now, local, remote, &repr, &[bytes], packet.flow()),
-            None => self.tcp_deliver_parted(now, (local, remote), &repr, &packet, payload_at),
+            None => self.tcp_deliver_parted(now, (local, remote), &repr, packet, payload_at),
         }
     }
 
