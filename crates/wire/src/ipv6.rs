@@ -92,6 +92,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         be_u16(self.buffer.as_ref(), field::PAYLOAD_LEN.start)
     }
 
+    #[inline]
     pub fn next_header(&self) -> IpProtocol {
         IpProtocol::from(self.buffer.as_ref()[field::NEXT_HEADER])
     }

@@ -60,7 +60,18 @@ impl FragmentFlows {
     /// The flow of the IPv6 packet `ip`: `traced` (what its own trace
     /// option said) for a first fragment, which is noted; the noted flow of
     /// its datagram for a later fragment without one.
+    #[inline]
     pub fn classify(&mut self, now: Instant, ip: &[u8], traced: Option<Flow>) -> Option<Flow> {
+        // Inline, for every received packet: most are not fragments.
+        if ip.get(6) != Some(&FRAGMENT_HEADER) {
+            return traced;
+        }
+        self.classify_fragment(now, ip, traced)
+    }
+
+    /// [`classify`](Self::classify) of a packet whose first extension
+    /// header is a Fragment header.
+    fn classify_fragment(&mut self, now: Instant, ip: &[u8], traced: Option<Flow>) -> Option<Flow> {
         let Some((datagram, first)) = fragment_of(ip) else {
             return traced;
         };

@@ -87,9 +87,10 @@ impl Host {
                 return;
             };
             let ip = Ipv6Packet::new_unchecked(fixed);
-            if ip.version() != wire::ipv6::VERSION
-                || wire::ipv6::HEADER_LEN + usize::from(ip.payload_len()) > packet.len()
-            {
+            // The Payload Length field read once, for the check and the
+            // truncation.
+            let total = wire::ipv6::HEADER_LEN + usize::from(ip.payload_len());
+            if ip.version() != wire::ipv6::VERSION || total > packet.len() {
                 self.count_drop("ipv6_truncated");
                 return;
             }
@@ -102,7 +103,7 @@ impl Host {
                     link_multicast,
                 },
                 ip.next_header(),
-                ip.total_len(),
+                total,
             )
         };
         // Link-layer padding after the payload is not part of the packet.
@@ -236,7 +237,7 @@ impl Host {
                 }
                 IpProtocol::Tcp => {
                     self.counters.ipv6_delivered += 1;
-                    self.tcp_input(now, super::transport::IpMeta::V6(meta), packet, pos);
+                    self.tcp_input(now, super::transport::IpMeta::V6(meta), &packet, pos);
                     return;
                 }
                 IpProtocol::Unknown(wire::xtp::IP_PROTOCOL) => {

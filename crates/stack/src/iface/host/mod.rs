@@ -1165,7 +1165,23 @@ fn carries_ip(medium: crate::phy::Medium, frame: &[u8]) -> bool {
 /// with the option first, or an IPv4 header whose options start with it. Classifying at the link lets every receive-side probe,
 /// the IP input queue's included, record the traced flow; IP input still
 /// parses the option properly.
+#[inline]
 fn traced_flow(ip: &[u8]) -> Option<Flow> {
+    // Inline, for every received packet: an IPv6 one whose first header
+    // after the fixed one is neither Destination Options nor Fragment
+    // (the common case) has none.
+    const OPTS: u8 = 60;
+    const FRAG: u8 = 44;
+    if let [first, _, _, _, _, _, next, ..] = ip {
+        if first >> 4 == 6 && *next != OPTS && *next != FRAG {
+            return None;
+        }
+    }
+    trace_option_flow(ip)
+}
+
+/// [`traced_flow`] of a packet that may carry the option.
+fn trace_option_flow(ip: &[u8]) -> Option<Flow> {
     const FRAGMENT_HEADER_LEN: usize = 8;
     let first_fragment = |ip: &[u8]| {
         // The option is in the fragmentable part (RFC 8200 §4.5), so of a
@@ -1188,7 +1204,7 @@ fn traced_flow(ip: &[u8]) -> Option<Flow> {
             && u16::from_be_bytes([*ip.get(6)?, *ip.get(7)?]) & 0x1fff == 0
             && ip.get(wire::ipv4::HEADER_LEN).map(|b| b >> 4) == Some(6) =>
         {
-            return traced_flow(ip.get(wire::ipv4::HEADER_LEN..)?);
+            return trace_option_flow(ip.get(wire::ipv4::HEADER_LEN..)?);
         }
         4 if ip.first()? & 0x0f > 5 => (4, wire::ipv4::HEADER_LEN),
         _ => return None,
@@ -1285,5 +1301,31 @@ mod tests {
         v6[43] = wire::trace_option::DATA_LEN as u8;
         v6[44..48].copy_from_slice(&7u32.to_be_bytes());
         assert_eq!(traced_flow(&v6), Some(Flow::traced(7)));
+    }
+
+    /// `traced_flow` answers most IPv6 packets from their Next Header alone
+    /// (inline); whatever that field says, it must agree with the full
+    /// look for the option.
+    #[test]
+    fn the_quick_look_for_the_trace_option_agrees_with_the_full_one() {
+        // The option right after the fixed header, and after a first
+        // fragment's Fragment header (naming Destination Options next).
+        let mut traced = 0;
+        for at in [wire::ipv6::HEADER_LEN, wire::ipv6::HEADER_LEN + 8] {
+            let mut v6 = vec![0u8; at + wire::trace_option::IPV6_HEADER_LEN];
+            v6[0] = 0x60;
+            v6[wire::ipv6::HEADER_LEN] = u8::from(IpProtocol::Ipv6Opts);
+            v6[at + 2] = wire::trace_option::IPV6_OPTION_TYPE;
+            v6[at + 3] = wire::trace_option::DATA_LEN as u8;
+            v6[at + 4..at + 8].copy_from_slice(&9u32.to_be_bytes());
+            for next in 0..=u8::MAX {
+                v6[6] = next;
+                let flow = traced_flow(&v6);
+                assert_eq!(flow, trace_option_flow(&v6), "next header {next}");
+                traced += usize::from(flow.is_some());
+            }
+        }
+        // Destination Options and Fragment, and nothing else.
+        assert_eq!(traced, 2);
     }
 }

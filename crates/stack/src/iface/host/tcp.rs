@@ -35,8 +35,10 @@ use crate::time::Instant;
 const OUTPUT_BUDGET: usize = 64;
 
 impl Host {
-    /// A TCP segment at `pos` of a packet for us.
-    pub(super) fn tcp_input(&mut self, now: Instant, meta: IpMeta, packet: Packet, pos: usize) {
+    /// A TCP segment at `pos` of a packet for us. The packet is borrowed,
+    /// not moved in: TCP only reads it (the payload is copied into the
+    /// receive buffer), and the caller drops it after.
+    pub(super) fn tcp_input(&mut self, now: Instant, meta: IpMeta, packet: &Packet, pos: usize) {
         let _span = probe::span(
             TCP_INPUT_ENTER,
             TCP_INPUT_EXIT,
@@ -49,6 +51,11 @@ impl Host {
             return;
         };
         let (src, dst) = (meta.src(), meta.dst());
+        // The segment in place when one buffer holds it all (a frame
+        // received whole, the common case): summed in one call and its
+        // header read where it lies, with no walk over the packet's parts
+        // for each. Else each is gathered across the parts.
+        let whole = contiguous(packet, pos, total);
         // GRO verified a merged segment's checksum segment by segment.
         if !packet.offload().csum_verified {
             let _span = probe::span(
@@ -59,14 +66,18 @@ impl Host {
                 0,
             );
             let pseudo = pseudo_header(src, dst, IpProtocol::Tcp, total);
-            if checksum::add(pseudo, sum_range(&packet, pos, total)) != 0xffff {
+            let sum = match whole {
+                Some(segment) => checksum::sum(segment),
+                None => sum_range(packet, pos, total),
+            };
+            if checksum::add(pseudo, sum) != 0xffff {
                 self.count_drop("tcp_bad_checksum");
                 return;
             }
         }
         // Pull up the header (options included) to parse it.
         let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
-        let Some(fixed) = read_at(&packet, pos, wire::tcp::HEADER_LEN, &mut scratch) else {
+        let Some(fixed) = leading(whole, packet, pos, wire::tcp::HEADER_LEN, &mut scratch) else {
             self.count_drop("tcp_truncated");
             return;
         };
@@ -75,7 +86,7 @@ impl Host {
             self.count_drop("tcp_bad_header_length");
             return;
         }
-        let Some(header) = read_at(&packet, pos, header_len, &mut scratch) else {
+        let Some(header) = leading(whole, packet, pos, header_len, &mut scratch) else {
             self.count_drop("tcp_truncated");
             return;
         };
@@ -109,9 +120,13 @@ impl Host {
         // in place for a segment received whole (the common case), else
         // from the buffers it lies in.
         let payload_at = pos + header_len;
-        match contiguous(&packet, payload_at, repr.payload_len) {
+        let payload = match whole {
+            Some(segment) => segment.get(header_len..),
+            None => contiguous(packet, payload_at, repr.payload_len),
+        };
+        match payload {
             Some(bytes) => self.tcp_deliver(now, local, remote, &repr, &[bytes], packet.flow()),
-            None => self.tcp_deliver_parted(now, (local, remote), &repr, &packet, payload_at),
+            None => self.tcp_deliver_parted(now, (local, remote), &repr, packet, payload_at),
         }
     }
 
@@ -656,6 +671,21 @@ fn with_pieces<R>(
     Some(f(&pieces[..taken]))
 }
 
+/// The first `len` bytes of the segment at `pos` of `packet`: in place in
+/// `whole` (the segment, when one part holds it), else pulled up.
+fn leading<'a>(
+    whole: Option<&'a [u8]>,
+    packet: &'a Packet,
+    pos: usize,
+    len: usize,
+    scratch: &'a mut [u8],
+) -> Option<&'a [u8]> {
+    match whole {
+        Some(segment) => segment.get(..len),
+        None => read_at(packet, pos, len, scratch),
+    }
+}
+
 /// `len` bytes at `at` when they lie in one part of the packet.
 fn contiguous(packet: &Packet, at: usize, len: usize) -> Option<&[u8]> {
     let mut skip = at;
@@ -666,4 +696,47 @@ fn contiguous(packet: &Packet, at: usize, len: usize) -> Option<&[u8]> {
         skip -= part.len();
     }
     (len == 0).then_some(&[][..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{Pool, PoolConfig, Segment};
+
+    /// A segment at `pos` of a packet held in one buffer is read in place
+    /// (`tcp_input`'s fast path); split across two buffers anywhere, it is
+    /// pulled up and summed part by part: both must give the same header
+    /// bytes, checksum and payload.
+    #[test]
+    fn a_segment_in_one_part_reads_as_one_in_two() {
+        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let pos = 40;
+        // An odd length, so some splits leave a part of odd length.
+        let bytes: Vec<u8> = (0..pos + 32 + 101).map(|i| (i * 7 + 3) as u8).collect();
+        let total = bytes.len() - pos;
+        let one = Packet::from_payload(&pool, Flow::NONE, &bytes).unwrap();
+        let whole = contiguous(&one, pos, total);
+        let segment = &bytes[pos..];
+        assert_eq!(whole, Some(segment));
+        for split in 1..bytes.len() {
+            let mut two = Packet::from_payload(&pool, Flow::NONE, &bytes[..split]).unwrap();
+            let (rest, _) = Segment::copy_from(&pool, Flow::NONE, &bytes[split..]).unwrap();
+            two.append_segment(rest);
+            let parted = contiguous(&two, pos, total);
+            assert_eq!(parted.is_some(), split <= pos, "split {split}");
+            assert_eq!(
+                sum_range(&two, pos, total),
+                checksum::sum(segment),
+                "split {split}"
+            );
+            for len in [wire::tcp::HEADER_LEN, 32, wire::tcp::MAX_HEADER_LEN] {
+                let (mut a, mut b) = ([0u8; 60], [0u8; 60]);
+                assert_eq!(
+                    leading(parted, &two, pos, len, &mut a),
+                    leading(whole, &one, pos, len, &mut b),
+                    "split {split}, {len} bytes"
+                );
+            }
+        }
+    }
 }
