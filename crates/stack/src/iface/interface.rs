@@ -315,9 +315,13 @@ impl Interface {
     fn wire_frames(&self, frame: Option<&Packet>) -> usize {
         let Some(frame) = frame else { return 1 };
         let gso_size = usize::from(frame.offload().gso_size);
+        // An ordinary frame's length (a walk of its parts) is not needed.
+        if gso_size == 0 {
+            return 1;
+        }
         let headers = self.medium.header_len();
         let len = frame.len();
-        if gso_size == 0 || len <= self.link.mtu() + headers {
+        if len <= self.link.mtu() + headers {
             return 1;
         }
         if self.link.takes_gso() {
