@@ -155,13 +155,10 @@ impl Host {
         mut payload: Packet,
     ) {
         let flow = payload.flow();
-        let _span = probe::span(
-            IPV6_OUTPUT_ENTER,
-            IPV6_OUTPUT_EXIT,
-            payload.len() as u32,
-            flow,
-            0,
-        );
+        // The length is a walk of the packet's parts: read once, and
+        // counted on below as the trace option is prepended.
+        let mut len = payload.len();
+        let _span = probe::span(IPV6_OUTPUT_ENTER, IPV6_OUTPUT_EXIT, len as u32, flow, 0);
         self.counters.ipv6_sent += 1;
         let mut next_header = send.next_header;
         // A traced flow carries the trace destination option so the
@@ -178,9 +175,10 @@ impl Host {
             header[3] = wire::trace_option::DATA_LEN as u8;
             header[4..8].copy_from_slice(&flow.id.to_be_bytes());
             next_header = IpProtocol::Ipv6Opts;
+            len += wire::trace_option::IPV6_HEADER_LEN;
         }
         let unfragmentable = if send.router_alert { 8 } else { 0 };
-        let total = wire::ipv6::HEADER_LEN + unfragmentable + payload.len();
+        let total = wire::ipv6::HEADER_LEN + unfragmentable + len;
         // A TSO super-segment is made of MSS-sized segments the device
         // stage cuts (`iface::offload`): it is never fragmented.
         if total <= route.mtu || payload.offload().gso_size > 0 {
@@ -195,7 +193,7 @@ impl Host {
         }
         // RFC 8200 §4.5: fragments of the fragmentable part, each but the
         // last a multiple of 8 bytes, each in a packet within the MTU.
-        let _span = probe::span(FRAGMENT_ENTER, FRAGMENT_EXIT, payload.len() as u32, flow, 0);
+        let _span = probe::span(FRAGMENT_ENTER, FRAGMENT_EXIT, len as u32, flow, 0);
         let per_fragment = (route
             .mtu
             .saturating_sub(wire::ipv6::HEADER_LEN + unfragmentable + 8))
@@ -205,7 +203,6 @@ impl Host {
             return;
         }
         let ident = self.rng.next_u64() as u32;
-        let len = payload.len();
         let mut offset = 0;
         while offset < len {
             let end = (offset + per_fragment).min(len);
