@@ -183,7 +183,7 @@ impl Host {
         // stage cuts (`iface::offload`): it is never fragmented.
         if total <= route.mtu || payload.offload().gso_size > 0 {
             if self
-                .ipv6_prepend_headers(&mut payload, &send, next_header)
+                .ipv6_prepend_headers(&mut payload, len, &send, next_header)
                 .is_err()
             {
                 return;
@@ -230,8 +230,9 @@ impl Host {
                 self.count_drop("ipv6_fragment_failed");
                 return;
             }
+            let fragment_len = fragment.len();
             if self
-                .ipv6_prepend_headers(&mut fragment, &send, IpProtocol::Ipv6Frag)
+                .ipv6_prepend_headers(&mut fragment, fragment_len, &send, IpProtocol::Ipv6Frag)
                 .is_err()
             {
                 return;
@@ -243,13 +244,18 @@ impl Host {
     }
 
     /// Prepends the unfragmentable part: a Hop-by-Hop header with Router
-    /// Alert if asked for, then the IPv6 header.
+    /// Alert if asked for, then the IPv6 header. `len` is the packet's
+    /// length as it comes, which the caller knows (a walk of its parts
+    /// saved).
     fn ipv6_prepend_headers(
         &mut self,
         packet: &mut Packet,
+        len: usize,
         send: &Ipv6Send,
         mut next_header: IpProtocol,
     ) -> Result<(), ()> {
+        debug_assert_eq!(len, packet.len());
+        let mut payload_len = len;
         if send.router_alert {
             let Ok(header) = packet.prepend(8) else {
                 self.count_drop("ipv6_no_headroom");
@@ -259,8 +265,8 @@ impl Host {
             // 0 = MLD, RFC 2711), PadN of 2 bytes.
             header.copy_from_slice(&[u8::from(next_header), 0, 5, 2, 0, 0, 1, 0]);
             next_header = IpProtocol::HopByHop;
+            payload_len += 8;
         }
-        let payload_len = packet.len();
         let Ok(payload_len) = u16::try_from(payload_len) else {
             self.count_drop("ipv6_too_long");
             return Err(());
