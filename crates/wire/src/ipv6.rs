@@ -217,17 +217,20 @@ impl Ipv6Repr {
         if self.flow_label > MAX_FLOW_LABEL {
             return Err(Error::Malformed("IPv6 flow label wider than 20 bits"));
         }
-        if packet.buffer.as_ref().len() < HEADER_LEN {
+        // The header as one fixed-size array: every field's place is
+        // known when compiled, so no write needs its own bounds check (an
+        // IPv6 packet sent per TCP segment, issue 22).
+        let Some(header) = packet.buffer.as_mut().first_chunk_mut::<HEADER_LEN>() else {
             return Err(Error::Truncated);
-        }
-        packet.set_ver_tc_flow(
-            (u32::from(VERSION) << 28) | (u32::from(self.traffic_class) << 20) | self.flow_label,
-        );
-        packet.set_payload_len(payload_len);
-        packet.set_next_header(self.next_header);
-        packet.set_hop_limit(self.hop_limit);
-        packet.set_src_addr(self.src);
-        packet.set_dst_addr(self.dst);
+        };
+        let ver_tc_flow =
+            (u32::from(VERSION) << 28) | (u32::from(self.traffic_class) << 20) | self.flow_label;
+        header[field::VER_TC_FLOW].copy_from_slice(&ver_tc_flow.to_be_bytes());
+        header[field::PAYLOAD_LEN].copy_from_slice(&payload_len.to_be_bytes());
+        header[field::NEXT_HEADER] = self.next_header.into();
+        header[field::HOP_LIMIT] = self.hop_limit;
+        header[field::SRC_ADDR].copy_from_slice(&self.src.octets());
+        header[field::DST_ADDR].copy_from_slice(&self.dst.octets());
         Ok(())
     }
 }

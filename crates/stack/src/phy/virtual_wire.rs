@@ -341,6 +341,11 @@ struct Transmitter {
     /// Frames were pushed since the receiver was last woken: `flush` wakes
     /// it (the doorbell), once per poll rather than inside every transmit.
     wake_pending: bool,
+    /// The configuration's [`WireConfig::impaired`] and
+    /// [`WireConfig::max_frame_len`], read once (the configuration never
+    /// changes) rather than recomputed per frame.
+    impaired: bool,
+    max_frame_len: usize,
 }
 
 impl Transmitter {
@@ -504,6 +509,8 @@ impl WireEnd {
                 departures: VecDeque::new(),
                 next_sequence: 0,
                 wake_pending: false,
+                impaired: config.impaired(),
+                max_frame_len: config.max_frame_len(),
             },
             rx: Receiver {
                 lane: receives.lane,
@@ -551,13 +558,17 @@ impl WireEnd {
 
         // An unimpaired wire has no fate to draw: nothing depends on the
         // draws, so skipping them changes no run.
-        let fate = if self.config.impaired() {
+        let fate = if self.tx.impaired {
             Fate::draw(&mut self.tx.rng, &self.config, len)
         } else {
             Fate::default()
         };
         let start = now.max(self.tx.busy_until);
-        let sent = start + serialization_time(len, self.config.rate_bits_per_s);
+        // An unlimited wire clocks a frame out in no time.
+        let sent = match self.config.rate_bits_per_s {
+            Some(rate) => start + serialization_time(len, Some(rate)),
+            None => start,
+        };
         self.tx.busy_until = sent;
         departures.push_back(sent);
         self.stats.tx_frames += 1;
@@ -583,7 +594,11 @@ impl WireEnd {
             flip_bit(&mut bytes, bit);
             self.stats.corrupted += 1;
         }
-        let mut arrival = sent + self.config.delay;
+        let mut arrival = if self.config.delay.is_zero() {
+            sent
+        } else {
+            sent + self.config.delay
+        };
         if fate.held_back {
             arrival += self.config.reorder_delay;
             self.stats.reordered += 1;
@@ -614,7 +629,7 @@ impl Link for WireEnd {
     }
 
     fn transmit(&mut self, now: Instant, parts: &[&[u8]]) -> Result<(), LinkError> {
-        let len = super::frame_len(parts, self.config.max_frame_len(), &mut self.stats)?;
+        let len = super::frame_len(parts, self.tx.max_frame_len, &mut self.stats)?;
         self.send(now, parts, len, None)
     }
 

@@ -155,13 +155,10 @@ impl Host {
         mut payload: Packet,
     ) {
         let flow = payload.flow();
-        let _span = probe::span(
-            IPV6_OUTPUT_ENTER,
-            IPV6_OUTPUT_EXIT,
-            payload.len() as u32,
-            flow,
-            0,
-        );
+        // The length is a walk of the packet's parts: read once, and
+        // counted on below as the trace option is prepended.
+        let mut len = payload.len();
+        let _span = probe::span(IPV6_OUTPUT_ENTER, IPV6_OUTPUT_EXIT, len as u32, flow, 0);
         self.counters.ipv6_sent += 1;
         let mut next_header = send.next_header;
         // A traced flow carries the trace destination option so the
@@ -178,14 +175,15 @@ impl Host {
             header[3] = wire::trace_option::DATA_LEN as u8;
             header[4..8].copy_from_slice(&flow.id.to_be_bytes());
             next_header = IpProtocol::Ipv6Opts;
+            len += wire::trace_option::IPV6_HEADER_LEN;
         }
         let unfragmentable = if send.router_alert { 8 } else { 0 };
-        let total = wire::ipv6::HEADER_LEN + unfragmentable + payload.len();
+        let total = wire::ipv6::HEADER_LEN + unfragmentable + len;
         // A TSO super-segment is made of MSS-sized segments the device
         // stage cuts (`iface::offload`): it is never fragmented.
         if total <= route.mtu || payload.offload().gso_size > 0 {
             if self
-                .ipv6_prepend_headers(&mut payload, &send, next_header)
+                .ipv6_prepend_headers(&mut payload, len, &send, next_header)
                 .is_err()
             {
                 return;
@@ -195,7 +193,7 @@ impl Host {
         }
         // RFC 8200 §4.5: fragments of the fragmentable part, each but the
         // last a multiple of 8 bytes, each in a packet within the MTU.
-        let _span = probe::span(FRAGMENT_ENTER, FRAGMENT_EXIT, payload.len() as u32, flow, 0);
+        let _span = probe::span(FRAGMENT_ENTER, FRAGMENT_EXIT, len as u32, flow, 0);
         let per_fragment = (route
             .mtu
             .saturating_sub(wire::ipv6::HEADER_LEN + unfragmentable + 8))
@@ -205,7 +203,6 @@ impl Host {
             return;
         }
         let ident = self.rng.next_u64() as u32;
-        let len = payload.len();
         let mut offset = 0;
         while offset < len {
             let end = (offset + per_fragment).min(len);
@@ -233,8 +230,9 @@ impl Host {
                 self.count_drop("ipv6_fragment_failed");
                 return;
             }
+            let fragment_len = fragment.len();
             if self
-                .ipv6_prepend_headers(&mut fragment, &send, IpProtocol::Ipv6Frag)
+                .ipv6_prepend_headers(&mut fragment, fragment_len, &send, IpProtocol::Ipv6Frag)
                 .is_err()
             {
                 return;
@@ -246,13 +244,18 @@ impl Host {
     }
 
     /// Prepends the unfragmentable part: a Hop-by-Hop header with Router
-    /// Alert if asked for, then the IPv6 header.
+    /// Alert if asked for, then the IPv6 header. `len` is the packet's
+    /// length as it comes, which the caller knows (a walk of its parts
+    /// saved).
     fn ipv6_prepend_headers(
         &mut self,
         packet: &mut Packet,
+        len: usize,
         send: &Ipv6Send,
         mut next_header: IpProtocol,
     ) -> Result<(), ()> {
+        debug_assert_eq!(len, packet.len());
+        let mut payload_len = len;
         if send.router_alert {
             let Ok(header) = packet.prepend(8) else {
                 self.count_drop("ipv6_no_headroom");
@@ -262,8 +265,8 @@ impl Host {
             // 0 = MLD, RFC 2711), PadN of 2 bytes.
             header.copy_from_slice(&[u8::from(next_header), 0, 5, 2, 0, 0, 1, 0]);
             next_header = IpProtocol::HopByHop;
+            payload_len += 8;
         }
-        let payload_len = packet.len();
         let Ok(payload_len) = u16::try_from(payload_len) else {
             self.count_drop("ipv6_too_long");
             return Err(());

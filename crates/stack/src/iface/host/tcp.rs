@@ -362,16 +362,17 @@ impl Host {
         flow: Flow,
         (local, remote): (SocketAddr, SocketAddr),
         Outgoing {
-            repr,
+            mut repr,
             payload,
             gso_size,
         }: Outgoing,
         path_slot: Option<usize>,
     ) {
+        let payload_len = repr.payload_len;
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
             TCP_OUTPUT_EXIT,
-            repr.payload_len as u32,
+            payload_len as u32,
             flow,
             0,
         );
@@ -381,17 +382,17 @@ impl Host {
             return;
         };
         packet.append_segment_list(payload);
-        if packet.len() != repr.payload_len {
+        if packet.len() != payload_len {
             self.count_drop("tcp_payload_mismatch");
             return;
         }
         // The header is emitted alone into the scratch (its options laid
-        // out once), and its length read back from the data offset.
+        // out once), and its length read back from the data offset. The
+        // repr is ours: it says "no payload" in place, not in a copy.
         let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
-        let mut header_only = repr;
-        header_only.payload_len = 0;
+        repr.payload_len = 0;
         let mut view = TcpPacket::new_unchecked(&mut scratch[..]);
-        if header_only
+        if repr
             .emit(&mut view, &src, &dst, 0, |_| {}, ChecksumMode::Skip)
             .is_err()
         {
@@ -399,7 +400,7 @@ impl Host {
             return;
         }
         let header_len = view.header_len();
-        let total = header_len + repr.payload_len;
+        let total = header_len + payload_len;
         let Some(header) = scratch.get_mut(..header_len) else {
             self.count_drop("tcp_emit_failed");
             return;
@@ -421,7 +422,7 @@ impl Host {
             let sum = checksum::combine(&[
                 pseudo_header(src, dst, IpProtocol::Tcp, total),
                 checksum::sum(header),
-                sum_range(&packet, 0, repr.payload_len),
+                sum_range(&packet, 0, payload_len),
             ]);
             header[16..18].copy_from_slice(&checksum::finish(sum).to_be_bytes());
         }
