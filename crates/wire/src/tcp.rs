@@ -775,6 +775,7 @@ fn predicted_timestamps_bytes(tsval: u32, tsecr: u32) -> [u8; PREDICTED_TIMESTAM
 /// (Linux's `tcp_parse_aligned_timestamp` looks for the same): read without
 /// walking the options. `None` for any other area, which the general
 /// parser then reads.
+#[inline]
 fn predicted_timestamps(options: &[u8]) -> Option<(u32, u32)> {
     let bytes: &[u8; PREDICTED_TIMESTAMPS_LEN] = options.try_into().ok()?;
     if bytes[..4] != [kind::NO_OPERATION, kind::NO_OPERATION, kind::TIMESTAMPS, 10] {
@@ -905,7 +906,7 @@ impl TcpRepr {
             return Err(Error::Checksum);
         }
         let flags = packet.flags();
-        let mut repr = Self {
+        let with_timestamps = |timestamps| Self {
             src_port: packet.src_port(),
             dst_port: packet.dst_port(),
             seq_number: packet.seq_number(),
@@ -917,15 +918,17 @@ impl TcpRepr {
             window_scale: None,
             sack_permitted: false,
             sack_ranges: [None; MAX_SACK_BLOCKS],
-            timestamps: None,
+            timestamps,
             unknown_options: TcpUnknownOptions::new(),
             payload_len: packet.payload().len(),
         };
         let options = packet.options();
+        // The common case returns the repr as it is built, in the caller's
+        // place: no copy of it (130 bytes) out of a local.
         if let Some((tsval, tsecr)) = predicted_timestamps(options) {
-            repr.timestamps = Some((tsval, tsecr));
-            return Ok(repr);
+            return Ok(with_timestamps(Some((tsval, tsecr))));
         }
+        let mut repr = with_timestamps(None);
         for option in TcpOptionIter::new(options) {
             match option? {
                 TcpOption::EndOfList | TcpOption::NoOperation => {}
