@@ -288,6 +288,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
 
     /// Header length in bytes, options included (data offset × 4).
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.data_offset()) * 4
     }
@@ -905,30 +906,13 @@ impl TcpRepr {
         if mode == ChecksumMode::Full && !packet.verify_checksum(src, dst) {
             return Err(Error::Checksum);
         }
-        let flags = packet.flags();
-        let with_timestamps = |timestamps| Self {
-            src_port: packet.src_port(),
-            dst_port: packet.dst_port(),
-            seq_number: packet.seq_number(),
-            ack_number: flags.contains(TcpFlags::ACK).then(|| packet.ack_number()),
-            flags: flags - TcpFlags::ACK,
-            window_len: packet.window_len(),
-            urgent_pointer: packet.urgent_pointer(),
-            max_seg_size: None,
-            window_scale: None,
-            sack_permitted: false,
-            sack_ranges: [None; MAX_SACK_BLOCKS],
-            timestamps,
-            unknown_options: TcpUnknownOptions::new(),
-            payload_len: packet.payload().len(),
-        };
         let options = packet.options();
         // The common case returns the repr as it is built, in the caller's
         // place: no copy of it (130 bytes) out of a local.
         if let Some((tsval, tsecr)) = predicted_timestamps(options) {
-            return Ok(with_timestamps(Some((tsval, tsecr))));
+            return Ok(Self::with_fixed_fields(packet, Some((tsval, tsecr))));
         }
-        let mut repr = with_timestamps(None);
+        let mut repr = Self::with_fixed_fields(packet, None);
         for option in TcpOptionIter::new(options) {
             match option? {
                 TcpOption::EndOfList | TcpOption::NoOperation => {}
@@ -943,6 +927,33 @@ impl TcpRepr {
             }
         }
         Ok(repr)
+    }
+
+    /// The fixed header's fields of a checked `packet`, with `timestamps`
+    /// and no other option. Always inlined: out of line (as a closure it
+    /// was) it cost a call and a copy of the repr at both of `parse`'s uses.
+    #[inline(always)]
+    fn with_fixed_fields<T: AsRef<[u8]>>(
+        packet: &TcpPacket<T>,
+        timestamps: Option<(u32, u32)>,
+    ) -> Self {
+        let flags = packet.flags();
+        Self {
+            src_port: packet.src_port(),
+            dst_port: packet.dst_port(),
+            seq_number: packet.seq_number(),
+            ack_number: flags.contains(TcpFlags::ACK).then(|| packet.ack_number()),
+            flags: flags - TcpFlags::ACK,
+            window_len: packet.window_len(),
+            urgent_pointer: packet.urgent_pointer(),
+            max_seg_size: None,
+            window_scale: None,
+            sack_permitted: false,
+            sack_ranges: [None; MAX_SACK_BLOCKS],
+            timestamps,
+            unknown_options: TcpUnknownOptions::new(),
+            payload_len: packet.payload().len(),
+        }
     }
 
     /// The flag byte emitted: `flags` with ACK set iff `ack_number` is.

@@ -110,7 +110,8 @@ impl SmallSegments {
     /// entry outside it.
     fn forget_range(&mut self, start: Seq, end: Seq) {
         let overlapping = |e: &Small| e.start < end && start < e.end;
-        if !self.entries.iter().any(overlapping) {
+        // Empty for bulk data (all full-sized): skip building the walk.
+        if self.entries.is_empty() || !self.entries.iter().any(overlapping) {
             return;
         }
         let mut kept = VecDeque::with_capacity(self.capacity);
