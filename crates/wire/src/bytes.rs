@@ -11,10 +11,16 @@
 //! view, which are documented to panic on a short buffer. The `_or_zero`
 //! readers are total instead: bytes past the end of the buffer read as zero
 //! (ICMPv6 accessors rely on that).
+//!
+//! All are `#[inline]`: each is a load or store behind a bounds check, read
+//! per field by views that other crates instantiate, where an out-of-line
+//! call would cost more than the access and hide a check the caller's
+//! earlier length check makes redundant.
 
 use core::net::Ipv6Addr;
 
 /// The `N` bytes at `offset`.
+#[inline]
 fn array_at<const N: usize>(data: &[u8], offset: usize) -> [u8; N] {
     let mut out = [0; N];
     out.copy_from_slice(&data[offset..offset + N]);
@@ -22,6 +28,7 @@ fn array_at<const N: usize>(data: &[u8], offset: usize) -> [u8; N] {
 }
 
 /// The `N` bytes at `offset`, zero where `data` ends before them.
+#[inline]
 fn array_at_or_zero<const N: usize>(data: &[u8], offset: usize) -> [u8; N] {
     let mut out = [0; N];
     if let Some(available) = data.get(offset..) {
@@ -32,57 +39,68 @@ fn array_at_or_zero<const N: usize>(data: &[u8], offset: usize) -> [u8; N] {
 }
 
 /// The big-endian `u16` at `offset`. Panics past the end of `data`.
+#[inline]
 pub(crate) fn be_u16(data: &[u8], offset: usize) -> u16 {
     u16::from_be_bytes(array_at(data, offset))
 }
 
 /// The big-endian `u32` at `offset`. Panics past the end of `data`.
+#[inline]
 pub(crate) fn be_u32(data: &[u8], offset: usize) -> u32 {
     u32::from_be_bytes(array_at(data, offset))
 }
 
 /// The IPv6 address in the 16 bytes at `offset`. Panics past the end of
 /// `data`.
+#[inline]
 pub(crate) fn ipv6_at(data: &[u8], offset: usize) -> Ipv6Addr {
     Ipv6Addr::from(array_at::<16>(data, offset))
 }
 
 /// The byte at `offset`, or zero past the end of `data`.
+#[inline]
 pub(crate) fn u8_or_zero(data: &[u8], offset: usize) -> u8 {
     data.get(offset).copied().unwrap_or(0)
 }
 
 /// The big-endian `u16` at `offset`, missing bytes read as zero.
+#[inline]
 pub(crate) fn be_u16_or_zero(data: &[u8], offset: usize) -> u16 {
     u16::from_be_bytes(array_at_or_zero(data, offset))
 }
 
 /// The big-endian `u32` at `offset`, missing bytes read as zero.
+#[inline]
 pub(crate) fn be_u32_or_zero(data: &[u8], offset: usize) -> u32 {
     u32::from_be_bytes(array_at_or_zero(data, offset))
 }
 
 /// The IPv6 address at `offset`, missing bytes read as zero.
+#[inline]
 pub(crate) fn ipv6_at_or_zero(data: &[u8], offset: usize) -> Ipv6Addr {
     Ipv6Addr::from(array_at_or_zero::<16>(data, offset))
 }
 
 /// Copies `value` to `offset`. Panics past the end of `data`.
+#[inline]
 pub(crate) fn put_bytes(data: &mut [u8], offset: usize, value: &[u8]) {
     data[offset..offset + value.len()].copy_from_slice(value);
 }
 
 /// Writes `value` big-endian at `offset`. Panics past the end of `data`.
+#[inline]
 pub(crate) fn put_be_u16(data: &mut [u8], offset: usize, value: u16) {
     put_bytes(data, offset, &value.to_be_bytes());
 }
 
 /// Writes `value` big-endian at `offset`. Panics past the end of `data`.
+#[inline]
 pub(crate) fn put_be_u32(data: &mut [u8], offset: usize, value: u32) {
     put_bytes(data, offset, &value.to_be_bytes());
 }
 
 /// Writes the 16 bytes of `addr` at `offset`. Panics past the end of `data`.
+#[inline]
 pub(crate) fn put_ipv6(data: &mut [u8], offset: usize, addr: Ipv6Addr) {
     put_bytes(data, offset, &addr.octets());
 }

@@ -288,6 +288,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
 
     /// Header length in bytes, options included (data offset × 4).
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.data_offset()) * 4
     }
@@ -761,6 +762,7 @@ const PREDICTED_TIMESTAMPS_LEN: usize = 12;
 
 /// The options area of RFC 7323 Appendix A's recommended layout for a
 /// segment carrying only timestamps.
+#[inline]
 fn predicted_timestamps_bytes(tsval: u32, tsecr: u32) -> [u8; PREDICTED_TIMESTAMPS_LEN] {
     let mut bytes = [0u8; PREDICTED_TIMESTAMPS_LEN];
     bytes[..4].copy_from_slice(&[kind::NO_OPERATION, kind::NO_OPERATION, kind::TIMESTAMPS, 10]);
@@ -774,6 +776,7 @@ fn predicted_timestamps_bytes(tsval: u32, tsecr: u32) -> [u8; PREDICTED_TIMESTAM
 /// (Linux's `tcp_parse_aligned_timestamp` looks for the same): read without
 /// walking the options. `None` for any other area, which the general
 /// parser then reads.
+#[inline]
 fn predicted_timestamps(options: &[u8]) -> Option<(u32, u32)> {
     let bytes: &[u8; PREDICTED_TIMESTAMPS_LEN] = options.try_into().ok()?;
     if bytes[..4] != [kind::NO_OPERATION, kind::NO_OPERATION, kind::TIMESTAMPS, 10] {
@@ -850,6 +853,40 @@ impl OptionsLayout {
     }
 }
 
+/// An options area ready to emit (see [`TcpRepr::options`]).
+enum EmittedOptions {
+    /// Timestamps alone, in RFC 7323 Appendix A's layout.
+    Timestamps([u8; PREDICTED_TIMESTAMPS_LEN]),
+    /// Any other set of options, laid out by [`TcpRepr::layout_options`].
+    Laid(OptionsLayout),
+}
+
+impl EmittedOptions {
+    /// Bytes of the area, padding included, even past 40 (see
+    /// [`fits`](Self::fits)).
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Self::Timestamps(bytes) => bytes.len(),
+            Self::Laid(layout) => layout.len,
+        }
+    }
+
+    #[inline]
+    fn fits(&self) -> bool {
+        self.len() <= MAX_OPTIONS_LEN
+    }
+
+    /// The bytes to write; empty for an area that does not fit.
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Timestamps(bytes) => bytes,
+            Self::Laid(layout) => layout.bytes.get(..layout.len).unwrap_or_default(),
+        }
+    }
+}
+
 impl TcpRepr {
     /// Validates a segment: data offset at least 5 and within the buffer,
     /// destination port non-zero, checksum verified under `mode`, options
@@ -869,28 +906,13 @@ impl TcpRepr {
         if mode == ChecksumMode::Full && !packet.verify_checksum(src, dst) {
             return Err(Error::Checksum);
         }
-        let flags = packet.flags();
-        let mut repr = Self {
-            src_port: packet.src_port(),
-            dst_port: packet.dst_port(),
-            seq_number: packet.seq_number(),
-            ack_number: flags.contains(TcpFlags::ACK).then(|| packet.ack_number()),
-            flags: flags - TcpFlags::ACK,
-            window_len: packet.window_len(),
-            urgent_pointer: packet.urgent_pointer(),
-            max_seg_size: None,
-            window_scale: None,
-            sack_permitted: false,
-            sack_ranges: [None; MAX_SACK_BLOCKS],
-            timestamps: None,
-            unknown_options: TcpUnknownOptions::new(),
-            payload_len: packet.payload().len(),
-        };
         let options = packet.options();
+        // The common case returns the repr as it is built, in the caller's
+        // place: no copy of it (130 bytes) out of a local.
         if let Some((tsval, tsecr)) = predicted_timestamps(options) {
-            repr.timestamps = Some((tsval, tsecr));
-            return Ok(repr);
+            return Ok(Self::with_fixed_fields(packet, Some((tsval, tsecr))));
         }
+        let mut repr = Self::with_fixed_fields(packet, None);
         for option in TcpOptionIter::new(options) {
             match option? {
                 TcpOption::EndOfList | TcpOption::NoOperation => {}
@@ -905,6 +927,33 @@ impl TcpRepr {
             }
         }
         Ok(repr)
+    }
+
+    /// The fixed header's fields of a checked `packet`, with `timestamps`
+    /// and no other option. Always inlined: out of line (as a closure it
+    /// was) it cost a call and a copy of the repr at both of `parse`'s uses.
+    #[inline(always)]
+    fn with_fixed_fields<T: AsRef<[u8]>>(
+        packet: &TcpPacket<T>,
+        timestamps: Option<(u32, u32)>,
+    ) -> Self {
+        let flags = packet.flags();
+        Self {
+            src_port: packet.src_port(),
+            dst_port: packet.dst_port(),
+            seq_number: packet.seq_number(),
+            ack_number: flags.contains(TcpFlags::ACK).then(|| packet.ack_number()),
+            flags: flags - TcpFlags::ACK,
+            window_len: packet.window_len(),
+            urgent_pointer: packet.urgent_pointer(),
+            max_seg_size: None,
+            window_scale: None,
+            sack_permitted: false,
+            sack_ranges: [None; MAX_SACK_BLOCKS],
+            timestamps,
+            unknown_options: TcpUnknownOptions::new(),
+            payload_len: packet.payload().len(),
+        }
     }
 
     /// The flag byte emitted: `flags` with ACK set iff `ack_number` is.
@@ -931,12 +980,6 @@ impl TcpRepr {
             bytes: [0; MAX_OPTIONS_LEN],
             len: 0,
         };
-        if let (true, Some((tsval, tsecr))) = (aligned, self.only_timestamps()) {
-            out.bytes[..PREDICTED_TIMESTAMPS_LEN]
-                .copy_from_slice(&predicted_timestamps_bytes(tsval, tsecr));
-            out.len = PREDICTED_TIMESTAMPS_LEN;
-            return out;
-        }
         if let Some(mss) = self.max_seg_size {
             out.put_option(TcpOption::MaxSegmentSize(mss));
         }
@@ -975,6 +1018,7 @@ impl TcpRepr {
 
     /// The timestamps, when they are the only option: nearly every
     /// segment of a connection once it is established.
+    #[inline]
     fn only_timestamps(&self) -> Option<(u32, u32)> {
         let alone = self.max_seg_size.is_none()
             && self.window_scale.is_none()
@@ -984,15 +1028,23 @@ impl TcpRepr {
         self.timestamps.filter(|_| alone)
     }
 
-    /// The aligned layout if it fits in 40 bytes, else the packed one (which
-    /// may itself not fit; `emit` then refuses).
-    fn options(&self) -> OptionsLayout {
+    /// The options area to emit: timestamps alone in RFC 7323 Appendix A's
+    /// layout, written directly (what `layout_options(true)` gives them,
+    /// without its general walk: nearly every segment takes this path); else
+    /// the aligned layout if it fits in 40 bytes, else the packed one (which
+    /// may itself not fit; `emit` then refuses). Inlined so that the
+    /// common case costs the caller no call and no 40-byte layout.
+    #[inline]
+    fn options(&self) -> EmittedOptions {
+        if let Some((tsval, tsecr)) = self.only_timestamps() {
+            return EmittedOptions::Timestamps(predicted_timestamps_bytes(tsval, tsecr));
+        }
         let aligned = self.layout_options(true);
-        if aligned.fits() {
+        EmittedOptions::Laid(if aligned.fits() {
             aligned
         } else {
             self.layout_options(false)
-        }
+        })
     }
 
     /// Bytes of header this repr emits: 20 plus the options padded to a
@@ -1001,7 +1053,7 @@ impl TcpRepr {
     /// SACK blocks) and [`emit`](Self::emit) returns an error; nothing
     /// panics.
     pub fn header_len(&self) -> usize {
-        HEADER_LEN + self.options().len
+        HEADER_LEN + self.options().len()
     }
 
     /// Bytes of header and a payload of `payload_len`.
@@ -1035,7 +1087,7 @@ impl TcpRepr {
         if !options.fits() {
             return Err(Error::Malformed("TCP options exceed 40 bytes"));
         }
-        let header_len = HEADER_LEN + options.len;
+        let header_len = HEADER_LEN + options.len();
         let total = header_len
             .checked_add(payload_len)
             .ok_or(Error::Malformed("TCP segment length overflows"))?;
@@ -1064,8 +1116,7 @@ impl TcpRepr {
         view.set_window_len(self.window_len);
         view.set_checksum(0);
         view.set_urgent_pointer(self.urgent_pointer);
-        view.options_mut()
-            .copy_from_slice(&options.bytes[..options.len]);
+        view.options_mut().copy_from_slice(options.as_bytes());
         emit_payload(view.payload_mut());
         if mode == ChecksumMode::Full {
             view.fill_checksum(src, dst);
@@ -1121,6 +1172,30 @@ mod tests {
             emitted[20..36],
             [1, 1, 8, 10, 0, 0, 0x30, 0x39, 0xde, 0xad, 0xbe, 0xef, 1, 3, 3, 7]
         );
+    }
+
+    /// Timestamps alone are written directly (`options`), in the bytes the
+    /// general aligned layout gives them, which the packed one does not.
+    #[test]
+    fn timestamps_alone_written_directly_match_the_general_layout() {
+        let repr = TcpRepr {
+            ack_number: Some(7),
+            flags: TcpFlags::empty(),
+            max_seg_size: None,
+            window_scale: None,
+            sack_permitted: false,
+            timestamps: Some((0x0102_0304, 0xa0b0_c0d0)),
+            ..syn_repr()
+        };
+        let direct = repr.options();
+        assert!(matches!(direct, EmittedOptions::Timestamps(_)));
+        let general = repr.layout_options(true);
+        assert_eq!(direct.as_bytes(), &general.bytes[..general.len]);
+        assert_eq!(
+            direct.as_bytes(),
+            [1, 1, 8, 10, 1, 2, 3, 4, 0xa0, 0xb0, 0xc0, 0xd0]
+        );
+        assert_eq!(repr.header_len(), HEADER_LEN + general.len);
     }
 
     /// A SYN as Linux sends it: MSS 1460, SACK-permitted, timestamps

@@ -572,7 +572,7 @@ impl Assembler {
             return;
         }
         self.reserve();
-        let mut at = (self.head + self.unread + offset) % cap;
+        let mut at = self.wrap(self.head + self.unread + offset);
         let _span = probe::span(
             DATA_COPY_ENTER,
             DATA_COPY_EXIT,
@@ -585,7 +585,23 @@ impl Assembler {
             let (a, b) = bytes.split_at(first);
             self.ring[at..at + first].copy_from_slice(a);
             self.ring[..b.len()].copy_from_slice(b);
-            at = (at + bytes.len()) % cap;
+            at = self.wrap(at + bytes.len());
+        }
+    }
+
+    /// `position` modulo the capacity. Ring positions are computed as a
+    /// position in the ring plus at most one capacity, so a compare and a
+    /// subtraction do, not a division (two per segment taken); any larger
+    /// value still takes the `%`.
+    #[inline]
+    fn wrap(&self, position: usize) -> usize {
+        let cap = self.capacity();
+        if position < cap {
+            position
+        } else if position - cap < cap {
+            position - cap
+        } else {
+            position % cap
         }
     }
 
@@ -640,7 +656,7 @@ impl Assembler {
         let n = n.min(self.unread);
         // `head` never snaps back to 0 when the buffer empties: out-of-order
         // data sits at positions relative to head + unread.
-        self.head = (self.head + n) % self.capacity();
+        self.head = self.wrap(self.head + n);
         self.unread -= n;
         self.counters.bytes_read += n as u64;
         n
@@ -725,6 +741,18 @@ mod tests {
             dsack: true,
         })
         .unwrap()
+    }
+
+    /// `wrap` (a compare and subtraction below twice the capacity) is `%`
+    /// by the capacity at every position, past twice it too.
+    #[test]
+    fn wrap_is_the_position_modulo_the_capacity() {
+        for capacity in [1, 7, 4096] {
+            let a = assembler(capacity, 4);
+            for position in (0..3 * capacity + 2).chain([usize::MAX - 1, usize::MAX]) {
+                assert_eq!(a.wrap(position), position % capacity);
+            }
+        }
     }
 
     fn read_all(a: &mut Assembler) -> Vec<u8> {

@@ -1338,13 +1338,7 @@ impl Connection {
         let out = match self.state {
             State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
             State::SynSent | State::SynReceived => self.output_syn(now),
-            _ => self
-                .output_pmtu_resend(now)
-                .or_else(|| self.output_recovery(now))
-                .or_else(|| self.output_data(now))
-                .or_else(|| self.output_window_probe(now))
-                .or_else(|| self.output_keepalive(now))
-                .or_else(|| self.take_ack_only(now)),
+            _ => self.output_synchronized(now),
         };
         if let Some(out) = &out {
             self.sent(out);
@@ -1374,10 +1368,14 @@ impl Connection {
         if self.unacked_segments < 2 && !self.segment_ack_due {
             return None;
         }
-        let out = self.take_ack_only(now)?;
-        self.sent(&out);
-        self.batch_acked = true;
-        Some(out)
+        // Returned as the callee built it, not unwrapped and rewrapped (a
+        // move of the whole segment).
+        let out = self.take_ack_only(now);
+        if let Some(ack) = &out {
+            self.sent(ack);
+            self.batch_acked = true;
+        }
+        out
     }
 
     /// Bookkeeping for a segment handed out: one carrying an ACK pays for
@@ -1414,6 +1412,40 @@ impl Connection {
             .on_send(start, start + repr.payload_len, size, self.send_mss());
     }
 
+    /// The next segment of a synchronized connection, by precedence: a
+    /// path-MTU resend, a fast retransmission, new data, then what goes
+    /// without data ([`output_without_data`](Self::output_without_data),
+    /// which `output_data` hands over to). The data segment, the common
+    /// one, is built in the caller's place: an `or_else` chain moved the
+    /// whole (200-byte) `Option<Outgoing>` at each link, even when empty.
+    fn output_synchronized(&mut self, now: Instant) -> Option<Outgoing> {
+        if self.pmtu_resend.is_some() {
+            let out = self.output_pmtu_resend(now);
+            if out.is_some() {
+                return out;
+            }
+        }
+        if self.recovery.is_some() {
+            let out = self.output_recovery(now);
+            if out.is_some() {
+                return out;
+            }
+        }
+        self.output_data(now)
+    }
+
+    /// A segment without new data, when there is none to send: a window
+    /// probe, a keep-alive probe or a bare ACK, in that order.
+    fn output_without_data(&mut self, now: Instant) -> Option<Outgoing> {
+        if self.probe_due {
+            return self.output_window_probe(now);
+        }
+        if self.keepalive_due {
+            return self.output_keepalive(now);
+        }
+        self.take_ack_only(now)
+    }
+
     fn output_syn(&mut self, now: Instant) -> Option<Outgoing> {
         if self.snd_nxt != self.iss {
             return self.take_ack_only(now);
@@ -1442,6 +1474,8 @@ impl Connection {
         Some(Outgoing::header_only(repr))
     }
 
+    /// New data (and our FIN) within the windows; else, when nothing
+    /// goes, [`output_without_data`](Self::output_without_data).
     fn output_data(&mut self, now: Instant) -> Option<Outgoing> {
         let data_end = self.data_end;
         let unsent = data_end.since(self.snd_nxt);
@@ -1506,7 +1540,7 @@ impl Connection {
                     .min(self.config.rtt.max_rto);
                 self.timers.set_if_idle(Timer::Persist, now + interval);
             }
-            return None;
+            return self.output_without_data(now);
         }
         let offset = self.snd_nxt.since(self.data_una());
         let payload = self.send.segments(offset, len);

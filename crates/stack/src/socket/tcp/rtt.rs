@@ -124,7 +124,7 @@ impl RttEstimator {
     /// `expected_samples` of 0 or 1 is plain RFC 6298.
     pub fn sample_weighted(&mut self, rtt: Duration, expected_samples: u32) {
         let r = nanos(rtt);
-        let n = u128::from(expected_samples.max(1));
+        let n = u64::from(expected_samples.max(1));
         let (srtt, rttvar) = match self.srtt {
             // (2.2) SRTT <- R, RTTVAR <- R/2.
             None => (r, r / 2),
@@ -134,13 +134,13 @@ impl RttEstimator {
             // RTTVAR uses the SRTT from before this sample.
             Some(old) => {
                 let old = nanos(old);
-                let rttvar = (nanos(self.rttvar) * (4 * n - 1) + old.abs_diff(r)) / (4 * n);
-                let srtt = (old * (8 * n - 1) + r) / (8 * n);
+                let rttvar = blend(nanos(self.rttvar), 4 * n, old.abs_diff(r));
+                let srtt = blend(old, 8 * n, r);
                 (srtt, rttvar)
             }
         };
-        self.srtt = Some(duration(srtt));
-        self.rttvar = duration(rttvar);
+        self.srtt = Some(Duration::from_nanos(srtt));
+        self.rttvar = Duration::from_nanos(rttvar);
         self.samples = self.samples.saturating_add(1);
         self.backoffs = 0;
         self.rto = self.computed_rto();
@@ -211,17 +211,31 @@ impl RttEstimator {
 }
 
 /// Nanoseconds, saturating at 2^64 - 1 (584 years): no real RTT comes
-/// close, and the bound keeps the weighted products below within u128.
-fn nanos(d: Duration) -> u128 {
-    d.as_nanos().min(u128::from(u64::MAX))
+/// close, and the bound keeps the weighted products of [`blend`] within
+/// u128.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Back from nanoseconds; values past `Duration`'s range saturate.
-fn duration(nanos: u128) -> Duration {
-    let secs = u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX);
-    // The remainder is below 10^9, so it fits in u32.
-    let sub = (nanos % 1_000_000_000) as u32;
-    Duration::new(secs, sub)
+/// `(average * (weight - 1) + sample) / weight`, rounded down, exactly: one
+/// step of RFC 6298's moving averages with gain 1/`weight` (`weight` >= 1).
+/// Done in u64, where a weight that is a power of two (4 and 8, one sample
+/// per round trip: every sample the stack takes) divides by a shift;
+/// u128 (a call to a software division) only for products past 2^64, of
+/// averages centuries long. The result lies between `average` and
+/// `sample`, so it fits u64.
+fn blend(average: u64, weight: u64, sample: u64) -> u64 {
+    let sum = average
+        .checked_mul(weight - 1)
+        .and_then(|product| product.checked_add(sample));
+    match sum {
+        Some(sum) if weight.is_power_of_two() => sum >> weight.trailing_zeros(),
+        Some(sum) => sum / weight,
+        None => {
+            let sum = u128::from(average) * u128::from(weight - 1) + u128::from(sample);
+            (sum / u128::from(weight)) as u64
+        }
+    }
 }
 
 /// Times one segment at a time and yields a sample only if that segment
@@ -599,6 +613,27 @@ mod tests {
     }
 
     proptest! {
+        /// The u64 paths of `blend` (shift, division) give what the u128
+        /// formula gives, and so does its u128 fallback.
+        #[test]
+        fn blend_is_the_exact_weighted_average(
+            average in any::<u64>(),
+            sample in any::<u64>(),
+            n in any::<u32>(),
+            small in 0u64..1 << 40,
+        ) {
+            let exact = |a: u64, w: u64, s: u64| {
+                let sum = u128::from(a) * u128::from(w - 1) + u128::from(s);
+                u64::try_from(sum / u128::from(w)).ok()
+            };
+            let n = u64::from(n.max(1));
+            for weight in [4, 8, 4 * n, 8 * n] {
+                for (a, s) in [(average, sample), (small, sample), (small, small / 3)] {
+                    prop_assert_eq!(Some(blend(a, weight, s)), exact(a, weight, s));
+                }
+            }
+        }
+
         #[test]
         fn rto_stays_within_bounds(
             min_ms in 0u64..5_000,

@@ -302,6 +302,11 @@ impl Scoreboard {
 
     /// Drops SACK information that SND.UNA has overtaken.
     fn acknowledge(&mut self, snd_una: Seq) {
+        // Without losses nothing is held: skip the search and the drain,
+        // on every ACK.
+        if self.ranges.is_empty() {
+            return;
+        }
         let below = self.ranges.partition_point(|r| r.end <= snd_una);
         for range in self.ranges.drain(..below) {
             self.sacked = self.sacked.saturating_sub(range.len());

@@ -108,9 +108,12 @@ impl SendBuffer {
             return out;
         }
         let position = self.head + offset as u64;
-        let first = self.chunk_at(position);
-        let mut at = (self.starts[first] - self.head) as usize;
-        for chunk in self.chunks.iter().skip(first) {
+        let mut index = self.chunk_at(position);
+        let mut at = (self.starts[index] - self.head) as usize;
+        // A segment spans a chunk or two: each is fetched by index, cheaper
+        // than building the deque's iterator (both halves) and skipping to
+        // the first.
+        while let Some(chunk) = self.chunks.get(index) {
             if at >= end {
                 break;
             }
@@ -121,6 +124,7 @@ impl SendBuffer {
                 }
             }
             at += chunk.len();
+            index += 1;
         }
         out
     }

@@ -62,6 +62,11 @@ impl SmallSegments {
 
     /// SND.UNA reached `una`: what lies below it is no longer in flight.
     pub fn acknowledge(&mut self, una: Seq) {
+        // Nearly always empty (bulk data is all full-sized): skip setting
+        // up the walk, which costs more than the check on every ACK.
+        if self.entries.is_empty() {
+            return;
+        }
         self.entries.retain_mut(|e| {
             e.start = e.start.max(una);
             e.start < e.end
@@ -105,7 +110,8 @@ impl SmallSegments {
     /// entry outside it.
     fn forget_range(&mut self, start: Seq, end: Seq) {
         let overlapping = |e: &Small| e.start < end && start < e.end;
-        if !self.entries.iter().any(overlapping) {
+        // Empty for bulk data (all full-sized): skip building the walk.
+        if self.entries.is_empty() || !self.entries.iter().any(overlapping) {
             return;
         }
         let mut kept = VecDeque::with_capacity(self.capacity);
