@@ -229,6 +229,29 @@ fn buffer_and_copy_probes_are_recorded() {
 }
 
 proptest! {
+    /// Stripping and truncating any chain, inside its head or into its
+    /// segments (`strip` has a fast path for the first), leave the flat
+    /// bytes' sub-range.
+    #[test]
+    fn strip_and_truncate_match_the_flat_bytes(
+        pieces in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..60), 1..6),
+        cuts in prop::collection::vec((0usize..80, 0usize..200), 1..6),
+    ) {
+        let pool = pool(32);
+        let mut packet = chained(&pool, &pieces);
+        let mut flat: Vec<u8> = pieces.concat();
+        for (strip, keep) in cuts {
+            match packet.strip(strip) {
+                Ok(()) => flat.drain(..strip).for_each(drop),
+                Err(_) => prop_assert!(strip > flat.len()),
+            }
+            packet.truncate(keep);
+            flat.truncate(keep);
+            prop_assert_eq!(flatten(&packet), flat.clone());
+            prop_assert_eq!(packet.len(), flat.len());
+        }
+    }
+
     /// Cursor reads, copies and shared ranges of any chain equal the same
     /// operations on the flat bytes.
     #[test]

@@ -238,7 +238,10 @@ impl Packet {
         let head_len = self.end - self.start;
         if len <= head_len {
             self.end = self.start + len;
-            self.chain.clear();
+            // Most packets have no chain: no call to clear an empty one.
+            if !self.chain.is_empty() {
+                self.chain.clear();
+            }
             return;
         }
         let mut left = len - head_len;
@@ -257,7 +260,20 @@ impl Packet {
     }
 
     /// Removes `len` bytes from the front (a header consumed on receive).
+    #[inline]
     pub fn strip(&mut self, len: usize) -> Result<(), PacketError> {
+        // A header inside the head buffer (every received frame's): no
+        // walk of the chain for the packet's length.
+        if len <= self.end - self.start {
+            self.start += len;
+            return Ok(());
+        }
+        self.strip_into_chain(len)
+    }
+
+    /// [`strip`](Self::strip) of more than the head holds.
+    #[inline(never)]
+    fn strip_into_chain(&mut self, len: usize) -> Result<(), PacketError> {
         let total = self.len();
         if len > total {
             return Err(PacketError::OutOfRange {
@@ -452,7 +468,11 @@ impl Packet {
         if !self.chain.is_empty() {
             return self.append_segments(segments);
         }
-        segments.retain(|segment| !segment.is_empty());
+        // Empty segments are rare: the list is looked at before it is
+        // rewritten.
+        if segments.iter().any(Segment::is_empty) {
+            segments.retain(|segment| !segment.is_empty());
+        }
         self.chain = segments;
     }
 
