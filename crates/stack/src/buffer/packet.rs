@@ -122,6 +122,9 @@ pub struct Packet {
     start: usize,
     end: usize,
     chain: SegmentList,
+    /// Bytes in `chain`, kept as it changes so that the packet's length,
+    /// asked at every layer, needs no walk of the chain.
+    chain_len: usize,
     flow: Flow,
     /// Offload metadata the device stage reads (`iface::offload`).
     offload: PacketOffload,
@@ -151,6 +154,7 @@ impl Packet {
             start: headroom,
             end: headroom,
             chain: SegmentList::new(),
+            chain_len: 0,
             flow,
             offload: PacketOffload::default(),
         })
@@ -196,7 +200,11 @@ impl Packet {
 
     /// Bytes in the packet.
     pub fn len(&self) -> usize {
-        (self.end - self.start) + self.chain.iter().map(Segment::len).sum::<usize>()
+        debug_assert_eq!(
+            self.chain_len,
+            self.chain.iter().map(Segment::len).sum::<usize>()
+        );
+        (self.end - self.start) + self.chain_len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -241,6 +249,7 @@ impl Packet {
             // Most packets have no chain: no call to clear an empty one.
             if !self.chain.is_empty() {
                 self.chain.clear();
+                self.chain_len = 0;
             }
             return;
         }
@@ -257,6 +266,8 @@ impl Packet {
             keep += 1;
         }
         self.chain.truncate(keep);
+        // What was wanted of the chain less what it did not have.
+        self.chain_len = (len - head_len) - left;
     }
 
     /// Removes `len` bytes from the front (a header consumed on receive).
@@ -285,6 +296,7 @@ impl Packet {
         let from_head = len.min(self.end - self.start);
         self.start += from_head;
         let mut rest = len - from_head;
+        self.chain_len -= rest;
         while rest > 0 {
             let first = &mut self.chain[0];
             let take = rest.min(first.len());
@@ -368,6 +380,7 @@ impl Packet {
             start: range.start,
             end: range.end,
             chain: SegmentList::new(),
+            chain_len: 0,
             flow,
             offload: PacketOffload::default(),
         })
@@ -444,6 +457,7 @@ impl Packet {
                 start: 0,
                 end: fill,
             });
+            self.chain_len += fill;
             remaining -= fill;
         }
         Ok(())
@@ -452,11 +466,14 @@ impl Packet {
     /// Appends shared payload without copying it. Up to two segments
     /// (an MSS-sized TCP segment's) the chain is inline: no allocation.
     pub fn append_segments(&mut self, segments: impl IntoIterator<Item = Segment>) {
+        let mut added = 0;
         self.chain.extend(
             segments
                 .into_iter()
-                .filter(|segment: &Segment| !segment.is_empty()),
+                .filter(|segment: &Segment| !segment.is_empty())
+                .inspect(|segment| added += segment.len()),
         );
+        self.chain_len += added;
     }
 
     /// Appends a list of shared payload segments without copying them.
@@ -468,17 +485,24 @@ impl Packet {
         if !self.chain.is_empty() {
             return self.append_segments(segments);
         }
-        // Empty segments are rare: the list is looked at before it is
-        // rewritten.
-        if segments.iter().any(Segment::is_empty) {
+        // Empty segments are rare: the list is looked at (and its bytes
+        // counted) before it is rewritten.
+        let (mut bytes, mut empty) = (0, false);
+        for segment in &segments {
+            bytes += segment.len();
+            empty |= segment.is_empty();
+        }
+        if empty {
             segments.retain(|segment| !segment.is_empty());
         }
         self.chain = segments;
+        self.chain_len = bytes;
     }
 
     /// Appends shared payload without copying it.
     pub fn append_segment(&mut self, segment: Segment) {
         if !segment.is_empty() {
+            self.chain_len += segment.len();
             self.chain.push(segment);
         }
     }
@@ -487,6 +511,7 @@ impl Packet {
     /// are; `None` when the packet has more than `N` (the caller gathers
     /// it instead). Lets a scatter-gather user hold the parts as one slice
     /// without allocating.
+    #[inline]
     pub fn parts_array<const N: usize>(&self) -> Option<([&[u8]; N], usize)> {
         let mut parts: [&[u8]; N] = [&[]; N];
         let mut count = 0;
