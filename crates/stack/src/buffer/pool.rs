@@ -36,6 +36,7 @@
 //! costs one small allocation for its reference count.
 
 use std::cell::{Cell, RefCell};
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, Range};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -264,7 +265,7 @@ impl Pool {
         stats.lent_high_water = stats.lent_high_water.max(held);
         shared.stats.set(stats);
         Ok(Buffer {
-            slot: Some(Rc::new(Slot {
+            slot: ManuallyDrop::new(Rc::new(Slot {
                 data: std::mem::take(&mut lent.bytes),
                 home: Home::Lender {
                     lender,
@@ -322,7 +323,9 @@ impl Pool {
         if in_use > shared.high_water.get() {
             shared.high_water.set(in_use);
         }
-        Some(Buffer { slot: Some(slot) })
+        Some(Buffer {
+            slot: ManuallyDrop::new(slot),
+        })
     }
 
     /// A buffer made again after a release, while fewer than `buffers`
@@ -439,8 +442,10 @@ impl Drop for Lent {
 /// (the packets and segments that reference its bytes); when the last one
 /// is dropped, the buffer and its reference count go back to the pool.
 pub struct Buffer {
-    /// `None` only while it is dropped.
-    slot: Option<Rc<Slot>>,
+    /// Always there: it is taken only by the buffer's drop, which must
+    /// own it to send it home. (An `Option` would be checked at every use
+    /// of the bytes.)
+    slot: ManuallyDrop<Rc<Slot>>,
 }
 
 impl Buffer {
@@ -450,15 +455,13 @@ impl Buffer {
 
     /// The flow the buffer was allocated for.
     pub fn flow(&self) -> Flow {
-        self.slot
-            .as_ref()
-            .map_or(Flow::NONE, |slot| slot.flow.get())
+        self.slot.flow.get()
     }
 
     /// The bytes, writable if no other reference shares the buffer (so no
     /// packet already handed out can see them change).
     pub fn get_mut(&mut self) -> Option<&mut [u8]> {
-        let slot = Rc::get_mut(self.slot.as_mut()?)?;
+        let slot = Rc::get_mut(&mut self.slot)?;
         Some(&mut slot.data)
     }
 }
@@ -466,7 +469,7 @@ impl Buffer {
 impl Clone for Buffer {
     fn clone(&self) -> Self {
         Buffer {
-            slot: self.slot.clone(),
+            slot: ManuallyDrop::new(Rc::clone(&self.slot)),
         }
     }
 }
@@ -475,7 +478,7 @@ impl Deref for Buffer {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        self.slot.as_deref().map_or(&[], |slot| &slot.data)
+        &self.slot.data
     }
 }
 
@@ -484,50 +487,44 @@ impl Drop for Buffer {
     /// (most drops are of a shared buffer's clones); the last frees.
     #[inline]
     fn drop(&mut self) {
-        if self
-            .slot
-            .as_ref()
-            .is_some_and(|slot| Rc::strong_count(slot) == 1)
-        {
-            self.free();
+        // SAFETY: this is the buffer's drop, so `slot` is taken once and
+        // never used again.
+        let slot = unsafe { ManuallyDrop::take(&mut self.slot) };
+        if Rc::strong_count(&slot) == 1 {
+            free(slot);
         }
     }
 }
 
-impl Buffer {
-    /// The last reference is dropped: the buffer goes home.
-    #[inline(never)]
-    fn free(&mut self) {
-        let Some(mut slot) = self.slot.take() else {
-            return;
-        };
-        // Held by a weak reference too (none is ever made): it stays.
-        let Some(owned) = Rc::get_mut(&mut slot) else {
-            return;
-        };
-        let flow = owned.flow.get();
-        match &mut owned.home {
-            Home::Pool(pool) => {
-                let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
-                // The list cannot hold the slot that holds the pool while
-                // the slot is borrowed for it: the pool is held apart.
-                let pool = Rc::clone(pool);
-                if pool.handles.get() > 0 {
-                    pool.free.borrow_mut().push(slot);
-                } else {
-                    // No handle left to allocate from: the memory goes.
-                    drop(slot);
-                }
-            }
-            Home::Lender { lender, pool } => {
-                let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
-                let bytes = std::mem::take(&mut owned.data);
-                pool.lent_bytes
-                    .set(pool.lent_bytes.get().saturating_sub(bytes.capacity()));
-                lender.give_back(bytes);
-                // The count's allocation too, inside the span.
+/// The last reference to a buffer is dropped: the buffer goes home.
+#[inline(never)]
+fn free(mut slot: Rc<Slot>) {
+    // Held by a weak reference too (none is ever made): it stays.
+    let Some(owned) = Rc::get_mut(&mut slot) else {
+        return;
+    };
+    let flow = owned.flow.get();
+    match &mut owned.home {
+        Home::Pool(pool) => {
+            let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
+            // The list cannot hold the slot that holds the pool while the
+            // slot is borrowed for it: the pool is held apart.
+            let pool = Rc::clone(pool);
+            if pool.handles.get() > 0 {
+                pool.free.borrow_mut().push(slot);
+            } else {
+                // No handle left to allocate from: the memory goes.
                 drop(slot);
             }
+        }
+        Home::Lender { lender, pool } => {
+            let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
+            let bytes = std::mem::take(&mut owned.data);
+            pool.lent_bytes
+                .set(pool.lent_bytes.get().saturating_sub(bytes.capacity()));
+            lender.give_back(bytes);
+            // The count's allocation too, inside the span.
+            drop(slot);
         }
     }
 }
