@@ -328,4 +328,17 @@ fn a_segment_list_becomes_the_chain_or_follows_it_without_its_empty_segments() {
     let mut bare = Packet::new(&pool, Flow::NONE).unwrap();
     bare.append_segment_list([empty].into_iter().collect());
     assert!(bare.tailroom() > 0, "no empty segment in the chain");
+    // A chain emptied after it outgrew its inline room (its old list is
+    // replaced, not forgotten): the new list is the chain, and every
+    // buffer still goes back.
+    let before = pool.in_use();
+    let mut emptied = Packet::new(&pool, Flow::NONE).unwrap();
+    emptied.prepend(2).unwrap().copy_from_slice(b"H:");
+    emptied.append_segment_list(list(&[0..1, 1..2, 2..3, 3..4]));
+    emptied.truncate(2);
+    assert_eq!(flatten(&emptied), b"H:");
+    emptied.append_segment_list(list(&[4..5, 5..6]));
+    assert_eq!((flatten(&emptied), emptied.len()), (b"H:ef".to_vec(), 4));
+    drop(emptied);
+    assert_eq!(pool.in_use(), before, "its buffers all went back");
 }

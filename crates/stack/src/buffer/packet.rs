@@ -495,8 +495,16 @@ impl Packet {
         if empty {
             segments.retain(|segment| !segment.is_empty());
         }
-        self.chain = segments;
+        let old = std::mem::replace(&mut self.chain, segments);
         self.chain_len = bytes;
+        // The chain replaced is empty: inline it holds nothing to drop, so
+        // forgetting it leaks nothing and saves a call to SmallVec's drop
+        // (one per TCP segment sent); spilled, its heap room is freed.
+        if old.spilled() {
+            drop(old);
+        } else {
+            std::mem::forget(old);
+        }
     }
 
     /// Appends shared payload without copying it.
