@@ -145,7 +145,9 @@ pub struct PacketOffload {
 
 impl Packet {
     /// An empty packet for `flow`, its data starting after the pool's
-    /// headroom.
+    /// headroom. Inline, as `receive`: the packet is built in the
+    /// caller's place rather than moved out through the returns.
+    #[inline]
     pub fn new(pool: &Pool, flow: Flow) -> Result<Packet, PacketError> {
         let head = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
         let headroom = pool.config().headroom;
@@ -163,6 +165,7 @@ impl Packet {
     /// A received frame: `fill` writes it into the head buffer after the
     /// headroom (so a router can prepend another link header) and returns
     /// its length, or `None` if there was none (the buffer goes back).
+    #[inline]
     pub fn receive(
         pool: &Pool,
         flow: Flow,
