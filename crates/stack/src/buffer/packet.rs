@@ -244,8 +244,18 @@ impl Packet {
     }
 
     /// Keeps only the first `len` bytes (link padding after an IP packet);
-    /// nothing happens if the packet is not longer.
+    /// nothing happens if the packet is not longer, which is the usual
+    /// case and is decided inline.
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            self.cut(len);
+        }
+    }
+
+    /// [`truncate`](Self::truncate) of a packet longer than `len`.
+    #[inline(never)]
+    fn cut(&mut self, len: usize) {
         let head_len = self.end - self.start;
         if len <= head_len {
             self.end = self.start + len;
