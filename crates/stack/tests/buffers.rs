@@ -229,6 +229,29 @@ fn buffer_and_copy_probes_are_recorded() {
 }
 
 proptest! {
+    /// Stripping and truncating any chain, inside its head or into its
+    /// segments (`strip` has a fast path for the first), leave the flat
+    /// bytes' sub-range.
+    #[test]
+    fn strip_and_truncate_match_the_flat_bytes(
+        pieces in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..60), 1..6),
+        cuts in prop::collection::vec((0usize..80, 0usize..200), 1..6),
+    ) {
+        let pool = pool(32);
+        let mut packet = chained(&pool, &pieces);
+        let mut flat: Vec<u8> = pieces.concat();
+        for (strip, keep) in cuts {
+            match packet.strip(strip) {
+                Ok(()) => flat.drain(..strip).for_each(drop),
+                Err(_) => prop_assert!(strip > flat.len()),
+            }
+            packet.truncate(keep);
+            flat.truncate(keep);
+            prop_assert_eq!(flatten(&packet), flat.clone());
+            prop_assert_eq!(packet.len(), flat.len());
+        }
+    }
+
     /// Cursor reads, copies and shared ranges of any chain equal the same
     /// operations on the flat bytes.
     #[test]
@@ -305,4 +328,17 @@ fn a_segment_list_becomes_the_chain_or_follows_it_without_its_empty_segments() {
     let mut bare = Packet::new(&pool, Flow::NONE).unwrap();
     bare.append_segment_list([empty].into_iter().collect());
     assert!(bare.tailroom() > 0, "no empty segment in the chain");
+    // A chain emptied after it outgrew its inline room (its old list is
+    // replaced, not forgotten): the new list is the chain, and every
+    // buffer still goes back.
+    let before = pool.in_use();
+    let mut emptied = Packet::new(&pool, Flow::NONE).unwrap();
+    emptied.prepend(2).unwrap().copy_from_slice(b"H:");
+    emptied.append_segment_list(list(&[0..1, 1..2, 2..3, 3..4]));
+    emptied.truncate(2);
+    assert_eq!(flatten(&emptied), b"H:");
+    emptied.append_segment_list(list(&[4..5, 5..6]));
+    assert_eq!((flatten(&emptied), emptied.len()), (b"H:ef".to_vec(), 4));
+    drop(emptied);
+    assert_eq!(pool.in_use(), before, "its buffers all went back");
 }

@@ -122,6 +122,9 @@ pub struct Packet {
     start: usize,
     end: usize,
     chain: SegmentList,
+    /// Bytes in `chain`, kept as it changes so that the packet's length,
+    /// asked at every layer, needs no walk of the chain.
+    chain_len: usize,
     flow: Flow,
     /// Offload metadata the device stage reads (`iface::offload`).
     offload: PacketOffload,
@@ -142,7 +145,9 @@ pub struct PacketOffload {
 
 impl Packet {
     /// An empty packet for `flow`, its data starting after the pool's
-    /// headroom.
+    /// headroom. Inline, as `receive`: the packet is built in the
+    /// caller's place rather than moved out through the returns.
+    #[inline]
     pub fn new(pool: &Pool, flow: Flow) -> Result<Packet, PacketError> {
         let head = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
         let headroom = pool.config().headroom;
@@ -151,6 +156,7 @@ impl Packet {
             start: headroom,
             end: headroom,
             chain: SegmentList::new(),
+            chain_len: 0,
             flow,
             offload: PacketOffload::default(),
         })
@@ -159,6 +165,7 @@ impl Packet {
     /// A received frame: `fill` writes it into the head buffer after the
     /// headroom (so a router can prepend another link header) and returns
     /// its length, or `None` if there was none (the buffer goes back).
+    #[inline]
     pub fn receive(
         pool: &Pool,
         flow: Flow,
@@ -196,7 +203,11 @@ impl Packet {
 
     /// Bytes in the packet.
     pub fn len(&self) -> usize {
-        (self.end - self.start) + self.chain.iter().map(Segment::len).sum::<usize>()
+        debug_assert_eq!(
+            self.chain_len,
+            self.chain.iter().map(Segment::len).sum::<usize>()
+        );
+        (self.end - self.start) + self.chain_len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -233,12 +244,26 @@ impl Packet {
     }
 
     /// Keeps only the first `len` bytes (link padding after an IP packet);
-    /// nothing happens if the packet is not longer.
+    /// nothing happens if the packet is not longer, which is the usual
+    /// case and is decided inline.
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            self.cut(len);
+        }
+    }
+
+    /// [`truncate`](Self::truncate) of a packet longer than `len`.
+    #[inline(never)]
+    fn cut(&mut self, len: usize) {
         let head_len = self.end - self.start;
         if len <= head_len {
             self.end = self.start + len;
-            self.chain.clear();
+            // Most packets have no chain: no call to clear an empty one.
+            if !self.chain.is_empty() {
+                self.chain.clear();
+                self.chain_len = 0;
+            }
             return;
         }
         let mut left = len - head_len;
@@ -254,10 +279,25 @@ impl Packet {
             keep += 1;
         }
         self.chain.truncate(keep);
+        // What was wanted of the chain less what it did not have.
+        self.chain_len = (len - head_len) - left;
     }
 
     /// Removes `len` bytes from the front (a header consumed on receive).
+    #[inline]
     pub fn strip(&mut self, len: usize) -> Result<(), PacketError> {
+        // A header inside the head buffer (every received frame's): no
+        // walk of the chain for the packet's length.
+        if len <= self.end - self.start {
+            self.start += len;
+            return Ok(());
+        }
+        self.strip_into_chain(len)
+    }
+
+    /// [`strip`](Self::strip) of more than the head holds.
+    #[inline(never)]
+    fn strip_into_chain(&mut self, len: usize) -> Result<(), PacketError> {
         let total = self.len();
         if len > total {
             return Err(PacketError::OutOfRange {
@@ -269,6 +309,7 @@ impl Packet {
         let from_head = len.min(self.end - self.start);
         self.start += from_head;
         let mut rest = len - from_head;
+        self.chain_len -= rest;
         while rest > 0 {
             let first = &mut self.chain[0];
             let take = rest.min(first.len());
@@ -352,6 +393,7 @@ impl Packet {
             start: range.start,
             end: range.end,
             chain: SegmentList::new(),
+            chain_len: 0,
             flow,
             offload: PacketOffload::default(),
         })
@@ -428,6 +470,7 @@ impl Packet {
                 start: 0,
                 end: fill,
             });
+            self.chain_len += fill;
             remaining -= fill;
         }
         Ok(())
@@ -436,11 +479,14 @@ impl Packet {
     /// Appends shared payload without copying it. Up to two segments
     /// (an MSS-sized TCP segment's) the chain is inline: no allocation.
     pub fn append_segments(&mut self, segments: impl IntoIterator<Item = Segment>) {
+        let mut added = 0;
         self.chain.extend(
             segments
                 .into_iter()
-                .filter(|segment: &Segment| !segment.is_empty()),
+                .filter(|segment: &Segment| !segment.is_empty())
+                .inspect(|segment| added += segment.len()),
         );
+        self.chain_len += added;
     }
 
     /// Appends a list of shared payload segments without copying them.
@@ -452,13 +498,32 @@ impl Packet {
         if !self.chain.is_empty() {
             return self.append_segments(segments);
         }
-        segments.retain(|segment| !segment.is_empty());
-        self.chain = segments;
+        // Empty segments are rare: the list is looked at (and its bytes
+        // counted) before it is rewritten.
+        let (mut bytes, mut empty) = (0, false);
+        for segment in &segments {
+            bytes += segment.len();
+            empty |= segment.is_empty();
+        }
+        if empty {
+            segments.retain(|segment| !segment.is_empty());
+        }
+        let old = std::mem::replace(&mut self.chain, segments);
+        self.chain_len = bytes;
+        // The chain replaced is empty: inline it holds nothing to drop, so
+        // forgetting it leaks nothing and saves a call to SmallVec's drop
+        // (one per TCP segment sent); spilled, its heap room is freed.
+        if old.spilled() {
+            drop(old);
+        } else {
+            std::mem::forget(old);
+        }
     }
 
     /// Appends shared payload without copying it.
     pub fn append_segment(&mut self, segment: Segment) {
         if !segment.is_empty() {
+            self.chain_len += segment.len();
             self.chain.push(segment);
         }
     }
@@ -467,6 +532,7 @@ impl Packet {
     /// are; `None` when the packet has more than `N` (the caller gathers
     /// it instead). Lets a scatter-gather user hold the parts as one slice
     /// without allocating.
+    #[inline]
     pub fn parts_array<const N: usize>(&self) -> Option<([&[u8]; N], usize)> {
         let mut parts: [&[u8]; N] = [&[]; N];
         let mut count = 0;

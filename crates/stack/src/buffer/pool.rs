@@ -17,6 +17,14 @@
 //! (issue 22: `Rc::new` per packet was about 5 % of the data path), but
 //! for a lent super-frame's count (below).
 //!
+//! A pool buffer points back at its pool for its whole life, free or in
+//! use, so neither handing it out nor freeing it touches that reference
+//! (issue 22: setting and clearing it was about 60 instructions per
+//! packet). The free list therefore holds buffers that hold the pool: the
+//! last [`Pool`] handle dropped empties the free list, which breaks that
+//! cycle, and buffers freed after it go to the allocator, not to a list
+//! nobody can take from.
+//!
 //! A buffer may also be [lent](Lent) by a link: the memory a GSO
 //! super-frame arrived in (a virtual wire's frame, an AF_PACKET receive
 //! slot) becomes the received packet's storage, and goes back to the
@@ -28,6 +36,7 @@
 //! costs one small allocation for its reference count.
 
 use std::cell::{Cell, RefCell};
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, Range};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -118,10 +127,13 @@ pub struct PoolStats {
 
 struct Shared {
     config: PoolConfig,
-    /// Free buffers, each referenced by nothing else and holding no
-    /// reference to the pool (a free list of buffers that pointed back at
-    /// their pool would keep it alive forever).
+    /// Free buffers, each referenced by nothing else. Each points back at
+    /// this pool: the last `Pool` handle's drop empties the list, so the
+    /// cycle does not keep the memory alive.
     free: RefCell<Vec<Rc<Slot>>>,
+    /// `Pool` handles alive. Once none is, nothing can allocate again: a
+    /// freed buffer is dropped instead of listed.
+    handles: Cell<usize>,
     /// Buffers that exist, in use or free: `config.buffers` until a
     /// release.
     allocated: Cell<usize>,
@@ -140,9 +152,31 @@ struct Shared {
 
 /// A host's buffer pool. Cloning shares it; a host and everything it owns
 /// live on one thread, so it is not `Send`.
-#[derive(Clone)]
 pub struct Pool {
     shared: Rc<Shared>,
+}
+
+impl Clone for Pool {
+    fn clone(&self) -> Self {
+        let handles = &self.shared.handles;
+        handles.set(handles.get() + 1);
+        Pool {
+            shared: Rc::clone(&self.shared),
+        }
+    }
+}
+
+impl Drop for Pool {
+    /// The last handle frees the free buffers, which point back at the
+    /// pool; buffers still in use keep it until they are dropped.
+    fn drop(&mut self) {
+        let handles = &self.shared.handles;
+        handles.set(handles.get() - 1);
+        if handles.get() == 0 {
+            let free = std::mem::take(&mut *self.shared.free.borrow_mut());
+            drop(free);
+        }
+    }
 }
 
 impl Pool {
@@ -158,20 +192,21 @@ impl Pool {
                 buffer_size: config.buffer_size,
             });
         }
-        let free = (0..config.buffers)
-            .map(|_| Slot::fresh(config.buffer_size))
-            .collect();
-        Ok(Self {
-            shared: Rc::new(Shared {
-                config,
-                free: RefCell::new(free),
-                allocated: Cell::new(config.buffers),
-                handed_out: Cell::new(0),
-                high_water: Cell::new(0),
-                lent_bytes: Cell::new(0),
-                stats: Cell::new(PoolStats::default()),
-            }),
-        })
+        let shared = Rc::new(Shared {
+            config,
+            free: RefCell::new(Vec::with_capacity(config.buffers)),
+            handles: Cell::new(1),
+            allocated: Cell::new(config.buffers),
+            handed_out: Cell::new(0),
+            high_water: Cell::new(0),
+            lent_bytes: Cell::new(0),
+            stats: Cell::new(PoolStats::default()),
+        });
+        shared
+            .free
+            .borrow_mut()
+            .extend((0..config.buffers).map(|_| Slot::fresh(&shared)));
+        Ok(Self { shared })
     }
 
     pub fn config(&self) -> PoolConfig {
@@ -230,13 +265,13 @@ impl Pool {
         stats.lent_high_water = stats.lent_high_water.max(held);
         shared.stats.set(stats);
         Ok(Buffer {
-            slot: Some(Rc::new(Slot {
+            slot: ManuallyDrop::new(Rc::new(Slot {
                 data: std::mem::take(&mut lent.bytes),
                 home: Home::Lender {
                     lender,
                     pool: Rc::clone(shared),
                 },
-                flow,
+                flow: Cell::new(flow),
             })),
         })
     }
@@ -275,24 +310,22 @@ impl Pool {
             let mut free = shared.free.borrow_mut();
             (free.pop(), free.len())
         };
-        let mut slot = match slot {
+        let slot = match slot {
             Some(slot) => slot,
             None => self.regrow()?,
         };
-        let Some(owned) = Rc::get_mut(&mut slot) else {
-            // Unreachable: only unshared slots are put on the free list. A
-            // shared one would never come back, so it is counted as gone.
-            shared.allocated.set(shared.allocated.get() - 1);
-            return None;
-        };
-        owned.home = Home::Pool(Rc::clone(&self.shared));
-        owned.flow = flow;
+        // Only unshared slots are put on the free list, so this buffer is
+        // the only reference: no packet handed out sees the flow change.
+        debug_assert_eq!(Rc::strong_count(&slot), 1, "a shared free buffer");
+        slot.flow.set(flow);
         shared.handed_out.set(shared.handed_out.get() + 1);
         let in_use = shared.allocated.get() - free_left;
         if in_use > shared.high_water.get() {
             shared.high_water.set(in_use);
         }
-        Some(Buffer { slot: Some(slot) })
+        Some(Buffer {
+            slot: ManuallyDrop::new(slot),
+        })
     }
 
     /// A buffer made again after a release, while fewer than `buffers`
@@ -305,7 +338,7 @@ impl Pool {
         let slot = if allocated < shared.config.buffers {
             shared.allocated.set(allocated + 1);
             stats.regrown += 1;
-            Some(Slot::fresh(shared.config.buffer_size))
+            Some(Slot::fresh(&self.shared))
         } else {
             stats.exhausted += 1;
             None
@@ -319,14 +352,14 @@ impl Pool {
 /// is, behind the reference count.
 struct Slot {
     data: Vec<u8>,
-    /// Where it goes when the last reference is dropped.
+    /// Where it goes when the last reference is dropped; a pool's buffer
+    /// keeps its pool while free too.
     home: Home,
-    flow: Flow,
+    /// Set when handed out, while unshared.
+    flow: Cell<Flow>,
 }
 
 enum Home {
-    /// Free in its pool (a free slot holds no reference to it).
-    None,
     Pool(Rc<Shared>),
     /// Back to the link that lent it, its bytes no longer held against
     /// the pool's bound.
@@ -337,11 +370,12 @@ enum Home {
 }
 
 impl Slot {
-    fn fresh(size: usize) -> Rc<Slot> {
+    /// A new buffer of `pool`'s size, belonging to it.
+    fn fresh(pool: &Rc<Shared>) -> Rc<Slot> {
         Rc::new(Slot {
-            data: vec![0u8; size],
-            home: Home::None,
-            flow: Flow::NONE,
+            data: vec![0u8; pool.config.buffer_size],
+            home: Home::Pool(Rc::clone(pool)),
+            flow: Cell::new(Flow::NONE),
         })
     }
 }
@@ -408,8 +442,10 @@ impl Drop for Lent {
 /// (the packets and segments that reference its bytes); when the last one
 /// is dropped, the buffer and its reference count go back to the pool.
 pub struct Buffer {
-    /// `None` only while it is dropped.
-    slot: Option<Rc<Slot>>,
+    /// Always there: it is taken only by the buffer's drop, which must
+    /// own it to send it home. (An `Option` would be checked at every use
+    /// of the bytes.)
+    slot: ManuallyDrop<Rc<Slot>>,
 }
 
 impl Buffer {
@@ -419,13 +455,13 @@ impl Buffer {
 
     /// The flow the buffer was allocated for.
     pub fn flow(&self) -> Flow {
-        self.slot.as_ref().map_or(Flow::NONE, |slot| slot.flow)
+        self.slot.flow.get()
     }
 
     /// The bytes, writable if no other reference shares the buffer (so no
     /// packet already handed out can see them change).
     pub fn get_mut(&mut self) -> Option<&mut [u8]> {
-        let slot = Rc::get_mut(self.slot.as_mut()?)?;
+        let slot = Rc::get_mut(&mut self.slot)?;
         Some(&mut slot.data)
     }
 }
@@ -433,7 +469,7 @@ impl Buffer {
 impl Clone for Buffer {
     fn clone(&self) -> Self {
         Buffer {
-            slot: self.slot.clone(),
+            slot: ManuallyDrop::new(Rc::clone(&self.slot)),
         }
     }
 }
@@ -442,35 +478,53 @@ impl Deref for Buffer {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        self.slot.as_deref().map_or(&[], |slot| &slot.data)
+        &self.slot.data
     }
 }
 
 impl Drop for Buffer {
+    /// Dropping a reference that is not the last only counts down, inline
+    /// (most drops are of a shared buffer's clones); the last frees.
+    #[inline]
     fn drop(&mut self) {
-        let Some(mut slot) = self.slot.take() else {
-            return;
-        };
-        // Another reference still holds the buffer: dropping this one only
-        // counts down.
-        let Some(owned) = Rc::get_mut(&mut slot) else {
-            return;
-        };
-        match std::mem::replace(&mut owned.home, Home::None) {
-            Home::None => {}
-            Home::Pool(pool) => {
-                let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
+        // SAFETY: this is the buffer's drop, so `slot` is taken once and
+        // never used again.
+        let slot = unsafe { ManuallyDrop::take(&mut self.slot) };
+        if Rc::strong_count(&slot) == 1 {
+            free(slot);
+        }
+    }
+}
+
+/// The last reference to a buffer is dropped: the buffer goes home.
+#[inline(never)]
+fn free(mut slot: Rc<Slot>) {
+    // Held by a weak reference too (none is ever made): it stays.
+    let Some(owned) = Rc::get_mut(&mut slot) else {
+        return;
+    };
+    let flow = owned.flow.get();
+    match &mut owned.home {
+        Home::Pool(pool) => {
+            let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
+            // The list cannot hold the slot that holds the pool while the
+            // slot is borrowed for it: the pool is held apart.
+            let pool = Rc::clone(pool);
+            if pool.handles.get() > 0 {
                 pool.free.borrow_mut().push(slot);
-            }
-            Home::Lender { lender, pool } => {
-                let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, owned.flow, 0);
-                let bytes = std::mem::take(&mut owned.data);
-                pool.lent_bytes
-                    .set(pool.lent_bytes.get().saturating_sub(bytes.capacity()));
-                lender.give_back(bytes);
-                // The count's allocation too, inside the span.
+            } else {
+                // No handle left to allocate from: the memory goes.
                 drop(slot);
             }
+        }
+        Home::Lender { lender, pool } => {
+            let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
+            let bytes = std::mem::take(&mut owned.data);
+            pool.lent_bytes
+                .set(pool.lent_bytes.get().saturating_sub(bytes.capacity()));
+            lender.give_back(bytes);
+            // The count's allocation too, inside the span.
+            drop(slot);
         }
     }
 }
@@ -602,6 +656,26 @@ mod tests {
             shared.upgrade().is_none(),
             "the pool and its memory are gone"
         );
+    }
+
+    #[test]
+    fn the_free_list_outlives_all_but_the_last_handle() {
+        let pool = pool(2);
+        let shared = Rc::downgrade(&pool.shared);
+        let other = pool.clone();
+        let first = pool.alloc(Flow::NONE).unwrap();
+        let memory = first.as_ptr();
+        drop(first);
+        drop(pool);
+        // Another handle is left: the freed buffer is still there to reuse.
+        let again = other.alloc(Flow::NONE).unwrap();
+        assert_eq!(again.as_ptr(), memory, "the same buffer, not a new one");
+        assert_eq!((other.in_use(), other.stats().freed), (1, 1));
+        drop(other);
+        assert!(shared.upgrade().is_some(), "a buffer in use holds the pool");
+        // Freed with no handle left: the memory goes, and the pool with it.
+        drop(again);
+        assert!(shared.upgrade().is_none(), "nothing left holds the pool");
     }
 
     #[test]
