@@ -211,12 +211,9 @@ impl Interface {
         // The frame's length is a walk of its parts: made only for a
         // record that is kept.
         if probe::would_record(INTERFACE_QUEUE_ENQUEUE, frame.flow()) {
-            probe::record(
-                INTERFACE_QUEUE_ENQUEUE,
-                frame.len() as u32,
-                frame.flow(),
-                self.id.0 as u64,
-            );
+            probe::record_with(INTERFACE_QUEUE_ENQUEUE, frame.flow(), || {
+                (frame.len() as u32, self.id.0 as u64)
+            });
         }
         self.queue.push_back(frame);
         self.counters.queue_high_water = self.counters.queue_high_water.max(self.queue.len());

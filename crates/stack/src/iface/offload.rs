@@ -229,12 +229,11 @@ impl GroSegment {
             return None;
         }
         {
-            let _span = probe::span(
+            let _span = probe::span_with(
                 crate::probes::CHECKSUM_ENTER,
                 crate::probes::CHECKSUM_EXIT,
-                (total - l4) as u32,
                 packet.flow(),
-                0,
+                || ((total - l4) as u32, 0),
             );
             let pseudo = wire::ip::pseudo_header(&src, &dst, IpProtocol::Tcp, (total - l4) as u32);
             if !wire::checksum::verifies(pseudo, &head[l4..]) {

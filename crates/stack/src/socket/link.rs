@@ -132,13 +132,9 @@ impl LinkSocket {
         let aux = self.queues.next_send();
         let flow = self.flow;
         let len = data.len();
-        let _span = probe::span(
-            SOCKET_SEND_ENTER,
-            SOCKET_SEND_EXIT,
-            probe_len(len),
-            flow,
-            aux,
-        );
+        let _span = probe::span_with(SOCKET_SEND_ENTER, SOCKET_SEND_EXIT, flow, || {
+            (probe_len(len), aux)
+        });
         if len > self.mtu {
             return Err(SendError::TooLarge { len, max: self.mtu });
         }

@@ -75,19 +75,16 @@ impl<S, R: Message> Queues<S, R> {
             return Err(SendError::QueueFull);
         }
         self.counters.send_queue_high_water = self.send.high_water;
-        probe::record(SEND_QUEUE_ENQUEUE, probe_len(len), flow, aux);
+        probe::record_with(SEND_QUEUE_ENQUEUE, flow, || (probe_len(len), aux));
         Ok(())
     }
 
     /// The host takes the oldest message to send.
     pub fn dequeue_send(&mut self) -> Option<S> {
         let entry = self.send.pop()?;
-        probe::record(
-            SEND_QUEUE_DEQUEUE,
-            probe_len(entry.len),
-            entry.flow,
-            entry.aux,
-        );
+        probe::record_with(SEND_QUEUE_DEQUEUE, entry.flow, || {
+            (probe_len(entry.len), entry.aux)
+        });
         self.counters.sent_datagrams += 1;
         self.counters.sent_bytes += entry.len;
         Some(entry.item)
@@ -122,19 +119,16 @@ impl<S, R: Message> Queues<S, R> {
         self.counters.received_datagrams += 1;
         self.counters.received_bytes += len;
         self.counters.recv_queue_high_water = self.recv.high_water;
-        probe::record(RECV_QUEUE_ENQUEUE, probe_len(len), flow, aux);
+        probe::record_with(RECV_QUEUE_ENQUEUE, flow, || (probe_len(len), aux));
         true
     }
 
     /// Takes the oldest received message without copying it.
     pub fn recv(&mut self) -> Option<R> {
         let entry = self.recv.pop()?;
-        probe::record(
-            RECV_QUEUE_DEQUEUE,
-            probe_len(entry.len),
-            entry.flow,
-            entry.aux,
-        );
+        probe::record_with(RECV_QUEUE_DEQUEUE, entry.flow, || {
+            (probe_len(entry.len), entry.aux)
+        });
         Some(entry.item)
     }
 
@@ -143,13 +137,9 @@ impl<S, R: Message> Queues<S, R> {
     /// `socket.recv` span, and returns the bytes copied with the message.
     pub fn recv_into(&mut self, out: &mut [u8]) -> Option<(usize, R)> {
         let (flow, aux) = self.recv.front().map(|e| (e.flow, e.aux))?;
-        let mut span = probe::span(
-            SOCKET_RECV_ENTER,
-            SOCKET_RECV_EXIT,
-            probe_len(out.len()),
-            flow,
-            aux,
-        );
+        let mut span = probe::span_with(SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, flow, || {
+            (probe_len(out.len()), aux)
+        });
         let item = self.recv()?;
         let copied = item.payload().copy_out(0, out);
         span.set_len(probe_len(copied));

@@ -141,13 +141,9 @@ impl RawSocket {
         let aux = self.queues.next_send();
         let flow = self.flow;
         let len = data.len();
-        let _span = probe::span(
-            SOCKET_SEND_ENTER,
-            SOCKET_SEND_EXIT,
-            probe_len(len),
-            flow,
-            aux,
-        );
+        let _span = probe::span_with(SOCKET_SEND_ENTER, SOCKET_SEND_EXIT, flow, || {
+            (probe_len(len), aux)
+        });
         if len > self.config.max_packet {
             return Err(SendError::TooLarge {
                 len,

@@ -172,13 +172,9 @@ impl UdpSocket {
         let aux = self.queues.next_send();
         let flow = self.flow;
         let len = data.len();
-        let _span = probe::span(
-            SOCKET_SEND_ENTER,
-            SOCKET_SEND_EXIT,
-            probe_len(len),
-            flow,
-            aux,
-        );
+        let _span = probe::span_with(SOCKET_SEND_ENTER, SOCKET_SEND_EXIT, flow, || {
+            (probe_len(len), aux)
+        });
         // A socket bound to one family cannot send to the other; the
         // destination's family bounds the payload (RFC 768 over RFC 791
         // or RFC 8200).

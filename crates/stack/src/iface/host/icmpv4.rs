@@ -29,13 +29,9 @@ impl Host {
         packet: Packet,
         pos: usize,
     ) {
-        let _span = probe::span(
-            ICMPV4_INPUT_ENTER,
-            ICMPV4_INPUT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            0,
-        );
+        let _span = probe::span_with(ICMPV4_INPUT_ENTER, ICMPV4_INPUT_EXIT, packet.flow(), || {
+            (packet.len() as u32, 0)
+        });
         let Some(len) = packet.len().checked_sub(pos) else {
             self.count_drop("icmpv4_truncated");
             return;

@@ -28,13 +28,9 @@ impl Host {
         packet: Packet,
         pos: usize,
     ) {
-        let _span = probe::span(
-            ICMPV6_INPUT_ENTER,
-            ICMPV6_INPUT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            0,
-        );
+        let _span = probe::span_with(ICMPV6_INPUT_ENTER, ICMPV6_INPUT_EXIT, packet.flow(), || {
+            (packet.len() as u32, 0)
+        });
         let Some(len) = packet.len().checked_sub(pos) else {
             self.count_drop("icmpv6_truncated");
             return;

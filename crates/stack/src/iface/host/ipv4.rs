@@ -69,13 +69,9 @@ impl Host {
             mut packet,
             link_multicast,
         } = received;
-        let _span = probe::span(
-            IPV4_INPUT_ENTER,
-            IPV4_INPUT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            interface.0 as u64,
-        );
+        let _span = probe::span_with(IPV4_INPUT_ENTER, IPV4_INPUT_EXIT, packet.flow(), || {
+            (packet.len() as u32, interface.0 as u64)
+        });
         self.counters.ipv4_received += 1;
         let parsed = {
             let Some(head) = packet.parts().next() else {
@@ -123,12 +119,9 @@ impl Host {
         }
         if let Some(trace) = repr.options.trace() {
             packet.set_flow(Flow::traced(trace.flow));
-            probe::record(
-                TRACE_OPTION_SEEN,
-                packet.len() as u32,
-                packet.flow(),
-                u64::from(trace.flow),
-            );
+            probe::record_with(TRACE_OPTION_SEEN, packet.flow(), || {
+                (packet.len() as u32, u64::from(trace.flow))
+            });
         }
         let meta = Ipv4Meta {
             interface,
@@ -241,13 +234,9 @@ impl Host {
     ) {
         // The span covers reassembly alone: it ends before the datagram
         // goes up the stack.
-        let span = probe::span(
-            REASSEMBLE_ENTER,
-            REASSEMBLE_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            0,
-        );
+        let span = probe::span_with(REASSEMBLE_ENTER, REASSEMBLE_EXIT, packet.flow(), || {
+            (packet.len() as u32, 0)
+        });
         let Ok(payload) = packet.segments(header_len..packet.len()) else {
             self.count_drop("ipv4_truncated");
             return;
@@ -429,13 +418,9 @@ impl Host {
         payload: Packet,
     ) {
         let flow = payload.flow();
-        let _span = probe::span(
-            IPV4_OUTPUT_ENTER,
-            IPV4_OUTPUT_EXIT,
-            payload.len() as u32,
-            flow,
-            0,
-        );
+        let _span = probe::span_with(IPV4_OUTPUT_ENTER, IPV4_OUTPUT_EXIT, flow, || {
+            (payload.len() as u32, 0)
+        });
         self.counters.ipv4_sent += 1;
         let options = if flow.traced {
             Ipv4Options::with_trace(wire::trace_option::TraceOption { flow: flow.id })
@@ -482,7 +467,9 @@ impl Host {
             self.count_drop("ipv4_needs_fragmentation_df");
             return;
         }
-        let _span = probe::span(FRAGMENT_ENTER, FRAGMENT_EXIT, payload.len() as u32, flow, 4);
+        let _span = probe::span_with(FRAGMENT_ENTER, FRAGMENT_EXIT, flow, || {
+            (payload.len() as u32, 4)
+        });
         let per_fragment = route.mtu.saturating_sub(header_len) & !7;
         let len = payload.len();
         if per_fragment == 0 || len > usize::from(wire::ipv4::MAX_FRAG_OFFSET) + per_fragment {
@@ -518,13 +505,9 @@ impl Host {
             self.count_drop("ipv4_no_headroom");
             return Err(());
         };
-        let _span = probe::span(
-            CHECKSUM_ENTER,
-            CHECKSUM_EXIT,
-            repr.header_len() as u32,
-            Flow::NONE,
-            0,
-        );
+        let _span = probe::span_with(CHECKSUM_ENTER, CHECKSUM_EXIT, Flow::NONE, || {
+            (repr.header_len() as u32, 0)
+        });
         repr.emit(&mut Ipv4Packet::new_unchecked(header), ChecksumMode::Full)
             .map_err(|_| {
                 *self.drops.entry("ipv4_emit_failed").or_insert(0) += 1;
@@ -579,12 +562,11 @@ impl Host {
             return;
         }
         let lookup = {
-            let _span = probe::span(
+            let _span = probe::span_with(
                 NEIGHBOR_LOOKUP_ENTER,
                 NEIGHBOR_LOOKUP_EXIT,
-                packet.len() as u32,
                 packet.flow(),
-                4,
+                || (packet.len() as u32, 4),
             );
             v4.arp.lookup(now, neighbor, packet)
         };
@@ -612,13 +594,9 @@ impl Host {
     /// RFC 1812 §5.2: TTL check and decrement (with the incremental
     /// checksum update of RFC 1624), route, fragment if needed.
     fn ipv4_forward(&mut self, now: Instant, meta: Ipv4Meta, mut packet: Packet) {
-        let _span = probe::span(
-            IP_FORWARD_ENTER,
-            IP_FORWARD_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            4,
-        );
+        let _span = probe::span_with(IP_FORWARD_ENTER, IP_FORWARD_EXIT, packet.flow(), || {
+            (packet.len() as u32, 4)
+        });
         // RFC 1812 §5.3.7: no martian sources or destinations (0/8, 127/8,
         // 240/4); §5.3.4: nothing that arrived as link-layer broadcast; and
         // no directed broadcasts of our other subnets (RFC 2644).
@@ -715,13 +693,9 @@ impl Host {
         packet: Packet,
         header_len: usize,
     ) {
-        let _span = probe::span(
-            FRAGMENT_ENTER,
-            FRAGMENT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            4,
-        );
+        let _span = probe::span_with(FRAGMENT_ENTER, FRAGMENT_EXIT, packet.flow(), || {
+            (packet.len() as u32, 4)
+        });
         let repr = {
             let Some(head) = packet.parts().next() else {
                 return;

@@ -66,13 +66,9 @@ impl Host {
             mut packet,
             link_multicast,
         } = received;
-        let _span = probe::span(
-            IPV6_INPUT_ENTER,
-            IPV6_INPUT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            interface.0 as u64,
-        );
+        let _span = probe::span_with(IPV6_INPUT_ENTER, IPV6_INPUT_EXIT, packet.flow(), || {
+            (packet.len() as u32, interface.0 as u64)
+        });
         self.counters.ipv6_received += 1;
         let (meta, next, total) = {
             let Some(head) = packet.parts().next() else {
@@ -355,12 +351,9 @@ impl Host {
             // The sender traces this flow: trace it here too (DESIGN.md,
             // "Probe events").
             packet.set_flow(Flow::traced(flow));
-            probe::record(
-                TRACE_OPTION_SEEN,
-                packet.len() as u32,
-                packet.flow(),
-                u64::from(flow),
-            );
+            probe::record_with(TRACE_OPTION_SEEN, packet.flow(), || {
+                (packet.len() as u32, u64::from(flow))
+            });
         }
         Some((next, len, OptionsVerdict::Continue))
     }
@@ -436,13 +429,9 @@ impl Host {
     ) {
         // The span covers reassembly alone: it ends before the datagram
         // goes up the stack.
-        let span = probe::span(
-            REASSEMBLE_ENTER,
-            REASSEMBLE_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            0,
-        );
+        let span = probe::span_with(REASSEMBLE_ENTER, REASSEMBLE_EXIT, packet.flow(), || {
+            (packet.len() as u32, 0)
+        });
         let mut scratch = [0u8; 8];
         let Some(header) = read_at(&packet, pos, 8, &mut scratch) else {
             self.count_drop("ipv6_truncated");

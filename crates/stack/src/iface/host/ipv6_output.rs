@@ -346,12 +346,11 @@ impl Host {
             return;
         }
         let resolution = {
-            let _span = probe::span(
+            let _span = probe::span_with(
                 NEIGHBOR_LOOKUP_ENTER,
                 NEIGHBOR_LOOKUP_EXIT,
-                packet.len() as u32,
                 packet.flow(),
-                0,
+                || (packet.len() as u32, 0),
             );
             iface.v6.neighbors.lookup(now, neighbor, packet)
         };
@@ -421,13 +420,9 @@ impl Host {
     /// Forwards a packet not for us (RFC 8200 §3, RFC 4443 errors,
     /// RFC 4861 §8.2 redirects).
     pub(super) fn ipv6_forward(&mut self, now: Instant, meta: Ipv6Meta, mut packet: Packet) {
-        let _span = probe::span(
-            IP_FORWARD_ENTER,
-            IP_FORWARD_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            6,
-        );
+        let _span = probe::span_with(IP_FORWARD_ENTER, IP_FORWARD_EXIT, packet.flow(), || {
+            (packet.len() as u32, 6)
+        });
         // RFC 4291 §2.5.6: link-local packets never leave their link.
         if meta.src.is_unicast_link_local() || meta.dst.is_unicast_link_local() {
             self.count_drop("ipv6_forward_link_local");

@@ -777,11 +777,10 @@ impl Host {
         }
         self.receive_frames(now);
         while let Some(received) = self.input.pop_front() {
-            probe::record(
+            probe::record_with(
                 crate::probes::IP_INPUT_QUEUE_DEQUEUE,
-                received.packet.len() as u32,
                 received.packet.flow(),
-                received.interface.0 as u64,
+                || (received.packet.len() as u32, received.interface.0 as u64),
             );
             self.ip_input(now, received);
         }
@@ -1032,19 +1031,18 @@ impl Host {
             // only for a frame whose arrival is recorded.
             let looked = self.wall.as_ref().map_or(now, |wall| wall().max(now));
             let waited = looked.saturating_duration_since(arrived);
-            probe::record(
-                crate::probes::LINK_RECEIVE_ARRIVAL,
-                packet.len() as u32,
-                packet.flow(),
-                u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
-            );
+            probe::record_with(crate::probes::LINK_RECEIVE_ARRIVAL, packet.flow(), || {
+                (
+                    packet.len() as u32,
+                    u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
+                )
+            });
         }
-        let _span = probe::span(
+        let _span = probe::span_with(
             crate::probes::LINK_RECEIVE_ENTER,
             crate::probes::LINK_RECEIVE_EXIT,
-            packet.len() as u32,
             packet.flow(),
-            interface.0 as u64,
+            || (packet.len() as u32, interface.0 as u64),
         );
         let mut link_multicast = false;
         let mut addresses = None;
@@ -1257,12 +1255,9 @@ impl Host {
             self.count_drop("ip_input_queue_full");
             return;
         }
-        probe::record(
-            crate::probes::IP_INPUT_QUEUE_ENQUEUE,
-            packet.len() as u32,
-            packet.flow(),
-            interface.0 as u64,
-        );
+        probe::record_with(crate::probes::IP_INPUT_QUEUE_ENQUEUE, packet.flow(), || {
+            (packet.len() as u32, interface.0 as u64)
+        });
         self.input.push_back(Received {
             interface,
             packet,

@@ -39,13 +39,9 @@ impl Host {
     /// not moved in: TCP only reads it (the payload is copied into the
     /// receive buffer), and the caller drops it after.
     pub(super) fn tcp_input(&mut self, now: Instant, meta: IpMeta, packet: &Packet, pos: usize) {
-        let _span = probe::span(
-            TCP_INPUT_ENTER,
-            TCP_INPUT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            0,
-        );
+        let _span = probe::span_with(TCP_INPUT_ENTER, TCP_INPUT_EXIT, packet.flow(), || {
+            (packet.len() as u32, 0)
+        });
         let Some(total) = packet.len().checked_sub(pos) else {
             self.count_drop("tcp_truncated");
             return;
@@ -256,19 +252,16 @@ impl Host {
         if queued < marks.send_queued {
             let acked = marks.send_queued - queued;
             marks.acked += acked as u64;
-            probe::record(SEND_QUEUE_DEQUEUE, probe_len(acked), flow, marks.acked);
+            probe::record_with(SEND_QUEUE_DEQUEUE, flow, || (probe_len(acked), marks.acked));
         }
         marks.send_queued = queued;
         let readable = conn.readable();
         if readable > marks.readable {
             let arrived = readable - marks.readable;
             marks.delivered += arrived as u64;
-            probe::record(
-                RECV_QUEUE_ENQUEUE,
-                probe_len(arrived),
-                flow,
-                marks.delivered,
-            );
+            probe::record_with(RECV_QUEUE_ENQUEUE, flow, || {
+                (probe_len(arrived), marks.delivered)
+            });
         }
         marks.readable = readable;
         if conn.state() == State::Closed {

@@ -163,13 +163,9 @@ impl Host {
     pub fn tcp_send(&mut self, handle: TcpHandle, data: &[u8]) -> Result<usize, TcpError> {
         let pool = self.pool.clone();
         let (conn, marks) = self.tcp_stream(handle)?;
-        let _span = probe::span(
-            SOCKET_SEND_ENTER,
-            SOCKET_SEND_EXIT,
-            probe_len(data.len()),
-            conn.flow(),
-            marks.written,
-        );
+        let _span = probe::span_with(SOCKET_SEND_ENTER, SOCKET_SEND_EXIT, conn.flow(), || {
+            (probe_len(data.len()), marks.written)
+        });
         if let Some(error) = conn.error() {
             return Err(TcpError::Connection(error));
         }
@@ -191,12 +187,9 @@ impl Host {
         }
         marks.written += taken as u64;
         marks.send_queued += taken;
-        probe::record(
-            SEND_QUEUE_ENQUEUE,
-            probe_len(taken),
-            conn.flow(),
-            marks.written,
-        );
+        probe::record_with(SEND_QUEUE_ENQUEUE, conn.flow(), || {
+            (probe_len(taken), marks.written)
+        });
         self.tcp_output_pending = true;
         Ok(taken)
     }
@@ -206,18 +199,16 @@ impl Host {
     /// nothing has arrived yet.
     pub fn tcp_recv(&mut self, handle: TcpHandle, out: &mut [u8]) -> Result<usize, TcpError> {
         let (conn, marks) = self.tcp_stream(handle)?;
-        let _span = probe::span(
-            SOCKET_RECV_ENTER,
-            SOCKET_RECV_EXIT,
-            probe_len(out.len()),
-            conn.flow(),
-            marks.read,
-        );
+        let _span = probe::span_with(SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, conn.flow(), || {
+            (probe_len(out.len()), marks.read)
+        });
         let n = conn.recv(out);
         if n > 0 {
             marks.read += n as u64;
             marks.readable = conn.readable();
-            probe::record(RECV_QUEUE_DEQUEUE, probe_len(n), conn.flow(), marks.read);
+            probe::record_with(RECV_QUEUE_DEQUEUE, conn.flow(), || {
+                (probe_len(n), marks.read)
+            });
             // Reading opens the window: an update may be owed.
             self.tcp_output_pending = true;
             return Ok(n);

@@ -104,13 +104,9 @@ pub(super) fn pseudo_header(src: IpAddr, dst: IpAddr, protocol: IpProtocol, len:
 impl Host {
     /// A UDP datagram at `pos` of a packet for us.
     pub(super) fn udp_input(&mut self, now: Instant, meta: IpMeta, mut packet: Packet, pos: usize) {
-        let _span = probe::span(
-            UDP_INPUT_ENTER,
-            UDP_INPUT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            0,
-        );
+        let _span = probe::span_with(UDP_INPUT_ENTER, UDP_INPUT_EXIT, packet.flow(), || {
+            (packet.len() as u32, 0)
+        });
         let Some(total) = packet.len().checked_sub(pos) else {
             self.count_drop("udp_truncated");
             return;
@@ -255,13 +251,9 @@ impl Host {
             mut payload,
             hop_limit,
         } = datagram;
-        let _span = probe::span(
-            UDP_OUTPUT_ENTER,
-            UDP_OUTPUT_EXIT,
-            payload.len() as u32,
-            flow,
-            0,
-        );
+        let _span = probe::span_with(UDP_OUTPUT_ENTER, UDP_OUTPUT_EXIT, flow, || {
+            (payload.len() as u32, 0)
+        });
         payload.set_flow(flow);
         let length = wire::udp::HEADER_LEN + payload.len();
         let Ok(length16) = u16::try_from(length) else {

@@ -194,21 +194,19 @@ impl Host {
     ) {
         let tunnel = &self.tunnels[index];
         let interface = tunnel.interface;
-        let _span = probe::span(
+        let _span = probe::span_with(
             TUNNEL_TRANSMIT_ENTER,
             TUNNEL_TRANSMIT_EXIT,
-            packet.len() as u32,
             packet.flow(),
-            interface.0 as u64,
+            || (packet.len() as u32, interface.0 as u64),
         );
         if tunnel.config.kind == TunnelKind::SixOverFour && !neighbor.is_multicast() {
             let resolution = {
-                let _span = probe::span(
+                let _span = probe::span_with(
                     NEIGHBOR_LOOKUP_ENTER,
                     NEIGHBOR_LOOKUP_EXIT,
-                    packet.len() as u32,
                     packet.flow(),
-                    0,
+                    || (packet.len() as u32, 0),
                 );
                 self.interfaces[interface.0]
                     .v6
@@ -239,12 +237,11 @@ impl Host {
         packet: Packet,
     ) {
         let tunnel = &self.tunnels[index];
-        let _span = probe::span(
+        let _span = probe::span_with(
             TUNNEL_TRANSMIT_ENTER,
             TUNNEL_TRANSMIT_EXIT,
-            packet.len() as u32,
             packet.flow(),
-            tunnel.interface.0 as u64,
+            || (packet.len() as u32, tunnel.interface.0 as u64),
         );
         let remote = match tunnel.config.kind {
             TunnelKind::Configured { remote, .. } => Some(remote),
@@ -330,13 +327,9 @@ impl Host {
             self.ipv4_output(now, route, send, packet);
             return;
         }
-        let _span = probe::span(
-            IPV4_OUTPUT_ENTER,
-            IPV4_OUTPUT_EXIT,
-            packet.len() as u32,
-            packet.flow(),
-            0,
-        );
+        let _span = probe::span_with(IPV4_OUTPUT_ENTER, IPV4_OUTPUT_EXIT, packet.flow(), || {
+            (packet.len() as u32, 0)
+        });
         self.counters.ipv4_sent += 1;
         let ident = self.ipv4_ident;
         self.ipv4_ident = self.ipv4_ident.wrapping_add(1);
@@ -369,12 +362,11 @@ impl Host {
         mut packet: Packet,
         pos: usize,
     ) {
-        let _span = probe::span(
+        let _span = probe::span_with(
             TUNNEL_RECEIVE_ENTER,
             TUNNEL_RECEIVE_EXIT,
-            packet.len() as u32,
             packet.flow(),
-            meta.interface.0 as u64,
+            || (packet.len() as u32, meta.interface.0 as u64),
         );
         if packet.strip(pos).is_err() {
             self.count_drop("tunnel_truncated");

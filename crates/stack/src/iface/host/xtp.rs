@@ -42,13 +42,9 @@ impl Host {
     /// An XTP packet at `pos` of a packet for us.
     pub(super) fn xtp_input(&mut self, now: Instant, meta: IpMeta, packet: Packet, pos: usize) {
         let flow = packet.flow();
-        let _span = probe::span(
-            XTP_INPUT_ENTER,
-            XTP_INPUT_EXIT,
-            packet.len() as u32,
-            flow,
-            0,
-        );
+        let _span = probe::span_with(XTP_INPUT_ENTER, XTP_INPUT_EXIT, flow, || {
+            (packet.len() as u32, 0)
+        });
         let Some(total) = packet.len().checked_sub(pos) else {
             self.count_drop("xtp_truncated");
             return;
@@ -84,13 +80,9 @@ impl Host {
         packet: Packet,
     ) {
         let flow = packet.flow();
-        let _span = probe::span(
-            XTP_INPUT_ENTER,
-            XTP_INPUT_EXIT,
-            packet.len() as u32,
-            flow,
-            1,
-        );
+        let _span = probe::span_with(XTP_INPUT_ENTER, XTP_INPUT_EXIT, flow, || {
+            (packet.len() as u32, 1)
+        });
         if dst != self.interfaces[interface.0].mac {
             self.count_drop("xtp_not_unicast");
             return;
@@ -301,7 +293,7 @@ impl Host {
         if queued < marks.send_queued {
             let acked = marks.send_queued - queued;
             marks.acked += acked as u64;
-            probe::record(SEND_QUEUE_DEQUEUE, probe_len(acked), flow, marks.acked);
+            probe::record_with(SEND_QUEUE_DEQUEUE, flow, || (probe_len(acked), marks.acked));
         }
         marks.send_queued = queued;
         // Bytes in order joined the reader's data, in the receive buffer
@@ -310,12 +302,9 @@ impl Host {
         if arrived > marks.delivered {
             let joined = arrived - marks.delivered;
             marks.delivered = arrived;
-            probe::record(
-                RECV_QUEUE_ENQUEUE,
-                probe_len(joined as usize),
-                flow,
-                marks.delivered,
-            );
+            probe::record_with(RECV_QUEUE_ENQUEUE, flow, || {
+                (probe_len(joined as usize), marks.delivered)
+            });
         }
         marks.readable = assoc.readable();
         if assoc.state() == State::Closed && slot.released {
@@ -428,13 +417,9 @@ impl Host {
         peer: Peer,
         out: &Outgoing,
     ) {
-        let _span = probe::span(
-            XTP_OUTPUT_ENTER,
-            XTP_OUTPUT_EXIT,
-            probe_len(out.data_len()),
-            flow,
-            0,
-        );
+        let _span = probe::span_with(XTP_OUTPUT_ENTER, XTP_OUTPUT_EXIT, flow, || {
+            (probe_len(out.data_len()), 0)
+        });
         // The header and the segment's fixed parts are built apart from
         // the data, and both copied once into the packet: the checksum
         // joins their sums (the head is a whole number of 16-bit words).

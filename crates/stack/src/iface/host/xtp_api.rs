@@ -212,13 +212,9 @@ impl Host {
     /// or `WouldBlock` when it is full).
     pub fn xtp_send(&mut self, handle: XtpHandle, data: &[u8]) -> Result<usize, XtpError> {
         let (assoc, marks) = self.xtp_stream(handle)?;
-        let _span = probe::span(
-            SOCKET_SEND_ENTER,
-            SOCKET_SEND_EXIT,
-            probe_len(data.len()),
-            assoc.flow(),
-            marks.written,
-        );
+        let _span = probe::span_with(SOCKET_SEND_ENTER, SOCKET_SEND_EXIT, assoc.flow(), || {
+            (probe_len(data.len()), marks.written)
+        });
         write_refusal(assoc)?;
         let max = assoc.config().send_buffer;
         if crate::socket::xtp::config::is_message_service(assoc.service()) && data.len() > max {
@@ -272,18 +268,16 @@ impl Host {
     /// WCLOSE, everything before it read); `WouldBlock`: nothing yet.
     pub fn xtp_recv(&mut self, handle: XtpHandle, out: &mut [u8]) -> Result<usize, XtpError> {
         let (assoc, marks) = self.xtp_stream(handle)?;
-        let _span = probe::span(
-            SOCKET_RECV_ENTER,
-            SOCKET_RECV_EXIT,
-            probe_len(out.len()),
-            assoc.flow(),
-            marks.read,
-        );
+        let _span = probe::span_with(SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, assoc.flow(), || {
+            (probe_len(out.len()), marks.read)
+        });
         let n = assoc.recv(out);
         if n > 0 {
             marks.read += n as u64;
             marks.readable = assoc.readable();
-            probe::record(RECV_QUEUE_DEQUEUE, probe_len(n), assoc.flow(), marks.read);
+            probe::record_with(RECV_QUEUE_DEQUEUE, assoc.flow(), || {
+                (probe_len(n), marks.read)
+            });
             self.xtp.output_pending = true;
             return Ok(n);
         }
@@ -485,5 +479,5 @@ pub(super) fn write_refusal(assoc: &Association) -> Result<(), XtpError> {
 pub(super) fn record_written(marks: &mut StreamMarks, flow: Flow, n: usize) {
     marks.written += n as u64;
     marks.send_queued += n;
-    probe::record(SEND_QUEUE_ENQUEUE, probe_len(n), flow, marks.written);
+    probe::record_with(SEND_QUEUE_ENQUEUE, flow, || (probe_len(n), marks.written));
 }

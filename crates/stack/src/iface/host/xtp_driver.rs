@@ -23,13 +23,9 @@ impl Host {
     /// on. `WouldBlock` while the previous write is in progress.
     pub fn xtp_driver_write(&mut self, handle: XtpHandle, data: Bytes) -> Result<(), XtpError> {
         let (assoc, marks) = self.xtp_stream(handle)?;
-        let _span = probe::span(
-            SOCKET_SEND_ENTER,
-            SOCKET_SEND_EXIT,
-            probe_len(data.len()),
-            assoc.flow(),
-            marks.written,
-        );
+        let _span = probe::span_with(SOCKET_SEND_ENTER, SOCKET_SEND_EXIT, assoc.flow(), || {
+            (probe_len(data.len()), marks.written)
+        });
         write_refusal(assoc)?;
         let len = data.len();
         if len == 0 {
@@ -103,12 +99,9 @@ impl Host {
             }
             if !buf.is_empty() {
                 marks.read += buf.len() as u64;
-                probe::record(
-                    RECV_QUEUE_DEQUEUE,
-                    probe_len(buf.len()),
-                    assoc.flow(),
-                    marks.read,
-                );
+                probe::record_with(RECV_QUEUE_DEQUEUE, assoc.flow(), || {
+                    (probe_len(buf.len()), marks.read)
+                });
             }
             self.xtp.output_pending = true;
             return Ok(buf);

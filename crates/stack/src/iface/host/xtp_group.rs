@@ -218,7 +218,7 @@ impl Host {
                 };
                 if resent {
                     // Selective resend to the group (`aux` 0, as unicast's).
-                    probe::record(XTP_RETRANSMIT, probe_len(out.data_len()), flow, 0);
+                    probe::record_with(XTP_RETRANSMIT, flow, || (probe_len(out.data_len()), 0));
                 }
                 self.xtp_emit(now, flow, ends, Peer::Ip(ends.1.ip()), &out);
             }
@@ -272,7 +272,7 @@ impl Host {
                 if queued < slot.sent_queued {
                     let acked = slot.sent_queued - queued;
                     slot.acked += acked as u64;
-                    probe::record(SEND_QUEUE_DEQUEUE, probe_len(acked), flow, slot.acked);
+                    probe::record_with(SEND_QUEUE_DEQUEUE, flow, || (probe_len(acked), slot.acked));
                 }
                 slot.sent_queued = queued;
                 true
@@ -282,12 +282,9 @@ impl Host {
                 if arrived > slot.arrived {
                     let joined = arrived - slot.arrived;
                     slot.arrived = arrived;
-                    probe::record(
-                        RECV_QUEUE_ENQUEUE,
-                        probe_len(joined as usize),
-                        flow,
-                        arrived,
-                    );
+                    probe::record_with(RECV_QUEUE_ENQUEUE, flow, || {
+                        (probe_len(joined as usize), arrived)
+                    });
                 }
                 r.state() == GroupState::Closed && !r.wants_output(Instant::ZERO)
             }

@@ -166,13 +166,9 @@ impl Host {
         let GroupSocket::Sender(sender) = &mut slot.socket else {
             return Err(XtpGroupError::NotSender);
         };
-        let _span = probe::span(
-            SOCKET_SEND_ENTER,
-            SOCKET_SEND_EXIT,
-            probe_len(data.len()),
-            slot.flow,
-            slot.written,
-        );
+        let _span = probe::span_with(SOCKET_SEND_ENTER, SOCKET_SEND_EXIT, slot.flow, || {
+            (probe_len(data.len()), slot.written)
+        });
         if matches!(sender.state(), GroupState::Done | GroupState::Closed) {
             return Err(XtpGroupError::Shutdown);
         }
@@ -182,7 +178,9 @@ impl Host {
         }
         slot.written += n as u64;
         slot.sent_queued += n;
-        probe::record(SEND_QUEUE_ENQUEUE, probe_len(n), slot.flow, slot.written);
+        probe::record_with(SEND_QUEUE_ENQUEUE, slot.flow, || {
+            (probe_len(n), slot.written)
+        });
         self.xtp.output_pending = true;
         Ok(n)
     }
@@ -208,17 +206,13 @@ impl Host {
         let GroupSocket::Receiver(receiver) = &mut slot.socket else {
             return Err(XtpGroupError::NotReceiver);
         };
-        let _span = probe::span(
-            SOCKET_RECV_ENTER,
-            SOCKET_RECV_EXIT,
-            probe_len(out.len()),
-            slot.flow,
-            slot.read,
-        );
+        let _span = probe::span_with(SOCKET_RECV_ENTER, SOCKET_RECV_EXIT, slot.flow, || {
+            (probe_len(out.len()), slot.read)
+        });
         let n = receiver.recv(out);
         if n > 0 {
             slot.read += n as u64;
-            probe::record(RECV_QUEUE_DEQUEUE, probe_len(n), slot.flow, slot.read);
+            probe::record_with(RECV_QUEUE_DEQUEUE, slot.flow, || (probe_len(n), slot.read));
             return Ok(n);
         }
         if out.is_empty() || receiver.at_eof() {

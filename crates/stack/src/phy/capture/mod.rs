@@ -310,12 +310,11 @@ impl Recorder<'_> {
         // The link knows no flow: the span records whenever any flow is
         // traced, so the copy is never hidden inside a traced span. All
         // the capture's work is inside it.
-        let _span = probe::span(
+        let _span = probe::span_with(
             crate::probes::CAPTURE_COPY_ENTER,
             crate::probes::CAPTURE_COPY_EXIT,
-            len as u32,
             Flow::traced(0),
-            direction.epb_flags() as u64,
+            || (len as u32, direction.epb_flags() as u64),
         );
         let failed = self.shared.failed.0.load(Ordering::Acquire);
         let Some(ring) = self.ring.as_mut().filter(|_| !failed) else {

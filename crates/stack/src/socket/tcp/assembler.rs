@@ -573,13 +573,9 @@ impl Assembler {
         }
         self.reserve();
         let mut at = self.wrap(self.head + self.unread + offset);
-        let _span = probe::span(
-            DATA_COPY_ENTER,
-            DATA_COPY_EXIT,
-            range.len() as u32,
-            self.flow,
-            0,
-        );
+        let _span = probe::span_with(DATA_COPY_ENTER, DATA_COPY_EXIT, self.flow, || {
+            (range.len() as u32, 0)
+        });
         for bytes in crate::buffer::pieces(data, range) {
             let first = bytes.len().min(cap - at);
             let (a, b) = bytes.split_at(first);

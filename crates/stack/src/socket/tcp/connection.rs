@@ -1005,13 +1005,9 @@ impl Connection {
 
     /// An acceptable ACK (§3.10.7.4, fifth check, ESTABLISHED and on).
     fn take_ack(&mut self, now: Instant, seq: Seq, ack: Seq, seg: &TcpRepr) {
-        let _span = probe::span(
-            TCP_ACK_ENTER,
-            TCP_ACK_EXIT,
-            ack.since(self.snd_una) as u32,
-            self.flow,
-            0,
-        );
+        let _span = probe::span_with(TCP_ACK_ENTER, TCP_ACK_EXIT, self.flow, || {
+            (ack.since(self.snd_una) as u32, 0)
+        });
         let sack = self.negotiated.is_some_and(|n| n.sack);
         let window_before = self.snd_wnd;
         let advanced = ack > self.snd_una;
@@ -1304,12 +1300,9 @@ impl Connection {
             return;
         }
         self.counters.retransmission_timeouts += 1;
-        probe::record(
-            TCP_RETRANSMIT,
-            self.snd_max.since(self.snd_una) as u32,
-            self.flow,
-            1,
-        );
+        probe::record_with(TCP_RETRANSMIT, self.flow, || {
+            (self.snd_max.since(self.snd_una) as u32, 1)
+        });
         self.rtt.on_timeout();
         self.karn.on_retransmit();
         let flight = self.snd_max.since(self.snd_una);

@@ -400,13 +400,9 @@ impl Association {
         if self.state == State::Closed || self.peer_rclosed || self.send.is_closed() {
             return 0;
         }
-        let _copy = probe::span(
-            DATA_COPY_ENTER,
-            DATA_COPY_EXIT,
-            probe_len(data.len().min(self.send.room())),
-            self.flow,
-            0,
-        );
+        let _copy = probe::span_with(DATA_COPY_ENTER, DATA_COPY_EXIT, self.flow, || {
+            (probe_len(data.len().min(self.send.room())), 0)
+        });
         if is_message_service(self.config.service) {
             if data.len() > self.send.room() {
                 return 0;
@@ -461,13 +457,9 @@ impl Association {
             // A posted driver read takes the bytes first, in order.
             return 0;
         }
-        let _copy = probe::span(
-            DATA_COPY_ENTER,
-            DATA_COPY_EXIT,
-            probe_len(out.len().min(self.recv.readable())),
-            self.flow,
-            0,
-        );
+        let _copy = probe::span_with(DATA_COPY_ENTER, DATA_COPY_EXIT, self.flow, || {
+            (probe_len(out.len().min(self.recv.readable())), 0)
+        });
         let mut n = self.recv.recv(out);
         if self.peer_noerr && n < out.len() {
             self.give_up_gap();

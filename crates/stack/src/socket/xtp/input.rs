@@ -135,13 +135,9 @@ impl Association {
             // Abbreviated close: nothing more is taken.
         } else {
             let arrival = {
-                let _copy = probe::span(
-                    DATA_COPY_ENTER,
-                    DATA_COPY_EXIT,
-                    data.len() as u32,
-                    self.flow,
-                    0,
-                );
+                let _copy = probe::span_with(DATA_COPY_ENTER, DATA_COPY_EXIT, self.flow, || {
+                    (data.len() as u32, 0)
+                });
                 let read_before = self.recv.read_total();
                 let arrival = self.recv.insert(packet.seq, data);
                 if self.recv.read_total() > read_before {
@@ -221,13 +217,9 @@ impl Association {
         control: ControlRepr,
         spans: &[Span],
     ) {
-        let _span = probe::span(
-            XTP_CONTROL_ENTER,
-            XTP_CONTROL_EXIT,
-            spans.len() as u32,
-            self.flow,
-            control.rseq,
-        );
+        let _span = probe::span_with(XTP_CONTROL_ENTER, XTP_CONTROL_EXIT, self.flow, || {
+            (spans.len() as u32, control.rseq)
+        });
         let options = packet.options;
         if options.contains(XtpOptions::WCLOSE) {
             self.recv.set_end(packet.seq);

@@ -156,7 +156,7 @@ impl Association {
         let data_is_empty = data.is_empty();
         self.counters.data_bytes_sent += data.len() as u64;
         if self.counters.first_sent > 1 {
-            probe::record(XTP_RETRANSMIT, data.len() as u32, self.flow, 2);
+            probe::record_with(XTP_RETRANSMIT, self.flow, || (data.len() as u32, 2));
             self.counters.retransmitted_packets += 1;
             self.counters.retransmitted_bytes += data.len() as u64;
         }
