@@ -20,7 +20,8 @@ pub struct SenderSide {
     pub bytes: u64,
     /// Data datagrams or frames sent (datagram protocols).
     pub datagrams: u64,
-    /// From the first write to the last write's return.
+    /// From the first write to the last write's return; for a paced
+    /// sender, to the end of its last datagram's slot at the rate.
     pub elapsed: Duration,
     pub cpu: CpuUsage,
     /// TCP segments the sender's stack sent again, when it says.
@@ -42,6 +43,11 @@ pub struct ReceiverSide {
     /// From the first arrival (or start sentinel) to the last (or end
     /// sentinel).
     pub elapsed: Duration,
+    /// Bytes of the arrival that opened the window: they came at its
+    /// first instant, so the receiver's rate counts only the rest (n
+    /// arrivals span n - 1 gaps; counting all of them reads a paced
+    /// flow faster than it was sent).
+    pub opening_bytes: u64,
     pub cpu: CpuUsage,
     pub checks: Received,
     /// Packets the stack or the kernel dropped during the run, per place
@@ -234,7 +240,7 @@ impl ReceivedSum {
             end: seconds,
             seconds,
             bytes: side.bytes,
-            bits_per_second: rate(side.bytes, side.elapsed),
+            bits_per_second: rate(side.bytes.saturating_sub(side.opening_bytes), side.elapsed),
             datagrams,
             stream,
         }
@@ -401,6 +407,7 @@ mod tests {
             Some(&ReceiverSide {
                 bytes: 1_000_000,
                 elapsed: received,
+                opening_bytes: 0,
                 cpu: CpuUsage::default(),
                 checks: Received::Stream(StreamCounts::default()),
                 drops: None,

@@ -88,6 +88,36 @@ fn datagrams_and_raw_frames_run_and_replay() {
 }
 
 #[test]
+fn a_paced_flow_never_reads_faster_than_it_was_offered() {
+    // 512 datagrams of 8 KB at 50 Mbit/s (Taler's offered-load run, in
+    // small): n datagrams take n slots at the rate. A window that ends at
+    // the last release spans n - 1 and read 50.1 Mbit/s.
+    let target = Target::Simulated(None);
+    let rate = 50_000_000.0;
+    for protocol in [Protocol::Udp, Protocol::Raw] {
+        let len = if protocol == Protocol::Raw {
+            1500
+        } else {
+            8192
+        };
+        let mut s = spec(protocol, Family::V4, len, 512);
+        s.rate_bps = Some(rate as u64);
+        let report = run::pair(&s, &target, false).expect("paced run");
+        let sent = report.end.sum_sent.as_ref().unwrap().bits_per_second;
+        let received = report.end.sum_received.as_ref().unwrap().bits_per_second;
+        assert!(
+            sent <= rate && sent > rate * 0.999,
+            "{protocol}: sent {sent} bit/s at {rate}"
+        );
+        assert!(
+            received <= sent,
+            "{protocol}: received {received} of {sent}"
+        );
+        assert!(report.impossible().is_empty(), "{:?}", report.impossible());
+    }
+}
+
+#[test]
 fn echoes_time_the_simulated_wires() {
     for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Raw] {
         let mut s = EchoSpec::new(protocol, Family::V6, 512, 50);

@@ -422,7 +422,15 @@ impl<N: Transport> Program<N> for DatagramSender<N> {
                 if let Some(step) = self.send_data(net, socket, dest) {
                     return step;
                 }
-                self.elapsed = self.started.map_or(Duration::ZERO, |s| net.now() - s);
+                // A paced sender's window ends where its last datagram's
+                // slot at the rate does: n datagrams take n slots, not the
+                // n - 1 gaps between their releases (pace.rs). Behind the
+                // pace, it ends at the last send.
+                let end = self
+                    .pacer
+                    .as_ref()
+                    .map_or(net.now(), |p| p.due().max(net.now()));
+                self.elapsed = self.started.map_or(Duration::ZERO, |s| end - s);
                 self.cpu_usage = self.cpu.map_or(CpuUsage::default(), |c| c.stop());
                 self.ended = Some(net.now());
                 self.phase = Phase::End {

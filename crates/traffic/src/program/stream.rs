@@ -83,7 +83,8 @@ enum Receiving<N: Transport> {
     Reading {
         conn: N::Stream,
         cpu: CpuMeter,
-        first: Option<Instant>,
+        /// The first read's time and length: it opens the window.
+        first: Option<(Instant, u64)>,
         last: Instant,
     },
 }
@@ -131,7 +132,7 @@ impl<N: Transport> StreamReceiver<N> {
         net: &mut N,
         conn: N::Stream,
         cpu: CpuMeter,
-        first: Option<Instant>,
+        first: Option<(Instant, u64)>,
         last: Instant,
     ) -> Step<Ended<ReceiverSide>> {
         net.close(conn);
@@ -141,7 +142,8 @@ impl<N: Transport> StreamReceiver<N> {
         Step::Done(Ok(Ended {
             side: ReceiverSide {
                 bytes: good,
-                elapsed: first.map_or(Duration::ZERO, |f| last - f),
+                elapsed: first.map_or(Duration::ZERO, |(f, _)| last - f),
+                opening_bytes: first.map_or(0, |(_, n)| n),
                 cpu,
                 checks: Received::Stream(counts),
                 drops: None,
@@ -204,7 +206,7 @@ impl<N: Transport> Program<N> for StreamReceiver<N> {
                     match net.recv_into(conn, &mut self.buf, self.read_len) {
                         Ok(Read::Data(n)) => {
                             *last = net.now();
-                            first.get_or_insert(*last);
+                            first.get_or_insert((*last, n as u64));
                             self.verifier.check(&self.shared.pattern, &self.buf[..n]);
                             self.shared.meter.add_received(n as u64);
                         }

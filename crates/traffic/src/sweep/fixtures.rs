@@ -57,6 +57,7 @@ fn report(
         Some(&ReceiverSide {
             bytes: received,
             elapsed: second,
+            opening_bytes: 0,
             cpu: Default::default(),
             checks,
             drops: None,
