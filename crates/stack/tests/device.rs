@@ -13,9 +13,10 @@ use stack::tools::{self, Family};
 use stack::topology::Topology;
 
 /// 1000 bytes of UDP payload, 8 of UDP, 8 of the trace option's
-/// destination options header, 40 of IPv6 and 14 of Ethernet header at
-/// 10 Mbit/s: 856 µs on the wire.
-const FRAME_NS: u64 = 1070 * 8 * 100;
+/// destination options header, 40 of IPv6 and 14 of Ethernet header, and
+/// Ethernet's 24 octets of FCS, preamble and inter-frame gap, at 10
+/// Mbit/s: 875.2 µs on the wire.
+const FRAME_NS: u64 = 1094 * 8 * 100;
 
 fn topology() -> Topology {
     Topology::from_toml_str(
@@ -105,7 +106,7 @@ fn a_full_ring_backs_up_into_the_interface_queue_and_drains_at_the_wire_rate() {
             Some(t0 + Duration::from_nanos(2 * FRAME_NS))
         );
 
-        // The wire sends one frame per 856 µs: 20 take 17.12 ms.
+        // The wire sends one frame per 875.2 µs: 20 take 17.504 ms.
         sim.run_until(t0 + Duration::from_nanos(20 * FRAME_NS - 1));
         let b = sim.host_mut("host-b").unwrap();
         let mut got = 0;

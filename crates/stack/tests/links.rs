@@ -109,8 +109,10 @@ fn a_frame_arrives_exactly_after_serialization_and_delay() {
     });
     let sent = Instant::from_nanos(1_000_000_000);
     a.transmit(sent, &[&[0xaa; 60], &[0xbb; 40]]).unwrap();
-    // 100 bytes at 1 Mbit/s: 800 µs, then 5 ms of propagation.
-    let arrival = sent + Duration::from_micros(800) + Duration::from_millis(5);
+    // 100 bytes hold an Ethernet wire for 124 octets (FCS, preamble and
+    // start delimiter, inter-frame gap): 992 µs at 1 Mbit/s, then 5 ms of
+    // propagation.
+    let arrival = sent + Duration::from_micros(992) + Duration::from_millis(5);
     assert_eq!(b.next_arrival(), Some(arrival));
     assert_eq!(a.next_arrival(), None, "nothing travels towards the sender");
     let mut buf = [0u8; 1514];
@@ -130,7 +132,7 @@ fn a_frame_arrives_exactly_after_serialization_and_delay() {
 #[test]
 fn a_rate_limit_spaces_back_to_back_frames_by_their_serialization_time() {
     let (mut a, mut b) = wire(WireConfig {
-        rate_bits_per_s: Some(8_000_000), // one byte per microsecond
+        rate_bits_per_s: Some(8_000_000), // one octet per microsecond
         delay: Duration::from_millis(2),
         ..WireConfig::default()
     });
@@ -140,7 +142,8 @@ fn a_rate_limit_spaces_back_to_back_frames_by_their_serialization_time() {
     }
     let mut buf = [0u8; 1514];
     for k in 1..=5u64 {
-        let arrival = t0 + Duration::from_micros(1000 * k) + Duration::from_millis(2);
+        // 1000 bytes and Ethernet's 24 octets of FCS, preamble and gap.
+        let arrival = t0 + Duration::from_micros(1024 * k) + Duration::from_millis(2);
         assert_eq!(b.next_arrival(), Some(arrival), "frame {k}");
         assert_eq!(
             b.receive(Instant::from_nanos(arrival.as_nanos() - 1), &mut buf),
@@ -154,8 +157,38 @@ fn a_rate_limit_spaces_back_to_back_frames_by_their_serialization_time() {
     a.transmit(later, &[&[0u8; 500]]).unwrap();
     assert_eq!(
         b.next_arrival(),
-        Some(later + Duration::from_micros(500) + Duration::from_millis(2))
+        Some(later + Duration::from_micros(524) + Duration::from_millis(2))
     );
+}
+
+#[test]
+fn short_frames_hold_the_wire_for_ethernets_minimum_frame() {
+    // 20-byte frames are padded to 64 octets with their FCS, and 20 more
+    // of preamble and gap: 84 µs each at one octet per microsecond.
+    let (mut a, mut b) = wire(WireConfig {
+        rate_bits_per_s: Some(8_000_000),
+        ..WireConfig::default()
+    });
+    let t0 = at_micros(1_000);
+    for i in 0..3 {
+        a.transmit(t0, &[&numbered(i, 20)]).unwrap();
+    }
+    let mut buf = [0u8; 1514];
+    for k in 1..=3u64 {
+        assert_eq!(b.next_arrival(), Some(t0 + Duration::from_micros(84 * k)));
+        assert_eq!(
+            b.receive(t0 + Duration::from_micros(84 * k), &mut buf),
+            Some(20)
+        );
+    }
+    // Bare IP packets have no framing: their own bytes' time.
+    let (mut a, mut b) = wire(WireConfig {
+        medium: Medium::Ip,
+        rate_bits_per_s: Some(8_000_000),
+        ..WireConfig::default()
+    });
+    a.transmit(t0, &[&numbered(0, 20)]).unwrap();
+    assert_eq!(b.next_arrival(), Some(t0 + Duration::from_micros(20)));
 }
 
 #[test]
@@ -182,10 +215,11 @@ fn frames_over_the_mtu_are_refused_and_counted() {
 
 #[test]
 fn a_full_transmit_ring_refuses_frames_until_one_has_left() {
-    // 64-byte frames at 512 kbit/s: one leaves every millisecond.
+    // 64-byte frames hold an Ethernet wire for 88 octets (FCS, preamble,
+    // gap): at 704 kbit/s, one leaves every millisecond.
     let (mut a, mut b) = wire(WireConfig {
         queue_frames: 4,
-        rate_bits_per_s: Some(512_000),
+        rate_bits_per_s: Some(704_000),
         ..WireConfig::default()
     });
     for i in 0..4 {

@@ -42,12 +42,50 @@ pub enum Medium {
     Ip,
 }
 
+/// Ethernet's frame check sequence (IEEE 802.3 §3.2.9): on the wire, not
+/// in the frames the stack hands over.
+const ETHERNET_FCS_LEN: usize = 4;
+/// Ethernet's shortest frame, FCS included (IEEE 802.3 §4.4.2,
+/// minFrameSize: 512 bits).
+const ETHERNET_MIN_FRAME_LEN: usize = 64;
+/// Preamble (7 octets) and start frame delimiter (1), before each frame
+/// (IEEE 802.3 §3.2.1, §3.2.2).
+const ETHERNET_PREAMBLE_LEN: usize = 8;
+/// The idle time between frames, in octets (IEEE 802.3 §4.4.2,
+/// interFrameGap: 96 bits).
+const ETHERNET_INTER_FRAME_GAP: usize = 12;
+
 impl Medium {
     /// Bytes of link header in front of the IP packet.
     pub const fn header_len(self) -> usize {
         match self {
             Medium::Ethernet => wire::ethernet::HEADER_LEN,
             Medium::Ip => 0,
+        }
+    }
+
+    /// Octets a frame of `len` bytes (as the stack hands it over: link
+    /// header and payload) holds the medium for at its bit rate. Ethernet
+    /// (IEEE 802.3 §3.2, the frame's fields; §4.4.2, minFrameSize and
+    /// interFrameGap) pads the frame to its 64-octet minimum with the
+    /// 4-octet FCS, sends 8 octets of preamble and start delimiter before
+    /// it and keeps 12 octets of inter-frame gap after it: 24 octets more
+    /// than a full frame's bytes, so a 100 Mbit/s wire carries 1500-byte IP
+    /// packets at 97.5 % of its rate, not 99.1 %, and a minimum frame
+    /// takes 84 octets' time, not 60. Bare IP (tunnels, loopback) has no
+    /// framing.
+    pub const fn wire_octets(self, len: usize) -> usize {
+        match self {
+            Medium::Ethernet => {
+                let framed = len + ETHERNET_FCS_LEN;
+                let padded = if framed < ETHERNET_MIN_FRAME_LEN {
+                    ETHERNET_MIN_FRAME_LEN
+                } else {
+                    framed
+                };
+                padded + ETHERNET_PREAMBLE_LEN + ETHERNET_INTER_FRAME_GAP
+            }
+            Medium::Ip => len,
         }
     }
 
@@ -329,3 +367,19 @@ pub use capture::{CaptureConfig, CaptureStats, Captured, WhenFull};
 pub use hub::{Hub, HubStats};
 pub use loopback::Loopback;
 pub use virtual_wire::{ConfigError, VirtualWire, WireConfig, WireEnd};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ethernet_frame_holds_the_wire_with_its_framing() {
+        // Full frame: 1514 bytes, FCS, preamble and delimiter, gap.
+        assert_eq!(Medium::Ethernet.wire_octets(1514), 1538);
+        // The shortest a stack sends (60) and shorter ones are padded.
+        assert_eq!(Medium::Ethernet.wire_octets(60), 84);
+        assert_eq!(Medium::Ethernet.wire_octets(14), 84);
+        assert_eq!(Medium::Ethernet.wire_octets(61), 85);
+        assert_eq!(Medium::Ip.wire_octets(100), 100);
+    }
+}

@@ -566,7 +566,9 @@ impl WireEnd {
         let start = now.max(self.tx.busy_until);
         // An unlimited wire clocks a frame out in no time.
         let sent = match self.config.rate_bits_per_s {
-            Some(rate) => start + serialization_time(len, Some(rate)),
+            Some(rate) => {
+                start + serialization_time(self.config.medium.wire_octets(len), Some(rate))
+            }
             None => start,
         };
         self.tx.busy_until = sent;
@@ -1090,12 +1092,13 @@ mod tests {
     fn the_transmit_ring_holds_the_frames_not_yet_sent() {
         let config = WireConfig {
             queue_frames: 2,
-            // 1000 bytes take 8 µs.
+            // 976 bytes hold an Ethernet wire for 1000 octets (with its
+            // FCS, preamble and gap): 8 µs.
             rate_bits_per_s: Some(1_000_000_000),
             ..WireConfig::default()
         };
         let (mut a, _b) = VirtualWire::pair(config).unwrap();
-        let frame = [0u8; 1000];
+        let frame = [0u8; 976];
         a.transmit(Instant::ZERO, &[&frame]).unwrap();
         a.transmit(Instant::ZERO, &[&frame]).unwrap();
         assert_eq!(a.transmit_complete_at(), Some(Instant::from_nanos(16_000)));
