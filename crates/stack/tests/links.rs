@@ -182,7 +182,7 @@ fn short_frames_hold_the_wire_for_ethernets_minimum_frame() {
         );
     }
     // Bare IP packets have no framing: their own bytes' time.
-    let (mut a, mut b) = wire(WireConfig {
+    let (mut a, b) = wire(WireConfig {
         medium: Medium::Ip,
         rate_bits_per_s: Some(8_000_000),
         ..WireConfig::default()
