@@ -9,7 +9,9 @@ use wire::checksum::{optimized, reference};
 fn checksum(c: &mut Criterion) {
     let data: Vec<u8> = (0..65_536 + 1).map(|i| (i * 7 + 3) as u8).collect();
     let mut group = c.benchmark_group("checksum");
-    for &len in &[32usize, 64, 256, 576, 768, 1024, 1428, 1460, 1500, 65_536] {
+    for &len in &[
+        32usize, 64, 128, 256, 576, 768, 1024, 1428, 1460, 1500, 65_536,
+    ] {
         group.throughput(Throughput::Bytes(len as u64));
         let aligned = &data[..len];
         let misaligned = &data[1..len + 1];
