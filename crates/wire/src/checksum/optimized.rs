@@ -59,39 +59,45 @@ fn sum_le(data: &[u8]) -> u64 {
     portable_sum_le(data)
 }
 
-/// Portable wide sum: eight bytes at a time into two 128-bit accumulators,
-/// which cannot overflow for any slice length.
+/// Portable wide sum: eight bytes at a time into 128-bit accumulators (an
+/// `add`/`adc` pair each), which cannot overflow for any slice length.
 pub(crate) fn portable_sum_le(data: &[u8]) -> u64 {
-    let mut a: u128 = 0;
-    let mut b: u128 = 0;
-    let mut blocks = data.chunks_exact(16);
+    let le = |bytes: &[u8]| u128::from(u64::from_le_bytes(bytes.try_into().unwrap_or_default()));
+    // 32 bytes per iteration, two independent chains: a TCP header (32
+    // bytes with timestamps) is one iteration and no tail.
+    let (mut a, mut b) = (0u128, 0u128);
+    let mut blocks = data.chunks_exact(32);
     for block in &mut blocks {
-        let (lo, hi) = block.split_at(8);
-        a += u128::from(u64::from_le_bytes(lo.try_into().unwrap_or_default()));
-        b += u128::from(u64::from_le_bytes(hi.try_into().unwrap_or_default()));
+        a += le(&block[..8]) + le(&block[16..24]);
+        b += le(&block[8..16]) + le(&block[24..]);
     }
     let mut rest = blocks.remainder();
-    let mut tail: u64 = 0;
+    if rest.len() >= 16 {
+        a += le(&rest[..8]);
+        b += le(&rest[8..16]);
+        rest = &rest[16..];
+    }
     if rest.len() >= 8 {
-        tail += u64::from(u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]));
-        tail += u64::from(u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]));
+        a += le(&rest[..8]);
         rest = &rest[8..];
     }
-    if rest.len() >= 4 {
-        tail += u64::from(u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]));
-        rest = &rest[4..];
+    // 4, 2 and 1 bytes, each added where it lies (2^16 ≡ 1, so a word at
+    // a 16-bit-aligned place needs no shift into place).
+    if let [x0, x1, x2, x3, tail @ ..] = rest {
+        b += u128::from(u32::from_le_bytes([*x0, *x1, *x2, *x3]));
+        rest = tail;
     }
-    if rest.len() >= 2 {
-        tail += u64::from(u16::from_le_bytes([rest[0], rest[1]]));
-        rest = &rest[2..];
+    if let [x0, x1, tail @ ..] = rest {
+        a += u128::from(u16::from_le_bytes([*x0, *x1]));
+        rest = tail;
     }
-    if let [last] = rest {
-        tail += u64::from(*last);
+    if let [x0] = rest {
+        b += u128::from(*x0);
     }
-    let total = a + b + u128::from(tail);
+    let total = a + b;
     // Fold 128 → 64 bits; 2^64 ≡ 1 (mod 2^16 − 1), so carries wrap around.
-    let folded = (total as u64 as u128) + (total >> 64);
-    (folded as u64).wrapping_add((folded >> 64) as u64)
+    let (low, carry) = (total as u64).overflowing_add((total >> 64) as u64);
+    low + u64::from(carry)
 }
 
 #[cfg(target_arch = "x86_64")]
