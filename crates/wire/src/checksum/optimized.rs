@@ -250,14 +250,13 @@ mod avx2 {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
 
     /// The AVX2 sum on its own, below the threshold too: every tail (0 to 3
     /// whole vectors, then 0 to 31 masked bytes, an odd byte or not) after
     /// 0 to 8 main-loop blocks, at every start alignment.
-    #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_matches_the_reference_for_every_tail() {
         if !std::is_x86_feature_detected!("avx2") {
