@@ -100,6 +100,8 @@ pub enum PoolConfigError {
     NoRoomAfterHeadroom { headroom: usize, buffer_size: usize },
     #[error("a pool needs at least one buffer")]
     NoBuffers,
+    #[error("buffers of {buffer_size} bytes are too big: packets address them with 32 bits")]
+    BufferTooBig { buffer_size: usize },
 }
 
 /// Counters of a pool.
@@ -186,6 +188,11 @@ impl Pool {
         if config.buffers == 0 {
             return Err(PoolConfigError::NoBuffers);
         }
+        if u32::try_from(config.buffer_size).is_err() {
+            return Err(PoolConfigError::BufferTooBig {
+                buffer_size: config.buffer_size,
+            });
+        }
         if config.headroom >= config.buffer_size {
             return Err(PoolConfigError::NoRoomAfterHeadroom {
                 headroom: config.headroom,
@@ -238,7 +245,8 @@ impl Pool {
 
     /// Makes the memory a link lent a buffer for `flow`, without copying,
     /// unless the lent memory held would then exceed the pool's bound in
-    /// bytes: then it is handed back (counted as `lend_refused`) for the
+    /// bytes (or the memory is of 4 GiB, more than a packet addresses):
+    /// then it is handed back (counted as `lend_refused`) for the
     /// caller to copy into pool buffers, whose exhaustion is counted.
     pub fn lend(&self, mut lent: Lent, flow: Flow) -> Result<Buffer, Lent> {
         let shared = &self.shared;
@@ -246,7 +254,8 @@ impl Pool {
         let bound = shared.config.buffers * shared.config.buffer_size;
         let held = shared.lent_bytes.get() + size;
         let mut stats = shared.stats.get();
-        if held > bound {
+        // Packets address a buffer with 32 bits (`Packet`'s offsets).
+        if held > bound || u32::try_from(size).is_err() {
             stats.lend_refused += 1;
             shared.stats.set(stats);
             return Err(lent);
