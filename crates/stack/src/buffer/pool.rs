@@ -317,7 +317,14 @@ impl Pool {
         let shared = &*self.shared;
         let (slot, free_left) = {
             let mut free = shared.free.borrow_mut();
-            (free.pop(), free.len())
+            let slot = free.pop();
+            // The next buffer handed out is the one now on top: its
+            // bookkeeping, cold after a batch, is fetched while this one
+            // is used, rather than missed when it is handed out.
+            if let Some(next) = free.last() {
+                prefetch_slot(next);
+            }
+            (slot, free.len())
         };
         let slot = match slot {
             Some(slot) => slot,
@@ -355,6 +362,28 @@ impl Pool {
         shared.stats.set(stats);
         slot
     }
+}
+
+/// Asks for `slot`'s allocation (the reference count and the bookkeeping
+/// after it, in two cache lines) to be brought into the cache, without
+/// waiting for it.
+#[inline(always)]
+fn prefetch_slot(slot: &Rc<Slot>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // The count lies 16 bytes before the value, the flow 48 after it.
+        let value = Rc::as_ptr(slot).cast::<i8>();
+        // SAFETY: SSE, which has the prefetch instruction, is part of
+        // x86_64's baseline; a prefetch reads nothing into the program and
+        // cannot fault, whatever the address.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(value.wrapping_sub(16));
+            _mm_prefetch::<_MM_HINT_T0>(value.wrapping_add(48));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = slot;
 }
 
 /// A buffer's memory and whose it is: one allocation, made when the pool
