@@ -491,6 +491,13 @@ impl Buffer {
         self.len()
     }
 
+    /// Asks for the buffer's bookkeeping to be brought into the cache
+    /// ahead of its use, without waiting for it.
+    #[inline]
+    pub fn prefetch(&self) {
+        prefetch_slot(&self.slot);
+    }
+
     /// The flow the buffer was allocated for.
     pub fn flow(&self) -> Flow {
         self.slot.flow.get()
