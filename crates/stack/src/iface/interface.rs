@@ -255,11 +255,6 @@ impl Interface {
             let Some(frame) = self.queue.pop_front() else {
                 break;
             };
-            // Queued before the whole burst, the next frame's buffer is
-            // cold.
-            if let Some(next) = self.queue.front() {
-                next.prefetch();
-            }
             let len = frame.len();
             probe::record(
                 INTERFACE_QUEUE_DEQUEUE,
