@@ -57,7 +57,19 @@ pub fn pieces<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::pieces;
+    use super::{pieces, Packet, Segment};
+
+    /// Packets are moved by value through every layer and queue: a
+    /// growth here costs every frame (issue 22).
+    #[test]
+    fn packets_stay_small() {
+        assert_eq!(std::mem::size_of::<Segment>(), 16);
+        assert!(
+            std::mem::size_of::<Packet>() <= 80,
+            "{}",
+            std::mem::size_of::<Packet>()
+        );
+    }
 
     #[test]
     fn pieces_cover_exactly_the_range_across_parts() {

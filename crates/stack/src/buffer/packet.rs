@@ -31,20 +31,32 @@ pub enum PacketError {
 /// link lent): what packets chain and fragments reference. The buffer
 /// returns to its pool (or lender) when the last segment or packet using
 /// it is dropped.
+///
+/// Offsets are `u32` (a buffer holds less than 4 GiB: [`Pool`] refuses
+/// bigger ones), so a segment is 16 bytes and a packet's inline chain of
+/// two is 32: packets are moved by value through every layer and queue.
 #[derive(Clone)]
 pub struct Segment {
     buffer: Buffer,
-    start: usize,
-    end: usize,
+    start: u32,
+    end: u32,
+}
+
+/// An offset into a buffer as stored: exact, as no buffer holds 4 GiB
+/// ([`Pool::new`] and [`Pool::lend`] refuse such).
+#[inline]
+fn offset(at: usize) -> u32 {
+    debug_assert!(u32::try_from(at).is_ok(), "an offset past 4 GiB");
+    at as u32
 }
 
 impl Segment {
     pub fn as_slice(&self) -> &[u8] {
-        &self.buffer[self.start..self.end]
+        &self.buffer[self.start as usize..self.end as usize]
     }
 
     pub fn len(&self) -> usize {
-        self.end - self.start
+        (self.end - self.start) as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -68,7 +80,7 @@ impl Segment {
         let segment = Segment {
             buffer,
             start: 0,
-            end: take,
+            end: offset(take),
         };
         Ok((segment, take))
     }
@@ -77,7 +89,7 @@ impl Segment {
     /// buffer, if nothing else references the buffer (so no packet already
     /// handed out can see the bytes change). Returns the bytes appended.
     pub fn append_in_place(&mut self, data: &[u8]) -> usize {
-        let end = self.end;
+        let end = self.end as usize;
         let flow = self.buffer.flow();
         let Some(buffer) = self.buffer.get_mut() else {
             return 0;
@@ -86,14 +98,18 @@ impl Segment {
         if take > 0 {
             let _span = probe::span(DATA_COPY_ENTER, DATA_COPY_EXIT, take as u32, flow, 0);
             buffer[end..end + take].copy_from_slice(&data[..take]);
-            self.end += take;
+            self.end = offset(end + take);
         }
         take
     }
 
     /// Drops the first `n` bytes (at most all of them).
     pub fn advance(&mut self, n: usize) {
-        self.start = (self.start + n).min(self.end);
+        self.start = offset(
+            (self.start as usize)
+                .saturating_add(n)
+                .min(self.end as usize),
+        );
     }
 
     /// The bytes `range` (relative to this segment), sharing the buffer.
@@ -101,10 +117,11 @@ impl Segment {
         if range.start > range.end || range.end > self.len() {
             return None;
         }
+        // Inside this segment (checked above), so inside the buffer.
         Some(Segment {
             buffer: self.buffer.clone(),
-            start: self.start + range.start,
-            end: self.start + range.end,
+            start: self.start + offset(range.start),
+            end: self.start + offset(range.end),
         })
     }
 }
@@ -117,17 +134,31 @@ impl std::fmt::Debug for Segment {
 
 /// A packet: the head buffer's data (`start..end`, with headroom in front
 /// for headers to be prepended) followed by a chain of shared segments.
+///
+/// Packets move by value through every layer and queue, so they are kept
+/// small (80 bytes): offsets into a buffer and the chain's length are
+/// `u32` (no buffer, and no packet, holds 4 GiB).
 pub struct Packet {
     head: Buffer,
-    start: usize,
-    end: usize,
-    chain: SegmentList,
+    start: u32,
+    end: u32,
     /// Bytes in `chain`, kept as it changes so that the packet's length,
     /// asked at every layer, needs no walk of the chain.
-    chain_len: usize,
-    flow: Flow,
+    chain_len: u32,
     /// Offload metadata the device stage reads (`iface::offload`).
     offload: PacketOffload,
+    flow: Flow,
+    chain: SegmentList,
+}
+
+/// A chain's length plus `more` bytes. A packet of 4 GiB cannot be made
+/// from any pool (that would be a bug, not a packet): checked, not wrapped.
+#[inline]
+fn grown(chain_len: u32, more: usize) -> u32 {
+    u32::try_from(more)
+        .ok()
+        .and_then(|more| chain_len.checked_add(more))
+        .expect("a packet of 4 GiB")
 }
 
 /// What a packet carries for segmentation and receive offload, as
@@ -150,15 +181,15 @@ impl Packet {
     #[inline]
     pub fn new(pool: &Pool, flow: Flow) -> Result<Packet, PacketError> {
         let head = pool.alloc(flow).ok_or(PacketError::PoolExhausted)?;
-        let headroom = pool.config().headroom;
+        let headroom = offset(pool.config().headroom);
         Ok(Packet {
             head,
             start: headroom,
             end: headroom,
-            chain: SegmentList::new(),
             chain_len: 0,
-            flow,
             offload: PacketOffload::default(),
+            flow,
+            chain: SegmentList::new(),
         })
     }
 
@@ -172,18 +203,26 @@ impl Packet {
         fill: impl FnOnce(&mut [u8]) -> Option<usize>,
     ) -> Result<Option<Packet>, PacketError> {
         let mut packet = Packet::new(pool, flow)?;
-        let start = packet.start;
+        let start = packet.start as usize;
         let head = packet.head.get_mut().ok_or(PacketError::Shared)?;
         let room = head.len() - start;
         let Some(len) = fill(&mut head[start..]) else {
             return Ok(None);
         };
-        packet.end = start + len.min(room);
+        packet.end = offset(start + len.min(room));
         Ok(Some(packet))
     }
 
     pub fn flow(&self) -> Flow {
         self.flow
+    }
+
+    /// Asks for what reaching the packet's bytes reads first (its head
+    /// buffer's bookkeeping) to be brought into the cache, without waiting:
+    /// for a queue to call on the packet it will take next.
+    #[inline]
+    pub fn prefetch(&self) {
+        self.head.prefetch();
     }
 
     /// The packet's offload metadata.
@@ -204,10 +243,10 @@ impl Packet {
     /// Bytes in the packet.
     pub fn len(&self) -> usize {
         debug_assert_eq!(
-            self.chain_len,
+            self.chain_len as usize,
             self.chain.iter().map(Segment::len).sum::<usize>()
         );
-        (self.end - self.start) + self.chain_len
+        (self.end - self.start) as usize + self.chain_len as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -216,13 +255,13 @@ impl Packet {
 
     /// Bytes of headroom left in front of the data.
     pub fn headroom(&self) -> usize {
-        self.start
+        self.start as usize
     }
 
     /// Bytes of room left after the head buffer's data.
     pub fn tailroom(&self) -> usize {
         if self.chain.is_empty() {
-            self.head.len() - self.end
+            self.head.len() - self.end as usize
         } else {
             0
         }
@@ -232,15 +271,16 @@ impl Packet {
     /// header to be written: headers of every layer go into the headroom
     /// reserved once, never into a buffer of their own.
     pub fn prepend(&mut self, len: usize) -> Result<&mut [u8], PacketError> {
-        if len > self.start {
+        let start = self.start as usize;
+        if len > start {
             return Err(PacketError::NoHeadroom {
                 needed: len,
-                available: self.start,
+                available: start,
             });
         }
         let head = self.head.get_mut().ok_or(PacketError::Shared)?;
-        self.start -= len;
-        Ok(&mut head[self.start..self.start + len])
+        self.start = offset(start - len);
+        Ok(&mut head[start - len..start])
     }
 
     /// Keeps only the first `len` bytes (link padding after an IP packet);
@@ -256,9 +296,9 @@ impl Packet {
     /// [`truncate`](Self::truncate) of a packet longer than `len`.
     #[inline(never)]
     fn cut(&mut self, len: usize) {
-        let head_len = self.end - self.start;
+        let head_len = (self.end - self.start) as usize;
         if len <= head_len {
-            self.end = self.start + len;
+            self.end = self.start + offset(len);
             // Most packets have no chain: no call to clear an empty one.
             if !self.chain.is_empty() {
                 self.chain.clear();
@@ -273,14 +313,14 @@ impl Packet {
                 break;
             }
             if segment.len() > left {
-                segment.end = segment.start + left;
+                segment.end = segment.start + offset(left);
             }
             left -= segment.len();
             keep += 1;
         }
         self.chain.truncate(keep);
         // What was wanted of the chain less what it did not have.
-        self.chain_len = (len - head_len) - left;
+        self.chain_len = offset((len - head_len) - left);
     }
 
     /// Removes `len` bytes from the front (a header consumed on receive).
@@ -288,8 +328,8 @@ impl Packet {
     pub fn strip(&mut self, len: usize) -> Result<(), PacketError> {
         // A header inside the head buffer (every received frame's): no
         // walk of the chain for the packet's length.
-        if len <= self.end - self.start {
-            self.start += len;
+        if len <= (self.end - self.start) as usize {
+            self.start += offset(len);
             return Ok(());
         }
         self.strip_into_chain(len)
@@ -306,14 +346,14 @@ impl Packet {
                 len: total,
             });
         }
-        let from_head = len.min(self.end - self.start);
-        self.start += from_head;
+        let from_head = len.min((self.end - self.start) as usize);
+        self.start += offset(from_head);
         let mut rest = len - from_head;
-        self.chain_len -= rest;
+        self.chain_len -= offset(rest);
         while rest > 0 {
             let first = &mut self.chain[0];
             let take = rest.min(first.len());
-            first.start += take;
+            first.start += offset(take);
             rest -= take;
             if first.is_empty() {
                 self.chain.remove(0);
@@ -342,8 +382,9 @@ impl Packet {
             });
         }
         let head = self.head.get_mut().ok_or(PacketError::Shared)?;
-        head[self.end..self.end + data.len()].copy_from_slice(data);
-        self.end += data.len();
+        let end = self.end as usize;
+        head[end..end + data.len()].copy_from_slice(data);
+        self.end = offset(end + data.len());
         Ok(())
     }
 
@@ -383,15 +424,16 @@ impl Packet {
     /// [`prepend`]: Self::prepend
     pub fn lent(pool: &Pool, lent: Lent, flow: Flow) -> Result<Packet, Lent> {
         let range = lent.range();
+        // The pool refuses lent memory of 4 GiB: the offsets fit.
         let head = pool.lend(lent, flow)?;
         Ok(Packet {
             head,
-            start: range.start,
-            end: range.end,
-            chain: SegmentList::new(),
+            start: offset(range.start),
+            end: offset(range.end),
             chain_len: 0,
-            flow,
             offload: PacketOffload::default(),
+            flow,
+            chain: SegmentList::new(),
         })
     }
 
@@ -464,9 +506,9 @@ impl Packet {
             self.chain.push(Segment {
                 buffer,
                 start: 0,
-                end: fill,
+                end: offset(fill),
             });
-            self.chain_len += fill;
+            self.chain_len = grown(self.chain_len, fill);
             remaining -= fill;
         }
         Ok(())
@@ -482,7 +524,7 @@ impl Packet {
                 .filter(|segment: &Segment| !segment.is_empty())
                 .inspect(|segment| added += segment.len()),
         );
-        self.chain_len += added;
+        self.chain_len = grown(self.chain_len, added);
     }
 
     /// Appends a list of shared payload segments without copying them.
@@ -505,7 +547,7 @@ impl Packet {
             segments.retain(|segment| !segment.is_empty());
         }
         let old = std::mem::replace(&mut self.chain, segments);
-        self.chain_len = bytes;
+        self.chain_len = grown(0, bytes);
         // The chain replaced is empty: inline it holds nothing to drop, so
         // forgetting it leaks nothing and saves a call to SmallVec's drop
         // (one per TCP segment sent); spilled, its heap room is freed.
@@ -519,7 +561,7 @@ impl Packet {
     /// Appends shared payload without copying it.
     pub fn append_segment(&mut self, segment: Segment) {
         if !segment.is_empty() {
-            self.chain_len += segment.len();
+            self.chain_len = grown(self.chain_len, segment.len());
             self.chain.push(segment);
         }
     }
@@ -542,16 +584,22 @@ impl Packet {
     /// The packet's bytes as contiguous parts, in order: what a
     /// scatter-gather transmit hands to the link.
     pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
-        std::iter::once(&self.head[self.start..self.end])
+        std::iter::once(self.head_data())
             .chain(self.chain.iter().map(Segment::as_slice))
             .filter(|part| !part.is_empty())
+    }
+
+    /// The head buffer's data.
+    #[inline]
+    fn head_data(&self) -> &[u8] {
+        &self.head[self.start as usize..self.end as usize]
     }
 
     /// Part `index` of [`parts`](Self::parts) without skipping empty ones:
     /// 0 is the head's data, then the chain.
     pub(super) fn part(&self, index: usize) -> Option<&[u8]> {
         match index {
-            0 => Some(&self.head[self.start..self.end]),
+            0 => Some(self.head_data()),
             i => self.chain.get(i - 1).map(Segment::as_slice),
         }
     }
@@ -619,7 +667,7 @@ impl std::fmt::Debug for Packet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Packet")
             .field("len", &self.len())
-            .field("headroom", &self.start)
+            .field("headroom", &self.headroom())
             .field("chain", &self.chain)
             .finish()
     }

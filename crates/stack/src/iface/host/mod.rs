@@ -777,6 +777,10 @@ impl Host {
         }
         self.receive_frames(now);
         while let Some(received) = self.input.pop_front() {
+            // Queued a batch ago, the next packet's buffer is cold.
+            if let Some(next) = self.input.front() {
+                next.packet.prefetch();
+            }
             probe::record_with(
                 crate::probes::IP_INPUT_QUEUE_DEQUEUE,
                 received.packet.flow(),
