@@ -400,6 +400,18 @@ impl Transmitter {
             .unwrap_or_default()
     }
 
+    /// The frame made of `parts` (`len` bytes), gathered into a buffer.
+    #[inline(always)]
+    fn gather(&mut self, parts: &[&[u8]], len: usize) -> Vec<u8> {
+        let mut bytes = self.buffer();
+        bytes.clear();
+        bytes.reserve(len);
+        for part in parts {
+            bytes.extend_from_slice(part);
+        }
+        bytes
+    }
+
     /// Pushes one copy; false only if the ring is full, which the room
     /// check before it rules out.
     fn push(&mut self, arrival: Instant, bytes: Vec<u8>, gso: Option<Box<VnetHeaderRepr>>) -> bool {
@@ -498,6 +510,7 @@ impl Incoming {
     }
 
     /// The next frame that has arrived by `now`, taken off.
+    #[inline(always)]
     fn pop(&mut self, now: Instant) -> Option<InFlight> {
         match self {
             Incoming::InOrder(frames) => {
@@ -529,6 +542,7 @@ impl Incoming {
 impl Receiver {
     /// The next frame that has arrived by `now`, taken off the wire (it no
     /// longer counts against the bound).
+    #[inline(always)]
     fn next_arrived(&mut self, now: Instant) -> Option<InFlight> {
         let frame = self.incoming.pop(now)?;
         if let Incoming::Reordering(_) = self.incoming {
@@ -630,13 +644,6 @@ impl WireEnd {
             return Err(LinkError::QueueFull);
         }
 
-        // An unimpaired wire has no fate to draw: nothing depends on the
-        // draws, so skipping them changes no run.
-        let fate = if self.tx.impaired {
-            Fate::draw(&mut self.tx.rng, &self.config, len)
-        } else {
-            Fate::default()
-        };
         let start = now.max(self.tx.busy_until);
         // An unlimited wire clocks a frame out in no time.
         let sent = match self.config.rate_bits_per_s {
@@ -647,6 +654,40 @@ impl WireEnd {
         departures.push_back(sent);
         self.stats.tx_frames += 1;
         self.stats.tx_bytes += len as u64;
+        let arrival = if self.config.delay.is_zero() {
+            sent
+        } else {
+            sent + self.config.delay
+        };
+        if self.tx.impaired {
+            return self.send_impaired(parts, len, gso, arrival);
+        }
+        // An unimpaired wire has no fate to draw: nothing depends on the
+        // draws, so skipping them changes no run.
+        if !self.tx.has_room() {
+            // The frame left; the receiver, whose side is full, loses it.
+            self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
+            return Ok(());
+        }
+        let bytes = self.tx.gather(parts, len);
+        if !self.tx.push(arrival, bytes, gso) {
+            // Unreachable: the room check above reserved the slot.
+            self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The rest of [`send`](Self::send) on a wire that impairs frames:
+    /// the frame's fate drawn and done, to arrive at `arrival` if nothing
+    /// holds it back.
+    fn send_impaired(
+        &mut self,
+        parts: &[&[u8]],
+        len: usize,
+        gso: Option<Box<VnetHeaderRepr>>,
+        mut arrival: Instant,
+    ) -> Result<(), LinkError> {
+        let fate = Fate::draw(&mut self.tx.rng, &self.config, len);
         // A lost frame still held the wire for its serialization time.
         if fate.lost {
             self.stats.dropped_loss += 1;
@@ -657,22 +698,11 @@ impl WireEnd {
             self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
             return Ok(());
         }
-
-        let mut bytes = self.tx.buffer();
-        bytes.clear();
-        bytes.reserve(len);
-        for part in parts {
-            bytes.extend_from_slice(part);
-        }
+        let mut bytes = self.tx.gather(parts, len);
         if let Some(bit) = fate.corrupt_bit {
             flip_bit(&mut bytes, bit);
             self.stats.corrupted += 1;
         }
-        let mut arrival = if self.config.delay.is_zero() {
-            sent
-        } else {
-            sent + self.config.delay
-        };
         if fate.held_back {
             arrival += self.config.reorder_delay;
             self.stats.reordered += 1;
