@@ -214,9 +214,11 @@ impl VirtualWire {
 /// in-flight counter were six per frame).
 #[derive(Debug)]
 struct Lane {
-    /// Frames the receiver has taken off the wire (received or dropped),
-    /// ever. Only the receiver writes it; with its own count of frames
-    /// pushed, the sender knows how many are in flight.
+    /// Frames the receiver of a wire that reorders has taken off the wire
+    /// (received or dropped), ever. Only the receiver writes it; with its
+    /// own count of frames pushed, the sender knows how many are in
+    /// flight. An in-order wire's frames in flight are those on its ring,
+    /// so neither end touches this per frame there.
     taken: AtomicU64,
     /// Frames lost because the receive side was full, counted by the
     /// sender and reported by the receiver.
@@ -282,38 +284,48 @@ impl Lane {
     }
 }
 
-/// A frame on its way, stamped with when it arrives. The sequence number
-/// (per direction) breaks ties in sending order.
+/// A frame on its way, stamped with when it arrives: 40 bytes, so that an
+/// ordinary wire's ring entries stay small.
 #[derive(Debug)]
 struct InFlight {
-    arrival: Instant,
-    sequence: u64,
     bytes: Vec<u8>,
-    /// How to cut it, for a super-frame.
-    gso: Option<VnetHeaderRepr>,
+    arrival: Instant,
+    /// How to cut it, for a super-frame: boxed, as it is rare and its
+    /// copy of up to 64 KiB dwarfs the allocation.
+    gso: Option<Box<VnetHeaderRepr>>,
 }
 
-impl InFlight {
+/// A frame the reordering heap holds. The sequence number (per direction,
+/// counted as frames come off the ring, which is the sending order)
+/// breaks ties in sending order; only a wire that reorders needs it.
+#[derive(Debug)]
+struct Held {
+    arrival: Instant,
+    sequence: u64,
+    frame: InFlight,
+}
+
+impl Held {
     fn key(&self) -> (Instant, u64) {
         (self.arrival, self.sequence)
     }
 }
 
-impl PartialEq for InFlight {
+impl PartialEq for Held {
     fn eq(&self, other: &Self) -> bool {
         self.key() == other.key()
     }
 }
 
-impl Eq for InFlight {}
+impl Eq for Held {}
 
-impl PartialOrd for InFlight {
+impl PartialOrd for Held {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for InFlight {
+impl Ord for Held {
     fn cmp(&self, other: &Self) -> Ordering {
         self.key().cmp(&other.key())
     }
@@ -329,15 +341,18 @@ struct Transmitter {
     /// them every frame is allocated on one thread and freed on another,
     /// and the allocator's cross-thread locking costs more than the copy.
     recycled: rtrb::Consumer<Vec<u8>>,
-    /// Frames pushed, ever: less the lane's `taken`, those in flight.
+    /// Frames pushed, ever: less the lane's `taken`, those in flight on a
+    /// wire that reorders (an in-order wire's ring holds exactly those).
     pushed: u64,
+    /// The wire never holds a frame back: its receiver reads the ring in
+    /// place, so the ring's own free slots are the receive side's room.
+    in_order: bool,
     rng: Pcg64,
     /// When the frame being serialized leaves the sender: a rate-limited
     /// wire is a FIFO server.
     busy_until: Instant,
     /// When each frame of the transmit ring has left, oldest first.
     departures: VecDeque<Instant>,
-    next_sequence: u64,
     /// Frames were pushed since the receiver was last woken: `flush` wakes
     /// it (the doorbell), once per poll rather than inside every transmit.
     wake_pending: bool,
@@ -354,11 +369,26 @@ impl Transmitter {
     /// receiver's count may lag (it is read, not shared in a lock), which
     /// only makes the room smaller: a frame is never pushed past the bound.
     fn room(&self) -> usize {
+        if self.in_order {
+            // The frames not yet received are those on the ring.
+            return self.frames.slots();
+        }
         let in_flight = self.pushed - self.lane.taken.load(MemoryOrder::Acquire);
         self.frames
             .buffer()
             .capacity()
             .saturating_sub(usize::try_from(in_flight).unwrap_or(usize::MAX))
+    }
+
+    /// Whether the receive side has room for one more frame: on an
+    /// in-order wire, the ring's cached read position answers without
+    /// reading the receiver's (shared) one until the ring looks full.
+    fn has_room(&self) -> bool {
+        if self.in_order {
+            !self.frames.is_full()
+        } else {
+            self.room() > 0
+        }
     }
 
     /// A buffer for the next frame: one the receiver gave back, else new.
@@ -370,15 +400,24 @@ impl Transmitter {
             .unwrap_or_default()
     }
 
+    /// The frame made of `parts` (`len` bytes), gathered into a buffer.
+    #[inline(always)]
+    fn gather(&mut self, parts: &[&[u8]], len: usize) -> Vec<u8> {
+        let mut bytes = self.buffer();
+        bytes.clear();
+        bytes.reserve(len);
+        for part in parts {
+            bytes.extend_from_slice(part);
+        }
+        bytes
+    }
+
     /// Pushes one copy; false only if the ring is full, which the room
     /// check before it rules out.
-    fn push(&mut self, arrival: Instant, bytes: Vec<u8>, gso: Option<VnetHeaderRepr>) -> bool {
-        let sequence = self.next_sequence;
-        self.next_sequence = self.next_sequence.wrapping_add(1);
+    fn push(&mut self, arrival: Instant, bytes: Vec<u8>, gso: Option<Box<VnetHeaderRepr>>) -> bool {
         let frame = InFlight {
-            arrival,
-            sequence,
             bytes,
+            arrival,
             gso,
         };
         if self.frames.push(frame).is_ok() {
@@ -398,13 +437,12 @@ impl Transmitter {
 #[derive(Debug)]
 struct Receiver {
     lane: Arc<Lane>,
-    /// A `RefCell` because `next_arrival(&self)` may drain the ring into
-    /// the wire's reordering heap.
-    incoming: RefCell<Incoming>,
+    incoming: Incoming,
     /// Frame buffers done with, back to the sender. A full ring just lets
     /// the buffer go.
     recycled: rtrb::Producer<Vec<u8>>,
-    /// Frames taken off the wire, ever (published in the lane's `taken`).
+    /// Frames taken off a reordering wire, ever (published in the lane's
+    /// `taken`; an in-order wire's sender counts the ring's free slots).
     taken: u64,
     /// The super-frame `receive` is handing out cut, and its segmenter.
     cutting: Option<(InFlight, Segmenter)>,
@@ -412,62 +450,105 @@ struct Receiver {
 
 /// Frames pushed and not yet received.
 #[derive(Debug)]
-struct Incoming {
-    frames: rtrb::Consumer<InFlight>,
-    /// A wire that holds frames back keeps what it has taken off the ring
-    /// here, earliest arrival first, so frames held back are overtaken.
-    /// Never more than the bound, since its frames are still in flight.
+enum Incoming {
     /// A wire that never holds a frame back delivers in sending order
     /// (every frame's arrival is its departure plus the same delay, and
     /// departures only grow), so it reads the ring in place.
-    reordering: Option<BinaryHeap<Reverse<InFlight>>>,
+    InOrder(rtrb::Consumer<InFlight>),
+    /// A wire that holds frames back keeps what it has taken off the ring
+    /// in a heap, earliest arrival first, so frames held back are
+    /// overtaken. A `RefCell` because `next_arrival(&self)` drains the
+    /// ring into the heap.
+    Reordering(RefCell<Reordering>),
+}
+
+/// The receiving half of a wire that reorders.
+#[derive(Debug)]
+struct Reordering {
+    frames: rtrb::Consumer<InFlight>,
+    /// Never more than the bound, since its frames are still in flight.
+    heap: BinaryHeap<Reverse<Held>>,
+    /// Frames taken off the ring, ever: the next one's sequence number.
+    drained: u64,
+}
+
+impl Reordering {
+    fn next_arrival(&mut self) -> Option<Instant> {
+        while let Ok(frame) = self.frames.pop() {
+            let sequence = self.drained;
+            self.drained += 1;
+            self.heap.push(Reverse(Held {
+                arrival: frame.arrival,
+                sequence,
+                frame,
+            }));
+        }
+        self.heap.peek().map(|held| held.0.arrival)
+    }
 }
 
 impl Incoming {
     fn for_config(frames: rtrb::Consumer<InFlight>, config: &WireConfig) -> Self {
-        Self {
-            frames,
-            reordering: (config.reorder > 0.0).then(BinaryHeap::new),
+        if config.reorder > 0.0 {
+            Incoming::Reordering(RefCell::new(Reordering {
+                frames,
+                heap: BinaryHeap::new(),
+                drained: 0,
+            }))
+        } else {
+            Incoming::InOrder(frames)
         }
     }
 
-    fn next_arrival(&mut self) -> Option<Instant> {
-        match &mut self.reordering {
-            None => self.frames.peek().ok().map(|frame| frame.arrival),
-            Some(heap) => {
-                while let Ok(frame) = self.frames.pop() {
-                    heap.push(Reverse(frame));
+    fn next_arrival(&self) -> Option<Instant> {
+        match self {
+            Incoming::InOrder(frames) => frames.peek().ok().map(|frame| frame.arrival),
+            // No other borrow exists: the only other use is `get_mut` in
+            // `pop`, and a `WireEnd` is not `Sync`.
+            Incoming::Reordering(reordering) => reordering.try_borrow_mut().ok()?.next_arrival(),
+        }
+    }
+
+    /// The next frame that has arrived by `now`, taken off.
+    #[inline(always)]
+    fn pop(&mut self, now: Instant) -> Option<InFlight> {
+        match self {
+            Incoming::InOrder(frames) => {
+                if frames.peek().ok()?.arrival > now {
+                    return None;
                 }
-                heap.peek().map(|frame| frame.0.arrival)
+                frames.pop().ok()
             }
-        }
-    }
-
-    fn pop(&mut self) -> Option<InFlight> {
-        match &mut self.reordering {
-            None => self.frames.pop().ok(),
-            Some(heap) => heap.pop().map(|Reverse(frame)| frame),
+            Incoming::Reordering(reordering) => {
+                let reordering = reordering.get_mut();
+                if reordering.next_arrival()? > now {
+                    return None;
+                }
+                reordering.heap.pop().map(|Reverse(held)| held.frame)
+            }
         }
     }
 
     /// Frames taken off the ring and not yet received.
     #[cfg(test)]
     fn held(&self) -> usize {
-        self.reordering.as_ref().map_or(0, BinaryHeap::len)
+        match self {
+            Incoming::InOrder(_) => 0,
+            Incoming::Reordering(reordering) => reordering.borrow().heap.len(),
+        }
     }
 }
 
 impl Receiver {
     /// The next frame that has arrived by `now`, taken off the wire (it no
     /// longer counts against the bound).
+    #[inline(always)]
     fn next_arrived(&mut self, now: Instant) -> Option<InFlight> {
-        let incoming = self.incoming.get_mut();
-        if incoming.next_arrival().is_none_or(|arrival| arrival > now) {
-            return None;
+        let frame = self.incoming.pop(now)?;
+        if let Incoming::Reordering(_) = self.incoming {
+            self.taken += 1;
+            self.lane.taken.store(self.taken, MemoryOrder::Release);
         }
-        let frame = incoming.pop()?;
-        self.taken += 1;
-        self.lane.taken.store(self.taken, MemoryOrder::Release);
         Some(frame)
     }
 
@@ -504,17 +585,17 @@ impl WireEnd {
                 frames: sends.frames,
                 recycled: sends.recycled,
                 pushed: 0,
+                in_order: config.reorder == 0.0,
                 rng,
                 busy_until: Instant::ZERO,
                 departures: VecDeque::new(),
-                next_sequence: 0,
                 wake_pending: false,
                 impaired: config.impaired(),
                 max_frame_len: config.max_frame_len(),
             },
             rx: Receiver {
                 lane: receives.lane,
-                incoming: RefCell::new(incoming),
+                incoming,
                 recycled: receives.recycled,
                 taken: 0,
                 cutting: None,
@@ -545,24 +626,24 @@ impl WireEnd {
         now: Instant,
         parts: &[&[u8]],
         len: usize,
-        gso: Option<VnetHeaderRepr>,
+        gso: Option<Box<VnetHeaderRepr>>,
     ) -> Result<(), LinkError> {
         let departures = &mut self.tx.departures;
-        while departures.front().is_some_and(|&left| left <= now) {
-            departures.pop_front();
+        if now >= self.tx.busy_until {
+            // Every frame has left (none leaves after `busy_until`): the
+            // usual case of an unlimited wire, and it keeps the ring's
+            // one entry at its start.
+            departures.clear();
+        } else {
+            while departures.front().is_some_and(|&left| left <= now) {
+                departures.pop_front();
+            }
         }
         if departures.len() >= self.config.queue_frames {
             self.stats.dropped_queue_full += 1;
             return Err(LinkError::QueueFull);
         }
 
-        // An unimpaired wire has no fate to draw: nothing depends on the
-        // draws, so skipping them changes no run.
-        let fate = if self.tx.impaired {
-            Fate::draw(&mut self.tx.rng, &self.config, len)
-        } else {
-            Fate::default()
-        };
         let start = now.max(self.tx.busy_until);
         // An unlimited wire clocks a frame out in no time.
         let sent = match self.config.rate_bits_per_s {
@@ -575,32 +656,55 @@ impl WireEnd {
         departures.push_back(sent);
         self.stats.tx_frames += 1;
         self.stats.tx_bytes += len as u64;
+        let arrival = if self.config.delay.is_zero() {
+            sent
+        } else {
+            sent + self.config.delay
+        };
+        if self.tx.impaired {
+            return self.send_impaired(parts, len, gso, arrival);
+        }
+        // An unimpaired wire has no fate to draw: nothing depends on the
+        // draws, so skipping them changes no run.
+        if !self.tx.has_room() {
+            // The frame left; the receiver, whose side is full, loses it.
+            self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
+            return Ok(());
+        }
+        let bytes = self.tx.gather(parts, len);
+        if !self.tx.push(arrival, bytes, gso) {
+            // Unreachable: the room check above reserved the slot.
+            self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The rest of [`send`](Self::send) on a wire that impairs frames:
+    /// the frame's fate drawn and done, to arrive at `arrival` if nothing
+    /// holds it back.
+    fn send_impaired(
+        &mut self,
+        parts: &[&[u8]],
+        len: usize,
+        gso: Option<Box<VnetHeaderRepr>>,
+        mut arrival: Instant,
+    ) -> Result<(), LinkError> {
+        let fate = Fate::draw(&mut self.tx.rng, &self.config, len);
         // A lost frame still held the wire for its serialization time.
         if fate.lost {
             self.stats.dropped_loss += 1;
             return Ok(());
         }
         // The frame left; the receiver, whose side is full, loses it.
-        if self.tx.room() == 0 {
+        if !self.tx.has_room() {
             self.tx.lane.overrun.fetch_add(1, MemoryOrder::Relaxed);
             return Ok(());
         }
-
-        let mut bytes = self.tx.buffer();
-        bytes.clear();
-        bytes.reserve(len);
-        for part in parts {
-            bytes.extend_from_slice(part);
-        }
+        let mut bytes = self.tx.gather(parts, len);
         if let Some(bit) = fate.corrupt_bit {
             flip_bit(&mut bytes, bit);
             self.stats.corrupted += 1;
         }
-        let mut arrival = if self.config.delay.is_zero() {
-            sent
-        } else {
-            sent + self.config.delay
-        };
         if fate.held_back {
             arrival += self.config.reorder_delay;
             self.stats.reordered += 1;
@@ -609,7 +713,7 @@ impl WireEnd {
         let duplicate = fate.duplicated && self.tx.room() >= 2;
         if duplicate {
             let copy = bytes.clone();
-            if self.tx.push(arrival, copy, gso) {
+            if self.tx.push(arrival, copy, gso.clone()) {
                 self.stats.duplicated += 1;
             }
         }
@@ -653,7 +757,7 @@ impl Link for WireEnd {
         }
         let max = GSO_FRAME_MAX.max(self.config.max_frame_len());
         let len = super::frame_len(parts, max, &mut self.stats)?;
-        self.send(now, parts, len, Some(*header))
+        self.send(now, parts, len, Some(Box::new(*header)))
     }
 
     fn carries_gso(&self) -> bool {
@@ -683,7 +787,7 @@ impl Link for WireEnd {
                 let lender: Arc<dyn Lender> = self.rx.lane.clone();
                 take(
                     WholeFrame::Lent(Lent::new(frame.bytes, lender)),
-                    Some(&header),
+                    Some(&*header),
                 );
             }
             None => {
@@ -719,8 +823,8 @@ impl Link for WireEnd {
                 continue;
             }
             let frame = self.rx.next_arrived(now)?;
-            if let Some(header) = frame.gso {
-                match Segmenter::new(&frame.bytes, &header) {
+            if let Some(header) = &frame.gso {
+                match Segmenter::new(&frame.bytes, header) {
                     Ok(cut) => self.rx.cutting = Some((frame, cut)),
                     Err(_) => {
                         self.stats.dropped_rx_too_long += 1;
@@ -780,9 +884,7 @@ impl Link for WireEnd {
         if let Some((frame, _)) = &self.rx.cutting {
             return Some(frame.arrival);
         }
-        // No other borrow exists: the only other use is `get_mut` in
-        // `receive`, and a `WireEnd` is not `Sync`.
-        self.rx.incoming.try_borrow_mut().ok()?.next_arrival()
+        self.rx.incoming.next_arrival()
     }
 
     fn may_receive(&self, now: Instant) -> bool {
@@ -983,7 +1085,7 @@ mod tests {
             }
             assert!(b.next_arrival().is_some());
             let held = if reorder > 0.0 { 6 } else { 0 };
-            assert_eq!(b.rx.incoming.borrow().held(), held, "reorder {reorder}");
+            assert_eq!(b.rx.incoming.held(), held, "reorder {reorder}");
             // The next one is lost at the receiver.
             assert_eq!(a.transmit(Instant::ZERO, &[&[1]]), Ok(()));
             assert_eq!(b.stats().dropped_rx_overrun, 1);
