@@ -365,9 +365,13 @@ impl Packet {
     /// Copies `data` into the head buffer after the data (the application's
     /// copy into the stack): a `data_move` span.
     pub fn append_copy(&mut self, data: &[u8]) -> Result<(), PacketError> {
-        let _span = probe::span_with(DATA_COPY_ENTER, DATA_COPY_EXIT, self.flow, || {
-            (data.len() as u32, 0)
-        });
+        let _span = probe::span(
+            DATA_COPY_ENTER,
+            DATA_COPY_EXIT,
+            data.len() as u32,
+            self.flow,
+            0,
+        );
         self.append_untimed(data)
     }
 
@@ -641,9 +645,13 @@ impl Packet {
     /// Copies bytes from `offset` into `out` (the stack's copy to the
     /// application): a `data_move` span. Returns the bytes copied.
     pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
-        let _span = probe::span_with(DATA_COPY_ENTER, DATA_COPY_EXIT, self.flow, || {
-            (out.len() as u32, 0)
-        });
+        let _span = probe::span(
+            DATA_COPY_ENTER,
+            DATA_COPY_EXIT,
+            out.len() as u32,
+            self.flow,
+            0,
+        );
         let mut skip = offset;
         let mut copied = 0;
         for part in self.parts() {
