@@ -334,6 +334,21 @@ impl TransferReport {
                 ));
             }
         }
+        // A paced sender hands a datagram over no sooner than its slot at
+        // the offered rate, and its window runs to the last one's slot
+        // end, so it never sends faster than offered (by more than the
+        // nanosecond rounding of a short window). Its receiver may: a
+        // first datagram held back (neighbour resolution, a queue) makes
+        // the receiver's window shorter than the sender's.
+        if let (Some(rate), Some(s)) = (self.start.test_start.rate_bps, sent) {
+            if s.bits_per_second > rate as f64 * (1.0 + 1e-4) {
+                found.push(format!(
+                    "impossible: sent {} when {} was offered",
+                    crate::units::bits_per_second(s.bits_per_second),
+                    crate::units::bits_per_second(rate as f64)
+                ));
+            }
+        }
         if let Some(link) = self.start.target.link_rate_bps {
             // A datagram sender's rate is the load it offered, which may
             // well exceed the link; a stream's is what the link carried

@@ -827,6 +827,18 @@ mod tests {
     }
 
     #[test]
+    fn a_paced_sender_faster_than_its_offered_load_is_impossible() {
+        // 1 MB in a second is 8 Mbit/s.
+        let mut report = udp(5001, 1_000_000, 100, 0, 0);
+        report.start.test_start.rate_bps = Some(8_000_000);
+        assert!(report.impossible().is_empty(), "{:?}", report.impossible());
+        report.start.test_start.rate_bps = Some(7_900_000);
+        let found = report.impossible();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("impossible: sent"), "{found:?}");
+    }
+
+    #[test]
     fn lost_places_add_up_over_repetitions() {
         let with_places = |lost: u64, place: &str| {
             let mut report = udp(5001, 1_000_000, 100 - lost, lost, 0);
