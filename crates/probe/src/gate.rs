@@ -103,7 +103,9 @@ impl Flow {
 pub enum Level {
     /// Layer boundaries and queues: every location but the cost centres
     /// inside the layers (checksum, copies, buffers, lookups,
-    /// fragmentation, reassembly), whose spans can be finer than a probe.
+    /// fragmentation, reassembly), whose spans can be finer than a probe,
+    /// and the stages marked `detail` inside a layer's span of the same
+    /// category (TCP's ACK processing), whose time is their parent's.
     Layers = 0,
     /// Every location: the layers and every cost centre.
     #[default]

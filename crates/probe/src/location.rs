@@ -198,7 +198,7 @@ macro_rules! locations {
         $vis:vis static $table:ident;
         $(
             $(#[$meta:meta])*
-            $name:ident = ($label:expr, $layer:expr, $kind:expr, $category:expr, $queue:expr $(,)?);
+            $name:ident = ($label:expr, $layer:expr, $kind:expr, $category:expr, $queue:expr $(, detail = $detail:literal)? $(,)?);
         )+
     ) => {
         // The enum numbers the entries so no id is written by hand; a
@@ -224,7 +224,8 @@ macro_rules! locations {
 
         $(
             $(#[$meta])*
-            $vis const $name: $crate::Loc = $crate::Loc::declared($table::$name as u16, $category);
+            $vis const $name: $crate::Loc =
+                $crate::Loc::declared($table::$name as u16, $category)$(.with_detail($detail))?;
         )+
 
         const _: () = assert!(
@@ -247,6 +248,7 @@ mod tests {
         A = ("a", Layer::App, Kind::Point, Category::None, None);
         B = ("b.enter", Layer::Transport, Kind::SpanEnter, Category::Checksum, None);
         C = ("q.in", Layer::Link, Kind::Enqueue, Category::Link, Some("q"));
+        D = ("d.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None, detail = true);
     }
 
     #[test]
@@ -257,7 +259,10 @@ mod tests {
             (A.is_detail(), B.is_detail(), C.is_detail()),
             (false, true, false)
         );
-        assert_eq!(TEST_TABLE.len(), 3);
+        // Marked a detail whatever its category.
+        assert!(D.is_detail());
+        assert_eq!(D.index(), 3);
+        assert_eq!(TEST_TABLE.len(), 4);
         assert_eq!(TEST_TABLE[B.index()].name, "b.enter");
         assert_eq!(TEST_TABLE[C.index()].queue, Some("q"));
     }

@@ -54,6 +54,18 @@ impl Loc {
         }
     }
 
+    /// The location marked a detail (`detail = true` in
+    /// [`crate::locations!`]) or not, whatever its category: a stage
+    /// inside a layer's span of the same category, which the `layers`
+    /// depth leaves to its parent.
+    pub const fn with_detail(self, detail: bool) -> Loc {
+        if detail {
+            Loc(self.0 | Self::DETAIL)
+        } else {
+            Loc(self.0 & !Self::DETAIL)
+        }
+    }
+
     /// The index into the location table.
     pub const fn index(self) -> usize {
         (self.0 & !Self::DETAIL) as usize

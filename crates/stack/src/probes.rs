@@ -75,8 +75,8 @@ probe::locations! {
     TCP_OUTPUT_EXIT = ("tcp.output.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
     TCP_INPUT_ENTER = ("tcp.input.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None);
     TCP_INPUT_EXIT = ("tcp.input.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None);
-    TCP_ACK_ENTER = ("tcp.ack.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None);
-    TCP_ACK_EXIT = ("tcp.ack.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None);
+    TCP_ACK_ENTER = ("tcp.ack.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolReceive, None, detail = true);
+    TCP_ACK_EXIT = ("tcp.ack.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolReceive, None, detail = true);
     TCP_TIMER_ENTER = ("tcp.timer.enter", Layer::Transport, Kind::SpanEnter, Category::ProtocolSend, None);
     TCP_TIMER_EXIT = ("tcp.timer.exit", Layer::Transport, Kind::SpanExit, Category::ProtocolSend, None);
     TCP_RETRANSMIT = ("tcp.retransmit", Layer::Transport, Kind::Point, Category::ProtocolSend, None);

@@ -45,8 +45,8 @@ fn tally(records: &[probe::Record], flow: Option<u32>) -> Tally {
 /// the sender's, the receiver's and every flow's tallies. (Arriving
 /// segments record `tcp.input` under the packet's flow: an untraced
 /// packet's is none, as for UDP.)
-fn traced_transfer() -> (Tally, Tally, Tally) {
-    std::thread::spawn(|| {
+fn traced_transfer(level: probe::Level) -> (Tally, Tally, Tally) {
+    std::thread::spawn(move || {
         probe::init_thread(1 << 20);
         let text = include_str!("../../../topologies/unlimited.toml").replace(
             "b = \"host-b:eth0\"",
@@ -67,6 +67,7 @@ fn traced_transfer() -> (Tally, Tally, Tally) {
             blocking::connect(&mut sim, "host-a", remote, TcpConfig::default(), limit).unwrap();
         let server = blocking::accept(&mut sim, "host-b", listener, limit).unwrap();
         let _ = probe::drain_thread();
+        probe::set_level(level);
         probe::set_mode(Mode::All);
         let data = vec![0x5a; BYTES];
         blocking::write_all(&mut sim, "host-a", client, &data, limit).unwrap();
@@ -76,6 +77,7 @@ fn traced_transfer() -> (Tally, Tally, Tally) {
         // Let the last ACKs land.
         sim.run_for(Duration::from_secs(1));
         probe::set_mode(Mode::Off);
+        probe::set_level(probe::Level::default());
         let records = probe::drain_thread();
         let flow = |name: &str, h| sim.host(name).unwrap().tcp_connection(h).unwrap().flow().id;
         let counters = sim
@@ -101,7 +103,7 @@ fn traced_transfer() -> (Tally, Tally, Tally) {
 #[test]
 fn every_tcp_site_records_and_the_stream_queues_account_for_every_byte() {
     let _gate = gate_lock();
-    let (sender, receiver, all) = traced_transfer();
+    let (sender, receiver, all) = traced_transfer(probe::Level::Functions);
     if !probe::ENABLED {
         assert!(all.is_empty());
         return;
@@ -273,4 +275,24 @@ fn read_len(
     });
     assert!(done, "read {got} of {len} bytes");
     got
+}
+
+#[test]
+fn at_the_layers_depth_ack_processing_is_left_to_tcp_input() {
+    let _gate = gate_lock();
+    let (_, _, all) = traced_transfer(probe::Level::Layers);
+    if !probe::ENABLED {
+        assert!(all.is_empty());
+        return;
+    }
+    let count = |name: &str| all.get(name).map_or(0, |e| e.0);
+    // The layer's boundaries are there, its inner stage and the cost
+    // centres (the checksum) are not.
+    assert!(count("tcp.input.enter") > 0, "{all:?}");
+    assert!(count("tcp.output.enter") > 0, "{all:?}");
+    assert_eq!(count("tcp.ack.enter") + count("tcp.ack.exit"), 0, "{all:?}");
+    assert!(
+        !all.keys().any(|name| name.starts_with("checksum")),
+        "{all:?}"
+    );
 }
