@@ -199,7 +199,8 @@ pub struct PathLatency {
     /// Frames carrying the message's payload (send: transmitted, with
     /// retransmissions; receive: received).
     pub frames: u32,
-    /// Probe records inside the window (their cost was removed).
+    /// Probe counter reads inside the window (their cost was removed;
+    /// records that shared a read count once).
     pub probes: u64,
     /// The stop window's time by category and by layer.
     pub categories: CategoryTimes,
@@ -467,11 +468,12 @@ fn send_path(
         .map(|(index, b)| {
             let path = match (b.began, b.first_tx, b.stop(stop_at)) {
                 (Some(began), Some(first), Some(stop)) if stop.0 >= began.0 => {
-                    let latency_to = |at: At| measure(view, spans, began, at, &busy).0;
+                    let latency_to = |at: At| measure(view, records, spans, began, at, &busy).0;
                     let at_definition =
                         |at: Option<At>| at.filter(|at| at.0 >= began.0).map(latency_to);
-                    let (stop_ns, categories) = measure(view, spans, began, stop, &busy);
-                    let (start_ns, start_categories) = measure(view, spans, began, first, &busy);
+                    let (stop_ns, categories) = measure(view, records, spans, began, stop, &busy);
+                    let (start_ns, start_categories) =
+                        measure(view, records, spans, began, first, &busy);
                     Some(PathLatency {
                         start_ns,
                         stop_ns,
@@ -483,7 +485,7 @@ fn send_path(
                         begin_tsc: began.1,
                         stop_tsc: stop.1,
                         frames: b.frames,
-                        probes: (stop.0 - began.0) as u64,
+                        probes: view.probe_steps(records, began.0, stop.0.max(began.0)) as u64,
                         categories,
                         start_categories,
                     })
@@ -599,8 +601,10 @@ fn receive_path(
                 // Until the last frame has arrived, time in no span is the
                 // later frames' time on the wire.
                 let on_the_wire = [(began.1, arrived.1)];
-                let (stop_ns, categories) = measure(view, spans, began, last, &on_the_wire);
-                let (start_ns, start_categories) = measure(view, spans, began, first, &on_the_wire);
+                let (stop_ns, categories) =
+                    measure(view, records, spans, began, last, &on_the_wire);
+                let (start_ns, start_categories) =
+                    measure(view, records, spans, began, first, &on_the_wire);
                 // Every frame of the flow from the first to the one that
                 // completed the message.
                 let frames = records[began.0..=arrived.0.max(began.0)]
@@ -618,7 +622,7 @@ fn receive_path(
                             begin_tsc: began.1,
                             stop_tsc: last.1,
                             frames,
-                            probes: (last.0 - began.0) as u64,
+                            probes: view.probe_steps(records, began.0, last.0.max(began.0)) as u64,
                             categories,
                             start_categories,
                         },
@@ -634,11 +638,11 @@ fn receive_path(
     out
 }
 
-/// Nanoseconds between two records of one thread, less one probe
-/// overhead per record between them.
-fn latency(view: &TraceView, from: At, to: At) -> f64 {
+/// Nanoseconds between two records of one thread (`records`), less one
+/// probe overhead per counter read between them.
+fn latency(view: &TraceView, records: &[Record], from: At, to: At) -> f64 {
     let raw = to.1.saturating_sub(from.1) as f64;
-    let probes = to.0.saturating_sub(from.0) as f64;
+    let probes = view.probe_steps(records, from.0, to.0.max(from.0)) as f64;
     view.ns((raw - view.overhead_cycles.max(0.0) * probes).max(0.0))
 }
 
@@ -655,13 +659,14 @@ fn latency(view: &TraceView, from: At, to: At) -> f64 {
 /// do its layers, `wire` and `other`.
 fn measure(
     view: &TraceView,
+    records: &[Record],
     spans: Option<&ThreadSpans>,
     from: At,
     to: At,
     wire: &[(u64, u64)],
 ) -> (f64, CategoryTimes) {
     let mut times = CategoryTimes::default();
-    let total = latency(view, from, to);
+    let total = latency(view, records, from, to);
     let mut covered = 0.0;
     let (mut tool_overlapped, mut tool_alone) = (0.0, 0.0);
     // The outermost spans inside the window, in order: what they leave

@@ -127,7 +127,8 @@ impl Side<'_> {
         let cycles = self.records[j].tsc.checked_sub(self.records[i].tsc)? as f64;
         let o = view.overhead_cycles.max(0.0);
         let tool = self.spans.instrumentation_between(i, j);
-        Some(view.ns((cycles - o * (j - i) as f64 - tool).max(0.0)))
+        let steps = view.probe_steps(self.records, i, j) as f64;
+        Some(view.ns((cycles - o * steps - tool).max(0.0)))
     }
 }
 

@@ -3,8 +3,9 @@
 //! `000_…` §4.3.5).
 //!
 //! Between two consecutive timestamps lies the real work plus one probe's
-//! overhead `o`, so a span whose enter and exit are `k` records apart took
-//! `(exit - enter) - o·k` of real work (`inclusive`); its `exclusive` time
+//! overhead `o`, so a span whose enter and exit are `k` counter reads
+//! apart took `(exit - enter) - o·k` of real work (`inclusive`; records
+//! that shared a read count once, [`TraceView::probe_steps`]); its `exclusive` time
 //! is that minus its children's inclusive time. Both are clamped at 0.
 //!
 //! Spans of category `instrumentation` (the tool's own work that cannot
@@ -140,7 +141,7 @@ pub fn rebuild(view: &TraceView, records: &[Record]) -> ThreadSpans {
                 let Some(span) = slots[open.slot].as_mut() else {
                     continue;
                 };
-                let inner = (i - span.enter_index) as f64;
+                let inner = view.probe_steps(records, span.enter_index, i) as f64;
                 let raw = r.tsc.saturating_sub(span.start) as f64;
                 span.end = r.tsc.max(span.start);
                 span.exit_index = i;

@@ -35,6 +35,9 @@ pub struct TraceView {
     pub overhead_cycles: f64,
     pub dropped: u64,
     pub description: String,
+    /// Per thread, for each record, the counter reads among that thread's
+    /// records up to it ([`TraceView::probe_steps`]).
+    reads: BTreeMap<u16, Vec<u32>>,
 }
 
 impl TraceView {
@@ -55,10 +58,15 @@ impl TraceView {
         for record in &trace.records {
             threads.entry(record.thread).or_default().push(*record);
         }
+        let reads = threads
+            .iter()
+            .map(|(&thread, records)| (thread, read_counts(records)))
+            .collect();
         Ok(TraceView {
             sites,
             by_name,
             threads,
+            reads,
             counter_hz: trace.header.counter_hz,
             overhead_cycles: trace.header.overhead_cycles,
             dropped: trace.header.dropped,
@@ -73,6 +81,28 @@ impl TraceView {
 
     pub fn site(&self, loc: u16) -> &Site {
         &self.sites[loc as usize]
+    }
+
+    /// The probe steps between records `from` and `to` (`from <= to`) of
+    /// `records`, one thread's in file order: the counter reads after
+    /// `from` up to and including `to`, each of which put one probe's
+    /// overhead between two timestamps. Records made at one read
+    /// (`probe::Stamp`: a queue's dequeue and the next stage's start, a
+    /// batch of completions) carry the same counter value and add none.
+    pub fn probe_steps(&self, records: &[Record], from: usize, to: usize) -> usize {
+        let (from, to) = (from.min(to), to.max(from));
+        let whole_thread = records.get(to).and_then(|r| self.threads.get(&r.thread));
+        match whole_thread {
+            // The thread's own records: the counts made once.
+            Some(thread) if std::ptr::eq(thread.as_slice(), records) => {
+                let reads = &self.reads[&records[to].thread];
+                (reads[to] - reads[from]) as usize
+            }
+            _ => match records.get(from..=to) {
+                Some(window) => window.windows(2).filter(|w| w[0].tsc != w[1].tsc).count(),
+                None => to - from,
+            },
+        }
     }
 
     /// The earliest counter value of the trace: time zero of its series.
@@ -129,4 +159,21 @@ fn site(l: &LocationEntry, by_name: &BTreeMap<String, u16>) -> Site {
         partner,
         span,
     }
+}
+
+/// For each record, the counter reads among `records` up to it: a record
+/// whose counter value equals the one before it shared that one's read.
+fn read_counts(records: &[Record]) -> Vec<u32> {
+    let mut reads = 0u32;
+    let mut previous = None;
+    records
+        .iter()
+        .map(|r| {
+            if previous != Some(r.tsc) {
+                reads = reads.saturating_add(1);
+            }
+            previous = Some(r.tsc);
+            reads
+        })
+        .collect()
 }

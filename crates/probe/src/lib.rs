@@ -46,6 +46,7 @@ mod ring;
 #[path = "ring_disabled.rs"]
 mod ring;
 mod span;
+mod stamp;
 mod stats;
 pub mod trace_file;
 
@@ -57,6 +58,7 @@ pub use ring::{
     thread_id,
 };
 pub use span::{span, span_with, SpanGuard};
+pub use stamp::Stamp;
 pub use trace_file::{LocationEntry, Trace, TraceError, TraceHeader, TraceWriter};
 
 /// Capacity, in records, of a ring allocated on first use without

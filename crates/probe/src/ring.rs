@@ -169,6 +169,26 @@ pub(crate) fn push(loc: Loc, len: u32, flow: u32, aux: u64) {
     CURSOR.with(|cursor| push_to(cursor, loc, len, flow, aux));
 }
 
+/// Appends one record made at counter value `tsc`, read earlier for
+/// several records ([`crate::Stamp`]).
+#[inline(always)]
+pub(crate) fn push_at(tsc: u64, loc: Loc, len: u32, flow: u32, aux: u64) {
+    CURSOR.with(|cursor| push_to_at(cursor, tsc, loc, len, flow, aux));
+}
+
+/// [`push_at`]'s out-of-line part.
+#[inline(never)]
+fn push_to_at(cursor: &Cursor, tsc: u64, loc: Loc, len: u32, flow: u32, aux: u64) {
+    let next = cursor.next.get();
+    if next == cursor.end.get() {
+        return push_slow(loc, len, flow, aux, Some(tsc));
+    }
+    // SAFETY: as in `push_to`: `next` lies in [start, end) of this
+    // thread's buffer and no reference to the buffer is held.
+    unsafe { next.write(Record::new(tsc, loc, len, flow, aux, cursor.thread.get())) };
+    cursor.next.set(next.wrapping_add(1));
+}
+
 /// [`push`]'s out-of-line part.
 #[inline(never)]
 fn push_to(cursor: &Cursor, loc: Loc, len: u32, flow: u32, aux: u64) {
@@ -176,7 +196,7 @@ fn push_to(cursor: &Cursor, loc: Loc, len: u32, flow: u32, aux: u64) {
     if next == cursor.end.get() {
         // A tail call with the same arguments: the fast path keeps
         // them in the registers they came in, saving none.
-        return push_slow(loc, len, flow, aux);
+        return push_slow(loc, len, flow, aux, None);
     }
     let tsc = clock::read();
     // SAFETY: `next` lies in [start, end) of this thread's buffer:
@@ -204,7 +224,7 @@ pub fn dropped_after_exit() -> u64 {
 /// The ring is full, not allocated yet on this thread, or already gone.
 #[cold]
 #[inline(never)]
-fn push_slow(loc: Loc, len: u32, flow: u32, aux: u64) {
+fn push_slow(loc: Loc, len: u32, flow: u32, aux: u64, tsc: Option<u64>) {
     let allocated = RING.try_with(|ring| {
         if ring.allocated.get() {
             ring.dropped.set(ring.dropped.get() + 1);
@@ -218,7 +238,10 @@ fn push_slow(loc: Loc, len: u32, flow: u32, aux: u64) {
     });
     match allocated {
         // Once per thread: the buffer now has room.
-        Ok(true) => push(loc, len, flow, aux),
+        Ok(true) => match tsc {
+            Some(tsc) => push_at(tsc, loc, len, flow, aux),
+            None => push(loc, len, flow, aux),
+        },
         Ok(false) => {}
         Err(_) => lost_after_exit(),
     }

@@ -53,6 +53,20 @@ impl SpanGuard {
     }
 }
 
+impl SpanGuard {
+    /// Ends the span now, its exit at `stamp`'s counter value, which the
+    /// records made with `stamp` after it share.
+    #[inline(always)]
+    pub fn end_at(mut self, stamp: &mut crate::Stamp) {
+        #[cfg(feature = "probes")]
+        if let Some(exit) = self.exit.take() {
+            crate::ring::push_at(stamp.read(), exit.loc, exit.len, exit.flow, exit.aux);
+        }
+        #[cfg(not(feature = "probes"))]
+        let _ = (&mut self, stamp);
+    }
+}
+
 #[cfg(feature = "probes")]
 impl Drop for SpanGuard {
     #[inline(always)]
@@ -79,6 +93,18 @@ pub fn span_with(
     flow: Flow,
     args: impl FnOnce() -> (u32, u64),
 ) -> SpanGuard {
+    open(enter, exit, flow, args, None)
+}
+
+/// Opens a span, its enter at `stamp`'s counter value if given.
+#[inline(always)]
+pub(crate) fn open<'a>(
+    enter: Loc,
+    exit: Loc,
+    flow: Flow,
+    args: impl FnOnce() -> (u32, u64),
+    stamp: impl Into<Option<&'a mut crate::Stamp>>,
+) -> SpanGuard {
     #[cfg(feature = "probes")]
     {
         if !crate::gate::is_open_at(flow, enter) {
@@ -88,7 +114,10 @@ pub fn span_with(
             };
         }
         let (len, aux) = args();
-        crate::ring::push(enter, len, flow.id, aux);
+        match stamp.into() {
+            Some(stamp) => crate::ring::push_at(stamp.read(), enter, len, flow.id, aux),
+            None => crate::ring::push(enter, len, flow.id, aux),
+        }
         SpanGuard {
             exit: Some(Exit {
                 loc: exit,
@@ -101,7 +130,7 @@ pub fn span_with(
     }
     #[cfg(not(feature = "probes"))]
     {
-        let _ = (enter, exit, flow, args);
+        let _ = (enter, exit, flow, args, stamp.into());
         SpanGuard {
             _thread_bound: PhantomData,
         }

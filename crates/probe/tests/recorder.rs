@@ -295,3 +295,37 @@ fn lazy_arguments_respect_the_level() {
     );
     assert_eq!(calls, 0);
 }
+
+#[test]
+fn records_made_with_one_stamp_share_one_counter_read() {
+    let _g = lock();
+    probe::set_mode(Mode::TracedFlows);
+    let records = on_thread(|| {
+        probe::init_thread(64);
+        let flow = Flow::traced(1);
+        // A dequeue and the next stage's start at one read.
+        let mut dequeued = probe::Stamp::new();
+        dequeued.record(TXQ_OUT, 1, flow, 0);
+        let span = dequeued.span_with(SEND_ENTER, SEND_EXIT, flow, || (1, 0));
+        probe::record(WIRE, 1, flow, 0);
+        // The stage's end and an enqueue at another.
+        let mut ended = probe::Stamp::new();
+        span.end_at(&mut ended);
+        ended.record(TXQ_IN, 1, flow, 0);
+        // A stamp whose records are all gated off never reads.
+        let mut unread = probe::Stamp::new();
+        unread.record(WIRE, 1, Flow::untraced(2), 0);
+        probe::drain_thread()
+    });
+    probe::set_mode(Mode::Off);
+    let names: Vec<_> = records.iter().map(|r| r.loc).collect();
+    let locs = [TXQ_OUT, SEND_ENTER, WIRE, SEND_EXIT, TXQ_IN].map(|l| l.index() as u16);
+    assert_eq!(names, locs, "the exit is recorded once, by end_at");
+    let tsc: Vec<u64> = records.iter().map(|r| r.tsc).collect();
+    assert_eq!(tsc[0], tsc[1], "dequeue and enter share a read");
+    assert_eq!(tsc[3], tsc[4], "exit and enqueue share a read");
+    assert!(
+        tsc[1] < tsc[2] && tsc[2] < tsc[3],
+        "separate reads: {tsc:?}"
+    );
+}

@@ -98,10 +98,19 @@ impl DeviceRing {
     }
 
     /// The link accepted a frame of `len` bytes of `flow` at `now`; its
-    /// last bit leaves at `complete` (`None`: at once).
-    pub fn push(&mut self, now: Instant, len: usize, flow: Flow, complete: Option<Instant>) {
+    /// last bit leaves at `complete` (`None`: at once). The enqueue is
+    /// recorded at `stamp` (the end of the link's transmit, which it
+    /// follows with nothing between).
+    pub fn push(
+        &mut self,
+        now: Instant,
+        len: usize,
+        flow: Flow,
+        complete: Option<Instant>,
+        stamp: &mut probe::Stamp,
+    ) {
         let len = u32::try_from(len).unwrap_or(u32::MAX);
-        probe::record(DEVICE_QUEUE_ENQUEUE, len, flow, self.interface);
+        stamp.record(DEVICE_QUEUE_ENQUEUE, len, flow, self.interface);
         self.slots.push_back(Slot {
             len,
             flow,
@@ -114,12 +123,14 @@ impl DeviceRing {
     /// Frees the slots of every frame whose transmission has completed by
     /// `now`, in order, recording each completion.
     pub fn retire(&mut self, now: Instant) {
+        // The completions are noticed together: one counter read.
+        let mut stamp = probe::Stamp::new();
         while let Some(slot) = self.slots.front().copied() {
             if slot.complete > now {
                 break;
             }
             self.slots.pop_front();
-            probe::record(DEVICE_QUEUE_DEQUEUE, slot.len, slot.flow, self.interface);
+            stamp.record(DEVICE_QUEUE_DEQUEUE, slot.len, slot.flow, self.interface);
             self.counters.completed += 1;
         }
     }
@@ -143,9 +154,21 @@ mod tests {
     #[test]
     fn frames_leave_in_order_when_their_transmission_completes() {
         let mut ring = DeviceRing::new(4, 0);
-        ring.push(at(0), 1514, Flow::traced(1), Some(at(120)));
-        ring.push(at(0), 1514, Flow::traced(1), Some(at(240)));
-        ring.push(at(1), 100, Flow::traced(2), None);
+        ring.push(
+            at(0),
+            1514,
+            Flow::traced(1),
+            Some(at(120)),
+            &mut probe::Stamp::new(),
+        );
+        ring.push(
+            at(0),
+            1514,
+            Flow::traced(1),
+            Some(at(240)),
+            &mut probe::Stamp::new(),
+        );
+        ring.push(at(1), 100, Flow::traced(2), None, &mut probe::Stamp::new());
         assert_eq!(ring.next_completion(), Some(at(120)));
         ring.retire(at(119));
         assert_eq!(ring.len(), 3);
@@ -163,9 +186,21 @@ mod tests {
     #[test]
     fn a_full_ring_has_no_room_until_a_frame_completes() {
         let mut ring = DeviceRing::new(2, 0);
-        ring.push(at(0), 60, Flow::NONE, Some(at(10)));
+        ring.push(
+            at(0),
+            60,
+            Flow::NONE,
+            Some(at(10)),
+            &mut probe::Stamp::new(),
+        );
         assert!(ring.has_room());
-        ring.push(at(0), 60, Flow::NONE, Some(at(20)));
+        ring.push(
+            at(0),
+            60,
+            Flow::NONE,
+            Some(at(20)),
+            &mut probe::Stamp::new(),
+        );
         assert!(!ring.has_room());
         ring.retire(at(10));
         assert!(ring.has_room());
@@ -174,7 +209,13 @@ mod tests {
     #[test]
     fn a_completion_before_the_handover_counts_from_the_handover() {
         let mut ring = DeviceRing::new(1, 0);
-        ring.push(at(50), 60, Flow::NONE, Some(at(10)));
+        ring.push(
+            at(50),
+            60,
+            Flow::NONE,
+            Some(at(10)),
+            &mut probe::Stamp::new(),
+        );
         assert_eq!(ring.next_completion(), Some(at(50)));
         assert_eq!(DeviceRing::new(0, 0).capacity, 1);
     }

@@ -256,32 +256,37 @@ impl Interface {
                 break;
             };
             let len = frame.len();
-            probe::record(
+            // Read before the dequeue: the clock is the runner's, not the
+            // interface's or the link's.
+            let handed = at();
+            // The dequeue and the link's start share a counter read, as
+            // its end and the device's enqueue do.
+            let mut dequeued = probe::Stamp::new();
+            dequeued.record(
                 INTERFACE_QUEUE_DEQUEUE,
                 len as u32,
                 frame.flow(),
                 self.id.0 as u64,
             );
-            // Read outside the span: the clock is the runner's, not the link's.
-            let handed = at();
             if wire_frames > 1 {
-                self.transmit_super(handed, &frame);
+                self.transmit_super(handed, &frame, &mut dequeued);
                 continue;
             }
             let flow = frame.flow();
             // The frame's parts are laid out once, for the link and then
             // for the capture's hook.
             with_parts(&frame, |parts| {
-                let result = {
-                    let _span = self.transmit_span(len, flow);
-                    self.link.transmit(handed, parts)
-                };
+                let span = self.transmit_span(len, flow, &mut dequeued);
+                let result = self.link.transmit(handed, parts);
+                let mut transmitted = probe::Stamp::new();
+                span.end_at(&mut transmitted);
                 match result {
                     Ok(()) => {
                         self.counters.tx_frames += 1;
                         self.counters.tx_bytes += len as u64;
                         let complete = self.link.transmit_complete_at();
-                        self.device.push(handed, len, flow, complete);
+                        self.device
+                            .push(handed, len, flow, complete, &mut transmitted);
                         // Outside the span: a capture's copy is not the link's.
                         self.link.transmitted(handed, parts);
                     }
@@ -300,13 +305,18 @@ impl Interface {
     /// The `link.transmit` span of a frame of `len` bytes: the link's
     /// own work on it, whatever the path (a frame, a super-frame).
     #[inline]
-    fn transmit_span(&self, len: usize, flow: probe::Flow) -> probe::SpanGuard {
-        probe::span(
+    fn transmit_span(
+        &self,
+        len: usize,
+        flow: probe::Flow,
+        stamp: &mut probe::Stamp,
+    ) -> probe::SpanGuard {
+        let id = self.id.0 as u64;
+        stamp.span_with(
             crate::probes::LINK_TRANSMIT_ENTER,
             crate::probes::LINK_TRANSMIT_EXIT,
-            len as u32,
             flow,
-            self.id.0 as u64,
+            || (len as u32, id),
         )
     }
 
@@ -339,12 +349,12 @@ impl Interface {
     /// handed to the link in turn. All of it is one `link.transmit` span
     /// (the cutting is the device's cost); each wire frame takes a device
     /// slot and is counted as a frame sent.
-    fn transmit_super(&mut self, handed: Instant, frame: &Packet) {
+    fn transmit_super(&mut self, handed: Instant, frame: &Packet, dequeued: &mut probe::Stamp) {
         let len = frame.len();
         let flow = frame.flow();
         let gso_size = frame.offload().gso_size;
         with_parts_wide(frame, |parts| {
-            let span = self.transmit_span(len, flow);
+            let span = self.transmit_span(len, flow, dequeued);
             let Some((header, mut segmenter)) = offload::super_frame(parts, gso_size) else {
                 drop(span);
                 self.counters.tx_link_errors += 1;
@@ -353,14 +363,16 @@ impl Interface {
             };
             if self.link.takes_gso() {
                 let result = self.link.transmit_gso(handed, &header, parts);
-                drop(span);
+                let mut transmitted = probe::Stamp::new();
+                span.end_at(&mut transmitted);
                 match result {
                     Ok(()) => {
                         self.counters.tx_frames += 1;
                         self.counters.tx_bytes += len as u64;
                         self.counters.gso_sent += 1;
                         let complete = self.link.transmit_complete_at();
-                        self.device.push(handed, len, flow, complete);
+                        self.device
+                            .push(handed, len, flow, complete, &mut transmitted);
                         self.link.transmitted(handed, parts);
                     }
                     Err(_) => self.counters.tx_link_errors += 1,
@@ -393,7 +405,10 @@ impl Interface {
                         self.counters.tx_bytes += frame_len as u64;
                         self.counters.gso_segments += 1;
                         let complete = self.link.transmit_complete_at();
-                        self.device.push(handed, frame_len, flow, complete);
+                        // Inside the span: each enqueue its own read.
+                        let mut stamp = probe::Stamp::new();
+                        self.device
+                            .push(handed, frame_len, flow, complete, &mut stamp);
                         cuts.push(cut);
                     }
                     Err(_) => self.counters.tx_link_errors += 1,

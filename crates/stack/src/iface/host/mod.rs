@@ -1030,19 +1030,21 @@ impl Host {
         }
         let arrived = arrived
             .filter(|_| probe::would_record(crate::probes::LINK_RECEIVE_ARRIVAL, packet.flow()));
+        // The arrival and the receive's start share a counter read.
+        let mut taken = probe::Stamp::new();
         if let Some(arrived) = arrived {
             // The runner's clock now, as the wire's arrival is on it: read
             // only for a frame whose arrival is recorded.
             let looked = self.wall.as_ref().map_or(now, |wall| wall().max(now));
             let waited = looked.saturating_duration_since(arrived);
-            probe::record_with(crate::probes::LINK_RECEIVE_ARRIVAL, packet.flow(), || {
+            taken.record_with(crate::probes::LINK_RECEIVE_ARRIVAL, packet.flow(), || {
                 (
                     packet.len() as u32,
                     u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
                 )
             });
         }
-        let _span = probe::span_with(
+        let _span = taken.span_with(
             crate::probes::LINK_RECEIVE_ENTER,
             crate::probes::LINK_RECEIVE_EXIT,
             packet.flow(),
