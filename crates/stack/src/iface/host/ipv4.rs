@@ -63,13 +63,20 @@ pub(crate) struct Ipv4Send {
 }
 
 impl Host {
-    pub(super) fn ipv4_input(&mut self, now: Instant, received: Received) {
+    /// `dequeued`: the IP input queue's dequeue, whose counter read
+    /// the input span's start shares.
+    pub(super) fn ipv4_input(
+        &mut self,
+        now: Instant,
+        received: Received,
+        dequeued: &mut probe::Stamp,
+    ) {
         let Received {
             interface,
             mut packet,
             link_multicast,
         } = received;
-        let _span = probe::span_with(IPV4_INPUT_ENTER, IPV4_INPUT_EXIT, packet.flow(), || {
+        let _span = dequeued.span_with(IPV4_INPUT_ENTER, IPV4_INPUT_EXIT, packet.flow(), || {
             (packet.len() as u32, interface.0 as u64)
         });
         self.counters.ipv4_received += 1;

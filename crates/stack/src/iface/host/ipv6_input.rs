@@ -60,13 +60,20 @@ pub(crate) fn leading_bytes(packet: &Packet, max: usize) -> Vec<u8> {
 }
 
 impl Host {
-    pub(super) fn ipv6_input(&mut self, now: Instant, received: Received) {
+    /// `dequeued`: the IP input queue's dequeue, whose counter read
+    /// the input span's start shares.
+    pub(super) fn ipv6_input(
+        &mut self,
+        now: Instant,
+        received: Received,
+        dequeued: &mut probe::Stamp,
+    ) {
         let Received {
             interface,
             mut packet,
             link_multicast,
         } = received;
-        let _span = probe::span_with(IPV6_INPUT_ENTER, IPV6_INPUT_EXIT, packet.flow(), || {
+        let _span = dequeued.span_with(IPV6_INPUT_ENTER, IPV6_INPUT_EXIT, packet.flow(), || {
             (packet.len() as u32, interface.0 as u64)
         });
         self.counters.ipv6_received += 1;

@@ -781,12 +781,14 @@ impl Host {
             if let Some(next) = self.input.front() {
                 next.packet.prefetch();
             }
-            probe::record_with(
+            // The dequeue and IP input's start share a counter read.
+            let mut dequeued = probe::Stamp::new();
+            dequeued.record_with(
                 crate::probes::IP_INPUT_QUEUE_DEQUEUE,
                 received.packet.flow(),
                 || (received.packet.len() as u32, received.interface.0 as u64),
             );
-            self.ip_input(now, received);
+            self.ip_input(now, received, &mut dequeued);
         }
         self.socket_output(now);
         self.poll_timers(now);
@@ -1136,7 +1138,7 @@ impl Host {
         }
     }
 
-    fn ip_input(&mut self, now: Instant, received: Received) {
+    fn ip_input(&mut self, now: Instant, received: Received, dequeued: &mut probe::Stamp) {
         let version = received
             .packet
             .parts()
@@ -1144,8 +1146,8 @@ impl Host {
             .and_then(|p| p.first())
             .map(|b| b >> 4);
         match version {
-            Some(6) => self.ipv6_input(now, received),
-            Some(4) => self.ipv4_input(now, received),
+            Some(6) => self.ipv6_input(now, received, dequeued),
+            Some(4) => self.ipv4_input(now, received, dequeued),
             _ => self.count_drop("ip_bad_version"),
         }
     }
