@@ -631,6 +631,35 @@ impl Receiver {
         let _ = self.recycled.push(bytes);
     }
 
+    /// Asks for the headers of the next frame on an in-order wire to be
+    /// brought into the cache while the host handles this one: exchanged,
+    /// not copied, a frame is first read by link input, which would wait
+    /// for memory the sender wrote a batch ago.
+    #[inline(always)]
+    fn prefetch_next(&self) {
+        #[cfg(target_arch = "x86_64")]
+        if let Incoming::InOrder(frames) = &self.incoming {
+            if let Ok(next) = frames.peek() {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                let headers = next
+                    .bytes
+                    .as_ptr()
+                    .wrapping_add(next.start as usize)
+                    .cast::<i8>();
+                // Ethernet, IPv6 and TCP with timestamps: 86 bytes, in at
+                // most three lines, each holding one of these.
+                // SAFETY: SSE, which has the prefetch instruction, is part
+                // of x86_64's baseline; a prefetch reads nothing into the
+                // program and cannot fault, whatever the address.
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(headers);
+                    _mm_prefetch::<_MM_HINT_T0>(headers.wrapping_add(43));
+                    _mm_prefetch::<_MM_HINT_T0>(headers.wrapping_add(85));
+                }
+            }
+        }
+    }
+
     /// Tells the sender how the host's buffers hold a frame, once: the
     /// first host to receive into its buffers sets the layout.
     #[cold]
@@ -968,6 +997,7 @@ impl Link for WireEnd {
                 self.stats.rx_bytes += len as u64;
                 self.received_at = Some(frame.arrival);
                 self.rx.recycle(frame.bytes);
+                self.rx.prefetch_next();
                 return Some(len);
             }
             // Sent before the layout was known, or to another layout.
