@@ -447,19 +447,26 @@ impl Transmitter {
         let mut bytes = self.buffer();
         match self.layout {
             Some(Layout { size, headroom }) if ordinary && len <= size.saturating_sub(headroom) => {
-                // Exactly `size` long: memory the receiver's pool gave back
-                // already is; a new buffer (or a super-frame's) is made so,
-                // at exactly that capacity if it has less.
-                if bytes.len() < size {
-                    bytes.reserve_exact(size - bytes.len());
-                    bytes.resize(size, 0);
+                if bytes.len() == size {
+                    // Memory the receiver's pool gave back, or a frame's
+                    // laid out so: written in place.
+                    let mut at = headroom;
+                    for part in parts {
+                        bytes[at..at + part.len()].copy_from_slice(part);
+                        at += part.len();
+                    }
                 } else {
-                    bytes.truncate(size);
-                }
-                let mut at = headroom;
-                for part in parts {
-                    bytes[at..at + part.len()].copy_from_slice(part);
-                    at += part.len();
+                    // A new buffer (the ring of those given back was empty)
+                    // or a super-frame's: made `size` long, at exactly that
+                    // capacity if it has less, zeroing only around the
+                    // frame.
+                    bytes.clear();
+                    bytes.reserve_exact(size);
+                    bytes.resize(headroom, 0);
+                    for part in parts {
+                        bytes.extend_from_slice(part);
+                    }
+                    bytes.resize(size, 0);
                 }
                 (bytes, headroom)
             }
