@@ -6,6 +6,7 @@ use probe::Flow;
 
 use super::pool::{Buffer, Lent, Pool};
 use super::SegmentList;
+use crate::phy::RxBuffer;
 use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT};
 
 /// Why a packet operation failed.
@@ -202,11 +203,25 @@ impl Packet {
         flow: Flow,
         fill: impl FnOnce(&mut [u8]) -> Option<usize>,
     ) -> Result<Option<Packet>, PacketError> {
+        Packet::receive_into(pool, flow, |buf| fill(buf.room()))
+    }
+
+    /// A received frame, as [`receive`](Self::receive), but `fill` is
+    /// handed the head buffer's memory itself: a link whose frame already
+    /// lies after the same headroom in memory of the same size exchanges
+    /// the two ([`RxBuffer::exchange`]) instead of copying.
+    #[inline]
+    pub fn receive_into(
+        pool: &Pool,
+        flow: Flow,
+        fill: impl FnOnce(&mut RxBuffer<'_>) -> Option<usize>,
+    ) -> Result<Option<Packet>, PacketError> {
         let mut packet = Packet::new(pool, flow)?;
         let start = packet.start as usize;
-        let head = packet.head.get_mut().ok_or(PacketError::Shared)?;
-        let room = head.len() - start;
-        let Some(len) = fill(&mut head[start..]) else {
+        let memory = packet.head.memory_mut().ok_or(PacketError::Shared)?;
+        let room = memory.len() - start;
+        let mut buf = RxBuffer::new(memory, start);
+        let Some(len) = fill(&mut buf) else {
             return Ok(None);
         };
         packet.end = offset(start + len.min(room));

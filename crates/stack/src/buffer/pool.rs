@@ -25,6 +25,11 @@
 //! cycle, and buffers freed after it go to the allocator, not to a list
 //! nobody can take from.
 //!
+//! A link may also exchange an empty buffer's memory for memory of the
+//! same length and capacity that already holds a received frame (a
+//! virtual wire: see [`RxBuffer`](crate::phy::RxBuffer)): the pool then
+//! holds other memory than it made, but as many buffers, each as big.
+//!
 //! A buffer may also be [lent](Lent) by a link: the memory a GSO
 //! super-frame arrived in (a virtual wire's frame, an AF_PACKET receive
 //! slot) becomes the received packet's storage, and goes back to the
@@ -506,6 +511,15 @@ impl Buffer {
     /// The bytes, writable if no other reference shares the buffer (so no
     /// packet already handed out can see them change).
     pub fn get_mut(&mut self) -> Option<&mut [u8]> {
+        let slot = Rc::get_mut(&mut self.slot)?;
+        Some(&mut slot.data)
+    }
+
+    /// The memory itself, if unshared, for a link to receive into: it may
+    /// exchange it for memory of the same length and capacity that already
+    /// holds the frame ([`RxBuffer`](crate::phy::RxBuffer) allows no other
+    /// change, so the pool's bound in bytes holds).
+    pub(crate) fn memory_mut(&mut self) -> Option<&mut Vec<u8>> {
         let slot = Rc::get_mut(&mut self.slot)?;
         Some(&mut slot.data)
     }

@@ -2,11 +2,15 @@
 //!
 //! A link copies a frame in on [`Link::transmit`] and out on
 //! [`Link::receive`], as a NIC's DMA does, so links never hold the stack's
-//! packet buffers and can sit between hosts on different threads. The one
-//! exception goes the other way: a link that hands GSO super-frames out
+//! packet buffers and can sit between hosts on different threads. Two
+//! exceptions avoid the copy out. A link that hands GSO super-frames out
 //! whole (a virtual wire made for them, AF_PACKET) lends the memory one
 //! arrived in to the receiving host ([`WholeFrame::Lent`]), which gives
-//! it back when done. Probes
+//! it back when done. And a link whose frame already lies as the host's
+//! buffer would hold it (a virtual wire) exchanges the two memories in
+//! [`Link::receive_into`] (page flipping): the frame's memory becomes the
+//! host's buffer, and the buffer's goes back to the sender for a later
+//! frame; the stack still holds only its own buffers, one for one. Probes
 //! at the link boundary are the interface layer's job (it knows the flow);
 //! links count frames and drops in [`LinkStats`].
 
@@ -30,6 +34,55 @@ impl WholeFrame<'_> {
             WholeFrame::Borrowed(bytes) => bytes,
             WholeFrame::Lent(lent) => lent.bytes(),
         }
+    }
+}
+
+/// A host's empty pool buffer handed to [`Link::receive_into`]: the frame
+/// goes after its headroom, copied into [`room`](Self::room), or, by a
+/// link whose frame already lies so in memory of the same size, by
+/// [`exchange`](Self::exchange) of the two memories.
+pub struct RxBuffer<'a> {
+    /// A pool buffer's memory: its length and capacity never change, so
+    /// the pool's bound in bytes holds whichever memory it ends up with.
+    memory: &'a mut Vec<u8>,
+    headroom: usize,
+}
+
+impl<'a> RxBuffer<'a> {
+    /// `memory`'s frame goes at `headroom` (at most its length).
+    pub(crate) fn new(memory: &'a mut Vec<u8>, headroom: usize) -> Self {
+        debug_assert!(headroom <= memory.len(), "headroom past the buffer");
+        Self { memory, headroom }
+    }
+
+    /// Bytes in front of the frame, for headers a router prepends.
+    pub fn headroom(&self) -> usize {
+        self.headroom
+    }
+
+    /// The buffer's size, headroom included: what memory exchanged for it
+    /// must hold.
+    pub fn size(&self) -> usize {
+        self.memory.len()
+    }
+
+    /// Where a frame is copied: everything after the headroom.
+    pub fn room(&mut self) -> &mut [u8] {
+        &mut self.memory[self.headroom..]
+    }
+
+    /// Makes `frame`, memory holding a frame after [`headroom`](Self::headroom)
+    /// bytes, the buffer's, and hands the buffer's old memory back in its
+    /// place, if the two have the same length and capacity (so the pool's
+    /// bound in bytes is unchanged); else changes nothing and says false,
+    /// for the caller to copy.
+    #[inline]
+    pub fn exchange(&mut self, frame: &mut Vec<u8>) -> bool {
+        if frame.len() != self.memory.len() || frame.capacity() != self.memory.capacity() {
+            return false;
+        }
+        std::mem::swap(self.memory, frame);
+        true
     }
 }
 
@@ -260,6 +313,17 @@ pub trait Link {
     /// returns its length, or `None` if none has. A frame longer than `buf`
     /// is dropped and counted (`dropped_rx_too_long`), never truncated.
     fn receive(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize>;
+
+    /// As [`receive`](Link::receive), into a host's buffer after its
+    /// headroom: the frame's length, or `None` if none has arrived. A link
+    /// whose frames lie in memory like the buffer's may
+    /// [exchange](RxBuffer::exchange) it instead of copying (a virtual
+    /// wire: a NIC that DMAs into the host's buffer); the default copies,
+    /// as every link to the operating system and every wrapper (a capture
+    /// sees the frame in `receive`) does.
+    fn receive_into(&mut self, now: Instant, buf: &mut RxBuffer<'_>) -> Option<usize> {
+        self.receive(now, buf.room())
+    }
 
     /// Whether frames may arrive that only
     /// [`receive_whole`](Link::receive_whole) hands out: GSO super-frames,

@@ -932,8 +932,11 @@ impl Host {
                     }
                     continue;
                 }
-                let packet = match Packet::receive(&pool, Flow::NONE, |buf| link.receive(now, buf))
-                {
+                // The link copies the frame into the buffer, or a virtual
+                // wire exchanges the memory it crossed in for the buffer's.
+                let received =
+                    Packet::receive_into(&pool, Flow::NONE, |buf| link.receive_into(now, buf));
+                let packet = match received {
                     Ok(Some(packet)) => packet,
                     Ok(None) => break,
                     Err(_) => {
