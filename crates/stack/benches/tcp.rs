@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | hosts | `topologies/unlimited.toml`: two hosts, Ethernet, MTU 1500 | two `Interface`s, Ethernet, MTU 1500, same addresses |
 //! | wire | `VirtualWire`, unimpaired, 1024 frames per direction | two `VecDeque` rings of reused frame buffers, 1024 frames each |
-//! | wire copies | one in (`Link::transmit` gathers the frame), one out (`Link::receive` into a pool buffer) | one in (the stack writes the frame into a ring slot), one out (the slot into the device's receive buffer the stack reads) |
+//! | wire copies | one in (`Link::transmit` gathers the frame); none out (`Link::receive_into` exchanges the frame's memory for an empty pool buffer) | one in (the stack writes the frame into a ring slot); none out (the stack reads the frame in its slot) |
 //! | TCP | CUBIC, SACK and timestamps, 40 ms delayed ACK, Nagle | CUBIC, timestamps, 40 ms delayed ACK, Nagle (smoltcp sends no SACK) |
 //! | buffers | send and receive 4 MiB | send and receive 4 MiB |
 //! | connection | set up once, reused by every iteration | set up once, reused by every iteration |
@@ -171,17 +171,18 @@ mod smol {
     }
 
     /// One end of the wire as a device: it transmits into `tx` and
-    /// receives from `rx`, copying a received frame into its own receive
-    /// buffer first (the copy out of the wire that stackscope's
-    /// `Link::receive` makes into a pool buffer).
+    /// receives from `rx`, the stack reading a received frame where it
+    /// lies in its wire slot, which then goes back to the spares (as
+    /// stackscope's wire hands the frame's memory to the host in exchange
+    /// for an empty pool buffer: neither copies out of the wire).
     pub struct End<'a> {
         tx: &'a mut Ring,
         rx: &'a mut Ring,
-        rx_buf: &'a mut Vec<u8>,
     }
 
     pub struct Rx<'a> {
-        buf: &'a [u8],
+        frame: Vec<u8>,
+        spare: &'a mut Vec<Vec<u8>>,
     }
 
     pub struct Tx<'a> {
@@ -190,7 +191,9 @@ mod smol {
 
     impl RxToken for Rx<'_> {
         fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-            f(self.buf)
+            let r = f(&self.frame);
+            self.spare.push(self.frame);
+            r
         }
     }
 
@@ -222,10 +225,11 @@ mod smol {
                 return None;
             }
             let frame = self.rx.frames.pop_front()?;
-            self.rx_buf.clear();
-            self.rx_buf.extend_from_slice(&frame);
-            self.rx.spare.push(frame);
-            Some((Rx { buf: self.rx_buf }, Tx { ring: self.tx }))
+            let rx = Rx {
+                frame,
+                spare: &mut self.rx.spare,
+            };
+            Some((rx, Tx { ring: self.tx }))
         }
 
         fn transmit(&mut self, _: Instant) -> Option<Tx<'_>> {
@@ -240,21 +244,15 @@ mod smol {
         }
     }
 
-    /// A host: an interface, its socket set and the device's receive
-    /// buffer.
+    /// A host: an interface and its socket set.
     struct Node {
         iface: Interface,
         sockets: SocketSet<'static>,
-        rx_buf: Vec<u8>,
     }
 
     impl Node {
         fn poll(&mut self, now: Instant, tx: &mut Ring, rx: &mut Ring) -> bool {
-            let mut dev = End {
-                tx,
-                rx,
-                rx_buf: &mut self.rx_buf,
-            };
+            let mut dev = End { tx, rx };
             self.iface.poll(now, &mut dev, &mut self.sockets) == PollResult::SocketStateChanged
         }
     }
@@ -290,11 +288,9 @@ mod smol {
         ])));
         config.random_seed = u64::from(mac);
         let (mut ab, mut ba) = (Ring::default(), Ring::default());
-        let mut rx_buf = Vec::with_capacity(FRAME);
         let mut dev = End {
             tx: &mut ab,
             rx: &mut ba,
-            rx_buf: &mut rx_buf,
         };
         let mut iface = Interface::new(config, &mut dev, Instant::ZERO);
         iface.update_ip_addrs(|addrs| {
@@ -311,14 +307,7 @@ mod smol {
         socket.set_tsval_generator(Some(tsval));
         let mut sockets = SocketSet::new(vec![]);
         let handle = sockets.add(socket);
-        (
-            Node {
-                iface,
-                sockets,
-                rx_buf,
-            },
-            handle,
-        )
+        (Node { iface, sockets }, handle)
     }
 
     impl Pair {
