@@ -171,7 +171,7 @@ impl Host {
         payload: &[&[u8]],
         flow: Flow,
     ) {
-        let demux = self.tcp.demux(local, remote);
+        let demux = self.tcp.demux_mut(&local, &remote);
         let syn = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::RST);
         // SYN+FIN opens nothing: RFC 9293 leaves it open, Linux and the
         // BSDs drop it (it only serves scanners and IDS evasion), and so do
@@ -666,7 +666,9 @@ fn with_pieces<R>(
 }
 
 /// The first `len` bytes of the segment at `pos` of `packet`: in place in
-/// `whole` (the segment, when one part holds it), else pulled up.
+/// `whole` (the segment, when one part holds it), else pulled up. Inline:
+/// for a segment received whole it is one bounds check.
+#[inline]
 fn leading<'a>(
     whole: Option<&'a [u8]>,
     packet: &'a Packet,
@@ -681,6 +683,7 @@ fn leading<'a>(
 }
 
 /// `len` bytes at `at` when they lie in one part of the packet.
+#[inline]
 fn contiguous(packet: &Packet, at: usize, len: usize) -> Option<&[u8]> {
     let mut skip = at;
     for part in packet.parts() {
