@@ -38,8 +38,13 @@ use super::seq::Seq;
 use crate::probes::{DATA_COPY_ENTER, DATA_COPY_EXIT};
 
 /// The length of a payload given as parts (see [`Assembler::write`]).
+#[inline]
 pub fn payload_len(parts: &[&[u8]]) -> usize {
-    parts.iter().map(|part| part.len()).sum()
+    match parts {
+        // A segment received whole: no loop.
+        [part] => part.len(),
+        parts => parts.iter().map(|part| part.len()).sum(),
+    }
 }
 
 /// The largest receive buffer: the largest window window scaling can
