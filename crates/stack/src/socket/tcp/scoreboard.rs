@@ -300,6 +300,11 @@ impl Scoreboard {
         outcome
     }
 
+    /// Nothing is SACKed: an update without blocks changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
     /// Drops SACK information that SND.UNA has overtaken.
     fn acknowledge(&mut self, snd_una: Seq) {
         // Without losses nothing is held: skip the search and the drain,

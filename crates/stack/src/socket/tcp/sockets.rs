@@ -183,6 +183,19 @@ impl TcpSockets {
         }
     }
 
+    /// [`demux`](Self::demux) for a caller that may change the tables: a
+    /// segment of the connection the last one went to is matched where
+    /// that 4-tuple is kept, with no copy of it out of its cell.
+    #[inline]
+    pub fn demux_mut(&mut self, local: &SocketAddr, remote: &SocketAddr) -> Demux {
+        if let Some(((last_local, last_remote), index)) = self.last.get_mut() {
+            if last_local == local && last_remote == remote {
+                return Demux::Connection(*index);
+            }
+        }
+        self.demux(*local, *remote)
+    }
+
     /// Whether a listener holds `local` exactly, or the wildcard and
     /// `local` overlap on the port (RFC 9293 §3.9.1.2 leaves binding rules
     /// to the implementation; like BSD without SO_REUSEADDR, one listener
