@@ -20,11 +20,13 @@
 mod cursor;
 mod packet;
 mod pool;
+mod prefetch;
 mod release;
 
 pub use cursor::{Cursor, PullUpError};
 pub use packet::{Packet, PacketError, PacketOffload, Segment};
 pub use pool::{Buffer, Lender, Lent, Pool, PoolConfig, PoolConfigError, PoolStats};
+pub(crate) use prefetch::prefetch;
 pub use release::return_free_memory;
 
 /// Shared payload segments, held inline up to two (what one MSS-sized TCP

@@ -374,21 +374,10 @@ impl Pool {
 /// waiting for it.
 #[inline(always)]
 fn prefetch_slot(slot: &Rc<Slot>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // The count lies 16 bytes before the value, the flow 48 after it.
-        let value = Rc::as_ptr(slot).cast::<i8>();
-        // SAFETY: SSE, which has the prefetch instruction, is part of
-        // x86_64's baseline; a prefetch reads nothing into the program and
-        // cannot fault, whatever the address.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(value.wrapping_sub(16));
-            _mm_prefetch::<_MM_HINT_T0>(value.wrapping_add(48));
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = slot;
+    // The count lies 16 bytes before the value, the flow 48 after it.
+    let value = Rc::as_ptr(slot).cast::<u8>();
+    super::prefetch(value.wrapping_sub(16));
+    super::prefetch(value.wrapping_add(48));
 }
 
 /// A buffer's memory and whose it is: one allocation, made when the pool
@@ -511,8 +500,7 @@ impl Buffer {
     /// The bytes, writable if no other reference shares the buffer (so no
     /// packet already handed out can see them change).
     pub fn get_mut(&mut self) -> Option<&mut [u8]> {
-        let slot = Rc::get_mut(&mut self.slot)?;
-        Some(&mut slot.data)
+        self.memory_mut().map(Vec::as_mut_slice)
     }
 
     /// The memory itself, if unshared, for a link to receive into: it may

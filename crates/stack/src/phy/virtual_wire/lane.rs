@@ -439,24 +439,13 @@ impl Receiver {
     /// for memory the sender wrote a batch ago.
     #[inline(always)]
     pub(super) fn prefetch_next(&self) {
-        #[cfg(target_arch = "x86_64")]
         if let Incoming::InOrder(frames) = &self.incoming {
             if let Ok(next) = frames.peek() {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                let headers = next
-                    .bytes
-                    .as_ptr()
-                    .wrapping_add(next.start as usize)
-                    .cast::<i8>();
+                let headers = next.bytes.as_ptr().wrapping_add(next.start as usize);
                 // Ethernet, IPv6 and TCP with timestamps: 86 bytes, in at
                 // most three lines, each holding one of these.
-                // SAFETY: SSE, which has the prefetch instruction, is part
-                // of x86_64's baseline; a prefetch reads nothing into the
-                // program and cannot fault, whatever the address.
-                unsafe {
-                    _mm_prefetch::<_MM_HINT_T0>(headers);
-                    _mm_prefetch::<_MM_HINT_T0>(headers.wrapping_add(43));
-                    _mm_prefetch::<_MM_HINT_T0>(headers.wrapping_add(85));
+                for at in [0, 43, 85] {
+                    crate::buffer::prefetch(headers.wrapping_add(at));
                 }
             }
         }
