@@ -71,6 +71,12 @@ pub struct Group {
     pub difference: String,
     #[serde(default)]
     pub unit: Option<String>,
+    /// The most our figure can be, in the study's unit: the rate of the
+    /// wire it was measured on. A mean above it is impossible and an
+    /// interval reaching above it too noisy: neither is set beside the
+    /// study.
+    #[serde(default)]
+    pub at_most: Option<f64>,
     /// Where our figure is; `{name}` in its path is filled from the
     /// variant's and the entry's `at`.
     #[serde(default)]
@@ -118,6 +124,9 @@ pub struct Entry {
     /// Replaces the group's difference.
     #[serde(default)]
     pub difference: Option<String>,
+    /// Replaces the group's bound.
+    #[serde(default)]
+    pub at_most: Option<f64>,
     #[serde(default)]
     pub at: BTreeMap<String, Scalar>,
     /// Replaces the group's key.
@@ -263,7 +272,8 @@ impl fmt::Display for LoadError {
 }
 
 /// Parses one file and checks what serde cannot: every entry has either a
-/// key or a reason it has none, every path parses, scales are finite.
+/// key or a reason it has none, every path parses, scales are finite,
+/// bounds positive.
 pub fn parse(file: &str, text: &str) -> Result<Study, LoadError> {
     let err = |message: String| LoadError {
         file: file.to_string(),
@@ -278,6 +288,15 @@ pub fn parse(file: &str, text: &str) -> Result<Study, LoadError> {
             let label = format!("{} / {}", g.figure, e.quantity);
             if !e.value.is_finite() || e.spread.is_some_and(|s| !(s.is_finite() && s >= 0.0)) {
                 return Err(err(format!("{label}: value or spread not a finite number")));
+            }
+            if let Some(bound) = e
+                .at_most
+                .or(g.at_most)
+                .filter(|b| !(b.is_finite() && *b > 0.0))
+            {
+                return Err(err(format!(
+                    "{label}: at_most {bound} is not a positive number"
+                )));
             }
             // An entry's own reason overrides the group's key; its own key
             // and a reason at once contradict each other.
@@ -397,7 +416,7 @@ pub fn study_rows(study: &Study, experiment: &Value) -> Vec<Row> {
                 let ours = if difference_figure {
                     ours
                 } else {
-                    too_noisy(ours, &unit)
+                    beyond_bound(too_noisy(ours, &unit), e.at_most.or(g.at_most), &unit)
                 };
                 let study_value = StudyValue {
                     value: e.value,
@@ -446,6 +465,43 @@ fn too_noisy(ours: Ours, unit: &str) -> Ours {
                 sig3(value),
                 sig3(ci.lo),
                 sig3(ci.hi)
+            ),
+            path,
+        },
+        other => other,
+    }
+}
+
+/// A figure above `at_most`, the most it can physically be (the wire's
+/// rate), is impossible: a measurement bug, not a result. One whose
+/// interval reaches above it is too noisy to set beside the study: a
+/// mean a few repetitions on a busy machine left that uncertain says
+/// nothing about the stack.
+fn beyond_bound(ours: Ours, at_most: Option<f64>, unit: &str) -> Ours {
+    let Some(bound) = at_most else {
+        return ours;
+    };
+    match ours {
+        Ours::Measured { value, path, .. } if value > bound => Ours::NoFigure {
+            why: format!(
+                "impossible: {} {unit} is above the most the wire carries, {} {unit}",
+                sig3(value),
+                sig3(bound)
+            ),
+            path,
+        },
+        Ours::Measured {
+            value,
+            ci95: Some(ci),
+            path,
+            ..
+        } if ci.hi > bound => Ours::NoFigure {
+            why: format!(
+                "too noisy to be a result: {} {unit} with a 95 % interval of [{}, {}], which reaches above the most the wire carries, {} {unit}",
+                sig3(value),
+                sig3(ci.lo),
+                sig3(ci.hi),
+                sig3(bound)
             ),
             path,
         },
@@ -845,6 +901,68 @@ mod tests {
             too_noisy(measured(1.4, -0.2, 3.0), "%"),
             Ours::Measured { .. }
         ));
+    }
+
+    #[test]
+    fn a_figure_above_the_wire_or_reaching_above_it_is_no_result() {
+        let measured = |value: f64, lo: f64, hi: f64| Ours::Measured {
+            value,
+            ci95: Some(Interval { lo, hi }),
+            n: Some(3),
+            path: "p".into(),
+        };
+        let why = |ours: Ours| match ours {
+            Ours::NoFigure { why, path } => {
+                assert_eq!(path, "p");
+                why
+            }
+            other => panic!("kept: {other:?}"),
+        };
+        let noisy = why(beyond_bound(
+            measured(10030.0, 7580.0, 12480.0),
+            Some(12207.0),
+            "KB/s",
+        ));
+        assert!(
+            noisy.starts_with("too noisy")
+                && noisy.contains("[7580, 12480]")
+                && noisy.contains("12207 KB/s"),
+            "{noisy}"
+        );
+        let impossible = why(beyond_bound(
+            measured(12300.0, 12290.0, 12310.0),
+            Some(12207.0),
+            "KB/s",
+        ));
+        assert!(
+            impossible.starts_with("impossible: 12300 KB/s"),
+            "{impossible}"
+        );
+        // Within the bound, or no bound: kept.
+        assert!(matches!(
+            beyond_bound(measured(11900.0, 11850.0, 11950.0), Some(12207.0), "KB/s"),
+            Ours::Measured { .. }
+        ));
+        assert!(matches!(
+            beyond_bound(measured(10030.0, 7580.0, 12480.0), None, "KB/s"),
+            Ours::Measured { .. }
+        ));
+    }
+
+    #[test]
+    fn a_bound_that_is_not_a_positive_number_is_refused() {
+        let file = |at_most: &str| {
+            format!(
+                "study = \"s\"\nexperiment = \"e\"\nseed = \"f\"\n[[group]]\nfigure = \"T\"\n\
+                 seed_lines = \"1\"\nconditions = \"c\"\ndifference = \"d\"\nat_most = {at_most}\n\
+                 [[group.entry]]\nquantity = \"q\"\nvalue = 1\nours = {{ path = \"a/b\" }}\n"
+            )
+        };
+        assert!(parse("s.toml", &file("12207.03125")).is_ok());
+        for bad in ["0", "-5", "nan", "inf"] {
+            let error = parse("s.toml", &file(bad)).unwrap_err();
+            assert!(error.message.contains("at_most"), "{bad}: {error}");
+        }
     }
 
     #[test]
