@@ -267,7 +267,9 @@ impl Host {
     /// Prepends the unfragmentable part: a Hop-by-Hop header with Router
     /// Alert if asked for, then the IPv6 header. `len` is the packet's
     /// length as it comes, which the caller knows (a walk of its parts
-    /// saved).
+    /// saved). Inline: a call per packet sent, with its arguments, cost
+    /// about as much as the header's writing (issue 22).
+    #[inline(always)]
     fn ipv6_prepend_headers(
         &mut self,
         packet: &mut Packet,
@@ -326,7 +328,11 @@ impl Host {
         packet: Packet,
     ) {
         match route.lladdr {
-            Some(lladdr) => self.ethernet_output(route.interface, lladdr, EtherType::Ipv6, packet),
+            // A cached path's packet (every TCP segment's): framed and
+            // queued here, not moved through two more calls (issue 22).
+            Some(lladdr) => {
+                self.ethernet_frame_output(route.interface, lladdr, EtherType::Ipv6, packet)
+            }
             None => self.ipv6_link_output(now, route.interface, route.neighbor, dst, packet),
         }
     }
@@ -410,7 +416,22 @@ impl Host {
     }
 
     /// Prepends the Ethernet header and queues the frame on the interface.
+    /// Out of line: its body is inline in the data path's caller only.
+    #[inline(never)]
     pub(crate) fn ethernet_output(
+        &mut self,
+        interface: InterfaceId,
+        dst: EthernetAddress,
+        ethertype: EtherType,
+        packet: Packet,
+    ) {
+        self.ethernet_frame_output(interface, dst, ethertype, packet);
+    }
+
+    /// [`ethernet_output`](Self::ethernet_output), inline for the data
+    /// path's one caller that wants it so.
+    #[inline(always)]
+    fn ethernet_frame_output(
         &mut self,
         interface: InterfaceId,
         dst: EthernetAddress,
