@@ -376,6 +376,9 @@ impl Incoming {
         }
     }
 
+    /// Inline: the host asks before each frame it receives
+    /// (`may_receive`), and an in-order wire answers with one look.
+    #[inline]
     pub(super) fn next_arrival(&self) -> Option<Instant> {
         match self {
             Incoming::InOrder(frames) => frames.peek().ok().map(|frame| frame.arrival),
