@@ -278,6 +278,7 @@ impl Transmitter {
 
     /// Pushes one copy of the `len` bytes at `start` of `bytes`; false
     /// only if the ring is full, which the room check before it rules out.
+    #[inline]
     pub(super) fn push(
         &mut self,
         arrival: Instant,
@@ -432,6 +433,7 @@ impl Receiver {
     }
 
     /// Gives a frame's buffer back to the sender.
+    #[inline]
     pub(super) fn recycle(&mut self, bytes: Vec<u8>) {
         let _ = self.recycled.push(bytes);
     }
