@@ -1,5 +1,6 @@
 //! A packet: one head buffer with reserved headroom, then shared payload.
 
+use std::mem::ManuallyDrop;
 use std::ops::Range;
 
 use probe::Flow;
@@ -149,7 +150,27 @@ pub struct Packet {
     /// Offload metadata the device stage reads (`iface::offload`).
     offload: PacketOffload,
     flow: Flow,
-    chain: SegmentList,
+    /// Dropped by [`Packet`]'s drop only when it holds something: most
+    /// packets (every received frame, every ACK) have an empty inline
+    /// chain, whose drop would still be a call (issue 22).
+    chain: ManuallyDrop<SegmentList>,
+}
+
+impl Drop for Packet {
+    #[inline]
+    fn drop(&mut self) {
+        if self.chain.spilled() || !self.chain.is_empty() {
+            drop_chain(&mut self.chain);
+        }
+    }
+}
+
+/// A packet's chain that holds segments or heap room, dropped.
+#[inline(never)]
+fn drop_chain(chain: &mut ManuallyDrop<SegmentList>) {
+    // SAFETY: called once, from the packet's drop, and the chain is not
+    // used after it.
+    unsafe { ManuallyDrop::drop(chain) }
 }
 
 /// A chain's length plus `more` bytes. A packet of 4 GiB cannot be made
@@ -190,7 +211,7 @@ impl Packet {
             chain_len: 0,
             offload: PacketOffload::default(),
             flow,
-            chain: SegmentList::new(),
+            chain: ManuallyDrop::new(SegmentList::new()),
         })
     }
 
@@ -323,7 +344,7 @@ impl Packet {
         }
         let mut left = len - head_len;
         let mut keep = 0;
-        for segment in &mut self.chain {
+        for segment in self.chain.iter_mut() {
             if left == 0 {
                 break;
             }
@@ -452,7 +473,7 @@ impl Packet {
             chain_len: 0,
             offload: PacketOffload::default(),
             flow,
-            chain: SegmentList::new(),
+            chain: ManuallyDrop::new(SegmentList::new()),
         })
     }
 
@@ -565,7 +586,7 @@ impl Packet {
         if empty {
             segments.retain(|segment| !segment.is_empty());
         }
-        let old = std::mem::replace(&mut self.chain, segments);
+        let old = std::mem::replace(&mut *self.chain, segments);
         self.chain_len = grown(0, bytes);
         // The chain replaced is empty: inline it holds nothing to drop, so
         // forgetting it leaks nothing and saves a call to SmallVec's drop
@@ -592,12 +613,31 @@ impl Packet {
     #[inline]
     pub fn parts_array<const N: usize>(&self) -> Option<([&[u8]; N], usize)> {
         let mut parts: [&[u8]; N] = [&[]; N];
-        let mut count = 0;
-        for part in self.parts() {
-            *parts.get_mut(count)? = part;
-            count += 1;
-        }
+        let count = self.parts_into(&mut parts)?;
         Some((parts, count))
+    }
+
+    /// [`parts`](Self::parts) written into `out`, with how many there are;
+    /// `None` when the packet has more than `out` takes. The caller's
+    /// array is filled where it is, not returned through an `Option`.
+    #[inline]
+    pub fn parts_into<'a>(&'a self, out: &mut [&'a [u8]]) -> Option<usize> {
+        let mut count = 0;
+        // As `parts`, without its iterator adaptors: the head, then the
+        // chain, empty pieces left out.
+        let head = self.head_data();
+        if !head.is_empty() {
+            *out.get_mut(0)? = head;
+            count = 1;
+        }
+        for segment in self.chain.iter() {
+            let part = segment.as_slice();
+            if !part.is_empty() {
+                *out.get_mut(count)? = part;
+                count += 1;
+            }
+        }
+        Some(count)
     }
 
     /// The packet's bytes as contiguous parts, in order: what a
@@ -642,7 +682,7 @@ impl Packet {
         };
         let mut out = Vec::new();
         let mut offset = 0;
-        for segment in std::iter::once(&head).chain(&self.chain) {
+        for segment in std::iter::once(&head).chain(self.chain.iter()) {
             let (seg_start, seg_end) = (offset, offset + segment.len());
             offset = seg_end;
             let from = range.start.max(seg_start);
@@ -691,7 +731,7 @@ impl std::fmt::Debug for Packet {
         f.debug_struct("Packet")
             .field("len", &self.len())
             .field("headroom", &self.headroom())
-            .field("chain", &self.chain)
+            .field("chain", &*self.chain)
             .finish()
     }
 }

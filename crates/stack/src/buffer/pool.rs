@@ -555,10 +555,16 @@ fn free(mut slot: Rc<Slot>) {
         Home::Pool(pool) => {
             let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
             // The list cannot hold the slot that holds the pool while the
-            // slot is borrowed for it: the pool is held apart.
-            let pool = Rc::clone(pool);
-            if pool.handles.get() > 0 {
-                pool.free.borrow_mut().push(slot);
+            // slot is borrowed for it: the pool is reached through a
+            // pointer, not a count taken and given back (issue 22).
+            let pool = Rc::as_ptr(pool);
+            // SAFETY: the slot holds a count on the pool, so the pool is
+            // alive while the slot is, and the slot lives on in the list
+            // (the pool's own) it is pushed into; nothing here holds a
+            // reference to the pool across the move of the slot.
+            if unsafe { (*pool).handles.get() } > 0 {
+                // SAFETY: as above; the slot is alive until the push ends.
+                unsafe { (*pool).free.borrow_mut().push(slot) };
             } else {
                 // No handle left to allocate from: the memory goes.
                 drop(slot);

@@ -199,10 +199,10 @@ impl Interface {
     }
 
     /// Puts a finished frame on the interface queue, or drops it (counted)
-    /// when the queue is full. Inlined: the frame (a `Packet` of about 100
-    /// bytes) is then moved once, into the queue, not once more into a
-    /// call.
-    #[inline]
+    /// when the queue is full. Inlined: the frame (a `Packet` of 80 bytes)
+    /// is then moved once, into the queue, not once more into a call (a
+    /// hint was not enough: issue 22).
+    #[inline(always)]
     pub fn enqueue(&mut self, frame: Packet) {
         if self.queue.len() >= self.queue_limit {
             self.counters.queue_drops += 1;
@@ -240,59 +240,56 @@ impl Interface {
         let at = || wall.map_or(now, |wall| wall().max(now));
         let now = at();
         self.device.retire(now);
-        while !self.queue.is_empty() {
+        // Each frame is sent where it lies at the queue's head and taken
+        // off after: not moved out of the queue and again into a closure
+        // (issue 22).
+        while let Some(frame) = self.queue.front() {
             if !self.device.has_room() {
                 self.device.note_full();
                 break;
             }
-            let wire_frames = self.wire_frames(self.queue.front());
+            let wire_frames = self.wire_frames(frame);
             if wire_frames > 1 && self.device.free() < wire_frames.min(self.device.capacity()) {
                 // A super-segment's frames go together (as a NIC takes
                 // one descriptor chain): wait for room for all of them.
                 self.device.note_full();
                 break;
             }
-            let Some(frame) = self.queue.pop_front() else {
-                break;
-            };
             let len = frame.len();
+            let flow = frame.flow();
             // Read before the dequeue: the clock is the runner's, not the
             // interface's or the link's.
             let handed = at();
             // The dequeue and the link's start share a counter read, as
             // its end and the device's enqueue do.
             let mut dequeued = probe::Stamp::new();
-            dequeued.record(
-                INTERFACE_QUEUE_DEQUEUE,
-                len as u32,
-                frame.flow(),
-                self.id.0 as u64,
-            );
-            if wire_frames > 1 {
-                self.transmit_super(handed, &frame, &mut dequeued);
-                continue;
-            }
-            let flow = frame.flow();
+            dequeued.record(INTERFACE_QUEUE_DEQUEUE, len as u32, flow, self.id.0 as u64);
             // The frame's parts are laid out once, for the link and then
             // for the capture's hook.
-            with_parts(&frame, |parts| {
-                let span = self.transmit_span(len, flow, &mut dequeued);
-                let result = self.link.transmit(handed, parts);
-                let mut transmitted = probe::Stamp::new();
-                span.end_at(&mut transmitted);
-                match result {
-                    Ok(()) => {
-                        self.counters.tx_frames += 1;
-                        self.counters.tx_bytes += len as u64;
-                        let complete = self.link.transmit_complete_at();
-                        self.device
-                            .push(handed, len, flow, complete, &mut transmitted);
-                        // Outside the span: a capture's copy is not the link's.
-                        self.link.transmitted(handed, parts);
-                    }
-                    Err(_) => self.counters.tx_link_errors += 1,
-                }
-            });
+            let mut parts: [&[u8]; PARTS] = [&[]; PARTS];
+            let count = if wire_frames > 1 {
+                None
+            } else {
+                frame.parts_into(&mut parts)
+            };
+            let Some(count) = count else {
+                self.transmit_rare(handed, wire_frames, &mut dequeued);
+                continue;
+            };
+            let parts = &parts[..count];
+            let span = self.transmit_span(len, flow, &mut dequeued);
+            transmit_frame(
+                &mut *self.link,
+                &mut self.device,
+                &mut self.counters,
+                span,
+                handed,
+                parts,
+                len,
+                flow,
+            );
+            // Freed after the link and the capture are done with it.
+            drop(self.queue.pop_front());
         }
         let now = at();
         self.link.flush(now);
@@ -301,7 +298,75 @@ impl Interface {
     }
 }
 
+/// Parts of a frame [`Interface::transmit_queued`] hands the link as they
+/// lie: a head and the payload segments of an MSS-sized segment (two pool
+/// buffers at most). A frame of more is gathered. Each slot more is two
+/// stores per frame sent (issue 22).
+const PARTS: usize = 4;
+
+/// The link's work on one wire frame (`parts`, `len` bytes) handed at
+/// `handed` in the `link.transmit` span `span`: counted and put in the
+/// device's ring if the link took it, then shown to its capture.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn transmit_frame(
+    link: &mut (dyn Link + Send),
+    device: &mut DeviceRing,
+    counters: &mut InterfaceCounters,
+    span: probe::SpanGuard,
+    handed: Instant,
+    parts: &[&[u8]],
+    len: usize,
+    flow: probe::Flow,
+) {
+    let result = link.transmit(handed, parts);
+    let mut transmitted = probe::Stamp::new();
+    span.end_at(&mut transmitted);
+    match result {
+        Ok(()) => {
+            counters.tx_frames += 1;
+            counters.tx_bytes += len as u64;
+            let complete = link.transmit_complete_at();
+            device.push(handed, len, flow, complete, &mut transmitted);
+            // Outside the span: a capture's copy is not the link's.
+            link.transmitted(handed, parts);
+        }
+        Err(_) => counters.tx_link_errors += 1,
+    }
+}
+
 impl Interface {
+    /// The frame at the queue's head that is not one wire frame of a few
+    /// parts: a TSO super-segment (`wire_frames` of them), or a frame of
+    /// more parts than [`PARTS`], gathered flat. Taken off the queue and
+    /// freed after, as the usual frame is.
+    #[cold]
+    #[inline(never)]
+    fn transmit_rare(&mut self, handed: Instant, wire_frames: usize, dequeued: &mut probe::Stamp) {
+        let Some(frame) = self.queue.pop_front() else {
+            return;
+        };
+        if wire_frames > 1 {
+            self.transmit_super(handed, &frame, dequeued);
+            return;
+        }
+        let len = frame.len();
+        let flow = frame.flow();
+        with_gathered(&frame, |parts| {
+            let span = self.transmit_span(len, flow, dequeued);
+            transmit_frame(
+                &mut *self.link,
+                &mut self.device,
+                &mut self.counters,
+                span,
+                handed,
+                parts,
+                len,
+                flow,
+            );
+        });
+    }
+
     /// The `link.transmit` span of a frame of `len` bytes: the link's
     /// own work on it, whatever the path (a frame, a super-frame).
     #[inline]
@@ -323,8 +388,7 @@ impl Interface {
     /// How many wire frames `frame` makes: a super-segment of TSO (longer
     /// than the link's MTU) is cut into segments, unless the link takes it
     /// whole; anything else is one frame.
-    fn wire_frames(&self, frame: Option<&Packet>) -> usize {
-        let Some(frame) = frame else { return 1 };
+    fn wire_frames(&self, frame: &Packet) -> usize {
         let gso_size = usize::from(frame.offload().gso_size);
         // An ordinary frame's length (a walk of its parts) is not needed.
         if gso_size == 0 {
@@ -467,16 +531,10 @@ fn with_flat<R>(
     f(&[&flat])
 }
 
-/// [`with_parts`] for a super-segment: a head and up to some 30 pool
-/// buffers of payload, flattened only beyond 64 parts.
+/// Calls `f` with a super-segment as scatter-gather parts: a head and up
+/// to some 30 pool buffers of payload, flattened only beyond 64 parts.
 fn with_parts_wide<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
     with_parts_up_to::<64, R>(frame, f)
-}
-
-/// Calls `f` with `frame` as scatter-gather parts: at most a head and a
-/// few payload segments, flattened only when there are more.
-fn with_parts<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
-    with_parts_up_to::<8, R>(frame, f)
 }
 
 /// Calls `f` with `frame` as at most `N` scatter-gather parts, flattened
@@ -485,6 +543,14 @@ fn with_parts_up_to<const N: usize, R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) 
     if let Some((parts, count)) = frame.parts_array::<N>() {
         return f(&parts[..count]);
     }
+    with_gathered(frame, f)
+}
+
+/// The frame copied flat, for a link that is handed more parts than the
+/// caller lays out.
+#[cold]
+#[inline(never)]
+fn with_gathered<R>(frame: &Packet, f: impl FnOnce(&[&[u8]]) -> R) -> R {
     let mut flat = Vec::with_capacity(frame.len());
     frame.parts().for_each(|p| flat.extend_from_slice(p));
     f(&[&flat])

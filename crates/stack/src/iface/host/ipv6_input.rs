@@ -138,6 +138,16 @@ impl Host {
             }
             return;
         }
+        // TCP next (the data path): delivered here, as the header walk's
+        // first step would, without the call into it and the move of the
+        // packet (issue 22).
+        if next == IpProtocol::Tcp {
+            self.counters.ipv6_delivered += 1;
+            self.tcp_input(now, super::transport::IpMeta::V6(meta), &packet, pos);
+            // Inside the input span, as the walk frees it.
+            drop(packet);
+            return;
+        }
         // The offset of the Next Header field that named the header at
         // `pos`, for Parameter Problem code 1 (RFC 8200 §4).
         let previous_field = if pos == wire::ipv6::HEADER_LEN {

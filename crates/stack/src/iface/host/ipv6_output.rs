@@ -191,6 +191,27 @@ impl Host {
             self.ipv6_route_output(now, &route, send.dst, payload);
             return;
         }
+        self.ipv6_output_fragments(now, &route, &send, &payload, len, next_header);
+    }
+
+    /// [`ipv6_output`](Self::ipv6_output) of a packet over the path MTU,
+    /// out of the way of the usual one's: `payload` (`len` bytes, its
+    /// first header `next_header`) sent as fragments. The caller keeps
+    /// the payload, so it is freed where it always was, at the output
+    /// span's end.
+    #[cold]
+    #[inline(never)]
+    fn ipv6_output_fragments(
+        &mut self,
+        now: Instant,
+        route: &Ipv6Route,
+        send: &Ipv6Send,
+        payload: &Packet,
+        len: usize,
+        next_header: IpProtocol,
+    ) {
+        let flow = payload.flow();
+        let unfragmentable = if send.router_alert { 8 } else { 0 };
         // RFC 8200 §4.5: fragments of the fragmentable part, each but the
         // last a multiple of 8 bytes, each in a packet within the MTU.
         let _span = probe::span(FRAGMENT_ENTER, FRAGMENT_EXIT, len as u32, flow, 0);
@@ -206,7 +227,7 @@ impl Host {
         let mut offset = 0;
         while offset < len {
             let end = (offset + per_fragment).min(len);
-            let mut fragment = match self.fragment_body(&payload, offset..end, flow) {
+            let mut fragment = match self.fragment_body(payload, offset..end, flow) {
                 Ok(fragment) => fragment,
                 Err("no_buffer") => return self.count_drop("ipv6_no_buffer"),
                 Err(_) => return self.count_drop("ipv6_fragment_failed"),
@@ -232,13 +253,13 @@ impl Host {
             }
             let fragment_len = fragment.len();
             if self
-                .ipv6_prepend_headers(&mut fragment, fragment_len, &send, IpProtocol::Ipv6Frag)
+                .ipv6_prepend_headers(&mut fragment, fragment_len, send, IpProtocol::Ipv6Frag)
                 .is_err()
             {
                 return;
             }
             self.counters.ipv6_fragments_sent += 1;
-            self.ipv6_route_output(now, &route, send.dst, fragment);
+            self.ipv6_route_output(now, route, send.dst, fragment);
             offset = end;
         }
     }
@@ -246,7 +267,9 @@ impl Host {
     /// Prepends the unfragmentable part: a Hop-by-Hop header with Router
     /// Alert if asked for, then the IPv6 header. `len` is the packet's
     /// length as it comes, which the caller knows (a walk of its parts
-    /// saved).
+    /// saved). Inline: a call per packet sent, with its arguments, cost
+    /// about as much as the header's writing (issue 22).
+    #[inline(always)]
     fn ipv6_prepend_headers(
         &mut self,
         packet: &mut Packet,
@@ -305,7 +328,11 @@ impl Host {
         packet: Packet,
     ) {
         match route.lladdr {
-            Some(lladdr) => self.ethernet_output(route.interface, lladdr, EtherType::Ipv6, packet),
+            // A cached path's packet (every TCP segment's): framed and
+            // queued here, not moved through two more calls (issue 22).
+            Some(lladdr) => {
+                self.ethernet_frame_output(route.interface, lladdr, EtherType::Ipv6, packet)
+            }
             None => self.ipv6_link_output(now, route.interface, route.neighbor, dst, packet),
         }
     }
@@ -389,7 +416,22 @@ impl Host {
     }
 
     /// Prepends the Ethernet header and queues the frame on the interface.
+    /// Out of line: its body is inline in the data path's caller only.
+    #[inline(never)]
     pub(crate) fn ethernet_output(
+        &mut self,
+        interface: InterfaceId,
+        dst: EthernetAddress,
+        ethertype: EtherType,
+        packet: Packet,
+    ) {
+        self.ethernet_frame_output(interface, dst, ethertype, packet);
+    }
+
+    /// [`ethernet_output`](Self::ethernet_output), inline for the data
+    /// path's one caller that wants it so.
+    #[inline(always)]
+    fn ethernet_frame_output(
         &mut self,
         interface: InterfaceId,
         dst: EthernetAddress,

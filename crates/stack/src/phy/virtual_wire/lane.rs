@@ -301,6 +301,7 @@ impl Transmitter {
 
     /// Pushes one copy of the `len` bytes at `start` of `bytes`; false
     /// only if the ring is full, which the room check before it rules out.
+    #[inline]
     pub(super) fn push(
         &mut self,
         arrival: Instant,
@@ -399,6 +400,9 @@ impl Incoming {
         }
     }
 
+    /// Inline: the host asks before each frame it receives
+    /// (`may_receive`), and an in-order wire answers with one look.
+    #[inline]
     pub(super) fn next_arrival(&self) -> Option<Instant> {
         match self {
             Incoming::InOrder(frames) => frames.peek().ok().map(|frame| frame.arrival),
@@ -452,6 +456,7 @@ impl Receiver {
     }
 
     /// Gives a frame's buffer back to the sender.
+    #[inline]
     pub(super) fn recycle(&mut self, bytes: Vec<u8>) {
         let _ = self.recycled.push(bytes);
     }
