@@ -198,14 +198,21 @@ impl Host {
                 // The ACKs arriving data is owed (every second segment, each
                 // out-of-order one: RFC 5681 §4.2) leave as it is taken, not
                 // once per poll: see `poll_ack`.
-                let ack = conn.poll_ack(now);
+                // Built where it is sent from: returned by value, the
+                // segment (200 bytes) was copied on its way here.
+                let mut ack = conn.ack_due().then(Outgoing::empty);
+                if let Some(out) = &mut ack {
+                    if !conn.poll_ack_into(now, out) {
+                        ack = None;
+                    }
+                }
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    let rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local, remote), rst, Some(index));
+                    let mut rst = Outgoing::header_only(rst);
+                    self.tcp_emit(now, flow, (local, remote), &mut rst, Some(index));
                 }
-                if let Some(ack) = ack {
+                if let Some(ack) = &mut ack {
                     self.tcp_emit(now, flow, (local, remote), ack, Some(index));
                 }
             }
@@ -220,16 +227,16 @@ impl Host {
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    let repr = Outgoing::header_only(repr);
-                    self.tcp_emit(now, flow, (local, remote), repr, None);
+                    let mut repr = Outgoing::header_only(repr);
+                    self.tcp_emit(now, flow, (local, remote), &mut repr, None);
                 }
             }
             Demux::None => {
                 self.count_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    let rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local, remote), rst, None);
+                    let mut rst = Outgoing::header_only(rst);
+                    self.tcp_emit(now, flow, (local, remote), &mut rst, None);
                 }
             }
         }
@@ -276,6 +283,8 @@ impl Host {
     /// Sends what every TCP socket has to send.
     pub(super) fn tcp_output(&mut self, now: Instant) {
         self.tcp_output_pending = false;
+        // One segment, reused: each is built in it and sent from it.
+        let mut out = Outgoing::empty();
         for index in 0..self.tcp.slot_count() {
             self.tcp_clamp_to_path(now, index);
             for sent in 0..=OUTPUT_BUDGET {
@@ -286,21 +295,22 @@ impl Host {
                 let Some(slot) = self.tcp.get_mut(index) else {
                     break;
                 };
-                let (flow, local, remote, out) = match &mut slot.socket {
+                let (flow, local, remote) = match &mut slot.socket {
                     TcpSocket::Connection(conn) => {
-                        let Some(out) = conn.poll_output(now) else {
+                        if !conn.poll_output_into(now, &mut out) {
                             break;
-                        };
-                        (conn.flow(), conn.local(), conn.remote(), out)
+                        }
+                        (conn.flow(), conn.local(), conn.remote())
                     }
                     TcpSocket::Listener(listener) => {
-                        let Some((local, remote, out)) = listener.poll_output(now) else {
+                        let Some((local, remote, segment)) = listener.poll_output(now) else {
                             break;
                         };
-                        (listener.flow(), local, remote, out)
+                        out = segment;
+                        (listener.flow(), local, remote)
                     }
                 };
-                self.tcp_emit(now, flow, (local, remote), out, Some(index));
+                self.tcp_emit(now, flow, (local, remote), &mut out, Some(index));
             }
             self.tcp_observe(index);
         }
@@ -342,7 +352,7 @@ impl Host {
             .min()
     }
 
-    /// Builds and sends one segment: the header goes into the headroom of
+    /// Builds and sends `out`, leaving it spent (its payload taken): the header goes into the headroom of
     /// a packet whose payload is the send queue's shared segments, and the
     /// checksum is summed across them (no copy of the payload here). A
     /// super-segment (`gso_size` > 0) leaves its checksum partial. A
@@ -354,13 +364,14 @@ impl Host {
         now: Instant,
         flow: Flow,
         (local, remote): (SocketAddr, SocketAddr),
-        Outgoing {
-            mut repr,
-            payload,
-            gso_size,
-        }: Outgoing,
+        out: &mut Outgoing,
         path_slot: Option<usize>,
     ) {
+        // The segment is the caller's scratch: its payload is taken and
+        // its repr changed in place, not copied.
+        let payload = std::mem::take(&mut out.payload);
+        let gso_size = out.gso_size;
+        let repr = &mut out.repr;
         let payload_len = repr.payload_len;
         let _span = probe::span(
             TCP_OUTPUT_ENTER,

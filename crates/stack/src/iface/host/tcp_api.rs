@@ -280,8 +280,8 @@ impl Host {
     fn tcp_reset(&mut self, mut conn: Connection) {
         if let Some(rst) = conn.abort() {
             let ends = (conn.local(), conn.remote());
-            let rst = Outgoing::header_only(rst);
-            self.tcp_emit(self.clock, conn.flow(), ends, rst, None);
+            let mut rst = Outgoing::header_only(rst);
+            self.tcp_emit(self.clock, conn.flow(), ends, &mut rst, None);
         }
     }
 

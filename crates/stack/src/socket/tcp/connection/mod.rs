@@ -95,6 +95,12 @@ impl Outgoing {
             gso_size: 0,
         }
     }
+
+    /// A place for [`Connection::poll_output_into`] to write a segment
+    /// into (an empty header between ports 0).
+    pub fn empty() -> Outgoing {
+        Self::header_only(super::bare_header(0, 0, Seq(0), None, TcpFlags::empty()))
+    }
 }
 
 /// What an arriving segment asks of the caller beyond its own effect.

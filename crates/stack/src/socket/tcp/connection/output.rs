@@ -60,24 +60,34 @@ impl Connection {
     /// The next segment to send at `now`, if any: SYN or SYN-ACK, data
     /// within the send and congestion windows, FIN, or a bare ACK.
     pub fn poll_output(&mut self, now: Instant) -> Option<Outgoing> {
+        let mut out = Outgoing::empty();
+        self.poll_output_into(now, &mut out).then_some(out)
+    }
+
+    /// [`poll_output`](Self::poll_output) into the caller's `out`: true
+    /// if a segment was written there (every field of it), false if
+    /// there is none (`out` then holds whatever it held). The host reuses
+    /// one `out` for every segment: returned by value, the segment (200
+    /// bytes) was copied at each return and again into the host.
+    pub fn poll_output_into(&mut self, now: Instant, out: &mut Outgoing) -> bool {
         // The segments that arrived after the last of this batch's ACKs
         // are acknowledged with the batch (a lone one still waits).
         if std::mem::take(&mut self.batch_acked) && self.unacked_segments > 0 {
             self.ack_now = true;
         }
-        let out = match self.state {
-            State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
-            State::SynSent | State::SynReceived => self.output_syn(now),
-            _ => self.output_synchronized(now),
+        let sent = match self.state {
+            State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now, out),
+            State::SynSent | State::SynReceived => self.output_syn(now, out),
+            _ => self.output_synchronized(now, out),
         };
-        if let Some(out) = &out {
+        if sent {
             self.sent(out);
         }
         if self.unacked_segments > 0 && !self.timers.is_armed(Timer::DelayedAck) {
             self.timers
                 .set(Timer::DelayedAck, now + self.config.delayed_ack);
         }
-        out
+        sent
     }
 
     /// A bare ACK that cannot wait for [`poll_output`](Self::poll_output),
@@ -95,17 +105,29 @@ impl Connection {
     ///   answered at once; its ACK's first SACK block holds it (RFC 2018
     ///   §4), so a burst with many holes reports every one of them.
     pub fn poll_ack(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.unacked_segments < 2 && !self.segment_ack_due {
+        if !self.ack_due() {
             return None;
         }
-        // Returned as the callee built it, not unwrapped and rewrapped (a
-        // move of the whole segment).
-        let out = self.take_ack_only(now);
-        if let Some(ack) = &out {
-            self.sent(ack);
-            self.batch_acked = true;
+        let mut out = Outgoing::empty();
+        self.poll_ack_into(now, &mut out).then_some(out)
+    }
+
+    /// Whether [`poll_ack`](Self::poll_ack) may have an ACK to send: the
+    /// host asks before it sets up a segment for one.
+    #[inline]
+    pub fn ack_due(&self) -> bool {
+        self.unacked_segments >= 2 || self.segment_ack_due
+    }
+
+    /// [`poll_ack`](Self::poll_ack) into the caller's `out`, as
+    /// [`poll_output_into`](Self::poll_output_into).
+    pub fn poll_ack_into(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if !self.ack_due() || !self.take_ack_only(now, out) {
+            return false;
         }
-        out
+        self.sent(out);
+        self.batch_acked = true;
+        true
     }
 
     /// Bookkeeping for a segment handed out: one carrying an ACK pays for
@@ -145,41 +167,75 @@ impl Connection {
     /// The next segment of a synchronized connection, by precedence: a
     /// path-MTU resend, a fast retransmission, new data, then what goes
     /// without data ([`output_without_data`](Self::output_without_data),
-    /// which `output_data` hands over to). The data segment, the common
-    /// one, is built in the caller's place: an `or_else` chain moved the
-    /// whole (200-byte) `Option<Outgoing>` at each link, even when empty.
-    fn output_synchronized(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.pmtu_resend.is_some() {
-            let out = self.output_pmtu_resend(now);
-            if out.is_some() {
-                return out;
-            }
+    /// which `output_data` hands over to).
+    fn output_synchronized(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if (self.pmtu_resend.is_some() || self.recovery.is_some()) && self.output_repair(now, out) {
+            return true;
         }
-        if self.recovery.is_some() {
-            let out = self.output_recovery(now);
-            if out.is_some() {
-                return out;
+        self.output_data(now, out)
+    }
+
+    /// A path-MTU resend or a fast retransmission, if one is due. Out of
+    /// line: the bulk transfer's segments never take it.
+    #[cold]
+    #[inline(never)]
+    fn output_repair(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        let repair = if self.pmtu_resend.is_some() {
+            self.output_pmtu_resend(now)
+        } else {
+            None
+        };
+        match repair.or_else(|| self.recovery.and_then(|_| self.output_recovery(now))) {
+            Some(segment) => {
+                *out = segment;
+                true
             }
+            None => false,
         }
-        self.output_data(now)
     }
 
     /// A segment without new data, when there is none to send: a window
     /// probe, a keep-alive probe or a bare ACK, in that order.
-    fn output_without_data(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.probe_due {
-            return self.output_window_probe(now);
+    fn output_without_data(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if self.probe_due || self.keepalive_due {
+            return self.output_probe(now, out);
         }
-        if self.keepalive_due {
-            return self.output_keepalive(now);
-        }
-        self.take_ack_only(now)
+        self.take_ack_only(now, out)
     }
 
-    fn output_syn(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.snd_nxt != self.iss {
-            return self.take_ack_only(now);
+    /// A window probe or keep-alive probe, whichever is due. Out of line
+    /// (rare).
+    #[cold]
+    #[inline(never)]
+    fn output_probe(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        let probe = if self.probe_due {
+            self.output_window_probe(now)
+        } else {
+            self.output_keepalive(now)
+        };
+        match probe {
+            Some(segment) => {
+                *out = segment;
+                true
+            }
+            None => false,
         }
+    }
+
+    /// The SYN or SYN-ACK, or an ACK while one is owed. Out of line: once
+    /// per connection.
+    #[cold]
+    #[inline(never)]
+    fn output_syn(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if self.snd_nxt != self.iss {
+            return self.take_ack_only(now, out);
+        }
+        *out = self.syn(now);
+        true
+    }
+
+    /// Our SYN (or SYN-ACK), with the options we offer.
+    fn syn(&mut self, now: Instant) -> Outgoing {
         let ack = (self.state == State::SynReceived).then(|| self.rcv_nxt());
         let mut repr = self.bare(self.iss, ack, TcpFlags::SYN);
         repr.max_seg_size = Some(self.local_options.mss);
@@ -201,12 +257,12 @@ impl Connection {
         }
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing::header_only(repr))
+        Outgoing::header_only(repr)
     }
 
     /// New data (and our FIN) within the windows; else, when nothing
     /// goes, [`output_without_data`](Self::output_without_data).
-    fn output_data(&mut self, now: Instant) -> Option<Outgoing> {
+    fn output_data(&mut self, now: Instant, out: &mut Outgoing) -> bool {
         let data_end = self.data_end;
         let unsent = data_end.since(self.snd_nxt);
         let flight = self.snd_nxt.since(self.snd_una);
@@ -270,10 +326,10 @@ impl Connection {
                     .min(self.config.rtt.max_rto);
                 self.timers.set_if_idle(Timer::Persist, now + interval);
             }
-            return self.output_without_data(now);
+            return self.output_without_data(now, out);
         }
         let offset = self.snd_nxt.since(self.data_una());
-        let payload = self.send.segments(offset, len);
+        out.payload = self.send.segments(offset, len);
         let mut flags = TcpFlags::empty();
         if fin {
             flags.insert(TcpFlags::FIN);
@@ -281,9 +337,10 @@ impl Connection {
         if len > 0 && self.snd_nxt + len == data_end {
             flags.insert(TcpFlags::PSH);
         }
-        let mut repr = self.bare(self.snd_nxt, Some(self.rcv_nxt()), flags);
-        repr.payload_len = len;
-        self.decorate(&mut repr, now);
+        out.repr = self.bare(self.snd_nxt, Some(self.rcv_nxt()), flags);
+        out.repr.payload_len = len;
+        self.decorate(&mut out.repr, now);
+        out.gso_size = self.gso_size(len, mss);
         let seq = self.snd_nxt;
         self.snd_nxt = seq + len + usize::from(fin);
         if len % mss != 0 {
@@ -300,11 +357,7 @@ impl Connection {
         }
         self.timers
             .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing {
-            repr,
-            payload,
-            gso_size: self.gso_size(len, mss),
-        })
+        true
     }
 
     /// A fast retransmission, if one is due: with SACK, whatever NextSeg
@@ -543,9 +596,9 @@ impl Connection {
         Outgoing::header_only(repr)
     }
 
-    fn take_ack_only(&mut self, now: Instant) -> Option<Outgoing> {
+    fn take_ack_only(&mut self, now: Instant, out: &mut Outgoing) -> bool {
         if !self.ack_now || self.state == State::Closed || self.state == State::SynSent {
-            return None;
+            return false;
         }
         // A bare ACK carries SND.MAX, not SND.NXT: a retransmission
         // timeout rewinds SND.NXT to SND.UNA (go-back-N), and an ACK
@@ -555,9 +608,11 @@ impl Connection {
         // both ways, both ends then back off forever, each dropping the
         // other's ACKs. (BSD's tcp_output likewise numbers pure ACKs with
         // snd_max.)
-        let mut repr = self.bare(self.snd_max, Some(self.rcv_nxt()), TcpFlags::empty());
-        self.decorate(&mut repr, now);
-        Some(Outgoing::header_only(repr))
+        out.repr = self.bare(self.snd_max, Some(self.rcv_nxt()), TcpFlags::empty());
+        self.decorate(&mut out.repr, now);
+        out.payload.clear();
+        out.gso_size = 0;
+        true
     }
 
     /// Window, timestamps and SACK blocks of a non-SYN segment.
