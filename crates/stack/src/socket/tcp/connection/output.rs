@@ -54,7 +54,7 @@ impl Connection {
         self.pmtu_resend = None;
         self.sent_before_mss_drop = None;
         self.snd_nxt = self.snd_una;
-        self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        self.timers.set(Timer::Retransmit, self.rtt.deadline(now));
     }
 
     /// The next segment to send at `now`, if any: SYN or SYN-ACK, data
@@ -256,7 +256,7 @@ impl Connection {
             // Timing the SYN.
         }
         self.timers
-            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+            .set_if_idle(Timer::Retransmit, self.rtt.deadline(now));
         Outgoing::header_only(repr)
     }
 
@@ -343,7 +343,14 @@ impl Connection {
         out.gso_size = self.gso_size(len, mss);
         let seq = self.snd_nxt;
         self.snd_nxt = seq + len + usize::from(fin);
-        if len % mss != 0 {
+        // Up to one MSS (every segment without segmentation offload) no
+        // division is needed.
+        let partial = if len <= mss {
+            len != 0 && len != mss
+        } else {
+            len % mss != 0
+        };
+        if partial {
             // Its last (or only) wire segment is a small one.
             self.small_sent_end = Some(self.snd_nxt);
         }
@@ -356,7 +363,7 @@ impl Connection {
             self.counters.segments_retransmitted += 1;
         }
         self.timers
-            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+            .set_if_idle(Timer::Retransmit, self.rtt.deadline(now));
         true
     }
 
@@ -436,7 +443,7 @@ impl Connection {
             out.repr.flags.insert(TcpFlags::FIN);
         }
         if start == self.snd_una {
-            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+            self.timers.set(Timer::Retransmit, self.rtt.deadline(now));
         }
         // aux 2: a resend for the path MTU (0 fast retransmit, 1 timeout).
         probe::record(TCP_RETRANSMIT, out.repr.payload_len as u32, self.flow, 2);
@@ -495,7 +502,7 @@ impl Connection {
         self.counters.bytes_retransmitted += len as u64;
         self.counters.segments_retransmitted += 1;
         self.timers
-            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+            .set_if_idle(Timer::Retransmit, self.rtt.deadline(now));
         // At most one MSS: never a super-segment.
         Some(Outgoing {
             repr,
