@@ -329,7 +329,7 @@ impl Connection {
             return self.output_without_data(now, out);
         }
         let offset = self.snd_nxt.since(self.data_una());
-        out.payload = self.send.segments(offset, len);
+        self.send.segments_into(offset, len, &mut out.payload);
         let mut flags = TcpFlags::empty();
         if fin {
             flags.insert(TcpFlags::FIN);
