@@ -43,7 +43,7 @@ impl Host {
             (packet.len() as u32, 0)
         });
         let Some(total) = packet.len().checked_sub(pos) else {
-            self.count_drop("tcp_truncated");
+            self.tcp_drop("tcp_truncated");
             return;
         };
         let (src, dst) = (meta.src(), meta.dst());
@@ -67,34 +67,34 @@ impl Host {
                 None => sum_range(packet, pos, total),
             };
             if checksum::add(pseudo, sum) != 0xffff {
-                self.count_drop("tcp_bad_checksum");
+                self.tcp_drop("tcp_bad_checksum");
                 return;
             }
         }
         // Pull up the header (options included) to parse it.
         let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
         let Some(fixed) = leading(whole, packet, pos, wire::tcp::HEADER_LEN, &mut scratch) else {
-            self.count_drop("tcp_truncated");
+            self.tcp_drop("tcp_truncated");
             return;
         };
         let header_len = usize::from(fixed[12] >> 4) * 4;
         if header_len < wire::tcp::HEADER_LEN || header_len > total {
-            self.count_drop("tcp_bad_header_length");
+            self.tcp_drop("tcp_bad_header_length");
             return;
         }
         let Some(header) = leading(whole, packet, pos, header_len, &mut scratch) else {
-            self.count_drop("tcp_truncated");
+            self.tcp_drop("tcp_truncated");
             return;
         };
         let Ok(view) = TcpPacket::new_checked(header) else {
-            self.count_drop("tcp_malformed");
+            self.tcp_drop("tcp_malformed");
             return;
         };
         // The repr (130 bytes) is used where the parse left it, inside the
         // result: moving it out cost a copy per segment.
         let mut parsed = TcpRepr::parse(&view, &src, &dst, ChecksumMode::Skip);
         let Ok(repr) = &mut parsed else {
-            self.count_drop("tcp_malformed");
+            self.tcp_drop("tcp_malformed");
             return;
         };
         repr.payload_len = total - header_len;
@@ -109,7 +109,7 @@ impl Host {
             IpAddr::V4(a) => a.is_multicast() || self.is_ipv4_broadcast(a),
         };
         if meta.link_multicast() || broadcast {
-            self.count_drop("tcp_not_unicast");
+            self.tcp_drop("tcp_not_unicast");
             return;
         }
         // The payload where it lies, copied only into the receive buffer:
@@ -161,6 +161,15 @@ impl Host {
         self.scratch = gathered;
     }
 
+    /// Counts a segment dropped. Out of line and cold: every drop branch
+    /// of the TCP paths then leaves their hot code (and the compiler lays
+    /// it apart).
+    #[cold]
+    #[inline(never)]
+    fn tcp_drop(&mut self, reason: &'static str) {
+        self.count_drop(reason);
+    }
+
     /// Hands a parsed segment to its socket and sends what it asks for.
     fn tcp_deliver(
         &mut self,
@@ -177,7 +186,7 @@ impl Host {
         // BSDs drop it (it only serves scanners and IDS evasion), and so do
         // we — no SYN-ACK, no state.
         if syn && seg.flags.contains(TcpFlags::FIN) && matches!(demux, Demux::Listener(_)) {
-            self.count_drop("tcp_syn_fin");
+            self.tcp_drop("tcp_syn_fin");
             return;
         }
         // A SYN (or SYN-ACK) for a socket whose MSS option is below the
@@ -210,10 +219,10 @@ impl Host {
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
                     let mut rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local, remote), &mut rst, Some(index));
+                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), &mut rst, Some(index));
                 }
                 if let Some(ack) = &mut ack {
-                    self.tcp_emit(now, flow, (local, remote), ack, Some(index));
+                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), ack, Some(index));
                 }
             }
             Demux::Listener(index) => {
@@ -228,15 +237,15 @@ impl Host {
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
                     let mut repr = Outgoing::header_only(repr);
-                    self.tcp_emit(now, flow, (local, remote), &mut repr, None);
+                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), &mut repr, None);
                 }
             }
             Demux::None => {
-                self.count_drop("tcp_no_socket");
+                self.tcp_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
                     let mut rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local, remote), &mut rst, None);
+                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), &mut rst, None);
                 }
             }
         }
@@ -300,14 +309,14 @@ impl Host {
                         if !conn.poll_output_into(now, &mut out) {
                             break;
                         }
-                        (conn.flow(), conn.local(), conn.remote())
+                        (conn.flow(), conn.local().ip(), conn.remote().ip())
                     }
                     TcpSocket::Listener(listener) => {
                         let Some((local, remote, segment)) = listener.poll_output(now) else {
                             break;
                         };
                         out = segment;
-                        (listener.flow(), local, remote)
+                        (listener.flow(), local.ip(), remote.ip())
                     }
                 };
                 self.tcp_emit(now, flow, (local, remote), &mut out, Some(index));
@@ -352,7 +361,8 @@ impl Host {
             .min()
     }
 
-    /// Builds and sends `out`, leaving it spent (its payload taken): the header goes into the headroom of
+    /// Builds and sends `out` from local address `src` to `dst`, leaving
+    /// it spent (its payload taken): the header goes into the headroom of
     /// a packet whose payload is the send queue's shared segments, and the
     /// checksum is summed across them (no copy of the payload here). A
     /// super-segment (`gso_size` > 0) leaves its checksum partial. A
@@ -363,7 +373,7 @@ impl Host {
         &mut self,
         now: Instant,
         flow: Flow,
-        (local, remote): (SocketAddr, SocketAddr),
+        (src, dst): (IpAddr, IpAddr),
         out: &mut Outgoing,
         path_slot: Option<usize>,
     ) {
@@ -380,14 +390,13 @@ impl Host {
             flow,
             0,
         );
-        let (src, dst) = (local.ip(), remote.ip());
         let Ok(mut packet) = Packet::new(&self.pool, flow) else {
-            self.count_drop("tcp_no_buffer");
+            self.tcp_drop("tcp_no_buffer");
             return;
         };
         packet.append_segment_list(payload);
         if packet.len() != payload_len {
-            self.count_drop("tcp_payload_mismatch");
+            self.tcp_drop("tcp_payload_mismatch");
             return;
         }
         // The header is emitted alone into the scratch (its options laid
@@ -400,13 +409,13 @@ impl Host {
             .emit(&mut view, &src, &dst, 0, |_| {}, ChecksumMode::Skip)
             .is_err()
         {
-            self.count_drop("tcp_emit_failed");
+            self.tcp_drop("tcp_emit_failed");
             return;
         }
         let header_len = view.header_len();
         let total = header_len + payload_len;
         let Some(header) = scratch.get_mut(..header_len) else {
-            self.count_drop("tcp_emit_failed");
+            self.tcp_drop("tcp_emit_failed");
             return;
         };
         if gso_size > 0 {
@@ -431,7 +440,7 @@ impl Host {
             header[16..18].copy_from_slice(&checksum::finish(sum).to_be_bytes());
         }
         let Ok(room) = packet.prepend(header_len) else {
-            self.count_drop("tcp_no_headroom");
+            self.tcp_drop("tcp_no_headroom");
             return;
         };
         room.copy_from_slice(header);
@@ -445,7 +454,7 @@ impl Host {
                     None => self.ipv6_route(now, dst, None, flow),
                 };
                 let Some(route) = route else {
-                    self.count_drop("tcp_no_route");
+                    self.tcp_drop("tcp_no_route");
                     return;
                 };
                 let hop_limit = self.interfaces[route.interface.0].v6.hop_limit;
@@ -468,7 +477,7 @@ impl Host {
                     None => self.ipv4_route(now, dst, flow),
                 };
                 let Some(route) = route else {
-                    self.count_drop("tcp_no_route");
+                    self.tcp_drop("tcp_no_route");
                     return;
                 };
                 self.ipv4_output(
@@ -485,7 +494,7 @@ impl Host {
                     packet,
                 );
             }
-            _ => return self.count_drop("tcp_family_mismatch"),
+            _ => return self.tcp_drop("tcp_family_mismatch"),
         }
         // A path that needs the full output path (no link-layer address)
         // is kept as it is: it says so until a table changes.
