@@ -99,8 +99,6 @@ impl Host {
         };
         repr.payload_len = total - header_len;
         self.counters.tcp_received += 1;
-        let local = SocketAddr::new(dst, repr.dst_port);
-        let remote = SocketAddr::new(src, repr.src_port);
         // RFC 9293 §3.9.1.2 / RFC 1122 §4.2.3.10: TCP is unicast only;
         // nothing addressed to a group or a broadcast is processed or
         // answered.
@@ -121,8 +119,8 @@ impl Host {
             None => contiguous(packet, payload_at, repr.payload_len),
         };
         match payload {
-            Some(bytes) => self.tcp_deliver(now, local, remote, repr, &[bytes], packet.flow()),
-            None => self.tcp_deliver_parted(now, (local, remote), repr, packet, payload_at),
+            Some(bytes) => self.tcp_deliver(now, (dst, src), repr, &[bytes], packet.flow()),
+            None => self.tcp_deliver_parted(now, (dst, src), repr, packet, payload_at),
         }
     }
 
@@ -138,14 +136,14 @@ impl Host {
     fn tcp_deliver_parted(
         &mut self,
         now: Instant,
-        (local, remote): (SocketAddr, SocketAddr),
+        ips: (IpAddr, IpAddr),
         seg: &TcpRepr,
         packet: &Packet,
         payload_at: usize,
     ) {
         let (len, flow) = (seg.payload_len, packet.flow());
         let delivered = with_pieces(packet, payload_at..payload_at + len, |pieces| {
-            self.tcp_deliver(now, local, remote, seg, pieces, flow);
+            self.tcp_deliver(now, ips, seg, pieces, flow);
         });
         if delivered.is_some() {
             return;
@@ -157,7 +155,7 @@ impl Host {
             gathered.resize(len, 0);
         }
         let n = packet.copy_out(payload_at, &mut gathered[..len]);
-        self.tcp_deliver(now, local, remote, seg, &[&gathered[..n]], flow);
+        self.tcp_deliver(now, ips, seg, &[&gathered[..n]], flow);
         self.scratch = gathered;
     }
 
@@ -170,17 +168,23 @@ impl Host {
         self.count_drop(reason);
     }
 
-    /// Hands a parsed segment to its socket and sends what it asks for.
+    /// Hands a parsed segment, from `remote_ip` to our `local_ip`, to its
+    /// socket and sends what it asks for. Socket addresses are made of
+    /// the addresses and the segment's ports only for a listener or for
+    /// no socket: a connection's segment is matched, and answered, without
+    /// them.
     fn tcp_deliver(
         &mut self,
         now: Instant,
-        local: SocketAddr,
-        remote: SocketAddr,
+        (local_ip, remote_ip): (IpAddr, IpAddr),
         seg: &TcpRepr,
         payload: &[&[u8]],
         flow: Flow,
     ) {
-        let demux = self.tcp.demux_mut(&local, &remote);
+        let ips = (local_ip, remote_ip);
+        let demux = self
+            .tcp
+            .demux_parts((&local_ip, seg.dst_port), (&remote_ip, seg.src_port));
         let syn = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::RST);
         // SYN+FIN opens nothing: RFC 9293 leaves it open, Linux and the
         // BSDs drop it (it only serves scanners and IDS evasion), and so do
@@ -219,10 +223,10 @@ impl Host {
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
                     let mut rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), &mut rst, Some(index));
+                    self.tcp_emit(now, flow, ips, &mut rst, Some(index));
                 }
                 if let Some(ack) = &mut ack {
-                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), ack, Some(index));
+                    self.tcp_emit(now, flow, ips, ack, Some(index));
                 }
             }
             Demux::Listener(index) => {
@@ -232,12 +236,14 @@ impl Host {
                 let TcpSocket::Listener(listener) = &mut slot.socket else {
                     return;
                 };
+                let local = SocketAddr::new(local_ip, seg.dst_port);
+                let remote = SocketAddr::new(remote_ip, seg.src_port);
                 let reply =
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
                     let mut repr = Outgoing::header_only(repr);
-                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), &mut repr, None);
+                    self.tcp_emit(now, flow, ips, &mut repr, None);
                 }
             }
             Demux::None => {
@@ -245,7 +251,7 @@ impl Host {
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
                     let mut rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local.ip(), remote.ip()), &mut rst, None);
+                    self.tcp_emit(now, flow, ips, &mut rst, None);
                 }
             }
         }
