@@ -337,9 +337,8 @@ impl Connection {
         if len > 0 && self.snd_nxt + len == data_end {
             flags.insert(TcpFlags::PSH);
         }
-        out.repr = self.bare(self.snd_nxt, Some(self.rcv_nxt()), flags);
+        self.header_into(&mut out.repr, self.snd_nxt, flags, now);
         out.repr.payload_len = len;
-        self.decorate(&mut out.repr, now);
         out.gso_size = self.gso_size(len, mss);
         let seq = self.snd_nxt;
         self.snd_nxt = seq + len + usize::from(fin);
@@ -495,9 +494,9 @@ impl Connection {
         }
         let offset = start.since(self.data_una());
         let payload = self.send.segments(offset, len);
-        let mut repr = self.bare(start, Some(self.rcv_nxt()), TcpFlags::empty());
+        let mut repr = self.bare(start, None, TcpFlags::empty());
+        self.header_into(&mut repr, start, TcpFlags::empty(), now);
         repr.payload_len = len;
-        self.decorate(&mut repr, now);
         self.karn.on_retransmit();
         self.counters.bytes_retransmitted += len as u64;
         self.counters.segments_retransmitted += 1;
@@ -598,8 +597,8 @@ impl Connection {
     /// A data-less segment at an already-acknowledged `seq`: the peer
     /// cannot accept it and answers with an ACK carrying its state.
     fn probe(&mut self, now: Instant, seq: Seq) -> Outgoing {
-        let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
-        self.decorate(&mut repr, now);
+        let mut repr = self.bare(seq, None, TcpFlags::empty());
+        self.header_into(&mut repr, seq, TcpFlags::empty(), now);
         Outgoing::header_only(repr)
     }
 
@@ -615,11 +614,21 @@ impl Connection {
         // both ways, both ends then back off forever, each dropping the
         // other's ACKs. (BSD's tcp_output likewise numbers pure ACKs with
         // snd_max.)
-        out.repr = self.bare(self.snd_max, Some(self.rcv_nxt()), TcpFlags::empty());
-        self.decorate(&mut out.repr, now);
+        self.header_into(&mut out.repr, self.snd_max, TcpFlags::empty(), now);
         out.payload.clear();
         out.gso_size = 0;
         true
+    }
+
+    /// The header of a non-SYN segment at `seq` acknowledging RCV.NXT,
+    /// with its window, timestamps and SACK blocks
+    /// ([`decorate`](Self::decorate)), written over `repr`. Out of line:
+    /// data segments and bare ACKs share one copy of it (the repr is 130
+    /// bytes to write).
+    #[inline(never)]
+    fn header_into(&mut self, repr: &mut TcpRepr, seq: Seq, flags: TcpFlags, now: Instant) {
+        *repr = self.bare(seq, Some(self.rcv_nxt()), flags);
+        self.decorate(repr, now);
     }
 
     /// Window, timestamps and SACK blocks of a non-SYN segment.
