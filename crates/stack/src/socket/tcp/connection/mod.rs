@@ -170,6 +170,9 @@ pub struct Connection {
     state: State,
     local: SocketAddr,
     remote: SocketAddr,
+    /// The local and remote ports, read for every header without matching
+    /// on the socket addresses' family.
+    ports: (u16, u16),
     error: Option<ConnectionError>,
 
     iss: Seq,
@@ -297,6 +300,7 @@ impl Connection {
             state: State::Closed,
             local,
             remote,
+            ports: (local.port(), remote.port()),
             error: None,
             iss,
             syn_acked: false,

@@ -633,20 +633,19 @@ impl Connection {
 
     /// Window, timestamps and SACK blocks of a non-SYN segment.
     fn decorate(&mut self, repr: &mut TcpRepr, now: Instant) {
-        let negotiated = self.negotiated.unwrap_or(Negotiated {
-            send_mss: usize::from(self.local_options.mss),
-            send_window_shift: 0,
-            recv_window_shift: 0,
-            sack: false,
-            timestamps: false,
-        });
-        let window = self.recv.window() >> negotiated.recv_window_shift;
+        // Before a SYN is taken nothing is negotiated: an unscaled window,
+        // no options.
+        let (shift, timestamps, sack) = match self.negotiated {
+            Some(n) => (n.recv_window_shift, n.timestamps, n.sack),
+            None => (0, false, false),
+        };
+        let window = self.recv.window() >> shift;
         repr.window_len = window.min(usize::from(u16::MAX)) as u16;
-        if negotiated.timestamps {
+        if timestamps {
             repr.timestamps = Some((self.ts_clock.tsval(now), self.ts_recent));
         }
-        if negotiated.sack && self.recv.has_holes() {
-            let max = if negotiated.timestamps {
+        if sack && self.recv.has_holes() {
+            let max = if timestamps {
                 wire::tcp::MAX_SACK_BLOCKS_WITH_TIMESTAMPS
             } else {
                 MAX_SACK_BLOCKS
@@ -657,6 +656,6 @@ impl Connection {
 
     /// A header with the connection's ports and nothing else.
     pub(super) fn bare(&self, seq: Seq, ack: Option<Seq>, flags: TcpFlags) -> TcpRepr {
-        super::super::bare_header(self.local.port(), self.remote.port(), seq, ack, flags)
+        super::super::bare_header(self.ports.0, self.ports.1, seq, ack, flags)
     }
 }
