@@ -141,13 +141,23 @@ impl RttEstimator {
         self.sample_weighted(rtt, 1);
     }
 
+    /// [`sample`](Self::sample) of R in nanoseconds, as the connection
+    /// measures it (no `Duration` made and taken apart per ACK).
+    pub fn sample_nanos(&mut self, rtt_nanos: u64) {
+        self.sample_weighted_nanos(rtt_nanos, 1);
+    }
+
     /// Like [`RttEstimator::sample`], for a sender taking one sample per ACK
     /// from timestamps: RFC 7323 Appendix G divides alpha and beta by
     /// `expected_samples` = ceil(FlightSize / (2 * SMSS)) so that many
     /// samples per round trip keep the history length RFC 6298 intends.
     /// `expected_samples` of 0 or 1 is plain RFC 6298.
     pub fn sample_weighted(&mut self, rtt: Duration, expected_samples: u32) {
-        let r = nanos(rtt);
+        self.sample_weighted_nanos(nanos(rtt), expected_samples);
+    }
+
+    /// [`sample_weighted`](Self::sample_weighted) of R in nanoseconds.
+    fn sample_weighted_nanos(&mut self, r: u64, expected_samples: u32) {
         let n = u64::from(expected_samples.max(1));
         let (srtt, rttvar) = match self.srtt_nanos {
             // (2.2) SRTT <- R, RTTVAR <- R/2.
@@ -340,12 +350,17 @@ impl KarnSampler {
     /// the whole timed segment, the elapsed time is the sample and the
     /// sampler is free for the next segment.
     pub fn on_ack(&mut self, ack: Seq, now: Instant) -> Option<Duration> {
+        self.on_ack_nanos(ack, now).map(Duration::from_nanos)
+    }
+
+    /// [`on_ack`](Self::on_ack)'s sample in nanoseconds.
+    pub fn on_ack_nanos(&mut self, ack: Seq, now: Instant) -> Option<u64> {
         let timed = self.timed?;
         if ack < timed.end {
             return None;
         }
         self.timed = None;
-        Some(now.saturating_duration_since(timed.sent_at))
+        Some(now.as_nanos().saturating_sub(timed.sent_at.as_nanos()))
     }
 
     /// Whether a segment is being timed.
@@ -409,13 +424,16 @@ impl TimestampClock {
     /// ticks back (modular comparison, RFC 7323 §5.2): it cannot be one of
     /// ours.
     pub fn rtt_sample(&self, now: Instant, tsecr: u32) -> Option<Duration> {
+        self.rtt_sample_nanos(now, tsecr).map(Duration::from_nanos)
+    }
+
+    /// [`rtt_sample`](Self::rtt_sample) in nanoseconds.
+    pub fn rtt_sample_nanos(&self, now: Instant, tsecr: u32) -> Option<u64> {
         let elapsed = self.tsval(now).wrapping_sub(tsecr);
         if elapsed >= 1 << 31 {
             return None;
         }
-        Some(Duration::from_nanos(
-            self.tick_nanos.saturating_mul(u64::from(elapsed)),
-        ))
+        Some(self.tick_nanos.saturating_mul(u64::from(elapsed)))
     }
 
     /// The clock's resolution: a sample is accurate to one tick, which makes

@@ -353,9 +353,9 @@ impl Connection {
             self.retries = 0;
             let sample = self
                 .timestamp_sample(now, seg)
-                .or_else(|| self.karn.on_ack(ack, now));
+                .or_else(|| self.karn.on_ack_nanos(ack, now));
             if let Some(rtt) = sample {
-                self.rtt.sample(rtt);
+                self.rtt.sample_nanos(rtt);
             }
             self.end_pmtu_resend();
             let flight = self.snd_max.since(self.snd_una);
@@ -516,12 +516,13 @@ impl Connection {
         }
     }
 
-    fn timestamp_sample(&self, now: Instant, seg: &TcpRepr) -> Option<Duration> {
+    /// The RTT an ACK's TSecr measures (RFC 7323 §4.1), in nanoseconds.
+    fn timestamp_sample(&self, now: Instant, seg: &TcpRepr) -> Option<u64> {
         if !self.negotiated.is_some_and(|n| n.timestamps) {
             return None;
         }
         seg.timestamps
-            .and_then(|(_, tsecr)| self.ts_clock.rtt_sample(now, tsecr))
+            .and_then(|(_, tsecr)| self.ts_clock.rtt_sample_nanos(now, tsecr))
     }
 
     fn our_fin_acked(&mut self, now: Instant) {
