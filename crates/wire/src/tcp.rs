@@ -1052,7 +1052,19 @@ impl TcpRepr {
     /// with timestamps and more than [`MAX_SACK_BLOCKS_WITH_TIMESTAMPS`]
     /// SACK blocks) and [`emit`](Self::emit) returns an error; nothing
     /// panics.
+    #[inline]
     pub fn header_len(&self) -> usize {
+        // Timestamps alone (nearly every segment) are measured without
+        // laying any option out.
+        if self.only_timestamps().is_some() {
+            return HEADER_LEN + PREDICTED_TIMESTAMPS_LEN;
+        }
+        self.laid_header_len()
+    }
+
+    /// [`header_len`](Self::header_len) of any other set of options.
+    #[inline(never)]
+    fn laid_header_len(&self) -> usize {
         HEADER_LEN + self.options().len()
     }
 

@@ -43,7 +43,7 @@ impl Host {
             (packet.len() as u32, 0)
         });
         let Some(total) = packet.len().checked_sub(pos) else {
-            self.count_drop("tcp_truncated");
+            self.tcp_drop("tcp_truncated");
             return;
         };
         let (src, dst) = (meta.src(), meta.dst());
@@ -67,40 +67,38 @@ impl Host {
                 None => sum_range(packet, pos, total),
             };
             if checksum::add(pseudo, sum) != 0xffff {
-                self.count_drop("tcp_bad_checksum");
+                self.tcp_drop("tcp_bad_checksum");
                 return;
             }
         }
         // Pull up the header (options included) to parse it.
         let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
         let Some(fixed) = leading(whole, packet, pos, wire::tcp::HEADER_LEN, &mut scratch) else {
-            self.count_drop("tcp_truncated");
+            self.tcp_drop("tcp_truncated");
             return;
         };
         let header_len = usize::from(fixed[12] >> 4) * 4;
         if header_len < wire::tcp::HEADER_LEN || header_len > total {
-            self.count_drop("tcp_bad_header_length");
+            self.tcp_drop("tcp_bad_header_length");
             return;
         }
         let Some(header) = leading(whole, packet, pos, header_len, &mut scratch) else {
-            self.count_drop("tcp_truncated");
+            self.tcp_drop("tcp_truncated");
             return;
         };
         let Ok(view) = TcpPacket::new_checked(header) else {
-            self.count_drop("tcp_malformed");
+            self.tcp_drop("tcp_malformed");
             return;
         };
         // The repr (130 bytes) is used where the parse left it, inside the
         // result: moving it out cost a copy per segment.
         let mut parsed = TcpRepr::parse(&view, &src, &dst, ChecksumMode::Skip);
         let Ok(repr) = &mut parsed else {
-            self.count_drop("tcp_malformed");
+            self.tcp_drop("tcp_malformed");
             return;
         };
         repr.payload_len = total - header_len;
         self.counters.tcp_received += 1;
-        let local = SocketAddr::new(dst, repr.dst_port);
-        let remote = SocketAddr::new(src, repr.src_port);
         // RFC 9293 §3.9.1.2 / RFC 1122 §4.2.3.10: TCP is unicast only;
         // nothing addressed to a group or a broadcast is processed or
         // answered.
@@ -109,7 +107,7 @@ impl Host {
             IpAddr::V4(a) => a.is_multicast() || self.is_ipv4_broadcast(a),
         };
         if meta.link_multicast() || broadcast {
-            self.count_drop("tcp_not_unicast");
+            self.tcp_drop("tcp_not_unicast");
             return;
         }
         // The payload where it lies, copied only into the receive buffer:
@@ -121,8 +119,8 @@ impl Host {
             None => contiguous(packet, payload_at, repr.payload_len),
         };
         match payload {
-            Some(bytes) => self.tcp_deliver(now, local, remote, repr, &[bytes], packet.flow()),
-            None => self.tcp_deliver_parted(now, (local, remote), repr, packet, payload_at),
+            Some(bytes) => self.tcp_deliver(now, (dst, src), repr, &[bytes], packet.flow()),
+            None => self.tcp_deliver_parted(now, (dst, src), repr, packet, payload_at),
         }
     }
 
@@ -138,14 +136,14 @@ impl Host {
     fn tcp_deliver_parted(
         &mut self,
         now: Instant,
-        (local, remote): (SocketAddr, SocketAddr),
+        ips: (IpAddr, IpAddr),
         seg: &TcpRepr,
         packet: &Packet,
         payload_at: usize,
     ) {
         let (len, flow) = (seg.payload_len, packet.flow());
         let delivered = with_pieces(packet, payload_at..payload_at + len, |pieces| {
-            self.tcp_deliver(now, local, remote, seg, pieces, flow);
+            self.tcp_deliver(now, ips, seg, pieces, flow);
         });
         if delivered.is_some() {
             return;
@@ -157,27 +155,42 @@ impl Host {
             gathered.resize(len, 0);
         }
         let n = packet.copy_out(payload_at, &mut gathered[..len]);
-        self.tcp_deliver(now, local, remote, seg, &[&gathered[..n]], flow);
+        self.tcp_deliver(now, ips, seg, &[&gathered[..n]], flow);
         self.scratch = gathered;
     }
 
-    /// Hands a parsed segment to its socket and sends what it asks for.
+    /// Counts a segment dropped. Out of line and cold: every drop branch
+    /// of the TCP paths then leaves their hot code (and the compiler lays
+    /// it apart).
+    #[cold]
+    #[inline(never)]
+    fn tcp_drop(&mut self, reason: &'static str) {
+        self.count_drop(reason);
+    }
+
+    /// Hands a parsed segment, from `remote_ip` to our `local_ip`, to its
+    /// socket and sends what it asks for. Socket addresses are made of
+    /// the addresses and the segment's ports only for a listener or for
+    /// no socket: a connection's segment is matched, and answered, without
+    /// them.
     fn tcp_deliver(
         &mut self,
         now: Instant,
-        local: SocketAddr,
-        remote: SocketAddr,
+        (local_ip, remote_ip): (IpAddr, IpAddr),
         seg: &TcpRepr,
         payload: &[&[u8]],
         flow: Flow,
     ) {
-        let demux = self.tcp.demux_mut(&local, &remote);
+        let ips = (local_ip, remote_ip);
+        let demux = self
+            .tcp
+            .demux_parts((&local_ip, seg.dst_port), (&remote_ip, seg.src_port));
         let syn = seg.flags.contains(TcpFlags::SYN) && !seg.flags.contains(TcpFlags::RST);
         // SYN+FIN opens nothing: RFC 9293 leaves it open, Linux and the
         // BSDs drop it (it only serves scanners and IDS evasion), and so do
         // we — no SYN-ACK, no state.
         if syn && seg.flags.contains(TcpFlags::FIN) && matches!(demux, Demux::Listener(_)) {
-            self.count_drop("tcp_syn_fin");
+            self.tcp_drop("tcp_syn_fin");
             return;
         }
         // A SYN (or SYN-ACK) for a socket whose MSS option is below the
@@ -198,15 +211,22 @@ impl Host {
                 // The ACKs arriving data is owed (every second segment, each
                 // out-of-order one: RFC 5681 §4.2) leave as it is taken, not
                 // once per poll: see `poll_ack`.
-                let ack = conn.poll_ack(now);
+                // Built where it is sent from: returned by value, the
+                // segment (200 bytes) was copied on its way here.
+                let mut ack = conn.ack_due().then(Outgoing::empty);
+                if let Some(out) = &mut ack {
+                    if !conn.poll_ack_into(now, out) {
+                        ack = None;
+                    }
+                }
                 let flow = conn.flow();
                 self.tcp_observe(index);
                 if let Reply::Rst(rst) = reply {
-                    let rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local, remote), rst, Some(index));
+                    let mut rst = Outgoing::header_only(rst);
+                    self.tcp_emit(now, flow, ips, &mut rst, Some(index));
                 }
-                if let Some(ack) = ack {
-                    self.tcp_emit(now, flow, (local, remote), ack, Some(index));
+                if let Some(ack) = &mut ack {
+                    self.tcp_emit(now, flow, ips, ack, Some(index));
                 }
             }
             Demux::Listener(index) => {
@@ -216,20 +236,22 @@ impl Host {
                 let TcpSocket::Listener(listener) = &mut slot.socket else {
                     return;
                 };
+                let local = SocketAddr::new(local_ip, seg.dst_port);
+                let remote = SocketAddr::new(remote_ip, seg.src_port);
                 let reply =
                     listener.input(now, local, remote, seg, payload, &mut self.tcp_challenges);
                 let flow = listener.flow();
                 if let ListenerReply::Send(repr) = reply {
-                    let repr = Outgoing::header_only(repr);
-                    self.tcp_emit(now, flow, (local, remote), repr, None);
+                    let mut repr = Outgoing::header_only(repr);
+                    self.tcp_emit(now, flow, ips, &mut repr, None);
                 }
             }
             Demux::None => {
-                self.count_drop("tcp_no_socket");
+                self.tcp_drop("tcp_no_socket");
                 if let Some(rst) = reset_for_closed(seg) {
                     self.counters.tcp_resets_sent += 1;
-                    let rst = Outgoing::header_only(rst);
-                    self.tcp_emit(now, flow, (local, remote), rst, None);
+                    let mut rst = Outgoing::header_only(rst);
+                    self.tcp_emit(now, flow, ips, &mut rst, None);
                 }
             }
         }
@@ -276,6 +298,8 @@ impl Host {
     /// Sends what every TCP socket has to send.
     pub(super) fn tcp_output(&mut self, now: Instant) {
         self.tcp_output_pending = false;
+        // One segment, reused: each is built in it and sent from it.
+        let mut out = Outgoing::empty();
         for index in 0..self.tcp.slot_count() {
             self.tcp_clamp_to_path(now, index);
             for sent in 0..=OUTPUT_BUDGET {
@@ -286,21 +310,22 @@ impl Host {
                 let Some(slot) = self.tcp.get_mut(index) else {
                     break;
                 };
-                let (flow, local, remote, out) = match &mut slot.socket {
+                let (flow, local, remote) = match &mut slot.socket {
                     TcpSocket::Connection(conn) => {
-                        let Some(out) = conn.poll_output(now) else {
+                        if !conn.poll_output_into(now, &mut out) {
                             break;
-                        };
-                        (conn.flow(), conn.local(), conn.remote(), out)
+                        }
+                        (conn.flow(), conn.local().ip(), conn.remote().ip())
                     }
                     TcpSocket::Listener(listener) => {
-                        let Some((local, remote, out)) = listener.poll_output(now) else {
+                        let Some((local, remote, segment)) = listener.poll_output(now) else {
                             break;
                         };
-                        (listener.flow(), local, remote, out)
+                        out = segment;
+                        (listener.flow(), local.ip(), remote.ip())
                     }
                 };
-                self.tcp_emit(now, flow, (local, remote), out, Some(index));
+                self.tcp_emit(now, flow, (local, remote), &mut out, Some(index));
             }
             self.tcp_observe(index);
         }
@@ -342,7 +367,8 @@ impl Host {
             .min()
     }
 
-    /// Builds and sends one segment: the header goes into the headroom of
+    /// Builds and sends `out` from local address `src` to `dst`, leaving
+    /// it spent (its payload taken): the header goes into the headroom of
     /// a packet whose payload is the send queue's shared segments, and the
     /// checksum is summed across them (no copy of the payload here). A
     /// super-segment (`gso_size` > 0) leaves its checksum partial. A
@@ -353,14 +379,15 @@ impl Host {
         &mut self,
         now: Instant,
         flow: Flow,
-        (local, remote): (SocketAddr, SocketAddr),
-        Outgoing {
-            mut repr,
-            payload,
-            gso_size,
-        }: Outgoing,
+        (src, dst): (IpAddr, IpAddr),
+        out: &mut Outgoing,
         path_slot: Option<usize>,
     ) {
+        // The segment is the caller's scratch: its payload is taken and
+        // its repr changed in place, not copied.
+        let payload = std::mem::take(&mut out.payload);
+        let gso_size = out.gso_size;
+        let repr = &mut out.repr;
         let payload_len = repr.payload_len;
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -369,14 +396,13 @@ impl Host {
             flow,
             0,
         );
-        let (src, dst) = (local.ip(), remote.ip());
         let Ok(mut packet) = Packet::new(&self.pool, flow) else {
-            self.count_drop("tcp_no_buffer");
+            self.tcp_drop("tcp_no_buffer");
             return;
         };
         packet.append_segment_list(payload);
         if packet.len() != payload_len {
-            self.count_drop("tcp_payload_mismatch");
+            self.tcp_drop("tcp_payload_mismatch");
             return;
         }
         // The header is emitted alone into the scratch (its options laid
@@ -389,13 +415,13 @@ impl Host {
             .emit(&mut view, &src, &dst, 0, |_| {}, ChecksumMode::Skip)
             .is_err()
         {
-            self.count_drop("tcp_emit_failed");
+            self.tcp_drop("tcp_emit_failed");
             return;
         }
         let header_len = view.header_len();
         let total = header_len + payload_len;
         let Some(header) = scratch.get_mut(..header_len) else {
-            self.count_drop("tcp_emit_failed");
+            self.tcp_drop("tcp_emit_failed");
             return;
         };
         if gso_size > 0 {
@@ -420,7 +446,7 @@ impl Host {
             header[16..18].copy_from_slice(&checksum::finish(sum).to_be_bytes());
         }
         let Ok(room) = packet.prepend(header_len) else {
-            self.count_drop("tcp_no_headroom");
+            self.tcp_drop("tcp_no_headroom");
             return;
         };
         room.copy_from_slice(header);
@@ -434,7 +460,7 @@ impl Host {
                     None => self.ipv6_route(now, dst, None, flow),
                 };
                 let Some(route) = route else {
-                    self.count_drop("tcp_no_route");
+                    self.tcp_drop("tcp_no_route");
                     return;
                 };
                 let hop_limit = self.interfaces[route.interface.0].v6.hop_limit;
@@ -457,7 +483,7 @@ impl Host {
                     None => self.ipv4_route(now, dst, flow),
                 };
                 let Some(route) = route else {
-                    self.count_drop("tcp_no_route");
+                    self.tcp_drop("tcp_no_route");
                     return;
                 };
                 self.ipv4_output(
@@ -474,7 +500,7 @@ impl Host {
                     packet,
                 );
             }
-            _ => return self.count_drop("tcp_family_mismatch"),
+            _ => return self.tcp_drop("tcp_family_mismatch"),
         }
         // A path that needs the full output path (no link-layer address)
         // is kept as it is: it says so until a table changes.

@@ -279,9 +279,9 @@ impl Host {
     /// the peer knows of it.
     fn tcp_reset(&mut self, mut conn: Connection) {
         if let Some(rst) = conn.abort() {
-            let ends = (conn.local(), conn.remote());
-            let rst = Outgoing::header_only(rst);
-            self.tcp_emit(self.clock, conn.flow(), ends, rst, None);
+            let ends = (conn.local().ip(), conn.remote().ip());
+            let mut rst = Outgoing::header_only(rst);
+            self.tcp_emit(self.clock, conn.flow(), ends, &mut rst, None);
         }
     }
 

@@ -80,9 +80,18 @@ impl RttConfig {
 pub struct RttEstimator {
     config: RttConfig,
     srtt: Option<Duration>,
-    rttvar: Duration,
+    /// SRTT and RTTVAR in nanoseconds: a sample per ACK is worked out in
+    /// integers, without converting `Duration`s (each a division) back and
+    /// forth.
+    srtt_nanos: Option<u64>,
+    rttvar: u64,
     /// The RTO in force, backoff included.
     rto: Duration,
+    /// `rto` in nanoseconds, for the timer's deadline at each segment.
+    rto_nanos: u64,
+    /// Granularity, floor and ceiling in nanoseconds, when all three are
+    /// below 2^64 ns (584 years): the RTO is then worked out in `u64`.
+    bounds_nanos: Option<(u64, u64, u64)>,
     /// Timeouts since the last sample.
     backoffs: u32,
     samples: u64,
@@ -98,14 +107,29 @@ impl RttEstimator {
     /// An estimator with no sample yet: RTO = `initial_rto` (2.1).
     pub fn new(config: RttConfig) -> Self {
         let config = config.normalized();
-        Self {
+        let fits = |d: Duration| u64::try_from(d.as_nanos()).ok().filter(|&n| n < u64::MAX);
+        let bounds_nanos = fits(config.granularity)
+            .zip(fits(config.min_rto))
+            .zip(fits(config.max_rto))
+            .map(|((g, lo), hi)| (g, lo, hi));
+        let mut estimator = Self {
             config,
             srtt: None,
-            rttvar: Duration::ZERO,
+            srtt_nanos: None,
+            rttvar: 0,
             rto: config.initial_rto,
+            rto_nanos: 0,
+            bounds_nanos,
             backoffs: 0,
             samples: 0,
-        }
+        };
+        estimator.set_rto(config.initial_rto);
+        estimator
+    }
+
+    fn set_rto(&mut self, rto: Duration) {
+        self.rto = rto;
+        self.rto_nanos = nanos(rto);
     }
 
     /// Feeds one RTT measurement R (2.2 for the first, 2.3 afterwards) and
@@ -117,15 +141,25 @@ impl RttEstimator {
         self.sample_weighted(rtt, 1);
     }
 
+    /// [`sample`](Self::sample) of R in nanoseconds, as the connection
+    /// measures it (no `Duration` made and taken apart per ACK).
+    pub fn sample_nanos(&mut self, rtt_nanos: u64) {
+        self.sample_weighted_nanos(rtt_nanos, 1);
+    }
+
     /// Like [`RttEstimator::sample`], for a sender taking one sample per ACK
     /// from timestamps: RFC 7323 Appendix G divides alpha and beta by
     /// `expected_samples` = ceil(FlightSize / (2 * SMSS)) so that many
     /// samples per round trip keep the history length RFC 6298 intends.
     /// `expected_samples` of 0 or 1 is plain RFC 6298.
     pub fn sample_weighted(&mut self, rtt: Duration, expected_samples: u32) {
-        let r = nanos(rtt);
+        self.sample_weighted_nanos(nanos(rtt), expected_samples);
+    }
+
+    /// [`sample_weighted`](Self::sample_weighted) of R in nanoseconds.
+    fn sample_weighted_nanos(&mut self, r: u64, expected_samples: u32) {
         let n = u64::from(expected_samples.max(1));
-        let (srtt, rttvar) = match self.srtt {
+        let (srtt, rttvar) = match self.srtt_nanos {
             // (2.2) SRTT <- R, RTTVAR <- R/2.
             None => (r, r / 2),
             // (2.3) RTTVAR <- (1 - beta) * RTTVAR + beta * |SRTT - R'|, then
@@ -133,35 +167,66 @@ impl RttEstimator {
             // alpha = 1/8 (each divided by n per RFC 7323 Appendix G).
             // RTTVAR uses the SRTT from before this sample.
             Some(old) => {
-                let old = nanos(old);
-                let rttvar = blend(nanos(self.rttvar), 4 * n, old.abs_diff(r));
+                let rttvar = blend(self.rttvar, 4 * n, old.abs_diff(r));
                 let srtt = blend(old, 8 * n, r);
                 (srtt, rttvar)
             }
         };
+        self.srtt_nanos = Some(srtt);
         self.srtt = Some(Duration::from_nanos(srtt));
-        self.rttvar = Duration::from_nanos(rttvar);
+        self.rttvar = rttvar;
         self.samples = self.samples.saturating_add(1);
         self.backoffs = 0;
-        self.rto = self.computed_rto();
+        self.update_rto();
     }
 
     /// RTO = SRTT + max(G, K*RTTVAR) with K = 4 (2.2, 2.3), bounded by the
     /// floor (2.4) and the ceiling (2.5).
-    fn computed_rto(&self) -> Duration {
-        let Some(srtt) = self.srtt else {
-            return self.config.initial_rto;
+    fn update_rto(&mut self) {
+        let Some(srtt) = self.srtt_nanos else {
+            self.set_rto(self.config.initial_rto);
+            return;
         };
-        let variance = self.config.granularity.max(self.rttvar.saturating_mul(4));
-        srtt.saturating_add(variance)
+        // In nanoseconds unless a bound or the sum passes 2^64 ns.
+        let sum = self.bounds_nanos.and_then(|(granularity, min, max)| {
+            let variance = self.rttvar.checked_mul(4)?.max(granularity);
+            Some(srtt.checked_add(variance)?.max(min).min(max))
+        });
+        match sum {
+            Some(rto) => {
+                self.rto = Duration::from_nanos(rto);
+                self.rto_nanos = rto;
+            }
+            None => self.set_rto(self.computed_rto_wide(srtt)),
+        }
+    }
+
+    /// [`update_rto`](Self::update_rto)'s RTO in `Duration`s, for bounds or
+    /// values beyond 2^64 ns.
+    #[cold]
+    #[inline(never)]
+    fn computed_rto_wide(&self, srtt: u64) -> Duration {
+        let variance = self
+            .config
+            .granularity
+            .max(Duration::from_nanos(self.rttvar).saturating_mul(4));
+        Duration::from_nanos(srtt)
+            .saturating_add(variance)
             .clamp(self.config.min_rto, self.config.max_rto)
+    }
+
+    /// When a retransmission timer started at `now` expires: `now` plus
+    /// the RTO (as `now + rto()`, without converting the `Duration`).
+    #[inline]
+    pub fn deadline(&self, now: Instant) -> Instant {
+        Instant::from_nanos(now.as_nanos().saturating_add(self.rto_nanos))
     }
 
     /// The retransmission timer expired: RTO <- RTO * 2, at most `max_rto`
     /// (5.5).
     pub fn on_timeout(&mut self) {
         self.backoffs = self.backoffs.saturating_add(1);
-        self.rto = self.rto.saturating_mul(2).min(self.config.max_rto);
+        self.set_rto(self.rto.saturating_mul(2).min(self.config.max_rto));
     }
 
     /// RFC 6298 (5.7): the handshake completed after the SYN (or SYN-ACK)
@@ -171,11 +236,12 @@ impl RttEstimator {
     pub fn on_established_after_syn_timeout(&mut self) {
         if self.srtt.is_none() {
             self.backoffs = 0;
-            self.rto = self
-                .config
-                .initial_rto
-                .max(SYN_TIMEOUT_RTO)
-                .min(self.config.max_rto);
+            self.set_rto(
+                self.config
+                    .initial_rto
+                    .max(SYN_TIMEOUT_RTO)
+                    .min(self.config.max_rto),
+            );
         }
     }
 
@@ -191,7 +257,7 @@ impl RttEstimator {
 
     /// RTTVAR (zero before the first sample).
     pub fn rttvar(&self) -> Duration {
-        self.rttvar
+        Duration::from_nanos(self.rttvar)
     }
 
     /// Samples taken so far.
@@ -284,12 +350,17 @@ impl KarnSampler {
     /// the whole timed segment, the elapsed time is the sample and the
     /// sampler is free for the next segment.
     pub fn on_ack(&mut self, ack: Seq, now: Instant) -> Option<Duration> {
+        self.on_ack_nanos(ack, now).map(Duration::from_nanos)
+    }
+
+    /// [`on_ack`](Self::on_ack)'s sample in nanoseconds.
+    pub fn on_ack_nanos(&mut self, ack: Seq, now: Instant) -> Option<u64> {
         let timed = self.timed?;
         if ack < timed.end {
             return None;
         }
         self.timed = None;
-        Some(now.saturating_duration_since(timed.sent_at))
+        Some(now.as_nanos().saturating_sub(timed.sent_at.as_nanos()))
     }
 
     /// Whether a segment is being timed.
@@ -353,13 +424,16 @@ impl TimestampClock {
     /// ticks back (modular comparison, RFC 7323 §5.2): it cannot be one of
     /// ours.
     pub fn rtt_sample(&self, now: Instant, tsecr: u32) -> Option<Duration> {
+        self.rtt_sample_nanos(now, tsecr).map(Duration::from_nanos)
+    }
+
+    /// [`rtt_sample`](Self::rtt_sample) in nanoseconds.
+    pub fn rtt_sample_nanos(&self, now: Instant, tsecr: u32) -> Option<u64> {
         let elapsed = self.tsval(now).wrapping_sub(tsecr);
         if elapsed >= 1 << 31 {
             return None;
         }
-        Some(Duration::from_nanos(
-            self.tick_nanos.saturating_mul(u64::from(elapsed)),
-        ))
+        Some(self.tick_nanos.saturating_mul(u64::from(elapsed)))
     }
 
     /// The clock's resolution: a sample is accurate to one tick, which makes

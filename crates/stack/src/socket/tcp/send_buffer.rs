@@ -18,11 +18,12 @@ use crate::buffer::{PacketError, Pool, Segment, SegmentList};
 /// Unacknowledged and unsent bytes, as shared pool segments.
 #[derive(Debug)]
 pub struct SendBuffer {
-    chunks: VecDeque<Segment>,
-    /// The stream position (bytes since the first write) where each chunk
-    /// starts, so a segment's first chunk is found by binary search: a
-    /// 4 MiB window holds a few thousand chunks.
-    starts: VecDeque<u64>,
+    /// The chunks, each with the stream position (bytes since the first
+    /// write) where it starts, so a segment's first chunk is found by
+    /// binary search (a 4 MiB window holds a few thousand chunks). One
+    /// deque, not one for the chunks and one for their starts: each
+    /// lookup costs one index computation.
+    chunks: VecDeque<Chunk>,
     /// The stream position of offset 0.
     head: u64,
     len: usize,
@@ -31,11 +32,18 @@ pub struct SendBuffer {
     /// stream is its index plus this.
     dropped_chunks: u64,
     /// The stream number of the chunk the last [`segments`](Self::segments)
-    /// began in. Segments are asked for in stream order, so the next one
-    /// begins there or a chunk or two later: found without the binary
+    /// ended in. Segments are asked for in stream order, so the next one
+    /// begins there or a chunk later: found without the binary
     /// search, which cost a quarter of this function in the TCP bench
     /// (issue 22).
     last_chunk: Cell<u64>,
+}
+
+/// A pool segment of the queue and its stream position.
+#[derive(Debug)]
+struct Chunk {
+    start: u64,
+    segment: Segment,
 }
 
 impl SendBuffer {
@@ -43,7 +51,6 @@ impl SendBuffer {
     pub fn new(capacity: usize) -> Self {
         Self {
             chunks: VecDeque::new(),
-            starts: VecDeque::new(),
             head: 0,
             len: 0,
             capacity,
@@ -77,15 +84,15 @@ impl SendBuffer {
         let mut rest = &data[..data.len().min(self.free())];
         let mut taken = 0;
         if let Some(last) = self.chunks.back_mut() {
-            let n = last.append_in_place(rest);
+            let n = last.segment.append_in_place(rest);
             rest = &rest[n..];
             taken += n;
         }
         while !rest.is_empty() {
             match Segment::copy_from(pool, flow, rest) {
                 Ok((segment, n)) if n > 0 => {
-                    self.starts.push_back(self.head + (self.len + taken) as u64);
-                    self.chunks.push_back(segment);
+                    let start = self.head + (self.len + taken) as u64;
+                    self.chunks.push_back(Chunk { start, segment });
                     rest = &rest[n..];
                     taken += n;
                 }
@@ -102,31 +109,45 @@ impl SendBuffer {
     /// The bytes `offset..offset + len` (offset 0 = SND.UNA) as shared
     /// segments, clamped to what is held: a TCP segment's payload.
     pub fn segments(&self, offset: usize, len: usize) -> SegmentList {
-        let end = (offset + len).min(self.len);
         let mut out = SegmentList::new();
+        self.segments_into(offset, len, &mut out);
+        out
+    }
+
+    /// [`segments`](Self::segments) into `out` (emptied first): the
+    /// connection fills the segment it is building in place.
+    pub fn segments_into(&self, offset: usize, len: usize, out: &mut SegmentList) {
+        out.clear();
+        let end = (offset + len).min(self.len);
         if offset >= end {
-            return out;
+            return;
         }
-        let position = self.head + offset as u64;
-        let mut index = self.chunk_at(position);
-        let mut at = (self.starts[index] - self.head) as usize;
+        let (from, to) = (self.head + offset as u64, self.head + end as u64);
+        let mut index = self.chunk_at(from);
         // A segment spans a chunk or two: each is fetched by index, cheaper
         // than building the deque's iterator (both halves) and skipping to
-        // the first.
+        // the first; the chunk holding the segment's end is the last one
+        // looked at.
         while let Some(chunk) = self.chunks.get(index) {
-            if at >= end {
+            if chunk.start >= to {
                 break;
             }
-            let (from, to) = (offset.max(at), end.min(at + chunk.len()));
-            if from < to {
-                if let Some(piece) = chunk.slice(from - at..to - at) {
+            let chunk_end = chunk.start + chunk.segment.len() as u64;
+            let (lo, hi) = (from.max(chunk.start), to.min(chunk_end));
+            if lo < hi {
+                let range = (lo - chunk.start) as usize..(hi - chunk.start) as usize;
+                if let Some(piece) = chunk.segment.slice(range) {
                     out.push(piece);
                 }
             }
-            at += chunk.len();
+            if chunk_end >= to {
+                break;
+            }
             index += 1;
         }
-        out
+        // The next segment begins where this one ended: in this chunk, or
+        // the next.
+        self.last_chunk.set(index as u64 + self.dropped_chunks);
     }
 
     /// The index of the chunk holding stream `position` (one that is
@@ -135,7 +156,7 @@ impl SendBuffer {
     /// (a retransmission goes back).
     fn chunk_at(&self, position: u64) -> usize {
         const STEPS: usize = 4;
-        let starts_by = |index: usize| self.starts.get(index).is_some_and(|&s| s <= position);
+        let starts_by = |index: usize| self.chunks.get(index).is_some_and(|c| c.start <= position);
         let hinted = self
             .last_chunk
             .get()
@@ -151,13 +172,11 @@ impl SendBuffer {
             }
             None
         });
-        let index = found.unwrap_or_else(|| {
-            self.starts
-                .partition_point(|&start| start <= position)
+        found.unwrap_or_else(|| {
+            self.chunks
+                .partition_point(|c| c.start <= position)
                 .saturating_sub(1)
-        });
-        self.last_chunk.set(index as u64 + self.dropped_chunks);
-        index
+        })
     }
 
     /// Copies `offset..offset + out.len()` into `out` (for tests and for
@@ -181,16 +200,14 @@ impl SendBuffer {
             let Some(front) = self.chunks.front_mut() else {
                 break;
             };
-            if front.len() <= left {
-                left -= front.len();
+            let held = front.segment.len();
+            if held <= left {
+                left -= held;
                 self.chunks.pop_front();
-                self.starts.pop_front();
                 self.dropped_chunks += 1;
             } else {
-                front.advance(left);
-                if let Some(start) = self.starts.front_mut() {
-                    *start += left as u64;
-                }
+                front.segment.advance(left);
+                front.start += left as u64;
                 left = 0;
             }
         }

@@ -49,7 +49,18 @@ impl SmallSegments {
     /// A data segment `start..end` taking `size` of the MSS went out (new
     /// or resent), when the MSS was `mss`: it is the latest transmission
     /// of its bytes, and is recorded if smaller than the MSS.
+    #[inline]
     pub fn on_send(&mut self, start: Seq, end: Seq, size: usize, mss: usize) {
+        // A full-sized segment while nothing is recorded (bulk data)
+        // changes nothing: checked here, without a call.
+        if self.entries.is_empty() && (size >= mss || start >= end) {
+            return;
+        }
+        self.record(start, end, size, mss);
+    }
+
+    #[inline(never)]
+    fn record(&mut self, start: Seq, end: Seq, size: usize, mss: usize) {
         self.forget_range(start, end);
         if size >= mss || start >= end || self.capacity == 0 {
             return;

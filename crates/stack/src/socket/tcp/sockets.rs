@@ -5,7 +5,7 @@
 //! a wildcard listener on the port).
 
 use std::cell::Cell;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use super::connection::Connection;
 use super::listener::Listener;
@@ -183,17 +183,22 @@ impl TcpSockets {
         }
     }
 
-    /// [`demux`](Self::demux) for a caller that may change the tables: a
-    /// segment of the connection the last one went to is matched where
-    /// that 4-tuple is kept, with no copy of it out of its cell.
+    /// [`demux`](Self::demux) of the addresses and ports of a segment
+    /// (`local` and `remote`, each an IP address and a port), for a caller
+    /// that may change the tables: a segment of the connection the last
+    /// one went to is matched against that 4-tuple where it is kept, with
+    /// no socket address built and no copy of it out of its cell.
     #[inline]
-    pub fn demux_mut(&mut self, local: &SocketAddr, remote: &SocketAddr) -> Demux {
+    pub fn demux_parts(&mut self, local: (&IpAddr, u16), remote: (&IpAddr, u16)) -> Demux {
         if let Some(((last_local, last_remote), index)) = self.last.get_mut() {
-            if last_local == local && last_remote == remote {
+            if is_socket_addr(last_local, local) && is_socket_addr(last_remote, remote) {
                 return Demux::Connection(*index);
             }
         }
-        self.demux(*local, *remote)
+        self.demux(
+            SocketAddr::new(*local.0, local.1),
+            SocketAddr::new(*remote.0, remote.1),
+        )
     }
 
     /// Whether a listener holds `local` exactly, or the wildcard and
@@ -279,5 +284,55 @@ fn unspecified_like(addr: SocketAddr) -> std::net::IpAddr {
     match addr {
         SocketAddr::V4(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
         SocketAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// Whether `addr` equals `SocketAddr::new(ip, port)`: a socket address
+/// built that way has no IPv6 flow label and no scope.
+#[inline]
+fn is_socket_addr(addr: &SocketAddr, (ip, port): (&IpAddr, u16)) -> bool {
+    match (addr, ip) {
+        (SocketAddr::V6(a), IpAddr::V6(ip)) => {
+            a.port() == port && a.ip() == ip && a.flowinfo() == 0 && a.scope_id() == 0
+        }
+        (SocketAddr::V4(a), IpAddr::V4(ip)) => a.port() == port && a.ip() == ip,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV6};
+
+    /// The last-connection check gives what comparing with the socket
+    /// address built from the same address and port gives.
+    #[test]
+    fn matching_parts_is_matching_the_socket_address() {
+        let v6 = IpAddr::V6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1));
+        let other6 = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
+        let v4 = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
+        let mut addrs = vec![
+            SocketAddr::new(v6, 80),
+            SocketAddr::new(v6, 81),
+            SocketAddr::new(other6, 80),
+            SocketAddr::new(v4, 80),
+            SocketAddr::new(v4, 81),
+        ];
+        if let IpAddr::V6(ip) = v6 {
+            addrs.push(SocketAddr::V6(SocketAddrV6::new(ip, 80, 0, 3)));
+            addrs.push(SocketAddr::V6(SocketAddrV6::new(ip, 80, 7, 0)));
+        }
+        for addr in &addrs {
+            for ip in [v6, other6, v4] {
+                for port in [80, 81] {
+                    assert_eq!(
+                        is_socket_addr(addr, (&ip, port)),
+                        *addr == SocketAddr::new(ip, port),
+                        "{addr} vs {ip} port {port}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -353,9 +353,9 @@ impl Connection {
             self.retries = 0;
             let sample = self
                 .timestamp_sample(now, seg)
-                .or_else(|| self.karn.on_ack(ack, now));
+                .or_else(|| self.karn.on_ack_nanos(ack, now));
             if let Some(rtt) = sample {
-                self.rtt.sample(rtt);
+                self.rtt.sample_nanos(rtt);
             }
             self.end_pmtu_resend();
             let flight = self.snd_max.since(self.snd_una);
@@ -365,7 +365,7 @@ impl Connection {
             if self.snd_una == self.snd_max {
                 self.timers.cancel(Timer::Retransmit);
             } else {
-                self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+                self.timers.set(Timer::Retransmit, self.rtt.deadline(now));
             }
             if fin_acked {
                 self.our_fin_acked(now);
@@ -373,16 +373,23 @@ impl Connection {
         }
         // An ACK without blocks while nothing is SACKed (the common case)
         // leaves the scoreboard as it is: no update to make.
-        let no_blocks = seg.sack_ranges.iter().all(Option::is_none);
-        let newly_sacked = if sack && !(no_blocks && self.scoreboard.is_empty()) {
-            let blocks = SackBlocks::from_wire(&seg.sack_ranges);
-            self.scoreboard
-                .update(self.snd_una, self.snd_max, blocks.as_slice())
-                .is_duplicate_ack()
+        let newly_sacked = sack
+            && !(self.scoreboard.is_empty() && seg.sack_ranges.iter().all(Option::is_none))
+            && self.take_sack_blocks(seg);
+        // Loss detection has nothing to do for an ACK that advances
+        // outside recovery (but reset the count of duplicates), nor for
+        // one that cannot be a duplicate (RFC 6675 §2: with SACK it SACKs
+        // new data; RFC 5681 §2: without, data is outstanding).
+        let may_be_duplicate = if sack {
+            newly_sacked
         } else {
-            false
+            self.snd_una != self.snd_max
         };
-        self.detect_loss(now, ack, acked, advanced, newly_sacked, seg, window_before);
+        if advanced && self.recovery.is_none() {
+            self.dup_acks = 0;
+        } else if advanced || may_be_duplicate {
+            self.detect_loss(now, ack, acked, advanced, newly_sacked, seg, window_before);
+        }
         // The send window (§3.10.7.4: only from segments no older than the
         // last window update).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
@@ -396,6 +403,18 @@ impl Connection {
                 self.persist_backoff = 0;
             }
         }
+    }
+
+    /// Updates the scoreboard from an ACK's SACK blocks (RFC 6675 §5);
+    /// true if the ACK is a duplicate by RFC 6675 §2 (it SACKs new data).
+    /// Out of line: a loss-free transfer never has blocks to take.
+    #[cold]
+    #[inline(never)]
+    fn take_sack_blocks(&mut self, seg: &TcpRepr) -> bool {
+        let blocks = SackBlocks::from_wire(&seg.sack_ranges);
+        self.scoreboard
+            .update(self.snd_una, self.snd_max, blocks.as_slice())
+            .is_duplicate_ack()
     }
 
     /// Forgets path-MTU state SND.UNA has passed: the resend episode is
@@ -414,8 +433,11 @@ impl Connection {
     }
 
     /// Duplicate ACKs, entering and leaving loss recovery (RFC 6675 §5
-    /// with SACK, RFC 6582 §3.2 without).
+    /// with SACK, RFC 6582 §3.2 without). Out of line: `take_ack` calls
+    /// it only in recovery or for an ACK that may be a duplicate.
     #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
     fn detect_loss(
         &mut self,
         now: Instant,
@@ -494,12 +516,13 @@ impl Connection {
         }
     }
 
-    fn timestamp_sample(&self, now: Instant, seg: &TcpRepr) -> Option<Duration> {
+    /// The RTT an ACK's TSecr measures (RFC 7323 §4.1), in nanoseconds.
+    fn timestamp_sample(&self, now: Instant, seg: &TcpRepr) -> Option<u64> {
         if !self.negotiated.is_some_and(|n| n.timestamps) {
             return None;
         }
         seg.timestamps
-            .and_then(|(_, tsecr)| self.ts_clock.rtt_sample(now, tsecr))
+            .and_then(|(_, tsecr)| self.ts_clock.rtt_sample_nanos(now, tsecr))
     }
 
     fn our_fin_acked(&mut self, now: Instant) {
@@ -531,7 +554,9 @@ impl Connection {
             // A segment receive offload merged counts as the full-sized
             // segments it holds.
             let mss = usize::from(self.local_options.mss).max(1);
-            let segments = len.div_ceil(mss).max(1);
+            // No division for a segment of at most one MSS (all but
+            // merged ones).
+            let segments = if len <= mss { 1 } else { len.div_ceil(mss) };
             self.unacked_segments = self
                 .unacked_segments
                 .saturating_add(u32::try_from(segments).unwrap_or(u32::MAX));

@@ -95,6 +95,12 @@ impl Outgoing {
             gso_size: 0,
         }
     }
+
+    /// A place for [`Connection::poll_output_into`] to write a segment
+    /// into (an empty header between ports 0).
+    pub fn empty() -> Outgoing {
+        Self::header_only(super::bare_header(0, 0, Seq(0), None, TcpFlags::empty()))
+    }
 }
 
 /// What an arriving segment asks of the caller beyond its own effect.
@@ -164,6 +170,9 @@ pub struct Connection {
     state: State,
     local: SocketAddr,
     remote: SocketAddr,
+    /// The local and remote ports, read for every header without matching
+    /// on the socket addresses' family.
+    ports: (u16, u16),
     error: Option<ConnectionError>,
 
     iss: Seq,
@@ -291,6 +300,7 @@ impl Connection {
             state: State::Closed,
             local,
             remote,
+            ports: (local.port(), remote.port()),
             error: None,
             iss,
             syn_acked: false,

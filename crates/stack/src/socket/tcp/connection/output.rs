@@ -54,30 +54,40 @@ impl Connection {
         self.pmtu_resend = None;
         self.sent_before_mss_drop = None;
         self.snd_nxt = self.snd_una;
-        self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        self.timers.set(Timer::Retransmit, self.rtt.deadline(now));
     }
 
     /// The next segment to send at `now`, if any: SYN or SYN-ACK, data
     /// within the send and congestion windows, FIN, or a bare ACK.
     pub fn poll_output(&mut self, now: Instant) -> Option<Outgoing> {
+        let mut out = Outgoing::empty();
+        self.poll_output_into(now, &mut out).then_some(out)
+    }
+
+    /// [`poll_output`](Self::poll_output) into the caller's `out`: true
+    /// if a segment was written there (every field of it), false if
+    /// there is none (`out` then holds whatever it held). The host reuses
+    /// one `out` for every segment: returned by value, the segment (200
+    /// bytes) was copied at each return and again into the host.
+    pub fn poll_output_into(&mut self, now: Instant, out: &mut Outgoing) -> bool {
         // The segments that arrived after the last of this batch's ACKs
         // are acknowledged with the batch (a lone one still waits).
         if std::mem::take(&mut self.batch_acked) && self.unacked_segments > 0 {
             self.ack_now = true;
         }
-        let out = match self.state {
-            State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now),
-            State::SynSent | State::SynReceived => self.output_syn(now),
-            _ => self.output_synchronized(now),
+        let sent = match self.state {
+            State::Closed | State::Listen | State::TimeWait => self.take_ack_only(now, out),
+            State::SynSent | State::SynReceived => self.output_syn(now, out),
+            _ => self.output_synchronized(now, out),
         };
-        if let Some(out) = &out {
+        if sent {
             self.sent(out);
         }
         if self.unacked_segments > 0 && !self.timers.is_armed(Timer::DelayedAck) {
             self.timers
                 .set(Timer::DelayedAck, now + self.config.delayed_ack);
         }
-        out
+        sent
     }
 
     /// A bare ACK that cannot wait for [`poll_output`](Self::poll_output),
@@ -95,17 +105,29 @@ impl Connection {
     ///   answered at once; its ACK's first SACK block holds it (RFC 2018
     ///   §4), so a burst with many holes reports every one of them.
     pub fn poll_ack(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.unacked_segments < 2 && !self.segment_ack_due {
+        if !self.ack_due() {
             return None;
         }
-        // Returned as the callee built it, not unwrapped and rewrapped (a
-        // move of the whole segment).
-        let out = self.take_ack_only(now);
-        if let Some(ack) = &out {
-            self.sent(ack);
-            self.batch_acked = true;
+        let mut out = Outgoing::empty();
+        self.poll_ack_into(now, &mut out).then_some(out)
+    }
+
+    /// Whether [`poll_ack`](Self::poll_ack) may have an ACK to send: the
+    /// host asks before it sets up a segment for one.
+    #[inline]
+    pub fn ack_due(&self) -> bool {
+        self.unacked_segments >= 2 || self.segment_ack_due
+    }
+
+    /// [`poll_ack`](Self::poll_ack) into the caller's `out`, as
+    /// [`poll_output_into`](Self::poll_output_into).
+    pub fn poll_ack_into(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if !self.ack_due() || !self.take_ack_only(now, out) {
+            return false;
         }
-        out
+        self.sent(out);
+        self.batch_acked = true;
+        true
     }
 
     /// Bookkeeping for a segment handed out: one carrying an ACK pays for
@@ -145,41 +167,75 @@ impl Connection {
     /// The next segment of a synchronized connection, by precedence: a
     /// path-MTU resend, a fast retransmission, new data, then what goes
     /// without data ([`output_without_data`](Self::output_without_data),
-    /// which `output_data` hands over to). The data segment, the common
-    /// one, is built in the caller's place: an `or_else` chain moved the
-    /// whole (200-byte) `Option<Outgoing>` at each link, even when empty.
-    fn output_synchronized(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.pmtu_resend.is_some() {
-            let out = self.output_pmtu_resend(now);
-            if out.is_some() {
-                return out;
-            }
+    /// which `output_data` hands over to).
+    fn output_synchronized(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if (self.pmtu_resend.is_some() || self.recovery.is_some()) && self.output_repair(now, out) {
+            return true;
         }
-        if self.recovery.is_some() {
-            let out = self.output_recovery(now);
-            if out.is_some() {
-                return out;
+        self.output_data(now, out)
+    }
+
+    /// A path-MTU resend or a fast retransmission, if one is due. Out of
+    /// line: the bulk transfer's segments never take it.
+    #[cold]
+    #[inline(never)]
+    fn output_repair(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        let repair = if self.pmtu_resend.is_some() {
+            self.output_pmtu_resend(now)
+        } else {
+            None
+        };
+        match repair.or_else(|| self.recovery.and_then(|_| self.output_recovery(now))) {
+            Some(segment) => {
+                *out = segment;
+                true
             }
+            None => false,
         }
-        self.output_data(now)
     }
 
     /// A segment without new data, when there is none to send: a window
     /// probe, a keep-alive probe or a bare ACK, in that order.
-    fn output_without_data(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.probe_due {
-            return self.output_window_probe(now);
+    fn output_without_data(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if self.probe_due || self.keepalive_due {
+            return self.output_probe(now, out);
         }
-        if self.keepalive_due {
-            return self.output_keepalive(now);
-        }
-        self.take_ack_only(now)
+        self.take_ack_only(now, out)
     }
 
-    fn output_syn(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.snd_nxt != self.iss {
-            return self.take_ack_only(now);
+    /// A window probe or keep-alive probe, whichever is due. Out of line
+    /// (rare).
+    #[cold]
+    #[inline(never)]
+    fn output_probe(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        let probe = if self.probe_due {
+            self.output_window_probe(now)
+        } else {
+            self.output_keepalive(now)
+        };
+        match probe {
+            Some(segment) => {
+                *out = segment;
+                true
+            }
+            None => false,
         }
+    }
+
+    /// The SYN or SYN-ACK, or an ACK while one is owed. Out of line: once
+    /// per connection.
+    #[cold]
+    #[inline(never)]
+    fn output_syn(&mut self, now: Instant, out: &mut Outgoing) -> bool {
+        if self.snd_nxt != self.iss {
+            return self.take_ack_only(now, out);
+        }
+        *out = self.syn(now);
+        true
+    }
+
+    /// Our SYN (or SYN-ACK), with the options we offer.
+    fn syn(&mut self, now: Instant) -> Outgoing {
         let ack = (self.state == State::SynReceived).then(|| self.rcv_nxt());
         let mut repr = self.bare(self.iss, ack, TcpFlags::SYN);
         repr.max_seg_size = Some(self.local_options.mss);
@@ -200,13 +256,13 @@ impl Connection {
             // Timing the SYN.
         }
         self.timers
-            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing::header_only(repr))
+            .set_if_idle(Timer::Retransmit, self.rtt.deadline(now));
+        Outgoing::header_only(repr)
     }
 
     /// New data (and our FIN) within the windows; else, when nothing
     /// goes, [`output_without_data`](Self::output_without_data).
-    fn output_data(&mut self, now: Instant) -> Option<Outgoing> {
+    fn output_data(&mut self, now: Instant, out: &mut Outgoing) -> bool {
         let data_end = self.data_end;
         let unsent = data_end.since(self.snd_nxt);
         let flight = self.snd_nxt.since(self.snd_una);
@@ -270,10 +326,10 @@ impl Connection {
                     .min(self.config.rtt.max_rto);
                 self.timers.set_if_idle(Timer::Persist, now + interval);
             }
-            return self.output_without_data(now);
+            return self.output_without_data(now, out);
         }
         let offset = self.snd_nxt.since(self.data_una());
-        let payload = self.send.segments(offset, len);
+        self.send.segments_into(offset, len, &mut out.payload);
         let mut flags = TcpFlags::empty();
         if fin {
             flags.insert(TcpFlags::FIN);
@@ -281,12 +337,19 @@ impl Connection {
         if len > 0 && self.snd_nxt + len == data_end {
             flags.insert(TcpFlags::PSH);
         }
-        let mut repr = self.bare(self.snd_nxt, Some(self.rcv_nxt()), flags);
-        repr.payload_len = len;
-        self.decorate(&mut repr, now);
+        self.header_into(&mut out.repr, self.snd_nxt, flags, now);
+        out.repr.payload_len = len;
+        out.gso_size = self.gso_size(len, mss);
         let seq = self.snd_nxt;
         self.snd_nxt = seq + len + usize::from(fin);
-        if len % mss != 0 {
+        // Up to one MSS (every segment without segmentation offload) no
+        // division is needed.
+        let partial = if len <= mss {
+            len != 0 && len != mss
+        } else {
+            len % mss != 0
+        };
+        if partial {
             // Its last (or only) wire segment is a small one.
             self.small_sent_end = Some(self.snd_nxt);
         }
@@ -299,12 +362,8 @@ impl Connection {
             self.counters.segments_retransmitted += 1;
         }
         self.timers
-            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
-        Some(Outgoing {
-            repr,
-            payload,
-            gso_size: self.gso_size(len, mss),
-        })
+            .set_if_idle(Timer::Retransmit, self.rtt.deadline(now));
+        true
     }
 
     /// A fast retransmission, if one is due: with SACK, whatever NextSeg
@@ -383,7 +442,7 @@ impl Connection {
             out.repr.flags.insert(TcpFlags::FIN);
         }
         if start == self.snd_una {
-            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+            self.timers.set(Timer::Retransmit, self.rtt.deadline(now));
         }
         // aux 2: a resend for the path MTU (0 fast retransmit, 1 timeout).
         probe::record(TCP_RETRANSMIT, out.repr.payload_len as u32, self.flow, 2);
@@ -435,14 +494,14 @@ impl Connection {
         }
         let offset = start.since(self.data_una());
         let payload = self.send.segments(offset, len);
-        let mut repr = self.bare(start, Some(self.rcv_nxt()), TcpFlags::empty());
+        let mut repr = self.bare(start, None, TcpFlags::empty());
+        self.header_into(&mut repr, start, TcpFlags::empty(), now);
         repr.payload_len = len;
-        self.decorate(&mut repr, now);
         self.karn.on_retransmit();
         self.counters.bytes_retransmitted += len as u64;
         self.counters.segments_retransmitted += 1;
         self.timers
-            .set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+            .set_if_idle(Timer::Retransmit, self.rtt.deadline(now));
         // At most one MSS: never a super-segment.
         Some(Outgoing {
             repr,
@@ -538,14 +597,14 @@ impl Connection {
     /// A data-less segment at an already-acknowledged `seq`: the peer
     /// cannot accept it and answers with an ACK carrying its state.
     fn probe(&mut self, now: Instant, seq: Seq) -> Outgoing {
-        let mut repr = self.bare(seq, Some(self.rcv_nxt()), TcpFlags::empty());
-        self.decorate(&mut repr, now);
+        let mut repr = self.bare(seq, None, TcpFlags::empty());
+        self.header_into(&mut repr, seq, TcpFlags::empty(), now);
         Outgoing::header_only(repr)
     }
 
-    fn take_ack_only(&mut self, now: Instant) -> Option<Outgoing> {
+    fn take_ack_only(&mut self, now: Instant, out: &mut Outgoing) -> bool {
         if !self.ack_now || self.state == State::Closed || self.state == State::SynSent {
-            return None;
+            return false;
         }
         // A bare ACK carries SND.MAX, not SND.NXT: a retransmission
         // timeout rewinds SND.NXT to SND.UNA (go-back-N), and an ACK
@@ -555,27 +614,38 @@ impl Connection {
         // both ways, both ends then back off forever, each dropping the
         // other's ACKs. (BSD's tcp_output likewise numbers pure ACKs with
         // snd_max.)
-        let mut repr = self.bare(self.snd_max, Some(self.rcv_nxt()), TcpFlags::empty());
-        self.decorate(&mut repr, now);
-        Some(Outgoing::header_only(repr))
+        self.header_into(&mut out.repr, self.snd_max, TcpFlags::empty(), now);
+        out.payload.clear();
+        out.gso_size = 0;
+        true
+    }
+
+    /// The header of a non-SYN segment at `seq` acknowledging RCV.NXT,
+    /// with its window, timestamps and SACK blocks
+    /// ([`decorate`](Self::decorate)), written over `repr`. Out of line:
+    /// data segments and bare ACKs share one copy of it (the repr is 130
+    /// bytes to write).
+    #[inline(never)]
+    fn header_into(&mut self, repr: &mut TcpRepr, seq: Seq, flags: TcpFlags, now: Instant) {
+        *repr = self.bare(seq, Some(self.rcv_nxt()), flags);
+        self.decorate(repr, now);
     }
 
     /// Window, timestamps and SACK blocks of a non-SYN segment.
     fn decorate(&mut self, repr: &mut TcpRepr, now: Instant) {
-        let negotiated = self.negotiated.unwrap_or(Negotiated {
-            send_mss: usize::from(self.local_options.mss),
-            send_window_shift: 0,
-            recv_window_shift: 0,
-            sack: false,
-            timestamps: false,
-        });
-        let window = self.recv.window() >> negotiated.recv_window_shift;
+        // Before a SYN is taken nothing is negotiated: an unscaled window,
+        // no options.
+        let (shift, timestamps, sack) = match self.negotiated {
+            Some(n) => (n.recv_window_shift, n.timestamps, n.sack),
+            None => (0, false, false),
+        };
+        let window = self.recv.window() >> shift;
         repr.window_len = window.min(usize::from(u16::MAX)) as u16;
-        if negotiated.timestamps {
+        if timestamps {
             repr.timestamps = Some((self.ts_clock.tsval(now), self.ts_recent));
         }
-        if negotiated.sack && self.recv.has_holes() {
-            let max = if negotiated.timestamps {
+        if sack && self.recv.has_holes() {
+            let max = if timestamps {
                 wire::tcp::MAX_SACK_BLOCKS_WITH_TIMESTAMPS
             } else {
                 MAX_SACK_BLOCKS
@@ -586,6 +656,6 @@ impl Connection {
 
     /// A header with the connection's ports and nothing else.
     pub(super) fn bare(&self, seq: Seq, ack: Option<Seq>, flags: TcpFlags) -> TcpRepr {
-        super::super::bare_header(self.local.port(), self.remote.port(), seq, ack, flags)
+        super::super::bare_header(self.ports.0, self.ports.1, seq, ack, flags)
     }
 }
