@@ -144,9 +144,25 @@ impl FromStr for Level {
 
 static LEVEL: AtomicU8 = AtomicU8::new(Level::Functions as u8);
 
+/// The mode cost centres see: the mode at the functions level, `Off` at
+/// the layers level. Kept beside `MODE` so a cost centre's probe decides
+/// with one load, as a layer's does, not one of the mode and one of the
+/// level (issue 22: a cost centre fires several times per frame).
+static DETAIL_MODE: AtomicU8 = AtomicU8::new(Mode::Off as u8);
+
+fn update_detail_mode() {
+    let detail = if LEVEL.load(Ordering::Relaxed) >= Level::Functions as u8 {
+        MODE.load(Ordering::Relaxed)
+    } else {
+        Mode::Off as u8
+    };
+    DETAIL_MODE.store(detail, Ordering::Relaxed);
+}
+
 /// Sets the probe depth for every thread.
 pub fn set_level(level: Level) {
     LEVEL.store(level as u8, Ordering::Relaxed);
+    update_detail_mode();
 }
 
 /// The current probe depth.
@@ -166,6 +182,7 @@ static MODE: AtomicU8 = AtomicU8::new(Mode::Off as u8);
 /// Sets the global mode for every thread.
 pub fn set_mode(mode: Mode) {
     MODE.store(mode as u8, Ordering::Relaxed);
+    update_detail_mode();
 }
 
 /// The current global mode.
@@ -191,7 +208,11 @@ pub(crate) fn is_open(flow: Flow) -> bool {
 #[cfg_attr(not(feature = "probes"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn is_open_at(flow: Flow, loc: crate::Loc) -> bool {
-    is_open(flow) && (!loc.is_detail() || LEVEL.load(Ordering::Relaxed) >= Level::Functions as u8)
+    if loc.is_detail() {
+        DETAIL_MODE.load(Ordering::Relaxed) + flow.traced as u8 >= Mode::All as u8
+    } else {
+        is_open(flow)
+    }
 }
 
 #[cfg(test)]
