@@ -648,6 +648,13 @@ impl Packet {
             .filter(|part| !part.is_empty())
     }
 
+    /// The head buffer's data: the first of [`parts`](Self::parts) when
+    /// not empty (a received frame's whole), without the iterator.
+    #[inline]
+    pub fn head_bytes(&self) -> &[u8] {
+        self.head_data()
+    }
+
     /// The head buffer's data.
     #[inline]
     fn head_data(&self) -> &[u8] {

@@ -177,7 +177,7 @@ impl Host {
             IpProtocol::Icmp => self.icmpv4_input(now, meta, packet, pos),
             IpProtocol::Igmp => self.igmp_input(now, meta, packet, pos),
             IpProtocol::Udp => self.udp_input(now, IpMeta::V4(meta), packet, pos),
-            IpProtocol::Tcp => self.tcp_input(now, IpMeta::V4(meta), &packet, pos),
+            IpProtocol::Tcp => self.tcp_input(now, &IpMeta::V4(meta), &packet, pos),
             IpProtocol::Unknown(wire::xtp::IP_PROTOCOL) => {
                 self.xtp_input(now, IpMeta::V4(meta), packet, pos)
             }

@@ -143,7 +143,7 @@ impl Host {
         // packet (issue 22).
         if next == IpProtocol::Tcp {
             self.counters.ipv6_delivered += 1;
-            self.tcp_input(now, super::transport::IpMeta::V6(meta), &packet, pos);
+            self.tcp_input(now, &super::transport::IpMeta::V6(meta), &packet, pos);
             // Inside the input span, as the walk frees it.
             drop(packet);
             return;
@@ -250,7 +250,7 @@ impl Host {
                 }
                 IpProtocol::Tcp => {
                     self.counters.ipv6_delivered += 1;
-                    self.tcp_input(now, super::transport::IpMeta::V6(meta), &packet, pos);
+                    self.tcp_input(now, &super::transport::IpMeta::V6(meta), &packet, pos);
                     return;
                 }
                 IpProtocol::Unknown(wire::xtp::IP_PROTOCOL) => {

@@ -1035,6 +1035,7 @@ impl Host {
     /// [`link_input`](Self::link_input) of the frame the interface's link
     /// received last, whose arrival the link is asked for only if it is
     /// recorded (a call into the link per frame saved: issue 22).
+    #[inline]
     fn link_input_from(
         &mut self,
         now: Instant,
@@ -1042,17 +1043,36 @@ impl Host {
         mut packet: Packet,
         arrived: Arrival,
     ) {
-        let medium = self.interfaces[interface.0].medium;
-        let flows = &mut self.fragment_flows;
-        let traced = packet
-            .parts()
-            .next()
-            .filter(|frame| carries_ip(medium, frame))
-            .and_then(|frame| frame.get(medium.header_len()..))
-            .and_then(|ip| flows.classify(now, ip, traced_flow(ip)));
-        if let Some(flow) = traced {
-            packet.set_flow(flow);
+        let ours = &self.interfaces[interface.0];
+        if ours.medium == crate::phy::Medium::Ethernet
+            && plain_unicast_ipv6(packet.head_bytes(), ours.mac)
+        {
+            // The data path's frame, straight through (issue 22): what the
+            // general path below would do with it, without its checks that
+            // `plain_unicast_ipv6` answered already. It carries no trace
+            // option (nor is a fragment), so its flow stays.
+            let _span = self.link_receive_span(now, interface, &packet, arrived);
+            if packet.strip(wire::ethernet::HEADER_LEN).is_err() {
+                // Not reached: the head holds a whole IPv6 header.
+                self.count_drop("ethernet_truncated");
+                return;
+            }
+            self.gro_input(interface, packet, false);
+            return;
         }
+        self.link_input_general(now, interface, packet, arrived);
+    }
+
+    /// The link receive's arrival event (if recorded) and its span, whose
+    /// start shares the arrival's counter read.
+    #[inline(always)]
+    fn link_receive_span(
+        &self,
+        now: Instant,
+        interface: InterfaceId,
+        packet: &Packet,
+        arrived: Arrival,
+    ) -> probe::SpanGuard {
         let arrived = if probe::would_record(crate::probes::LINK_RECEIVE_ARRIVAL, packet.flow()) {
             match arrived {
                 Arrival::Known(arrived) => arrived,
@@ -1075,12 +1095,36 @@ impl Host {
                 )
             });
         }
-        let _span = taken.span_with(
+        taken.span_with(
             crate::probes::LINK_RECEIVE_ENTER,
             crate::probes::LINK_RECEIVE_EXIT,
             packet.flow(),
             || (packet.len() as u32, interface.0 as u64),
-        );
+        )
+    }
+
+    /// [`link_input_from`](Self::link_input_from) of any frame: every
+    /// medium and EtherType, multicast, the traced and the fragmented.
+    #[inline(never)]
+    fn link_input_general(
+        &mut self,
+        now: Instant,
+        interface: InterfaceId,
+        mut packet: Packet,
+        arrived: Arrival,
+    ) {
+        let medium = self.interfaces[interface.0].medium;
+        let flows = &mut self.fragment_flows;
+        let traced = packet
+            .parts()
+            .next()
+            .filter(|frame| carries_ip(medium, frame))
+            .and_then(|frame| frame.get(medium.header_len()..))
+            .and_then(|ip| flows.classify(now, ip, traced_flow(ip)));
+        if let Some(flow) = traced {
+            packet.set_flow(flow);
+        }
+        let _span = self.link_receive_span(now, interface, &packet, arrived);
         let mut link_multicast = false;
         let mut addresses = None;
         let ethertype = match medium {
@@ -1180,6 +1224,28 @@ impl Host {
             _ => self.count_drop("ip_bad_version"),
         }
     }
+}
+
+/// Whether `frame` (a received Ethernet frame's first part) is an IPv6
+/// packet unicast to `mac` with neither the trace option nor a Fragment
+/// header first: the data path's frame, which link input takes straight
+/// through. Untagged (a VLAN tag would stand where the EtherType is
+/// read), of version 6 (RFC 2464 §3, RFC 8200 §3), its fixed header in
+/// the part.
+#[inline(always)]
+fn plain_unicast_ipv6(frame: &[u8], mac: EthernetAddress) -> bool {
+    const OPTS: u8 = 60;
+    const FRAG: u8 = 44;
+    const IP: usize = wire::ethernet::HEADER_LEN;
+    if frame.len() < IP + wire::ipv6::HEADER_LEN {
+        return false;
+    }
+    frame[12..14] == [0x86, 0xdd]
+        && frame[IP] >> 4 == 6
+        && frame[IP + 6] != OPTS
+        && frame[IP + 6] != FRAG
+        && frame[..6] == mac.0
+        && frame[0] & 1 == 0
 }
 
 /// Whether a received frame carries IP (any frame of an IP link, an
@@ -1333,6 +1399,50 @@ mod tests {
         v6[43] = wire::trace_option::DATA_LEN as u8;
         v6[44..48].copy_from_slice(&7u32.to_be_bytes());
         assert_eq!(traced_flow(&v6), Some(Flow::traced(7)));
+    }
+
+    /// Link input's straight path takes only what the general path would
+    /// take the same way: an untagged IPv6 frame to the interface's own
+    /// unicast MAC, of version 6, neither traced nor a fragment.
+    #[test]
+    fn the_straight_path_takes_only_plain_unicast_ipv6() {
+        let mac = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+        let mut frame = vec![0u8; wire::ethernet::HEADER_LEN + wire::ipv6::HEADER_LEN];
+        frame[..6].copy_from_slice(&mac.0);
+        frame[12..14].copy_from_slice(&[0x86, 0xdd]);
+        frame[14] = 0x60;
+        frame[20] = u8::from(IpProtocol::Tcp);
+        assert!(plain_unicast_ipv6(&frame, mac));
+        for next in 0..=u8::MAX {
+            frame[20] = next;
+            let ip = &frame[wire::ethernet::HEADER_LEN..];
+            let plain = traced_flow(ip).is_none() && next != u8::from(IpProtocol::Ipv6Frag);
+            // A packet whose first header may carry the option goes the
+            // general way, which parses it.
+            assert_eq!(
+                plain_unicast_ipv6(&frame, mac),
+                plain && next != u8::from(IpProtocol::Ipv6Opts),
+                "next header {next}"
+            );
+        }
+        frame[20] = u8::from(IpProtocol::Tcp);
+        let general = |change: &dyn Fn(&mut Vec<u8>)| {
+            let mut other = frame.clone();
+            change(&mut other);
+            !plain_unicast_ipv6(&other, mac)
+        };
+        assert!(general(&|f| f[5] = 2)); // another's MAC
+        assert!(general(&|f| f[..6].fill(0xff))); // broadcast
+        assert!(general(&|f| f[12..14].copy_from_slice(&[0x81, 0x00]))); // VLAN
+        assert!(general(&|f| f[12..14].copy_from_slice(&[0x08, 0x00]))); // IPv4
+        assert!(general(&|f| f[14] = 0x40)); // version 4 in an IPv6 frame
+        assert!(general(&|f| f.truncate(53))); // short of the fixed header
+                                               // A multicast MAC the interface were given still goes the general
+                                               // way (its frames count as link-layer multicast).
+        let group = EthernetAddress([0x33, 0x33, 0, 0, 0, 1]);
+        let mut to_group = frame.clone();
+        to_group[..6].copy_from_slice(&group.0);
+        assert!(!plain_unicast_ipv6(&to_group, group));
     }
 
     /// `traced_flow` answers most IPv6 packets from their Next Header alone

@@ -38,7 +38,7 @@ impl Host {
     /// A TCP segment at `pos` of a packet for us. The packet is borrowed,
     /// not moved in: TCP only reads it (the payload is copied into the
     /// receive buffer), and the caller drops it after.
-    pub(super) fn tcp_input(&mut self, now: Instant, meta: IpMeta, packet: &Packet, pos: usize) {
+    pub(super) fn tcp_input(&mut self, now: Instant, meta: &IpMeta, packet: &Packet, pos: usize) {
         let _span = probe::span_with(TCP_INPUT_ENTER, TCP_INPUT_EXIT, packet.flow(), || {
             (packet.len() as u32, 0)
         });
