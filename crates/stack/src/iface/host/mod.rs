@@ -1057,7 +1057,14 @@ impl Host {
                 self.count_drop("ethernet_truncated");
                 return;
             }
-            self.gro_input(interface, packet, false);
+            if self.gro.is_none() && !self.merges(interface) {
+                // What `gro_input` does with it when the interface merges
+                // nothing and GRO holds nothing: queued as it is, here,
+                // without the packet's two moves through the calls.
+                self.queue_ip_input(interface, packet, false);
+            } else {
+                self.gro_input(interface, packet, false);
+            }
             return;
         }
         self.link_input_general(now, interface, packet, arrived);
@@ -1354,6 +1361,14 @@ impl Host {
         packet: Packet,
         link_multicast: bool,
     ) {
+        self.queue_ip_input(interface, packet, link_multicast);
+    }
+
+    /// [`enqueue_ip_input`](Self::enqueue_ip_input) inline, for link
+    /// input's data path: the queue's entry is built from the packet where
+    /// the caller has it.
+    #[inline(always)]
+    fn queue_ip_input(&mut self, interface: InterfaceId, packet: Packet, link_multicast: bool) {
         if self.input.len() >= INPUT_QUEUE_LIMIT {
             self.count_drop("ip_input_queue_full");
             return;
