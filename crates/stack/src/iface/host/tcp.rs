@@ -384,10 +384,10 @@ impl Host {
         path_slot: Option<usize>,
     ) {
         // The segment is the caller's scratch: its payload is taken and
-        // its repr changed in place, not copied.
+        // its repr read in place, not copied.
         let payload = std::mem::take(&mut out.payload);
         let gso_size = out.gso_size;
-        let repr = &mut out.repr;
+        let repr = &out.repr;
         let payload_len = repr.payload_len;
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -405,20 +405,14 @@ impl Host {
             self.tcp_drop("tcp_payload_mismatch");
             return;
         }
-        // The header is emitted alone into the scratch (its options laid
-        // out once), and its length read back from the data offset. The
-        // repr is ours: it says "no payload" in place, not in a copy.
+        // The header is emitted alone into the scratch: a segment with
+        // timestamps alone field by field, any other through the repr's
+        // general emit.
         let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
-        repr.payload_len = 0;
-        let mut view = TcpPacket::new_unchecked(&mut scratch[..]);
-        if repr
-            .emit(&mut view, &src, &dst, 0, |_| {}, ChecksumMode::Skip)
-            .is_err()
-        {
+        let Ok(header_len) = repr.emit_header(&mut scratch) else {
             self.tcp_drop("tcp_emit_failed");
             return;
-        }
-        let header_len = view.header_len();
+        };
         let total = header_len + payload_len;
         let Some(header) = scratch.get_mut(..header_len) else {
             self.tcp_drop("tcp_emit_failed");
