@@ -445,11 +445,18 @@ impl Host {
         };
         room.copy_from_slice(header);
         self.counters.tcp_sent += 1;
-        let cached =
-            path_slot.and_then(|slot| self.current_path(now, self.tcp_paths.get(slot), dst));
+        // Whether the slot's path is current (then kept, even where it
+        // gives no route: see `path`), read in place.
+        let mut cached = false;
         match (src, dst) {
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                let route = match cached.and_then(|path| path.ipv6_route()) {
+                let route = path_slot
+                    .and_then(|slot| self.current_path_at(now, slot, IpAddr::V6(dst)))
+                    .and_then(|path| {
+                        cached = true;
+                        path.ipv6_route()
+                    });
+                let route = match route {
                     Some(route) => Some(route),
                     None => self.ipv6_route(now, dst, None, flow),
                 };
@@ -472,7 +479,13 @@ impl Host {
                 );
             }
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                let route = match cached.and_then(|path| self.cached_ipv4_route(&path)) {
+                let route = path_slot
+                    .and_then(|slot| self.current_path_at(now, slot, IpAddr::V4(dst)))
+                    .and_then(|path| {
+                        cached = true;
+                        self.cached_ipv4_route(path)
+                    });
+                let route = match route {
                     Some(route) => Some(route),
                     None => self.ipv4_route(now, dst, flow),
                 };
@@ -498,7 +511,7 @@ impl Host {
         }
         // A path that needs the full output path (no link-layer address)
         // is kept as it is: it says so until a table changes.
-        if let (Some(slot), None) = (path_slot, cached) {
+        if let (Some(slot), false) = (path_slot, cached) {
             let learnt = self.learn_path(now, dst);
             self.tcp_paths.set(slot, learnt);
         }
