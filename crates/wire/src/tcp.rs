@@ -6,7 +6,7 @@
 //! IPv6 pseudo-header with that length (RFC 9293 §3.1, RFC 8200 §8.1).
 
 use core::fmt;
-use core::net::IpAddr;
+use core::net::{IpAddr, Ipv6Addr};
 use core::ops;
 
 use crate::bytes::{be_u16, be_u32, put_be_u16, put_be_u32};
@@ -1071,6 +1071,49 @@ impl TcpRepr {
     /// Bytes of header and a payload of `payload_len`.
     pub fn buffer_len(&self, payload_len: usize) -> usize {
         self.header_len() + payload_len
+    }
+
+    /// Writes the header alone (options included, checksum zero) into
+    /// `header` and returns its length: what [`emit`](Self::emit) writes
+    /// before the payload, whatever `payload_len` says (the caller sums
+    /// and places the checksum). A segment with timestamps alone (nearly
+    /// every one a connection sends) is written field by field into the
+    /// fixed array, without `emit`'s checks and slicing; any other goes
+    /// through `emit`. Options that do not fit are [`Error::Malformed`].
+    #[inline]
+    pub fn emit_header(&self, header: &mut [u8; MAX_HEADER_LEN]) -> Result<usize> {
+        let Some((tsval, tsecr)) = self.only_timestamps() else {
+            return self.emit_header_general(header);
+        };
+        const LEN: usize = HEADER_LEN + PREDICTED_TIMESTAMPS_LEN;
+        header[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
+        header[field::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
+        header[field::SEQ_NUMBER].copy_from_slice(&self.seq_number.to_be_bytes());
+        header[field::ACK_NUMBER].copy_from_slice(&self.ack_number.unwrap_or(0).to_be_bytes());
+        // Data offset in words; RFC 9293 §3.1: reserved bits zero.
+        header[field::DATA_OFFSET] = ((LEN / 4) as u8) << 4;
+        header[field::FLAGS] = self.wire_flags().bits();
+        header[field::WINDOW].copy_from_slice(&self.window_len.to_be_bytes());
+        header[field::CHECKSUM].copy_from_slice(&[0, 0]);
+        header[field::URGENT].copy_from_slice(&self.urgent_pointer.to_be_bytes());
+        header[HEADER_LEN..LEN].copy_from_slice(&predicted_timestamps_bytes(tsval, tsecr));
+        Ok(LEN)
+    }
+
+    /// [`emit_header`](Self::emit_header) of any other set of options.
+    #[inline(never)]
+    fn emit_header_general(&self, header: &mut [u8; MAX_HEADER_LEN]) -> Result<usize> {
+        let header_len = self.header_len();
+        let repr = Self {
+            payload_len: 0,
+            ..*self
+        };
+        // The addresses only bound the length, which a header alone never
+        // reaches, and the checksum is skipped.
+        let any = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+        let mut view = TcpPacket::new_unchecked(&mut header[..]);
+        repr.emit(&mut view, &any, &any, 0, |_| {}, ChecksumMode::Skip)?;
+        Ok(header_len)
     }
 
     /// Writes header and options into the first `buffer_len(payload_len)`

@@ -175,7 +175,73 @@ fn option_length_offsets(segment: &[u8]) -> Vec<usize> {
     offsets
 }
 
+/// An established connection's segment: timestamps and no other option,
+/// any fixed fields (what `emit_header` writes field by field).
+fn timestamped_repr() -> impl Strategy<Value = TcpRepr> {
+    (
+        (
+            any::<u16>(),
+            1..=u16::MAX,
+            any::<u32>(),
+            any::<Option<u32>>(),
+        ),
+        (flags_without_ack(), any::<u16>(), any::<u16>()),
+        (any::<(u32, u32)>(), 0usize..2000),
+    )
+        .prop_map(
+            |(
+                (src_port, dst_port, seq_number, ack_number),
+                (flags, window_len, urgent_pointer),
+                (timestamps, payload_len),
+            )| TcpRepr {
+                src_port,
+                dst_port,
+                seq_number,
+                ack_number,
+                flags,
+                window_len,
+                urgent_pointer,
+                max_seg_size: None,
+                window_scale: None,
+                sack_permitted: false,
+                sack_ranges: [None; 4],
+                timestamps: Some(timestamps),
+                unknown_options: TcpUnknownOptions::new(),
+                payload_len,
+            },
+        )
+}
+
+/// `emit_header` gives the bytes `emit` writes before the payload, its
+/// checksum field zero, for timestamped segments (its direct path) and for
+/// any other (its general one); whatever the repr's `payload_len`.
+fn assert_header_matches_emit(repr: &TcpRepr) -> Result<(), TestCaseError> {
+    let mut header = [0xa5u8; MAX_HEADER_LEN];
+    let len = repr.emit_header(&mut header).expect("a fitting repr emits");
+    let alone = TcpRepr {
+        payload_len: 0,
+        ..*repr
+    };
+    let (src, dst) = (IpAddr::from([0u8; 16]), IpAddr::from([0u8; 16]));
+    let reference = emit(&alone, &src, &dst, &[], ChecksumMode::Skip);
+    prop_assert_eq!(len, repr.header_len());
+    prop_assert_eq!(&header[..len], &reference[..]);
+    Ok(())
+}
+
 proptest! {
+    #[test]
+    fn emit_header_writes_what_emit_does_with_timestamps(repr in timestamped_repr()) {
+        assert_header_matches_emit(&repr)?;
+    }
+
+    #[test]
+    fn emit_header_writes_what_emit_does_for_any_options(
+        (repr, _payload) in repr_and_payload(),
+    ) {
+        assert_header_matches_emit(&repr)?;
+    }
+
     #[test]
     fn emit_then_parse_is_identity(
         (repr, payload) in repr_and_payload(),

@@ -384,10 +384,10 @@ impl Host {
         path_slot: Option<usize>,
     ) {
         // The segment is the caller's scratch: its payload is taken and
-        // its repr changed in place, not copied.
+        // its repr read in place, not copied.
         let payload = std::mem::take(&mut out.payload);
         let gso_size = out.gso_size;
-        let repr = &mut out.repr;
+        let repr = &out.repr;
         let payload_len = repr.payload_len;
         let _span = probe::span(
             TCP_OUTPUT_ENTER,
@@ -405,20 +405,14 @@ impl Host {
             self.tcp_drop("tcp_payload_mismatch");
             return;
         }
-        // The header is emitted alone into the scratch (its options laid
-        // out once), and its length read back from the data offset. The
-        // repr is ours: it says "no payload" in place, not in a copy.
+        // The header is emitted alone into the scratch: a segment with
+        // timestamps alone field by field, any other through the repr's
+        // general emit.
         let mut scratch = [0u8; wire::tcp::MAX_HEADER_LEN];
-        repr.payload_len = 0;
-        let mut view = TcpPacket::new_unchecked(&mut scratch[..]);
-        if repr
-            .emit(&mut view, &src, &dst, 0, |_| {}, ChecksumMode::Skip)
-            .is_err()
-        {
+        let Ok(header_len) = repr.emit_header(&mut scratch) else {
             self.tcp_drop("tcp_emit_failed");
             return;
-        }
-        let header_len = view.header_len();
+        };
         let total = header_len + payload_len;
         let Some(header) = scratch.get_mut(..header_len) else {
             self.tcp_drop("tcp_emit_failed");
@@ -451,11 +445,18 @@ impl Host {
         };
         room.copy_from_slice(header);
         self.counters.tcp_sent += 1;
-        let cached =
-            path_slot.and_then(|slot| self.current_path(now, self.tcp_paths.get(slot), dst));
+        // Whether the slot's path is current (then kept, even where it
+        // gives no route: see `path`), read in place.
+        let mut cached = false;
         match (src, dst) {
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                let route = match cached.and_then(|path| path.ipv6_route()) {
+                let route = path_slot
+                    .and_then(|slot| self.current_path_at(now, slot, IpAddr::V6(dst)))
+                    .and_then(|path| {
+                        cached = true;
+                        path.ipv6_route()
+                    });
+                let route = match route {
                     Some(route) => Some(route),
                     None => self.ipv6_route(now, dst, None, flow),
                 };
@@ -478,7 +479,13 @@ impl Host {
                 );
             }
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                let route = match cached.and_then(|path| self.cached_ipv4_route(&path)) {
+                let route = path_slot
+                    .and_then(|slot| self.current_path_at(now, slot, IpAddr::V4(dst)))
+                    .and_then(|path| {
+                        cached = true;
+                        self.cached_ipv4_route(path)
+                    });
+                let route = match route {
                     Some(route) => Some(route),
                     None => self.ipv4_route(now, dst, flow),
                 };
@@ -504,7 +511,7 @@ impl Host {
         }
         // A path that needs the full output path (no link-layer address)
         // is kept as it is: it says so until a table changes.
-        if let (Some(slot), None) = (path_slot, cached) {
+        if let (Some(slot), false) = (path_slot, cached) {
             let learnt = self.learn_path(now, dst);
             self.tcp_paths.set(slot, learnt);
         }

@@ -152,6 +152,13 @@ impl Connection {
         if repr.payload_len == 0 {
             return;
         }
+        let mss = self.send_mss();
+        // A full-sized segment while nothing is recorded (bulk data) is
+        // at least the MSS whatever its options: `on_send` would change
+        // nothing, so its header is not measured.
+        if repr.payload_len >= mss && self.small_segments.is_empty() {
+            return;
+        }
         let timestamps = if repr.timestamps.is_some() {
             options::TIMESTAMPS_OPTION
         } else {
@@ -161,7 +168,7 @@ impl Connection {
         let size = repr.payload_len + options.saturating_sub(timestamps);
         let start = Seq(repr.seq_number);
         self.small_segments
-            .on_send(start, start + repr.payload_len, size, self.send_mss());
+            .on_send(start, start + repr.payload_len, size, mss);
     }
 
     /// The next segment of a synchronized connection, by precedence: a
