@@ -625,7 +625,7 @@ impl Packet {
         let mut count = 0;
         // As `parts`, without its iterator adaptors: the head, then the
         // chain, empty pieces left out.
-        let head = self.head_data();
+        let head = self.head_bytes();
         if !head.is_empty() {
             *out.get_mut(0)? = head;
             count = 1;
@@ -643,7 +643,7 @@ impl Packet {
     /// The packet's bytes as contiguous parts, in order: what a
     /// scatter-gather transmit hands to the link.
     pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
-        std::iter::once(self.head_data())
+        std::iter::once(self.head_bytes())
             .chain(self.chain.iter().map(Segment::as_slice))
             .filter(|part| !part.is_empty())
     }
@@ -652,12 +652,6 @@ impl Packet {
     /// not empty (a received frame's whole), without the iterator.
     #[inline]
     pub fn head_bytes(&self) -> &[u8] {
-        self.head_data()
-    }
-
-    /// The head buffer's data.
-    #[inline]
-    fn head_data(&self) -> &[u8] {
         &self.head[self.start as usize..self.end as usize]
     }
 
@@ -665,7 +659,7 @@ impl Packet {
     /// 0 is the head's data, then the chain.
     pub(super) fn part(&self, index: usize) -> Option<&[u8]> {
         match index {
-            0 => Some(self.head_data()),
+            0 => Some(self.head_bytes()),
             i => self.chain.get(i - 1).map(Segment::as_slice),
         }
     }

@@ -1243,18 +1243,17 @@ impl Host {
 /// the part.
 #[inline(always)]
 fn plain_unicast_ipv6(frame: &[u8], mac: EthernetAddress) -> bool {
-    const OPTS: u8 = 60;
-    const FRAG: u8 = 44;
     const IP: usize = wire::ethernet::HEADER_LEN;
     if frame.len() < IP + wire::ipv6::HEADER_LEN {
         return false;
     }
-    frame[12..14] == [0x86, 0xdd]
+    let next_header = frame[IP + 6];
+    frame[12..14] == u16::from(wire::ethernet::EtherType::Ipv6).to_be_bytes()
         && frame[IP] >> 4 == 6
-        && frame[IP + 6] != OPTS
-        && frame[IP + 6] != FRAG
+        && next_header != u8::from(IpProtocol::Ipv6Opts)
+        && next_header != u8::from(IpProtocol::Ipv6Frag)
         && frame[..6] == mac.0
-        && frame[0] & 1 == 0
+        && mac.is_unicast()
 }
 
 /// Whether a received frame carries IP (any frame of an IP link, an
@@ -1454,8 +1453,9 @@ mod tests {
         assert!(general(&|f| f[12..14].copy_from_slice(&[0x08, 0x00]))); // IPv4
         assert!(general(&|f| f[14] = 0x40)); // version 4 in an IPv6 frame
         assert!(general(&|f| f.truncate(53))); // short of the fixed header
-                                               // A multicast MAC the interface were given still goes the general
-                                               // way (its frames count as link-layer multicast).
+
+        // A multicast MAC the interface were given still goes the general
+        // way (its frames count as link-layer multicast).
         let group = EthernetAddress([0x33, 0x33, 0, 0, 0, 1]);
         let mut to_group = frame.clone();
         to_group[..6].copy_from_slice(&group.0);
