@@ -32,6 +32,9 @@ struct Cursor {
     /// not allocated: both null).
     next: Cell<*mut Record>,
     end: Cell<*mut Record>,
+    /// The buffer's first slot (null when not allocated): a record is
+    /// behind `next` only when `next` is past it.
+    start: Cell<*mut Record>,
     /// This thread's number, copied into each record; 0 until assigned.
     thread: Cell<u16>,
 }
@@ -70,6 +73,7 @@ impl Ring {
         self.capacity.set(capacity);
         // `wrapping_add` stays within (one past) the allocation just made.
         cursor.next.set(start);
+        cursor.start.set(start);
         cursor.end.set(start.wrapping_add(capacity));
         self.allocated.set(true);
     }
@@ -77,6 +81,7 @@ impl Ring {
     /// Frees the buffer, the cursor pointing nowhere first.
     fn release(&self, cursor: &Cursor) {
         cursor.next.set(std::ptr::null_mut());
+        cursor.start.set(std::ptr::null_mut());
         cursor.end.set(std::ptr::null_mut());
         let start = self.start.replace(std::ptr::null_mut());
         if !start.is_null() {
@@ -135,6 +140,7 @@ thread_local! {
         Cursor {
             next: Cell::new(std::ptr::null_mut()),
             end: Cell::new(std::ptr::null_mut()),
+            start: Cell::new(std::ptr::null_mut()),
             thread: Cell::new(0),
         }
     };
@@ -185,6 +191,39 @@ fn push_to_at(cursor: &Cursor, tsc: u64, loc: Loc, len: u32, flow: u32, aux: u64
     }
     // SAFETY: as in `push_to`: `next` lies in [start, end) of this
     // thread's buffer and no reference to the buffer is held.
+    unsafe { next.write(Record::new(tsc, loc, len, flow, aux, cursor.thread.get())) };
+    cursor.next.set(next.wrapping_add(1));
+}
+
+/// Appends one record made at the counter value of this thread's last
+/// record if that was made at `after` (the work recorded there was the
+/// last worth timing before this point), else at a fresh read.
+#[inline(always)]
+pub(crate) fn push_after(after: Loc, loc: Loc, len: u32, flow: u32, aux: u64) {
+    CURSOR.with(|cursor| push_to_after(cursor, after, loc, len, flow, aux));
+}
+
+/// [`push_after`]'s out-of-line part.
+#[inline(never)]
+fn push_to_after(cursor: &Cursor, after: Loc, loc: Loc, len: u32, flow: u32, aux: u64) {
+    let next = cursor.next.get();
+    if next == cursor.end.get() {
+        return push_slow(loc, len, flow, aux, None);
+    }
+    let tsc = if next != cursor.start.get() {
+        // SAFETY: `next` is past the buffer's start and not past its end,
+        // so the slot before it lies in the buffer and was written by a
+        // push (or the allocation's fill); no reference to it is held.
+        let last = unsafe { next.wrapping_sub(1).read() };
+        if usize::from(last.loc) == after.index() {
+            last.tsc
+        } else {
+            clock::read()
+        }
+    } else {
+        clock::read()
+    };
+    // SAFETY: as in `push_to`.
     unsafe { next.write(Record::new(tsc, loc, len, flow, aux, cursor.thread.get())) };
     cursor.next.set(next.wrapping_add(1));
 }
@@ -371,6 +410,30 @@ mod tests {
             push(Loc(0), 0, 0, 0);
             init_thread(16);
             assert_eq!(recorded(), 0);
+        });
+    }
+
+    #[test]
+    fn a_record_after_another_at_the_named_location_shares_its_counter_value() {
+        on_thread(|| {
+            init_thread(8);
+            // Nothing behind the cursor: a fresh read.
+            push_after(Loc(1), Loc(2), 0, 0, 0);
+            push(Loc(1), 0, 0, 0);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            push_after(Loc(1), Loc(2), 0, 0, 0);
+            // The last record is at 2, not 1: a fresh read.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            push_after(Loc(1), Loc(3), 0, 0, 0);
+            let r = drain_thread();
+            assert_eq!(r.len(), 4);
+            assert!(r[1].tsc >= r[0].tsc);
+            assert_eq!(r[2].tsc, r[1].tsc, "shares the read of the record at 1");
+            assert!(
+                r[3].tsc > r[2].tsc,
+                "the record before is at 2: read afresh"
+            );
+            assert_eq!((r[2].loc, r[3].loc), (2, 3));
         });
     }
 

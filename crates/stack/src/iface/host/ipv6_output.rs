@@ -18,9 +18,9 @@ use crate::iface::neighbor::Resolution;
 use crate::iface::route::{InterfaceId, NextHop};
 use crate::phy::Medium;
 use crate::probes::{
-    FRAGMENT_ENTER, FRAGMENT_EXIT, IPV6_OUTPUT_ENTER, IPV6_OUTPUT_EXIT, IP_FORWARD_ENTER,
-    IP_FORWARD_EXIT, NEIGHBOR_LOOKUP_ENTER, NEIGHBOR_LOOKUP_EXIT, ROUTE_LOOKUP_ENTER,
-    ROUTE_LOOKUP_EXIT,
+    FRAGMENT_ENTER, FRAGMENT_EXIT, INTERFACE_QUEUE_ENQUEUE, IPV6_OUTPUT_ENTER, IPV6_OUTPUT_EXIT,
+    IP_FORWARD_ENTER, IP_FORWARD_EXIT, NEIGHBOR_LOOKUP_ENTER, NEIGHBOR_LOOKUP_EXIT,
+    ROUTE_LOOKUP_ENTER, ROUTE_LOOKUP_EXIT,
 };
 use crate::time::Instant;
 
@@ -158,7 +158,7 @@ impl Host {
         // The length is a walk of the packet's parts: read once, and
         // counted on below as the trace option is prepended.
         let mut len = payload.len();
-        let _span = probe::span(IPV6_OUTPUT_ENTER, IPV6_OUTPUT_EXIT, len as u32, flow, 0);
+        let span = probe::span(IPV6_OUTPUT_ENTER, IPV6_OUTPUT_EXIT, len as u32, flow, 0);
         self.counters.ipv6_sent += 1;
         let mut next_header = send.next_header;
         // A traced flow carries the trace destination option so the
@@ -189,9 +189,12 @@ impl Host {
                 return;
             }
             self.ipv6_route_output(now, &route, send.dst, payload);
+            // Queueing the packet on its interface was the last work.
+            span.end_after(INTERFACE_QUEUE_ENQUEUE);
             return;
         }
         self.ipv6_output_fragments(now, &route, &send, &payload, len, next_header);
+        drop(span);
     }
 
     /// [`ipv6_output`](Self::ipv6_output) of a packet over the path MTU,

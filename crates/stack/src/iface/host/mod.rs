@@ -1053,7 +1053,7 @@ impl Host {
             // general path below would do with it, without its checks that
             // `plain_unicast_ipv6` answered already. It carries no trace
             // option (nor is a fragment), so its flow stays.
-            let _span = self.link_receive_span(now, interface, &packet, arrived);
+            let span = self.link_receive_span(now, interface, &packet, arrived);
             if packet.strip(wire::ethernet::HEADER_LEN).is_err() {
                 // Not reached: the head holds a whole IPv6 header.
                 self.count_drop("ethernet_truncated");
@@ -1064,8 +1064,11 @@ impl Host {
                 // nothing and GRO holds nothing: queued as it is, here,
                 // without the packet's two moves through the calls.
                 self.queue_ip_input(interface, packet, false);
+                // Queueing it for IP input was the receive's last work.
+                span.end_after(crate::probes::IP_INPUT_QUEUE_ENQUEUE);
             } else {
                 self.gro_input(interface, packet, false);
+                drop(span);
             }
             return;
         }

@@ -18,8 +18,9 @@ use super::Host;
 use crate::buffer::Packet;
 use crate::iface::icmp_error::Quoted;
 use crate::probes::{
-    CHECKSUM_ENTER, CHECKSUM_EXIT, RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER,
-    TCP_INPUT_EXIT, TCP_OUTPUT_ENTER, TCP_OUTPUT_EXIT, TCP_TIMER_ENTER, TCP_TIMER_EXIT,
+    CHECKSUM_ENTER, CHECKSUM_EXIT, IPV4_OUTPUT_EXIT, IPV6_OUTPUT_EXIT, RECV_QUEUE_ENQUEUE,
+    SEND_QUEUE_DEQUEUE, TCP_INPUT_ENTER, TCP_INPUT_EXIT, TCP_OUTPUT_ENTER, TCP_OUTPUT_EXIT,
+    TCP_TIMER_ENTER, TCP_TIMER_EXIT,
 };
 use crate::socket::probe_len;
 use crate::socket::tcp::connection::{Connection, Outgoing, Reply};
@@ -389,7 +390,7 @@ impl Host {
         let gso_size = out.gso_size;
         let repr = &out.repr;
         let payload_len = repr.payload_len;
-        let _span = probe::span(
+        let span = probe::span(
             TCP_OUTPUT_ENTER,
             TCP_OUTPUT_EXIT,
             payload_len as u32,
@@ -448,7 +449,7 @@ impl Host {
         // Whether the slot's path is current (then kept, even where it
         // gives no route: see `path`), read in place.
         let mut cached = false;
-        match (src, dst) {
+        let output_exit = match (src, dst) {
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 let route = path_slot
                     .and_then(|slot| self.current_path_at(now, slot, IpAddr::V6(dst)))
@@ -477,6 +478,7 @@ impl Host {
                     },
                     packet,
                 );
+                IPV6_OUTPUT_EXIT
             }
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
                 let route = path_slot
@@ -506,15 +508,19 @@ impl Host {
                     },
                     packet,
                 );
+                IPV4_OUTPUT_EXIT
             }
             _ => return self.tcp_drop("tcp_family_mismatch"),
-        }
+        };
         // A path that needs the full output path (no link-layer address)
         // is kept as it is: it says so until a table changes.
         if let (Some(slot), false) = (path_slot, cached) {
             let learnt = self.learn_path(now, dst);
             self.tcp_paths.set(slot, learnt);
+            return;
         }
+        // The IP output was the segment's last work.
+        span.end_after(output_exit);
     }
 
     /// Lowers a connection's send MSS when the path MTU (learned from
