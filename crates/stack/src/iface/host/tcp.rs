@@ -40,9 +40,18 @@ impl Host {
     /// not moved in: TCP only reads it (the payload is copied into the
     /// receive buffer), and the caller drops it after.
     pub(super) fn tcp_input(&mut self, now: Instant, meta: &IpMeta, packet: &Packet, pos: usize) {
-        let _span = probe::span_with(TCP_INPUT_ENTER, TCP_INPUT_EXIT, packet.flow(), || {
+        let span = probe::span_with(TCP_INPUT_ENTER, TCP_INPUT_EXIT, packet.flow(), || {
             (packet.len() as u32, 0)
         });
+        self.tcp_input_segment(now, meta, packet, pos);
+        // A segment whose data was the last work (no reply sent) ends at
+        // its receive queue's enqueue.
+        span.end_after(RECV_QUEUE_ENQUEUE);
+    }
+
+    /// [`tcp_input`](Self::tcp_input)'s work, inside its span.
+    #[inline(always)]
+    fn tcp_input_segment(&mut self, now: Instant, meta: &IpMeta, packet: &Packet, pos: usize) {
         let Some(total) = packet.len().checked_sub(pos) else {
             self.tcp_drop("tcp_truncated");
             return;
