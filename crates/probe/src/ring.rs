@@ -196,36 +196,51 @@ fn push_to_at(cursor: &Cursor, tsc: u64, loc: Loc, len: u32, flow: u32, aux: u64
 }
 
 /// Appends one record made at the counter value of this thread's last
-/// record if that was made at `after` (the work recorded there was the
-/// last worth timing before this point), else at a fresh read.
+/// record if that was made at one of `after` (the work recorded there was
+/// the last worth timing before this point), else at a fresh read.
+/// Returns the counter value the record carries, `None` if it was not
+/// written here (the ring full, or not yet allocated).
 #[inline(always)]
-pub(crate) fn push_after(after: Loc, loc: Loc, len: u32, flow: u32, aux: u64) {
-    CURSOR.with(|cursor| push_to_after(cursor, after, loc, len, flow, aux));
+pub(crate) fn push_after(after: &[Loc], loc: Loc, len: u32, flow: u32, aux: u64) -> Option<u64> {
+    // At most two, as indices (`NONE` for none): the sites pass constants,
+    // so the out-of-line part gets two immediates, not a slice to walk.
+    debug_assert!(after.len() <= 2, "at most two locations");
+    const NONE: u16 = u16::MAX;
+    let index = |i: usize| after.get(i).map_or(NONE, |l| l.index() as u16);
+    let after = [index(0), index(1)];
+    CURSOR.with(|cursor| push_to_after(cursor, after, loc, len, flow, aux))
 }
 
 /// [`push_after`]'s out-of-line part.
 #[inline(never)]
-fn push_to_after(cursor: &Cursor, after: Loc, loc: Loc, len: u32, flow: u32, aux: u64) {
+fn push_to_after(
+    cursor: &Cursor,
+    after: [u16; 2],
+    loc: Loc,
+    len: u32,
+    flow: u32,
+    aux: u64,
+) -> Option<u64> {
     let next = cursor.next.get();
     if next == cursor.end.get() {
-        return push_slow(loc, len, flow, aux, None);
+        push_slow(loc, len, flow, aux, None);
+        return None;
     }
-    let tsc = if next != cursor.start.get() {
+    let mut tsc = None;
+    if next != cursor.start.get() {
         // SAFETY: `next` is past the buffer's start and not past its end,
         // so the slot before it lies in the buffer and was written by a
         // push (or the allocation's fill); no reference to it is held.
         let last = unsafe { next.wrapping_sub(1).read() };
-        if usize::from(last.loc) == after.index() {
-            last.tsc
-        } else {
-            clock::read()
+        if after.contains(&last.loc) {
+            tsc = Some(last.tsc);
         }
-    } else {
-        clock::read()
-    };
+    }
+    let tsc = tsc.unwrap_or_else(clock::read);
     // SAFETY: as in `push_to`.
     unsafe { next.write(Record::new(tsc, loc, len, flow, aux, cursor.thread.get())) };
     cursor.next.set(next.wrapping_add(1));
+    Some(tsc)
 }
 
 /// [`push`]'s out-of-line part.
@@ -418,13 +433,13 @@ mod tests {
         on_thread(|| {
             init_thread(8);
             // Nothing behind the cursor: a fresh read.
-            push_after(Loc(1), Loc(2), 0, 0, 0);
+            push_after(&[Loc(1)], Loc(2), 0, 0, 0);
             push(Loc(1), 0, 0, 0);
             std::thread::sleep(std::time::Duration::from_millis(1));
-            push_after(Loc(1), Loc(2), 0, 0, 0);
+            push_after(&[Loc(5), Loc(1)], Loc(2), 0, 0, 0);
             // The last record is at 2, not 1: a fresh read.
             std::thread::sleep(std::time::Duration::from_millis(1));
-            push_after(Loc(1), Loc(3), 0, 0, 0);
+            push_after(&[Loc(1)], Loc(3), 0, 0, 0);
             let r = drain_thread();
             assert_eq!(r.len(), 4);
             assert!(r[1].tsc >= r[0].tsc);

@@ -67,12 +67,14 @@ impl SpanGuard {
     }
 
     /// Ends the span now, where its last work worth timing was recorded at
-    /// `last` (a queue's enqueue, a nested span's exit): its exit shares
-    /// the counter read of this thread's last record if that was made at
-    /// `last`, as [`crate::Stamp`] records do, and reads the counter
-    /// afresh otherwise (the span ended early, before reaching `last`).
+    /// one of `last` (one or two locations: a queue's enqueue, a nested
+    /// span's exit): its exit
+    /// shares the counter read of this thread's last record if that was
+    /// made at one of `last`, as [`crate::Stamp`] records do, and reads
+    /// the counter afresh otherwise (the span ended early, before reaching
+    /// them).
     #[inline(always)]
-    pub fn end_after(mut self, last: Loc) {
+    pub fn end_after(mut self, last: &[Loc]) {
         #[cfg(feature = "probes")]
         if let Some(exit) = self.exit.take() {
             crate::ring::push_after(last, exit.loc, exit.len, exit.flow, exit.aux);

@@ -26,6 +26,16 @@ impl Stamp {
         Stamp { tsc: None }
     }
 
+    /// Whether a record made with the stamp read the counter (so that
+    /// record was kept).
+    #[inline(always)]
+    pub fn is_read(&self) -> bool {
+        #[cfg(feature = "probes")]
+        return self.tsc.is_some();
+        #[cfg(not(feature = "probes"))]
+        false
+    }
+
     #[cfg(feature = "probes")]
     #[inline(always)]
     pub(crate) fn read(&mut self) -> u64 {
@@ -48,6 +58,33 @@ impl Stamp {
         }
         #[cfg(not(feature = "probes"))]
         let _ = (loc, flow, args);
+    }
+
+    /// [`Stamp::record_with`] at the counter value of this thread's last
+    /// record if that was made at one of `after` (one or two locations;
+    /// none for a fresh read) (the record follows the
+    /// work recorded there with nothing worth timing between: the next
+    /// packet's dequeue after the last one's processing, in one loop);
+    /// else at a fresh read, as [`Stamp::record_with`]. Records made with
+    /// the stamp after it share that value.
+    #[inline(always)]
+    pub fn record_after(
+        &mut self,
+        after: &[Loc],
+        loc: Loc,
+        flow: Flow,
+        args: impl FnOnce() -> (u32, u64),
+    ) {
+        #[cfg(feature = "probes")]
+        if crate::gate::is_open_at(flow, loc) {
+            let (len, aux) = args();
+            match self.tsc {
+                Some(tsc) => crate::ring::push_at(tsc, loc, len, flow.id, aux),
+                None => self.tsc = crate::ring::push_after(after, loc, len, flow.id, aux),
+            }
+        }
+        #[cfg(not(feature = "probes"))]
+        let _ = (after, loc, flow, args);
     }
 
     /// [`crate::span_with`] whose enter is at this stamp's counter value

@@ -570,24 +570,44 @@ fn recorded_rounds(
     }
     probe::set_mode(probe::Mode::Off);
     // The last round's records by location, for where the cost falls.
-    let mut by_location = std::collections::BTreeMap::<&str, usize>::new();
-    for record in probe::drain_thread() {
+    // Counter reads: records sharing one (`probe::Stamp`,
+    // `SpanGuard::end_after`) carry the value of the first.
+    let mut by_location = std::collections::BTreeMap::<&str, (usize, usize)>::new();
+    let (mut reads, mut last_tsc) = (0usize, None);
+    let drained = probe::drain_thread();
+    let last_round = drained.len();
+    for record in drained {
         let name = stack::probes::LOCATIONS
             .get(usize::from(record.loc))
             .map_or("?", |l| l.name);
-        *by_location.entry(name).or_default() += 1;
+        let entry = by_location.entry(name).or_default();
+        entry.0 += 1;
+        if last_tsc != Some(record.tsc) {
+            reads += 1;
+            entry.1 += 1;
+            last_tsc = Some(record.tsc);
+        }
     }
     probe::reset_thread();
     assert!(records > 0, "recording on, yet nothing recorded");
-    println!("recording: {:.0} records per MiB", records as f64 / mib);
+    println!(
+        "recording: {:.0} records per MiB, {:.0} counter reads per 100 records",
+        records as f64 / mib,
+        100.0 * reads as f64 / last_round.max(1) as f64
+    );
     if !show_locations {
         return Some(mib / spent.as_secs_f64());
     }
-    let mut counts: Vec<(&str, usize)> = by_location.into_iter().collect();
-    counts.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+    let mut counts: Vec<(&str, (usize, usize))> = by_location.into_iter().collect();
+    counts.sort_by_key(|&(_, (count, _))| std::cmp::Reverse(count));
     let per_mib = rounds as f64 / mib;
-    for (name, count) in counts {
-        println!("  {:>8.0} per MiB  {name}", count as f64 * per_mib);
+    println!("  records and counter reads per MiB, by location:");
+    for (name, (count, reads)) in counts {
+        println!(
+            "  {:>8.0} {:>8.0}  {name}",
+            count as f64 * per_mib,
+            reads as f64 * per_mib
+        );
     }
     Some(mib / spent.as_secs_f64())
 }

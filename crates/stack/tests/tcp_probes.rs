@@ -307,8 +307,9 @@ fn at_the_layers_depth_ack_processing_is_left_to_tcp_input() {
 /// A stage whose last work was recorded ends at that record's counter
 /// read (`SpanGuard::end_after`): the IPv6 output at its packet's enqueue,
 /// TCP's output at the IPv6 output's end, the link receive at its
-/// packet's IP input enqueue, TCP's input of data at the receive queue's
-/// enqueue. One counter read fewer each, on every
+/// packet's IP input enqueue, TCP's input of data or an acknowledgment
+/// at its stream queue's record, and the next packet's dequeue from the
+/// IP input queue at the previous one's IP input end. One counter read fewer each, on every
 /// segment sent and received (issue 22: the reads are most of a record's
 /// cost).
 #[test]
@@ -325,6 +326,8 @@ fn a_stage_ending_at_its_last_record_shares_that_records_counter_read() {
         ("ipv6.output.exit", "tcp.output.exit"),
         ("ip.input_queue.enqueue", "link.receive.exit"),
         ("socket.recv_queue.enqueue", "tcp.input.exit"),
+        ("socket.send_queue.dequeue", "tcp.input.exit"),
+        ("ipv6.input.exit", "ip.input_queue.dequeue"),
     ] {
         let pairs: Vec<_> = records
             .windows(2)

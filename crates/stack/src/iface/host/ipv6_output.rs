@@ -190,7 +190,7 @@ impl Host {
             }
             self.ipv6_route_output(now, &route, send.dst, payload);
             // Queueing the packet on its interface was the last work.
-            span.end_after(INTERFACE_QUEUE_ENQUEUE);
+            span.end_after(&[INTERFACE_QUEUE_ENQUEUE]);
             return;
         }
         self.ipv6_output_fragments(now, &route, &send, &payload, len, next_header);

@@ -784,6 +784,10 @@ impl Host {
             self.start(now);
         }
         self.receive_frames(now);
+        // After a packet whose IP input was recorded, the last record
+        // before the next dequeue is that input's end, with nothing worth
+        // timing between: the dequeue shares its counter read.
+        let mut previous: &[probe::Loc] = &[];
         while let Some(received) = self.input.pop_front() {
             // Queued a batch ago, the next packet's buffer is cold.
             if let Some(next) = self.input.front() {
@@ -791,12 +795,21 @@ impl Host {
             }
             // The dequeue and IP input's start share a counter read.
             let mut dequeued = probe::Stamp::new();
-            dequeued.record_with(
+            dequeued.record_after(
+                previous,
                 crate::probes::IP_INPUT_QUEUE_DEQUEUE,
                 received.packet.flow(),
                 || (received.packet.len() as u32, received.interface.0 as u64),
             );
             self.ip_input(now, received, &mut dequeued);
+            previous = if dequeued.is_read() {
+                &[
+                    crate::probes::IPV6_INPUT_EXIT,
+                    crate::probes::IPV4_INPUT_EXIT,
+                ]
+            } else {
+                &[]
+            };
         }
         self.socket_output(now);
         self.poll_timers(now);
@@ -1065,7 +1078,7 @@ impl Host {
                 // without the packet's two moves through the calls.
                 self.queue_ip_input(interface, packet, false);
                 // Queueing it for IP input was the receive's last work.
-                span.end_after(crate::probes::IP_INPUT_QUEUE_ENQUEUE);
+                span.end_after(&[crate::probes::IP_INPUT_QUEUE_ENQUEUE]);
             } else {
                 self.gro_input(interface, packet, false);
                 drop(span);

@@ -44,9 +44,9 @@ impl Host {
             (packet.len() as u32, 0)
         });
         self.tcp_input_segment(now, meta, packet, pos);
-        // A segment whose data was the last work (no reply sent) ends at
-        // its receive queue's enqueue.
-        span.end_after(RECV_QUEUE_ENQUEUE);
+        // A segment whose data or acknowledgment was the last work (no
+        // reply sent) ends at its stream queue's record.
+        span.end_after(&[RECV_QUEUE_ENQUEUE, SEND_QUEUE_DEQUEUE]);
     }
 
     /// [`tcp_input`](Self::tcp_input)'s work, inside its span.
@@ -529,7 +529,7 @@ impl Host {
             return;
         }
         // The IP output was the segment's last work.
-        span.end_after(output_exit);
+        span.end_after(&[output_exit]);
     }
 
     /// Lowers a connection's send MSS when the path MTU (learned from
