@@ -198,7 +198,16 @@ pub fn mode() -> Mode {
 #[cfg_attr(not(feature = "probes"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn is_open(flow: Flow) -> bool {
-    MODE.load(Ordering::Relaxed) + flow.traced as u8 >= Mode::All as u8
+    opens(MODE.load(Ordering::Relaxed), flow)
+}
+
+/// Whether `mode` opens the gate to `flow`. `Off` is tested first, alone:
+/// with every probe off a site is the mode's load and one branch, without
+/// the flow's flag read and added (about 50 instructions per frame of the
+/// TCP bench fewer, issue 22).
+#[inline(always)]
+fn opens(mode: u8, flow: Flow) -> bool {
+    mode != Mode::Off as u8 && mode + flow.traced as u8 >= Mode::All as u8
 }
 
 /// Whether the probe at `loc` records now for `flow`: the gate is open
@@ -209,7 +218,7 @@ pub(crate) fn is_open(flow: Flow) -> bool {
 #[inline(always)]
 pub(crate) fn is_open_at(flow: Flow, loc: crate::Loc) -> bool {
     if loc.is_detail() {
-        DETAIL_MODE.load(Ordering::Relaxed) + flow.traced as u8 >= Mode::All as u8
+        opens(DETAIL_MODE.load(Ordering::Relaxed), flow)
     } else {
         is_open(flow)
     }

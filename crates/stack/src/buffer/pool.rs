@@ -323,6 +323,7 @@ impl Pool {
     /// allocation alone, which the compiler inlines as it does with probes
     /// compiled out (the guard kept `alloc` out of line: about 100
     /// instructions per frame of the TCP bench, callgrind, issue 22).
+    #[inline(always)]
     pub fn alloc(&self, flow: Flow) -> Option<Buffer> {
         if probe::would_record(BUFFER_ALLOC_ENTER, flow) {
             return self.alloc_recorded(flow);
