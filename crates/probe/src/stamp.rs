@@ -61,12 +61,12 @@ impl Stamp {
     }
 
     /// [`Stamp::record_with`] at the counter value of this thread's last
-    /// record if that was made at one of `after` (one or two locations;
-    /// none for a fresh read) (the record follows the
-    /// work recorded there with nothing worth timing between: the next
-    /// packet's dequeue after the last one's processing, in one loop);
-    /// else at a fresh read, as [`Stamp::record_with`]. Records made with
-    /// the stamp after it share that value.
+    /// record if that was made at one of `after`, one or two locations
+    /// (the record follows the work recorded there with nothing worth
+    /// timing between: the next packet's dequeue after the last one's
+    /// processing, in one loop); else, or with `after` empty, at a fresh
+    /// read, as [`Stamp::record_with`]. Records made with the stamp after
+    /// it share that value.
     #[inline(always)]
     pub fn record_after(
         &mut self,
