@@ -203,8 +203,9 @@ pub(crate) fn is_open(flow: Flow) -> bool {
 
 /// Whether `mode` opens the gate to `flow`. `Off` is tested first, alone:
 /// with every probe off a site is the mode's load and one branch, without
-/// the flow's flag read and added (about 50 instructions per frame of the
-/// TCP bench fewer, issue 22).
+/// the flow's flag read and added (issue 22: 5 instructions per frame of
+/// the TCP bench fewer, callgrind; more at sites whose flow is not in a
+/// register).
 #[inline(always)]
 fn opens(mode: u8, flow: Flow) -> bool {
     mode != Mode::Off as u8 && mode + flow.traced as u8 >= Mode::All as u8

@@ -204,8 +204,9 @@ fn push_to_at(cursor: &Cursor, tsc: u64, loc: Loc, len: u32, flow: u32, aux: u64
 pub(crate) fn push_after(after: &[Loc], loc: Loc, len: u32, flow: u32, aux: u64) -> Option<u64> {
     // At most two, as indices (`NONE` for none): the sites pass constants,
     // so the out-of-line part gets two immediates, not a slice to walk.
+    // `NONE` is no index a record can hold (not even an unwritten slot's).
     debug_assert!(after.len() <= 2, "at most two locations");
-    const NONE: u16 = u16::MAX;
+    const NONE: u16 = Loc::MAX_LOCATIONS as u16;
     let index = |i: usize| after.get(i).map_or(NONE, |l| l.index() as u16);
     let after = [index(0), index(1)];
     CURSOR.with(|cursor| push_to_after(cursor, after, loc, len, flow, aux))
@@ -449,6 +450,18 @@ mod tests {
                 "the record before is at 2: read afresh"
             );
             assert_eq!((r[2].loc, r[3].loc), (2, 3));
+            // Emptied, the ring holds no record to share, whatever its
+            // slots still hold; nor does an empty list of locations share.
+            push(Loc(1), 0, 0, 0);
+            let before = drain_thread()[0].tsc;
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            push_after(&[Loc(1)], Loc(2), 0, 0, 0);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            push_after(&[], Loc(1), 0, 0, 0);
+            let r = drain_thread();
+            assert_eq!(r.len(), 2);
+            assert!(r[0].tsc > before, "read afresh after the drain");
+            assert!(r[1].tsc > r[0].tsc, "no location given: read afresh");
         });
     }
 

@@ -68,11 +68,10 @@ impl SpanGuard {
 
     /// Ends the span now, where its last work worth timing was recorded at
     /// one of `last` (one or two locations: a queue's enqueue, a nested
-    /// span's exit): its exit
-    /// shares the counter read of this thread's last record if that was
-    /// made at one of `last`, as [`crate::Stamp`] records do, and reads
-    /// the counter afresh otherwise (the span ended early, before reaching
-    /// them).
+    /// span's exit): its exit shares the counter read of this thread's
+    /// last record if that was made at one of `last`, as [`crate::Stamp`]
+    /// records do, and reads the counter afresh otherwise (the span ended
+    /// early, before reaching them).
     #[inline(always)]
     pub fn end_after(mut self, last: &[Loc]) {
         #[cfg(feature = "probes")]

@@ -26,8 +26,8 @@ impl Stamp {
         Stamp { tsc: None }
     }
 
-    /// Whether a record made with the stamp read the counter (so that
-    /// record was kept).
+    /// Whether the stamp holds a counter value: a record made with it
+    /// passed the gate (and was kept unless the ring was full).
     #[inline(always)]
     pub fn is_read(&self) -> bool {
         #[cfg(feature = "probes")]

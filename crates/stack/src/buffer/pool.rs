@@ -320,9 +320,9 @@ impl Pool {
     ///
     /// The span's guard is made only for an allocation that is recorded,
     /// out of line: with the gate closed this is the check and the
-    /// allocation alone, which the compiler inlines as it does with probes
-    /// compiled out (the guard kept `alloc` out of line: about 100
-    /// instructions per frame of the TCP bench, callgrind, issue 22).
+    /// allocation alone, inlined (as the compiler does on its own with
+    /// probes compiled out). Out of line, with its guard, `alloc` cost the
+    /// TCP bench about 100 instructions per frame (callgrind, issue 22).
     #[inline(always)]
     pub fn alloc(&self, flow: Flow) -> Option<Buffer> {
         if probe::would_record(BUFFER_ALLOC_ENTER, flow) {
@@ -581,9 +581,9 @@ fn free(mut slot: Rc<Slot>) {
             let pool = Rc::as_ptr(pool);
             // As in `Pool::alloc`: the span's guard only where recorded.
             if probe::would_record(BUFFER_FREE_ENTER, flow) {
-                home_recorded(pool, slot, flow);
+                return_to_pool_recorded(pool, slot, flow);
             } else {
-                home(pool, slot);
+                return_to_pool(pool, slot);
             }
         }
         Home::Lender { lender, pool } => {
@@ -601,7 +601,7 @@ fn free(mut slot: Rc<Slot>) {
 /// A freed slot goes back on its pool's free list, or is dropped when no
 /// handle to the pool is left.
 #[inline(always)]
-fn home(pool: *const Shared, slot: Rc<Slot>) {
+fn return_to_pool(pool: *const Shared, slot: Rc<Slot>) {
     // SAFETY: the slot holds a count on the pool, so the pool is alive
     // while the slot is, and the slot lives on in the list (the pool's
     // own) it is pushed into; nothing here holds a reference to the pool
@@ -615,11 +615,11 @@ fn home(pool: *const Shared, slot: Rc<Slot>) {
     }
 }
 
-/// [`home`] inside the free's probe span.
+/// [`return_to_pool`] inside the free's probe span.
 #[inline(never)]
-fn home_recorded(pool: *const Shared, slot: Rc<Slot>, flow: Flow) {
+fn return_to_pool_recorded(pool: *const Shared, slot: Rc<Slot>, flow: Flow) {
     let _span = probe::span(BUFFER_FREE_ENTER, BUFFER_FREE_EXIT, 0, flow, 0);
-    home(pool, slot);
+    return_to_pool(pool, slot);
 }
 
 impl std::fmt::Debug for Buffer {

@@ -92,7 +92,10 @@ pub struct QueueSample {
 pub struct PipelineRun {
     pub bursts: Vec<Burst>,
     pub send_queue: Vec<QueueSample>,
-    /// From the epoch to the sink's last byte.
+    /// From the epoch to the run's end: the sink's last byte or the last
+    /// process's end, whichever is later (the transmit process's last
+    /// write can return after the sink read its bytes, its thread
+    /// descheduled between the send and the clock read).
     pub elapsed_ns: u64,
     /// The CPU the stage's processes were pinned to and the CPU of the
     /// source and sink; `None` where pinning was refused (one CPU, or an
@@ -192,7 +195,8 @@ pub fn run(spec: &PipelineSpec) -> Result<PipelineRun, TrafficError> {
         let (transmitted, send_queue) = joined(transmit, "transmit")?;
         bursts.extend(transmitted);
         joined(source, "source")?;
-        let (bytes_received_by_sink, elapsed_ns) = joined(sink, "sink")?;
+        let (bytes_received_by_sink, sink_done_ns) = joined(sink, "sink")?;
+        let elapsed_ns = bursts.iter().map(|b| b.end_ns).fold(sink_done_ns, u64::max);
         if bytes_received_by_sink != total {
             return Err(TrafficError::Invalid(format!(
                 "the sink received {bytes_received_by_sink} of {total} bytes"

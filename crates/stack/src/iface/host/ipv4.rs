@@ -73,12 +73,14 @@ impl Host {
     ) {
         let Received {
             interface,
-            mut packet,
+            packet,
             link_multicast,
         } = received;
         let _span = dequeued.span_with(IPV4_INPUT_ENTER, IPV4_INPUT_EXIT, packet.flow(), || {
             (packet.len() as u32, interface.0 as u64)
         });
+        // Bound after the span, so freed before its end on every return.
+        let mut packet = packet;
         self.counters.ipv4_received += 1;
         let parsed = {
             let Some(head) = packet.parts().next() else {

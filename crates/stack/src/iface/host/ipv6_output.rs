@@ -189,7 +189,9 @@ impl Host {
                 return;
             }
             self.ipv6_route_output(now, &route, send.dst, payload);
-            // Queueing the packet on its interface was the last work.
+            // On a resolved path, queueing the packet on its interface
+            // was the last work (a loopback, tunnel or unresolved
+            // neighbour's path ends on another record: read afresh).
             span.end_after(&[INTERFACE_QUEUE_ENQUEUE]);
             return;
         }

@@ -784,9 +784,9 @@ impl Host {
             self.start(now);
         }
         self.receive_frames(now);
-        // After a packet whose IP input was recorded, the last record
-        // before the next dequeue is that input's end, with nothing worth
-        // timing between: the dequeue shares its counter read.
+        // After a packet whose IP input was recorded, the next dequeue
+        // shares that input's end's counter read if that is the last
+        // record: nothing worth timing lies between.
         let mut previous: &[probe::Loc] = &[];
         while let Some(received) = self.input.pop_front() {
             // Queued a batch ago, the next packet's buffer is cold.
@@ -1390,14 +1390,24 @@ impl Host {
             self.count_drop("ip_input_queue_full");
             return;
         }
-        probe::record_with(crate::probes::IP_INPUT_QUEUE_ENQUEUE, packet.flow(), || {
-            (packet.len() as u32, interface.0 as u64)
-        });
+        let flow = packet.flow();
+        let len = probe::would_record(crate::probes::IP_INPUT_QUEUE_ENQUEUE, flow)
+            .then(|| packet.len() as u32);
         self.input.push_back(Received {
             interface,
             packet,
             link_multicast,
         });
+        // Recorded once the packet is in the queue: the link receive that
+        // queued it ends at this record (`SpanGuard::end_after`).
+        if let Some(len) = len {
+            probe::record(
+                crate::probes::IP_INPUT_QUEUE_ENQUEUE,
+                len,
+                flow,
+                interface.0 as u64,
+            );
+        }
     }
 }
 

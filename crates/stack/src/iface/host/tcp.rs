@@ -281,19 +281,19 @@ impl Host {
         let flow = conn.flow();
         let marks = &mut slot.marks;
         let queued = conn.send_queued();
+        let mut dequeued = None;
         if queued < marks.send_queued {
             let acked = marks.send_queued - queued;
             marks.acked += acked as u64;
-            probe::record_with(SEND_QUEUE_DEQUEUE, flow, || (probe_len(acked), marks.acked));
+            dequeued = Some((probe_len(acked), marks.acked));
         }
         marks.send_queued = queued;
         let readable = conn.readable();
+        let mut enqueued = None;
         if readable > marks.readable {
             let arrived = readable - marks.readable;
             marks.delivered += arrived as u64;
-            probe::record_with(RECV_QUEUE_ENQUEUE, flow, || {
-                (probe_len(arrived), marks.delivered)
-            });
+            enqueued = Some((probe_len(arrived), marks.delivered));
         }
         marks.readable = readable;
         if conn.state() == State::Closed {
@@ -302,6 +302,14 @@ impl Host {
             if released {
                 self.tcp.remove(index);
             }
+        }
+        // Recorded last, after any teardown: TCP input ends at these
+        // records (`SpanGuard::end_after`).
+        if let Some((len, aux)) = dequeued {
+            probe::record(SEND_QUEUE_DEQUEUE, len, flow, aux);
+        }
+        if let Some((len, aux)) = enqueued {
+            probe::record(RECV_QUEUE_ENQUEUE, len, flow, aux);
         }
     }
 
