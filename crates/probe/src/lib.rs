@@ -102,6 +102,54 @@ pub fn record_with(loc: Loc, flow: Flow, args: impl FnOnce() -> (u32, u64)) {
     let _ = (loc, flow, args);
 }
 
+/// A record decided now and written later, once the work it marks is
+/// done (a queue's enqueue after the push, which a stage ending at that
+/// record, `SpanGuard::end_after`, must not leave outside it): the gate is
+/// asked once, here, and `args` computed only for a record that is kept.
+#[inline(always)]
+pub fn defer(loc: Loc, flow: Flow, args: impl FnOnce() -> (u32, u64)) -> Deferred {
+    #[cfg(feature = "probes")]
+    return Deferred {
+        pending: gate::is_open_at(flow, loc).then(|| {
+            let (len, aux) = args();
+            (loc, len, flow.id, aux)
+        }),
+    };
+    #[cfg(not(feature = "probes"))]
+    {
+        let _ = (loc, flow, args);
+        Deferred {}
+    }
+}
+
+/// A record [`defer`]red: written by [`Deferred::record`], or never if
+/// dropped.
+#[must_use = "a deferred record is written only by `record`"]
+pub struct Deferred {
+    #[cfg(feature = "probes")]
+    pending: Option<(Loc, u32, u32, u64)>,
+}
+
+impl Deferred {
+    /// No record: for a site that may have nothing to defer.
+    #[inline(always)]
+    pub const fn none() -> Deferred {
+        Deferred {
+            #[cfg(feature = "probes")]
+            pending: None,
+        }
+    }
+
+    /// Writes the record now, if the gate was open when it was deferred.
+    #[inline(always)]
+    pub fn record(self) {
+        #[cfg(feature = "probes")]
+        if let Some((loc, len, flow, aux)) = self.pending {
+            ring::push(loc, len, flow, aux);
+        }
+    }
+}
+
 /// Whether [`record`] at `loc` would record for `flow` now: for a site
 /// whose record needs work to compute (a clock read), so that work is done
 /// only when it is kept.

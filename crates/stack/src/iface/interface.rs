@@ -209,16 +209,14 @@ impl Interface {
             return;
         }
         // The frame's length is a walk of its parts: made only for a
-        // record that is kept.
-        let flow = frame.flow();
-        let len = probe::would_record(INTERFACE_QUEUE_ENQUEUE, flow).then(|| frame.len() as u32);
+        // record that is kept. Recorded once the frame is in the queue:
+        // the output that queued it ends at this record.
+        let enqueued = probe::defer(INTERFACE_QUEUE_ENQUEUE, frame.flow(), || {
+            (frame.len() as u32, self.id.0 as u64)
+        });
         self.queue.push_back(frame);
         self.counters.queue_high_water = self.counters.queue_high_water.max(self.queue.len());
-        // Recorded once the frame is in the queue: the output that queued
-        // it ends at this record (`SpanGuard::end_after`).
-        if let Some(len) = len {
-            probe::record(INTERFACE_QUEUE_ENQUEUE, len, flow, self.id.0 as u64);
-        }
+        enqueued.record();
     }
 
     /// Whether the interface has frames to hand to the link now: some are

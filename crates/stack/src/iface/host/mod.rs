@@ -1390,24 +1390,17 @@ impl Host {
             self.count_drop("ip_input_queue_full");
             return;
         }
-        let flow = packet.flow();
-        let len = probe::would_record(crate::probes::IP_INPUT_QUEUE_ENQUEUE, flow)
-            .then(|| packet.len() as u32);
+        // Recorded once the packet is in the queue: the link receive that
+        // queued it ends at this record.
+        let enqueued = probe::defer(crate::probes::IP_INPUT_QUEUE_ENQUEUE, packet.flow(), || {
+            (packet.len() as u32, interface.0 as u64)
+        });
         self.input.push_back(Received {
             interface,
             packet,
             link_multicast,
         });
-        // Recorded once the packet is in the queue: the link receive that
-        // queued it ends at this record (`SpanGuard::end_after`).
-        if let Some(len) = len {
-            probe::record(
-                crate::probes::IP_INPUT_QUEUE_ENQUEUE,
-                len,
-                flow,
-                interface.0 as u64,
-            );
-        }
+        enqueued.record();
     }
 }
 

@@ -281,19 +281,21 @@ impl Host {
         let flow = conn.flow();
         let marks = &mut slot.marks;
         let queued = conn.send_queued();
-        let mut dequeued = None;
+        let mut dequeued = probe::Deferred::none();
         if queued < marks.send_queued {
             let acked = marks.send_queued - queued;
             marks.acked += acked as u64;
-            dequeued = Some((probe_len(acked), marks.acked));
+            let offset = marks.acked;
+            dequeued = probe::defer(SEND_QUEUE_DEQUEUE, flow, || (probe_len(acked), offset));
         }
         marks.send_queued = queued;
         let readable = conn.readable();
-        let mut enqueued = None;
+        let mut enqueued = probe::Deferred::none();
         if readable > marks.readable {
             let arrived = readable - marks.readable;
             marks.delivered += arrived as u64;
-            enqueued = Some((probe_len(arrived), marks.delivered));
+            let offset = marks.delivered;
+            enqueued = probe::defer(RECV_QUEUE_ENQUEUE, flow, || (probe_len(arrived), offset));
         }
         marks.readable = readable;
         if conn.state() == State::Closed {
@@ -305,12 +307,8 @@ impl Host {
         }
         // Recorded last, after any teardown: TCP input ends at these
         // records (`SpanGuard::end_after`).
-        if let Some((len, aux)) = dequeued {
-            probe::record(SEND_QUEUE_DEQUEUE, len, flow, aux);
-        }
-        if let Some((len, aux)) = enqueued {
-            probe::record(RECV_QUEUE_ENQUEUE, len, flow, aux);
-        }
+        dequeued.record();
+        enqueued.record();
     }
 
     /// Sends what every TCP socket has to send.
